@@ -1,0 +1,182 @@
+//===- AttachLoss.cpp - Specialise the batch and append the loss ----------===//
+//
+// Turns a model function into @loss, the sum over real samples of the
+// per-sample loss: the quantity whose gradient a micro-step accumulates.
+// Summing (not averaging) here is what makes accumulation exact for ragged
+// micro-batches; the apply step divides once by the window's sample count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/Utils.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVEATTACHLOSS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+using train::TrainDialect;
+
+namespace {
+
+bool isStateArg(func::FuncOp f, unsigned i) {
+  return f.getArgAttr(i, TrainDialect::kParamAttr) ||
+         f.getArgAttr(i, TrainDialect::kBufferAttr) ||
+         f.getArgAttr(i, "train.rng");
+}
+
+struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
+  using CleaveAttachLossBase::CleaveAttachLossBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto model = module.lookupSymbol<func::FuncOp>(function);
+    if (!model) {
+      module.emitError("no model function @") << function;
+      return signalPassFailure();
+    }
+    if (loss != "cross-entropy" && loss != "mse" && loss != "none") {
+      module.emitError("unknown loss '")
+          << loss << "'; expected cross-entropy, mse or none";
+      return signalPassFailure();
+    }
+    if (failed(requireStraightLine(model, "cleave-attach-loss")) ||
+        failed(nameInputs(model)) || failed(specialise(model)))
+      return signalPassFailure();
+    if (module.lookupSymbol("loss")) {
+      module.emitError("the module already has a @loss function");
+      return signalPassFailure();
+    }
+    auto lossFn = cast<func::FuncOp>(model->clone());
+    lossFn.setSymName("loss");
+    SymbolTable(module).insert(lossFn, std::next(Block::iterator(model)));
+    if (failed(appendLoss(lossFn)))
+      return signalPassFailure();
+  }
+
+  /// Gives every data input a `train.input` name.
+  LogicalResult nameInputs(func::FuncOp f) {
+    SmallVector<unsigned> data;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (!isStateArg(f, i))
+        data.push_back(i);
+    if (data.empty())
+      return f.emitError("@") << f.getSymName() << " has no data input";
+    for (auto [n, i] : llvm::enumerate(data))
+      if (!f.getArgAttr(i, TrainDialect::kInputAttr))
+        f.setArgAttr(i, TrainDialect::kInputAttr,
+                     StringAttr::get(f.getContext(),
+                                     data.size() == 1
+                                         ? std::string("x")
+                                         : "x" + std::to_string(n)));
+    return success();
+  }
+
+  /// Sets the batch dimension of every data input and re-infers types.
+  LogicalResult specialise(func::FuncOp f) {
+    if (microBatch < 0)
+      return f.emitError("micro-batch must be positive, got ") << microBatch;
+    if (microBatch == 0)
+      return success();
+    Block &body = f.getBody().front();
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      if (isStateArg(f, i))
+        continue;
+      auto t = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
+      if (!t || t.getRank() < 1)
+        return f.emitError("data input #")
+               << i << " must be a tensor with a batch dimension, got "
+               << f.getArgumentTypes()[i];
+      SmallVector<int64_t> shape(t.getShape());
+      shape[0] = microBatch;
+      body.getArgument(i).setType(t.clone(shape));
+    }
+    return reinferTypes(f);
+  }
+
+  LogicalResult appendLoss(func::FuncOp f) {
+    MLIRContext *ctx = f.getContext();
+    Block &body = f.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    int prediction = -1;
+    SmallVector<unsigned> bufferResults;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      if (f.getResultAttr(i, TrainDialect::kBufferAttr))
+        bufferResults.push_back(i);
+      else if (prediction < 0)
+        prediction = i;
+    }
+    if (prediction < 0)
+      return f.emitError("@") << function << " returns no prediction";
+    Value pred = ret.getOperand(prediction);
+    auto predType = dyn_cast<RankedTensorType>(pred.getType());
+    if (!predType || predType.getRank() < 1 ||
+        !isa<FloatType>(predType.getElementType()))
+      return f.emitError("the prediction must be a float tensor with a batch "
+                         "dimension, got ")
+             << pred.getType();
+    Type elt = predType.getElementType();
+    int64_t batch = predType.getDimSize(0);
+    Location loc = ret.getLoc();
+    OpBuilder b(ret);
+
+    auto addInput = [&](Type type, StringRef name) -> Value {
+      unsigned idx = f.getNumArguments();
+      NamedAttribute attr(StringAttr::get(ctx, TrainDialect::kInputAttr),
+                          StringAttr::get(ctx, name));
+      if (failed(f.insertArgument(idx, type, DictionaryAttr::get(ctx, attr),
+                                  loc)))
+        return {};
+      return f.getArgument(idx);
+    };
+
+    Value perSample;
+    if (loss == "cross-entropy") {
+      if (predType.getRank() != 2)
+        return f.emitError("cross-entropy needs [batch, classes] logits, "
+                           "the prediction is ")
+               << predType;
+      Value labels = addInput(
+          RankedTensorType::get({batch}, IntegerType::get(ctx, 64)), "labels");
+      perSample = nn::CrossEntropyOp::create(b, loc, pred, labels,
+                                             nn::Reduction::none);
+    } else if (loss == "mse") {
+      Value targets = addInput(predType, "targets");
+      perSample =
+          nn::MseLossOp::create(b, loc, pred, targets, nn::Reduction::none);
+    } else {
+      if (predType.getRank() != 1)
+        return f.emitError("with loss=none the prediction must be the "
+                           "per-sample loss [batch], got ")
+               << predType;
+      perSample = pred;
+    }
+    Value weights = addInput(RankedTensorType::get({batch}, elt), "weights");
+    Value weighted = nn::MulOp::create(b, loc, perSample, weights);
+    Value total =
+        nn::ReduceSumOp::create(b, loc, weighted, ArrayRef<int64_t>{}, false);
+
+    SmallVector<Value> results = {total};
+    SmallVector<DictionaryAttr> attrs = {DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, TrainDialect::kOutputAttr),
+                             StringAttr::get(ctx, "loss"))})};
+    for (unsigned i : bufferResults) {
+      results.push_back(ret.getOperand(i));
+      attrs.push_back(f.getResultAttrDict(i));
+    }
+    ret->setOperands(results);
+    f.setFunctionType(FunctionType::get(ctx, f.getArgumentTypes(),
+                                        ValueRange(results).getTypes()));
+    f.setAllResultAttrs(attrs);
+    return success();
+  }
+};
+
+} // namespace

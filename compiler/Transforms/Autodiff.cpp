@@ -1,0 +1,210 @@
+//===- Autodiff.cpp - Reverse-mode automatic differentiation --------------===//
+//
+// One generic reverse sweep over DifferentiableOpInterface: every op builds
+// its own vector-Jacobian product, this pass decides which ones are needed,
+// orders them and sums cotangents of values used more than once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/Utils.h"
+#include "dialects/NN/IR/NNBuilders.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVEAUTODIFF
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+using train::TrainDialect;
+
+namespace {
+
+/// Differentiates `grad` (a copy of the source function) in place.
+class ReverseSweep {
+public:
+  explicit ReverseSweep(func::FuncOp grad) : func(grad) {}
+
+  LogicalResult run() {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() == 0)
+      return func.emitError("@") << func.getSymName()
+                                 << " returns nothing to differentiate";
+    Value loss = ret.getOperand(0);
+    auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+    if (!lossType || lossType.getRank() != 0 ||
+        !isa<FloatType>(lossType.getElementType()))
+      return func.emitError("the first result of @")
+             << func.getSymName()
+             << " must be a scalar loss (a rank-0 float tensor), got "
+             << loss.getType();
+
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr))
+        wrt.push_back(arg);
+    if (wrt.empty())
+      return func.emitError("@") << func.getSymName()
+                                 << " has no argument marked train.param";
+
+    markVaried();
+    markUseful(loss);
+
+    OpBuilder b(ret);
+    cotangents[loss] = nn::splat(b, ret.getLoc(), 1.0,
+                                 lossType.getElementType());
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops))
+      if (isActive(op) && failed(differentiate(b, op)))
+        return failure();
+
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      resultAttrs.push_back(func.getResultAttrDict(i));
+    for (BlockArgument arg : wrt) {
+      Value g = cotangents.lookup(arg);
+      if (!g)
+        g = nn::splatLike(b, ret.getLoc(), 0.0, arg);
+      results.push_back(g);
+      auto name = func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr);
+      resultAttrs.push_back(DictionaryAttr::get(
+          func.getContext(),
+          {b.getNamedAttr("train.grad_of", name)}));
+    }
+    ret->setOperands(results);
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), func.getArgumentTypes(), ValueRange(results).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+
+private:
+  /// Values that depend on a differentiated argument.
+  void markVaried() {
+    for (BlockArgument a : wrt)
+      varied.insert(a);
+    for (Operation &op : func.getBody().front())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return varied.contains(v); }))
+        for (Value r : op.getResults())
+          varied.insert(r);
+  }
+
+  /// Values the loss depends on.
+  void markUseful(Value loss) {
+    useful.insert(loss);
+    Block &body = func.getBody().front();
+    for (Operation &op : llvm::reverse(body.without_terminator()))
+      if (llvm::any_of(op.getResults(),
+                       [&](Value v) { return useful.contains(v); }))
+        for (Value v : op.getOperands())
+          useful.insert(v);
+  }
+
+  bool isActive(Operation *op) {
+    return llvm::any_of(op->getResults(), [&](Value r) {
+      return varied.contains(r) && useful.contains(r);
+    });
+  }
+
+  LogicalResult differentiate(OpBuilder &b, Operation *op) {
+    SmallVector<Value> dys;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      dys.push_back(cotangents.lookup(r));
+      any |= static_cast<bool>(dys.back());
+    }
+    if (!any)
+      return success();
+    auto diff = dyn_cast<nn::DifferentiableOpInterface>(op);
+    if (!diff)
+      return op->emitOpError("is on the path from a train.param argument to "
+                             "the loss but has no gradient "
+                             "(DifferentiableOpInterface)");
+    SmallVector<bool> needed;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      bool active = varied.contains(v) && useful.contains(v);
+      if (active && !diff.isDifferentiableOperand(i))
+        return op->emitOpError("operand #")
+               << i << " depends on a train.param argument but is not "
+               << "differentiable";
+      needed.push_back(active);
+    }
+    SmallVector<Value> grads;
+    if (failed(diff.buildVJP(b, dys, needed, grads)))
+      return failure();
+    if (grads.size() != op->getNumOperands())
+      return op->emitOpError("VJP returned ")
+             << grads.size() << " cotangents for " << op->getNumOperands()
+             << " operands";
+    for (auto [v, g, need] : llvm::zip(op->getOperands(), grads, needed)) {
+      if (!need)
+        continue;
+      if (!g)
+        return op->emitOpError("VJP left a needed cotangent empty");
+      Value &acc = cotangents[v];
+      acc = acc ? Value(nn::AddOp::create(b, op->getLoc(), acc, g)) : g;
+    }
+    return success();
+  }
+
+  func::FuncOp func;
+  SmallVector<BlockArgument> wrt;
+  llvm::DenseSet<Value> varied, useful;
+  llvm::DenseMap<Value, Value> cotangents;
+};
+
+struct AutodiffPass : cleave::impl::CleaveAutodiffBase<AutodiffPass> {
+  using CleaveAutodiffBase::CleaveAutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> targets;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (!function.empty()) {
+        if (f.getSymName() == function)
+          targets.push_back(f);
+        continue;
+      }
+      if (f.isExternal() || f->hasAttr("train.gradient_of") ||
+          f.getNumResults() == 0)
+        continue;
+      auto first = dyn_cast<RankedTensorType>(f.getResultTypes()[0]);
+      if (!first || first.getRank() != 0)
+        continue;
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (f.getArgAttr(i, TrainDialect::kParamAttr)) {
+          targets.push_back(f);
+          break;
+        }
+    }
+    if (!function.empty() && targets.empty()) {
+      module.emitError("no function named @") << function;
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    for (func::FuncOp f : targets) {
+      if (failed(requireStraightLine(f, "autodiff")))
+        return signalPassFailure();
+      auto grad = cast<func::FuncOp>(f->clone());
+      grad.setSymName((f.getSymName() + "_grad").str());
+      grad->setAttr("train.gradient_of", FlatSymbolRefAttr::get(f));
+      symbols.insert(grad, std::next(Block::iterator(f)));
+      if (failed(ReverseSweep(grad).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,387 @@
+//===- BuildTrainStep.cpp - State, gradients and optimizer in one step ----===//
+//
+// Builds @train_step, one complete training step over one batch, with a
+// train.window_sum where the micro-step/apply cut will go, and @eval_step.
+// Everything the optimizer is tuned by is an argument, so the runtime can
+// change it without recompiling.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/Utils.h"
+#include "dialects/NN/IR/NNBuilders.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVEBUILDTRAINSTEP
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+using train::GlobalKind;
+using train::TrainDialect;
+
+namespace {
+
+/// What an argument of the loss or model function is.
+struct ArgRole {
+  enum Kind { Data, Param, Buffer, Rng } kind = Data;
+  std::string name;
+};
+
+ArgRole classify(func::FuncOp f, unsigned i) {
+  if (auto p = f.getArgAttrOfType<StringAttr>(i, TrainDialect::kParamAttr))
+    return {ArgRole::Param, p.str()};
+  if (auto p = f.getArgAttrOfType<StringAttr>(i, TrainDialect::kBufferAttr))
+    return {ArgRole::Buffer, p.str()};
+  if (f.getArgAttr(i, "train.rng"))
+    return {ArgRole::Rng, "train.rng"};
+  return {};
+}
+
+/// The optimizer's per-parameter state slots and hyperparameters.
+struct OptimizerSpec {
+  SmallVector<StringRef> state;
+  SmallVector<std::pair<StringRef, double>> hypers;
+};
+
+struct BuildTrainStepPass
+    : cleave::impl::CleaveBuildTrainStepBase<BuildTrainStepPass> {
+  using CleaveBuildTrainStepBase::CleaveBuildTrainStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto spec = optimizerSpec();
+    if (failed(spec)) {
+      module.emitError("unknown optimizer '")
+          << optimizer << "'; expected sgd, momentum, nesterov, adam or adamw";
+      return signalPassFailure();
+    }
+    func::FuncOp grad, model = module.lookupSymbol<func::FuncOp>(this->model);
+    for (auto f : module.getOps<func::FuncOp>())
+      if (auto of = f->getAttrOfType<FlatSymbolRefAttr>("train.gradient_of"))
+        if (of.getValue() == "loss")
+          grad = f;
+    if (!grad) {
+      module.emitError("no gradient of @loss; run cleave-attach-loss and "
+                       "cleave-autodiff first");
+      return signalPassFailure();
+    }
+    if (!model) {
+      module.emitError("no model function @") << this->model;
+      return signalPassFailure();
+    }
+    if (failed(requireStraightLine(grad, "cleave-build-train-step")) ||
+        failed(requireStraightLine(model, "cleave-build-train-step")))
+      return signalPassFailure();
+
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    if (failed(createGlobals(b, grad, *spec)))
+      return signalPassFailure();
+    b.setInsertionPoint(grad);
+    if (failed(buildStep(b, grad, *spec)) || failed(buildEval(b, model)))
+      return signalPassFailure();
+    if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
+      loss.erase();
+    grad.erase();
+    model.erase();
+  }
+
+  FailureOr<OptimizerSpec> optimizerSpec() {
+    OptimizerSpec s;
+    s.hypers.push_back({"lr", lr});
+    if (optimizer == "sgd") {
+    } else if (optimizer == "momentum" || optimizer == "nesterov") {
+      s.state = {"momentum_buffer"};
+      s.hypers.push_back({"momentum", momentum});
+    } else if (optimizer == "adam" || optimizer == "adamw") {
+      s.state = {"exp_avg", "exp_avg_sq"};
+      s.hypers.append({{"beta1", beta1}, {"beta2", beta2}, {"eps", eps}});
+    } else {
+      return failure();
+    }
+    s.hypers.push_back({"weight_decay", weightDecay});
+    if (clipNorm > 0)
+      s.hypers.push_back({"clip_norm", clipNorm});
+    return s;
+  }
+
+  LogicalResult createGlobals(OpBuilder &b, func::FuncOp grad,
+                              const OptimizerSpec &spec) {
+    Location loc = grad.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto add = [&](StringRef name, GlobalKind kind, Type type, Attribute init,
+                   FlatSymbolRefAttr of) -> LogicalResult {
+      if (SymbolTable::lookupSymbolIn(getOperation(), name))
+        return grad.emitError("two pieces of state are named '") << name << "'";
+      train::GlobalOp::create(b, loc, name, kind, cast<RankedTensorType>(type),
+                              init, of);
+      return success();
+    };
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+      ArgRole role = classify(grad, i);
+      Type type = grad.getArgumentTypes()[i];
+      Attribute init = grad.getArgAttr(i, TrainDialect::kInitAttr);
+      if (role.kind == ArgRole::Param) {
+        if (!init)
+          return grad.emitError("parameter '")
+                 << role.name << "' has no initializer (train.init)";
+        if (failed(add(role.name, GlobalKind::param, type, init, {})))
+          return failure();
+        auto of = FlatSymbolRefAttr::get(ctx, role.name);
+        for (StringRef slot : spec.state)
+          if (failed(add(role.name + "." + slot.str(), GlobalKind::state, type,
+                         {}, of)))
+            return failure();
+      } else if (role.kind == ArgRole::Buffer) {
+        if (failed(add(role.name, GlobalKind::buffer, type, init, {})))
+          return failure();
+      } else if (role.kind == ArgRole::Rng) {
+        if (failed(add("train.rng", GlobalKind::counter, type, {}, {})))
+          return failure();
+      }
+    }
+    return add("train.step", GlobalKind::counter,
+               RankedTensorType::get({}, b.getI64Type()), {}, {});
+  }
+
+  /// Loads state for the arguments of `src` and maps data arguments to the
+  /// matching arguments of `dst` (by train.input name).
+  LogicalResult mapArguments(OpBuilder &b, func::FuncOp src, func::FuncOp dst,
+                             IRMapping &map, bool advanceRng) {
+    Location loc = src.getLoc();
+    for (unsigned i = 0; i < src.getNumArguments(); ++i) {
+      ArgRole role = classify(src, i);
+      Value arg = src.getArgument(i);
+      switch (role.kind) {
+      case ArgRole::Param:
+      case ArgRole::Buffer:
+        map.map(arg, train::LoadOp::create(b, loc, arg.getType(), role.name));
+        break;
+      case ArgRole::Rng: {
+        if (!advanceRng) {
+          map.map(arg, arith::ConstantOp::create(
+                           b, loc, DenseElementsAttr::get(
+                                       cast<ShapedType>(arg.getType()),
+                                       b.getI64IntegerAttr(0).getValue())));
+          break;
+        }
+        Value seed = train::LoadOp::create(b, loc, arg.getType(), "train.rng");
+        Value one = arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(cast<ShapedType>(arg.getType()),
+                                   b.getI64IntegerAttr(1).getValue()));
+        train::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, seed, one),
+                               "train.rng");
+        map.map(arg, seed);
+        break;
+      }
+      case ArgRole::Data: {
+        auto name = src.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
+        bool found = false;
+        for (unsigned j = 0; j < dst.getNumArguments() && !found; ++j)
+          if (dst.getArgAttr(j, TrainDialect::kInputAttr) == name) {
+            map.map(arg, dst.getArgument(j));
+            found = true;
+          }
+        if (!found)
+          return src.emitError("data input #") << i << " has no train.input";
+        break;
+      }
+      }
+    }
+    return success();
+  }
+
+  LogicalResult buildStep(OpBuilder &b, func::FuncOp grad,
+                          const OptimizerSpec &spec) {
+    MLIRContext *ctx = b.getContext();
+    Location loc = grad.getLoc();
+
+    // Signature: data inputs, then hyperparameters.
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    Type elt;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+      ArgRole role = classify(grad, i);
+      if (role.kind == ArgRole::Data) {
+        argTypes.push_back(grad.getArgumentTypes()[i]);
+        argAttrs.push_back(DictionaryAttr::get(
+            ctx, {NamedAttribute(
+                     StringAttr::get(ctx, TrainDialect::kInputAttr),
+                     grad.getArgAttr(i, TrainDialect::kInputAttr))}));
+      } else if (role.kind == ArgRole::Param && !elt) {
+        elt = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
+      }
+    }
+    if (!elt)
+      return grad.emitError("@loss has no parameter");
+    unsigned firstHyper = argTypes.size();
+    auto scalarType = RankedTensorType::get({}, elt);
+    for (auto [name, value] : spec.hypers) {
+      argTypes.push_back(scalarType);
+      argAttrs.push_back(DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, TrainDialect::kHyperAttr),
+                               StringAttr::get(ctx, name)),
+                NamedAttribute(StringAttr::get(ctx, TrainDialect::kDefaultAttr),
+                               b.getF64FloatAttr(value))}));
+    }
+    auto lossType = grad.getResultTypes()[0];
+    auto step = func::FuncOp::create(
+        b, loc, "train_step", FunctionType::get(ctx, argTypes, {lossType}));
+    step.setAllArgAttrs(argAttrs);
+    step.setResultAttr(0, TrainDialect::kOutputAttr, StringAttr::get(ctx, "loss"));
+    step->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "step"));
+    auto hyper = [&](StringRef name) -> Value {
+      for (unsigned i = firstHyper; i < step.getNumArguments(); ++i)
+        if (step.getArgAttrOfType<StringAttr>(i, TrainDialect::kHyperAttr)
+                .getValue() == name)
+          return step.getArgument(i);
+      return {};
+    };
+
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(step.addEntryBlock());
+
+    // Forward and backward, per micro-batch.
+    IRMapping map;
+    if (failed(mapArguments(b, grad, step, map, /*advanceRng=*/true)))
+      return failure();
+    for (Operation &op : grad.getBody().front().without_terminator())
+      b.clone(op, map);
+    auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+    Value loss = map.lookup(ret.getOperand(0));
+    SmallVector<Value> grads;
+    SmallVector<Attribute> targets;
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+      Value v = map.lookup(ret.getOperand(i));
+      if (auto buf = grad.getResultAttrOfType<StringAttr>(
+              i, TrainDialect::kBufferAttr)) {
+        train::StoreOp::create(b, loc, v, buf.getValue());
+      } else if (auto of = grad.getResultAttrOfType<StringAttr>(
+                     i, "train.grad_of")) {
+        grads.push_back(v);
+        targets.push_back(FlatSymbolRefAttr::get(ctx, of.getValue()));
+      }
+    }
+    Value weights;
+    for (unsigned i = 0; i < firstHyper; ++i)
+      if (step.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr)
+              .getValue() == "weights")
+        weights = step.getArgument(i);
+    if (!weights)
+      return grad.emitError("@loss has no 'weights' input; run "
+                            "cleave-attach-loss");
+    Value count =
+        nn::ReduceSumOp::create(b, loc, weights, ArrayRef<int64_t>{}, false);
+
+    // The cut: everything below runs once per window.
+    SmallVector<Value> sums(grads);
+    sums.push_back(count);
+    targets.push_back(StringAttr::get(ctx, "samples"));
+    auto window = train::WindowSumOp::create(b, loc, ValueRange(sums).getTypes(),
+                                             sums, b.getArrayAttr(targets));
+    Value samples = window.getResults().back();
+    SmallVector<Value> normalised;
+    for (Value g : window.getResults().drop_back())
+      normalised.push_back(nn::DivOp::create(b, loc, g, samples));
+    if (Value maxNorm = hyper("clip_norm")) {
+      auto clip = train::ClipByGlobalNormOp::create(
+          b, loc, ValueRange(normalised).getTypes(), maxNorm.getType(),
+          normalised, maxNorm);
+      normalised.assign(clip.getResults().begin(), clip.getResults().end());
+    }
+
+    auto counterType = RankedTensorType::get({}, b.getI64Type());
+    Value t = train::LoadOp::create(b, loc, counterType, "train.step");
+    Value one = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
+    Value t1 = arith::AddIOp::create(b, loc, t, one);
+    train::StoreOp::create(b, loc, t1, "train.step");
+
+    for (auto [g, target] : llvm::zip(normalised, targets)) {
+      StringRef name = cast<FlatSymbolRefAttr>(target).getValue();
+      Type type = g.getType();
+      Value p = train::LoadOp::create(b, loc, type, name);
+      auto slot = [&](StringRef s) { return (name + "." + s).str(); };
+      if (optimizer == "sgd") {
+        Value np = train::SgdOp::create(b, loc, p, g, hyper("lr"),
+                                        hyper("weight_decay"));
+        train::StoreOp::create(b, loc, np, name);
+      } else if (optimizer == "momentum" || optimizer == "nesterov") {
+        Value buf = train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
+        auto upd = train::MomentumOp::create(
+            b, loc, p, g, buf, hyper("lr"), hyper("momentum"),
+            hyper("weight_decay"), optimizer == "nesterov");
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewBuf(), slot("momentum_buffer"));
+      } else {
+        Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
+        Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
+        auto upd = train::AdamOp::create(
+            b, loc, p, g, m, v, t1, hyper("lr"), hyper("beta1"),
+            hyper("beta2"), hyper("eps"), hyper("weight_decay"),
+            optimizer == "adamw");
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
+        train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+      }
+    }
+    func::ReturnOp::create(b, loc, loss);
+    return success();
+  }
+
+  LogicalResult buildEval(OpBuilder &b, func::FuncOp model) {
+    MLIRContext *ctx = b.getContext();
+    Location loc = model.getLoc();
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    for (unsigned i = 0; i < model.getNumArguments(); ++i)
+      if (classify(model, i).kind == ArgRole::Data) {
+        argTypes.push_back(model.getArgumentTypes()[i]);
+        argAttrs.push_back(model.getArgAttrDict(i));
+      }
+    int prediction = -1;
+    for (unsigned i = 0; i < model.getNumResults() && prediction < 0; ++i)
+      if (!model.getResultAttr(i, TrainDialect::kBufferAttr))
+        prediction = i;
+    if (prediction < 0)
+      return model.emitError("@") << model.getSymName()
+                                  << " returns no prediction";
+    auto eval = func::FuncOp::create(
+        b, loc, "eval_step",
+        FunctionType::get(ctx, argTypes, {model.getResultTypes()[prediction]}));
+    eval.setAllArgAttrs(argAttrs);
+    eval.setResultAttr(0, TrainDialect::kOutputAttr,
+                       StringAttr::get(ctx, "prediction"));
+    eval->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "eval"));
+
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(eval.addEntryBlock());
+    IRMapping map;
+    if (failed(mapArguments(b, model, eval, map, /*advanceRng=*/false)))
+      return failure();
+    for (Operation &op : model.getBody().front().without_terminator()) {
+      // Inference semantics: no dropout, running batch-norm statistics.
+      if (auto d = dyn_cast<nn::DropoutOp>(op)) {
+        map.map(d.getResult(), map.lookup(d.getInput()));
+        continue;
+      }
+      Operation *clone = b.clone(op, map);
+      if (auto bn = dyn_cast<nn::BatchNormOp>(clone))
+        bn.setTraining(false);
+    }
+    auto ret = cast<func::ReturnOp>(model.getBody().front().getTerminator());
+    func::ReturnOp::create(b, loc, map.lookup(ret.getOperand(prediction)));
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,159 @@
+//===- Passes.td - Cleave's graph transformations --------*- tablegen -*-===//
+//
+// From a model function to the two graphs of a training step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_PASSES
+#define CLEAVE_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
+  let summary = "Specialise a model to the micro-batch and append its loss";
+  let description = [{
+    Takes the model function (`function`, default `@forward`): arguments
+    marked `train.param` or `train.buffer` are state, a `tensor<i64>`
+    argument marked `train.rng` is the dropout seed, every other argument is
+    a data input whose dimension 0 is the batch; results marked `train.buffer`
+    are new values of buffers (batch-norm running statistics) and the first
+    other result is the prediction.
+
+    With `micro-batch` set, the batch dimension of every data input becomes
+    that size and all result types are inferred again (an op that pins the
+    batch size makes this fail with that op's diagnostic).
+
+    It then adds `@loss`: the same computation plus the per-sample loss
+    (`cross-entropy` with integer labels, `mse` against targets, or `none`
+    when the prediction already is the per-sample loss `[B]`), weighted by a
+    per-sample weight input and summed. The weights are 1 for real samples and
+    0 for the padding of a short micro-batch, so `@loss` is the sum of the
+    real samples' losses: the quantity whose gradient the micro-step
+    accumulates. `@loss` returns that scalar first, then the buffer updates.
+  }];
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The model function">,
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "cross-entropy, mse or none">,
+    Option<"microBatch", "micro-batch", "int64_t", /*default=*/"0",
+           "Batch size to specialise to (0 keeps the model's)">,
+  ];
+}
+
+def CleaveAutodiff : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode automatic differentiation of a scalar loss";
+  let description = [{
+    For the function named by `function` (default: every function with an
+    argument marked `train.param` and a rank-0 first result), whose first
+    result is a rank-0 float tensor, builds `@<name>_grad`: the same computation followed by the
+    reverse sweep, returning the original results and then the gradient of
+    the first result with respect to each argument marked `train.param` (in
+    argument order; each gradient result carries `train.grad_of`).
+
+    Only ops that depend on a differentiated argument and that the loss
+    depends on get a vector-Jacobian product, and each VJP computes only the
+    operand cotangents that lead back to such an argument: nothing nobody
+    needs is computed. A value used several times gets the sum of its
+    cotangents. An argument the loss does not depend on gets a zero gradient.
+
+    Fails, naming the op, if a differentiated value flows through an op that
+    does not implement `DifferentiableOpInterface` or into an operand that is
+    not differentiable, and if the function has control flow.
+  }];
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to differentiate (default: all with train.param "
+           "arguments and a scalar first result)">,
+  ];
+}
+
+def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build the training step: state, gradients, optimizer";
+  let description = [{
+    From `@loss` and its gradient function (built by `cleave-autodiff`) and
+    the model function, builds:
+
+    - a `train.global` for every parameter and buffer (with its initialiser),
+      for the optimizer state (`momentum_buffer`, or `exp_avg` and
+      `exp_avg_sq`) and for the optimizer step counter;
+    - `@train_step(inputs..., hyperparameters...) -> loss`: loads the state,
+      runs forward and backward, stores buffer updates, passes the gradients
+      of the summed loss and the sample count through `train.window_sum`,
+      divides by the count, optionally clips by global norm, advances the step
+      counter and applies the optimizer. Hyperparameters are arguments marked
+      `train.hyper` with their `train.default`, never constants;
+    - `@eval_step(inputs...) -> prediction`: the model with parameters
+      loaded, batch normalisation in inference mode and dropout removed.
+
+    The source functions are erased.
+  }];
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect",
+                           "::mlir::cleave::train::TrainDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"model", "model", "std::string", /*default=*/"\"forward\"",
+           "The model function (for @eval_step)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum, nesterov, adam or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01",
+           "Default learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Default momentum (momentum, nesterov)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Default beta1 (adam, adamw)">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Default beta2 (adam, adamw)">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8",
+           "Default epsilon (adam, adamw)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Default weight decay">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Compile global-norm clipping in, with this default max norm "
+           "(0: no clipping)">,
+  ];
+}
+
+def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
+  let summary = "Cleave a training step into @micro_step and @apply_step";
+  let description = [{
+    The mark_step pass. `train.window_sum` in `@train_step` is the cut: what
+    precedes it becomes `@micro_step`, run on every micro-batch, which adds
+    each window_sum operand (gradients of the summed loss, the sample count)
+    into an accumulator global with `train.accumulate` and counts the
+    micro-step; what follows it becomes `@apply_step`, run once per window,
+    which reads the accumulators (combining them across ranks with
+    `train.cross_rank_reduce` when `reduce` is `mean`), runs the rest of the
+    step (normalisation, clipping, optimizer) and zeroes the accumulators and
+    the counter. With `reduce=adasum` the optimizer runs on each rank's own
+    window and the parameter deltas are Adasum-combined.
+
+    Loads, constants and pure ops on them are rematerialised in
+    `@apply_step`; any other value crossing the cut is an error, as is a
+    data input used after it or a hyperparameter used before it.
+
+    Ops whose result depends on how a batch is split into micro-batches
+    (batch normalisation in training mode, dropout) are reported as warnings
+    and listed in the `train.manifest` module attribute, which also records
+    the default accumulation count `accumulate` (the runtime may change it
+    without recompiling) and the reduction.
+  }];
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect",
+                           "::mlir::cleave::train::TrainDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Default number of micro-steps per window">,
+    Option<"reduce", "reduce", "std::string", /*default=*/"\"none\"",
+           "Cross-rank reduction: none, mean or adasum">,
+  ];
+}
+
+#endif // CLEAVE_TRANSFORMS_PASSES

@@ -1,0 +1,387 @@
+//===- SplitStep.cpp - Cleave a step into micro-step and apply graphs -----===//
+//
+// The mark_step pass. train.window_sum is the cut, in program order, as a
+// mark_step call is in a LazyTensor training loop: what comes before it runs
+// per micro-batch and accumulates, what comes after runs once per window.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/Utils.h"
+#include "dialects/NN/IR/NNBuilders.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVESPLITSTEP
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+using train::GlobalKind;
+using train::TrainDialect;
+
+namespace {
+
+constexpr StringLiteral kMicroStepsCounter = "train.micro_steps";
+
+/// Returns a short description of a value for diagnostics.
+std::string describe(func::FuncOp f, Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    for (StringRef attr : {TrainDialect::kInputAttr, TrainDialect::kHyperAttr})
+      if (auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
+        return "argument '" + name.str() + "'";
+    return "argument #" + std::to_string(arg.getArgNumber());
+  }
+  return "the result of '" + v.getDefiningOp()->getName().getStringRef().str() +
+         "'";
+}
+
+struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
+  using CleaveSplitStepBase::CleaveSplitStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (accumulate < 1) {
+      module.emitError("accumulate must be >= 1, got ") << accumulate;
+      return signalPassFailure();
+    }
+    if (reduce != "none" && reduce != "mean" && reduce != "adasum") {
+      module.emitError("unknown reduce '")
+          << reduce << "'; expected none, mean or adasum";
+      return signalPassFailure();
+    }
+    func::FuncOp step;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (auto e = f->getAttrOfType<StringAttr>(TrainDialect::kEntryAttr))
+        if (e.getValue() == "step")
+          step = f;
+    if (!step) {
+      module.emitError("no training step (a function with train.entry = "
+                       "\"step\"); run cleave-build-train-step first");
+      return signalPassFailure();
+    }
+    if (failed(requireStraightLine(step, "cleave-split-step")) ||
+        failed(split(step)))
+      return signalPassFailure();
+    step.erase();
+  }
+
+  LogicalResult split(func::FuncOp step) {
+    Block &body = step.getBody().front();
+    SmallVector<train::WindowSumOp> cuts(body.getOps<train::WindowSumOp>());
+    if (cuts.size() != 1)
+      return step.emitError("expected exactly one train.window_sum in @")
+             << step.getSymName() << ", found " << cuts.size();
+    train::WindowSumOp cut = cuts.front();
+
+    llvm::DenseSet<Operation *> before;
+    for (Operation &op : body) {
+      if (&op == cut.getOperation())
+        break;
+      before.insert(&op);
+    }
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (Value v : ret.getOperands())
+      if (!isa<BlockArgument>(v) && !before.contains(v.getDefiningOp()))
+        return ret.emitOpError("returns ")
+               << describe(step, v)
+               << ", which is computed after the cut; a step returns "
+                  "per-micro-batch values";
+
+    OpBuilder b(step);
+    SmallVector<FlatSymbolRefAttr> accumulators;
+    if (failed(createAccumulators(b, cut, accumulators)))
+      return failure();
+    b.setInsertionPoint(step);
+    if (failed(buildMicro(b, step, cut, before, accumulators)) ||
+        failed(buildApply(b, step, cut, before, accumulators)))
+      return failure();
+    writeManifest(step);
+    return success();
+  }
+
+  LogicalResult createAccumulators(OpBuilder &b, train::WindowSumOp cut,
+                                   SmallVectorImpl<FlatSymbolRefAttr> &out) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = b.getContext();
+    // Accumulators go after the last global so state stays grouped.
+    Operation *last = nullptr;
+    for (auto g : module.getOps<train::GlobalOp>())
+      last = g;
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(module.getBody());
+    Location loc = cut.getLoc();
+    for (auto [i, v] : llvm::enumerate(cut.getValues())) {
+      std::string name;
+      FlatSymbolRefAttr of;
+      Attribute target =
+          cut.getTargetsAttr() ? cut.getTargetsAttr()[i] : Attribute();
+      if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(target)) {
+        name = (sym.getValue() + ".grad").str();
+        of = sym;
+      } else if (auto str = dyn_cast_or_null<StringAttr>(target)) {
+        name = ("train." + str.getValue()).str();
+      } else {
+        name = "train.window_sum." + std::to_string(i);
+      }
+      if (module.lookupSymbol(name))
+        return cut.emitOpError("accumulator name '") << name << "' is taken";
+      train::GlobalOp::create(b, loc, name, GlobalKind::accumulator,
+                              cast<RankedTensorType>(v.getType()), Attribute(),
+                              of);
+      out.push_back(FlatSymbolRefAttr::get(ctx, name));
+    }
+    if (!module.lookupSymbol(kMicroStepsCounter))
+      train::GlobalOp::create(b, loc, kMicroStepsCounter, GlobalKind::counter,
+                              RankedTensorType::get({}, b.getI64Type()),
+                              Attribute(), FlatSymbolRefAttr());
+    return success();
+  }
+
+  /// Builds an entry function with the arguments of `step` that `uses`
+  /// selects, keeping their attributes. Maps them in `map`.
+  func::FuncOp makeEntry(OpBuilder &b, func::FuncOp step, StringRef name,
+                         ArrayRef<unsigned> args, TypeRange results,
+                         IRMapping &map) {
+    MLIRContext *ctx = b.getContext();
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    for (unsigned i : args) {
+      types.push_back(step.getArgumentTypes()[i]);
+      attrs.push_back(step.getArgAttrDict(i));
+    }
+    auto f = func::FuncOp::create(b, step.getLoc(), name,
+                                  FunctionType::get(ctx, types, results));
+    f.setAllArgAttrs(attrs);
+    f->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, name));
+    Block *entry = f.addEntryBlock();
+    for (auto [i, arg] : llvm::enumerate(args))
+      map.map(step.getArgument(arg), entry->getArgument(i));
+    return f;
+  }
+
+  LogicalResult buildMicro(OpBuilder &b, func::FuncOp step,
+                           train::WindowSumOp cut,
+                           const llvm::DenseSet<Operation *> &before,
+                           ArrayRef<FlatSymbolRefAttr> accumulators) {
+    SmallVector<unsigned> args;
+    for (BlockArgument a : step.getArguments()) {
+      bool usedBefore = llvm::any_of(a.getUsers(), [&](Operation *u) {
+        return before.contains(u) || u == cut.getOperation() ||
+               isa<func::ReturnOp>(u);
+      });
+      if (!usedBefore)
+        continue;
+      if (step.getArgAttr(a.getArgNumber(), TrainDialect::kHyperAttr))
+        return step.emitError("hyperparameter ")
+               << describe(step, a)
+               << " is used before the cut; hyperparameters belong to the "
+                  "apply step";
+      args.push_back(a.getArgNumber());
+    }
+    IRMapping map;
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    func::FuncOp micro = makeEntry(b, step, "micro_step", args,
+                                   ret.getOperandTypes(), map);
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      micro.setResultAttrs(i, step.getResultAttrDict(i));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&micro.getBody().front());
+    for (Operation &op : step.getBody().front()) {
+      if (&op == cut.getOperation())
+        break;
+      b.clone(op, map);
+    }
+    Location loc = cut.getLoc();
+    for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
+      train::AccumulateOp::create(b, loc, map.lookup(v), acc);
+    incrementCounter(b, loc, kMicroStepsCounter);
+    SmallVector<Value> results;
+    for (Value v : ret.getOperands())
+      results.push_back(map.lookup(v));
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    return success();
+  }
+
+  void incrementCounter(OpBuilder &b, Location loc, StringRef name) {
+    auto type = RankedTensorType::get({}, b.getI64Type());
+    Value c = train::LoadOp::create(b, loc, type, name);
+    Value one = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getI64IntegerAttr(1).getValue()));
+    train::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, c, one), name);
+  }
+
+  /// Whether `op`, defined before the cut, may be recomputed after it.
+  bool isRematerializable(Operation *op) {
+    if (isa<train::LoadOp>(op))
+      return true;
+    return isPure(op) && op->getNumRegions() == 0 &&
+           !isa<train::WindowSumOp>(op);
+  }
+
+  /// Maps a value used after the cut: rematerialises what it can.
+  LogicalResult remap(OpBuilder &b, func::FuncOp step, Value v,
+                      const llvm::DenseSet<Operation *> &before, IRMapping &map,
+                      Operation *user) {
+    if (map.contains(v))
+      return success();
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return user->emitOpError("uses ")
+             << describe(step, v)
+             << " after the cut; data inputs belong to the micro-step";
+    Operation *def = v.getDefiningOp();
+    if (!before.contains(def))
+      return success();
+    if (!isRematerializable(def))
+      return user->emitOpError("uses ")
+             << describe(step, v)
+             << ", which is computed per micro-batch; route it through "
+                "train.window_sum";
+    for (Value operand : def->getOperands())
+      if (failed(remap(b, step, operand, before, map, def)))
+        return failure();
+    b.clone(*def, map);
+    return success();
+  }
+
+  LogicalResult buildApply(OpBuilder &b, func::FuncOp step,
+                           train::WindowSumOp cut,
+                           const llvm::DenseSet<Operation *> &before,
+                           ArrayRef<FlatSymbolRefAttr> accumulators) {
+    SmallVector<unsigned> args;
+    for (BlockArgument a : step.getArguments())
+      if (step.getArgAttr(a.getArgNumber(), TrainDialect::kHyperAttr))
+        args.push_back(a.getArgNumber());
+    IRMapping map;
+    func::FuncOp apply = makeEntry(b, step, "apply_step", args, {}, map);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&apply.getBody().front());
+    Location loc = cut.getLoc();
+
+    SmallVector<Value> sums;
+    for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
+      sums.push_back(train::LoadOp::create(b, loc, v.getType(), acc));
+    if (reduce == "mean") {
+      // Summing both the gradient sums and the sample counts keeps the
+      // window exact across ranks: the division that follows is by the
+      // number of samples all ranks saw.
+      auto r = train::CrossRankReduceOp::create(
+          b, loc, ValueRange(sums).getTypes(), train::ReduceKind::sum, sums);
+      sums.assign(r.getResults().begin(), r.getResults().end());
+    }
+    for (auto [res, sum] : llvm::zip(cut.getResults(), sums))
+      map.map(res, sum);
+
+    SmallVector<train::StoreOp> paramStores;
+    bool after = false;
+    for (Operation &op : step.getBody().front()) {
+      if (&op == cut.getOperation()) {
+        after = true;
+        continue;
+      }
+      if (!after || isa<func::ReturnOp>(op))
+        continue;
+      for (Value operand : op.getOperands())
+        if (failed(remap(b, step, operand, before, map, &op)))
+          return failure();
+      Operation *clone = b.clone(op, map);
+      if (auto store = dyn_cast<train::StoreOp>(clone))
+        if (isParam(store.getGlobalAttr()))
+          paramStores.push_back(store);
+    }
+    if (reduce == "adasum" && failed(adasumDeltas(b, loc, paramStores)))
+      return failure();
+
+    // Start the next window from zero.
+    for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
+      train::StoreOp::create(b, loc, nn::splatLike(b, loc, 0.0, v), acc);
+    auto counterType = RankedTensorType::get({}, b.getI64Type());
+    train::StoreOp::create(
+        b, loc,
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(counterType, b.getI64IntegerAttr(0).getValue())),
+        kMicroStepsCounter);
+    func::ReturnOp::create(b, loc);
+    return success();
+  }
+
+  bool isParam(FlatSymbolRefAttr name) {
+    auto g = getOperation().lookupSymbol<train::GlobalOp>(name);
+    return g && g.getKind() == GlobalKind::param;
+  }
+
+  /// Replaces `store new, @p` by `store old + adasum(new - old), @p`, with
+  /// one collective for all parameters.
+  LogicalResult adasumDeltas(OpBuilder &b, Location loc,
+                             ArrayRef<train::StoreOp> stores) {
+    if (stores.empty())
+      return success();
+    Block *entry = stores.front()->getBlock();
+    OpBuilder::InsertionGuard guard(b);
+    SmallVector<Value> olds, deltas;
+    for (train::StoreOp s : stores) {
+      b.setInsertionPointToStart(entry);
+      Value old = train::LoadOp::create(b, loc, s.getValue().getType(),
+                                        s.getGlobalAttr());
+      olds.push_back(old);
+      b.setInsertionPoint(s);
+      deltas.push_back(nn::SubOp::create(b, loc, s.getValue(), old));
+    }
+    b.setInsertionPointAfter(stores.back());
+    auto combined = train::CrossRankReduceOp::create(
+        b, loc, ValueRange(deltas).getTypes(), train::ReduceKind::adasum,
+        deltas);
+    for (auto [store, old, d] :
+         llvm::zip(stores, olds, combined.getResults())) {
+      train::StoreOp s = store;
+      train::StoreOp::create(b, loc, nn::AddOp::create(b, loc, old, d),
+                             s.getGlobalAttr());
+      s.erase();
+    }
+    return success();
+  }
+
+  /// Records the defaults and what depends on the micro-batch split.
+  void writeManifest(func::FuncOp step) {
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    SmallVector<Attribute> warnings;
+    step.walk([&](Operation *op) {
+      StringRef why;
+      if (auto bn = dyn_cast<nn::BatchNormOp>(op); bn && bn.getTraining())
+        why = "batch normalisation in training mode uses the statistics of "
+              "each micro-batch, not of the whole window";
+      else if (isa<nn::DropoutOp>(op))
+        why = "dropout draws a new mask for each micro-batch, so the masks "
+              "differ from one large batch";
+      if (why.empty())
+        return;
+      op->emitWarning(why);
+      std::string loc;
+      llvm::raw_string_ostream os(loc);
+      op->getLoc().print(os);
+      warnings.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("op", b.getStringAttr(op->getName().getStringRef())),
+           b.getNamedAttr("loc", b.getStringAttr(loc)),
+           b.getNamedAttr("message", b.getStringAttr(why))}));
+    });
+    getOperation()->setAttr(
+        TrainDialect::kManifestAttr,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
+             b.getNamedAttr("reduce", b.getStringAttr(reduce)),
+             b.getNamedAttr("warnings", b.getArrayAttr(warnings))}));
+  }
+};
+
+} // namespace

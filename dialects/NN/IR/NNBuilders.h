@@ -1,0 +1,42 @@
+//===- NNBuilders.h - Helpers that build nn graphs --------------*- C++ -*-===//
+//
+// Small building blocks shared by the VJPs, autodiff, the training-step
+// builder and the frontends. Every helper infers result types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_NN_IR_NNBUILDERS_H
+#define CLEAVE_NN_IR_NNBUILDERS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::cleave::nn {
+
+/// A splat `arith.constant` of `shape` (rank 0 by default).
+Value splat(OpBuilder &b, Location loc, double value, Type elementType,
+            ArrayRef<int64_t> shape = {});
+
+/// A splat constant with the type of `like`.
+Value splatLike(OpBuilder &b, Location loc, double value, Value like);
+
+/// Reshapes `v` to `shape`, writing one dynamic dimension as -1. Returns `v`
+/// unchanged when it already has that shape.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
+
+/// Sums a broadcast result back to the shape of the operand it came from
+/// (the adjoint of numpy broadcasting).
+Value sumToShape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
+
+/// Broadcasts `v` (the result of a reduction over `axes`, with or without
+/// kept dimensions) back to `shape`.
+Value unreduce(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> axes,
+               ArrayRef<int64_t> shape);
+
+/// Number of elements in the reduced `axes` of `shape`, as a double
+/// (requires those dimensions to be static).
+FailureOr<double> reducedCount(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes);
+
+} // namespace mlir::cleave::nn
+
+#endif // CLEAVE_NN_IR_NNBUILDERS_H

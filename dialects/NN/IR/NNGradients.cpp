@@ -1,0 +1,723 @@
+//===- NNGradients.cpp - Vector-Jacobian products of the nn ops -----------===//
+//
+// Each differentiable op builds the cotangents of its operands from nn ops.
+// Forward values (operands and results) are reused, not recomputed, except
+// for normalisation statistics, which are cheap to rebuild and would
+// otherwise need extra results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NN/IR/NNBuilders.h"
+#include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cleave::nn;
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Fills `grads` for a single-operand op whose cotangent is `g`.
+static LogicalResult single(SmallVectorImpl<Value> &grads, ArrayRef<bool> needed,
+                            function_ref<Value()> g) {
+  grads.push_back(needed[0] ? g() : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  grads.push_back(needed[0] ? sumToShape(b, loc, dy, shapeOf(getLhs()))
+                            : Value());
+  grads.push_back(needed[1] ? sumToShape(b, loc, dy, shapeOf(getRhs()))
+                            : Value());
+  return success();
+}
+
+LogicalResult SubOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  grads.push_back(needed[0] ? sumToShape(b, loc, dy, shapeOf(getLhs()))
+                            : Value());
+  grads.push_back(needed[1] ? sumToShape(b, loc, NegOp::create(b, loc, dy),
+                                         shapeOf(getRhs()))
+                            : Value());
+  return success();
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  grads.push_back(needed[0] ? sumToShape(b, loc, MulOp::create(b, loc, dy, getRhs()),
+                                         shapeOf(getLhs()))
+                            : Value());
+  grads.push_back(needed[1] ? sumToShape(b, loc, MulOp::create(b, loc, dy, getLhs()),
+                                         shapeOf(getRhs()))
+                            : Value());
+  return success();
+}
+
+LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  grads.push_back(needed[0] ? sumToShape(b, loc, DivOp::create(b, loc, dy, getRhs()),
+                                         shapeOf(getLhs()))
+                            : Value());
+  if (needed[1]) {
+    // d(a/b)/db = -(a/b)/b.
+    Value q = DivOp::create(b, loc, MulOp::create(b, loc, dy, getResult()),
+                            getRhs());
+    grads.push_back(sumToShape(b, loc, NegOp::create(b, loc, q),
+                               shapeOf(getRhs())));
+  } else {
+    grads.push_back(Value());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary
+//===----------------------------------------------------------------------===//
+
+LogicalResult NegOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed,
+                [&]() -> Value { return NegOp::create(b, getLoc(), dys[0]); });
+}
+
+LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return MulOp::create(b, getLoc(), dys[0], getResult());
+  });
+}
+
+LogicalResult LogOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return DivOp::create(b, getLoc(), dys[0], getInput());
+  });
+}
+
+LogicalResult SqrtOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    Location loc = getLoc();
+    Value half = splat(b, loc, 0.5, getType().getElementType());
+    return DivOp::create(b, loc, MulOp::create(b, loc, dys[0], half),
+                         getResult());
+  });
+}
+
+LogicalResult ErfOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // d erf(x)/dx = 2/sqrt(pi) * exp(-x^2).
+    Location loc = getLoc();
+    Type elt = getType().getElementType();
+    Value x2 = MulOp::create(b, loc, getInput(), getInput());
+    Value e = ExpOp::create(b, loc, NegOp::create(b, loc, x2));
+    Value c = splat(b, loc, 2.0 / std::sqrt(M_PI), elt);
+    return MulOp::create(b, loc, dys[0], MulOp::create(b, loc, e, c));
+  });
+}
+
+LogicalResult ReluOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return ReluGradOp::create(b, getLoc(), dys[0], getInput());
+  });
+}
+
+LogicalResult LeakyReluOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return LeakyReluGradOp::create(b, getLoc(), dys[0], getInput(),
+                                   getAlphaAttr());
+  });
+}
+
+LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return GeluGradOp::create(b, getLoc(), dys[0], getInput(),
+                              getApproximateAttr());
+  });
+}
+
+LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // y * (1 - y).
+    Location loc = getLoc();
+    Value one = splat(b, loc, 1.0, getType().getElementType());
+    Value d = MulOp::create(b, loc, getResult(),
+                            SubOp::create(b, loc, one, getResult()));
+    return MulOp::create(b, loc, dys[0], d);
+  });
+}
+
+LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // 1 - y^2.
+    Location loc = getLoc();
+    Value one = splat(b, loc, 1.0, getType().getElementType());
+    Value y2 = MulOp::create(b, loc, getResult(), getResult());
+    return MulOp::create(b, loc, dys[0], SubOp::create(b, loc, one, y2));
+  });
+}
+
+LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // c * x^(c-1).
+    Location loc = getLoc();
+    double c = getExponent().convertToDouble();
+    Value coef = splat(b, loc, c, getType().getElementType());
+    Value d = c == 2.0 ? getInput()
+                       : Value(PowOp::create(b, loc, getInput(),
+                                             b.getF64FloatAttr(c - 1.0)));
+    return MulOp::create(b, loc, dys[0], MulOp::create(b, loc, coef, d));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+/// Collapses every dimension but the last into one: [..., n] -> [-1, n].
+static Value flattenRows(OpBuilder &b, Location loc, Value v) {
+  ArrayRef<int64_t> s = shapeOf(v);
+  if (s.size() == 2)
+    return v;
+  return ReshapeOp::create(b, loc, v, ArrayRef<int64_t>{-1, s.back()});
+}
+
+LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dc = dys[0], a = getLhs(), bm = getRhs();
+  bool ta = getTransposeA(), tb = getTransposeB();
+  // dA = dC op(B)^T, laid out as A is.
+  if (needed[0]) {
+    if (!ta)
+      grads.push_back(MatmulOp::create(b, loc, dc, bm, false, !tb));
+    else
+      grads.push_back(MatmulOp::create(b, loc, bm, dc, tb, true));
+  } else {
+    grads.push_back(Value());
+  }
+  if (!needed[1]) {
+    grads.push_back(Value());
+    return success();
+  }
+  int64_t ar = shapeOf(a).size(), br = shapeOf(bm).size();
+  if (br == 2 && ar > 2 && !ta) {
+    // A shared matrix: fold the batch into the rows of one GEMM.
+    Value af = flattenRows(b, loc, a), dcf = flattenRows(b, loc, dc);
+    grads.push_back(tb ? MatmulOp::create(b, loc, dcf, af, true, false)
+                       : MatmulOp::create(b, loc, af, dcf, true, false));
+    return success();
+  }
+  Value db = tb ? MatmulOp::create(b, loc, dc, a, true, ta)
+                : MatmulOp::create(b, loc, a, dc, !ta, false);
+  grads.push_back(sumToShape(b, loc, db, shapeOf(bm)));
+  return success();
+}
+
+LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  // dx = dy W: [..., out] x [out, in].
+  grads.push_back(needed[0] ? MatmulOp::create(b, loc, dy, getWeight(), false,
+                                               false)
+                            : Value());
+  // dW = dy^T x over all rows: [out, rows] x [rows, in].
+  grads.push_back(needed[1]
+                      ? MatmulOp::create(b, loc, flattenRows(b, loc, dy),
+                                         flattenRows(b, loc, getInput()), true,
+                                         false)
+                      : Value());
+  if (getBias())
+    grads.push_back(needed.size() > 2 && needed[2]
+                        ? sumToShape(b, loc, dy, shapeOf(getBias()))
+                        : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return reshapeTo(b, getLoc(), dys[0], shapeOf(getInput()));
+  });
+}
+
+LogicalResult FlattenOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return reshapeTo(b, getLoc(), dys[0], shapeOf(getInput()));
+  });
+}
+
+LogicalResult TransposeOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    ArrayRef<int64_t> perm = getPermutation();
+    SmallVector<int64_t> inverse(perm.size());
+    for (auto [i, p] : llvm::enumerate(perm))
+      inverse[p] = i;
+    return TransposeOp::create(b, getLoc(), dys[0], inverse);
+  });
+}
+
+LogicalResult ConcatOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  auto outType = cast<RankedTensorType>(getType());
+  int64_t axis = *normalizeAxis(getAxis(), outType.getRank());
+  int64_t offset = 0;
+  for (auto [i, in] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> s = shapeOf(in);
+    if (ShapedType::isDynamic(s[axis]) || !cast<RankedTensorType>(in.getType())
+                                               .hasStaticShape())
+      return emitOpError("gradient needs static shapes");
+    if (needed[i]) {
+      SmallVector<int64_t> starts(s.size(), 0), strides(s.size(), 1);
+      starts[axis] = offset;
+      grads.push_back(SliceOp::create(b, loc, dys[0], starts, s, strides));
+    } else {
+      grads.push_back(Value());
+    }
+    offset += s[axis];
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                ArrayRef<bool> needed,
+                                SmallVectorImpl<Value> &grads) {
+  if (!getInput().getType().hasStaticShape())
+    return emitOpError("gradient needs a static input shape");
+  return single(grads, needed, [&]() -> Value {
+    return PadOp::create(b, getLoc(), dys[0], getStarts(), getStrides(),
+                         shapeOf(getInput()));
+  });
+}
+
+LogicalResult PadOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  if (!getInput().getType().hasStaticShape())
+    return emitOpError("gradient needs a static input shape");
+  return single(grads, needed, [&]() -> Value {
+    return SliceOp::create(b, getLoc(), dys[0], getStarts(),
+                           shapeOf(getInput()), getStrides());
+  });
+}
+
+LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                      ArrayRef<bool> needed,
+                                      SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return sumToShape(b, getLoc(), dys[0], shapeOf(getInput()));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return unreduce(b, getLoc(), dys[0], getReducedAxes(), shapeOf(getInput()));
+  });
+}
+
+LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                     ArrayRef<bool> needed,
+                                     SmallVectorImpl<Value> &grads) {
+  auto count = reducedCount(shapeOf(getInput()), getReducedAxes());
+  if (failed(count))
+    return emitOpError("gradient needs static reduced dimensions");
+  return single(grads, needed, [&]() -> Value {
+    Location loc = getLoc();
+    Value scale = splat(b, loc, 1.0 / *count,
+                        getInput().getType().getElementType());
+    Value g = unreduce(b, loc, dys[0], getReducedAxes(), shapeOf(getInput()));
+    return MulOp::create(b, loc, g, scale);
+  });
+}
+
+LogicalResult ReduceMaxOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return ReduceMaxGradOp::create(b, getLoc(), dys[0], getInput(), getAxes(),
+                                   getKeepdims());
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // y * (dy - sum(dy * y)).
+    Location loc = getLoc();
+    int64_t axis = *normalizeAxis(getAxis(), getType().getRank());
+    Value s = ReduceSumOp::create(b, loc, MulOp::create(b, loc, dys[0],
+                                                        getResult()),
+                                  ArrayRef<int64_t>{axis}, true);
+    return MulOp::create(b, loc, getResult(),
+                         SubOp::create(b, loc, dys[0], s));
+  });
+}
+
+LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                     ArrayRef<bool> needed,
+                                     SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    // dy - exp(y) * sum(dy).
+    Location loc = getLoc();
+    int64_t axis = *normalizeAxis(getAxis(), getType().getRank());
+    Value s = ReduceSumOp::create(b, loc, dys[0], ArrayRef<int64_t>{axis}, true);
+    Value p = ExpOp::create(b, loc, getResult());
+    return SubOp::create(b, loc, dys[0], MulOp::create(b, loc, p, s));
+  });
+}
+
+/// Scales per-sample loss derivatives `d` ([B, ...]) by the loss cotangent
+/// `dy`, according to how the loss was reduced.
+static FailureOr<Value> scaleBySampleCotangent(OpBuilder &b, Location loc,
+                                               Value d, Value dy,
+                                               Reduction reduction,
+                                               double meanCount) {
+  auto dt = cast<RankedTensorType>(d.getType());
+  if (reduction == Reduction::none) {
+    SmallVector<int64_t> s(dt.getRank(), 1);
+    s[0] = dt.getDimSize(0);
+    return Value(MulOp::create(b, loc, d, reshapeTo(b, loc, dy, s)));
+  }
+  Value scaled = MulOp::create(b, loc, d, dy);
+  if (reduction == Reduction::mean)
+    scaled = MulOp::create(
+        b, loc, scaled, splat(b, loc, 1.0 / meanCount, dt.getElementType()));
+  return scaled;
+}
+
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                       ArrayRef<bool> needed,
+                                       SmallVectorImpl<Value> &grads) {
+  if (!needed[0]) {
+    grads.append({Value(), Value()});
+    return success();
+  }
+  Location loc = getLoc();
+  auto lt = cast<RankedTensorType>(getLogits().getType());
+  if (!lt.hasStaticShape())
+    return emitOpError("gradient needs static logits");
+  // softmax(x) - onehot(labels), per sample.
+  Value p = SoftmaxOp::create(b, loc, getLogits(), b.getI64IntegerAttr(1));
+  Value oh = OneHotOp::create(b, loc, getLabels(), lt.getDimSize(1),
+                              cast<FloatType>(lt.getElementType()));
+  Value d = SubOp::create(b, loc, p, oh);
+  auto g = scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
+                                  lt.getDimSize(0));
+  if (failed(g))
+    return failure();
+  grads.append({*g, Value()});
+  return success();
+}
+
+LogicalResult MseLossOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  auto xt = cast<RankedTensorType>(getInput().getType());
+  if (!xt.hasStaticShape())
+    return emitOpError("gradient needs static shapes");
+  // Per sample l = mean((x - t)^2) over the D non-batch elements, so
+  // dl/dx = 2 (x - t) / D.
+  double perSample = xt.getNumElements() / xt.getDimSize(0);
+  Value diff = SubOp::create(b, loc, getInput(), getTarget());
+  Value d = MulOp::create(b, loc, diff,
+                          splat(b, loc, 2.0 / perSample, xt.getElementType()));
+  auto g = scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
+                                  xt.getDimSize(0));
+  if (failed(g))
+    return failure();
+  grads.push_back(needed[0] ? *g : Value());
+  grads.push_back(needed[1] ? Value(NegOp::create(b, loc, *g)) : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2DOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  ArrayRef<int64_t> xs = shapeOf(getInput()), ws = shapeOf(getWeight());
+  grads.push_back(needed[0]
+                      ? Value(Conv2DGradInputOp::create(
+                            b, loc, dy, getWeight(), xs.drop_front(2),
+                            getStrides(), getPadding(), getDilations(),
+                            getGroups()))
+                      : Value());
+  grads.push_back(needed[1]
+                      ? Value(Conv2DGradWeightOp::create(
+                            b, loc, dy, getInput(), ws.drop_front(2),
+                            getStrides(), getPadding(), getDilations(),
+                            getGroups()))
+                      : Value());
+  if (getBias())
+    grads.push_back(needed[2] ? sumToShape(b, loc,
+                                           ReduceSumOp::create(
+                                               b, loc, dy,
+                                               ArrayRef<int64_t>{0, 2, 3},
+                                               false),
+                                           shapeOf(getBias()))
+                              : Value());
+  return success();
+}
+
+LogicalResult MaxPool2DOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return MaxPool2DGradOp::create(b, getLoc(), dys[0], getInput(),
+                                   getKernelSize(), getStrides(), getPadding(),
+                                   getDilations(), getCeilMode());
+  });
+}
+
+LogicalResult AvgPool2DOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return AvgPool2DGradOp::create(
+        b, getLoc(), dys[0], shapeOf(getInput()).drop_front(2),
+        getKernelSize(), getStrides(), getPadding(), getDilations(),
+        getCeilMode(), getCountIncludePad());
+  });
+}
+
+LogicalResult GlobalAvgPoolOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                        ArrayRef<bool> needed,
+                                        SmallVectorImpl<Value> &grads) {
+  ArrayRef<int64_t> xs = shapeOf(getInput());
+  SmallVector<int64_t> spatial;
+  for (int64_t d = 2; d < (int64_t)xs.size(); ++d)
+    spatial.push_back(d);
+  auto count = reducedCount(xs, spatial);
+  if (failed(count))
+    return emitOpError("gradient needs static spatial dimensions");
+  return single(grads, needed, [&]() -> Value {
+    Location loc = getLoc();
+    Value scale =
+        splat(b, loc, 1.0 / *count, getInput().getType().getElementType());
+    return MulOp::create(b, loc, BroadcastToOp::create(b, loc, dys[0], xs),
+                         scale);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The pieces of a normalisation VJP: statistics over `axes` (kept as size
+/// 1), the normalised input and the inverse standard deviation.
+struct Normalized {
+  Value xhat, invstd;
+};
+} // namespace
+
+static FailureOr<Normalized> normalize(OpBuilder &b, Location loc, Value x,
+                                       ArrayRef<int64_t> axes, double eps) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  Value mean = ReduceMeanOp::create(b, loc, x, axes, true);
+  Value xc = SubOp::create(b, loc, x, mean);
+  Value var =
+      ReduceMeanOp::create(b, loc, MulOp::create(b, loc, xc, xc), axes, true);
+  Value invstd =
+      PowOp::create(b, loc, AddOp::create(b, loc, var, splat(b, loc, eps, elt)),
+                    b.getF64FloatAttr(-0.5));
+  return Normalized{MulOp::create(b, loc, xc, invstd), invstd};
+}
+
+/// dx of y = xhat * gamma + beta with batch statistics over `axes`, given
+/// dxhat = dy * gamma: invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat *
+/// xhat)).
+static Value normalizedInputGrad(OpBuilder &b, Location loc, Value dxhat,
+                                 const Normalized &n, ArrayRef<int64_t> axes) {
+  Value m1 = ReduceMeanOp::create(b, loc, dxhat, axes, true);
+  Value m2 = ReduceMeanOp::create(b, loc, MulOp::create(b, loc, dxhat, n.xhat),
+                                  axes, true);
+  Value inner = SubOp::create(b, loc, SubOp::create(b, loc, dxhat, m1),
+                              MulOp::create(b, loc, n.xhat, m2));
+  return MulOp::create(b, loc, n.invstd, inner);
+}
+
+LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  if (dys[1] || dys[2])
+    return emitOpError("cannot differentiate through running statistics");
+  Location loc = getLoc();
+  auto xt = cast<RankedTensorType>(getInput().getType());
+  if (!xt.hasStaticShape())
+    return emitOpError("gradient needs a static input shape");
+  Type elt = xt.getElementType();
+  SmallVector<int64_t> axes, chanShape(xt.getRank(), 1);
+  for (int64_t d = 0; d < xt.getRank(); ++d)
+    if (d != 1)
+      axes.push_back(d);
+  chanShape[1] = xt.getDimSize(1);
+  Value dy = dys[0];
+  double eps = getEpsilon().convertToDouble();
+  Value gamma = reshapeTo(b, loc, getScale(), chanShape);
+
+  Normalized n;
+  if (getTraining()) {
+    auto stats = normalize(b, loc, getInput(), axes, eps);
+    if (failed(stats))
+      return failure();
+    n = *stats;
+  } else {
+    Value mean = reshapeTo(b, loc, getRunningMean(), chanShape);
+    Value var = reshapeTo(b, loc, getRunningVar(), chanShape);
+    n.invstd = PowOp::create(
+        b, loc, AddOp::create(b, loc, var, splat(b, loc, eps, elt)),
+        b.getF64FloatAttr(-0.5));
+    n.xhat = MulOp::create(b, loc, SubOp::create(b, loc, getInput(), mean),
+                           n.invstd);
+  }
+  Value dxhat = MulOp::create(b, loc, dy, gamma);
+  if (needed[0])
+    grads.push_back(getTraining()
+                        ? normalizedInputGrad(b, loc, dxhat, n, axes)
+                        : Value(MulOp::create(b, loc, dxhat, n.invstd)));
+  else
+    grads.push_back(Value());
+  grads.push_back(needed[1]
+                      ? Value(ReduceSumOp::create(
+                            b, loc, MulOp::create(b, loc, dy, n.xhat), axes,
+                            false))
+                      : Value());
+  grads.push_back(needed[2]
+                      ? Value(ReduceSumOp::create(b, loc, dy, axes, false))
+                      : Value());
+  grads.append({Value(), Value()});
+  return success();
+}
+
+LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  auto xt = cast<RankedTensorType>(getInput().getType());
+  if (!xt.hasStaticShape())
+    return emitOpError("gradient needs a static input shape");
+  int64_t axis = *normalizeAxis(getAxis(), xt.getRank());
+  SmallVector<int64_t> normAxes, leadAxes;
+  for (int64_t d = 0; d < xt.getRank(); ++d)
+    (d >= axis ? normAxes : leadAxes).push_back(d);
+  auto n = normalize(b, loc, getInput(), normAxes,
+                     getEpsilon().convertToDouble());
+  if (failed(n))
+    return failure();
+  Value dy = dys[0];
+  Value dxhat = getScale() ? Value(MulOp::create(b, loc, dy, getScale())) : dy;
+  grads.push_back(needed[0] ? normalizedInputGrad(b, loc, dxhat, *n, normAxes)
+                            : Value());
+  unsigned next = 1;
+  auto paramGrad = [&](Value g) -> Value {
+    return leadAxes.empty() ? g
+                            : Value(ReduceSumOp::create(b, loc, g, leadAxes,
+                                                        false));
+  };
+  if (getScale())
+    grads.push_back(needed[next++]
+                        ? paramGrad(MulOp::create(b, loc, dy, n->xhat))
+                        : Value());
+  if (getBias())
+    grads.push_back(needed[next++] ? paramGrad(dy) : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout and embedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  // Dropout is linear in its input with the same mask: reapply it.
+  grads.push_back(needed[0] ? Value(DropoutOp::create(b, getLoc(), dys[0],
+                                                      getSeed(),
+                                                      getRatioAttr(),
+                                                      getStreamAttr()))
+                            : Value());
+  grads.push_back(Value());
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(Value());
+  int64_t v = shapeOf(getTable())[0];
+  if (ShapedType::isDynamic(v))
+    return emitOpError("gradient needs a static table");
+  grads.push_back(needed[1] ? Value(EmbeddingGradOp::create(
+                                  b, getLoc(), dys[0], getIndices(), v))
+                            : Value());
+  return success();
+}

@@ -1,0 +1,792 @@
+//===- NNOps.td - nn dialect ops -------------------------*- tablegen -*-===//
+//
+// Model ops and the gradient ops their vector-Jacobian products use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_NN_OPS
+#define CLEAVE_NN_OPS
+
+include "dialects/NN/IR/NNDialect.td"
+include "dialects/NN/Interfaces/DifferentiableOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def NN_FloatTensor : RankedTensorOf<[F32, F64]>;
+def NN_IndexTensor : RankedTensorOf<[I32, I64]>;
+def NN_I64Scalar : 0DTensorOf<[I64]>;
+
+/// Traits every differentiable nn op has: no side effects, an inferred
+/// result type and a VJP.
+class NN_DiffOp<string mnemonic, list<Trait> traits = [],
+                list<string> overridden = []>
+    : NN_Op<mnemonic, !listconcat([Pure,
+        DeclareOpInterfaceMethods<DifferentiableOpInterface, overridden>],
+        traits)>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops (numpy broadcasting)
+//===----------------------------------------------------------------------===//
+
+class NN_BinaryOp<string mnemonic, string expr>
+    : NN_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "elementwise " # expr # " with numpy broadcasting";
+  let description = [{
+    Computes `}] # expr # [{` elementwise. The operands broadcast as in numpy:
+    shapes align at the trailing dimension, and a dimension of size 1 (or a
+    missing leading dimension) stretches to the other operand's. Both operands
+    have the same element type.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %a, %b : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+//===- nn.add -------------------------------------------------------------===//
+def NN_AddOp : NN_BinaryOp<"add", "lhs + rhs">;
+//===- nn.sub -------------------------------------------------------------===//
+def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
+//===- nn.mul -------------------------------------------------------------===//
+def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs">;
+//===- nn.div -------------------------------------------------------------===//
+def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
+    : NN_DiffOp<mnemonic, [SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "elementwise " # expr;
+  let description = [{
+    Computes `}] # expr # [{` for every element.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %x : tensor<32x512xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input), attrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===- nn.neg -------------------------------------------------------------===//
+def NN_NegOp : NN_UnaryOp<"neg", "-x">;
+//===- nn.exp -------------------------------------------------------------===//
+def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
+//===- nn.log -------------------------------------------------------------===//
+def NN_LogOp : NN_UnaryOp<"log", "log(x)">;
+//===- nn.sqrt ------------------------------------------------------------===//
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "sqrt(x)">;
+//===- nn.erf -------------------------------------------------------------===//
+def NN_ErfOp : NN_UnaryOp<"erf", "erf(x)">;
+//===- nn.relu ------------------------------------------------------------===//
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
+//===- nn.sigmoid ---------------------------------------------------------===//
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+//===- nn.tanh ------------------------------------------------------------===//
+def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
+//===- nn.pow -------------------------------------------------------------===//
+def NN_PowOp : NN_UnaryOp<"pow", "x ^ exponent", (ins F64Attr:$exponent)> {
+  let assemblyFormat = "$input `,` $exponent attr-dict `:` type($input)";
+}
+//===- nn.leaky_relu ------------------------------------------------------===//
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x >= 0 ? x : alpha * x",
+                                (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+//===- nn.gelu ------------------------------------------------------------===//
+def NN_GeluOp : NN_UnaryOp<"gelu",
+    "x * Phi(x), Phi the standard normal CDF (erf form) or its tanh approximation",
+    (ins DefaultValuedAttr<NN_GeluApproximationAttr,
+                           "::mlir::cleave::nn::GeluApproximation::none">:$approximate)>;
+
+//===----------------------------------------------------------------------===//
+// Gradients of elementwise activations
+//===----------------------------------------------------------------------===//
+
+class NN_ActivationGradOp<string mnemonic, string fwd, dag attrs = (ins)>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                       InferTypeOpInterface]> {
+  let summary = "gradient of nn." # fwd;
+  let description = [{
+    Given the cotangent `grad` of `nn.}] # fwd # [{ %input`, returns the
+    cotangent of `%input`. Only used inside VJPs; not differentiated again.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %dy, %x : tensor<32x512xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad, NN_FloatTensor:$input), attrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($input)";
+}
+
+//===- nn.relu_grad -------------------------------------------------------===//
+def NN_ReluGradOp : NN_ActivationGradOp<"relu_grad", "relu">;
+//===- nn.leaky_relu_grad -------------------------------------------------===//
+def NN_LeakyReluGradOp : NN_ActivationGradOp<"leaky_relu_grad", "leaky_relu",
+    (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+//===- nn.gelu_grad -------------------------------------------------------===//
+def NN_GeluGradOp : NN_ActivationGradOp<"gelu_grad", "gelu",
+    (ins DefaultValuedAttr<NN_GeluApproximationAttr,
+                           "::mlir::cleave::nn::GeluApproximation::none">:$approximate)>;
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+//===- nn.matmul ----------------------------------------------------------===//
+def NN_MatmulOp : NN_DiffOp<"matmul", [InferTypeOpAdaptor]> {
+  let summary = "(batched) matrix product with optional transposes";
+  let description = [{
+    `op(lhs) @ op(rhs)` where `op` transposes the last two dimensions when the
+    matching flag is set. Both operands have rank >= 2. Leading (batch)
+    dimensions must be equal, or `rhs` is a plain matrix shared by every batch
+    entry.
+
+    ```mlir
+    %0 = nn.matmul %a, %b {transpose_b} : tensor<8x32x64xf32>, tensor<16x64xf32> -> tensor<8x32x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+//===- nn.linear ----------------------------------------------------------===//
+def NN_LinearOp : NN_DiffOp<"linear", [InferTypeOpAdaptor]> {
+  let summary = "affine layer x @ W^T + b (PyTorch nn.Linear, ONNX Gemm layout)";
+  let description = [{
+    `input` is `[..., in]`, `weight` is `[out, in]` and the optional `bias` is
+    `[out]`; the result is `[..., out]`.
+
+    ```mlir
+    %0 = nn.linear %x, %w, %b : tensor<32x784xf32>, tensor<512x784xf32>, tensor<512xf32> -> tensor<32x512xf32>
+    %1 = nn.linear %x, %w : tensor<32x784xf32>, tensor<512x784xf32> -> tensor<32x512xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+//===- nn.reshape ---------------------------------------------------------===//
+def NN_ReshapeOp : NN_DiffOp<"reshape", [InferTypeOpAdaptor]> {
+  let summary = "reshape to a new shape with the same number of elements";
+  let description = [{
+    `shape` lists the new dimensions; at most one entry may be -1, meaning
+    "whatever makes the element count match". Row-major element order is kept.
+
+    ```mlir
+    %0 = nn.reshape %x [-1, 784] : tensor<32x1x28x28xf32> -> tensor<32x784xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $shape attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===- nn.flatten ---------------------------------------------------------===//
+def NN_FlattenOp : NN_DiffOp<"flatten", [InferTypeOpAdaptor]> {
+  let summary = "collapse to 2-D around an axis (ONNX Flatten)";
+  let description = [{
+    The result is `[prod(dims[:axis]), prod(dims[axis:])]`.
+
+    ```mlir
+    %0 = nn.flatten %x {axis = 1} : tensor<32x1x28x28xf32> -> tensor<32x784xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===- nn.transpose -------------------------------------------------------===//
+def NN_TransposeOp : NN_DiffOp<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %0 = nn.transpose %x [1, 0] : tensor<32x10xf32> -> tensor<10x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===- nn.concat ----------------------------------------------------------===//
+def NN_ConcatOp : NN_DiffOp<"concat", [InferTypeOpAdaptor]> {
+  let summary = "concatenate along an axis";
+  let description = [{
+    All inputs have the same rank and agree on every dimension but `axis`.
+
+    ```mlir
+    %0 = nn.concat %a, %b {axis = 1} : tensor<4x3xf32>, tensor<4x5xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+//===- nn.slice -----------------------------------------------------------===//
+def NN_SliceOp : NN_DiffOp<"slice", [InferTypeOpAdaptor]> {
+  let summary = "strided slice with static bounds";
+  let description = [{
+    One entry of `starts`, `sizes` and `strides` per input dimension: the
+    result dimension `d` has `sizes[d]` elements, taken from index
+    `starts[d] + k * strides[d]` (strides are positive).
+
+    ```mlir
+    %0 = nn.slice %x starts [0, 2] sizes [4, 3] strides [1, 1] : tensor<4x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `sizes` $sizes `strides` $strides attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+//===- nn.pad -------------------------------------------------------------===//
+def NN_PadOp : NN_DiffOp<"pad", [InferTypeOpAdaptor]> {
+  let summary = "zero padding (the VJP of nn.slice)";
+  let description = [{
+    Places `input` into a zero tensor of shape `shape` at `starts`, with
+    `strides` between consecutive elements of a dimension: the adjoint of
+    `nn.slice` with the same `starts` and `strides`.
+
+    ```mlir
+    %0 = nn.pad %x starts [0, 2] strides [1, 1] shape [4, 8] : tensor<4x3xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$shape);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `strides` $strides `shape` $shape attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+//===- nn.broadcast_to ----------------------------------------------------===//
+def NN_BroadcastToOp : NN_DiffOp<"broadcast_to", [InferTypeOpAdaptor]> {
+  let summary = "numpy broadcast to a shape";
+  let description = [{
+    ```mlir
+    %0 = nn.broadcast_to %b [32, 10] : tensor<10xf32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $shape attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class NN_ReduceOp<string mnemonic, string what>
+    : NN_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = what # " over axes";
+  let description = [{
+    Reduces over `axes` (distinct, in `[0, rank)`); with `keepdims` the reduced
+    dimensions stay as size 1. An empty `axes` reduces over every dimension.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %x [1] : tensor<32x10xf32> -> tensor<32xf32>
+    %1 = nn.}] # mnemonic # [{ %x [1] {keepdims} : tensor<32x10xf32> -> tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $axes attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The reduced axes, with an empty list meaning all of them.
+    ::llvm::SmallVector<int64_t> getReducedAxes();
+  }];
+}
+
+//===- nn.reduce_sum ------------------------------------------------------===//
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "sum">;
+//===- nn.reduce_mean -----------------------------------------------------===//
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "mean">;
+//===- nn.reduce_max ------------------------------------------------------===//
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "maximum">;
+
+//===- nn.reduce_max_grad -------------------------------------------------===//
+def NN_ReduceMaxGradOp : NN_Op<"reduce_max_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.reduce_max";
+  let description = [{
+    Routes the cotangent `grad` of `nn.reduce_max %input` back to the maximal
+    elements, split evenly between ties (as PyTorch's `amax`). `grad` has the
+    shape of the reduction's result.
+
+    ```mlir
+    %0 = nn.reduce_max_grad %dy, %x [1] : tensor<32xf32>, tensor<32x10xf32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keepdims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input $axes attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and losses
+//===----------------------------------------------------------------------===//
+
+//===- nn.softmax ---------------------------------------------------------===//
+def NN_SoftmaxOp : NN_DiffOp<"softmax", [SameOperandsAndResultType,
+                                          InferTypeOpInterface]> {
+  let summary = "softmax along an axis";
+  let description = [{
+    ```mlir
+    %0 = nn.softmax %x {axis = 1} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===- nn.log_softmax -----------------------------------------------------===//
+def NN_LogSoftmaxOp : NN_DiffOp<"log_softmax", [SameOperandsAndResultType,
+                                                InferTypeOpInterface]> {
+  let summary = "log of softmax along an axis, computed stably";
+  let description = [{
+    ```mlir
+    %0 = nn.log_softmax %x {axis = 1} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===- nn.one_hot ---------------------------------------------------------===//
+def NN_OneHotOp : NN_Op<"one_hot", [Pure, InferTypeOpAdaptor]> {
+  let summary = "one-hot encoding of integer labels";
+  let description = [{
+    `labels` of shape `S` gives a tensor of shape `S x num_classes` with
+    element type `dtype`: 1 at the label, 0 elsewhere (all 0 for a label out
+    of range).
+
+    ```mlir
+    %0 = nn.one_hot %labels {num_classes = 10, dtype = f32} : tensor<32xi64> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$labels, I64Attr:$num_classes,
+                       TypeAttrOf<AnyFloat>:$dtype);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$labels attr-dict `:` type($labels) `->` type($result)";
+}
+
+//===- nn.cross_entropy ---------------------------------------------------===//
+def NN_CrossEntropyOp : NN_DiffOp<"cross_entropy", [InferTypeOpAdaptor]> {
+  let summary = "softmax cross-entropy with integer labels";
+  let description = [{
+    `logits` is `[B, C]` and `labels` is `[B]` with values in `[0, C)`. The
+    per-sample loss is `logsumexp(logits[i]) - logits[i, labels[i]]`;
+    `reduction` gives the per-sample vector `[B]` (`none`), its sum or its
+    mean (both rank 0). Labels are not differentiable.
+
+    ```mlir
+    %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       DefaultValuedAttr<NN_ReductionAttr,
+                           "::mlir::cleave::nn::Reduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
+//===- nn.mse_loss --------------------------------------------------------===//
+def NN_MseLossOp : NN_DiffOp<"mse_loss", [InferTypeOpAdaptor]> {
+  let summary = "mean squared error";
+  let description = [{
+    `input` and `target` have the same shape `[B, ...]`. The per-sample loss
+    is the mean of `(input - target)^2` over the non-batch dimensions;
+    `reduction = none` returns these `[B]`, `sum` their sum, and `mean` the
+    mean over all elements (PyTorch's `MSELoss()`).
+
+    ```mlir
+    %0 = nn.mse_loss %y, %t {reduction = #nn.reduction<none>} : tensor<32x4xf32>, tensor<32x4xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$target,
+                       DefaultValuedAttr<NN_ReductionAttr,
+                           "::mlir::cleave::nn::Reduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `,` type($target) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+//===- nn.conv2d ----------------------------------------------------------===//
+def NN_Conv2DOp : NN_DiffOp<"conv2d", [InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW input, OIHW weight";
+  let description = [{
+    `input` is `[N, C, H, W]`, `weight` is `[O, C / groups, kH, kW]` and the
+    optional `bias` is `[O]`. `padding` is `[top, left, bottom, right]` (ONNX
+    `pads` order). The output size along a spatial axis is
+    `(in + pad_begin + pad_end - dilation * (k - 1) - 1) / stride + 1`.
+
+    ```mlir
+    %0 = nn.conv2d %x, %w, %b {padding = array<i64: 2, 2, 2, 2>} : tensor<32x1x28x28xf32>, tensor<6x1x5x5xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+//===- nn.conv2d_grad_input -----------------------------------------------===//
+def NN_Conv2DGradInputOp : NN_Op<"conv2d_grad_input",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.conv2d with respect to its input";
+  let description = [{
+    Given the output cotangent `grad` `[N, O, oH, oW]` and the `weight`,
+    computes the input cotangent `[N, C, input_size[0], input_size[1]]`
+    (backward-data). The spatial input size is an attribute because strided
+    convolutions map several input sizes to one output size.
+
+    ```mlir
+    %0 = nn.conv2d_grad_input %dy, %w {input_size = array<i64: 28, 28>} : tensor<32x6x24x24xf32>, tensor<6x1x5x5xf32> -> tensor<32x1x28x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$weight,
+                       DenseI64ArrayAttr:$input_size,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` type($grad) `,` type($weight) `->` type($result)
+  }];
+}
+
+//===- nn.conv2d_grad_weight ----------------------------------------------===//
+def NN_Conv2DGradWeightOp : NN_Op<"conv2d_grad_weight",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.conv2d with respect to its weight";
+  let description = [{
+    Given the output cotangent `grad` `[N, O, oH, oW]` and the forward `input`
+    `[N, C, H, W]`, computes the weight cotangent
+    `[O, C / groups, kernel_size[0], kernel_size[1]]` (backward-weights).
+
+    ```mlir
+    %0 = nn.conv2d_grad_weight %dy, %x {kernel_size = array<i64: 5, 5>} : tensor<32x6x24x24xf32>, tensor<32x1x28x28xf32> -> tensor<6x1x5x5xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel_size,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+}
+
+defvar NN_PoolAttrs = (ins DenseI64ArrayAttr:$kernel_size,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$strides,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+    UnitAttr:$ceil_mode);
+
+//===- nn.max_pool2d ------------------------------------------------------===//
+def NN_MaxPool2DOp : NN_DiffOp<"max_pool2d", [InferTypeOpAdaptor]> {
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    `strides` defaults to `kernel_size` when empty; `padding` is
+    `[top, left, bottom, right]` and padded positions never win. With
+    `ceil_mode` the output size rounds up (a window must still start inside
+    the input or its leading padding).
+
+    ```mlir
+    %0 = nn.max_pool2d %x {kernel_size = array<i64: 2, 2>} : tensor<32x6x28x28xf32> -> tensor<32x6x14x14xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input), NN_PoolAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getEffectiveStrides();
+  }];
+}
+
+//===- nn.max_pool2d_grad -------------------------------------------------===//
+def NN_MaxPool2DGradOp : NN_Op<"max_pool2d_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.max_pool2d";
+  let description = [{
+    Routes each output cotangent to the first maximal input element of its
+    window (row-major order), as oneDNN and PyTorch do.
+
+    ```mlir
+    %0 = nn.max_pool2d_grad %dy, %x {kernel_size = array<i64: 2, 2>} : tensor<32x6x14x14xf32>, tensor<32x6x28x28xf32> -> tensor<32x6x28x28xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad, NN_FloatTensor:$input),
+                       NN_PoolAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getEffectiveStrides();
+  }];
+}
+
+//===- nn.avg_pool2d ------------------------------------------------------===//
+def NN_AvgPool2DOp : NN_DiffOp<"avg_pool2d", [InferTypeOpAdaptor]> {
+  let summary = "2-D average pooling, NCHW";
+  let description = [{
+    Like `nn.max_pool2d`; the divisor is the window size when
+    `count_include_pad` is set and the number of non-padding elements
+    otherwise.
+
+    ```mlir
+    %0 = nn.avg_pool2d %x {kernel_size = array<i64: 2, 2>} : tensor<32x6x28x28xf32> -> tensor<32x6x14x14xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input), NN_PoolAttrs,
+                       (ins UnitAttr:$count_include_pad));
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getEffectiveStrides();
+  }];
+}
+
+//===- nn.avg_pool2d_grad -------------------------------------------------===//
+def NN_AvgPool2DGradOp : NN_Op<"avg_pool2d_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.avg_pool2d";
+  let description = [{
+    Spreads each output cotangent evenly over its window. `input_size` is the
+    forward input's spatial size `[H, W]`.
+
+    ```mlir
+    %0 = nn.avg_pool2d_grad %dy {kernel_size = array<i64: 2, 2>, input_size = array<i64: 28, 28>} : tensor<32x6x14x14xf32> -> tensor<32x6x28x28xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad, DenseI64ArrayAttr:$input_size),
+                       NN_PoolAttrs, (ins UnitAttr:$count_include_pad));
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getEffectiveStrides();
+  }];
+}
+
+//===- nn.global_avg_pool -------------------------------------------------===//
+def NN_GlobalAvgPoolOp : NN_DiffOp<"global_avg_pool", [InferTypeOpAdaptor]> {
+  let summary = "mean over all spatial positions, keeping them as size 1";
+  let description = [{
+    ```mlir
+    %0 = nn.global_avg_pool %x : tensor<32x16x7x7xf32> -> tensor<32x16x1x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation, dropout, embedding
+//===----------------------------------------------------------------------===//
+
+//===- nn.batch_norm ------------------------------------------------------===//
+def NN_BatchNormOp : NN_DiffOp<"batch_norm", [InferTypeOpAdaptor],
+                                ["isDifferentiableOperand"]> {
+  let summary = "batch normalisation over all dimensions but the channel (1)";
+  let description = [{
+    `input` is `[N, C, ...]`; `scale`, `bias`, `running_mean` and
+    `running_var` are `[C]`. With `training`, the input is normalised with the
+    statistics of this batch (biased variance) and the running statistics are
+    updated as `(1 - momentum) * running + momentum * batch` (unbiased
+    variance for `running_var`, as PyTorch). Without it, the running
+    statistics normalise and are returned unchanged.
+
+    In training mode the result depends on how a batch is split into
+    micro-batches; `cleave-split-step` reports it.
+
+    ```mlir
+    %y, %rm, %rv = nn.batch_norm %x, %g, %b, %m, %v {training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias, NN_FloatTensor:$running_mean,
+                       NN_FloatTensor:$running_var,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.1">:$momentum,
+                       UnitAttr:$training);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$running_mean_out,
+                      NN_FloatTensor:$running_var_out);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var attr-dict `:`
+    type($input) `,` type($scale) `,` type($bias) `,` type($running_mean) `,`
+    type($running_var) `->` type(results)
+  }];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      // Running statistics are state, not parameters.
+      return index < 3;
+    }
+  }];
+}
+
+//===- nn.layer_norm ------------------------------------------------------===//
+def NN_LayerNormOp : NN_DiffOp<"layer_norm", [InferTypeOpAdaptor,
+                                              AttrSizedOperandSegments]> {
+  let summary = "layer normalisation over the trailing dimensions";
+  let description = [{
+    Normalises over dimensions `[axis, rank)` (biased variance), then applies
+    the optional elementwise `scale` and `bias`, whose shape is those trailing
+    dimensions.
+
+    ```mlir
+    %0 = nn.layer_norm %x, %g, %b {axis = 2} : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, Optional<NN_FloatTensor>:$scale,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $scale^)? (`bias` $bias^)? attr-dict `:` type($input)
+    (`,` type($scale)^)? (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+//===- nn.dropout ---------------------------------------------------------===//
+def NN_DropoutOp : NN_DiffOp<"dropout", [InferTypeOpAdaptor]> {
+  let summary = "dropout with a counter-based random stream";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the rest by
+    `1 / (1 - ratio)`. Whether element `i` (row-major) is kept is a pure
+    function of `(seed, stream, i)` (SplitMix64 hashing), so the backward pass
+    recomputes the mask, every backend agrees bit for bit, and a training step
+    seeds it from a counter that is part of the checkpoint. Distinct dropout
+    ops of one model use distinct `stream`s.
+
+    The mask depends on how a batch is split into micro-batches;
+    `cleave-split-step` reports it.
+
+    ```mlir
+    %0 = nn.dropout %x, %seed {ratio = 0.1} : tensor<32x512xf32>, tensor<i64> -> tensor<32x512xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_I64Scalar:$seed,
+                       F64Attr:$ratio, DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $seed attr-dict `:` type($input) `,` type($seed) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The per-op key mixed from the seed and the stream.
+    static uint64_t streamKey(uint64_t seed, uint64_t stream);
+    /// Whether element `index` is kept, given the op's key and ratio.
+    static bool keeps(uint64_t key, uint64_t index, double ratio);
+  }];
+}
+
+//===- nn.embedding -------------------------------------------------------===//
+def NN_EmbeddingOp : NN_DiffOp<"embedding", [InferTypeOpAdaptor]> {
+  let summary = "row lookup in a table (ONNX Gather on axis 0)";
+  let description = [{
+    `indices` of shape `S` and `table` `[V, D]` give `[S..., D]`. Indices are
+    not differentiable; an index out of `[0, V)` is undefined behaviour in
+    compiled code and an error in the interpreter.
+
+    ```mlir
+    %0 = nn.embedding %ids, %table : tensor<4x16xi64>, tensor<100x32xf32> -> tensor<4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$indices, NN_FloatTensor:$table);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $table attr-dict `:` type($indices) `,` type($table) `->` type($result)
+  }];
+}
+
+//===- nn.embedding_grad --------------------------------------------------===//
+def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.embedding with respect to the table";
+  let description = [{
+    Scatter-adds the rows of `grad` `[S..., D]` into a zero `[num_embeddings,
+    D]` table at `indices`.
+
+    ```mlir
+    %0 = nn.embedding_grad %dy, %ids {num_embeddings = 100} : tensor<4x16x32xf32>, tensor<4x16xi64> -> tensor<100x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_IndexTensor:$indices,
+                       I64Attr:$num_embeddings);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+}
+
+#endif // CLEAVE_NN_OPS

@@ -1,0 +1,120 @@
+//===- TrainDialect.td - The train dialect ---------------*- tablegen -*-===//
+//
+// The structure of a training step: state, accumulation, optimizers,
+// clipping and cross-rank reduction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRAIN_DIALECT
+#define CLEAVE_TRAIN_DIALECT
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::mlir::cleave::train";
+  let summary = "Training-step structure: state, accumulation, optimizers";
+  let description = [{
+    The `train` dialect describes what a training step does around the model:
+
+    - persistent state as module-level `train.global` symbols of a kind
+      (`param`, `buffer`, `accumulator`, `state`, `counter`), read with
+      `train.load`, written with `train.store` and added into in place with
+      `train.accumulate`;
+    - `train.window_sum`, the cut between per-micro-batch work and per-window
+      work: in a single step it is the identity, and `cleave-split-step`
+      replaces it by accumulation buffers;
+    - optimizer updates (`train.sgd`, `train.momentum`, `train.adam`) as pure
+      elementwise functions of parameter, gradient, state and hyperparameter
+      values;
+    - `train.clip_by_global_norm` and `train.cross_rank_reduce`.
+
+    Function attributes tie the graphs to the runtime: `train.entry` names an
+    entry point (`step`, `micro_step`, `apply_step`, `eval`); argument
+    attributes `train.input`, `train.hyper` (with `train.default`) and
+    `train.param` (with `train.init`) say what each argument is.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect",
+                           "::mlir::arith::ArithDialect"];
+  let extraClassDeclaration = [{
+    // Attribute names shared by passes, tools and the artifact writer.
+    static constexpr ::llvm::StringLiteral kEntryAttr = "train.entry";
+    static constexpr ::llvm::StringLiteral kInputAttr = "train.input";
+    static constexpr ::llvm::StringLiteral kOutputAttr = "train.output";
+    static constexpr ::llvm::StringLiteral kHyperAttr = "train.hyper";
+    static constexpr ::llvm::StringLiteral kDefaultAttr = "train.default";
+    static constexpr ::llvm::StringLiteral kParamAttr = "train.param";
+    static constexpr ::llvm::StringLiteral kBufferAttr = "train.buffer";
+    static constexpr ::llvm::StringLiteral kInitAttr = "train.init";
+    static constexpr ::llvm::StringLiteral kManifestAttr = "train.manifest";
+  }];
+}
+
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, traits>;
+
+def Train_GlobalKind : I32EnumAttr<"GlobalKind", "what a global holds", [
+  I32EnumAttrCase<"param", 0>,
+  I32EnumAttrCase<"buffer", 1>,
+  I32EnumAttrCase<"accumulator", 2>,
+  I32EnumAttrCase<"state", 3>,
+  I32EnumAttrCase<"counter", 4>
+]> {
+  let cppNamespace = "::mlir::cleave::train";
+  let genSpecializedAttr = 0;
+}
+def Train_GlobalKindAttr : EnumAttr<Train_Dialect, Train_GlobalKind, "kind">;
+
+def Train_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
+  I32EnumAttrCase<"sum", 0>,
+  I32EnumAttrCase<"mean", 1>,
+  I32EnumAttrCase<"adasum", 2>
+]> {
+  let cppNamespace = "::mlir::cleave::train";
+  let genSpecializedAttr = 0;
+}
+def Train_ReduceKindAttr : EnumAttr<Train_Dialect, Train_ReduceKind, "reduce">;
+
+def Train_InitKind : I32EnumAttr<"InitKind", "how a global is initialised", [
+  I32EnumAttrCase<"zeros", 0>,
+  I32EnumAttrCase<"ones", 1>,
+  I32EnumAttrCase<"constant", 2>,
+  I32EnumAttrCase<"uniform", 3>,
+  I32EnumAttrCase<"normal", 4>,
+  I32EnumAttrCase<"kaiming_uniform", 5>,
+  I32EnumAttrCase<"fan_in_uniform", 6>
+]> {
+  let cppNamespace = "::mlir::cleave::train";
+  let genSpecializedAttr = 0;
+}
+
+def Train_InitializerAttr : AttrDef<Train_Dialect, "Initializer"> {
+  let mnemonic = "init";
+  let summary = "a random or constant initialiser";
+  let description = [{
+    - `#train.init<zeros>`, `#train.init<ones>`, `#train.init<constant, v>`;
+    - `#train.init<uniform, lo, hi>` and `#train.init<normal, mean, std>`;
+    - `#train.init<kaiming_uniform>`: PyTorch's default for `Linear` and
+      `Conv2d` weights (`kaiming_uniform_(a=sqrt(5))`), i.e. uniform in
+      `±1/sqrt(fan_in)` with `fan_in` the product of all but the first
+      dimension;
+    - `#train.init<fan_in_uniform, fan_in>`: uniform in `±1/sqrt(fan_in)`,
+      PyTorch's default for their biases.
+
+    The runtime draws random initialisers from a seeded generator.
+  }];
+  let parameters = (ins "InitKind":$kind, ArrayRefParameter<"::llvm::APFloat">:$params);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Parameter `i` as a double.
+    double getParam(unsigned i) const {
+      return getParams()[i].convertToDouble();
+    }
+  }];
+}
+
+#endif // CLEAVE_TRAIN_DIALECT

@@ -1,0 +1,284 @@
+//===- TrainOps.td - train dialect ops -------------------*- tablegen -*-===//
+//
+// State, accumulation, optimizer, clipping and reduction ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRAIN_OPS
+#define CLEAVE_TRAIN_OPS
+
+include "dialects/Train/IR/TrainDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_FloatTensor : RankedTensorOf<[F32, F64]>;
+def Train_FloatScalar : 0DTensorOf<[F32, F64]>;
+def Train_StepScalar : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
+}
+
+/// A resource standing for the persistent state that globals live in, so
+/// that loads, stores and accumulations are ordered against each other.
+def Train_StateResource : Resource<"::mlir::cleave::train::StateResource">;
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+//===- train.global -------------------------------------------------------===//
+def Train_GlobalOp : Train_Op<"global", [Symbol]> {
+  let summary = "persistent training state";
+  let description = [{
+    A named tensor that lives across steps, owned by the runtime session:
+
+    - `param`: a trainable parameter;
+    - `buffer`: non-trainable model state (batch-norm running statistics);
+    - `accumulator`: a gradient accumulation buffer (`of` names the
+      parameter) or the window's sample count;
+    - `state`: optimizer state (`of` names the parameter);
+    - `counter`: an integer step counter.
+
+    `initial_value` is a `#train.init` initialiser or an elements attribute
+    holding the exact values (weights imported from ONNX); without it the
+    global starts at zero. Every global is part of a checkpoint.
+
+    ```mlir
+    train.global param @fc1.weight : tensor<512x784xf32> = #train.init<kaiming_uniform>
+    train.global accumulator @fc1.weight.grad of @fc1.weight : tensor<512x784xf32>
+    train.global counter @train.step : tensor<i64>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Train_GlobalKindAttr:$kind,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       OptionalAttr<AnyAttr>:$initial_value,
+                       OptionalAttr<FlatSymbolRefAttr>:$of);
+  let assemblyFormat = [{
+    $kind $sym_name (`of` $of^)? attr-dict `:` $type (`=` $initial_value^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+//===- train.load ---------------------------------------------------------===//
+def Train_LoadOp : Train_Op<"load", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead<Train_StateResource>]>]> {
+  let summary = "read the current value of a global";
+  let description = [{
+    ```mlir
+    %w = train.load @fc1.weight : tensor<512x784xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$global);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$global attr-dict `:` type($result)";
+}
+
+//===- train.store --------------------------------------------------------===//
+def Train_StoreOp : Train_Op<"store", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite<Train_StateResource>]>]> {
+  let summary = "overwrite a global";
+  let description = [{
+    ```mlir
+    train.store %w2, @fc1.weight : tensor<512x784xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, FlatSymbolRefAttr:$global);
+  let assemblyFormat = "$value `,` $global attr-dict `:` type($value)";
+}
+
+//===- train.accumulate ---------------------------------------------------===//
+def Train_AccumulateOp : Train_Op<"accumulate", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead<Train_StateResource>,
+                   MemWrite<Train_StateResource>]>]> {
+  let summary = "add a value into a global in place";
+  let description = [{
+    `global += value`. The micro-step graph adds each gradient of the summed
+    loss, and the sample count, into accumulators with this op; code
+    generation fuses the addition into the op producing `value` where it can
+    (a GEMM with beta = 1).
+
+    ```mlir
+    train.accumulate %g, @fc1.weight.grad : tensor<512x784xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$value, FlatSymbolRefAttr:$global);
+  let assemblyFormat = "$value `,` $global attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// The window cut
+//===----------------------------------------------------------------------===//
+
+//===- train.window_sum ---------------------------------------------------===//
+def Train_WindowSumOp : Train_Op<"window_sum", [Pure,
+    AllTypesMatch<["values", "results"]>]> {
+  let summary = "the sum of values over the micro-steps of a window";
+  let description = [{
+    Marks where a training step is cleaved. Its operands are computed once
+    per micro-batch (gradients of the summed loss and the sample count); its
+    results are their sums over the accumulation window and are what the
+    optimizer consumes. In a step that is not split the window is one
+    micro-batch and the op is the identity. `cleave-split-step` turns
+    operands into `train.accumulate` in `@micro_step` and results into loads
+    of the accumulators in `@apply_step`.
+
+    `targets` names what each operand is, which names the accumulators the
+    split creates: a parameter symbol (`@w` accumulates into `@w.grad`) or a
+    string (`"samples"` accumulates into `@train.samples`).
+
+    ```mlir
+    %gw, %n = train.window_sum %dw, %count {targets = [@w, "samples"]} : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$values,
+                       OptionalAttr<ArrayAttr>:$targets);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+//===- train.sgd ----------------------------------------------------------===//
+def Train_SgdOp : Train_Op<"sgd", [Pure,
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["lr", "weight_decay"]>]> {
+  let summary = "plain SGD update";
+  let description = [{
+    `g' = grad + weight_decay * param; new_param = param - lr * g'`, as
+    `torch.optim.SGD` without momentum. Hyperparameters are rank-0 tensors
+    so they can change at run time.
+
+    ```mlir
+    %p2 = train.sgd %p, %g lr %lr weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatScalar:$lr, Train_FloatScalar:$weight_decay);
+  let results = (outs Train_FloatTensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $grad `lr` $lr `weight_decay` $weight_decay attr-dict `:`
+    type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.momentum -----------------------------------------------------===//
+def Train_MomentumOp : Train_Op<"momentum", [Pure,
+    AllTypesMatch<["param", "grad", "buf", "new_param", "new_buf"]>,
+    AllTypesMatch<["lr", "momentum", "weight_decay"]>]> {
+  let summary = "SGD with (Nesterov) momentum";
+  let description = [{
+    As `torch.optim.SGD(momentum=m, nesterov=...)` with zero dampening:
+    `g' = grad + wd * param; buf' = m * buf + g'; d = nesterov ? g' + m * buf'
+    : buf'; param' = param - lr * d`. The buffer starts at zero, which matches
+    PyTorch's first step (`buf = g`).
+
+    ```mlir
+    %p2, %b2 = train.momentum %p, %g, %b lr %lr momentum %m weight_decay %wd {nesterov} : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$buf, Train_FloatScalar:$lr,
+                       Train_FloatScalar:$momentum,
+                       Train_FloatScalar:$weight_decay, UnitAttr:$nesterov);
+  let results = (outs Train_FloatTensor:$new_param, Train_FloatTensor:$new_buf);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $buf `lr` $lr `momentum` $momentum `weight_decay`
+    $weight_decay attr-dict `:` type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.adam ---------------------------------------------------------===//
+def Train_AdamOp : Train_Op<"adam", [Pure,
+    AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>,
+    AllTypesMatch<["lr", "beta1", "beta2", "eps", "weight_decay"]>]> {
+  let summary = "Adam / AdamW update";
+  let description = [{
+    As `torch.optim.Adam` (or `AdamW` with `decoupled`), for optimizer step
+    `step` (1 for the first update):
+    `g' = grad + wd * param` (Adam) or `param *= 1 - lr * wd` (AdamW);
+    `m' = b1 m + (1 - b1) g'; v' = b2 v + (1 - b2) g'^2;
+    param' = param - lr / (1 - b1^step) * m' / (sqrt(v') / sqrt(1 - b2^step) + eps)`.
+
+    ```mlir
+    %p2, %m2, %v2 = train.adam %p, %g, %m, %v step %t lr %lr betas %b1, %b2 eps %eps weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$m, Train_FloatTensor:$v,
+                       Train_StepScalar:$step, Train_FloatScalar:$lr,
+                       Train_FloatScalar:$beta1, Train_FloatScalar:$beta2,
+                       Train_FloatScalar:$eps, Train_FloatScalar:$weight_decay,
+                       UnitAttr:$decoupled);
+  let results = (outs Train_FloatTensor:$new_param, Train_FloatTensor:$new_m,
+                      Train_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `step` $step `lr` $lr `betas` $beta1 `,`
+    $beta2 `eps` $eps `weight_decay` $weight_decay attr-dict `:` type($param)
+    `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Clipping and reduction
+//===----------------------------------------------------------------------===//
+
+//===- train.clip_by_global_norm ------------------------------------------===//
+def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm", [Pure,
+    AllTypesMatch<["grads", "results"]>, AllTypesMatch<["max_norm", "norm"]>]> {
+  let summary = "scale gradients so their joint L2 norm is at most max_norm";
+  let description = [{
+    As `torch.nn.utils.clip_grad_norm_`: with `n` the L2 norm of all `grads`
+    together, every gradient is multiplied by `min(1, max_norm / (n + 1e-6))`.
+    A non-positive `max_norm` disables clipping. Also returns `n`.
+
+    ```mlir
+    %g1, %g2, %norm = train.clip_by_global_norm %a, %b max_norm %c : tensor<4x3xf32>, tensor<3xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$grads,
+                       Train_FloatScalar:$max_norm);
+  let results = (outs Variadic<Train_FloatTensor>:$results,
+                      Train_FloatScalar:$norm);
+  let assemblyFormat = [{
+    $grads `max_norm` $max_norm attr-dict `:` type($grads) `,` type($max_norm)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.cross_rank_reduce --------------------------------------------===//
+def Train_CrossRankReduceOp : Train_Op<"cross_rank_reduce", [
+    AllTypesMatch<["values", "results"]>,
+    MemoryEffects<[MemRead<Train_StateResource>,
+                   MemWrite<Train_StateResource>]>]> {
+  let summary = "combine values across data-parallel ranks";
+  let description = [{
+    Every rank passes its values; every rank gets the combination: `sum`,
+    `mean`, or `adasum` (Maleki et al. 2021, applied per tensor over a fixed
+    binary tree of ranks). With one rank it is the identity. It has effects
+    so that it is neither duplicated nor reordered with other collectives.
+
+    ```mlir
+    %g, %n = train.cross_rank_reduce sum %a, %c : tensor<4x3xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_ReduceKindAttr:$kind,
+                       Variadic<Train_FloatTensor>:$values);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = "$kind $values attr-dict `:` type($values)";
+}
+
+#endif // CLEAVE_TRAIN_OPS

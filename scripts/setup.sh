@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package Cleave needs to build, test and train.
+# Idempotent: does nothing (not even apt-get update) when all are present.
+set -euo pipefail
+
+packages=(
+  # Build
+  cmake ninja-build g++ pkg-config
+  # LLVM/MLIR 22 (libmlir-22-dev needs the tools for its CMake exports)
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # Runtime libraries
+  libdnnl-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev zlib1g-dev
+  # Frontends: the ONNX protobuf library
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # Tests and benchmarks: GoogleTest, PyTorch and ONNX as oracles, OpenBLAS
+  # so PyTorch's GEMMs run on a real BLAS
+  libgtest-dev python3-torch python3-onnx libopenblas0-pthread
+  # The dataset the main job trains on
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
