@@ -8,8 +8,9 @@ packages=(
   cmake ninja-build g++ pkg-config
   # LLVM/MLIR 22 (libmlir-22-dev needs the tools for its CMake exports)
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  # Runtime libraries
-  libdnnl-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev zlib1g-dev
+  # Runtime libraries (dnnl-config.cmake looks for OpenCL, its GPU runtime)
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev zlib1g-dev
   # Frontends: the ONNX protobuf library
   libonnx-dev libprotobuf-dev protobuf-compiler
   # Tests and benchmarks: GoogleTest, PyTorch and ONNX as oracles, OpenBLAS
