@@ -6,6 +6,9 @@
 
 #include "compiler/InitAll.h"
 
+#include "compiler/Artifact/Passes.h"
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/InitAllDialects.h"
 #include "mlir/InitAllDialects.h"
@@ -14,6 +17,7 @@
 
 void mlir::cleave::registerAllDialects(DialectRegistry &registry) {
   registerCleaveDialects(registry);
+  rt::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
 }
@@ -21,4 +25,7 @@ void mlir::cleave::registerAllDialects(DialectRegistry &registry) {
 void mlir::cleave::registerAllPasses() {
   mlir::registerAllPasses();
   registerCleavePasses();
+  registerCleaveConversionPasses();
+  registerCleaveArtifactPasses();
+  registerPipelines();
 }

@@ -1,0 +1,240 @@
+//===- Manifest.cpp - The artifact's manifest -----------------------------===//
+//
+// Everything the runtime needs to drive an artifact, gathered from the
+// module while it still says it: globals and their initialisers, the entry
+// points' argument lists, the kernel table and the split's report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Artifact/Passes.h"
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVEWRITEMANIFEST
+#include "compiler/Artifact/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+namespace json = llvm::json;
+
+namespace {
+
+constexpr int kAbiVersion = 1;
+
+FailureOr<std::string> dtypeName(Type t) {
+  if (t.isF32())
+    return std::string("f32");
+  if (t.isF64())
+    return std::string("f64");
+  if (t.isInteger(64))
+    return std::string("i64");
+  if (t.isInteger(32))
+    return std::string("i32");
+  return failure();
+}
+
+json::Array shapeOf(ArrayRef<int64_t> shape) {
+  json::Array a;
+  for (int64_t d : shape)
+    a.push_back(d);
+  return a;
+}
+
+/// Converts a (nested) attribute of train.manifest to JSON.
+json::Value toJson(Attribute a) {
+  if (auto s = dyn_cast<StringAttr>(a))
+    return s.str();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getInt();
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return b.getValue();
+  if (auto arr = dyn_cast<ArrayAttr>(a)) {
+    json::Array out;
+    for (Attribute e : arr)
+      out.push_back(toJson(e));
+    return out;
+  }
+  if (auto ints = dyn_cast<DenseI64ArrayAttr>(a))
+    return shapeOf(ints.asArrayRef());
+  if (auto d = dyn_cast<DictionaryAttr>(a)) {
+    json::Object out;
+    for (NamedAttribute n : d)
+      out[n.getName().str()] = toJson(n.getValue());
+    return out;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  a.print(os);
+  return s;
+}
+
+struct WriteManifestPass
+    : cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    json::Object root;
+    root["abi_version"] = kAbiVersion;
+    if (auto m = module->getAttrOfType<DictionaryAttr>(
+            train::TrainDialect::kManifestAttr))
+      for (NamedAttribute n : m)
+        root[n.getName().str()] = toJson(n.getValue());
+
+    std::vector<char> initData;
+    json::Array globals;
+    for (auto g : module.getOps<train::GlobalOp>()) {
+      auto entry = global(g, initData);
+      if (failed(entry))
+        return signalPassFailure();
+      globals.push_back(std::move(*entry));
+    }
+    root["globals"] = std::move(globals);
+
+    json::Object entries;
+    json::Array hypers, inputs;
+    SmallVector<Attribute> entryNames;
+    Type floatType;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      auto abi = f->getAttrOfType<ArrayAttr>("cleave.abi");
+      if (!abi)
+        continue;
+      auto name = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
+      if (!name) {
+        f.emitError("has cleave.abi but no train.entry");
+        return signalPassFailure();
+      }
+      json::Array args;
+      // Argument 0 is the kernel context, not part of the list.
+      for (auto [i, a] : llvm::enumerate(abi)) {
+        auto d = cast<DictionaryAttr>(a);
+        json::Object arg;
+        for (NamedAttribute n : d)
+          arg[n.getName().str()] = toJson(n.getValue());
+        StringRef role = d.getAs<StringAttr>("role").getValue();
+        auto type = cast<MemRefType>(f.getArgumentTypes()[1 + i]);
+        if (role == "input" || role == "output") {
+          auto dtype = dtypeName(type.getElementType());
+          if (failed(dtype)) {
+            f.emitError("argument #") << i + 1 << " has an element type the "
+                                      << "runtime does not support: " << type;
+            return signalPassFailure();
+          }
+          arg["dtype"] = *dtype;
+          arg["shape"] = shapeOf(type.getShape());
+        }
+        if (role == "hyper")
+          floatType = type.getElementType();
+        if (name.getValue() == "micro_step" && role == "input") {
+          json::Object in{{"name", toJson(d.get("name"))},
+                          {"dtype", arg["dtype"]},
+                          {"shape", arg["shape"]}};
+          if (d.getAs<StringAttr>("name").getValue() == "weights")
+            in["role"] = "sample_weights";
+          inputs.push_back(std::move(in));
+        }
+        if (name.getValue() == "apply_step" && role == "hyper")
+          hypers.push_back(json::Object{{"name", toJson(d.get("name"))},
+                                        {"default", toJson(d.get("default"))}});
+        args.push_back(std::move(arg));
+      }
+      entries[name.str()] = json::Object{{"args", std::move(args)}};
+      entryNames.push_back(f.getSymNameAttr());
+    }
+    root["entries"] = std::move(entries);
+    root["hyperparameters"] = std::move(hypers);
+    if (!inputs.empty())
+      root["micro_batch"] =
+          (*(*inputs.front().getAsObject()->getArray("shape")).begin());
+    root["inputs"] = std::move(inputs);
+    if (floatType)
+      root["dtype"] = *dtypeName(floatType);
+    if (auto kernels = module->getAttrOfType<ArrayAttr>("cleave.kernels"))
+      root["kernels"] = toJson(kernels);
+    else
+      root["kernels"] = json::Array();
+
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << json::Value(std::move(root));
+    Builder b(&getContext());
+    module->setAttr("cleave.manifest_json", b.getStringAttr(text));
+    module->setAttr("cleave.entries", b.getArrayAttr(entryNames));
+    if (!initData.empty()) {
+      auto type = RankedTensorType::get({(int64_t)initData.size()},
+                                        b.getIntegerType(8));
+      module->setAttr("cleave.init_data",
+                      DenseElementsAttr::getFromRawBuffer(type, initData));
+    }
+    for (auto g : llvm::make_early_inc_range(module.getOps<train::GlobalOp>()))
+      g.erase();
+    module->removeAttr("cleave.kernels");
+    module->removeAttr(train::TrainDialect::kManifestAttr);
+  }
+
+  FailureOr<json::Object> global(train::GlobalOp g,
+                                 std::vector<char> &initData) {
+    RankedTensorType type = g.getTensorType();
+    auto dtype = dtypeName(type.getElementType());
+    if (failed(dtype))
+      return g.emitOpError("has an element type the runtime does not support");
+    json::Object out{{"name", g.getSymName().str()},
+                     {"kind", train::stringifyGlobalKind(g.getKind()).str()},
+                     {"dtype", *dtype},
+                     {"shape", shapeOf(type.getShape())}};
+    if (auto of = g.getOfAttr())
+      out["of"] = of.getValue().str();
+    json::Object init;
+    Attribute value = g.getInitialValueAttr();
+    if (!value) {
+      init["kind"] = "zeros";
+    } else if (auto i = dyn_cast<train::InitializerAttr>(value)) {
+      init["kind"] = train::stringifyInitKind(i.getKind()).str();
+      switch (i.getKind()) {
+      case train::InitKind::constant:
+        init["value"] = i.getParam(0);
+        break;
+      case train::InitKind::uniform:
+        init["lo"] = i.getParam(0);
+        init["hi"] = i.getParam(1);
+        break;
+      case train::InitKind::normal:
+        init["mean"] = i.getParam(0);
+        init["std"] = i.getParam(1);
+        break;
+      case train::InitKind::fan_in_uniform:
+        init["fan_in"] = i.getParam(0);
+        break;
+      default:
+        break;
+      }
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+      // Splats are stored expanded: the runtime copies bytes verbatim.
+      size_t offset = (initData.size() + 63) / 64 * 64;
+      initData.resize(offset);
+      int64_t eltBytes = type.getElementTypeBitWidth() / 8;
+      if (dense.isSplat()) {
+        ArrayRef<char> one = dense.getRawData();
+        for (int64_t k = 0; k < type.getNumElements(); ++k)
+          initData.insert(initData.end(), one.begin(), one.begin() + eltBytes);
+      } else {
+        ArrayRef<char> raw = dense.getRawData();
+        initData.insert(initData.end(), raw.begin(), raw.end());
+      }
+      init["kind"] = "data";
+      init["offset"] = (int64_t)offset;
+      init["bytes"] = type.getNumElements() * eltBytes;
+    } else {
+      return g.emitOpError("has an initial value the artifact cannot hold");
+    }
+    out["init"] = std::move(init);
+    return out;
+  }
+};
+
+} // namespace

@@ -1,0 +1,115 @@
+//===- ObjectWriter.cpp - LLVM dialect to a shared object -----------------===//
+//
+// Translates the final module to LLVM IR, optimises it for the host CPU
+// (LLVM's O3 pipeline: this is where elementwise loops get vectorised),
+// emits position-independent object code and links a shared object with the
+// host linker. The output appears atomically: written beside, then renamed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Artifact/ObjectWriter.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> hostMachine(std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::SubtargetFeatures features;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(f.first(), f.second);
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), options,
+      llvm::Reloc::PIC_, llvm::CodeModel::Small,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+} // namespace
+
+LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
+                                 std::string &error) {
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "cleave_artifact");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> machine = hostMachine(error);
+  if (!machine)
+    return failure();
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  if (llvm::Error e =
+          makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
+    error = llvm::toString(std::move(e));
+    return failure();
+  }
+  std::error_code ec;
+  llvm::ToolOutputFile out(objectPath, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = objectPath.str() + ": " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, out.os(), nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "the host target cannot emit object files";
+    return failure();
+  }
+  pm.run(*llvmModule);
+  out.keep();
+  return success();
+}
+
+LogicalResult cleave::linkSharedObject(StringRef objectPath,
+                                       StringRef outputPath,
+                                       std::string &error) {
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc) {
+    error = "no C compiler driver ('cc') on PATH to link the artifact";
+    return failure();
+  }
+  std::string tmp = (outputPath + ".tmp").str();
+  SmallVector<StringRef> args = {*cc, "-shared", "-o", tmp, objectPath, "-lm"};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    error = "linking " + outputPath.str() + " failed" +
+            (message.empty() ? "" : ": " + message);
+    llvm::sys::fs::remove(tmp);
+    return failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, outputPath)) {
+    error = outputPath.str() + ": " + ec.message();
+    return failure();
+  }
+  return success();
+}

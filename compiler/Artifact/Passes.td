@@ -1,0 +1,42 @@
+//===- Passes.td - Writing the artifact -------------------*- tablegen -*-===//
+//
+// The manifest and the exported symbols of an artifact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_ARTIFACT_PASSES
+#define CLEAVE_ARTIFACT_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def CleaveWriteManifest : Pass<"cleave-write-manifest", "::mlir::ModuleOp"> {
+  let summary = "Describe the artifact in a manifest and drop the train globals";
+  let description = [{
+    Runs once entry points have their final arguments (after
+    `cleave-plan-memory` and `cleave-lower-runtime-calls`). Writes the
+    manifest of `docs/design/runtime-abi.md` as JSON into the module's
+    `cleave.manifest_json` attribute: globals with kinds, shapes and
+    initialisers, hyperparameters with their defaults, data inputs, each
+    entry point's argument list, the kernel table and the split's
+    `train.manifest` (accumulation count, reduction, warnings). Exact initial
+    values (elements attributes) are packed, 64-byte aligned, into
+    `cleave.init_data`. The `train.global` ops are then erased.
+  }];
+  let dependentDialects = ["::mlir::cleave::train::TrainDialect"];
+}
+
+def CleaveEmitArtifactAbi : Pass<"cleave-emit-artifact-abi",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Emit the artifact's exported symbols in the LLVM dialect";
+  let description = [{
+    After lowering to the LLVM dialect (entry points take the kernel context
+    and one bare pointer per argument), adds `cleave_entry_<name>(ptr ctx,
+    ptr args)` for each entry point, which loads each argument pointer from
+    the `args` array and calls the entry, plus `cleave_abi_version`,
+    `cleave_manifest` (the `cleave.manifest_json` attribute) and
+    `cleave_init_data` (the `cleave.init_data` attribute, or null).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // CLEAVE_ARTIFACT_PASSES

@@ -1,0 +1,62 @@
+//===- LinalgBuilders.h - Building linalg on tensors ------------*- C++ -*-===//
+//
+// The few shapes of linalg.generic the nn and train lowerings are made of:
+// broadcasting elementwise maps, reductions, and in-place updates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_CONVERSION_LINALGBUILDERS_H
+#define CLEAVE_COMPILER_CONVERSION_LINALGBUILDERS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::cleave {
+
+/// Computes an element of the result from the elements of the inputs (and,
+/// for in-place forms, the current elements of the inits, appended).
+using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+using ScalarsFn =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
+
+/// A float constant of type `type`.
+Value scalar(OpBuilder &b, Location loc, double value, Type type);
+
+/// `tensor.empty` of `type`.
+Value empty(OpBuilder &b, Location loc, RankedTensorType type);
+
+/// A tensor of `type` filled with `value`.
+Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value);
+
+/// An elementwise linalg.generic over the iteration space of `outType`;
+/// inputs broadcast numpy-style (size-1 and missing leading dimensions).
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType outType,
+                  ValueRange inputs, ScalarFn body);
+
+/// An elementwise update of `inits` (same shape) from `inputs` (broadcast to
+/// that shape); the body sees the inputs' elements then the inits' elements
+/// and returns one value per init. Writing into the inits lets
+/// bufferization update state in place.
+SmallVector<Value> updateInPlace(OpBuilder &b, Location loc, ValueRange inputs,
+                                 ValueRange inits, ScalarsFn body);
+
+/// Reduces `input` over the sorted `axes` (dropping them) with `combine(x,
+/// acc)`, starting from `init`. The accumulator has `accType` (defaults to
+/// the element type).
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             double init,
+             function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
+
+/// Reinserts the reduced `axes` as size-1 dimensions.
+Value keepDims(OpBuilder &b, Location loc, Value reduced,
+               ArrayRef<int64_t> axes, int64_t rank);
+
+/// Reshapes without copying (collapse/expand, through 1-D if needed).
+Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
+
+/// The first element of a rank-0 tensor.
+Value extractScalar(OpBuilder &b, Location loc, Value rank0);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_COMPILER_CONVERSION_LINALGBUILDERS_H

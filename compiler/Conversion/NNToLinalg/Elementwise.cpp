@@ -1,0 +1,221 @@
+//===- Elementwise.cpp - Elementwise nn ops to linalg.generic -------------===//
+//
+// Each elementwise nn op becomes one linalg.generic; fusion of neighbouring
+// generics is left to linalg's elementwise fusion.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LinalgBuilders.h"
+#include "compiler/Conversion/NNToLinalg/Patterns.h"
+#include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::nn;
+
+namespace {
+
+/// Lowers a binary op to the arith op `ArithOp` with broadcasting.
+template <typename OpTy, typename ArithOp>
+struct BinaryLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(),
+                        cast<RankedTensorType>(op.getType()),
+                        {op.getLhs(), op.getRhs()},
+                        [](OpBuilder &b, Location loc, ValueRange a) -> Value {
+                          return ArithOp::create(b, loc, a[0], a[1]);
+                        }));
+    return success();
+  }
+};
+
+/// Lowers a unary op (or an activation gradient, whose extra operand comes
+/// first) to a scalar function of its operands' elements.
+template <typename OpTy>
+struct UnaryLowering : OpRewritePattern<OpTy> {
+  using Fn = std::function<Value(OpBuilder &, Location, ValueRange, OpTy)>;
+  UnaryLowering(MLIRContext *ctx, Fn fn)
+      : OpRewritePattern<OpTy>(ctx), fn(std::move(fn)) {}
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(),
+                        cast<RankedTensorType>(op.getType()),
+                        op->getOperands(),
+                        [&](OpBuilder &b, Location loc, ValueRange a) {
+                          return fn(b, loc, a, op);
+                        }));
+    return success();
+  }
+  Fn fn;
+};
+
+Value cst(OpBuilder &b, Location loc, double v, Value like) {
+  return scalar(b, loc, v, like.getType());
+}
+
+/// Standard normal CDF (erf form): 0.5 * (1 + erf(x / sqrt(2))).
+Value normalCdf(OpBuilder &b, Location loc, Value x) {
+  Value s = arith::MulFOp::create(b, loc, x, cst(b, loc, M_SQRT1_2, x));
+  Value e = math::ErfOp::create(b, loc, s);
+  return arith::MulFOp::create(
+      b, loc, cst(b, loc, 0.5, x),
+      arith::AddFOp::create(b, loc, cst(b, loc, 1.0, x), e));
+}
+
+/// tanh(sqrt(2/pi) * (x + 0.044715 x^3)), the GELU tanh approximation's core.
+Value geluTanhInner(OpBuilder &b, Location loc, Value x) {
+  Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+  Value inner = arith::AddFOp::create(
+      b, loc, x, arith::MulFOp::create(b, loc, cst(b, loc, 0.044715, x), x3));
+  return math::TanhOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, cst(b, loc, std::sqrt(2.0 / M_PI), x),
+                            inner));
+}
+
+Value gelu(OpBuilder &b, Location loc, Value x, GeluApproximation approx) {
+  Value half = cst(b, loc, 0.5, x), one = cst(b, loc, 1.0, x);
+  if (approx == GeluApproximation::tanh) {
+    Value t = geluTanhInner(b, loc, x);
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x),
+        arith::AddFOp::create(b, loc, one, t));
+  }
+  return arith::MulFOp::create(b, loc, x, normalCdf(b, loc, x));
+}
+
+Value geluDerivative(OpBuilder &b, Location loc, Value x,
+                     GeluApproximation approx) {
+  Value half = cst(b, loc, 0.5, x), one = cst(b, loc, 1.0, x);
+  if (approx == GeluApproximation::tanh) {
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+    Value t = geluTanhInner(b, loc, x);
+    Value x2 = arith::MulFOp::create(b, loc, x, x);
+    Value du = arith::MulFOp::create(
+        b, loc, cst(b, loc, std::sqrt(2.0 / M_PI), x),
+        arith::AddFOp::create(
+            b, loc, one,
+            arith::MulFOp::create(b, loc, cst(b, loc, 3 * 0.044715, x), x2)));
+    Value sech2 = arith::SubFOp::create(b, loc, one,
+                                        arith::MulFOp::create(b, loc, t, t));
+    Value left = arith::MulFOp::create(b, loc, half,
+                                       arith::AddFOp::create(b, loc, one, t));
+    Value right = arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x),
+        arith::MulFOp::create(b, loc, sech2, du));
+    return arith::AddFOp::create(b, loc, left, right);
+  }
+  // Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+  Value x2 = arith::MulFOp::create(b, loc, x, x);
+  Value pdf = arith::MulFOp::create(
+      b, loc, cst(b, loc, 1.0 / std::sqrt(2.0 * M_PI), x),
+      math::ExpOp::create(
+          b, loc, arith::MulFOp::create(b, loc, cst(b, loc, -0.5, x), x2)));
+  return arith::AddFOp::create(b, loc, normalCdf(b, loc, x),
+                               arith::MulFOp::create(b, loc, x, pdf));
+}
+
+Value select(OpBuilder &b, Location loc, arith::CmpFPredicate pred, Value x,
+             Value bound, Value t, Value f) {
+  Value c = arith::CmpFOp::create(b, loc, pred, x, bound);
+  return arith::SelectOp::create(b, loc, c, t, f);
+}
+
+} // namespace
+
+void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<BinaryLowering<AddOp, arith::AddFOp>,
+               BinaryLowering<SubOp, arith::SubFOp>,
+               BinaryLowering<MulOp, arith::MulFOp>,
+               BinaryLowering<DivOp, arith::DivFOp>>(ctx);
+
+  using Args = ValueRange;
+  patterns.add<UnaryLowering<NegOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, NegOp) -> Value {
+        return arith::NegFOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<ExpOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ExpOp) -> Value {
+        return math::ExpOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<LogOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, LogOp) -> Value {
+        return math::LogOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<SqrtOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, SqrtOp) -> Value {
+        return math::SqrtOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<ErfOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ErfOp) -> Value {
+        return math::ErfOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<TanhOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, TanhOp) -> Value {
+        return math::TanhOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<ReluOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ReluOp) -> Value {
+        return arith::MaximumFOp::create(b, l, a[0], cst(b, l, 0.0, a[0]));
+      });
+  patterns.add<UnaryLowering<SigmoidOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, SigmoidOp) -> Value {
+        Value one = cst(b, l, 1.0, a[0]);
+        Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, a[0]));
+        return arith::DivFOp::create(b, l, one,
+                                     arith::AddFOp::create(b, l, one, e));
+      });
+  patterns.add<UnaryLowering<PowOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, PowOp op) -> Value {
+        double c = op.getExponent().convertToDouble();
+        if (c == 1.0)
+          return a[0];
+        if (c == 2.0)
+          return arith::MulFOp::create(b, l, a[0], a[0]);
+        if (c == 0.5)
+          return math::SqrtOp::create(b, l, a[0]);
+        if (c == -0.5)
+          return math::RsqrtOp::create(b, l, a[0]);
+        return math::PowFOp::create(b, l, a[0], cst(b, l, c, a[0]));
+      });
+  patterns.add<UnaryLowering<LeakyReluOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, LeakyReluOp op) -> Value {
+        Value x = a[0];
+        Value scaled = arith::MulFOp::create(
+            b, l, x, cst(b, l, op.getAlpha().convertToDouble(), x));
+        return select(b, l, arith::CmpFPredicate::OGE, x, cst(b, l, 0.0, x),
+                      x, scaled);
+      });
+  patterns.add<UnaryLowering<GeluOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, GeluOp op) -> Value {
+        return gelu(b, l, a[0], op.getApproximate());
+      });
+
+  // Gradients: operands are (grad, input).
+  patterns.add<UnaryLowering<ReluGradOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ReluGradOp) -> Value {
+        return select(b, l, arith::CmpFPredicate::OGT, a[1],
+                      cst(b, l, 0.0, a[1]), a[0], cst(b, l, 0.0, a[0]));
+      });
+  patterns.add<UnaryLowering<LeakyReluGradOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, LeakyReluGradOp op) -> Value {
+        Value scaled = arith::MulFOp::create(
+            b, l, a[0], cst(b, l, op.getAlpha().convertToDouble(), a[0]));
+        return select(b, l, arith::CmpFPredicate::OGT, a[1],
+                      cst(b, l, 0.0, a[1]), a[0], scaled);
+      });
+  patterns.add<UnaryLowering<GeluGradOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, GeluGradOp op) -> Value {
+        return arith::MulFOp::create(
+            b, l, a[0], geluDerivative(b, l, a[1], op.getApproximate()));
+      });
+}

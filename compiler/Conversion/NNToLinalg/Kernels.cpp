@@ -1,0 +1,278 @@
+//===- Kernels.cpp - Matmul, convolution and pooling to rt.kernel ---------===//
+//
+// The compute-bound ops go to oneDNN through rt.kernel. Their operands are
+// reshaped to the forms the kernel ABI describes (2-D or batched 3-D GEMMs,
+// NCHW convolutions) without copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LinalgBuilders.h"
+#include "compiler/Conversion/NNToLinalg/Patterns.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Runtime/IR/RtOps.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::nn;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Value kernel(PatternRewriter &rw, Location loc, rt::KernelKind kind,
+             ValueRange inputs, RankedTensorType outType,
+             ArrayRef<NamedAttribute> config) {
+  Value init = empty(rw, loc, outType);
+  auto op = rt::KernelOp::create(rw, loc, TypeRange{outType}, kind, inputs,
+                                 ValueRange{init},
+                                 rw.getDictionaryAttr(config));
+  return op.getResult(0);
+}
+
+LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
+  for (Type t : op->getOperandTypes())
+    if (auto rt = dyn_cast<RankedTensorType>(t);
+        rt && isa<FloatType>(rt.getElementType()) &&
+        !rt.getElementType().isF32())
+      return rw.notifyMatchFailure(op, "the CPU back end supports f32 only");
+  return success();
+}
+
+struct MatmulLowering : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    Location loc = op.getLoc();
+    RankedTensorType at = typeOf(op.getLhs()), bt = typeOf(op.getRhs()),
+                     ct = cast<RankedTensorType>(op.getType());
+    bool ta = op.getTransposeA(), tb = op.getTransposeB();
+    SmallVector<NamedAttribute> config = {
+        rw.getNamedAttr("trans_a", rw.getBoolAttr(ta)),
+        rw.getNamedAttr("trans_b", rw.getBoolAttr(tb))};
+    Value a = op.getLhs(), b = op.getRhs();
+    int64_t rank = at.getRank();
+    int64_t m = ct.getDimSize(rank - 1 - 1), n = ct.getDimSize(rank - 1);
+    if (rank == 2) {
+      rw.replaceOp(op, kernel(rw, loc, rt::KernelKind::matmul, {a, b}, ct,
+                              config));
+      return success();
+    }
+    int64_t batch = 1;
+    for (int64_t d = 0; d + 2 < rank; ++d)
+      batch *= at.getDimSize(d);
+    Type elt = ct.getElementType();
+    Value r;
+    if (bt.getRank() == 2 && !ta) {
+      // A shared right-hand side: one GEMM over all rows.
+      int64_t k = at.getShape().back();
+      a = reshape(rw, loc, a, {batch * m, k});
+      r = kernel(rw, loc, rt::KernelKind::matmul, {a, b},
+                 RankedTensorType::get({batch * m, n}, elt), config);
+    } else {
+      a = reshape(rw, loc, a,
+                  {batch, at.getDimSize(rank - 2), at.getDimSize(rank - 1)});
+      if (bt.getRank() != 2)
+        b = reshape(rw, loc, b,
+                    {batch, bt.getDimSize(rank - 2), bt.getDimSize(rank - 1)});
+      r = kernel(rw, loc, rt::KernelKind::matmul, {a, b},
+                 RankedTensorType::get({batch, m, n}, elt), config);
+    }
+    rw.replaceOp(op, reshape(rw, loc, r, ct.getShape()));
+    return success();
+  }
+};
+
+struct LinearLowering : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    Location loc = op.getLoc();
+    RankedTensorType xt = typeOf(op.getInput()),
+                     yt = cast<RankedTensorType>(op.getType());
+    int64_t in = xt.getShape().back(), out = yt.getShape().back();
+    int64_t rows = xt.getNumElements() / in;
+    Value x = reshape(rw, loc, op.getInput(), {rows, in});
+    SmallVector<Value> inputs = {x, op.getWeight()};
+    if (op.getBias())
+      inputs.push_back(op.getBias());
+    Value r = kernel(rw, loc, rt::KernelKind::matmul, inputs,
+                     RankedTensorType::get({rows, out}, yt.getElementType()),
+                     {rw.getNamedAttr("trans_a", rw.getBoolAttr(false)),
+                      rw.getNamedAttr("trans_b", rw.getBoolAttr(true))});
+    rw.replaceOp(op, reshape(rw, loc, r, yt.getShape()));
+    return success();
+  }
+};
+
+SmallVector<NamedAttribute> windowConfig(OpBuilder &b, ArrayRef<int64_t> strides,
+                                         ArrayRef<int64_t> padding,
+                                         ArrayRef<int64_t> dilations) {
+  return {b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
+          b.getNamedAttr("padding", b.getDenseI64ArrayAttr(padding)),
+          b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations))};
+}
+
+template <typename OpTy>
+SmallVector<NamedAttribute> convConfig(OpBuilder &b, OpTy op) {
+  auto config = windowConfig(b, op.getStrides(), op.getPadding(),
+                             op.getDilations());
+  config.push_back(b.getNamedAttr("groups", b.getI64IntegerAttr(op.getGroups())));
+  return config;
+}
+
+struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    SmallVector<Value> inputs = {op.getInput(), op.getWeight()};
+    if (op.getBias())
+      inputs.push_back(op.getBias());
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::conv2d_fwd, inputs,
+                            cast<RankedTensorType>(op.getType()),
+                            convConfig(rw, op)));
+    return success();
+  }
+};
+
+struct Conv2DGradInputLowering : OpRewritePattern<Conv2DGradInputOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DGradInputOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::conv2d_bwd_data,
+                            {op.getGrad(), op.getWeight()},
+                            cast<RankedTensorType>(op.getType()),
+                            convConfig(rw, op)));
+    return success();
+  }
+};
+
+struct Conv2DGradWeightLowering : OpRewritePattern<Conv2DGradWeightOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DGradWeightOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(),
+                            rt::KernelKind::conv2d_bwd_weights,
+                            {op.getInput(), op.getGrad()},
+                            cast<RankedTensorType>(op.getType()),
+                            convConfig(rw, op)));
+    return success();
+  }
+};
+
+/// Pooling attributes for the kernel. oneDNN has no ceil mode: the extra
+/// output row/column of ceil mode becomes extra end padding.
+template <typename OpTy>
+FailureOr<SmallVector<NamedAttribute>>
+poolConfig(PatternRewriter &rw, OpTy op, ArrayRef<int64_t> inShape,
+           ArrayRef<int64_t> outShape, bool countIncludePad) {
+  SmallVector<int64_t> strides = op.getEffectiveStrides();
+  SmallVector<int64_t> padding(op.getPadding());
+  ArrayRef<int64_t> kernelSize = op.getKernelSize(),
+                    dilations = op.getDilations();
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = (outShape[2 + i] - 1) * strides[i] +
+                   dilations[i] * (kernelSize[i] - 1) + 1;
+    int64_t extra = span - (inShape[2 + i] + padding[i] + padding[i + 2]);
+    if (extra > 0) {
+      if (countIncludePad)
+        return rw.notifyMatchFailure(
+            op, "average pooling with ceil_mode and count_include_pad whose "
+                "last window overhangs the padding is not supported by the "
+                "CPU back end");
+      padding[i + 2] += extra;
+    }
+  }
+  auto config = windowConfig(rw, strides, padding, dilations);
+  config.push_back(rw.getNamedAttr("kernel", rw.getDenseI64ArrayAttr(kernelSize)));
+  config.push_back(
+      rw.getNamedAttr("count_include_pad", rw.getBoolAttr(countIncludePad)));
+  return config;
+}
+
+struct MaxPoolLowering : OpRewritePattern<MaxPool2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPool2DOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    auto out = cast<RankedTensorType>(op.getType());
+    auto config = poolConfig(rw, op, typeOf(op.getInput()).getShape(),
+                             out.getShape(), false);
+    if (failed(config))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::max_pool2d_fwd,
+                            {op.getInput()}, out, *config));
+    return success();
+  }
+};
+
+struct MaxPoolGradLowering : OpRewritePattern<MaxPool2DGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPool2DGradOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    auto config = poolConfig(rw, op, typeOf(op.getInput()).getShape(),
+                             typeOf(op.getGrad()).getShape(), false);
+    if (failed(config))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::max_pool2d_bwd,
+                            {op.getInput(), op.getGrad()},
+                            cast<RankedTensorType>(op.getType()), *config));
+    return success();
+  }
+};
+
+struct AvgPoolLowering : OpRewritePattern<AvgPool2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPool2DOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    auto out = cast<RankedTensorType>(op.getType());
+    auto config = poolConfig(rw, op, typeOf(op.getInput()).getShape(),
+                             out.getShape(), op.getCountIncludePad());
+    if (failed(config))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::avg_pool2d_fwd,
+                            {op.getInput()}, out, *config));
+    return success();
+  }
+};
+
+struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPool2DGradOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    auto in = cast<RankedTensorType>(op.getType());
+    auto config = poolConfig(rw, op, in.getShape(),
+                             typeOf(op.getGrad()).getShape(),
+                             op.getCountIncludePad());
+    if (failed(config))
+      return failure();
+    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::avg_pool2d_bwd,
+                            {op.getGrad()}, in, *config));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulLowering, LinearLowering, Conv2DLowering,
+               Conv2DGradInputLowering, Conv2DGradWeightLowering,
+               MaxPoolLowering, MaxPoolGradLowering, AvgPoolLowering,
+               AvgPoolGradLowering>(patterns.getContext());
+}

@@ -1,0 +1,90 @@
+//===- Passes.td - Cleave's lowerings to code -------------*- tablegen -*-===//
+//
+// From the two graphs of a step to code that calls the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_CONVERSION_PASSES
+#define CLEAVE_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def CleaveConvertNNToLinalg : Pass<"cleave-convert-nn-to-linalg",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Lower nn ops and train updates to linalg, tensor and rt";
+  let description = [{
+    Every nn op becomes linalg on tensors (elementwise ops, reductions,
+    losses, normalisation, dropout, shape ops) or an `rt.kernel` for the
+    compute-bound ops oneDNN runs (matmul and linear, convolutions and their
+    gradients, pooling and its gradients). Optimizer updates and clipping
+    become linalg.generic ops that write into their parameter and state
+    operands, and `train.cross_rank_reduce` becomes `rt.cross_rank_reduce`.
+    `train.load`, `train.store` and `train.accumulate` are left for
+    `cleave-lower-entry-abi`. Fails, naming the op, on anything it cannot
+    lower (for example f64 compute-bound ops, which only the reference
+    interpreter runs).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::cleave::rt::RtDialect"];
+}
+
+def CleaveLowerEntryAbi : Pass<"cleave-lower-entry-abi", "::mlir::ModuleOp"> {
+  let summary = "Give entry points the runtime ABI and bind state to buffers";
+  let description = [{
+    Rewrites every function with `train.entry` (`micro_step`, `apply_step`,
+    `eval_step`) to take the kernel context (`!llvm.ptr`) followed by one
+    memref per data input, hyperparameter, output and referenced global, in
+    that order, and to return nothing; the order is recorded in the
+    function's `cleave.abi` attribute for the manifest. Inputs and
+    hyperparameters are read through `bufferization.to_tensor restrict`;
+    each global is read once and its final value written back with
+    `bufferization.materialize_in_destination`, so that bufferization updates
+    it in place. `train.load` and `train.store` become plain SSA values;
+    `train.accumulate` folds into the kernel that produced the value when it
+    can (a GEMM or convolution weight gradient then accumulates straight
+    into the accumulation buffer), and is an in-place addition otherwise.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Turn bufferized rt ops into calls through the kernel ABI";
+  let description = [{
+    Assigns each `rt.kernel` an id, records its complete description (shapes
+    and attributes, as `runtime-abi.md` specifies) in the module's
+    `cleave.kernels` table, and replaces it with a call to the matching
+    `cleave_kernel_*` function, passing the entry point's kernel context and
+    raw pointers. Operands that are not contiguous row-major are copied to
+    a contiguous buffer first. `rt.cross_rank_reduce` becomes a call to
+    `cleave_cross_rank_reduce`. Runs after bufferization.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def CleavePlanMemory : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place every temporary buffer of an entry point in one arena";
+  let description = [{
+    Replaces each static `memref.alloc` of an entry point by a `memref.view`
+    into a scratch arena passed as a new last argument (`memref<Nxi8>`,
+    recorded in `cleave.abi` with its size). Offsets come from a static plan:
+    buffers whose live ranges (first to last use, following view-like
+    aliases) do not overlap share memory; each offset is 64-byte aligned.
+    Matching `memref.dealloc`s are erased. The arena is allocated once per
+    session, so a step allocates nothing. Fails on dynamic allocations.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // CLEAVE_CONVERSION_PASSES

@@ -1,0 +1,313 @@
+//===- RuntimeCalls.cpp - rt ops become calls through the kernel ABI ------===//
+//
+// The only file of the compiler that knows the kernel ABI's symbols; it
+// mirrors runtime/include/cleave/kernel_abi.h. Every call site gets an id and
+// a complete description in the module's kernel table, so that the runtime
+// creates each oneDNN primitive once, when a session starts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVELOWERRUNTIMECALLS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// The kernel ABI (runtime/include/cleave/kernel_abi.h), mirrored.
+struct AbiFunction {
+  StringLiteral name;
+  unsigned numPointers; // after (ctx, id)
+};
+constexpr AbiFunction kMatmul{"cleave_kernel_matmul", 4};
+constexpr AbiFunction kConvFwd{"cleave_kernel_conv2d_fwd", 4};
+constexpr AbiFunction kConvBwdData{"cleave_kernel_conv2d_bwd_data", 3};
+constexpr AbiFunction kConvBwdWeights{"cleave_kernel_conv2d_bwd_weights", 3};
+constexpr AbiFunction kPoolFwd{"cleave_kernel_pool_fwd", 2};
+constexpr AbiFunction kPoolBwd{"cleave_kernel_pool_bwd", 3};
+constexpr StringLiteral kCrossRankReduce = "cleave_cross_rank_reduce";
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<MemRefType>(v.getType()).getShape();
+}
+
+struct LowerRuntimeCallsPass
+    : cleave::impl::CleaveLowerRuntimeCallsBase<LowerRuntimeCallsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Attribute> table;
+    WalkResult r = module.walk([&](Operation *op) {
+      if (auto k = dyn_cast<rt::KernelOp>(op)) {
+        if (failed(lowerKernel(k, table)))
+          return WalkResult::interrupt();
+      } else if (auto c = dyn_cast<rt::CrossRankReduceOp>(op)) {
+        if (failed(lowerReduce(c)))
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return signalPassFailure();
+    module->setAttr("cleave.kernels", ArrayAttr::get(&getContext(), table));
+  }
+
+  /// Declares (once) an external function of the ABI.
+  func::FuncOp declare(StringRef name, TypeRange args) {
+    ModuleOp module = getOperation();
+    if (auto f = module.lookupSymbol<func::FuncOp>(name))
+      return f;
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    auto f = func::FuncOp::create(b, module.getLoc(), name,
+                                  b.getFunctionType(args, {}));
+    f.setPrivate();
+    return f;
+  }
+
+  /// The kernel context: the first argument of the enclosing entry point.
+  FailureOr<Value> contextOf(Operation *op) {
+    auto f = op->getParentOfType<func::FuncOp>();
+    if (!f || f.getNumArguments() == 0 ||
+        !isa<LLVM::LLVMPointerType>(f.getArgumentTypes()[0]))
+      return op->emitOpError("is not inside an entry point taking the kernel "
+                             "context; run cleave-lower-entry-abi first");
+    return f.getArgument(0);
+  }
+
+  /// A raw pointer to the first element of a contiguous buffer.
+  Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto [strides, offset] = type.getStridesAndOffset();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    if (offset != 0) {
+      int64_t bytes = offset * type.getElementTypeBitWidth() / 8;
+      base = arith::AddIOp::create(
+          b, loc, base, arith::ConstantIndexOp::create(b, loc, bytes));
+    }
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(
+                                                b.getContext()),
+                                    i64);
+  }
+
+  /// Whether the kernel can read the buffer as dense row-major data.
+  static bool isDense(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!memref::isStaticShapeAndContiguousRowMajor(type))
+      return false;
+    auto [strides, offset] = type.getStridesAndOffset();
+    return !ShapedType::isDynamic(offset);
+  }
+
+  /// Copies a non-dense operand to a fresh dense buffer (after the call for
+  /// outputs, before it for inputs and accumulated outputs).
+  Value densify(OpBuilder &b, Location loc, Value memref, bool isOutput,
+                bool readsOutput, Operation *call) {
+    if (isDense(memref))
+      return memref;
+    auto type = cast<MemRefType>(memref.getType());
+    Value dense = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    if (!isOutput || readsOutput)
+      memref::CopyOp::create(b, loc, memref, dense);
+    if (isOutput) {
+      OpBuilder after(call->getContext());
+      after.setInsertionPointAfter(call);
+      memref::CopyOp::create(after, loc, dense, memref);
+    }
+    return dense;
+  }
+
+  LogicalResult lowerKernel(rt::KernelOp k, SmallVectorImpl<Attribute> &table) {
+    if (!k.hasPureBufferSemantics())
+      return k.emitOpError("must be bufferized before it becomes a call");
+    auto ctx = contextOf(k);
+    if (failed(ctx))
+      return failure();
+    OpBuilder b(k);
+    Location loc = k.getLoc();
+    int64_t id = table.size();
+    NamedAttrList entry;
+    entry.set("id", b.getI64IntegerAttr(id));
+    entry.set("op", b.getStringAttr(rt::stringifyKernelKind(k.getKind())));
+    auto setInt = [&](StringRef name, int64_t v) {
+      entry.set(name, b.getI64IntegerAttr(v));
+    };
+    auto copyInts = [&](StringRef name) {
+      entry.set(name, b.getDenseI64ArrayAttr(k.getInts(name)));
+    };
+    auto activation = [&]() {
+      auto a = k.getConfig().getAs<StringAttr>("activation");
+      entry.set("activation", a ? a : b.getStringAttr("none"));
+    };
+    ValueRange ins = k.getInputs();
+    Value out = k.getOutputs()[0];
+    bool accumulate = k.getFlag("accumulate");
+    AbiFunction fn = kMatmul;
+    SmallVector<Value> operands; // memrefs or null, in ABI order
+
+    switch (k.getKind()) {
+    case rt::KernelKind::matmul: {
+      bool ta = k.getFlag("trans_a"), tb = k.getFlag("trans_b");
+      ArrayRef<int64_t> a = shapeOf(ins[0]), bs = shapeOf(ins[1]),
+                        c = shapeOf(out);
+      bool batched = c.size() == 3;
+      setInt("batch", batched ? c[0] : 1);
+      setInt("m", c[c.size() - 2]);
+      setInt("n", c.back());
+      setInt("k", ta ? a[a.size() - 2] : a.back());
+      entry.set("trans_a", b.getBoolAttr(ta));
+      entry.set("trans_b", b.getBoolAttr(tb));
+      entry.set("b_batched", b.getBoolAttr(bs.size() == 3));
+      entry.set("bias", b.getBoolAttr(ins.size() > 2));
+      activation();
+      entry.set("accumulate", b.getBoolAttr(accumulate));
+      operands = {ins[0], ins[1], ins.size() > 2 ? ins[2] : Value(), out};
+      fn = kMatmul;
+      break;
+    }
+    case rt::KernelKind::conv2d_fwd:
+    case rt::KernelKind::conv2d_bwd_data:
+    case rt::KernelKind::conv2d_bwd_weights: {
+      // Recover src / weight / dst shapes from the operands' roles.
+      ArrayRef<int64_t> src, wei, dst;
+      if (k.getKind() == rt::KernelKind::conv2d_fwd) {
+        src = shapeOf(ins[0]), wei = shapeOf(ins[1]), dst = shapeOf(out);
+        operands = {ins[0], ins[1], ins.size() > 2 ? ins[2] : Value(), out};
+        fn = kConvFwd;
+        entry.set("bias", b.getBoolAttr(ins.size() > 2));
+        activation();
+      } else if (k.getKind() == rt::KernelKind::conv2d_bwd_data) {
+        dst = shapeOf(ins[0]), wei = shapeOf(ins[1]), src = shapeOf(out);
+        operands = {ins[0], ins[1], out};
+        fn = kConvBwdData;
+      } else {
+        src = shapeOf(ins[0]), dst = shapeOf(ins[1]), wei = shapeOf(out);
+        operands = {ins[0], ins[1], out};
+        fn = kConvBwdWeights;
+        entry.set("accumulate", b.getBoolAttr(accumulate));
+      }
+      setInt("n", src[0]);
+      setInt("c", src[1]);
+      setInt("h", src[2]);
+      setInt("w", src[3]);
+      setInt("o", wei[0]);
+      setInt("kh", wei[2]);
+      setInt("kw", wei[3]);
+      setInt("oh", dst[2]);
+      setInt("ow", dst[3]);
+      copyInts("strides");
+      copyInts("padding");
+      copyInts("dilations");
+      setInt("groups", k.getConfig().getAs<IntegerAttr>("groups").getInt());
+      break;
+    }
+    case rt::KernelKind::max_pool2d_fwd:
+    case rt::KernelKind::avg_pool2d_fwd:
+    case rt::KernelKind::max_pool2d_bwd:
+    case rt::KernelKind::avg_pool2d_bwd: {
+      bool fwd = k.getKind() == rt::KernelKind::max_pool2d_fwd ||
+                 k.getKind() == rt::KernelKind::avg_pool2d_fwd;
+      ArrayRef<int64_t> src = fwd ? shapeOf(ins[0]) : shapeOf(out);
+      ArrayRef<int64_t> dst = fwd ? shapeOf(out) : shapeOf(ins.back());
+      if (fwd) {
+        operands = {ins[0], out};
+        fn = kPoolFwd;
+      } else {
+        operands = {k.getKind() == rt::KernelKind::max_pool2d_bwd ? ins[0]
+                                                                   : Value(),
+                    ins.back(), out};
+        fn = kPoolBwd;
+      }
+      setInt("n", src[0]);
+      setInt("c", src[1]);
+      setInt("h", src[2]);
+      setInt("w", src[3]);
+      setInt("oh", dst[2]);
+      setInt("ow", dst[3]);
+      copyInts("kernel");
+      copyInts("strides");
+      copyInts("padding");
+      copyInts("dilations");
+      entry.set("count_include_pad",
+                b.getBoolAttr(k.getFlag("count_include_pad")));
+      break;
+    }
+    }
+    table.push_back(entry.getDictionary(b.getContext()));
+
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    SmallVector<Type> argTypes = {ptr, b.getI64Type()};
+    argTypes.append(fn.numPointers, ptr);
+    func::FuncOp callee = declare(fn.name, argTypes);
+    SmallVector<Value> args = {
+        *ctx, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(id))};
+    // The call is created first so that output copies can follow it.
+    auto call = func::CallOp::create(b, loc, callee, ValueRange{});
+    b.setInsertionPoint(call);
+    for (Value m : operands) {
+      if (!m) {
+        args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+        continue;
+      }
+      bool isOutput = m == out;
+      Value dense = densify(b, loc, m, isOutput, isOutput && accumulate, call);
+      args.push_back(pointerTo(b, loc, dense));
+    }
+    call->setOperands(args);
+    k.erase();
+    return success();
+  }
+
+  LogicalResult lowerReduce(rt::CrossRankReduceOp op) {
+    if (!op.hasPureBufferSemantics())
+      return op.emitOpError("must be bufferized before it becomes a call");
+    auto ctx = contextOf(op);
+    if (failed(ctx))
+      return failure();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    int64_t n = op.getOutputs().size();
+    auto arrayType = MemRefType::get({n}, b.getI64Type());
+    Value ptrs = memref::AllocaOp::create(b, loc, arrayType);
+    Value sizes = memref::AllocaOp::create(b, loc, arrayType);
+    auto call = func::CallOp::create(
+        b, loc,
+        declare(kCrossRankReduce,
+                {LLVM::LLVMPointerType::get(b.getContext()), b.getI32Type(),
+                 b.getI64Type(), LLVM::LLVMPointerType::get(b.getContext()),
+                 LLVM::LLVMPointerType::get(b.getContext())}),
+        ValueRange{});
+    b.setInsertionPoint(call);
+    for (auto [i, m] : llvm::enumerate(op.getOutputs())) {
+      Value dense = densify(b, loc, m, true, true, call);
+      Value idx = arith::ConstantIndexOp::create(b, loc, i);
+      Value p = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                         pointerTo(b, loc, dense));
+      memref::StoreOp::create(b, loc, p, ptrs, ValueRange{idx});
+      Value count = arith::ConstantOp::create(
+          b, loc,
+          b.getI64IntegerAttr(cast<MemRefType>(m.getType()).getNumElements()));
+      memref::StoreOp::create(b, loc, count, sizes, ValueRange{idx});
+    }
+    call->setOperands(
+        {*ctx,
+         arith::ConstantOp::create(
+             b, loc, b.getI32IntegerAttr(static_cast<int32_t>(op.getKind()))),
+         arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(n)),
+         pointerTo(b, loc, ptrs), pointerTo(b, loc, sizes)});
+    op.erase();
+    return success();
+  }
+};
+
+} // namespace

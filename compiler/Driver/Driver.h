@@ -1,0 +1,38 @@
+//===- Driver.h - Compiling a model file to an artifact ---------*- C++ -*-===//
+//
+// The logic behind cleave-compile, as a library that tests and the tracing
+// frontend share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_DRIVER_DRIVER_H
+#define CLEAVE_COMPILER_DRIVER_DRIVER_H
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mlir::cleave {
+
+/// Reads a model: MLIR text in the nn dialect (`.mlir`) or an ONNX file
+/// (`.onnx`). Errors are reported through the context's diagnostics.
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path);
+
+/// Runs the CPU pipeline on `module` (stopping after `stopAfter` if given),
+/// reporting progress on stderr when `verbose`.
+LogicalResult lowerModel(ModuleOp module, const TrainingOptions &options,
+                         std::optional<Phase> stopAfter, bool verbose);
+
+/// Turns a fully lowered module into the shared object `output`.
+LogicalResult writeArtifact(ModuleOp module, llvm::StringRef output,
+                            bool verbose);
+
+/// Writes Graphviz of the micro-step and apply graphs of a split module.
+LogicalResult writeDot(ModuleOp module, llvm::raw_ostream &os);
+
+/// cleave-compile's main.
+int compileMain(int argc, char **argv);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_COMPILER_DRIVER_DRIVER_H

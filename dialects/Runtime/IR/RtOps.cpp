@@ -1,0 +1,190 @@
+//===- RtOps.cpp - Calls into the Cleave runtime --------------------------===//
+//
+// The rt dialect: verification, memory effects and bufferization of the
+// destination-passing ops that become runtime calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Runtime/IR/RtOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::cleave::rt;
+
+#include "dialects/Runtime/IR/RtDialect.cpp.inc"
+#include "dialects/Runtime/IR/RtEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Runtime/IR/RtAttrs.cpp.inc"
+
+void RtDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Runtime/IR/RtOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Runtime/IR/RtAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// rt.kernel
+//===----------------------------------------------------------------------===//
+
+bool KernelOp::getFlag(StringRef name) {
+  auto attr = getConfig().getAs<BoolAttr>(name);
+  return attr && attr.getValue();
+}
+
+SmallVector<int64_t> KernelOp::getInts(StringRef name) {
+  SmallVector<int64_t> out;
+  if (auto arr = getConfig().getAs<DenseI64ArrayAttr>(name))
+    out.assign(arr.asArrayRef().begin(), arr.asArrayRef().end());
+  return out;
+}
+
+LogicalResult KernelOp::verify() {
+  if (getOutputs().size() != 1)
+    return emitOpError("has one output, got ") << getOutputs().size();
+  bool tensors = isa<RankedTensorType>(getOutputs()[0].getType());
+  if (getResults().size() != (tensors ? 1u : 0u))
+    return emitOpError("must have one result on tensors and none on memrefs");
+  for (Value v : getInputs())
+    if (isa<RankedTensorType>(v.getType()) != tensors)
+      return emitOpError("mixes tensor and memref operands");
+  for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return emitOpError("runtime kernels are f32 only, got ") << v.getType();
+
+  auto need = [&](unsigned lo, unsigned hi) -> LogicalResult {
+    unsigned n = getInputs().size();
+    if (n < lo || n > hi)
+      return emitOpError("'") << stringifyKernelKind(getKind()) << "' takes "
+                              << lo << (lo == hi ? "" : "-" + std::to_string(hi))
+                              << " inputs, got " << n;
+    return success();
+  };
+  auto needInts = [&](StringRef key, size_t size) -> LogicalResult {
+    auto arr = getConfig().getAs<DenseI64ArrayAttr>(key);
+    if (!arr || arr.size() != (int64_t)size)
+      return emitOpError("config needs '")
+             << key << "' as an array of " << size << " integers";
+    return success();
+  };
+  switch (getKind()) {
+  case KernelKind::matmul:
+    return need(2, 3);
+  case KernelKind::conv2d_fwd:
+  case KernelKind::conv2d_bwd_data:
+  case KernelKind::conv2d_bwd_weights:
+    if (failed(need(2, getKind() == KernelKind::conv2d_fwd ? 3 : 2)) ||
+        failed(needInts("strides", 2)) || failed(needInts("padding", 4)) ||
+        failed(needInts("dilations", 2)))
+      return failure();
+    if (!getConfig().getAs<IntegerAttr>("groups"))
+      return emitOpError("config needs 'groups'");
+    return success();
+  case KernelKind::max_pool2d_fwd:
+  case KernelKind::avg_pool2d_fwd:
+  case KernelKind::avg_pool2d_bwd:
+  case KernelKind::max_pool2d_bwd:
+    if (failed(need(getKind() == KernelKind::max_pool2d_bwd ? 2 : 1,
+                    getKind() == KernelKind::max_pool2d_bwd ? 2 : 1)))
+      return failure();
+    return failure(failed(needInts("kernel", 2)) ||
+                   failed(needInts("strides", 2)) ||
+                   failed(needInts("padding", 4)) ||
+                   failed(needInts("dilations", 2)));
+  }
+  llvm_unreachable("unknown kernel kind");
+}
+
+/// Memory effects of a destination-passing op on memrefs: inputs are read,
+/// outputs are read (accumulation) and written.
+static void dpsEffects(
+    DestinationStyleOpInterface op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (op.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+void KernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  dpsEffects(*this, effects);
+}
+
+void CrossRankReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  dpsEffects(*this, effects);
+  // Communication is an effect of its own: never drop or reorder it.
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+//===----------------------------------------------------------------------===//
+// Bufferization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Bufferizes an rt op by swapping tensor operands for their buffers; results
+/// are the init buffers (destination passing).
+template <typename OpTy>
+struct RtBufferizableModel
+    : bufferization::DstBufferizableOpInterfaceExternalModel<
+          RtBufferizableModel<OpTy>, OpTy> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto dps = cast<DestinationStyleOpInterface>(op);
+    if (dps.hasPureBufferSemantics())
+      return success();
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> operands, inits;
+    for (OpOperand &operand : op->getOpOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand.get(), options, state);
+      if (failed(buffer))
+        return failure();
+      operands.push_back(*buffer);
+      if (dps.isDpsInit(&operand))
+        inits.push_back(*buffer);
+    }
+    // The same op on buffers has no results.
+    OperationState st(op->getLoc(), op->getName(), operands, TypeRange{},
+                      op->getAttrs());
+    rewriter.create(st);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, inits);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::cleave::rt::registerBufferizableOpInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, RtDialect *) {
+    KernelOp::attachInterface<RtBufferizableModel<KernelOp>>(*ctx);
+    CrossRankReduceOp::attachInterface<RtBufferizableModel<CrossRankReduceOp>>(
+        *ctx);
+  });
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Runtime/IR/RtOps.cpp.inc"

@@ -1,0 +1,131 @@
+//===- RtOps.td - Calls into the Cleave runtime -----------*- tablegen -*-===//
+//
+// Ops that code generation hands to runtime kernels (oneDNN) and collectives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RT_OPS
+#define CLEAVE_RT_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Rt_Dialect : Dialect {
+  let name = "rt";
+  let cppNamespace = "::mlir::cleave::rt";
+  let summary = "Work handed to the Cleave runtime";
+  let description = [{
+    Ops the CPU back end does not generate loops for: the big linear-algebra
+    ops that oneDNN primitives run (matmul, convolutions, pooling, forward and
+    backward) and cross-rank collectives. They are destination-passing ops
+    that work on tensors or on memrefs, so that one-shot bufferization places
+    their results (for example, a weight-gradient GEMM accumulates straight
+    into its accumulation buffer), and `cleave-lower-runtime-calls` turns the
+    bufferized form into calls through the kernel ABI
+    (`runtime/include/cleave/kernel_abi.h`), each with an id into the
+    artifact's kernel table.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Rt_KernelKind : I32EnumAttr<"KernelKind", "runtime kernel", [
+  I32EnumAttrCase<"matmul", 0>,
+  I32EnumAttrCase<"conv2d_fwd", 1>,
+  I32EnumAttrCase<"conv2d_bwd_data", 2>,
+  I32EnumAttrCase<"conv2d_bwd_weights", 3>,
+  I32EnumAttrCase<"max_pool2d_fwd", 4>,
+  I32EnumAttrCase<"avg_pool2d_fwd", 5>,
+  I32EnumAttrCase<"max_pool2d_bwd", 6>,
+  I32EnumAttrCase<"avg_pool2d_bwd", 7>
+]> {
+  let cppNamespace = "::mlir::cleave::rt";
+  let genSpecializedAttr = 0;
+}
+def Rt_KernelKindAttr : EnumAttr<Rt_Dialect, Rt_KernelKind, "kernel_kind">;
+
+def Rt_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
+  I32EnumAttrCase<"sum", 0>,
+  I32EnumAttrCase<"mean", 1>,
+  I32EnumAttrCase<"adasum", 2>
+]> {
+  let cppNamespace = "::mlir::cleave::rt";
+  let genSpecializedAttr = 0;
+}
+def Rt_ReduceKindAttr : EnumAttr<Rt_Dialect, Rt_ReduceKind, "reduce_kind">;
+
+class Rt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Rt_Dialect, mnemonic, traits>;
+
+//===- rt.kernel ----------------------------------------------------------===//
+def Rt_KernelOp : Rt_Op<"kernel", [
+    DestinationStyleOpInterface, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "a oneDNN-backed kernel, destination-passing";
+  let description = [{
+    Computes `kind` from `inputs` into `init` (one output). `config` holds
+    the kernel's attributes:
+
+    | kind | inputs | config |
+    |---|---|---|
+    | `matmul` | a, b, [bias] | `trans_a`, `trans_b` (bool), `activation` ("none"/"relu"), `accumulate` (bool: add into init) |
+    | `conv2d_fwd` | src, weight, [bias] | `strides`, `padding` (top, left, bottom, right), `dilations`, `groups`, `activation` |
+    | `conv2d_bwd_data` | diff_dst, weight | as conv2d_fwd, without bias/activation |
+    | `conv2d_bwd_weights` | src, diff_dst | as conv2d_fwd, plus `accumulate` |
+    | `max_pool2d_fwd`, `avg_pool2d_fwd` | src | `kernel`, `strides`, `padding`, `dilations`, `count_include_pad` |
+    | `max_pool2d_bwd` | src, diff_dst | as pooling |
+    | `avg_pool2d_bwd` | diff_dst | as pooling |
+
+    Without `accumulate` the initial contents of `init` are irrelevant.
+
+    ```mlir
+    %r = rt.kernel matmul ins(%x, %w, %b : tensor<32x784xf32>, tensor<512x784xf32>, tensor<512xf32>)
+           outs(%e : tensor<32x512xf32>) {trans_b = true, activation = "relu"} -> tensor<32x512xf32>
+    ```
+  }];
+  let arguments = (ins Rt_KernelKindAttr:$kind,
+                       Variadic<AnyShaped>:$inputs, Variadic<AnyShaped>:$outputs,
+                       DictionaryAttr:$config);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $kind `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
+    type($outputs) `)` $config attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+    /// A boolean entry of `config` (false when absent).
+    bool getFlag(::llvm::StringRef name);
+    /// An integer-array entry of `config`.
+    ::llvm::SmallVector<int64_t> getInts(::llvm::StringRef name);
+  }];
+}
+
+//===- rt.cross_rank_reduce -----------------------------------------------===//
+def Rt_CrossRankReduceOp : Rt_Op<"cross_rank_reduce", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "combine buffers across data-parallel ranks, in place";
+  let description = [{
+    ```mlir
+    %r:2 = rt.cross_rank_reduce sum outs(%a, %b : tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Rt_ReduceKindAttr:$kind, Variadic<AnyShaped>:$outputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $kind `outs` `(` $outputs `:` type($outputs) `)` attr-dict
+    (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+  }];
+}
+
+#endif // CLEAVE_RT_OPS
