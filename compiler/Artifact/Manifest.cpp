@@ -49,12 +49,13 @@ json::Array shapeOf(ArrayRef<int64_t> shape) {
 json::Value toJson(Attribute a) {
   if (auto s = dyn_cast<StringAttr>(a))
     return s.str();
+  // BoolAttr is an i1 IntegerAttr: test it first.
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return b.getValue();
   if (auto i = dyn_cast<IntegerAttr>(a))
     return i.getInt();
   if (auto f = dyn_cast<FloatAttr>(a))
     return f.getValueAsDouble();
-  if (auto b = dyn_cast<BoolAttr>(a))
-    return b.getValue();
   if (auto arr = dyn_cast<ArrayAttr>(a)) {
     json::Array out;
     for (Attribute e : arr)

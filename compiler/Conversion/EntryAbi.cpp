@@ -12,6 +12,7 @@
 #include "dialects/Train/IR/TrainOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -53,6 +54,35 @@ Value foldIntoKernel(OpBuilder &b, Value v, Value acc) {
   kernel.setConfigAttr(config.getDictionary(b.getContext()));
   kernel.getOutputsMutable()[0].set(acc);
   return kernel.getResult(0);
+}
+
+/// Folds `acc + v` into a reduction producing `v` from zeros: the reduction
+/// then starts from the accumulator (bias gradients reduce straight into
+/// their accumulation buffers).
+Value foldIntoReduction(Value v, Value acc) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !v.hasOneUse() || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() == 0)
+    return {};
+  auto fill = generic.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return {};
+  // The combiner must be a plain sum: acc' = x + acc.
+  Block &body = generic.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  BlockArgument out = body.getArguments().back();
+  if (!add || (add.getLhs() != out && add.getRhs() != out))
+    return {};
+  for (Operation &op : body.without_terminator())
+    for (Value operand : op.getOperands())
+      if (operand == out && &op != add.getOperation())
+        return {};
+  if (auto def = acc.getDefiningOp())
+    if (def->getBlock() == generic->getBlock() && !def->isBeforeInBlock(generic))
+      return {};
+  generic.getDpsInitsMutable()[0].set(acc);
+  return generic.getResult(0);
 }
 
 struct LowerEntryAbiPass
@@ -207,6 +237,8 @@ struct LowerEntryAbiPass
         b.setInsertionPoint(acc);
         Value cur = current[name];
         Value folded = foldIntoKernel(b, acc.getValue(), cur);
+        if (!folded)
+          folded = foldIntoReduction(acc.getValue(), cur);
         current[name] =
             folded ? folded
                    : updateInPlace(b, acc.getLoc(), {acc.getValue()}, {cur},

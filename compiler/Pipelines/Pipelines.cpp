@@ -72,6 +72,10 @@ void cleave::buildCpuPipeline(OpPassManager &pm, const TrainingOptions &o,
   buildTrainingPipeline(pm, o, std::min(stopAfter, Phase::Split));
   if (stopAfter <= Phase::Split)
     return;
+  buildCpuBackendPipeline(pm, stopAfter);
+}
+
+void cleave::buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter) {
   // Compute-bound ops to oneDNN kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.

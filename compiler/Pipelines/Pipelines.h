@@ -53,6 +53,11 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options,
 void buildCpuPipeline(OpPassManager &pm, const TrainingOptions &options,
                       Phase stopAfter = Phase::LLVM);
 
+/// Split-level IR (entry functions marked `train.entry`, state as
+/// `train.global`s) to LLVM dialect: the back half of `buildCpuPipeline`,
+/// also used by frontends that emit entry points directly (the tracer).
+void buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter = Phase::LLVM);
+
 /// Registers `cleave-train-pipeline` and `cleave-cpu-pipeline`.
 void registerPipelines();
 

@@ -82,7 +82,8 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
   /// Sets the batch dimension of every data input and re-infers types.
   LogicalResult specialise(func::FuncOp f) {
     if (microBatch < 0)
-      return f.emitError("micro-batch must be positive, got ") << microBatch;
+      return f.emitError("micro-batch must be positive, got ")
+             << static_cast<int64_t>(microBatch);
     if (microBatch == 0)
       return success();
     Block &body = f.getBody().front();
@@ -115,6 +116,15 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     }
     if (prediction < 0)
       return f.emitError("@") << function << " returns no prediction";
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto name =
+              f.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr))
+        if (llvm::is_contained({"labels", "targets", "weights"},
+                               name.getValue()))
+          return f.emitError("model input #")
+                 << i << " is named '" << name.getValue()
+                 << "', a name cleave-attach-loss reserves for the inputs it "
+                    "adds; rename it";
     Value pred = ret.getOperand(prediction);
     auto predType = dyn_cast<RankedTensorType>(pred.getType());
     if (!predType || predType.getRank() < 1 ||

@@ -31,20 +31,22 @@ namespace {
 /// Differentiates `grad` (a copy of the source function) in place.
 class ReverseSweep {
 public:
-  explicit ReverseSweep(func::FuncOp grad) : func(grad) {}
+  /// `grad` is a copy of `source`; diagnostics name the source.
+  ReverseSweep(func::FuncOp grad, StringRef source)
+      : func(grad), source(source) {}
 
   LogicalResult run() {
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     if (ret.getNumOperands() == 0)
-      return func.emitError("@") << func.getSymName()
+      return func.emitError("@") << source
                                  << " returns nothing to differentiate";
     Value loss = ret.getOperand(0);
     auto lossType = dyn_cast<RankedTensorType>(loss.getType());
     if (!lossType || lossType.getRank() != 0 ||
         !isa<FloatType>(lossType.getElementType()))
       return func.emitError("the first result of @")
-             << func.getSymName()
+             << source
              << " must be a scalar loss (a rank-0 float tensor), got "
              << loss.getType();
 
@@ -52,7 +54,7 @@ public:
       if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr))
         wrt.push_back(arg);
     if (wrt.empty())
-      return func.emitError("@") << func.getSymName()
+      return func.emitError("@") << source
                                  << " has no argument marked train.param";
 
     markVaried();
@@ -160,6 +162,7 @@ private:
   }
 
   func::FuncOp func;
+  StringRef source;
   SmallVector<BlockArgument> wrt;
   llvm::DenseSet<Value> varied, useful;
   llvm::DenseMap<Value, Value> cotangents;
@@ -201,7 +204,7 @@ struct AutodiffPass : cleave::impl::CleaveAutodiffBase<AutodiffPass> {
       grad.setSymName((f.getSymName() + "_grad").str());
       grad->setAttr("train.gradient_of", FlatSymbolRefAttr::get(f));
       symbols.insert(grad, std::next(Block::iterator(f)));
-      if (failed(ReverseSweep(grad).run()))
+      if (failed(ReverseSweep(grad, f.getSymName()).run()))
         return signalPassFailure();
     }
   }

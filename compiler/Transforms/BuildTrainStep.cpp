@@ -212,13 +212,22 @@ struct BuildTrainStepPass
     for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
       ArgRole role = classify(grad, i);
       if (role.kind == ArgRole::Data) {
+        if (!grad.getArgAttr(i, TrainDialect::kInputAttr))
+          return grad.emitError("data input #")
+                 << i << " of @loss has no train.input name; run "
+                         "cleave-attach-loss";
         argTypes.push_back(grad.getArgumentTypes()[i]);
         argAttrs.push_back(DictionaryAttr::get(
             ctx, {NamedAttribute(
                      StringAttr::get(ctx, TrainDialect::kInputAttr),
                      grad.getArgAttr(i, TrainDialect::kInputAttr))}));
-      } else if (role.kind == ArgRole::Param && !elt) {
-        elt = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
+      } else if (role.kind == ArgRole::Param) {
+        Type t = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
+        if (elt && t != elt)
+          return grad.emitError("parameters mix element types (")
+                 << elt << " and " << t << " for '" << role.name
+                 << "'); a training step has one float type";
+        elt = t;
       }
     }
     if (!elt)
@@ -361,7 +370,7 @@ struct BuildTrainStepPass
     eval.setAllArgAttrs(argAttrs);
     eval.setResultAttr(0, TrainDialect::kOutputAttr,
                        StringAttr::get(ctx, "prediction"));
-    eval->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "eval"));
+    eval->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "eval_step"));
 
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(eval.addEntryBlock());

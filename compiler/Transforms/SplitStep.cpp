@@ -49,7 +49,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (accumulate < 1) {
-      module.emitError("accumulate must be >= 1, got ") << accumulate;
+      module.emitError("accumulate must be >= 1, got ")
+          << static_cast<int64_t>(accumulate);
       return signalPassFailure();
     }
     if (reduce != "none" && reduce != "mean" && reduce != "adasum") {
@@ -228,26 +229,30 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
            !isa<train::WindowSumOp>(op);
   }
 
-  /// Maps a value used after the cut: rematerialises what it can.
+  /// Maps a value that `user`, after the cut, depends on: rematerialises
+  /// what it can. Errors are reported at `user`, the op after the cut.
   LogicalResult remap(OpBuilder &b, func::FuncOp step, Value v,
                       const llvm::DenseSet<Operation *> &before, IRMapping &map,
                       Operation *user) {
     if (map.contains(v))
       return success();
     if (auto arg = dyn_cast<BlockArgument>(v))
-      return user->emitOpError("uses ")
+      return user->emitOpError("depends on ")
              << describe(step, v)
              << " after the cut; data inputs belong to the micro-step";
     Operation *def = v.getDefiningOp();
     if (!before.contains(def))
       return success();
-    if (!isRematerializable(def))
-      return user->emitOpError("uses ")
-             << describe(step, v)
-             << ", which is computed per micro-batch; route it through "
-                "train.window_sum";
+    if (!isRematerializable(def)) {
+      InFlightDiagnostic diag = user->emitOpError("depends on ")
+                                << describe(step, v)
+                                << ", which is computed per micro-batch; "
+                                   "route it through train.window_sum";
+      diag.attachNote(def->getLoc()) << "computed here, before the cut";
+      return diag;
+    }
     for (Value operand : def->getOperands())
-      if (failed(remap(b, step, operand, before, map, def)))
+      if (failed(remap(b, step, operand, before, map, user)))
         return failure();
     b.clone(*def, map);
     return success();
@@ -356,6 +361,9 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
     SmallVector<Attribute> warnings;
+    // A VJP may rebuild a forward op at the same location (dropout's mask):
+    // report each source op once.
+    llvm::DenseSet<std::pair<OperationName, Location>> reported;
     step.walk([&](Operation *op) {
       StringRef why;
       if (auto bn = dyn_cast<nn::BatchNormOp>(op); bn && bn.getTraining())
@@ -364,7 +372,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       else if (isa<nn::DropoutOp>(op))
         why = "dropout draws a new mask for each micro-batch, so the masks "
               "differ from one large batch";
-      if (why.empty())
+      if (why.empty() || !reported.insert({op->getName(), op->getLoc()}).second)
         return;
       op->emitWarning(why);
       std::string loc;

@@ -268,9 +268,76 @@ struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   }
 };
 
+/// relu(linear(x)) and relu(conv2d(x)) become one kernel with a ReLU
+/// post-op. The backward pass's relu_grad masks read the pre-activation, but
+/// `pre > 0` iff `relu(pre) > 0`, so they are rewired to the activation and
+/// the pre-activation need not exist.
+template <typename ProducerOp>
+struct FusedReluLowering : OpRewritePattern<ProducerOp> {
+  FusedReluLowering(MLIRContext *ctx)
+      : OpRewritePattern<ProducerOp>(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(ProducerOp producer,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, producer)))
+      return failure();
+    Value pre = producer.getResult();
+    ReluOp relu;
+    SmallVector<ReluGradOp> masks;
+    for (Operation *user : pre.getUsers()) {
+      if (auto r = dyn_cast<ReluOp>(user)) {
+        if (relu)
+          return rw.notifyMatchFailure(producer, "two relus of one value");
+        relu = r;
+        continue;
+      }
+      auto grad = dyn_cast<ReluGradOp>(user);
+      if (!grad || grad.getGrad() == pre)
+        return rw.notifyMatchFailure(producer, "pre-activation has other uses");
+      masks.push_back(grad);
+    }
+    if (!relu)
+      return rw.notifyMatchFailure(producer, "not followed by a relu");
+    Location loc = producer.getLoc();
+    Value fused;
+    NamedAttribute act = rw.getNamedAttr("activation", rw.getStringAttr("relu"));
+    if constexpr (std::is_same_v<ProducerOp, LinearOp>) {
+      RankedTensorType xt = typeOf(producer.getInput()),
+                       yt = cast<RankedTensorType>(producer.getType());
+      int64_t in = xt.getShape().back(), out = yt.getShape().back();
+      int64_t rows = xt.getNumElements() / in;
+      SmallVector<Value> inputs = {
+          reshape(rw, loc, producer.getInput(), {rows, in}),
+          producer.getWeight()};
+      if (producer.getBias())
+        inputs.push_back(producer.getBias());
+      Value r = kernel(rw, loc, rt::KernelKind::matmul, inputs,
+                       RankedTensorType::get({rows, out}, yt.getElementType()),
+                       {rw.getNamedAttr("trans_a", rw.getBoolAttr(false)),
+                        rw.getNamedAttr("trans_b", rw.getBoolAttr(true)), act});
+      fused = reshape(rw, loc, r, yt.getShape());
+    } else {
+      SmallVector<Value> inputs = {producer.getInput(), producer.getWeight()};
+      if (producer.getBias())
+        inputs.push_back(producer.getBias());
+      auto config = convConfig(rw, producer);
+      config.push_back(act);
+      fused = kernel(rw, loc, rt::KernelKind::conv2d_fwd, inputs,
+                     cast<RankedTensorType>(producer.getType()), config);
+    }
+    for (ReluGradOp mask : masks)
+      rw.modifyOpInPlace(mask, [&] { mask.getInputMutable().assign(fused); });
+    rw.replaceOp(relu, fused);
+    // The pre-activation no longer exists; its remaining uses were rewired.
+    rw.eraseOp(producer);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
+  patterns.add<FusedReluLowering<LinearOp>, FusedReluLowering<Conv2DOp>>(
+      patterns.getContext());
   patterns.add<MatmulLowering, LinearLowering, Conv2DLowering,
                Conv2DGradInputLowering, Conv2DGradWeightLowering,
                MaxPoolLowering, MaxPoolGradLowering, AvgPoolLowering,

@@ -55,7 +55,9 @@ def NN_Reduction : I32EnumAttr<"Reduction", "how a loss reduces over samples", [
   let cppNamespace = "::mlir::cleave::nn";
   let genSpecializedAttr = 0;
 }
-def NN_ReductionAttr : EnumAttr<NN_Dialect, NN_Reduction, "reduction">;
+def NN_ReductionAttr : EnumAttr<NN_Dialect, NN_Reduction, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def NN_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "which form of GELU", [
@@ -66,6 +68,8 @@ def NN_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let genSpecializedAttr = 0;
 }
 def NN_GeluApproximationAttr
-    : EnumAttr<NN_Dialect, NN_GeluApproximation, "gelu_approximation">;
+    : EnumAttr<NN_Dialect, NN_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 #endif // CLEAVE_NN_DIALECT

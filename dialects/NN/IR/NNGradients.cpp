@@ -226,12 +226,23 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange dys,
   Location loc = getLoc();
   Value dc = dys[0], a = getLhs(), bm = getRhs();
   bool ta = getTransposeA(), tb = getTransposeB();
+  int64_t ar = shapeOf(a).size(), br = shapeOf(bm).size();
   // dA = dC op(B)^T, laid out as A is.
   if (needed[0]) {
-    if (!ta)
+    if (!ta) {
       grads.push_back(MatmulOp::create(b, loc, dc, bm, false, !tb));
-    else
+    } else if (br == 2 && ar > 2) {
+      // A shared rhs cannot be the lhs of a batched product: transpose
+      // dC op(B)^T into A's layout instead.
+      SmallVector<int64_t> perm;
+      for (int64_t d = 0; d < ar; ++d)
+        perm.push_back(d);
+      std::swap(perm[ar - 2], perm[ar - 1]);
+      grads.push_back(TransposeOp::create(
+          b, loc, MatmulOp::create(b, loc, dc, bm, false, !tb), perm));
+    } else {
       grads.push_back(MatmulOp::create(b, loc, bm, dc, tb, true));
+    }
   } else {
     grads.push_back(Value());
   }
@@ -239,7 +250,6 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange dys,
     grads.push_back(Value());
     return success();
   }
-  int64_t ar = shapeOf(a).size(), br = shapeOf(bm).size();
   if (br == 2 && ar > 2 && !ta) {
     // A shared matrix: fold the batch into the rows of one GEMM.
     Value af = flattenRows(b, loc, a), dcf = flattenRows(b, loc, dc);
@@ -258,10 +268,16 @@ LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange dys,
                                  SmallVectorImpl<Value> &grads) {
   Location loc = getLoc();
   Value dy = dys[0];
-  // dx = dy W: [..., out] x [out, in].
-  grads.push_back(needed[0] ? MatmulOp::create(b, loc, dy, getWeight(), false,
-                                               false)
-                            : Value());
+  // dx = dy W: [..., out] x [out, in]. A single sample ([out], which
+  // matmul does not take) goes through as one row.
+  if (needed[0]) {
+    Value rows = shapeOf(dy).size() == 1 ? flattenRows(b, loc, dy) : dy;
+    grads.push_back(reshapeTo(
+        b, loc, MatmulOp::create(b, loc, rows, getWeight(), false, false),
+        shapeOf(getInput())));
+  } else {
+    grads.push_back(Value());
+  }
   // dW = dy^T x over all rows: [out, rows] x [rows, in].
   grads.push_back(needed[1]
                       ? MatmulOp::create(b, loc, flattenRows(b, loc, dy),

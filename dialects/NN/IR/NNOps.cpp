@@ -1,18 +1,23 @@
 //===- NNOps.cpp - nn dialect ops -----------------------------------------===//
 //
-// Result type inference and verification of the nn ops. Every op infers its
-// result type, so the same code checks hand-written IR, builds ops in the
-// importers and autodiff, and re-infers types when a batch is specialised.
+// Result type inference, verification and folding of the nn ops. Every op
+// infers its result type, so the same code checks hand-written IR, builds ops
+// in the importers and autodiff, and re-infers types when a batch is
+// specialised.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NN/IR/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallSet.h"
 
 using namespace mlir;
@@ -61,7 +66,7 @@ int64_t mlir::cleave::nn::windowOutputSize(int64_t in, int64_t kernel,
                                            int64_t stride, int64_t padBegin,
                                            int64_t padEnd, int64_t dilation,
                                            bool ceilMode) {
-  if (in == kDyn)
+  if (in == kDyn || kernel == kDyn)
     return kDyn;
   int64_t span = in + padBegin + padEnd - dilation * (kernel - 1) - 1;
   if (span < 0)
@@ -263,12 +268,13 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto x = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0)
-    axis += x.getRank();
+  // I64Attr accessors return uint64_t: read the axis as signed.
+  int64_t given = adaptor.getAxis();
+  int64_t axis = given < 0 ? given + x.getRank() : given;
   if (axis < 0 || axis > x.getRank())
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
-                             " out of range for rank ", x.getRank());
+    return emitOptionalError(loc, "axis ", given, " out of range [",
+                             -x.getRank(), ", ", x.getRank(),
+                             "] for rank ", x.getRank());
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < x.getRank(); ++i) {
     int64_t &part = i < axis ? outer : inner;
@@ -308,10 +314,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   if (adaptor.getInputs().empty())
     return emitOptionalError(loc, "needs at least one input");
   auto first = cast<RankedTensorType>(adaptor.getInputs()[0].getType());
-  auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+  int64_t given = adaptor.getAxis();
+  auto axis = normalizeAxis(given, first.getRank());
   if (!axis)
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
-                             " out of range for rank ", first.getRank());
+    return emitOptionalError(loc, "axis ", given, " out of range for rank ",
+                             first.getRank());
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, v] : llvm::enumerate(adaptor.getInputs().drop_front())) {
     auto t = cast<RankedTensorType>(v.getType());
@@ -381,9 +388,10 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                              rank, ")");
   for (int64_t d = 0; d < rank; ++d) {
     int64_t dim = x.getDimSize(d);
-    if (starts[d] < 0 || strides[d] < 1)
-      return emitOptionalError(loc, "dimension ", d,
-                               ": start must be >= 0 and stride >= 1");
+    if (starts[d] < 0 || strides[d] < 1 || shape[d] < 0)
+      return emitOptionalError(
+          loc, "dimension ", d,
+          ": start and size must be >= 0 and stride >= 1");
     if (dim != kDyn && dim > 0 && starts[d] + (dim - 1) * strides[d] >= shape[d])
       return emitOptionalError(loc, "dimension ", d, ": ", dim,
                                " elements placed from ", starts[d],
@@ -403,6 +411,9 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
   if ((int64_t)shape.size() < x.getRank())
     return emitOptionalError(loc, "cannot broadcast rank ", x.getRank(),
                              " to rank ", shape.size());
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, "shape entries must be >= 0, got ",
+                             shapeStr(shape));
   int64_t off = shape.size() - x.getRank();
   for (int64_t d = 0; d < x.getRank(); ++d) {
     int64_t in = x.getDimSize(d);
@@ -510,18 +521,20 @@ LogicalResult ReduceMaxGradOp::inferReturnTypes(MLIRContext *,
 // Softmax and losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::verify() {
-  if (!normalizeAxis(getAxis(), getInput().getType().getRank()))
-    return emitOpError("axis ") << getAxis() << " out of range for rank "
-                                << getInput().getType().getRank();
+static LogicalResult verifySoftmaxAxis(Operation *op, int64_t axis,
+                                       RankedTensorType type) {
+  if (!normalizeAxis(axis, type.getRank()))
+    return op->emitOpError("axis ")
+           << axis << " out of range for rank " << type.getRank();
   return success();
 }
 
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getAxis(), getInput().getType());
+}
+
 LogicalResult LogSoftmaxOp::verify() {
-  if (!normalizeAxis(getAxis(), getInput().getType().getRank()))
-    return emitOpError("axis ") << getAxis() << " out of range for rank "
-                                << getInput().getType().getRank();
-  return success();
+  return verifySoftmaxAxis(*this, getAxis(), getInput().getType());
 }
 
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
@@ -529,10 +542,11 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto l = cast<RankedTensorType>(adaptor.getLabels().getType());
-  if (adaptor.getNumClasses() < 1)
-    return emitOptionalError(loc, "num_classes must be >= 1");
+  int64_t classes = adaptor.getNumClasses();
+  if (classes < 1)
+    return emitOptionalError(loc, "num_classes must be >= 1, got ", classes);
   SmallVector<int64_t> shape(l.getShape());
-  shape.push_back(adaptor.getNumClasses());
+  shape.push_back(classes);
   types.push_back(tensorOf(shape, adaptor.getDtype()));
   return success();
 }
@@ -587,6 +601,17 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// Checks that `values` is a pair of sizes >= 1 (kernel or input size).
+static LogicalResult checkPositivePair(std::optional<Location> loc,
+                                       StringRef name,
+                                       ArrayRef<int64_t> values) {
+  if (values.size() != 2 ||
+      llvm::any_of(values, [](int64_t v) { return v < 1; }))
+    return emitOptionalError(loc, name, " must be two values >= 1, got ",
+                             shapeStr(values));
+  return success();
+}
+
 /// Checks the 2-D window attributes shared by convolutions and pooling.
 static LogicalResult checkWindowAttrs(std::optional<Location> loc,
                                       ArrayRef<int64_t> strides,
@@ -636,7 +661,7 @@ convOutputShape(std::optional<Location> loc, RankedTensorType x,
     return emitOptionalError(loc, "weight must be OIHW (rank 4), got ",
                              shapeStr(wShape));
   if (groups < 1)
-    return emitOptionalError(loc, "groups must be >= 1");
+    return emitOptionalError(loc, "groups must be >= 1, got ", groups);
   int64_t c = x.getDimSize(1), o = wShape[0];
   if (c != kDyn && c % groups != 0)
     return emitOptionalError(loc, "input channels (", c,
@@ -672,6 +697,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (Value bias = adaptor.getBias()) {
     auto bt = cast<RankedTensorType>(bias.getType());
+    if (failed(sameElementType(loc, x, bt, "input and bias")))
+      return failure();
     if (bt.getRank() != 1 || !dimsCompatible(bt.getDimSize(0), w.getDimSize(0)))
       return emitOptionalError(loc, "bias must be [", w.getDimSize(0),
                                "], got ", shapeStr(bt.getShape()));
@@ -701,10 +728,12 @@ LogicalResult Conv2DGradInputOp::inferReturnTypes(
   auto w = cast<RankedTensorType>(adaptor.getWeight().getType());
   if (failed(sameElementType(loc, g, w, "grad and weight")))
     return failure();
-  if (g.getRank() != 4 || w.getRank() != 4 ||
-      adaptor.getInputSize().size() != 2)
-    return emitOptionalError(loc, "grad and weight must be rank 4 and "
-                                  "input_size [H, W]");
+  if (g.getRank() != 4 || w.getRank() != 4)
+    return emitOptionalError(loc, "grad and weight must have rank 4, got ",
+                             shapeStr(g.getShape()), " and ",
+                             shapeStr(w.getShape()));
+  if (failed(checkPositivePair(loc, "input_size", adaptor.getInputSize())))
+    return failure();
   SmallVector<int64_t> in = {g.getDimSize(0),
                              mulDims(w.getDimSize(1), adaptor.getGroups()),
                              adaptor.getInputSize()[0],
@@ -726,10 +755,12 @@ LogicalResult Conv2DGradWeightOp::inferReturnTypes(
   auto x = cast<RankedTensorType>(adaptor.getInput().getType());
   if (failed(sameElementType(loc, g, x, "grad and input")))
     return failure();
-  if (g.getRank() != 4 || x.getRank() != 4 ||
-      adaptor.getKernelSize().size() != 2)
-    return emitOptionalError(loc, "grad and input must be rank 4 and "
-                                  "kernel_size [kH, kW]");
+  if (g.getRank() != 4 || x.getRank() != 4)
+    return emitOptionalError(loc, "grad and input must have rank 4, got ",
+                             shapeStr(g.getShape()), " and ",
+                             shapeStr(x.getShape()));
+  if (failed(checkPositivePair(loc, "kernel_size", adaptor.getKernelSize())))
+    return failure();
   int64_t groups = adaptor.getGroups();
   int64_t c = x.getDimSize(1);
   SmallVector<int64_t> wShape = {g.getDimSize(1),
@@ -754,10 +785,8 @@ poolOutputShape(std::optional<Location> loc, ArrayRef<int64_t> in,
   if (in.size() != 4)
     return emitOptionalError(loc, "input must be NCHW (rank 4), got ",
                              shapeStr(in));
-  if (kernel.size() != 2 || llvm::any_of(kernel, [](int64_t k) {
-        return k < 1;
-      }))
-    return emitOptionalError(loc, "kernel_size must be two values >= 1");
+  if (failed(checkPositivePair(loc, "kernel_size", kernel)))
+    return failure();
   SmallVector<int64_t> effStrides(strides.empty() ? kernel : strides);
   if (failed(checkWindowAttrs(loc, effStrides, padding, dilations)))
     return failure();
@@ -836,8 +865,11 @@ LogicalResult AvgPool2DGradOp::inferReturnTypes(MLIRContext *,
                                                 Adaptor a,
                                                 SmallVectorImpl<Type> &types) {
   auto g = cast<RankedTensorType>(a.getGrad().getType());
-  if (g.getRank() != 4 || a.getInputSize().size() != 2)
-    return emitOptionalError(loc, "grad must be rank 4 and input_size [H, W]");
+  if (g.getRank() != 4)
+    return emitOptionalError(loc, "grad must have rank 4, got ",
+                             shapeStr(g.getShape()));
+  if (failed(checkPositivePair(loc, "input_size", a.getInputSize())))
+    return failure();
   SmallVector<int64_t> in = {g.getDimSize(0), g.getDimSize(1),
                              a.getInputSize()[0], a.getInputSize()[1]};
   auto shape = poolOutputShape(loc, in, a.getKernelSize(), a.getStrides(),
@@ -877,11 +909,12 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "input must be [N, C, ...], got ",
                              shapeStr(x.getShape()));
   int64_t c = x.getDimSize(1);
-  for (auto [name, v] :
-       llvm::zip(ArrayRef<StringRef>{"scale", "bias", "running_mean",
-                                     "running_var"},
-                 ArrayRef<Value>{a.getScale(), a.getBias(), a.getRunningMean(),
-                                 a.getRunningVar()})) {
+  // Named arrays: an ArrayRef of a braced list in the range expression would
+  // dangle before the loop body runs.
+  StringRef names[] = {"scale", "bias", "running_mean", "running_var"};
+  Value values[] = {a.getScale(), a.getBias(), a.getRunningMean(),
+                    a.getRunningVar()};
+  for (auto [name, v] : llvm::zip_equal(names, values)) {
     auto t = cast<RankedTensorType>(v.getType());
     if (failed(sameElementType(loc, x, t, "input and " + name.str())))
       return failure();
@@ -889,9 +922,13 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, name, " must be [", c, "], got ",
                                shapeStr(t.getShape()));
   }
-  if (a.getMomentum().convertToDouble() < 0 ||
-      a.getMomentum().convertToDouble() > 1)
-    return emitOptionalError(loc, "momentum must be in [0, 1]");
+  double momentum = a.getMomentum().convertToDouble();
+  if (!(momentum >= 0 && momentum <= 1))
+    return emitOptionalError(loc, "momentum must be in [0, 1], got ",
+                             momentum);
+  if (!(a.getEpsilon().convertToDouble() >= 0))
+    return emitOptionalError(loc, "epsilon must be >= 0, got ",
+                             a.getEpsilon().convertToDouble());
   types.push_back(x);
   types.push_back(a.getRunningMean().getType());
   types.push_back(a.getRunningVar().getType());
@@ -903,19 +940,27 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             Adaptor a,
                                             SmallVectorImpl<Type> &types) {
   auto x = cast<RankedTensorType>(a.getInput().getType());
-  auto axis = normalizeAxis(a.getAxis(), x.getRank());
+  int64_t given = a.getAxis();
+  auto axis = normalizeAxis(given, x.getRank());
   if (!axis)
-    return emitOptionalError(loc, "axis ", a.getAxis(),
-                             " out of range for rank ", x.getRank());
+    return emitOptionalError(loc, "axis ", given, " out of range for rank ",
+                             x.getRank());
+  if (!(a.getEpsilon().convertToDouble() >= 0))
+    return emitOptionalError(loc, "epsilon must be >= 0, got ",
+                             a.getEpsilon().convertToDouble());
   ArrayRef<int64_t> trailing = x.getShape().drop_front(*axis);
-  for (auto [name, v] : llvm::zip(ArrayRef<StringRef>{"scale", "bias"},
-                                  ArrayRef<Value>{a.getScale(), a.getBias()})) {
+  StringRef names[] = {"scale", "bias"};
+  Value values[] = {a.getScale(), a.getBias()};
+  for (auto [name, v] : llvm::zip_equal(names, values)) {
     if (!v)
       continue;
     auto t = cast<RankedTensorType>(v.getType());
     if (failed(sameElementType(loc, x, t, "input and " + name.str())))
       return failure();
-    if (t.getShape() != trailing)
+    if (t.getRank() != (int64_t)trailing.size() ||
+        !llvm::all_of(llvm::zip(t.getShape(), trailing), [](auto p) {
+          return dimsCompatible(std::get<0>(p), std::get<1>(p));
+        }))
       return emitOptionalError(loc, name, " must have the normalised shape ",
                                shapeStr(trailing), ", got ",
                                shapeStr(t.getShape()));
@@ -983,12 +1028,229 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "grad ", shapeStr(g.getShape()),
                              " must be the indices' shape ",
                              shapeStr(ids.getShape()), " plus one dimension");
-  if (a.getNumEmbeddings() < 1)
-    return emitOptionalError(loc, "num_embeddings must be >= 1");
-  types.push_back(tensorOf({a.getNumEmbeddings(), g.getShape().back()},
-                           g.getElementType()));
+  int64_t rows = a.getNumEmbeddings();
+  if (rows < 1)
+    return emitOptionalError(loc, "num_embeddings must be >= 1, got ", rows);
+  types.push_back(tensorOf({rows, g.getShape().back()}, g.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Folders and canonicalization patterns
+//===----------------------------------------------------------------------===//
+
+/// Whether `attr` is a splat of exactly `value`; -0.0 and +0.0 differ.
+static bool isSplatOf(Attribute attr, double value) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  return splat && isa<FloatType>(splat.getElementType()) &&
+         splat.getSplatValue<APFloat>().isExactlyValue(value);
+}
+
+/// Folds `lhs op rhs` to the operand that is not the splat `neutral` when that
+/// operand already has the result type (the splat does not broadcast it).
+static OpFoldResult foldNeutralOperand(Value result, Value lhs, Value rhs,
+                                       Attribute lhsAttr, Attribute rhsAttr,
+                                       double neutral, bool commutative) {
+  if (isSplatOf(rhsAttr, neutral) && lhs.getType() == result.getType())
+    return lhs;
+  if (commutative && isSplatOf(lhsAttr, neutral) &&
+      rhs.getType() == result.getType())
+    return rhs;
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldNeutralOperand(getResult(), getLhs(), getRhs(), adaptor.getLhs(),
+                            adaptor.getRhs(), -0.0, /*commutative=*/true);
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldNeutralOperand(getResult(), getLhs(), getRhs(), adaptor.getLhs(),
+                            adaptor.getRhs(), 0.0, /*commutative=*/false);
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldNeutralOperand(getResult(), getLhs(), getRhs(), adaptor.getLhs(),
+                            adaptor.getRhs(), 1.0, /*commutative=*/true);
+}
+
+OpFoldResult NegOp::fold(FoldAdaptor) {
+  if (auto inner = getInput().getDefiningOp<NegOp>())
+    return inner.getInput();
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // Only the element count of an intermediate shape matters: reshape the
+  // original input directly.
+  Operation *def = getInput().getDefiningOp();
+  if (!isa_and_nonnull<ReshapeOp, FlattenOp>(def))
+    return {};
+  Value source = def->getOperand(0);
+  if (source.getType() == getType())
+    return source;
+  // A -1 entry resolved against a dynamic source would give a less static
+  // type than the current result.
+  if (!cast<RankedTensorType>(source.getType()).hasStaticShape() &&
+      llvm::is_contained(getShape(), -1))
+    return {};
+  getInputMutable().assign(source);
+  return getResult();
+}
+
+OpFoldResult FlattenOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (llvm::equal(getPermutation(), llvm::seq<int64_t>(0, getType().getRank())))
+    return getInput();
+  auto inner = getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return {};
+  // Result dimension i is inner's dimension perm[i], i.e. the source's
+  // dimension innerPerm[perm[i]].
+  SmallVector<int64_t> composed;
+  for (int64_t p : getPermutation())
+    composed.push_back(inner.getPermutation()[p]);
+  if (llvm::equal(composed, llvm::seq<int64_t>(0, getType().getRank())))
+    return inner.getInput();
+  getInputMutable().assign(inner.getInput());
+  setPermutation(composed);
+  return getResult();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
+    return getInputs()[0];
+  return {};
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  auto isZero = [](int64_t v) { return v == 0; };
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (getInput().getType() == getType() && llvm::all_of(getStarts(), isZero) &&
+      llvm::all_of(getStrides(), isOne))
+    return getInput();
+  return {};
+}
+
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  auto isZero = [](int64_t v) { return v == 0; };
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (getInput().getType() == getType() && llvm::all_of(getStarts(), isZero) &&
+      llvm::all_of(getStrides(), isOne))
+    return getInput();
+  return {};
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // Broadcasting is transitive: broadcast the original input directly.
+  if (auto inner = getInput().getDefiningOp<BroadcastToOp>()) {
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult DropoutOp::fold(FoldAdaptor) {
+  if (getRatio().isZero())
+    return getInput();
+  return {};
+}
+
+namespace {
+
+/// Replaces a shape op (reshape, flatten, transpose, broadcast_to) of a splat
+/// constant by a splat constant of the result type.
+template <typename OpTy>
+struct FoldShapeOfSplat : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    SplatElementsAttr splat;
+    if (!matchPattern(op.getInput(), m_Constant(&splat)))
+      return rewriter.notifyMatchFailure(op, "input is not a splat constant");
+    RankedTensorType type = op.getType();
+    if (!type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "result shape is not static");
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, splat.resizeSplat(type));
+    return success();
+  }
+};
+
+/// Rewrites a reduction over size-1 dimensions only, without keepdims, to an
+/// nn.reshape: it keeps every element and only drops the dimensions.
+template <typename OpTy>
+struct ReduceUnitDimsToReshape : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType input = op.getInput().getType();
+    if (!llvm::all_of(op.getReducedAxes(), [&](int64_t axis) {
+          return input.getDimSize(axis) == 1;
+        }))
+      return rewriter.notifyMatchFailure(op, "reduces a dimension of size "
+                                             "other than 1");
+    SmallVector<int64_t> shape(op.getType().getShape());
+    if (llvm::count(shape, ShapedType::kDynamic) > 1)
+      return rewriter.notifyMatchFailure(op, "more than one dynamic dimension");
+    for (int64_t &d : shape)
+      if (d == ShapedType::kDynamic)
+        d = -1;
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getInput(), shape);
+    return success();
+  }
+};
+
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<FoldShapeOfSplat<ReshapeOp>>(context);
+}
+
+void FlattenOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<FoldShapeOfSplat<FlattenOp>>(context);
+}
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<FoldShapeOfSplat<TransposeOp>>(context);
+}
+
+void BroadcastToOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                                MLIRContext *context) {
+  patterns.add<FoldShapeOfSplat<BroadcastToOp>>(context);
+}
+
+/// A reduction whose result type is its input type reduced only size-1
+/// dimensions with keepdims (or a rank-0 input): it is the identity.
+#define CLEAVE_REDUCE_FOLD(OP)                                                 \
+  OpFoldResult OP::fold(FoldAdaptor) {                                         \
+    if (getInput().getType() == getType())                                     \
+      return getInput();                                                       \
+    return {};                                                                 \
+  }                                                                            \
+  void OP::getCanonicalizationPatterns(RewritePatternSet &patterns,            \
+                                       MLIRContext *context) {                 \
+    patterns.add<ReduceUnitDimsToReshape<OP>>(context);                        \
+  }
+CLEAVE_REDUCE_FOLD(ReduceSumOp)
+CLEAVE_REDUCE_FOLD(ReduceMeanOp)
+CLEAVE_REDUCE_FOLD(ReduceMaxOp)
+#undef CLEAVE_REDUCE_FOLD
 
 #define GET_OP_CLASSES
 #include "dialects/NN/IR/NNOps.cpp.inc"

@@ -49,11 +49,20 @@ class NN_BinaryOp<string mnemonic, string expr>
 }
 
 //===- nn.add -------------------------------------------------------------===//
-def NN_AddOp : NN_BinaryOp<"add", "lhs + rhs">;
+def NN_AddOp : NN_BinaryOp<"add", "lhs + rhs"> {
+  // x + (-0.0) -> x. Not +0.0: -0.0 + +0.0 is +0.0.
+  let hasFolder = 1;
+}
 //===- nn.sub -------------------------------------------------------------===//
-def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
+def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs"> {
+  // x - (+0.0) -> x.
+  let hasFolder = 1;
+}
 //===- nn.mul -------------------------------------------------------------===//
-def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs">;
+def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs"> {
+  // x * 1.0 -> x.
+  let hasFolder = 1;
+}
 //===- nn.div -------------------------------------------------------------===//
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 
@@ -77,7 +86,9 @@ class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
 }
 
 //===- nn.neg -------------------------------------------------------------===//
-def NN_NegOp : NN_UnaryOp<"neg", "-x">;
+def NN_NegOp : NN_UnaryOp<"neg", "-x"> {
+  let hasFolder = 1;
+}
 //===- nn.exp -------------------------------------------------------------===//
 def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
 //===- nn.log -------------------------------------------------------------===//
@@ -202,6 +213,8 @@ def NN_ReshapeOp : NN_DiffOp<"reshape", [InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $input $shape attr-dict `:` type($input) `->` type($result)
   }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===- nn.flatten ---------------------------------------------------------===//
@@ -218,6 +231,8 @@ def NN_FlattenOp : NN_DiffOp<"flatten", [InferTypeOpAdaptor]> {
                        DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===- nn.transpose -------------------------------------------------------===//
@@ -235,6 +250,8 @@ def NN_TransposeOp : NN_DiffOp<"transpose", [InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $input $permutation attr-dict `:` type($input) `->` type($result)
   }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===- nn.concat ----------------------------------------------------------===//
@@ -252,6 +269,7 @@ def NN_ConcatOp : NN_DiffOp<"concat", [InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $inputs attr-dict `:` type($inputs) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 //===- nn.slice -----------------------------------------------------------===//
@@ -273,6 +291,7 @@ def NN_SliceOp : NN_DiffOp<"slice", [InferTypeOpAdaptor]> {
     $input `starts` $starts `sizes` $sizes `strides` $strides attr-dict `:`
     type($input) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 //===- nn.pad -------------------------------------------------------------===//
@@ -294,6 +313,7 @@ def NN_PadOp : NN_DiffOp<"pad", [InferTypeOpAdaptor]> {
     $input `starts` $starts `strides` $strides `shape` $shape attr-dict `:`
     type($input) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 //===- nn.broadcast_to ----------------------------------------------------===//
@@ -309,6 +329,8 @@ def NN_BroadcastToOp : NN_DiffOp<"broadcast_to", [InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $input $shape attr-dict `:` type($input) `->` type($result)
   }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -337,6 +359,10 @@ class NN_ReduceOp<string mnemonic, string what>
     /// The reduced axes, with an empty list meaning all of them.
     ::llvm::SmallVector<int64_t> getReducedAxes();
   }];
+  // Reducing only size-1 dimensions keeps every element: with `keepdims` the
+  // op folds to its input, without it becomes an `nn.reshape`.
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===- nn.reduce_sum ------------------------------------------------------===//
@@ -416,7 +442,7 @@ def NN_OneHotOp : NN_Op<"one_hot", [Pure, InferTypeOpAdaptor]> {
     ```
   }];
   let arguments = (ins NN_IndexTensor:$labels, I64Attr:$num_classes,
-                       TypeAttrOf<AnyFloat>:$dtype);
+                       TypeAttrOf<AnyTypeOf<[F32, F64]>>:$dtype);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$labels attr-dict `:` type($labels) `->` type($result)";
 }
@@ -705,7 +731,8 @@ def NN_LayerNormOp : NN_DiffOp<"layer_norm", [InferTypeOpAdaptor,
     dimensions.
 
     ```mlir
-    %0 = nn.layer_norm %x, %g, %b {axis = 2} : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>
+    %0 = nn.layer_norm %x, %g bias %b {axis = 2} : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>
+    %1 = nn.layer_norm %x bias %b : tensor<4x16x32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input, Optional<NN_FloatTensor>:$scale,
@@ -713,9 +740,11 @@ def NN_LayerNormOp : NN_DiffOp<"layer_norm", [InferTypeOpAdaptor,
                        DefaultValuedAttr<I64Attr, "-1">:$axis,
                        DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$result);
+  // The `bias` keyword tells a lone bias from a lone scale; the operand types
+  // then follow in operand order.
   let assemblyFormat = [{
-    $input (`,` $scale^)? (`bias` $bias^)? attr-dict `:` type($input)
-    (`,` type($scale)^)? (`,` type($bias)^)? `->` type($result)
+    $input (`,` $scale^)? (`bias` $bias^)? attr-dict `:` type(operands) `->`
+    type($result)
   }];
 }
 
@@ -749,6 +778,7 @@ def NN_DropoutOp : NN_DiffOp<"dropout", [InferTypeOpAdaptor]> {
     /// Whether element `index` is kept, given the op's key and ratio.
     static bool keeps(uint64_t key, uint64_t index, double ratio);
   }];
+  let hasFolder = 1;
 }
 
 //===- nn.embedding -------------------------------------------------------===//

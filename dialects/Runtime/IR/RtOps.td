@@ -44,7 +44,9 @@ def Rt_KernelKind : I32EnumAttr<"KernelKind", "runtime kernel", [
   let cppNamespace = "::mlir::cleave::rt";
   let genSpecializedAttr = 0;
 }
-def Rt_KernelKindAttr : EnumAttr<Rt_Dialect, Rt_KernelKind, "kernel_kind">;
+def Rt_KernelKindAttr : EnumAttr<Rt_Dialect, Rt_KernelKind, "kernel_kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Rt_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
   I32EnumAttrCase<"sum", 0>,
@@ -54,7 +56,9 @@ def Rt_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
   let cppNamespace = "::mlir::cleave::rt";
   let genSpecializedAttr = 0;
 }
-def Rt_ReduceKindAttr : EnumAttr<Rt_Dialect, Rt_ReduceKind, "reduce_kind">;
+def Rt_ReduceKindAttr : EnumAttr<Rt_Dialect, Rt_ReduceKind, "reduce_kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 class Rt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Rt_Dialect, mnemonic, traits>;

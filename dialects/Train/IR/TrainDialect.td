@@ -32,7 +32,7 @@ def Train_Dialect : Dialect {
     - `train.clip_by_global_norm` and `train.cross_rank_reduce`.
 
     Function attributes tie the graphs to the runtime: `train.entry` names an
-    entry point (`step`, `micro_step`, `apply_step`, `eval`); argument
+    entry point (`step`, `micro_step`, `apply_step`, `eval_step`); argument
     attributes `train.input`, `train.hyper` (with `train.default`) and
     `train.param` (with `train.init`) say what each argument is.
   }];
@@ -66,7 +66,9 @@ def Train_GlobalKind : I32EnumAttr<"GlobalKind", "what a global holds", [
   let cppNamespace = "::mlir::cleave::train";
   let genSpecializedAttr = 0;
 }
-def Train_GlobalKindAttr : EnumAttr<Train_Dialect, Train_GlobalKind, "kind">;
+def Train_GlobalKindAttr : EnumAttr<Train_Dialect, Train_GlobalKind, "kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Train_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
   I32EnumAttrCase<"sum", 0>,
@@ -76,7 +78,9 @@ def Train_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
   let cppNamespace = "::mlir::cleave::train";
   let genSpecializedAttr = 0;
 }
-def Train_ReduceKindAttr : EnumAttr<Train_Dialect, Train_ReduceKind, "reduce">;
+def Train_ReduceKindAttr : EnumAttr<Train_Dialect, Train_ReduceKind, "reduce"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Train_InitKind : I32EnumAttr<"InitKind", "how a global is initialised", [
   I32EnumAttrCase<"zeros", 0>,

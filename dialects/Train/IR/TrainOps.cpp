@@ -1,6 +1,6 @@
 //===- TrainOps.cpp - train dialect ops -----------------------------------===//
 //
-// Verifiers of the train ops.
+// Verifiers and custom assembly directives of the train ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,8 +11,58 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <string>
+#include <utility>
+
 using namespace mlir;
 using namespace mlir::cleave::train;
+
+//===----------------------------------------------------------------------===//
+// custom<EnumKeyword>
+//===----------------------------------------------------------------------===//
+
+/// Prints an enum attribute as a bare keyword (`param`, `mean`).
+template <typename AttrT>
+static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+/// Parses a bare enum keyword; the error lists the valid ones.
+template <typename AttrT>
+static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr) {
+  using EnumT = decltype(std::declval<AttrT>().getValue());
+  FailureOr<EnumT> value = FieldParser<EnumT, EnumT>::parse(parser);
+  if (failed(value))
+    return failure();
+  attr = AttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// custom<TypesThenLast>
+//===----------------------------------------------------------------------===//
+
+/// Parses `t1, ..., tn, last` with n >= 1: the types of a variadic operand
+/// followed by the type of one more operand.
+static ParseResult parseTypesThenLast(OpAsmParser &parser,
+                                      SmallVectorImpl<Type> &types,
+                                      Type &last) {
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseTypeList(types))
+    return failure();
+  if (types.size() < 2)
+    return parser.emitError(loc, "expected at least two types, got ")
+           << types.size();
+  last = types.pop_back_val();
+  return success();
+}
+
+static void printTypesThenLast(OpAsmPrinter &printer, Operation *,
+                               TypeRange types, Type last) {
+  for (Type t : types)
+    printer << t << ", ";
+  printer << last;
+}
 
 //===----------------------------------------------------------------------===//
 // train.global
@@ -41,20 +91,40 @@ LogicalResult GlobalOp::verify() {
                          "attribute");
     }
   }
-  if (getOf()) {
-    if (getKind() != GlobalKind::accumulator && getKind() != GlobalKind::state)
-      return emitOpError("only accumulators and optimizer state belong to a "
-                         "parameter ('of')");
-    auto target = SymbolTable::lookupNearestSymbolFrom<GlobalOp>(
-        getOperation(), getOfAttr());
-    if (!target || target.getKind() != GlobalKind::param)
-      return emitOpError("'of' must name a param global, got ") << getOfAttr();
-    if (target.getType() != type)
-      return emitOpError("has type ") << type << " but its parameter "
-                                      << getOfAttr() << " has type "
-                                      << target.getType();
-  }
+  if (getOf() && getKind() != GlobalKind::accumulator &&
+      getKind() != GlobalKind::state)
+    return emitOpError("only accumulators and optimizer state belong to a "
+                       "parameter ('of'), not a ")
+           << stringifyGlobalKind(getKind());
   return success();
+}
+
+/// Checks that `name` refers to a param global of type `type`; `what` names
+/// the referring entity in diagnostics.
+static LogicalResult verifyParamRef(Operation *op,
+                                    SymbolTableCollection &tables,
+                                    FlatSymbolRefAttr name, Type type,
+                                    StringRef what) {
+  Operation *symbol = tables.lookupNearestSymbolFrom(op, name);
+  auto target = dyn_cast_or_null<GlobalOp>(symbol);
+  if (!target)
+    return op->emitOpError() << what << " " << name
+                             << " does not name a train.global";
+  if (target.getKind() != GlobalKind::param)
+    return op->emitOpError()
+           << what << " " << name << " must name a param, not a "
+           << stringifyGlobalKind(target.getKind());
+  if (target.getType() != type)
+    return op->emitOpError()
+           << what << " " << name << " has type " << target.getType()
+           << ", expected " << type;
+  return success();
+}
+
+LogicalResult GlobalOp::verifySymbolUses(SymbolTableCollection &tables) {
+  if (!getOfAttr())
+    return success();
+  return verifyParamRef(*this, tables, getOfAttr(), getType(), "'of'");
 }
 
 //===----------------------------------------------------------------------===//
@@ -110,6 +180,19 @@ LogicalResult WindowSumOp::verify() {
     if (!isa<FlatSymbolRefAttr, StringAttr>(t))
       return emitOpError("targets must be parameter symbols or strings, got ")
              << t;
+  return success();
+}
+
+LogicalResult WindowSumOp::verifySymbolUses(SymbolTableCollection &tables) {
+  ArrayAttr targets = getTargetsAttr();
+  if (!targets)
+    return success();
+  for (auto [i, target, value] : llvm::enumerate(targets, getValues())) {
+    auto param = dyn_cast<FlatSymbolRefAttr>(target);
+    if (param && failed(verifyParamRef(*this, tables, param, value.getType(),
+                                       "target #" + std::to_string(i))))
+      return failure();
+  }
   return success();
 }
 

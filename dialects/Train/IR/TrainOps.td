@@ -27,7 +27,8 @@ def Train_StateResource : Resource<"::mlir::cleave::train::StateResource">;
 //===----------------------------------------------------------------------===//
 
 //===- train.global -------------------------------------------------------===//
-def Train_GlobalOp : Train_Op<"global", [Symbol]> {
+def Train_GlobalOp : Train_Op<"global", [Symbol,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "persistent training state";
   let description = [{
     A named tensor that lives across steps, owned by the runtime session:
@@ -53,8 +54,11 @@ def Train_GlobalOp : Train_Op<"global", [Symbol]> {
                        TypeAttrOf<AnyRankedTensor>:$type,
                        OptionalAttr<AnyAttr>:$initial_value,
                        OptionalAttr<FlatSymbolRefAttr>:$of);
+  // The kind is a bare keyword: the enum attribute's own syntax is meant for
+  // attribute dictionaries and would print with a second leading space.
   let assemblyFormat = [{
-    $kind $sym_name (`of` $of^)? attr-dict `:` $type (`=` $initial_value^)?
+    custom<EnumKeyword>($kind) $sym_name (`of` $of^)? attr-dict `:` $type
+    (`=` $initial_value^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -119,7 +123,8 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
 
 //===- train.window_sum ---------------------------------------------------===//
 def Train_WindowSumOp : Train_Op<"window_sum", [Pure,
-    AllTypesMatch<["values", "results"]>]> {
+    AllTypesMatch<["values", "results"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the sum of values over the micro-steps of a window";
   let description = [{
     Marks where a training step is cleaved. Its operands are computed once
@@ -131,8 +136,9 @@ def Train_WindowSumOp : Train_Op<"window_sum", [Pure,
     of the accumulators in `@apply_step`.
 
     `targets` names what each operand is, which names the accumulators the
-    split creates: a parameter symbol (`@w` accumulates into `@w.grad`) or a
-    string (`"samples"` accumulates into `@train.samples`).
+    split creates: a parameter symbol (`@w` accumulates into `@w.grad`; it
+    must name a `param` global of the operand's type) or a string
+    (`"samples"` accumulates into `@train.samples`).
 
     ```mlir
     %gw, %n = train.window_sum %dw, %count {targets = [@w, "samples"]} : tensor<10x4xf32>, tensor<f32>
@@ -253,8 +259,11 @@ def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm", [Pure,
                        Train_FloatScalar:$max_norm);
   let results = (outs Variadic<Train_FloatTensor>:$results,
                       Train_FloatScalar:$norm);
+  // A plain `type($grads) `,` type($max_norm)` cannot be parsed: the variadic
+  // type list would also take the last type.
   let assemblyFormat = [{
-    $grads `max_norm` $max_norm attr-dict `:` type($grads) `,` type($max_norm)
+    $grads `max_norm` $max_norm attr-dict `:`
+    custom<TypesThenLast>(type($grads), type($max_norm))
   }];
   let hasVerifier = 1;
 }
@@ -278,7 +287,9 @@ def Train_CrossRankReduceOp : Train_Op<"cross_rank_reduce", [
   let arguments = (ins Train_ReduceKindAttr:$kind,
                        Variadic<Train_FloatTensor>:$values);
   let results = (outs Variadic<Train_FloatTensor>:$results);
-  let assemblyFormat = "$kind $values attr-dict `:` type($values)";
+  let assemblyFormat = [{
+    custom<EnumKeyword>($kind) $values attr-dict `:` type($values)
+  }];
 }
 
 #endif // CLEAVE_TRAIN_OPS

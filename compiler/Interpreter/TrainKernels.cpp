@@ -1,0 +1,296 @@
+//===- TrainKernels.cpp - Reference kernels of the train ops --------------===//
+//
+// State access, the window cut, the optimizers (exactly the formulas of
+// TrainOps.td, elementwise in the parameter's element type), clipping, the
+// one-rank cross-rank reduction, and the arith ops that counters and
+// constants use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Interpreter/Kernels.h"
+
+#include "dialects/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::interp;
+using namespace mlir::cleave::interp::kernels;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+/// The state entry `name` accessed by `op` with a value of type `type`.
+FailureOr<Tensor *> stateEntry(Operation *op, Frame &f, StringRef name,
+                               Type type) {
+  Tensor *value = f.getState().lookup(name);
+  if (!value)
+    return op->emitOpError("global @")
+           << name << " has no value in the interpreter state";
+  if (!value->matches(cast<ShapedType>(type)))
+    return op->emitOpError("global @") << name << " holds " << value->describe()
+                                       << ", the op uses " << type;
+  return value;
+}
+
+LogicalResult runLoad(train::LoadOp op, Frame &f) {
+  auto value = stateEntry(op, f, op.getGlobal(), op.getType());
+  if (failed(value))
+    return failure();
+  f.set(op.getResult(), **value);
+  return success();
+}
+
+LogicalResult runStore(train::StoreOp op, Frame &f) {
+  auto value = stateEntry(op, f, op.getGlobal(), op.getValue().getType());
+  if (failed(value))
+    return failure();
+  **value = f.get(op.getValue());
+  return success();
+}
+
+LogicalResult runAccumulate(train::AccumulateOp op, Frame &f) {
+  auto value = stateEntry(op, f, op.getGlobal(), op.getValue().getType());
+  if (failed(value))
+    return failure();
+  const Tensor &add = f.get(op.getValue());
+  Tensor &acc = **value;
+  if (acc.getShape() != add.getShape())
+    return op.emitOpError("adds ")
+           << add.describe() << " into " << acc.describe();
+  dispatchFloat(acc.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    MutableArrayRef<T> a = acc.data<T>();
+    ArrayRef<T> v = add.data<T>();
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] += v[i];
+  });
+  return success();
+}
+
+/// Results equal to operands: the window of an unsplit step is one
+/// micro-batch, and one rank reduces to itself.
+template <typename OpTy> LogicalResult runIdentity(OpTy op, Frame &f) {
+  for (auto [operand, result] : llvm::zip(op->getOperands(), op->getResults()))
+    f.set(result, f.get(operand));
+  return success();
+}
+
+LogicalResult runWindowSum(train::WindowSumOp op, Frame &f) {
+  return runIdentity(op, f);
+}
+LogicalResult runCrossRankReduce(train::CrossRankReduceOp op, Frame &f) {
+  return runIdentity(op, f);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+/// Checks that `t` has the parameter's shape.
+LogicalResult checkLike(Operation *op, StringRef name, const Tensor &t,
+                        const Tensor &param) {
+  if (t.getShape() != param.getShape())
+    return op->emitOpError()
+           << name << " " << t.describe() << " does not match the parameter "
+           << param.describe();
+  return success();
+}
+
+LogicalResult runSgd(train::SgdOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad());
+  if (failed(checkLike(op, "grad", g, p)))
+    return failure();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double wd = f.get(op.getWeightDecay()).getDouble(0);
+  Tensor out(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>();
+    MutableArrayRef<T> o = out.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T gi = gv[i] + static_cast<T>(wd) * pv[i];
+      o[i] = pv[i] - static_cast<T>(lr) * gi;
+    }
+  });
+  f.set(op.getNewParam(), std::move(out));
+  return success();
+}
+
+LogicalResult runMomentum(train::MomentumOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &buf = f.get(op.getBuf());
+  if (failed(checkLike(op, "grad", g, p)) ||
+      failed(checkLike(op, "buf", buf, p)))
+    return failure();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double m = f.get(op.getMomentum()).getDouble(0);
+  double wd = f.get(op.getWeightDecay()).getDouble(0);
+  bool nesterov = op.getNesterov();
+  Tensor newP(p.getDType(), p.getShape()), newBuf(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), bv = buf.data<T>();
+    MutableArrayRef<T> po = newP.data<T>(), bo = newBuf.data<T>();
+    T mt = static_cast<T>(m);
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T gi = gv[i] + static_cast<T>(wd) * pv[i];
+      bo[i] = mt * bv[i] + gi;
+      T d = nesterov ? gi + mt * bo[i] : bo[i];
+      po[i] = pv[i] - static_cast<T>(lr) * d;
+    }
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewBuf(), std::move(newBuf));
+  return success();
+}
+
+LogicalResult runAdam(train::AdamOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &m = f.get(op.getM()), &v = f.get(op.getV());
+  if (failed(checkLike(op, "grad", g, p)) || failed(checkLike(op, "m", m, p)) ||
+      failed(checkLike(op, "v", v, p)))
+    return failure();
+  int64_t step = f.get(op.getStep()).getInt(0);
+  if (step < 1)
+    return op.emitOpError("step must be >= 1 (the first update is step 1), "
+                          "got ")
+           << step;
+  double lr = f.get(op.getLr()).getDouble(0);
+  double b1 = f.get(op.getBeta1()).getDouble(0);
+  double b2 = f.get(op.getBeta2()).getDouble(0);
+  double eps = f.get(op.getEps()).getDouble(0);
+  double wd = f.get(op.getWeightDecay()).getDouble(0);
+  bool decoupled = op.getDecoupled();
+  // Scalar factors in double, as PyTorch computes them in Python.
+  double stepSize = lr / (1.0 - std::pow(b1, static_cast<double>(step)));
+  double bc2Sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(step)));
+  Tensor newP(p.getDType(), p.getShape()), newM(p.getDType(), p.getShape()),
+      newV(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), mv = m.data<T>(),
+                vv = v.data<T>();
+    MutableArrayRef<T> po = newP.data<T>(), mo = newM.data<T>(),
+                       vo = newV.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T param = pv[i], gi = gv[i];
+      if (decoupled)
+        param *= static_cast<T>(1.0 - lr * wd);
+      else
+        gi += static_cast<T>(wd) * param;
+      mo[i] = static_cast<T>(b1) * mv[i] + static_cast<T>(1.0 - b1) * gi;
+      vo[i] = static_cast<T>(b2) * vv[i] + static_cast<T>(1.0 - b2) * gi * gi;
+      T denom =
+          std::sqrt(vo[i]) / static_cast<T>(bc2Sqrt) + static_cast<T>(eps);
+      po[i] = param - static_cast<T>(stepSize) * (mo[i] / denom);
+    }
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewM(), std::move(newM));
+  f.set(op.getNewV(), std::move(newV));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Clipping
+//===----------------------------------------------------------------------===//
+
+LogicalResult runClipByGlobalNorm(train::ClipByGlobalNormOp op, Frame &f) {
+  const Tensor &maxNormT = f.get(op.getMaxNorm());
+  double maxNorm = maxNormT.getDouble(0);
+  double sq = 0;
+  for (Value g : op.getGrads()) {
+    const Tensor &t = f.get(g);
+    for (int64_t i = 0, e = t.getNumElements(); i < e; ++i)
+      sq += t.getDouble(i) * t.getDouble(i);
+  }
+  double norm = std::sqrt(sq);
+  // A non-positive max_norm disables clipping.
+  double factor = maxNorm > 0 ? std::min(1.0, maxNorm / (norm + 1e-6)) : 1.0;
+  for (auto [g, r] : llvm::zip(op.getGrads(), op.getResults())) {
+    const Tensor &t = f.get(g);
+    Tensor out(t.getDType(), t.getShape());
+    dispatchFloat(t.getDType(), [&](auto tag) {
+      using T = decltype(tag);
+      ArrayRef<T> in = t.data<T>();
+      MutableArrayRef<T> o = out.data<T>();
+      for (size_t i = 0; i < in.size(); ++i)
+        o[i] = in[i] * static_cast<T>(factor);
+    });
+    f.set(r, std::move(out));
+  }
+  f.set(op.getNorm(), Tensor::scalar(maxNormT.getDType(), norm));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// arith
+//===----------------------------------------------------------------------===//
+
+LogicalResult runConstant(arith::ConstantOp op, Frame &f) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  std::optional<DType> dtype =
+      type ? getDType(type.getElementType()) : std::nullopt;
+  if (!dense || !dtype || !type.hasStaticShape())
+    return op.emitOpError("the reference interpreter runs dense tensor "
+                          "constants of f32, f64, i32 or i64, got ")
+           << op.getValue();
+  Tensor t(*dtype, type.getShape());
+  if (isFloat(*dtype))
+    for (auto [i, v] : llvm::enumerate(dense.getValues<APFloat>()))
+      t.setDouble(i, v.convertToDouble());
+  else
+    for (auto [i, v] : llvm::enumerate(dense.getValues<APInt>()))
+      t.setInt(i, v.getSExtValue());
+  f.set(op.getResult(), std::move(t));
+  return success();
+}
+
+/// `fn` elementwise on integer tensors of one shape, with two's-complement
+/// wrap-around as arith defines it.
+template <typename OpTy, typename Fn>
+LogicalResult runIntBinary(OpTy op, Frame &f, Fn fn) {
+  const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
+  if (isFloat(a.getDType()) || a.getShape() != b.getShape())
+    return op.emitOpError("the reference interpreter runs this op on integer "
+                          "tensors of one shape, got ")
+           << a.describe() << " and " << b.describe();
+  Tensor out(a.getDType(), a.getShape());
+  for (int64_t i = 0, e = a.getNumElements(); i < e; ++i)
+    out.setInt(i, static_cast<int64_t>(fn(static_cast<uint64_t>(a.getInt(i)),
+                                          static_cast<uint64_t>(b.getInt(i)))));
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
+LogicalResult runAddI(arith::AddIOp op, Frame &f) {
+  return runIntBinary(op, f, [](uint64_t x, uint64_t y) { return x + y; });
+}
+LogicalResult runMulI(arith::MulIOp op, Frame &f) {
+  return runIntBinary(op, f, [](uint64_t x, uint64_t y) { return x * y; });
+}
+
+} // namespace
+
+void kernels::registerTrainKernels(KernelTable &t) {
+  t.add<train::LoadOp, runLoad>();
+  t.add<train::StoreOp, runStore>();
+  t.add<train::AccumulateOp, runAccumulate>();
+  t.add<train::WindowSumOp, runWindowSum>();
+  t.add<train::CrossRankReduceOp, runCrossRankReduce>();
+  t.add<train::SgdOp, runSgd>();
+  t.add<train::MomentumOp, runMomentum>();
+  t.add<train::AdamOp, runAdam>();
+  t.add<train::ClipByGlobalNormOp, runClipByGlobalNorm>();
+  t.add<arith::ConstantOp, runConstant>();
+  t.add<arith::AddIOp, runAddI>();
+  t.add<arith::MulIOp, runMulI>();
+}

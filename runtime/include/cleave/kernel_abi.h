@@ -1,0 +1,113 @@
+/*===- kernel_abi.h - Runtime kernels called by generated code ---*- C -*-===//
+ *
+ * The C ABI between code Cleave generates and the runtime's kernels. The
+ * contract (manifest fields, layouts, semantics) is specified in
+ * docs/design/runtime-abi.md; this header is its only C declaration on the
+ * runtime side, mirrored by exactly one compiler file.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef CLEAVE_KERNEL_ABI_H
+#define CLEAVE_KERNEL_ABI_H
+
+#include <stdint.h>
+
+/** Version of the kernel ABI, equal to the manifest's `abi_version`. */
+#define CLEAVE_KERNEL_ABI_VERSION 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Common rules for every function below:
+ *
+ * - `ctx` is the opaque pointer the runtime passes to an artifact's entry
+ *   points (a `cleave::rt::KernelContext`); generated code forwards it
+ *   unchanged.
+ * - `id` is the `id` of an entry of the manifest's `kernels` array. That entry
+ *   fixes every shape and attribute; the primitive behind it was created when
+ *   the session was created, so a call only binds pointers and executes.
+ * - Every tensor is dense, row-major, f32: `NCHW` activations, `OIHW` weights
+ *   (`O = groups * O/groups`, `I = C / groups`).
+ * - Outputs are overwritten unless the entry says `accumulate: true`, in which
+ *   case the result is added to what the output already holds.
+ * - Kernels do not return errors: everything that can be wrong is rejected when
+ *   the session is created. A call that does not match its entry (unknown id,
+ *   an id of another op, a NULL tensor) is a bug in the caller; the runtime
+ *   prints one line naming the kernel to stderr and aborts.
+ * - A context runs one kernel at a time: calls on one `ctx` must not overlap.
+ */
+
+/**
+ * For each of `batch` entries: `c = act(op(a) * op(b) + bias)`, or
+ * `c += op(a) * op(b)` when the entry has `accumulate: true`.
+ *
+ * `a` is `[batch, M, K]` (`[batch, K, M]` with `trans_a`); `b` is `[K, N]`
+ * (`[N, K]` with `trans_b`), with a leading `batch` dimension only if
+ * `b_batched`; `bias` is `[N]`, or NULL when the entry has `bias: false`;
+ * `c` is `[batch, M, N]`.
+ */
+void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
+                          const float *bias, float *c);
+
+/**
+ * `dst = act(conv2d(src, wei) + bias)`. `src` is `[N, C, H, W]`, `wei` is
+ * `[O, C/groups, KH, KW]`, `bias` is `[O]` (NULL when the entry has
+ * `bias: false`), `dst` is `[N, O, OH, OW]`.
+ */
+void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
+                              const float *wei, const float *bias, float *dst);
+
+/**
+ * Gradient of a convolution with respect to its input: `diff_src` (`[N, C, H,
+ * W]`, overwritten) from `diff_dst` (`[N, O, OH, OW]`) and `wei`.
+ */
+void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
+                                   const float *wei, float *diff_src);
+
+/**
+ * Gradient of a convolution with respect to its weights: `diff_wei` (`[O,
+ * C/groups, KH, KW]`) from `src` and `diff_dst`; added into `diff_wei` when the
+ * entry has `accumulate: true`.
+ */
+void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
+                                      const float *diff_dst, float *diff_wei);
+
+/**
+ * Max or average pooling (`max_pool2d_fwd` / `avg_pool2d_fwd` entries): `dst`
+ * (`[N, C, OH, OW]`) from `src` (`[N, C, H, W]`). Padded positions never win a
+ * max; an average counts them only with `count_include_pad`.
+ */
+void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
+                            float *dst);
+
+/**
+ * Gradient of pooling (`max_pool2d_bwd` / `avg_pool2d_bwd` entries) with
+ * respect to its input: `diff_src` (`[N, C, H, W]`, overwritten) from
+ * `diff_dst` (`[N, C, OH, OW]`). Max pooling routes each output gradient to the
+ * first maximal element of its window in row-major order and needs `src` (the
+ * forward input) to find it; average pooling does not read `src`.
+ */
+void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
+                            const float *diff_dst, float *diff_src);
+
+/** Values of `kind` for cleave_cross_rank_reduce. */
+#define CLEAVE_REDUCE_SUM 0
+#define CLEAVE_REDUCE_MEAN 1
+#define CLEAVE_REDUCE_ADASUM 2
+
+/**
+ * Combines `count` buffers across data-parallel ranks, in place:
+ * `buffers[i]` holds `sizes[i]` floats. `kind` is CLEAVE_REDUCE_SUM,
+ * CLEAVE_REDUCE_MEAN or CLEAVE_REDUCE_ADASUM (applied per buffer). Every rank
+ * makes the same call with the same sizes. The identity with one rank.
+ */
+void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
+                              float **buffers, const int64_t *sizes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CLEAVE_KERNEL_ABI_H */

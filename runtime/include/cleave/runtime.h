@@ -1,0 +1,375 @@
+/*===- runtime.h - Cleave runtime C API ---------------------------*- C -*-===//
+ *
+ * The C API of libcleave_runtime: load a compiled model (an artifact, see
+ * docs/design/runtime-abi.md), create a training session on it, feed it
+ * micro-batches, evaluate, checkpoint. docs/design/runtime.md describes the
+ * session's state machine, the checkpoint format and the determinism
+ * guarantees.
+ *
+ * Conventions
+ * -----------
+ * - Every function that can fail returns a `cleave_status`. On failure the
+ *   calling thread's error message (one line: what, where, what was expected)
+ *   is available from cleave_last_error_message() until the next failing call
+ *   on that thread. No function aborts, throws or crashes on bad input (NULL
+ *   pointers, wrong sizes, unknown names, corrupt files).
+ * - Outputs are written through pointer arguments, and only on success.
+ * - Strings and arrays returned by an artifact (names, shapes, the manifest)
+ *   are owned by the artifact and stay valid while it is alive; a session
+ *   keeps its artifact alive.
+ * - Thread safety: an artifact is immutable once loaded and may be shared by
+ *   any number of threads and sessions. A session must be used by one thread
+ *   at a time (calls on one session must not overlap); distinct sessions are
+ *   independent and may run concurrently.
+ *
+ * Example: train an artifact whose inputs are `image` (f32 [B, 784]) and
+ * `labels` (i64 [B]); the sample-weights input is filled by the runtime.
+ *
+ *   cleave_artifact *model = NULL;
+ *   cleave_session *session = NULL;
+ *   cleave_session_options options;
+ *   cleave_session_options_init(&options);
+ *   options.seed = 42;
+ *   if (cleave_artifact_load("model.cleave", &model) != CLEAVE_OK ||
+ *       cleave_session_create(model, &options, &session) != CLEAVE_OK) {
+ *     fprintf(stderr, "error: %s\n", cleave_last_error_message());
+ *     return 1;
+ *   }
+ *   cleave_artifact_release(model);          // the session keeps it alive
+ *   cleave_session_set_hyperparameter(session, "lr", 0.05);
+ *
+ *   const void *data[2] = {images, labels};  // k rows each, row-major
+ *   size_t bytes[2] = {k * 784 * sizeof(float), k * sizeof(int64_t)};
+ *   cleave_batch batch = {k, 2, data, bytes};
+ *   double loss;
+ *   if (cleave_session_micro_step(session, &batch) != CLEAVE_OK) ...
+ *   cleave_session_last_loss(session, &loss); // mean loss of the k samples
+ *   ...                                        // applies every N micro-steps
+ *   cleave_session_flush(session);             // applies a partial window
+ *   cleave_session_save_checkpoint(session, "run.ckpt");
+ *   cleave_session_destroy(session);
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef CLEAVE_RUNTIME_H
+#define CLEAVE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define CLEAVE_API __attribute__((visibility("default")))
+#else
+#define CLEAVE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The artifact ABI version this runtime loads (`cleave_abi_version()`). */
+#define CLEAVE_RUNTIME_ABI_VERSION 1
+
+/*===----------------------------------------------------------------------===
+ * Status and errors
+ *===----------------------------------------------------------------------===*/
+
+typedef enum cleave_status {
+  CLEAVE_OK = 0,
+  /** A NULL pointer, a wrong size or count, a value out of range. */
+  CLEAVE_INVALID_ARGUMENT = 1,
+  /** A name (global, hyperparameter, output, entry, user-state key) that the
+   *  artifact or session does not have. */
+  CLEAVE_NOT_FOUND = 2,
+  /** A file could not be opened, read, written or renamed. */
+  CLEAVE_IO_ERROR = 3,
+  /** Not a Cleave artifact, an unsupported ABI version, an invalid manifest,
+   *  or a kernels table the runtime cannot build. */
+  CLEAVE_INVALID_ARTIFACT = 4,
+  /** A checkpoint that is truncated, corrupt, of another format version or
+   *  written by a session of a different model. */
+  CLEAVE_INVALID_CHECKPOINT = 5,
+  /** The call is not valid for this artifact or session (e.g. evaluation of an
+   *  artifact without an eval_step entry). */
+  CLEAVE_FAILED_PRECONDITION = 6,
+  /** An allocation failed. */
+  CLEAVE_OUT_OF_MEMORY = 7,
+  /** A broken invariant, e.g. an entry point that did not update the window
+   *  counters as the ABI requires. */
+  CLEAVE_INTERNAL = 8
+} cleave_status;
+
+/** The enumerator's name without the prefix ("ok", "invalid argument", ...). */
+CLEAVE_API const char *cleave_status_string(cleave_status status);
+
+/** The message of the last failing call on this thread ("" if none). */
+CLEAVE_API const char *cleave_last_error_message(void);
+
+/*===----------------------------------------------------------------------===
+ * Descriptions of tensors, globals and hyperparameters
+ *===----------------------------------------------------------------------===*/
+
+typedef enum cleave_dtype {
+  CLEAVE_DTYPE_F32 = 0,
+  CLEAVE_DTYPE_F64 = 1,
+  CLEAVE_DTYPE_I32 = 2,
+  CLEAVE_DTYPE_I64 = 3
+} cleave_dtype;
+
+/** Kinds of `globals` (persistent state owned by a session). */
+typedef enum cleave_global_kind {
+  CLEAVE_GLOBAL_PARAM = 0,       /**< trainable parameter */
+  CLEAVE_GLOBAL_BUFFER = 1,      /**< non-trainable model state */
+  CLEAVE_GLOBAL_ACCUMULATOR = 2, /**< gradient / sample-count accumulator */
+  CLEAVE_GLOBAL_STATE = 3,       /**< optimizer state */
+  CLEAVE_GLOBAL_COUNTER = 4      /**< train.step, train.micro_steps, ... */
+} cleave_global_kind;
+
+/** A dense row-major tensor: the element type and the shape. */
+typedef struct cleave_tensor_info {
+  const char *name;
+  cleave_dtype dtype;
+  int32_t rank;
+  const int64_t *shape; /**< `rank` dimensions (NULL when rank is 0) */
+  size_t bytes;         /**< size of the whole tensor in bytes */
+} cleave_tensor_info;
+
+typedef struct cleave_global_info {
+  cleave_tensor_info tensor;
+  cleave_global_kind kind;
+  /** The parameter an accumulator or optimizer-state slot belongs to, or "". */
+  const char *of;
+} cleave_global_info;
+
+typedef struct cleave_hyperparameter_info {
+  const char *name;
+  double default_value;
+} cleave_hyperparameter_info;
+
+/** A compiler warning recorded in the manifest (e.g. an op whose result
+ *  depends on how a batch is split into micro-batches). */
+typedef struct cleave_warning_info {
+  const char *op;
+  const char *loc;
+  const char *message;
+} cleave_warning_info;
+
+/*===----------------------------------------------------------------------===
+ * Artifacts
+ *===----------------------------------------------------------------------===*/
+
+/** A loaded artifact: the shared object and its validated manifest.
+ *  Reference-counted; immutable. */
+typedef struct cleave_artifact cleave_artifact;
+
+/** Loads the artifact at `path` (dlopen), checks its ABI version and validates
+ *  every field of its manifest. On success `*out` holds one reference. */
+CLEAVE_API cleave_status cleave_artifact_load(const char *path,
+                                              cleave_artifact **out);
+/** Adds a reference. */
+CLEAVE_API cleave_status cleave_artifact_retain(cleave_artifact *artifact);
+/** Drops a reference (NULL is allowed); the last one unloads the artifact. */
+CLEAVE_API void cleave_artifact_release(cleave_artifact *artifact);
+
+/** The path the artifact was loaded from. */
+CLEAVE_API cleave_status cleave_artifact_path(const cleave_artifact *artifact,
+                                              const char **path);
+/** The manifest, NUL-terminated JSON. */
+CLEAVE_API cleave_status
+cleave_artifact_manifest(const cleave_artifact *artifact, const char **json);
+/** The micro-batch size B every graph was compiled for. */
+CLEAVE_API cleave_status
+cleave_artifact_micro_batch(const cleave_artifact *artifact, int64_t *out);
+/** The default accumulation count N (the manifest's `accumulate`). */
+CLEAVE_API cleave_status
+cleave_artifact_accumulate(const cleave_artifact *artifact, int64_t *out);
+
+/** The data inputs a caller supplies in a cleave_batch, in manifest order.
+ *  The sample-weights input is filled by the runtime and is not listed. Every
+ *  input's first dimension is the micro-batch size B. */
+CLEAVE_API cleave_status
+cleave_artifact_num_inputs(const cleave_artifact *artifact, size_t *count);
+CLEAVE_API cleave_status cleave_artifact_input(const cleave_artifact *artifact,
+                                               size_t index,
+                                               cleave_tensor_info *info);
+
+CLEAVE_API cleave_status
+cleave_artifact_num_globals(const cleave_artifact *artifact, size_t *count);
+CLEAVE_API cleave_status cleave_artifact_global(const cleave_artifact *artifact,
+                                                size_t index,
+                                                cleave_global_info *info);
+
+CLEAVE_API cleave_status cleave_artifact_num_hyperparameters(
+    const cleave_artifact *artifact, size_t *count);
+CLEAVE_API cleave_status
+cleave_artifact_hyperparameter(const cleave_artifact *artifact, size_t index,
+                               cleave_hyperparameter_info *info);
+
+/** Whether the artifact has entry point `entry` ("micro_step", "apply_step",
+ *  "eval_step"): `*present` is 1 or 0. */
+CLEAVE_API cleave_status cleave_artifact_has_entry(
+    const cleave_artifact *artifact, const char *entry, int *present);
+/** The outputs of entry point `entry` (e.g. eval_step's prediction). */
+CLEAVE_API cleave_status cleave_artifact_num_outputs(
+    const cleave_artifact *artifact, const char *entry, size_t *count);
+CLEAVE_API cleave_status cleave_artifact_output(const cleave_artifact *artifact,
+                                                const char *entry, size_t index,
+                                                cleave_tensor_info *info);
+
+CLEAVE_API cleave_status
+cleave_artifact_num_warnings(const cleave_artifact *artifact, size_t *count);
+CLEAVE_API cleave_status cleave_artifact_warning(
+    const cleave_artifact *artifact, size_t index, cleave_warning_info *info);
+
+/*===----------------------------------------------------------------------===
+ * Sessions
+ *===----------------------------------------------------------------------===*/
+
+/** A training session: the globals (parameters, accumulators, optimizer
+ *  state, counters), the hyperparameter values, the accumulation count N, the
+ *  kernel context and the staging buffers of one artifact. */
+typedef struct cleave_session cleave_session;
+
+typedef struct cleave_session_options {
+  /** Seed of the generator that draws random initial values. Default 0. */
+  uint64_t seed;
+  /** Accumulation count N; 0 (the default) takes the manifest's `accumulate`.
+   */
+  int64_t accumulate;
+  /** When positive, the session calls omp_set_num_threads(num_threads) on the
+   *  calling thread before each entry-point call. 0 (the default) leaves
+   *  OpenMP alone. */
+  int32_t num_threads;
+  /** Nonzero: data-parallel over MPI_COMM_WORLD. The session initialises MPI
+   *  if needed and attaches a communicator that the artifact's cross-rank
+   *  reduction uses. 0 (the default): one rank, MPI is not touched. */
+  int32_t distributed;
+} cleave_session_options;
+
+/** Sets every field of `options` to its default. */
+CLEAVE_API void cleave_session_options_init(cleave_session_options *options);
+
+/** A batch of `samples` rows of every user input (cleave_artifact_input order).
+ *  `data[i]` points to `samples` contiguous rows of input i and `bytes[i]` is
+ *  its size, which must be `samples` times the input's row size. */
+typedef struct cleave_batch {
+  int64_t samples;
+  size_t num_inputs;
+  const void *const *data;
+  const size_t *bytes;
+} cleave_batch;
+
+/** Creates a session: allocates every global (64-byte aligned), initialises
+ *  them in manifest order from `options->seed`, sets hyperparameters to their
+ *  defaults and builds the kernel context. `options` may be NULL (defaults). */
+CLEAVE_API cleave_status cleave_session_create(
+    cleave_artifact *artifact, const cleave_session_options *options,
+    cleave_session **out);
+/** Destroys a session (NULL is allowed). */
+CLEAVE_API void cleave_session_destroy(cleave_session *session);
+
+/** The session's artifact (borrowed: valid while the session lives). */
+CLEAVE_API cleave_status cleave_session_artifact(const cleave_session *session,
+                                                 cleave_artifact **artifact);
+
+/** Runs micro_step on `batch` (1 <= samples <= B; shorter batches are padded
+ *  and weighted out), then apply_step if the window now holds N micro-steps. */
+CLEAVE_API cleave_status cleave_session_micro_step(cleave_session *session,
+                                                   const cleave_batch *batch);
+
+/** Splits `batch` (any number of samples) into consecutive micro-batches of
+ *  `micro_size` samples (1 <= micro_size <= B; the last may be shorter) and
+ *  runs cleave_session_micro_step on each: the result is identical to feeding
+ *  them one by one, including the applies at every N micro-steps. It does not
+ *  flush. */
+CLEAVE_API cleave_status cleave_session_train_batch(cleave_session *session,
+                                                    const cleave_batch *batch,
+                                                    int64_t micro_size);
+
+/** Runs apply_step if the current window holds at least one micro-step. */
+CLEAVE_API cleave_status cleave_session_flush(cleave_session *session);
+
+/** Runs eval_step (forward only) on `batch` (1 <= samples <= B). Inputs that
+ *  eval_step does not read may be NULL. Results: cleave_session_output. */
+CLEAVE_API cleave_status cleave_session_eval(cleave_session *session,
+                                             const cleave_batch *batch);
+
+/** The buffer of output `name` of entry `entry`, as last written (all B rows,
+ *  including padding). Valid until the next call on the session. */
+CLEAVE_API cleave_status cleave_session_output(const cleave_session *session,
+                                               const char *entry,
+                                               const char *name,
+                                               const void **data,
+                                               size_t *bytes);
+
+/** The mean per-sample loss of the last cleave_session_micro_step (or of all
+ *  samples of the last cleave_session_train_batch); NaN before the first. */
+CLEAVE_API cleave_status cleave_session_last_loss(const cleave_session *session,
+                                                  double *loss);
+
+/** Sets the accumulation count N (>= 1). If the current window already holds N
+ *  or more micro-steps, apply_step runs at once. */
+CLEAVE_API cleave_status
+cleave_session_set_accumulation(cleave_session *session, int64_t n);
+CLEAVE_API cleave_status
+cleave_session_accumulation(const cleave_session *session, int64_t *n);
+
+CLEAVE_API cleave_status cleave_session_set_hyperparameter(
+    cleave_session *session, const char *name, double value);
+CLEAVE_API cleave_status cleave_session_hyperparameter(
+    const cleave_session *session, const char *name, double *value);
+
+/** Micro-steps in the current window (`train.micro_steps`). */
+CLEAVE_API cleave_status
+cleave_session_micro_steps(const cleave_session *session, int64_t *count);
+/** Optimizer steps taken (`train.step`). */
+CLEAVE_API cleave_status cleave_session_step(const cleave_session *session,
+                                             int64_t *count);
+/** The seed the session was created with (or restored from a checkpoint). */
+CLEAVE_API cleave_status cleave_session_seed(const cleave_session *session,
+                                             uint64_t *seed);
+/** This process's rank and the number of ranks (0 and 1 unless distributed). */
+CLEAVE_API cleave_status cleave_session_rank(const cleave_session *session,
+                                             int *rank, int *size);
+
+/** Copies global `name` to `dst`; `bytes` must be its exact size (`dst` may
+ *  be NULL for an empty global). */
+CLEAVE_API cleave_status cleave_session_read_global(
+    const cleave_session *session, const char *name, void *dst, size_t bytes);
+/** Overwrites global `name` from `src`; `bytes` must be its exact size
+ *  (`src` may be NULL for an empty global). */
+CLEAVE_API cleave_status cleave_session_write_global(cleave_session *session,
+                                                     const char *name,
+                                                     const void *src,
+                                                     size_t bytes);
+
+/** Stores `bytes` opaque bytes under `key` in the session's user state, which
+ *  checkpoints save and restore (a trainer keeps its epoch, position and
+ *  shuffle seed there). `value` NULL removes the key. */
+CLEAVE_API cleave_status cleave_session_set_user_state(cleave_session *session,
+                                                       const char *key,
+                                                       const void *value,
+                                                       size_t bytes);
+/** The value under `key` (CLEAVE_NOT_FOUND if absent). `*value` stays valid
+ *  until the key is set again or a checkpoint is loaded. */
+CLEAVE_API cleave_status
+cleave_session_user_state(const cleave_session *session, const char *key,
+                          const void **value, size_t *bytes);
+
+/** Writes a checkpoint (every global, N, hyperparameter values, the seed, the
+ *  user state) to `path` atomically: `path`.tmp is written, fsync'ed and
+ *  renamed over `path`, then the directory is fsync'ed. On failure `path` is
+ *  untouched. */
+CLEAVE_API cleave_status
+cleave_session_save_checkpoint(const cleave_session *session, const char *path);
+/** Restores a checkpoint written by a session of the same model. The file is
+ *  verified completely (format, model identity, CRC32 of every section) before
+ *  anything changes: on failure the session is untouched. */
+CLEAVE_API cleave_status cleave_session_load_checkpoint(cleave_session *session,
+                                                        const char *path);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CLEAVE_RUNTIME_H */

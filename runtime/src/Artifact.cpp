@@ -1,0 +1,195 @@
+//===- Artifact.cpp - Load and validate a Cleave artifact -----------------===//
+//
+// The file is checked before dlopen sees it (existence, ELF magic, shared
+// object type, machine, headers and segments inside the file) because
+// dlopen's own messages for foreign files are cryptic, and because dlopen
+// crashes on a truncated one instead of failing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Artifact.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace cleave::rt {
+
+namespace {
+
+Status notAnArtifact(const std::string &path, const std::string &why) {
+  return makeError(CLEAVE_INVALID_ARTIFACT, path, ": not a Cleave artifact (",
+                   why, ")");
+}
+
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#else
+#error "unsupported host architecture"
+#endif
+
+Status truncatedElf(const std::string &path, const std::string &what,
+                    uint64_t end, uint64_t size) {
+  return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                   ": truncated or corrupt ELF file (", what, " ends at byte ",
+                   end, ", the file has ", size, " bytes)");
+}
+
+/// Reads exactly `bytes` at `offset`; false on a short read.
+bool readAt(int fd, void *buf, size_t bytes, uint64_t offset) {
+  auto *p = static_cast<char *>(buf);
+  while (bytes > 0) {
+    ssize_t n = ::pread(fd, p, bytes, off_t(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    bytes -= size_t(n);
+    offset += uint64_t(n);
+  }
+  return true;
+}
+
+/// Checks that `path` is an ELF shared object for this machine whose headers
+/// and segments all lie inside the file. dlopen maps segments without
+/// checking their extent, so a truncated file would fault (SIGBUS) during
+/// relocation instead of failing.
+Status checkElf(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
+                     std::strerror(errno), ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return makeError(CLEAVE_IO_ERROR, path, ": cannot stat (",
+                     std::strerror(errno), ")");
+  if (!S_ISREG(st.st_mode))
+    return notAnArtifact(path, "not a regular file");
+  uint64_t size = uint64_t(st.st_size);
+
+  Elf64_Ehdr eh;
+  unsigned char ident[EI_NIDENT] = {};
+  if (size < SELFMAG ||
+      !readAt(fd, ident, std::min<uint64_t>(size, EI_NIDENT), 0) ||
+      std::memcmp(ident, ELFMAG, SELFMAG) != 0)
+    return notAnArtifact(path, "not an ELF file");
+  if (size < sizeof(eh) || !readAt(fd, &eh, sizeof(eh), 0))
+    return truncatedElf(path, "the ELF header", sizeof(eh), size);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+    return notAnArtifact(path, "not a 64-bit little-endian ELF file");
+  if (eh.e_type != ET_DYN)
+    return notAnArtifact(path, "an ELF file but not a shared object");
+  if (eh.e_machine != kHostMachine)
+    return notAnArtifact(path, "an ELF file for another machine (e_machine " +
+                                   std::to_string(eh.e_machine) + ")");
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": corrupt ELF file (bad program header table)");
+  uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr);
+  if (eh.e_phoff > size || phEnd > size)
+    return truncatedElf(path, "the program header table", phEnd, size);
+  if (eh.e_shoff != 0) {
+    uint64_t shEnd = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+    if (eh.e_shoff > size || shEnd > size)
+      return truncatedElf(path, "the section header table", shEnd, size);
+  }
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!readAt(fd, &ph, sizeof(ph), eh.e_phoff + uint64_t(i) * sizeof(ph)))
+      return truncatedElf(path, "the program header table", phEnd, size);
+    uint64_t end = ph.p_offset + ph.p_filesz;
+    if (ph.p_filesz != 0 && (ph.p_offset > size || end > size))
+      return truncatedElf(path, "segment " + std::to_string(i), end, size);
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out) {
+  if (path.empty())
+    return makeError(CLEAVE_INVALID_ARGUMENT, "artifact path is empty");
+  CLEAVE_RETURN_IF_ERROR(checkElf(path));
+
+  std::shared_ptr<Artifact> artifact(new Artifact());
+  artifact->path_ = path;
+  // A name without a slash would make dlopen search the library path.
+  std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
+  // RTLD_NOW: an artifact whose kernel symbols do not resolve against this
+  // runtime fails here, not in the middle of a training step.
+  artifact->handle_ = ::dlopen(dlPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!artifact->handle_) {
+    const char *why = ::dlerror();
+    return makeError(CLEAVE_INVALID_ARTIFACT, path, ": cannot load (",
+                     why ? why : "unknown dlopen error", ")");
+  }
+  auto lookup = [&](const std::string &name) {
+    ::dlerror();
+    return ::dlsym(artifact->handle_, name.c_str());
+  };
+
+  auto *abiVersion =
+      reinterpret_cast<int32_t (*)()>(lookup("cleave_abi_version"));
+  if (!abiVersion)
+    return notAnArtifact(path, "missing symbol cleave_abi_version");
+  auto *manifestFn =
+      reinterpret_cast<const char *(*)()>(lookup("cleave_manifest"));
+  if (!manifestFn)
+    return notAnArtifact(path, "missing symbol cleave_manifest");
+  auto *initDataFn =
+      reinterpret_cast<const void *(*)()>(lookup("cleave_init_data"));
+  if (!initDataFn)
+    return notAnArtifact(path, "missing symbol cleave_init_data");
+
+  int32_t version = abiVersion();
+  if (version != kManifestAbiVersion)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path, ": ABI version ", version,
+                     ", this runtime loads version ", kManifestAbiVersion);
+  const char *text = manifestFn();
+  if (!text)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": cleave_manifest() returned NULL");
+  CLEAVE_RETURN_IF_ERROR(
+      parseManifest(text, artifact->manifest_).withContext(path));
+
+  artifact->initData_ = static_cast<const unsigned char *>(initDataFn());
+  for (const GlobalDesc &g : artifact->manifest_.globals)
+    if (g.init.kind == InitKind::Data && !artifact->initData_)
+      return makeError(CLEAVE_INVALID_ARTIFACT, path, ": global '", g.name,
+                       "' is initialised from data but cleave_init_data() "
+                       "returned NULL");
+
+  for (size_t i = 0; i < kNumEntryKinds; ++i) {
+    auto kind = static_cast<EntryKind>(i);
+    if (!artifact->manifest_.entry(kind).present)
+      continue;
+    std::string symbol = std::string("cleave_entry_") + entryName(kind);
+    artifact->entries_[i] = reinterpret_cast<EntryFn>(lookup(symbol));
+    if (!artifact->entries_[i])
+      return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                       ": the manifest declares entry '", entryName(kind),
+                       "' but the artifact does not export ", symbol);
+  }
+  out = std::move(artifact);
+  return Status::success();
+}
+
+Artifact::~Artifact() {
+  if (handle_)
+    ::dlclose(handle_);
+}
+
+} // namespace cleave::rt

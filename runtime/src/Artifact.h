@@ -1,0 +1,58 @@
+//===- Artifact.h - A loaded Cleave artifact --------------------*- C++ -*-===//
+//
+// An artifact is a shared object exporting the symbols of
+// docs/design/runtime-abi.md. Loading it dlopens the file, checks the ABI
+// version, validates the manifest and resolves every entry point, so that a
+// session never meets a half-valid artifact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_ARTIFACT_H
+#define CLEAVE_RUNTIME_ARTIFACT_H
+
+#include "Manifest.h"
+#include "Status.h"
+
+#include <array>
+#include <memory>
+#include <string>
+
+namespace cleave::rt {
+
+/// `void cleave_entry_<name>(void *ctx, void **args)`.
+using EntryFn = void (*)(void *ctx, void **args);
+
+/// A loaded, validated artifact. Immutable, so it can be shared by sessions
+/// and threads; the shared object stays loaded until the last reference goes.
+class Artifact {
+public:
+  /// Loads the artifact at `path`. Errors start with the path, e.g.
+  /// "model.cleave: not a Cleave artifact (missing symbol cleave_manifest)".
+  static Status load(const std::string &path, std::shared_ptr<Artifact> &out);
+
+  ~Artifact();
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+
+  const std::string &path() const { return path_; }
+  const Manifest &manifest() const { return manifest_; }
+  /// The entry point, or null if the manifest does not declare it.
+  EntryFn entry(EntryKind kind) const {
+    return entries_[static_cast<size_t>(kind)];
+  }
+  /// `cleave_init_data()`: the bytes `"init": {"kind": "data"}` refers to.
+  const unsigned char *initData() const { return initData_; }
+
+private:
+  Artifact() = default;
+
+  std::string path_;
+  void *handle_ = nullptr;
+  Manifest manifest_;
+  std::array<EntryFn, kNumEntryKinds> entries_{};
+  const unsigned char *initData_ = nullptr;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_ARTIFACT_H

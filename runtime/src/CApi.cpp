@@ -1,0 +1,641 @@
+//===- CApi.cpp - The C API of libcleave_runtime --------------------------===//
+//
+// Thin wrappers that check pointer arguments, call the C++ implementation and
+// turn its Status into a cleave_status plus the thread's last error message.
+// Every function is a boundary: nothing thrown below (allocation failures,
+// library exceptions) gets past it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime.h"
+
+#include "Artifact.h"
+#include "Session.h"
+#include "Status.h"
+
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <new>
+#include <string>
+
+using cleave::rt::Artifact;
+using cleave::rt::makeError;
+using cleave::rt::Session;
+using cleave::rt::Status;
+
+struct cleave_artifact {
+  std::atomic<int64_t> refs{1};
+  std::shared_ptr<const Artifact> impl;
+};
+
+struct cleave_session {
+  std::unique_ptr<Session> impl;
+  /// Retained for the session's lifetime.
+  cleave_artifact *artifact = nullptr;
+};
+
+namespace {
+
+thread_local std::string lastError;
+/// Set instead of lastError when storing the message itself failed.
+thread_local const char *lastErrorFallback = nullptr;
+
+cleave_status report(const Status &status) noexcept {
+  if (!status.ok()) {
+    try {
+      lastError = status.message();
+      lastErrorFallback = nullptr;
+    } catch (...) {
+      lastErrorFallback = "out of memory while reporting an error";
+    }
+  }
+  return status.code();
+}
+
+/// Reports an exception caught at the boundary; allocation may fail here too.
+cleave_status reportException(const char *function, cleave_status code,
+                              const char *what,
+                              const char *detail = "") noexcept {
+  try {
+    return report(makeError(code, function, ": ", what, detail));
+  } catch (...) {
+    lastErrorFallback =
+        code == CLEAVE_OUT_OF_MEMORY ? "out of memory" : "unexpected exception";
+    return code;
+  }
+}
+
+/// Runs `fn(function)` (returning a Status) so that no exception escapes.
+template <typename Fn>
+cleave_status guarded(const char *function, Fn &&fn) noexcept {
+  try {
+    return report(fn(function));
+  } catch (const std::bad_alloc &) {
+    return reportException(function, CLEAVE_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return reportException(function, CLEAVE_INTERNAL,
+                           "unexpected exception: ", e.what());
+  } catch (...) {
+    return reportException(function, CLEAVE_INTERNAL, "unexpected exception");
+  }
+}
+
+Status nullArgument(const char *function, const char *name) {
+  return makeError(CLEAVE_INVALID_ARGUMENT, function, ": ", name, " is NULL");
+}
+
+/// Used inside the lambdas given to guarded(), whose parameter `function`
+/// names the API function in messages.
+#define CLEAVE_CHECK_ARG(ptr)                                                  \
+  do {                                                                         \
+    if (!(ptr))                                                                \
+      return nullArgument(function, #ptr);                                     \
+  } while (false)
+
+cleave_dtype toC(cleave::rt::DType dtype) {
+  switch (dtype) {
+  case cleave::rt::DType::F32:
+    return CLEAVE_DTYPE_F32;
+  case cleave::rt::DType::F64:
+    return CLEAVE_DTYPE_F64;
+  case cleave::rt::DType::I32:
+    return CLEAVE_DTYPE_I32;
+  case cleave::rt::DType::I64:
+    return CLEAVE_DTYPE_I64;
+  }
+  return CLEAVE_DTYPE_F32;
+}
+
+cleave_tensor_info toC(const cleave::rt::TensorDesc &t) {
+  cleave_tensor_info info;
+  info.name = t.name.c_str();
+  info.dtype = toC(t.dtype);
+  info.rank = int32_t(t.shape.size());
+  info.shape = t.shape.empty() ? nullptr : t.shape.data();
+  info.bytes = t.bytes;
+  return info;
+}
+
+Status indexOutOfRange(const char *function, size_t index, size_t count,
+                       const char *what) {
+  return makeError(CLEAVE_INVALID_ARGUMENT, function, ": index ", index,
+                   " is out of range (the artifact has ", count, " ", what,
+                   ")");
+}
+
+Status findEntry(const char *function, const cleave::rt::Manifest &m,
+                 const char *entry, const cleave::rt::EntryDesc *&out) {
+  std::optional<cleave::rt::EntryKind> kind = cleave::rt::parseEntryName(entry);
+  if (!kind || !m.entry(*kind).present)
+    return makeError(CLEAVE_NOT_FOUND, function,
+                     ": the artifact has no entry '", entry, "'");
+  out = &m.entry(*kind);
+  return Status::success();
+}
+
+} // namespace
+
+extern "C" {
+
+const char *cleave_status_string(cleave_status status) {
+  switch (status) {
+  case CLEAVE_OK:
+    return "ok";
+  case CLEAVE_INVALID_ARGUMENT:
+    return "invalid argument";
+  case CLEAVE_NOT_FOUND:
+    return "not found";
+  case CLEAVE_IO_ERROR:
+    return "I/O error";
+  case CLEAVE_INVALID_ARTIFACT:
+    return "invalid artifact";
+  case CLEAVE_INVALID_CHECKPOINT:
+    return "invalid checkpoint";
+  case CLEAVE_FAILED_PRECONDITION:
+    return "failed precondition";
+  case CLEAVE_OUT_OF_MEMORY:
+    return "out of memory";
+  case CLEAVE_INTERNAL:
+    return "internal error";
+  }
+  return "unknown status";
+}
+
+const char *cleave_last_error_message(void) {
+  return lastErrorFallback ? lastErrorFallback : lastError.c_str();
+}
+
+//===----------------------------------------------------------------------===//
+// Artifacts
+//===----------------------------------------------------------------------===//
+
+cleave_status cleave_artifact_load(const char *path, cleave_artifact **out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(path);
+    CLEAVE_CHECK_ARG(out);
+    std::shared_ptr<Artifact> artifact;
+    CLEAVE_RETURN_IF_ERROR(Artifact::load(path, artifact));
+    auto *handle = new cleave_artifact();
+    handle->impl = std::move(artifact);
+    *out = handle;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_retain(cleave_artifact *artifact) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    artifact->refs.fetch_add(1, std::memory_order_relaxed);
+    return Status::success();
+  });
+}
+
+void cleave_artifact_release(cleave_artifact *artifact) {
+  if (artifact && artifact->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete artifact;
+}
+
+cleave_status cleave_artifact_path(const cleave_artifact *artifact,
+                                   const char **path) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(path);
+    *path = artifact->impl->path().c_str();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_manifest(const cleave_artifact *artifact,
+                                       const char **json) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(json);
+    *json = artifact->impl->manifest().text.c_str();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_micro_batch(const cleave_artifact *artifact,
+                                          int64_t *out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(out);
+    *out = artifact->impl->manifest().microBatch;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_accumulate(const cleave_artifact *artifact,
+                                         int64_t *out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(out);
+    *out = artifact->impl->manifest().accumulate;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_num_inputs(const cleave_artifact *artifact,
+                                         size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(count);
+    *count = artifact->impl->manifest().userInputs.size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_input(const cleave_artifact *artifact,
+                                    size_t index, cleave_tensor_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(info);
+    const cleave::rt::Manifest &m = artifact->impl->manifest();
+    if (index >= m.userInputs.size())
+      return indexOutOfRange(function, index, m.userInputs.size(), "inputs");
+    *info = toC(m.inputs[m.userInputs[index]]);
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_num_globals(const cleave_artifact *artifact,
+                                          size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(count);
+    *count = artifact->impl->manifest().globals.size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_global(const cleave_artifact *artifact,
+                                     size_t index, cleave_global_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(info);
+    const cleave::rt::Manifest &m = artifact->impl->manifest();
+    if (index >= m.globals.size())
+      return indexOutOfRange(function, index, m.globals.size(), "globals");
+    const cleave::rt::GlobalDesc &g = m.globals[index];
+    info->tensor = toC(g);
+    info->kind = static_cast<cleave_global_kind>(g.kind);
+    info->of = g.of.c_str();
+    return Status::success();
+  });
+}
+
+cleave_status
+cleave_artifact_num_hyperparameters(const cleave_artifact *artifact,
+                                    size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(count);
+    *count = artifact->impl->manifest().hypers.size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_hyperparameter(const cleave_artifact *artifact,
+                                             size_t index,
+                                             cleave_hyperparameter_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(info);
+    const cleave::rt::Manifest &m = artifact->impl->manifest();
+    if (index >= m.hypers.size())
+      return indexOutOfRange(function, index, m.hypers.size(),
+                             "hyperparameters");
+    info->name = m.hypers[index].name.c_str();
+    info->default_value = m.hypers[index].defaultValue;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_has_entry(const cleave_artifact *artifact,
+                                        const char *entry, int *present) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(present);
+    std::optional<cleave::rt::EntryKind> kind =
+        cleave::rt::parseEntryName(entry);
+    *present = kind && artifact->impl->manifest().entry(*kind).present;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_num_outputs(const cleave_artifact *artifact,
+                                          const char *entry, size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(count);
+    const cleave::rt::EntryDesc *e = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        findEntry(function, artifact->impl->manifest(), entry, e));
+    *count = e->outputs.size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_output(const cleave_artifact *artifact,
+                                     const char *entry, size_t index,
+                                     cleave_tensor_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(info);
+    const cleave::rt::EntryDesc *e = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        findEntry(function, artifact->impl->manifest(), entry, e));
+    if (index >= e->outputs.size())
+      return indexOutOfRange(function, index, e->outputs.size(), "outputs");
+    *info = toC(e->outputs[index]);
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_num_warnings(const cleave_artifact *artifact,
+                                           size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(count);
+    *count = artifact->impl->manifest().warnings.size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_artifact_warning(const cleave_artifact *artifact,
+                                      size_t index, cleave_warning_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(info);
+    const cleave::rt::Manifest &m = artifact->impl->manifest();
+    if (index >= m.warnings.size())
+      return indexOutOfRange(function, index, m.warnings.size(), "warnings");
+    info->op = m.warnings[index].op.c_str();
+    info->loc = m.warnings[index].loc.c_str();
+    info->message = m.warnings[index].message.c_str();
+    return Status::success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Sessions
+//===----------------------------------------------------------------------===//
+
+void cleave_session_options_init(cleave_session_options *options) {
+  if (!options)
+    return;
+  options->seed = 0;
+  options->accumulate = 0;
+  options->num_threads = 0;
+  options->distributed = 0;
+}
+
+cleave_status cleave_session_create(cleave_artifact *artifact,
+                                    const cleave_session_options *options,
+                                    cleave_session **out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(out);
+    Session::Options opts;
+    if (options) {
+      opts.seed = options->seed;
+      opts.accumulate = options->accumulate;
+      opts.numThreads = options->num_threads;
+      opts.distributed = options->distributed != 0;
+    }
+    std::unique_ptr<Session> session;
+    CLEAVE_RETURN_IF_ERROR(Session::create(artifact->impl, opts, session));
+    auto *handle = new cleave_session();
+    handle->impl = std::move(session);
+    handle->artifact = artifact;
+    artifact->refs.fetch_add(1, std::memory_order_relaxed);
+    *out = handle;
+    return Status::success();
+  });
+}
+
+void cleave_session_destroy(cleave_session *session) {
+  if (!session)
+    return;
+  cleave_artifact *artifact = session->artifact;
+  delete session;
+  cleave_artifact_release(artifact);
+}
+
+cleave_status cleave_session_artifact(const cleave_session *session,
+                                      cleave_artifact **artifact) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(artifact);
+    *artifact = session->artifact;
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_micro_step(cleave_session *session,
+                                        const cleave_batch *batch) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    return session->impl->microStep(*batch);
+  });
+}
+
+cleave_status cleave_session_train_batch(cleave_session *session,
+                                         const cleave_batch *batch,
+                                         int64_t micro_size) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    return session->impl->trainBatch(*batch, micro_size);
+  });
+}
+
+cleave_status cleave_session_flush(cleave_session *session) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    return session->impl->flush();
+  });
+}
+
+cleave_status cleave_session_eval(cleave_session *session,
+                                  const cleave_batch *batch) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    return session->impl->eval(*batch);
+  });
+}
+
+cleave_status cleave_session_output(const cleave_session *session,
+                                    const char *entry, const char *name,
+                                    const void **data, size_t *bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(name);
+    CLEAVE_CHECK_ARG(data);
+    CLEAVE_CHECK_ARG(bytes);
+    return session->impl->output(entry, name, *data, *bytes);
+  });
+}
+
+cleave_status cleave_session_last_loss(const cleave_session *session,
+                                       double *loss) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(loss);
+    *loss = session->impl->lastLoss();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_set_accumulation(cleave_session *session,
+                                              int64_t n) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    return session->impl->setAccumulation(n);
+  });
+}
+
+cleave_status cleave_session_accumulation(const cleave_session *session,
+                                          int64_t *n) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(n);
+    *n = session->impl->accumulation();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_set_hyperparameter(cleave_session *session,
+                                                const char *name,
+                                                double value) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(name);
+    return session->impl->setHyperparameter(name, value);
+  });
+}
+
+cleave_status cleave_session_hyperparameter(const cleave_session *session,
+                                            const char *name, double *value) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(name);
+    CLEAVE_CHECK_ARG(value);
+    return session->impl->hyperparameter(name, *value);
+  });
+}
+
+cleave_status cleave_session_micro_steps(const cleave_session *session,
+                                         int64_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(count);
+    *count = session->impl->microSteps();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_step(const cleave_session *session,
+                                  int64_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(count);
+    *count = session->impl->step();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_seed(const cleave_session *session,
+                                  uint64_t *seed) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(seed);
+    *seed = session->impl->seed();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_rank(const cleave_session *session, int *rank,
+                                  int *size) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(rank);
+    CLEAVE_CHECK_ARG(size);
+    *rank = session->impl->rank();
+    *size = session->impl->numRanks();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_read_global(const cleave_session *session,
+                                         const char *name, void *dst,
+                                         size_t bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(name);
+    if (bytes > 0)
+      CLEAVE_CHECK_ARG(dst);
+    return session->impl->readGlobal(name, dst, bytes);
+  });
+}
+
+cleave_status cleave_session_write_global(cleave_session *session,
+                                          const char *name, const void *src,
+                                          size_t bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(name);
+    if (bytes > 0)
+      CLEAVE_CHECK_ARG(src);
+    return session->impl->writeGlobal(name, src, bytes);
+  });
+}
+
+cleave_status cleave_session_set_user_state(cleave_session *session,
+                                            const char *key, const void *value,
+                                            size_t bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(key);
+    return session->impl->setUserState(key, value, bytes);
+  });
+}
+
+cleave_status cleave_session_user_state(const cleave_session *session,
+                                        const char *key, const void **value,
+                                        size_t *bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(key);
+    CLEAVE_CHECK_ARG(value);
+    CLEAVE_CHECK_ARG(bytes);
+    return session->impl->userState(key, *value, *bytes);
+  });
+}
+
+cleave_status cleave_session_save_checkpoint(const cleave_session *session,
+                                             const char *path) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(path);
+    return session->impl->saveCheckpoint(path);
+  });
+}
+
+cleave_status cleave_session_load_checkpoint(cleave_session *session,
+                                             const char *path) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(path);
+    return session->impl->loadCheckpoint(path);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,401 @@
+//===- Checkpoint.cpp - Session checkpoint files --------------------------===//
+//
+// Layout (all integers little-endian):
+//
+//   offset 0   header, 64 bytes:
+//                char     magic[8]        "CLEAVECK"
+//                uint32   format version  1
+//                uint32   reserved        0
+//                uint64   index bytes
+//                uint64   data bytes
+//                uint32   CRC32 of the index
+//                uint32   CRC32 of header bytes [0, 36)
+//                         zero padding to 64
+//   offset 64  index: UTF-8 JSON (see docs/design/runtime.md)
+//   then       zero padding to a multiple of 64
+//   data       the blobs the index points to, each at a 64-byte aligned offset
+//              relative to the start of the data section
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+using nlohmann::json;
+
+namespace cleave::rt {
+
+namespace {
+
+constexpr char kMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', 'K'};
+constexpr size_t kHeaderBytes = 64;
+constexpr size_t kHeaderCrcOffset = 36;
+constexpr uint64_t kAlign = 64;
+
+uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+uint32_t crc32Of(const void *data, size_t bytes) {
+  return uint32_t(::crc32_z(::crc32_z(0, Z_NULL, 0),
+                            static_cast<const Bytef *>(data), bytes));
+}
+
+void putU32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+void putU64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint32_t getU32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= uint32_t(p[i]) << (8 * i);
+  return v;
+}
+uint64_t getU64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+std::string hashHex(uint64_t hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, hash);
+  return buf;
+}
+
+Status ioError(const std::string &path, const char *what, int err) {
+  return makeError(CLEAVE_IO_ERROR, path, ": cannot ", what, " (",
+                   std::strerror(err), ")");
+}
+
+/// Writes all of `bytes`, retrying short writes and EINTR.
+bool writeAll(int fd, const void *data, size_t bytes) {
+  const char *p = static_cast<const char *>(data);
+  while (bytes > 0) {
+    ssize_t n = ::write(fd, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += n;
+    bytes -= size_t(n);
+  }
+  return true;
+}
+
+bool writeZeros(int fd, size_t bytes) {
+  static const char kZeros[kAlign] = {};
+  return writeAll(fd, kZeros, bytes);
+}
+
+/// The temporary file of one save; removed unless committed.
+class TempFile {
+public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    if (!committed_)
+      ::unlink(path_.c_str());
+  }
+  bool open() {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return fd_ >= 0;
+  }
+  int fd() const { return fd_; }
+  /// Closes the descriptor, reporting a deferred write error if any.
+  bool close() {
+    int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+  void commit() { committed_ = true; }
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+/// Flushes the directory entry of a rename to disk. Filesystems that cannot
+/// fsync a directory (EINVAL) give no stronger guarantee to ask for.
+Status syncDirectory(const std::string &path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::string dirName = dir.empty() ? std::string(".") : dir.string();
+  int fd = ::open(dirName.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError(dirName, "open directory to sync it", errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP)
+    return ioError(dirName, "fsync directory", err);
+  return Status::success();
+}
+
+} // namespace
+
+Status writeCheckpoint(const std::string &path,
+                       const CheckpointContents &contents) {
+  if (path.empty())
+    return makeError(CLEAVE_INVALID_ARGUMENT, "checkpoint path is empty");
+
+  // The index records where each blob goes and its CRC32.
+  json index;
+  index["manifest_hash"] = hashHex(contents.manifestHash);
+  index["seed"] = contents.seed;
+  index["accumulate"] = contents.accumulate;
+  json hypers = json::array();
+  for (const auto &[name, value] : contents.hyperparameters)
+    hypers.push_back({{"name", name}, {"value", value}});
+  index["hyperparameters"] = std::move(hypers);
+
+  struct Blob {
+    const void *data;
+    size_t bytes;
+    uint64_t offset;
+  };
+  std::vector<Blob> blobs;
+  uint64_t offset = 0;
+  auto place = [&](const void *data, size_t bytes, json &entry) {
+    entry["offset"] = offset;
+    entry["bytes"] = bytes;
+    entry["crc32"] = crc32Of(data, bytes);
+    blobs.push_back({data, bytes, offset});
+    offset = alignUp(offset + bytes);
+  };
+  json globals = json::array();
+  for (const CheckpointTensor &t : contents.globals) {
+    json entry = {
+        {"name", t.name}, {"dtype", dtypeName(t.dtype)}, {"shape", t.shape}};
+    place(t.data, t.bytes, entry);
+    globals.push_back(std::move(entry));
+  }
+  index["globals"] = std::move(globals);
+  json userState = json::array();
+  for (const auto &[key, value] : contents.userState) {
+    json entry = {{"key", key}};
+    place(value.data(), value.size(), entry);
+    userState.push_back(std::move(entry));
+  }
+  index["user_state"] = std::move(userState);
+
+  std::string indexText;
+  try {
+    indexText = index.dump();
+  } catch (const json::exception &) {
+    // dump() refuses strings that are not UTF-8: names come from a validated
+    // manifest, so this can only be a user-state key.
+    return makeError(CLEAVE_INVALID_ARGUMENT, path,
+                     ": a user-state key is not valid UTF-8");
+  }
+  uint64_t dataBytes = offset;
+
+  unsigned char header[kHeaderBytes] = {};
+  std::memcpy(header, kMagic, sizeof(kMagic));
+  putU32(header + 8, kCheckpointFormatVersion);
+  putU64(header + 16, indexText.size());
+  putU64(header + 24, dataBytes);
+  putU32(header + 32, crc32Of(indexText.data(), indexText.size()));
+  putU32(header + kHeaderCrcOffset, crc32Of(header, kHeaderCrcOffset));
+
+  std::string tmpPath = path + ".tmp";
+  TempFile tmp(tmpPath);
+  if (!tmp.open())
+    return ioError(tmpPath, "create", errno);
+  uint64_t written = kHeaderBytes + indexText.size();
+  bool ok = writeAll(tmp.fd(), header, sizeof(header)) &&
+            writeAll(tmp.fd(), indexText.data(), indexText.size()) &&
+            writeZeros(tmp.fd(), alignUp(written) - written);
+  uint64_t position = 0; // within the data section
+  for (const Blob &blob : blobs) {
+    if (!ok)
+      break;
+    ok = writeZeros(tmp.fd(), blob.offset - position) &&
+         writeAll(tmp.fd(), blob.data, blob.bytes);
+    position = blob.offset + blob.bytes;
+  }
+  if (!ok || !writeZeros(tmp.fd(), dataBytes - position))
+    return ioError(tmpPath, "write", errno);
+  if (::fsync(tmp.fd()) != 0)
+    return ioError(tmpPath, "fsync", errno);
+  if (!tmp.close())
+    return ioError(tmpPath, "close", errno);
+  if (::rename(tmpPath.c_str(), path.c_str()) != 0)
+    return ioError(path, ("rename " + tmpPath + " to").c_str(), errno);
+  tmp.commit();
+  return syncDirectory(path);
+}
+
+namespace {
+
+Status corrupt(const std::string &path, const std::string &why) {
+  return makeError(CLEAVE_INVALID_CHECKPOINT, path, ": corrupt checkpoint (",
+                   why, ")");
+}
+
+Status readFile(const std::string &path, std::string &out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError(path, "open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ioError(path, "stat", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return makeError(CLEAVE_IO_ERROR, path, ": not a regular file");
+  }
+  out.resize(size_t(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return ioError(path, "read", err);
+    }
+    if (n == 0)
+      break;
+    done += size_t(n);
+  }
+  ::close(fd);
+  out.resize(done);
+  return Status::success();
+}
+
+/// Reads the `offset`/`bytes`/`crc32` of a blob and checks its CRC.
+Status locateBlob(const std::string &path, const json &entry,
+                  const std::string &what, const std::string &data,
+                  uint64_t dataStart, const char *&ptr, size_t &bytes) {
+  auto u64 = [&](const char *key, uint64_t &v) {
+    auto it = entry.find(key);
+    if (it == entry.end() || !it->is_number_unsigned())
+      return false;
+    v = it->get<uint64_t>();
+    return true;
+  };
+  uint64_t offset, size, crc;
+  if (!u64("offset", offset) || !u64("bytes", size) || !u64("crc32", crc))
+    return corrupt(path, what + " has no valid offset, bytes and crc32");
+  uint64_t dataBytes = data.size() - dataStart;
+  if (offset > dataBytes || size > dataBytes - offset)
+    return corrupt(path, what + " lies outside the data section");
+  ptr = data.data() + dataStart + offset;
+  bytes = size_t(size);
+  if (crc32Of(ptr, bytes) != crc)
+    return corrupt(path, what + " fails its CRC32 check");
+  return Status::success();
+}
+
+} // namespace
+
+Status readCheckpoint(const std::string &path, LoadedCheckpoint &out) {
+  if (path.empty())
+    return makeError(CLEAVE_INVALID_ARGUMENT, "checkpoint path is empty");
+  std::string &file = out.bytes_;
+  CLEAVE_RETURN_IF_ERROR(readFile(path, file));
+  const auto *bytes = reinterpret_cast<const unsigned char *>(file.data());
+
+  if (file.size() < sizeof(kMagic) ||
+      std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
+    return makeError(CLEAVE_INVALID_CHECKPOINT, path,
+                     ": not a Cleave checkpoint (bad magic)");
+  if (file.size() < kHeaderBytes)
+    return makeError(CLEAVE_INVALID_CHECKPOINT, path,
+                     ": truncated checkpoint (", file.size(),
+                     " bytes, the header alone has ", kHeaderBytes, ")");
+  if (getU32(bytes + kHeaderCrcOffset) != crc32Of(bytes, kHeaderCrcOffset))
+    return corrupt(path, "the header fails its CRC32 check");
+  uint32_t version = getU32(bytes + 8);
+  if (version != kCheckpointFormatVersion)
+    return makeError(CLEAVE_INVALID_CHECKPOINT, path,
+                     ": checkpoint format version ", version,
+                     ", this runtime reads version ", kCheckpointFormatVersion);
+  uint64_t indexBytes = getU64(bytes + 16);
+  uint64_t dataBytes = getU64(bytes + 24);
+  constexpr uint64_t kLimit = uint64_t(1) << 62;
+  if (indexBytes > kLimit || dataBytes > kLimit)
+    return corrupt(path, "the header gives impossible section sizes");
+  uint64_t dataStart = alignUp(kHeaderBytes + indexBytes);
+  uint64_t expected = dataStart + dataBytes;
+  if (file.size() < expected)
+    return makeError(CLEAVE_INVALID_CHECKPOINT, path,
+                     ": truncated checkpoint (", file.size(),
+                     " bytes, the header says ", expected, ")");
+  if (file.size() > expected)
+    return corrupt(path, "the file has " + std::to_string(file.size()) +
+                             " bytes, the header says " +
+                             std::to_string(expected));
+  const char *indexText = file.data() + kHeaderBytes;
+  if (crc32Of(indexText, indexBytes) != getU32(bytes + 32))
+    return corrupt(path, "the index fails its CRC32 check");
+
+  // The CRC matched, so a malformed index means a writer bug or a forged
+  // file; either way it is reported, never trusted.
+  json index = json::parse(indexText, indexText + indexBytes, nullptr,
+                           /*allow_exceptions=*/false);
+  if (!index.is_object())
+    return corrupt(path, "the index is not a JSON object");
+  CheckpointContents &c = out.contents_;
+  try {
+    std::string hash = index.at("manifest_hash").get<std::string>();
+    char *end = nullptr;
+    c.manifestHash = std::strtoull(hash.c_str(), &end, 16);
+    if (hash.size() != 16 || *end != '\0')
+      return corrupt(path, "manifest_hash is not 16 hex digits");
+    c.seed = index.at("seed").get<uint64_t>();
+    c.accumulate = index.at("accumulate").get<int64_t>();
+    for (const json &h : index.at("hyperparameters"))
+      c.hyperparameters.emplace_back(h.at("name").get<std::string>(),
+                                     h.at("value").get<double>());
+    for (const json &g : index.at("globals")) {
+      CheckpointTensor t;
+      t.name = g.at("name").get<std::string>();
+      std::optional<DType> dtype = parseDType(g.at("dtype").get<std::string>());
+      if (!dtype)
+        return corrupt(path, "global '" + t.name + "' has an unknown dtype");
+      t.dtype = *dtype;
+      t.shape = g.at("shape").get<std::vector<int64_t>>();
+      const char *data;
+      CLEAVE_RETURN_IF_ERROR(locateBlob(path, g, "global '" + t.name + "'",
+                                        file, dataStart, data, t.bytes));
+      t.data = data;
+      c.globals.push_back(std::move(t));
+    }
+    for (const json &u : index.at("user_state")) {
+      std::string key = u.at("key").get<std::string>();
+      const char *data;
+      size_t size;
+      CLEAVE_RETURN_IF_ERROR(locateBlob(path, u, "user state '" + key + "'",
+                                        file, dataStart, data, size));
+      c.userState[key] = std::string(data, size);
+    }
+  } catch (const json::exception &e) {
+    return corrupt(path, std::string("malformed index: ") + e.what());
+  }
+  return Status::success();
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,742 @@
+//===- Manifest.cpp - Parse and validate an artifact's manifest -----------===//
+//
+// Every field of docs/design/runtime-abi.md is checked here, with messages
+// that name the field by its path. Unknown keys are ignored so that a newer
+// compiler can add informational fields without bumping the ABI version.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+using nlohmann::json;
+
+namespace cleave::rt {
+
+size_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  }
+  return 0;
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(std::string_view name) {
+  if (name == "f32")
+    return DType::F32;
+  if (name == "f64")
+    return DType::F64;
+  if (name == "i32")
+    return DType::I32;
+  if (name == "i64")
+    return DType::I64;
+  return std::nullopt;
+}
+
+bool isFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::F64; }
+
+const char *globalKindName(GlobalKind kind) {
+  switch (kind) {
+  case GlobalKind::Param:
+    return "param";
+  case GlobalKind::Buffer:
+    return "buffer";
+  case GlobalKind::Accumulator:
+    return "accumulator";
+  case GlobalKind::State:
+    return "state";
+  case GlobalKind::Counter:
+    return "counter";
+  }
+  return "?";
+}
+
+const char *entryName(EntryKind kind) {
+  switch (kind) {
+  case EntryKind::MicroStep:
+    return "micro_step";
+  case EntryKind::ApplyStep:
+    return "apply_step";
+  case EntryKind::EvalStep:
+    return "eval_step";
+  }
+  return "?";
+}
+
+std::optional<EntryKind> parseEntryName(std::string_view name) {
+  for (size_t i = 0; i < kNumEntryKinds; ++i)
+    if (name == entryName(static_cast<EntryKind>(i)))
+      return static_cast<EntryKind>(i);
+  return std::nullopt;
+}
+
+std::optional<size_t> Manifest::findGlobal(std::string_view name) const {
+  for (size_t i = 0; i < globals.size(); ++i)
+    if (globals[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+std::optional<size_t> Manifest::findHyper(std::string_view name) const {
+  for (size_t i = 0; i < hypers.size(); ++i)
+    if (hypers[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+namespace {
+
+/// Tensors larger than this are refused: it keeps every size computation in
+/// range and is far beyond what a session could allocate.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
+
+/// Validates one manifest, accumulating facts into a Manifest. Each check
+/// returns an error naming the field by its JSON path.
+class ManifestParser {
+public:
+  explicit ManifestParser(Manifest &m) : m(m) {}
+
+  Status parse(const json &root);
+
+private:
+  static Status error(const std::string &path, const std::string &what) {
+    return makeError(CLEAVE_INVALID_ARTIFACT, "manifest: ", path, " ", what);
+  }
+
+  static std::string join(const std::string &path, const char *key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+  static std::string index(const std::string &path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+  /// Finds `key` in `obj`; `found` is null if it is absent and not required.
+  static Status field(const json &obj, const std::string &path, const char *key,
+                      bool required, const json *&found) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      found = nullptr;
+      if (required)
+        return error(join(path, key), "is missing");
+      return Status::success();
+    }
+    found = &*it;
+    return Status::success();
+  }
+
+  static Status getInt(const json &obj, const std::string &path,
+                       const char *key, int64_t min, int64_t &out) {
+    const json *v;
+    CLEAVE_RETURN_IF_ERROR(field(obj, path, key, true, v));
+    bool fits =
+        v->is_number_integer() &&
+        !(v->is_number_unsigned() &&
+          v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()));
+    if (!fits || v->get<int64_t>() < min)
+      return error(join(path, key),
+                   min == 0   ? "must be a non-negative integer"
+                   : min == 1 ? "must be a positive integer"
+                              : "must be an integer >= " + std::to_string(min));
+    out = v->get<int64_t>();
+    return Status::success();
+  }
+
+  static Status getNumber(const json &obj, const std::string &path,
+                          const char *key, double &out) {
+    const json *v;
+    CLEAVE_RETURN_IF_ERROR(field(obj, path, key, true, v));
+    if (!v->is_number() || !std::isfinite(v->get<double>()))
+      return error(join(path, key), "must be a finite number");
+    out = v->get<double>();
+    return Status::success();
+  }
+
+  static Status getString(const json &obj, const std::string &path,
+                          const char *key, std::string &out) {
+    const json *v;
+    CLEAVE_RETURN_IF_ERROR(field(obj, path, key, true, v));
+    if (!v->is_string() || v->get_ref<const std::string &>().empty())
+      return error(join(path, key), "must be a non-empty string");
+    out = v->get<std::string>();
+    return Status::success();
+  }
+
+  static Status getObject(const json &v, const std::string &path) {
+    if (!v.is_object())
+      return error(path, "must be an object");
+    return Status::success();
+  }
+
+  static Status getDType(const json &obj, const std::string &path, DType &out) {
+    std::string name;
+    CLEAVE_RETURN_IF_ERROR(getString(obj, path, "dtype", name));
+    std::optional<DType> dtype = parseDType(name);
+    if (!dtype)
+      return error(join(path, "dtype"),
+                   "must be one of f32, f64, i32, i64 (got '" + name + "')");
+    out = *dtype;
+    return Status::success();
+  }
+
+  /// Reads `dtype` and `shape` and derives the element and byte counts.
+  static Status getTensor(const json &obj, const std::string &path,
+                          TensorDesc &t) {
+    CLEAVE_RETURN_IF_ERROR(getDType(obj, path, t.dtype));
+    const json *shape;
+    CLEAVE_RETURN_IF_ERROR(field(obj, path, "shape", true, shape));
+    const char *what = "must be a list of non-negative integers";
+    if (!shape->is_array())
+      return error(join(path, "shape"), what);
+    uint64_t elements = 1;
+    bool overflow = false;
+    for (const json &d : *shape) {
+      if (!d.is_number_integer() ||
+          (d.is_number_unsigned() &&
+           d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
+          d.get<int64_t>() < 0)
+        return error(join(path, "shape"), what);
+      int64_t dim = d.get<int64_t>();
+      t.shape.push_back(dim);
+      if (dim != 0 && elements > kMaxTensorBytes / uint64_t(dim))
+        overflow = true;
+      else
+        elements *= uint64_t(dim);
+    }
+    if (overflow || elements * dtypeSize(t.dtype) > kMaxTensorBytes)
+      return error(join(path, "shape"),
+                   "describes a tensor larger than 2^48 bytes");
+    t.numElements = int64_t(elements);
+    t.bytes = size_t(elements * dtypeSize(t.dtype));
+    return Status::success();
+  }
+
+  Status parseInit(const json &obj, const std::string &path, GlobalDesc &g);
+  Status parseGlobals(const json &root);
+  Status checkWellKnown(const char *name, bool required, bool counter,
+                        bool floatScalar, std::optional<size_t> &out);
+  Status parseHypers(const json &root);
+  Status parseInputs(const json &root);
+  Status parseEntries(const json &root);
+  Status parseEntry(EntryKind kind, const json &obj, const std::string &path);
+  Status checkEntryRules();
+  Status parseKernels(const json &root);
+  Status parseWarnings(const json &root);
+
+  Manifest &m;
+};
+
+Status ManifestParser::parse(const json &root) {
+  if (!root.is_object())
+    return makeError(CLEAVE_INVALID_ARTIFACT,
+                     "manifest: must be a JSON object");
+  CLEAVE_RETURN_IF_ERROR(getInt(root, "", "abi_version", 0, m.abiVersion));
+  if (m.abiVersion != kManifestAbiVersion)
+    return error("abi_version", "is " + std::to_string(m.abiVersion) +
+                                    ", this runtime supports " +
+                                    std::to_string(kManifestAbiVersion));
+  CLEAVE_RETURN_IF_ERROR(getInt(root, "", "micro_batch", 1, m.microBatch));
+  CLEAVE_RETURN_IF_ERROR(getInt(root, "", "accumulate", 1, m.accumulate));
+
+  std::string reduce;
+  CLEAVE_RETURN_IF_ERROR(getString(root, "", "reduce", reduce));
+  if (reduce == "none")
+    m.reduce = ReduceMode::None;
+  else if (reduce == "sum")
+    m.reduce = ReduceMode::Sum;
+  else if (reduce == "mean")
+    m.reduce = ReduceMode::Mean;
+  else if (reduce == "adasum")
+    m.reduce = ReduceMode::Adasum;
+  else
+    return error("reduce", "must be one of none, sum, mean, adasum (got '" +
+                               reduce + "')");
+
+  CLEAVE_RETURN_IF_ERROR(getDType(root, "", m.dtype));
+  if (!isFloat(m.dtype))
+    return error("dtype", "must be f32 or f64 (the model's float type)");
+
+  CLEAVE_RETURN_IF_ERROR(parseGlobals(root));
+  CLEAVE_RETURN_IF_ERROR(parseHypers(root));
+  CLEAVE_RETURN_IF_ERROR(parseInputs(root));
+  CLEAVE_RETURN_IF_ERROR(parseEntries(root));
+  CLEAVE_RETURN_IF_ERROR(parseKernels(root));
+  return parseWarnings(root);
+}
+
+Status ManifestParser::parseInit(const json &obj, const std::string &path,
+                                 GlobalDesc &g) {
+  const json *initJson;
+  CLEAVE_RETURN_IF_ERROR(field(obj, path, "init", true, initJson));
+  std::string initPath = join(path, "init");
+  CLEAVE_RETURN_IF_ERROR(getObject(*initJson, initPath));
+  std::string kind;
+  CLEAVE_RETURN_IF_ERROR(getString(*initJson, initPath, "kind", kind));
+  InitSpec &init = g.init;
+  auto requireFloat = [&]() -> Status {
+    if (!isFloat(g.dtype))
+      return error(join(initPath, "kind"),
+                   "'" + kind + "' needs a float global (this one is " +
+                       dtypeName(g.dtype) + ")");
+    return Status::success();
+  };
+
+  if (kind == "zeros") {
+    init.kind = InitKind::Zeros;
+  } else if (kind == "ones") {
+    init.kind = InitKind::Ones;
+  } else if (kind == "constant") {
+    init.kind = InitKind::Constant;
+    CLEAVE_RETURN_IF_ERROR(getNumber(*initJson, initPath, "value", init.value));
+    if (!isFloat(g.dtype)) {
+      double limit =
+          g.dtype == DType::I32 ? 2147483648.0 : 9223372036854775808.0;
+      if (init.value != std::trunc(init.value) || init.value < -limit ||
+          init.value >= limit)
+        return error(join(initPath, "value"),
+                     std::string("must be an integer representable as ") +
+                         dtypeName(g.dtype));
+    }
+  } else if (kind == "uniform") {
+    init.kind = InitKind::Uniform;
+    CLEAVE_RETURN_IF_ERROR(requireFloat());
+    CLEAVE_RETURN_IF_ERROR(getNumber(*initJson, initPath, "lo", init.lo));
+    CLEAVE_RETURN_IF_ERROR(getNumber(*initJson, initPath, "hi", init.hi));
+    if (init.lo > init.hi)
+      return error(initPath, "has lo > hi");
+  } else if (kind == "normal") {
+    init.kind = InitKind::Normal;
+    CLEAVE_RETURN_IF_ERROR(requireFloat());
+    CLEAVE_RETURN_IF_ERROR(getNumber(*initJson, initPath, "mean", init.mean));
+    CLEAVE_RETURN_IF_ERROR(getNumber(*initJson, initPath, "std", init.std));
+    if (init.std < 0)
+      return error(join(initPath, "std"), "must be non-negative");
+  } else if (kind == "kaiming_uniform") {
+    init.kind = InitKind::KaimingUniform;
+    CLEAVE_RETURN_IF_ERROR(requireFloat());
+    // PyTorch refuses fan computations on tensors of rank < 2 as well.
+    if (g.shape.size() < 2)
+      return error(join(initPath, "kind"),
+                   "'kaiming_uniform' needs a shape of rank >= 2 (fan_in is "
+                   "the product of all dimensions but the first)");
+    int64_t fanIn = 1;
+    for (size_t i = 1; i < g.shape.size(); ++i)
+      fanIn *= g.shape[i];
+    if (fanIn == 0)
+      return error(join(path, "shape"), "gives kaiming_uniform a fan_in of 0");
+    init.fanIn = fanIn;
+  } else if (kind == "fan_in_uniform") {
+    init.kind = InitKind::FanInUniform;
+    CLEAVE_RETURN_IF_ERROR(requireFloat());
+    CLEAVE_RETURN_IF_ERROR(
+        getInt(*initJson, initPath, "fan_in", 1, init.fanIn));
+  } else if (kind == "data") {
+    init.kind = InitKind::Data;
+    int64_t offset, bytes;
+    CLEAVE_RETURN_IF_ERROR(getInt(*initJson, initPath, "offset", 0, offset));
+    CLEAVE_RETURN_IF_ERROR(getInt(*initJson, initPath, "bytes", 0, bytes));
+    if (uint64_t(bytes) != g.bytes)
+      return error(join(initPath, "bytes"),
+                   "is " + std::to_string(bytes) + ", the global has " +
+                       std::to_string(g.bytes) + " bytes");
+    init.offset = uint64_t(offset);
+    init.bytes = uint64_t(bytes);
+  } else {
+    return error(join(initPath, "kind"),
+                 "must be one of zeros, ones, constant, uniform, normal, "
+                 "kaiming_uniform, fan_in_uniform, data (got '" +
+                     kind + "')");
+  }
+  if (init.kind == InitKind::KaimingUniform ||
+      init.kind == InitKind::FanInUniform) {
+    init.hi = 1.0 / std::sqrt(double(init.fanIn));
+    init.lo = -init.hi;
+  }
+  return Status::success();
+}
+
+Status ManifestParser::parseGlobals(const json &root) {
+  const json *globals;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "globals", true, globals));
+  if (!globals->is_array())
+    return error("globals", "must be a list");
+  std::set<std::string> names;
+  for (size_t i = 0; i < globals->size(); ++i) {
+    const json &g = (*globals)[i];
+    std::string path = index("globals", i);
+    CLEAVE_RETURN_IF_ERROR(getObject(g, path));
+    GlobalDesc desc;
+    CLEAVE_RETURN_IF_ERROR(getString(g, path, "name", desc.name));
+    if (!names.insert(desc.name).second)
+      return error(join(path, "name"),
+                   "'" + desc.name + "' is already the name of another global");
+    std::string kind;
+    CLEAVE_RETURN_IF_ERROR(getString(g, path, "kind", kind));
+    if (kind == "param")
+      desc.kind = GlobalKind::Param;
+    else if (kind == "buffer")
+      desc.kind = GlobalKind::Buffer;
+    else if (kind == "accumulator")
+      desc.kind = GlobalKind::Accumulator;
+    else if (kind == "state")
+      desc.kind = GlobalKind::State;
+    else if (kind == "counter")
+      desc.kind = GlobalKind::Counter;
+    else
+      return error(join(path, "kind"),
+                   "must be one of param, buffer, accumulator, state, counter "
+                   "(got '" +
+                       kind + "')");
+    CLEAVE_RETURN_IF_ERROR(getTensor(g, path, desc));
+    const json *of;
+    CLEAVE_RETURN_IF_ERROR(field(g, path, "of", false, of));
+    if (of) {
+      if (desc.kind != GlobalKind::Accumulator &&
+          desc.kind != GlobalKind::State)
+        return error(join(path, "of"),
+                     "is only allowed on accumulator and state globals");
+      CLEAVE_RETURN_IF_ERROR(getString(g, path, "of", desc.of));
+    }
+    CLEAVE_RETURN_IF_ERROR(parseInit(g, path, desc));
+    m.globals.push_back(std::move(desc));
+  }
+  for (size_t i = 0; i < m.globals.size(); ++i) {
+    const GlobalDesc &g = m.globals[i];
+    if (g.of.empty())
+      continue;
+    std::optional<size_t> target = m.findGlobal(g.of);
+    if (!target || m.globals[*target].kind != GlobalKind::Param)
+      return error(join(index("globals", i), "of"),
+                   "'" + g.of + "' is not the name of a param global");
+  }
+
+  std::optional<size_t> idx;
+  CLEAVE_RETURN_IF_ERROR(checkWellKnown("train.step", true, true, false, idx));
+  m.stepGlobal = *idx;
+  CLEAVE_RETURN_IF_ERROR(
+      checkWellKnown("train.micro_steps", true, true, false, idx));
+  m.microStepsGlobal = *idx;
+  CLEAVE_RETURN_IF_ERROR(
+      checkWellKnown("train.samples", false, false, true, m.samplesGlobal));
+  return checkWellKnown("train.rng", false, false, false, m.rngGlobal);
+}
+
+/// The runtime reads train.step and train.micro_steps, so their types are part
+/// of the contract; train.samples and train.rng are checked when present.
+Status ManifestParser::checkWellKnown(const char *name, bool required,
+                                      bool counter, bool floatScalar,
+                                      std::optional<size_t> &out) {
+  out = m.findGlobal(name);
+  if (!out) {
+    if (required)
+      return error("globals", std::string("has no '") + name +
+                                  "' global (required by the runtime)");
+    return Status::success();
+  }
+  const GlobalDesc &g = m.globals[*out];
+  std::string path = index("globals", *out);
+  if (!g.shape.empty())
+    return error(join(path, "shape"),
+                 std::string("of '") + name + "' must be [] (a scalar)");
+  if (floatScalar) {
+    if (!isFloat(g.dtype))
+      return error(join(path, "dtype"),
+                   std::string("of '") + name + "' must be f32 or f64");
+    if (g.kind != GlobalKind::Accumulator)
+      return error(join(path, "kind"),
+                   std::string("of '") + name + "' must be accumulator");
+    return Status::success();
+  }
+  if (g.dtype != DType::I64)
+    return error(join(path, "dtype"),
+                 std::string("of '") + name + "' must be i64");
+  if (counter && g.kind != GlobalKind::Counter)
+    return error(join(path, "kind"),
+                 std::string("of '") + name + "' must be counter");
+  return Status::success();
+}
+
+Status ManifestParser::parseHypers(const json &root) {
+  const json *hypers;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "hyperparameters", true, hypers));
+  if (!hypers->is_array())
+    return error("hyperparameters", "must be a list");
+  std::set<std::string> names;
+  for (size_t i = 0; i < hypers->size(); ++i) {
+    const json &h = (*hypers)[i];
+    std::string path = index("hyperparameters", i);
+    CLEAVE_RETURN_IF_ERROR(getObject(h, path));
+    HyperDesc desc;
+    CLEAVE_RETURN_IF_ERROR(getString(h, path, "name", desc.name));
+    if (!names.insert(desc.name).second)
+      return error(join(path, "name"), "'" + desc.name +
+                                           "' is already the name of another "
+                                           "hyperparameter");
+    CLEAVE_RETURN_IF_ERROR(getNumber(h, path, "default", desc.defaultValue));
+    m.hypers.push_back(std::move(desc));
+  }
+  return Status::success();
+}
+
+Status ManifestParser::parseInputs(const json &root) {
+  const json *inputs;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "inputs", true, inputs));
+  if (!inputs->is_array())
+    return error("inputs", "must be a list");
+  std::set<std::string> names;
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const json &in = (*inputs)[i];
+    std::string path = index("inputs", i);
+    CLEAVE_RETURN_IF_ERROR(getObject(in, path));
+    InputDesc desc;
+    CLEAVE_RETURN_IF_ERROR(getString(in, path, "name", desc.name));
+    if (!names.insert(desc.name).second)
+      return error(join(path, "name"),
+                   "'" + desc.name + "' is already the name of another input");
+    CLEAVE_RETURN_IF_ERROR(getTensor(in, path, desc));
+    if (desc.shape.empty() || desc.shape[0] != m.microBatch)
+      return error(join(path, "shape"),
+                   "must start with the micro-batch size " +
+                       std::to_string(m.microBatch));
+    desc.rowBytes = desc.bytes / size_t(m.microBatch);
+    const json *role;
+    CLEAVE_RETURN_IF_ERROR(field(in, path, "role", false, role));
+    if (role) {
+      if (!role->is_string() || *role != "sample_weights")
+        return error(join(path, "role"),
+                     "must be \"sample_weights\" when present");
+      if (m.sampleWeightsInput)
+        return error(join(path, "role"),
+                     "'sample_weights' is already the role of inputs[" +
+                         std::to_string(*m.sampleWeightsInput) + "]");
+      if (!isFloat(desc.dtype) || desc.shape.size() != 1)
+        return error(path, "(sample weights) must be f32 or f64 of shape [" +
+                               std::to_string(m.microBatch) + "]");
+      desc.sampleWeights = true;
+      m.sampleWeightsInput = i;
+    } else {
+      m.userInputs.push_back(i);
+    }
+    m.inputs.push_back(std::move(desc));
+  }
+  return Status::success();
+}
+
+Status ManifestParser::parseEntries(const json &root) {
+  const json *entries;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "entries", true, entries));
+  CLEAVE_RETURN_IF_ERROR(getObject(*entries, "entries"));
+  for (auto it = entries->begin(); it != entries->end(); ++it) {
+    std::optional<EntryKind> kind = parseEntryName(it.key());
+    std::string path = "entries." + it.key();
+    if (!kind)
+      return error(path, "is not an entry point of ABI version 1 (expected "
+                         "micro_step, apply_step or eval_step)");
+    CLEAVE_RETURN_IF_ERROR(parseEntry(*kind, it.value(), path));
+  }
+  for (EntryKind kind : {EntryKind::MicroStep, EntryKind::ApplyStep})
+    if (!m.entry(kind).present)
+      return error(std::string("entries.") + entryName(kind), "is missing");
+  return checkEntryRules();
+}
+
+Status ManifestParser::parseEntry(EntryKind kind, const json &obj,
+                                  const std::string &path) {
+  EntryDesc &entry = m.entries[static_cast<size_t>(kind)];
+  entry.present = true;
+  entry.usesInput.assign(m.inputs.size(), false);
+  CLEAVE_RETURN_IF_ERROR(getObject(obj, path));
+  const json *args;
+  CLEAVE_RETURN_IF_ERROR(field(obj, path, "args", true, args));
+  if (!args->is_array())
+    return error(join(path, "args"), "must be a list");
+  for (size_t i = 0; i < args->size(); ++i) {
+    const json &a = (*args)[i];
+    std::string argPath = index(join(path, "args"), i);
+    CLEAVE_RETURN_IF_ERROR(getObject(a, argPath));
+    std::string role;
+    CLEAVE_RETURN_IF_ERROR(getString(a, argPath, "role", role));
+    ArgDesc arg;
+    if (role == "scratch") {
+      arg.role = ArgRole::Scratch;
+      int64_t bytes;
+      CLEAVE_RETURN_IF_ERROR(getInt(a, argPath, "bytes", 0, bytes));
+      if (uint64_t(bytes) > kMaxTensorBytes)
+        return error(join(argPath, "bytes"), "is larger than 2^48");
+      arg.scratchBytes = uint64_t(bytes);
+      entry.args.push_back(arg);
+      continue;
+    }
+    std::string name;
+    CLEAVE_RETURN_IF_ERROR(getString(a, argPath, "name", name));
+    if (role == "input") {
+      arg.role = ArgRole::Input;
+      auto it =
+          std::find_if(m.inputs.begin(), m.inputs.end(),
+                       [&](const InputDesc &in) { return in.name == name; });
+      if (it == m.inputs.end())
+        return error(join(argPath, "name"),
+                     "'" + name + "' is not the name of an input");
+      arg.index = size_t(it - m.inputs.begin());
+      entry.usesInput[arg.index] = true;
+    } else if (role == "output") {
+      arg.role = ArgRole::Output;
+      for (const TensorDesc &out : entry.outputs)
+        if (out.name == name)
+          return error(join(argPath, "name"),
+                       "'" + name + "' is already the name of another output");
+      TensorDesc out;
+      out.name = name;
+      CLEAVE_RETURN_IF_ERROR(getTensor(a, argPath, out));
+      arg.index = entry.outputs.size();
+      entry.outputs.push_back(std::move(out));
+    } else if (role == "global") {
+      arg.role = ArgRole::Global;
+      std::optional<size_t> g = m.findGlobal(name);
+      if (!g)
+        return error(join(argPath, "name"),
+                     "'" + name + "' is not the name of a global");
+      arg.index = *g;
+    } else if (role == "hyper") {
+      arg.role = ArgRole::Hyper;
+      std::optional<size_t> h = m.findHyper(name);
+      if (!h)
+        return error(join(argPath, "name"),
+                     "'" + name + "' is not the name of a hyperparameter");
+      arg.index = *h;
+    } else {
+      return error(join(argPath, "role"),
+                   "must be one of input, output, global, hyper, scratch "
+                   "(got '" +
+                       role + "')");
+    }
+    entry.args.push_back(arg);
+  }
+  return Status::success();
+}
+
+/// Rules the session relies on: it reads micro_step's loss, and decides when
+/// to apply from train.micro_steps, which micro_step increments and apply_step
+/// zeroes (incrementing train.step).
+Status ManifestParser::checkEntryRules() {
+  auto takesGlobal = [&](EntryKind kind, size_t global) {
+    for (const ArgDesc &a : m.entry(kind).args)
+      if (a.role == ArgRole::Global && a.index == global)
+        return true;
+    return false;
+  };
+  const EntryDesc &micro = m.entry(EntryKind::MicroStep);
+  bool foundLoss = false;
+  for (size_t i = 0; i < micro.outputs.size(); ++i) {
+    const TensorDesc &out = micro.outputs[i];
+    if (out.name != "loss")
+      continue;
+    if (!out.shape.empty() || !isFloat(out.dtype))
+      return error("entries.micro_step",
+                   "output 'loss' must be a f32 or f64 scalar (shape [])");
+    m.lossOutput = i;
+    foundLoss = true;
+  }
+  if (!foundLoss)
+    return error("entries.micro_step", "has no output named 'loss'");
+  if (!takesGlobal(EntryKind::MicroStep, m.microStepsGlobal))
+    return error("entries.micro_step",
+                 "does not take global 'train.micro_steps'");
+  if (!takesGlobal(EntryKind::ApplyStep, m.microStepsGlobal))
+    return error("entries.apply_step",
+                 "does not take global 'train.micro_steps'");
+  if (!takesGlobal(EntryKind::ApplyStep, m.stepGlobal))
+    return error("entries.apply_step", "does not take global 'train.step'");
+  for (const ArgDesc &a : m.entry(EntryKind::ApplyStep).args)
+    if (a.role == ArgRole::Input)
+      return error("entries.apply_step",
+                   "takes input '" + m.inputs[a.index].name +
+                       "' (apply_step runs without data)");
+  return Status::success();
+}
+
+Status ManifestParser::parseKernels(const json &root) {
+  const json *kernels;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "kernels", true, kernels));
+  if (!kernels->is_array())
+    return error("kernels", "must be a list");
+  for (size_t i = 0; i < kernels->size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(getObject((*kernels)[i], index("kernels", i)));
+  m.kernels = *kernels;
+  return Status::success();
+}
+
+Status ManifestParser::parseWarnings(const json &root) {
+  const json *warnings;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "warnings", false, warnings));
+  if (!warnings)
+    return Status::success();
+  if (!warnings->is_array())
+    return error("warnings", "must be a list");
+  for (size_t i = 0; i < warnings->size(); ++i) {
+    const json &w = (*warnings)[i];
+    std::string path = index("warnings", i);
+    CLEAVE_RETURN_IF_ERROR(getObject(w, path));
+    WarningDesc desc;
+    CLEAVE_RETURN_IF_ERROR(getString(w, path, "op", desc.op));
+    CLEAVE_RETURN_IF_ERROR(getString(w, path, "loc", desc.loc));
+    CLEAVE_RETURN_IF_ERROR(getString(w, path, "message", desc.message));
+    m.warnings.push_back(std::move(desc));
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status parseManifest(std::string_view text, Manifest &out) {
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::exception &e) {
+    // Drop nlohmann's "[json.exception.parse_error.101] " tag.
+    std::string what = e.what();
+    size_t tagEnd = what.find("] ");
+    if (tagEnd != std::string::npos)
+      what = what.substr(tagEnd + 2);
+    return makeError(CLEAVE_INVALID_ARTIFACT, "manifest: is not valid JSON (",
+                     what, ")");
+  }
+  Manifest m;
+  CLEAVE_RETURN_IF_ERROR(ManifestParser(m).parse(root));
+  m.text = std::string(text);
+  m.hash = fnv1a64(text);
+  out = std::move(m);
+  return Status::success();
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,170 @@
+//===- Manifest.h - The validated manifest of an artifact -------*- C++ -*-===//
+//
+// The manifest (docs/design/runtime-abi.md, version 1) parsed into typed
+// structures. Parsing validates every field, so the session works from facts,
+// never from JSON, and never looks anything up by name on a hot path.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_MANIFEST_H
+#define CLEAVE_RUNTIME_MANIFEST_H
+
+#include "Status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cleave::rt {
+
+/// The manifest version (`abi_version`) this runtime understands.
+inline constexpr int64_t kManifestAbiVersion = 1;
+
+/// Alignment, in bytes, of every buffer passed to an entry point.
+inline constexpr size_t kBufferAlignment = 64;
+
+enum class DType : uint8_t { F32, F64, I32, I64 };
+
+size_t dtypeSize(DType dtype);
+const char *dtypeName(DType dtype);
+std::optional<DType> parseDType(std::string_view name);
+bool isFloat(DType dtype);
+
+enum class GlobalKind : uint8_t { Param, Buffer, Accumulator, State, Counter };
+const char *globalKindName(GlobalKind kind);
+
+enum class InitKind : uint8_t {
+  Zeros,
+  Ones,
+  Constant,
+  Uniform,
+  Normal,
+  KaimingUniform,
+  FanInUniform,
+  Data,
+};
+
+/// How a global gets its initial value; only the fields of `kind` are set.
+struct InitSpec {
+  InitKind kind = InitKind::Zeros;
+  double value = 0.0;           // constant
+  double lo = 0.0, hi = 0.0;    // uniform; also the bound of the fan-in kinds
+  double mean = 0.0, std = 0.0; // normal
+  int64_t fanIn = 0;            // kaiming_uniform (derived), fan_in_uniform
+  uint64_t offset = 0;          // data
+  uint64_t bytes = 0;           // data
+};
+
+/// A dense row-major tensor.
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t numElements = 1;
+  size_t bytes = 0;
+};
+
+struct GlobalDesc : TensorDesc {
+  GlobalKind kind = GlobalKind::Param;
+  std::string of; // empty when absent
+  InitSpec init;
+};
+
+struct InputDesc : TensorDesc {
+  /// The `"role": "sample_weights"` input, filled by the runtime.
+  bool sampleWeights = false;
+  /// Bytes of one sample (the tensor without its leading batch dimension).
+  size_t rowBytes = 0;
+};
+
+struct HyperDesc {
+  std::string name;
+  double defaultValue = 0.0;
+};
+
+struct WarningDesc {
+  std::string op, loc, message;
+};
+
+enum class ArgRole : uint8_t { Input, Output, Global, Hyper, Scratch };
+
+/// One argument of an entry point, resolved to an index.
+struct ArgDesc {
+  ArgRole role = ArgRole::Input;
+  /// Index into Manifest::inputs, EntryDesc::outputs, Manifest::globals or
+  /// Manifest::hypers (by role); unused for scratch.
+  size_t index = 0;
+  /// Bytes of a scratch area.
+  uint64_t scratchBytes = 0;
+};
+
+enum class EntryKind : uint8_t { MicroStep, ApplyStep, EvalStep };
+inline constexpr size_t kNumEntryKinds = 3;
+const char *entryName(EntryKind kind);
+std::optional<EntryKind> parseEntryName(std::string_view name);
+
+struct EntryDesc {
+  bool present = false;
+  std::vector<ArgDesc> args;
+  std::vector<TensorDesc> outputs;
+  /// usesInput[i]: some argument of this entry is Manifest::inputs[i].
+  std::vector<bool> usesInput;
+};
+
+enum class ReduceMode : uint8_t { None, Sum, Mean, Adasum };
+
+/// Everything the manifest says, validated.
+struct Manifest {
+  int64_t abiVersion = 0;
+  int64_t microBatch = 0;
+  int64_t accumulate = 0;
+  ReduceMode reduce = ReduceMode::None;
+  DType dtype = DType::F32;
+  std::vector<GlobalDesc> globals;
+  std::vector<HyperDesc> hypers;
+  std::vector<InputDesc> inputs;
+  /// Indices into `inputs` of the inputs a caller supplies (all but the
+  /// sample-weights input), in manifest order.
+  std::vector<size_t> userInputs;
+  std::optional<size_t> sampleWeightsInput;
+  std::array<EntryDesc, kNumEntryKinds> entries;
+  nlohmann::json kernels = nlohmann::json::array();
+  std::vector<WarningDesc> warnings;
+
+  /// Indices of the well-known globals.
+  size_t stepGlobal = 0;
+  size_t microStepsGlobal = 0;
+  std::optional<size_t> samplesGlobal;
+  std::optional<size_t> rngGlobal;
+  /// Index of micro_step's `loss` output.
+  size_t lossOutput = 0;
+
+  /// The manifest text and its 64-bit FNV-1a hash (the model's identity in
+  /// checkpoints).
+  std::string text;
+  uint64_t hash = 0;
+
+  const EntryDesc &entry(EntryKind kind) const {
+    return entries[static_cast<size_t>(kind)];
+  }
+  std::optional<size_t> findGlobal(std::string_view name) const;
+  std::optional<size_t> findHyper(std::string_view name) const;
+};
+
+/// Parses and validates manifest `text`. Error messages name the offending
+/// field as a path, e.g. "globals[3].shape must be a list of non-negative
+/// integers"; the caller prefixes the artifact's path.
+Status parseManifest(std::string_view text, Manifest &out);
+
+/// 64-bit FNV-1a of `bytes`.
+uint64_t fnv1a64(std::string_view bytes);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_MANIFEST_H

@@ -1,0 +1,598 @@
+//===- Session.cpp - A training session on one artifact -------------------===//
+//
+// Everything that can be computed once is computed in create(): buffers,
+// argument arrays, the positions of input arguments. A micro-step then checks
+// the batch, copies inputs only when it must (short or unaligned batches),
+// calls the entry point and reads two counters; it allocates nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include "Checkpoint.h"
+#include "Initializers.h"
+#include "collectives/Communicator.h"
+#include "kernels/KernelContext.h"
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+namespace cleave::rt {
+
+bool AlignedBuffer::allocate(size_t bytes) {
+  size_t rounded = bytes == 0 ? kBufferAlignment
+                              : (bytes + kBufferAlignment - 1) /
+                                    kBufferAlignment * kBufferAlignment;
+  void *p = std::aligned_alloc(kBufferAlignment, rounded);
+  if (!p)
+    return false;
+  std::memset(p, 0, rounded);
+  data_.reset(static_cast<unsigned char *>(p));
+  size_ = bytes;
+  return true;
+}
+
+namespace {
+
+bool isAligned(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % kBufferAlignment == 0;
+}
+
+Status outOfMemory(size_t bytes, const std::string &what) {
+  return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", bytes,
+                   " bytes for ", what);
+}
+
+double readScalar(DType dtype, const void *p) {
+  return dtype == DType::F64 ? *static_cast<const double *>(p)
+                             : double(*static_cast<const float *>(p));
+}
+
+} // namespace
+
+Session::Session(std::shared_ptr<const Artifact> artifact)
+    : artifact_(std::move(artifact)), manifest_(artifact_->manifest()),
+      lastLoss_(std::numeric_limits<double>::quiet_NaN()) {}
+
+Session::~Session() = default;
+
+Status Session::create(std::shared_ptr<const Artifact> artifact,
+                       const Options &options, std::unique_ptr<Session> &out) {
+  if (!artifact)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "artifact is NULL");
+  if (options.accumulate < 0)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "options: accumulate is ",
+                     options.accumulate,
+                     ", expected 0 (the manifest's) or a positive count");
+  if (options.numThreads < 0)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "options: num_threads is ",
+                     options.numThreads,
+                     ", expected 0 (leave OpenMP alone) or a positive count");
+  std::unique_ptr<Session> session(new Session(std::move(artifact)));
+  const Manifest &m = session->manifest_;
+  const std::string &path = session->artifact_->path();
+  session->seed_ = options.seed;
+  session->numThreads_ = options.numThreads;
+  session->accumulate_ =
+      options.accumulate > 0 ? options.accumulate : m.accumulate;
+
+  if (options.distributed) {
+    std::string error;
+    session->communicator_ = Communicator::world(error);
+    if (!session->communicator_)
+      return makeError(CLEAVE_FAILED_PRECONDITION,
+                       "cannot join the data-parallel job: ", error);
+  }
+  {
+    std::string error;
+    session->kernelContext_ = KernelContext::create(m.kernels, error);
+    if (!session->kernelContext_)
+      return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
+    session->kernelContext_->setCommunicator(session->communicator_.get());
+  }
+  CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
+  CLEAVE_RETURN_IF_ERROR(session->bindEntries());
+  out = std::move(session);
+  return Status::success();
+}
+
+Status Session::allocateAndInitialize(const Options &options) {
+  const Manifest &m = manifest_;
+  Generator gen(options.seed);
+  globals_.resize(m.globals.size());
+  for (size_t i = 0; i < m.globals.size(); ++i) {
+    const GlobalDesc &g = m.globals[i];
+    if (!globals_[i].allocate(g.bytes))
+      return outOfMemory(g.bytes, "global '" + g.name + "'");
+    initializeGlobal(g, globals_[i].data(), gen, artifact_->initData());
+  }
+  // Ranks that were seeded differently (or given different initial values)
+  // still start from one model: rank 0's.
+  if (communicator_ && communicator_->size() > 1)
+    for (size_t i = 0; i < m.globals.size(); ++i)
+      communicator_->broadcast(globals_[i].data(), int64_t(m.globals[i].bytes),
+                               /*root=*/0);
+  microSteps_ =
+      reinterpret_cast<int64_t *>(globals_[m.microStepsGlobal].data());
+  step_ = reinterpret_cast<int64_t *>(globals_[m.stepGlobal].data());
+
+  inputs_.resize(m.inputs.size());
+  inputPtrs_.resize(m.inputs.size());
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    if (!inputs_[i].allocate(m.inputs[i].bytes))
+      return outOfMemory(m.inputs[i].bytes, "input '" + m.inputs[i].name + "'");
+    inputPtrs_[i] = inputs_[i].data();
+  }
+  sliceData_.resize(m.userInputs.size());
+  sliceBytes_.resize(m.userInputs.size());
+
+  if (!hyperSlots_.allocate(m.hypers.size() * kBufferAlignment))
+    return outOfMemory(m.hypers.size() * kBufferAlignment, "hyperparameters");
+  hyperValues_.resize(m.hypers.size());
+  for (size_t i = 0; i < m.hypers.size(); ++i)
+    storeHyper(i, m.hypers[i].defaultValue);
+  return Status::success();
+}
+
+void Session::storeHyper(size_t index, double value) {
+  hyperValues_[index] = value;
+  void *slot = hyperSlots_.data() + index * kBufferAlignment;
+  if (manifest_.dtype == DType::F64)
+    *static_cast<double *>(slot) = value;
+  else
+    *static_cast<float *>(slot) = static_cast<float>(value);
+}
+
+Status Session::bindEntries() {
+  const Manifest &m = manifest_;
+  // Entries never run concurrently, so they share one scratch area, sized for
+  // the hungriest entry.
+  size_t scratchBytes = 0;
+  for (const EntryDesc &e : m.entries) {
+    size_t total = 0;
+    for (const ArgDesc &a : e.args)
+      if (a.role == ArgRole::Scratch)
+        total += (a.scratchBytes + kBufferAlignment - 1) / kBufferAlignment *
+                 kBufferAlignment;
+    scratchBytes = std::max(scratchBytes, total);
+  }
+  if (!scratch_.allocate(scratchBytes))
+    return outOfMemory(scratchBytes, "scratch");
+
+  for (size_t k = 0; k < kNumEntryKinds; ++k) {
+    auto kind = static_cast<EntryKind>(k);
+    const EntryDesc &e = m.entry(kind);
+    if (!e.present)
+      continue;
+    Binding &b = bindings_[k];
+    b.fn = artifact_->entry(kind);
+    b.outputs.resize(e.outputs.size());
+    for (size_t i = 0; i < e.outputs.size(); ++i)
+      if (!b.outputs[i].allocate(e.outputs[i].bytes))
+        return outOfMemory(e.outputs[i].bytes, std::string("output '") +
+                                                   e.outputs[i].name + "' of " +
+                                                   entryName(kind));
+    size_t scratchOffset = 0;
+    for (const ArgDesc &a : e.args) {
+      void *ptr = nullptr;
+      switch (a.role) {
+      case ArgRole::Input:
+        b.inputArgs.emplace_back(b.args.size(), a.index);
+        ptr = inputs_[a.index].data();
+        break;
+      case ArgRole::Output:
+        ptr = b.outputs[a.index].data();
+        break;
+      case ArgRole::Global:
+        ptr = globals_[a.index].data();
+        break;
+      case ArgRole::Hyper:
+        ptr = hyperSlots_.data() + a.index * kBufferAlignment;
+        break;
+      case ArgRole::Scratch:
+        ptr = scratch_.data() + scratchOffset;
+        scratchOffset += (a.scratchBytes + kBufferAlignment - 1) /
+                         kBufferAlignment * kBufferAlignment;
+        break;
+      }
+      b.args.push_back(ptr);
+    }
+  }
+  return Status::success();
+}
+
+int Session::rank() const { return communicator_ ? communicator_->rank() : 0; }
+int Session::numRanks() const {
+  return communicator_ ? communicator_->size() : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Running entry points
+//===----------------------------------------------------------------------===//
+
+Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
+                           int64_t maxSamples) const {
+  const Manifest &m = manifest_;
+  const EntryDesc &e = m.entry(kind);
+  if (batch.num_inputs != m.userInputs.size()) {
+    std::string names;
+    for (size_t idx : m.userInputs)
+      names += (names.empty() ? "" : ", ") + m.inputs[idx].name;
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: ", batch.num_inputs,
+                     " inputs given, the artifact takes ", m.userInputs.size(),
+                     " (", names, ")");
+  }
+  if (batch.samples < 1 || batch.samples > maxSamples)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                     batch.samples, ", expected 1 to ", maxSamples);
+  if (batch.num_inputs > 0 && (!batch.data || !batch.bytes))
+    return makeError(CLEAVE_INVALID_ARGUMENT,
+                     "batch: data and bytes must not be NULL");
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    const InputDesc &in = m.inputs[m.userInputs[j]];
+    if (!e.usesInput[m.userInputs[j]])
+      continue;
+    if (!batch.data[j])
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: data[", j, "] ('",
+                       in.name, "') is NULL but ", entryName(kind),
+                       " reads it");
+    if (in.rowBytes != 0 &&
+        uint64_t(batch.samples) >
+            std::numeric_limits<uint64_t>::max() / in.rowBytes)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                       batch.samples, ", too many for input '", in.name, "'");
+    uint64_t expected = uint64_t(batch.samples) * in.rowBytes;
+    if (batch.bytes[j] != expected)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: bytes[", j, "] ('",
+                       in.name, "') is ", batch.bytes[j], ", expected ",
+                       batch.samples, " samples x ", in.rowBytes,
+                       " bytes = ", expected);
+  }
+  return Status::success();
+}
+
+Status Session::stage(EntryKind kind, const cleave_batch &batch) {
+  const Manifest &m = manifest_;
+  int64_t samples = batch.samples;
+  int64_t b = m.microBatch;
+  CLEAVE_RETURN_IF_ERROR(checkBatch(kind, batch, b));
+  if (kind == EntryKind::MicroStep && samples < b && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ", samples,
+                     " but the artifact has no sample-weights input, so "
+                     "every micro-batch must have exactly ",
+                     b, " samples");
+  const EntryDesc &e = m.entry(kind);
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    size_t idx = m.userInputs[j];
+    if (!e.usesInput[idx])
+      continue;
+    const void *src = batch.data[j];
+    if (samples == b && isAligned(src)) {
+      // Entry points never write their inputs (ABI).
+      inputPtrs_[idx] = const_cast<void *>(src);
+      continue;
+    }
+    unsigned char *dst = inputs_[idx].data();
+    if (batch.bytes[j] > 0)
+      std::memcpy(dst, src, batch.bytes[j]);
+    std::memset(dst + batch.bytes[j], 0, m.inputs[idx].bytes - batch.bytes[j]);
+    inputPtrs_[idx] = dst;
+  }
+  if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
+      weightsSamples_ != samples) {
+    void *w = inputs_[*m.sampleWeightsInput].data();
+    for (int64_t i = 0; i < b; ++i) {
+      double v = i < samples ? 1.0 : 0.0;
+      if (m.inputs[*m.sampleWeightsInput].dtype == DType::F64)
+        static_cast<double *>(w)[i] = v;
+      else
+        static_cast<float *>(w)[i] = float(v);
+    }
+    weightsSamples_ = samples;
+  }
+  Binding &binding = bindings_[static_cast<size_t>(kind)];
+  for (const auto &[arg, input] : binding.inputArgs)
+    binding.args[arg] = inputPtrs_[input];
+  return Status::success();
+}
+
+void Session::run(EntryKind kind) {
+  if (numThreads_ > 0)
+    omp_set_num_threads(numThreads_);
+  Binding &b = bindings_[static_cast<size_t>(kind)];
+  b.fn(kernelContext_.get(), b.args.data());
+}
+
+Status Session::microStep(const cleave_batch &batch) {
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
+  int64_t before = *microSteps_;
+  run(EntryKind::MicroStep);
+  if (*microSteps_ != before + 1)
+    return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                     ": micro_step changed train.micro_steps from ", before,
+                     " to ", *microSteps_, " (expected ", before + 1, ")");
+  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
+  lastLossSum_ = readScalar(
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype,
+      b.outputs[manifest_.lossOutput].data());
+  lastLoss_ = lastLossSum_ / double(batch.samples);
+  if (*microSteps_ >= accumulate_)
+    return apply();
+  return Status::success();
+}
+
+Status Session::apply() {
+  int64_t stepBefore = *step_;
+  run(EntryKind::ApplyStep);
+  if (*microSteps_ != 0)
+    return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                     ": apply_step left train.micro_steps at ", *microSteps_,
+                     " (expected 0)");
+  if (*step_ != stepBefore + 1)
+    return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                     ": apply_step changed train.step from ", stepBefore,
+                     " to ", *step_, " (expected ", stepBefore + 1, ")");
+  return Status::success();
+}
+
+Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
+  const Manifest &m = manifest_;
+  if (microSize < 1 || microSize > m.microBatch)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
+                     ", expected 1 to ", m.microBatch,
+                     " (the micro-batch size)");
+  // The whole batch is checked first so that a bad one trains nothing.
+  CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::MicroStep, batch,
+                                    std::numeric_limits<int64_t>::max()));
+  if (microSize < m.microBatch && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
+                     " but the artifact has no sample-weights input, so "
+                     "micro-batches must have exactly ",
+                     m.microBatch, " samples");
+  if (batch.samples % microSize != 0 && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                     batch.samples, ", not a multiple of micro_size ",
+                     microSize,
+                     ", and the artifact has no sample-weights "
+                     "input to pad the last micro-batch");
+  cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
+                     sliceBytes_.data()};
+  double lossSum = 0.0;
+  for (int64_t start = 0; start < batch.samples; start += microSize) {
+    slice.samples = std::min(microSize, batch.samples - start);
+    for (size_t j = 0; j < m.userInputs.size(); ++j) {
+      size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
+      const auto *base = static_cast<const unsigned char *>(batch.data[j]);
+      sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
+      sliceBytes_[j] = size_t(slice.samples) * rowBytes;
+    }
+    CLEAVE_RETURN_IF_ERROR(microStep(slice));
+    lossSum += lastLossSum_;
+  }
+  lastLossSum_ = lossSum;
+  lastLoss_ = lossSum / double(batch.samples);
+  return Status::success();
+}
+
+Status Session::flush() {
+  if (*microSteps_ > 0)
+    return apply();
+  return Status::success();
+}
+
+Status Session::eval(const cleave_batch &batch) {
+  if (!manifest_.entry(EntryKind::EvalStep).present)
+    return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
+                     ": the artifact has no eval_step entry");
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::EvalStep, batch));
+  run(EntryKind::EvalStep);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Settings and state
+//===----------------------------------------------------------------------===//
+
+Status Session::setAccumulation(int64_t n) {
+  if (n < 1)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "accumulation count is ", n,
+                     ", expected a positive count");
+  accumulate_ = n;
+  if (*microSteps_ >= accumulate_)
+    return apply();
+  return Status::success();
+}
+
+Status Session::setHyperparameter(std::string_view name, double value) {
+  std::optional<size_t> index = manifest_.findHyper(name);
+  if (!index)
+    return makeError(CLEAVE_NOT_FOUND, "unknown hyperparameter '", name, "'");
+  if (!std::isfinite(value))
+    return makeError(CLEAVE_INVALID_ARGUMENT, "hyperparameter '", name,
+                     "': value must be finite");
+  storeHyper(*index, value);
+  return Status::success();
+}
+
+Status Session::hyperparameter(std::string_view name, double &value) const {
+  std::optional<size_t> index = manifest_.findHyper(name);
+  if (!index)
+    return makeError(CLEAVE_NOT_FOUND, "unknown hyperparameter '", name, "'");
+  value = hyperValues_[*index];
+  return Status::success();
+}
+
+Status Session::readGlobal(std::string_view name, void *dst,
+                           size_t bytes) const {
+  std::optional<size_t> index = manifest_.findGlobal(name);
+  if (!index)
+    return makeError(CLEAVE_NOT_FOUND, "unknown global '", name, "'");
+  const GlobalDesc &g = manifest_.globals[*index];
+  if (bytes != g.bytes)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "global '", name, "' has ",
+                     g.bytes, " bytes, not ", bytes);
+  if (bytes > 0)
+    std::memcpy(dst, globals_[*index].data(), bytes);
+  return Status::success();
+}
+
+Status Session::writeGlobal(std::string_view name, const void *src,
+                            size_t bytes) {
+  std::optional<size_t> index = manifest_.findGlobal(name);
+  if (!index)
+    return makeError(CLEAVE_NOT_FOUND, "unknown global '", name, "'");
+  const GlobalDesc &g = manifest_.globals[*index];
+  if (bytes != g.bytes)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "global '", name, "' has ",
+                     g.bytes, " bytes, not ", bytes);
+  if (bytes > 0)
+    std::memcpy(globals_[*index].data(), src, bytes);
+  return Status::success();
+}
+
+Status Session::output(std::string_view entry, std::string_view name,
+                       const void *&data, size_t &bytes) const {
+  std::optional<EntryKind> kind = parseEntryName(entry);
+  if (!kind || !manifest_.entry(*kind).present)
+    return makeError(CLEAVE_NOT_FOUND, "the artifact has no entry '", entry,
+                     "'");
+  const EntryDesc &e = manifest_.entry(*kind);
+  for (size_t i = 0; i < e.outputs.size(); ++i)
+    if (e.outputs[i].name == name) {
+      data = bindings_[size_t(*kind)].outputs[i].data();
+      bytes = e.outputs[i].bytes;
+      return Status::success();
+    }
+  return makeError(CLEAVE_NOT_FOUND, "entry '", entry, "' has no output '",
+                   name, "'");
+}
+
+Status Session::setUserState(std::string_view key, const void *value,
+                             size_t bytes) {
+  if (key.empty())
+    return makeError(CLEAVE_INVALID_ARGUMENT, "user-state key is empty");
+  try {
+    // Keys are stored in the checkpoint's JSON index, which must be UTF-8.
+    (void)nlohmann::json(std::string(key)).dump();
+  } catch (const nlohmann::json::exception &) {
+    return makeError(CLEAVE_INVALID_ARGUMENT,
+                     "user-state key is not valid UTF-8");
+  }
+  if (!value) {
+    auto it = userState_.find(key);
+    if (it != userState_.end())
+      userState_.erase(it);
+    return Status::success();
+  }
+  userState_[std::string(key)] =
+      std::string(static_cast<const char *>(value), bytes);
+  return Status::success();
+}
+
+Status Session::userState(std::string_view key, const void *&value,
+                          size_t &bytes) const {
+  auto it = userState_.find(key);
+  if (it == userState_.end())
+    return makeError(CLEAVE_NOT_FOUND, "no user state under key '", key, "'");
+  value = it->second.data();
+  bytes = it->second.size();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+Status Session::saveCheckpoint(const std::string &path) const {
+  const Manifest &m = manifest_;
+  CheckpointContents c;
+  c.manifestHash = m.hash;
+  c.seed = seed_;
+  c.accumulate = accumulate_;
+  for (size_t i = 0; i < m.hypers.size(); ++i)
+    c.hyperparameters.emplace_back(m.hypers[i].name, hyperValues_[i]);
+  for (size_t i = 0; i < m.globals.size(); ++i) {
+    const GlobalDesc &g = m.globals[i];
+    c.globals.push_back(
+        {g.name, g.dtype, g.shape, globals_[i].data(), g.bytes});
+  }
+  c.userState.insert(userState_.begin(), userState_.end());
+  return writeCheckpoint(path, c);
+}
+
+Status Session::loadCheckpoint(const std::string &path) {
+  const Manifest &m = manifest_;
+  LoadedCheckpoint loaded;
+  CLEAVE_RETURN_IF_ERROR(readCheckpoint(path, loaded));
+  const CheckpointContents &c = loaded.contents();
+  auto mismatch = [&](const std::string &why) {
+    return makeError(CLEAVE_INVALID_CHECKPOINT, path, ": ", why);
+  };
+  if (c.manifestHash != m.hash) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf),
+                  "manifest hash %016llx, this session's model has %016llx",
+                  static_cast<unsigned long long>(c.manifestHash),
+                  static_cast<unsigned long long>(m.hash));
+    return mismatch(std::string("written by a session of a different model (") +
+                    buf + ")");
+  }
+  if (c.accumulate < 1)
+    return mismatch("accumulation count " + std::to_string(c.accumulate) +
+                    " is not positive");
+
+  // Everything is matched and checked before the session changes.
+  if (c.globals.size() != m.globals.size())
+    return mismatch("has " + std::to_string(c.globals.size()) +
+                    " globals, the model has " +
+                    std::to_string(m.globals.size()));
+  std::vector<const CheckpointTensor *> sources(m.globals.size(), nullptr);
+  for (const CheckpointTensor &t : c.globals) {
+    std::optional<size_t> index = m.findGlobal(t.name);
+    if (!index)
+      return mismatch("global '" + t.name + "' is not a global of this model");
+    const GlobalDesc &g = m.globals[*index];
+    if (t.dtype != g.dtype || t.shape != g.shape || t.bytes != g.bytes)
+      return mismatch("global '" + t.name +
+                      "' has another dtype or shape than in this model");
+    sources[*index] = &t;
+  }
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (!sources[i])
+      return mismatch("has no global '" + m.globals[i].name + "'");
+  std::vector<double> hypers(m.hypers.size());
+  std::vector<bool> seen(m.hypers.size(), false);
+  for (const auto &[name, value] : c.hyperparameters) {
+    std::optional<size_t> index = m.findHyper(name);
+    if (!index)
+      return mismatch("hyperparameter '" + name +
+                      "' is not a hyperparameter of this model");
+    if (!std::isfinite(value))
+      return mismatch("hyperparameter '" + name + "' is not finite");
+    hypers[*index] = value;
+    seen[*index] = true;
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i])
+      return mismatch("has no value for hyperparameter '" + m.hypers[i].name +
+                      "'");
+
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (sources[i]->bytes > 0)
+      std::memcpy(globals_[i].data(), sources[i]->data, sources[i]->bytes);
+  for (size_t i = 0; i < hypers.size(); ++i)
+    storeHyper(i, hypers[i]);
+  accumulate_ = c.accumulate;
+  seed_ = c.seed;
+  userState_.clear();
+  userState_.insert(c.userState.begin(), c.userState.end());
+  return Status::success();
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,175 @@
+//===- Session.h - A training session on one artifact -----------*- C++ -*-===//
+//
+// The session owns the state of one training run of an artifact: its globals
+// (parameters, accumulators, optimizer state, counters), hyperparameter
+// values, the accumulation count N, the kernel context and the staging
+// buffers. It runs micro_step on each micro-batch and apply_step whenever the
+// window holds N micro-steps. docs/design/runtime.md has the state machine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_SESSION_H
+#define CLEAVE_RUNTIME_SESSION_H
+
+#include "Artifact.h"
+#include "Status.h"
+
+#include "cleave/runtime.h"
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cleave::rt {
+
+class Communicator;
+class KernelContext;
+
+/// A zero-initialised, kBufferAlignment-aligned heap buffer.
+class AlignedBuffer {
+public:
+  AlignedBuffer() = default;
+  /// Allocates `bytes` bytes (at least one alignment unit, so that empty
+  /// tensors still get a distinct valid pointer); false when out of memory.
+  bool allocate(size_t bytes);
+
+  unsigned char *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+private:
+  struct Free {
+    void operator()(unsigned char *p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> data_;
+  size_t size_ = 0;
+};
+
+/// A training session. Not thread-safe: one thread at a time may call it.
+class Session {
+public:
+  struct Options {
+    uint64_t seed = 0;
+    /// Accumulation count N; 0 means the manifest's `accumulate`.
+    int64_t accumulate = 0;
+    /// omp_set_num_threads before each entry call when positive.
+    int numThreads = 0;
+    /// Attach a communicator over MPI_COMM_WORLD.
+    bool distributed = false;
+  };
+
+  static Status create(std::shared_ptr<const Artifact> artifact,
+                       const Options &options, std::unique_ptr<Session> &out);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  const Artifact &artifact() const { return *artifact_; }
+
+  /// micro_step on one micro-batch of 1..B samples, then apply_step if the
+  /// window is full.
+  Status microStep(const cleave_batch &batch);
+  /// microStep on consecutive slices of `microSize` samples of `batch`.
+  Status trainBatch(const cleave_batch &batch, int64_t microSize);
+  /// apply_step if the window holds at least one micro-step.
+  Status flush();
+  /// eval_step on one batch of 1..B samples.
+  Status eval(const cleave_batch &batch);
+
+  /// Sets N; applies at once if the window already holds N micro-steps.
+  Status setAccumulation(int64_t n);
+  int64_t accumulation() const { return accumulate_; }
+
+  Status setHyperparameter(std::string_view name, double value);
+  Status hyperparameter(std::string_view name, double &value) const;
+
+  int64_t microSteps() const { return *microSteps_; }
+  int64_t step() const { return *step_; }
+  /// Mean per-sample loss of the last microStep / trainBatch (NaN before).
+  double lastLoss() const { return lastLoss_; }
+  uint64_t seed() const { return seed_; }
+  int rank() const;
+  int numRanks() const;
+
+  Status readGlobal(std::string_view name, void *dst, size_t bytes) const;
+  Status writeGlobal(std::string_view name, const void *src, size_t bytes);
+  /// The storage of global `index` (manifest order).
+  void *globalData(size_t index) const { return globals_[index].data(); }
+
+  /// The buffer of output `name` of entry `entry` as last written.
+  Status output(std::string_view entry, std::string_view name,
+                const void *&data, size_t &bytes) const;
+
+  /// `value` null erases `key`.
+  Status setUserState(std::string_view key, const void *value, size_t bytes);
+  Status userState(std::string_view key, const void *&value,
+                   size_t &bytes) const;
+
+  Status saveCheckpoint(const std::string &path) const;
+  Status loadCheckpoint(const std::string &path);
+
+private:
+  /// The argument array of one entry point, built once at creation. Input
+  /// arguments are the only ones that change between calls.
+  struct Binding {
+    EntryFn fn = nullptr;
+    std::vector<void *> args;
+    /// (position in `args`, index into Manifest::inputs).
+    std::vector<std::pair<size_t, size_t>> inputArgs;
+    std::vector<AlignedBuffer> outputs;
+  };
+
+  explicit Session(std::shared_ptr<const Artifact> artifact);
+  Status allocateAndInitialize(const Options &options);
+  Status bindEntries();
+
+  /// Checks `batch` against the inputs entry `kind` reads and makes the
+  /// entry's input arguments point at the (padded) data.
+  Status stage(EntryKind kind, const cleave_batch &batch);
+  /// Validates the shape of a batch of `maxSamples` or fewer samples.
+  Status checkBatch(EntryKind kind, const cleave_batch &batch,
+                    int64_t maxSamples) const;
+  void run(EntryKind kind);
+  Status apply();
+  void storeHyper(size_t index, double value);
+
+  std::shared_ptr<const Artifact> artifact_;
+  const Manifest &manifest_;
+
+  // Declared before kernelContext_, which refers to it, so that it is
+  // destroyed after.
+  std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<KernelContext> kernelContext_;
+
+  std::vector<AlignedBuffer> globals_;
+  std::vector<AlignedBuffer> inputs_;
+  AlignedBuffer hyperSlots_;
+  AlignedBuffer scratch_;
+  std::array<Binding, kNumEntryKinds> bindings_;
+  /// Where each input's data is for the current call: the caller's memory or
+  /// inputs_[i].
+  std::vector<void *> inputPtrs_;
+  /// Samples the sample-weights buffer currently marks as real (-1: unset).
+  int64_t weightsSamples_ = -1;
+  /// Per-user-input pointers and sizes of one slice, reused by trainBatch.
+  std::vector<const void *> sliceData_;
+  std::vector<size_t> sliceBytes_;
+
+  int64_t *microSteps_ = nullptr;
+  int64_t *step_ = nullptr;
+  std::vector<double> hyperValues_;
+  int64_t accumulate_ = 1;
+  uint64_t seed_ = 0;
+  int numThreads_ = 0;
+  double lastLoss_;
+  double lastLossSum_ = 0.0;
+  std::map<std::string, std::string, std::less<>> userState_;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_SESSION_H

@@ -1,0 +1,54 @@
+//===- Convolution.h - The 2-D convolution kernels --------------*- C++ -*-===//
+//
+// `conv2d_fwd`, `conv2d_bwd_data` and `conv2d_bwd_weights` entries.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_KERNELS_CONVOLUTION_H
+#define CLEAVE_RUNTIME_KERNELS_CONVOLUTION_H
+
+#include "kernels/Kernel.h"
+
+#include <optional>
+
+namespace cleave::rt {
+
+class KernelSpec;
+
+/// One convolution primitive (forward, backward data or backward weights)
+/// with its three tensor operands in call order and an optional bias.
+///
+/// oneDNN's convolutions are 1.5-3x faster on blocked layouts than on plain
+/// NCHW, even counting a reorder of every operand on every call; the kernel
+/// lets oneDNN choose (`format_tag::any`) and stages the caller's plain
+/// tensors through the arena, unless the chosen layout pads channels so much
+/// (e.g. a 1-channel image blocked by 16) that the plain GEMM-based
+/// implementation wins. See Convolution.cpp for the measurements.
+class ConvolutionKernel final : public Kernel {
+public:
+  /// Reads and validates the entry (`op` decides the direction), then creates
+  /// the primitive and its staging reorders.
+  ConvolutionKernel(KernelSpec &spec, BuildEnv &env, KernelKind kind);
+
+  /// The operands in the order of the entry point's arguments:
+  ///   forward:          src, wei, (bias), dst
+  ///   backward data:    diff_dst, wei, diff_src
+  ///   backward weights: src, diff_dst, diff_wei
+  /// `bias` is read by forward kernels with a bias only and must then be
+  /// non-null.
+  void run(dnnl::stream &stream, const float *in0, const float *in1,
+           const float *bias, float *out);
+  std::string describe() const override;
+
+private:
+  bool hasBias_ = false;
+  Operand in0_, in1_, out_;
+  dnnl::memory bias_;
+  std::optional<Step> conv_;
+  std::string impl_;
+  bool blocked_ = false;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_KERNELS_CONVOLUTION_H

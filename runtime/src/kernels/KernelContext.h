@@ -1,0 +1,87 @@
+//===- KernelContext.h - The `ctx` of generated code ------------*- C++ -*-===//
+//
+// KernelContext owns every oneDNN primitive of one session (one per entry of
+// the manifest's `kernels` array), the stream they run on, the arena that
+// holds their transient memory, and the session's communicator. Generated
+// code receives it as the opaque `void *ctx` of runtime/include/cleave/
+// kernel_abi.h and passes it to every kernel call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H
+#define CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dnnl {
+struct stream;
+} // namespace dnnl
+
+namespace cleave::rt {
+
+class Communicator;
+class Kernel;
+
+/// Combines `count` buffers (`buffers[i]` holds `sizes[i]` floats) across the
+/// ranks of `comm`, in place; `kind` is a CLEAVE_REDUCE_* value of
+/// kernel_abi.h. Defined by the collectives library (runtime/src/collectives),
+/// which forwards to `Communicator::reduceInPlace`: the kernel library only
+/// declares it so that it does not depend on MPI. Any program linking
+/// cleave_kernels must therefore also link the collectives library (the
+/// runtime library does), or define this function itself (unit tests do).
+void crossRankReduce(Communicator *comm, int32_t kind, int64_t count,
+                     float **buffers, const int64_t *sizes);
+
+/// All oneDNN state of one session. Creating it creates every primitive;
+/// afterwards a kernel call binds the caller's pointers, executes and waits,
+/// and allocates nothing.
+///
+/// Not thread-safe: a context runs one kernel at a time (kernels share one
+/// arena of transient memory). Sessions that run concurrently each need their
+/// own context. oneDNN parallelises inside a kernel with OpenMP; the context
+/// never sets thread counts (OMP_NUM_THREADS governs).
+class KernelContext {
+public:
+  /// Creates every primitive described by the manifest's "kernels" array.
+  /// Returns nullptr and sets `error` (one clear line: kernel id, op, what is
+  /// wrong) on bad input. Entries may come in any order, but their ids must
+  /// be exactly 0 .. size-1.
+  static std::unique_ptr<KernelContext> create(const nlohmann::json &kernels,
+                                               std::string &error);
+  ~KernelContext();
+  KernelContext(const KernelContext &) = delete;
+  KernelContext &operator=(const KernelContext &) = delete;
+
+  /// Attaches the communicator cleave_cross_rank_reduce uses; nullptr (the
+  /// default) means a single rank. The context does not own it.
+  void setCommunicator(Communicator *comm);
+  Communicator *communicator() const;
+
+  size_t numKernels() const;
+  /// The kernel with manifest id `id`, or nullptr if there is none.
+  Kernel *kernel(int64_t id) const;
+  /// One line for logs: the kernel's op, oneDNN implementation and layouts.
+  /// Empty for an unknown id.
+  std::string describeKernel(int64_t id) const;
+  /// Bytes of transient memory (staging copies, workspaces, scratchpads)
+  /// shared by all kernels, allocated once by `create`.
+  size_t arenaBytes() const;
+
+  /// The in-order CPU stream every kernel of this context executes on.
+  dnnl::stream &stream();
+
+private:
+  struct Impl;
+  explicit KernelContext(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H

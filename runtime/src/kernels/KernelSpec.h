@@ -1,0 +1,106 @@
+//===- KernelSpec.h - Reading manifest kernel entries -----------*- C++ -*-===//
+//
+// Typed, validated access to one entry of the manifest's `kernels` array.
+// Every check that can be made on an entry is made here, at session creation,
+// so that kernels never fail at call time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H
+#define CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cleave::rt {
+
+/// A manifest kernel entry that cannot be turned into a primitive. The message
+/// is complete (it names the kernel); KernelContext::create reports it as is.
+class KernelSpecError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads the fields of one kernel entry with the checks the ABI implies: the
+/// field exists, has the right JSON type and lies in range. Fields are read
+/// once each; `finish` then rejects fields no reader asked for, so that a
+/// misspelt or misplaced attribute is an error instead of a silent default.
+class KernelSpec {
+public:
+  /// `entry` must outlive the spec. `op` and `id` are only used in messages.
+  KernelSpec(const nlohmann::json &entry, int64_t id, std::string op);
+
+  int64_t id() const { return id_; }
+  const std::string &op() const { return op_; }
+
+  /// An integer field in [min, INT32_MAX]. The upper bound keeps every shape
+  /// formula computed from fields free of int64 overflow.
+  int64_t integer(const char *key, int64_t min);
+  /// An array of exactly N integers, each in [min, INT32_MAX].
+  template <size_t N>
+  std::array<int64_t, N> integers(const char *key, int64_t min) {
+    std::array<int64_t, N> out{};
+    std::vector<int64_t> values = integerList(key, min, N);
+    std::copy(values.begin(), values.end(), out.begin());
+    return out;
+  }
+  bool boolean(const char *key);
+  /// An optional boolean: `fallback` when absent.
+  bool boolean(const char *key, bool fallback);
+  /// A string field whose value must be one of `allowed`.
+  std::string choice(const char *key,
+                     std::initializer_list<const char *> allowed);
+
+  /// Marks `key` as known without reading it (it was read elsewhere).
+  void accept(const char *key) { seen_.insert(key); }
+  /// Rejects the first field of the entry that no reader asked for.
+  void finish() const;
+
+  /// Throws KernelSpecError with `message` prefixed by the kernel's name.
+  [[noreturn]] void fail(const std::string &message) const;
+
+  /// Multiplies tensor dimensions, failing (naming `tensor`) when the tensor's
+  /// size in bytes does not fit in int64.
+  int64_t elementCount(const char *tensor,
+                       std::initializer_list<int64_t> dims) const;
+
+private:
+  const nlohmann::json &field(const char *key);
+  std::vector<int64_t> integerList(const char *key, int64_t min, size_t n);
+
+  const nlohmann::json &entry_;
+  int64_t id_;
+  std::string op_;
+  std::set<std::string> seen_;
+};
+
+/// Name of a JSON value's type for messages ("string", "array", ...).
+const char *jsonTypeName(const nlohmann::json &value);
+
+/// Output size along one spatial dimension of a windowed op (convolution,
+/// pooling): floor((in + padBegin + padEnd - effectiveKernel) / stride) + 1,
+/// with effectiveKernel = dilation * (kernel - 1) + 1 and a 1-based dilation.
+/// Returns 0 when the window does not fit in the padded input at all.
+int64_t windowedOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                           int64_t padBegin, int64_t padEnd, int64_t dilation);
+
+/// Checks that the spatial fields of a windowed op agree: `oh`/`ow` match the
+/// output-size formula. `kernel`, `strides`, `dilations` are (h, w) pairs and
+/// `padding` is (top, left, bottom, right), as in the manifest.
+void checkWindowedShape(const KernelSpec &spec, int64_t h, int64_t w,
+                        int64_t oh, int64_t ow,
+                        const std::array<int64_t, 2> &kernel,
+                        const std::array<int64_t, 2> &strides,
+                        const std::array<int64_t, 4> &padding,
+                        const std::array<int64_t, 2> &dilations);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H

@@ -1,0 +1,111 @@
+//===- Matmul.cpp - The matmul kernel -------------------------------------===//
+//
+// One oneDNN matmul primitive per entry, on the caller's plain layouts.
+//
+// Layouts: weights stay in the caller's row-major layout (transposes are
+// expressed as strides). oneDNN 2.6's brgemm matmul packs B internally, so a
+// `format_tag::any` weight layout would only add a reorder per call (the
+// weights change every step). Measured single-thread on this project's VM
+// (AVX-512, OMP_NUM_THREADS=1): 32x784x512 190 GFLOP/s (with or without
+// trans_b, bias and ReLU); the weight-gradient GEMM 512x32x784 with trans_a
+// and accumulate 210 GFLOP/s; 32x512x10 110-130 GFLOP/s. That is oneDNN's
+// peak for these shapes, so there is nothing for a layout change to win.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/Matmul.h"
+#include "kernels/KernelSpec.h"
+
+#include <stdexcept>
+
+namespace cleave::rt {
+
+using dims = dnnl::memory::dims;
+
+MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
+    : Kernel(kKind, spec.id(), spec.op()) {
+  int64_t batch = spec.integer("batch", 1);
+  int64_t m = spec.integer("m", 1);
+  int64_t k = spec.integer("k", 1);
+  int64_t n = spec.integer("n", 1);
+  bool transA = spec.boolean("trans_a");
+  bool transB = spec.boolean("trans_b");
+  bool bBatched = spec.boolean("b_batched");
+  hasBias_ = spec.boolean("bias");
+  bool relu = spec.choice("activation", {"none", "relu"}) == "relu";
+  bool accumulate = spec.boolean("accumulate");
+  spec.finish();
+  // C += act(AB + bias) is not what accumulation means for any gradient, and
+  // ruling it out keeps the post-op chain a plain sum.
+  if (accumulate && (relu || hasBias_))
+    spec.fail("'accumulate' requires 'activation': 'none' and 'bias': false");
+  spec.elementCount("a", {batch, m, k});
+  spec.elementCount("b", {bBatched ? batch : 1, k, n});
+  spec.elementCount("c", {batch, m, n});
+
+  // Without transposed or per-batch B, the batch is just more rows of one
+  // GEMM: a [batch*M, K] x [K, N] product is faster than `batch` small ones.
+  bool fold = !bBatched && !transA;
+  int64_t rows = fold ? batch * m : m;
+  bool batched = !fold && batch > 1;
+  int64_t bBatch = bBatched ? batch : 1;
+  auto shape = [&](int64_t b, int64_t r, int64_t c) {
+    return batched ? dims{b, r, c} : dims{r, c};
+  };
+  auto strided = [&](int64_t b, int64_t r, int64_t c, bool trans) {
+    // A transposed [r, c] operand is stored as [c, r].
+    dims strides = trans ? dims{r * c, 1, r} : dims{r * c, c, 1};
+    if (!batched)
+      strides.erase(strides.begin());
+    return dnnl::memory::desc(shape(b, r, c), dnnl::memory::data_type::f32,
+                              strides);
+  };
+  dnnl::memory::desc aDesc = strided(batch, rows, k, transA);
+  dnnl::memory::desc bDesc = strided(bBatch, k, n, transB);
+  dnnl::memory::desc cDesc = plainDesc(shape(batch, rows, n));
+  dnnl::memory::desc biasDesc = plainDesc(shape(1, 1, n));
+
+  dnnl::post_ops ops;
+  if (accumulate)
+    ops.append_sum(1.f);
+  if (relu)
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  dnnl::primitive_attr attr = makeAttr();
+  attr.set_post_ops(ops);
+
+  dnnl::matmul::desc desc =
+      hasBias_ ? dnnl::matmul::desc(aDesc, bDesc, biasDesc, cDesc)
+               : dnnl::matmul::desc(aDesc, bDesc, cDesc);
+  dnnl::matmul::primitive_desc pd(desc, attr, env.engine);
+  impl_ = pd.impl_info_str();
+
+  a_ = unboundMemory(aDesc, env.engine);
+  b_ = unboundMemory(bDesc, env.engine);
+  c_ = unboundMemory(cDesc, env.engine);
+  matmul_.emplace(dnnl::matmul(pd), pd, env);
+  matmul_->args[DNNL_ARG_SRC] = a_;
+  matmul_->args[DNNL_ARG_WEIGHTS] = b_;
+  matmul_->args[DNNL_ARG_DST] = c_;
+  if (hasBias_) {
+    bias_ = unboundMemory(biasDesc, env.engine);
+    matmul_->args[DNNL_ARG_BIAS] = bias_;
+  }
+}
+
+void MatmulKernel::run(dnnl::stream &stream, const float *a, const float *b,
+                       const float *bias, float *c) {
+  if (!a || !b || !c)
+    throw std::invalid_argument("a NULL tensor was passed for a, b or c");
+  if (hasBias_ && !bias)
+    throw std::invalid_argument("the entry has a bias but NULL was passed");
+  a_.set_data_handle(const_cast<float *>(a));
+  b_.set_data_handle(const_cast<float *>(b));
+  c_.set_data_handle(c);
+  if (hasBias_)
+    bias_.set_data_handle(const_cast<float *>(bias));
+  matmul_->execute(stream);
+}
+
+std::string MatmulKernel::describe() const { return "matmul " + impl_; }
+
+} // namespace cleave::rt

@@ -1,0 +1,41 @@
+//===- Matmul.h - The matmul kernel -----------------------------*- C++ -*-===//
+//
+// `matmul` entries: batched GEMM with optional transposes, shared or batched
+// B, bias, ReLU, and accumulation into C.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_KERNELS_MATMUL_H
+#define CLEAVE_RUNTIME_KERNELS_MATMUL_H
+
+#include "kernels/Kernel.h"
+
+#include <optional>
+
+namespace cleave::rt {
+
+class KernelSpec;
+
+class MatmulKernel final : public Kernel {
+public:
+  static constexpr KernelKind kKind = KernelKind::Matmul;
+
+  /// Reads and validates the entry, then creates the primitive.
+  MatmulKernel(KernelSpec &spec, BuildEnv &env);
+
+  /// c = act(op(a) op(b) + bias), or c += op(a) op(b) with `accumulate`.
+  /// `bias` must be non-null exactly when the entry has a bias.
+  void run(dnnl::stream &stream, const float *a, const float *b,
+           const float *bias, float *c);
+  std::string describe() const override;
+
+private:
+  bool hasBias_ = false;
+  dnnl::memory a_, b_, bias_, c_;
+  std::optional<Step> matmul_;
+  std::string impl_;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_KERNELS_MATMUL_H

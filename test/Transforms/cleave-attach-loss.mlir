@@ -1,0 +1,201 @@
+// RUN: split-file --leading-lines %s %t
+// RUN: cleave-opt %t/cross-entropy.mlir --split-input-file --verify-diagnostics --cleave-attach-loss=micro-batch=8 | FileCheck %s --check-prefix=CE
+// RUN: cleave-opt %t/mse.mlir --cleave-attach-loss=loss=mse | FileCheck %s --check-prefix=MSE
+// RUN: cleave-opt %t/none.mlir --split-input-file --verify-diagnostics --cleave-attach-loss="loss=none function=model" | FileCheck %s --check-prefix=NONE
+// RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=BAD-LOSS
+// RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=micro-batch=-2 2>&1 | FileCheck %s --check-prefix=BAD-BATCH
+// RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=function=nope 2>&1 | FileCheck %s --check-prefix=NO-FUNCTION
+
+// BAD-LOSS: error: unknown loss 'hinge'; expected cross-entropy, mse or none
+// BAD-BATCH: error: micro-batch must be positive, got
+// NO-FUNCTION: error: no model function @nope
+
+//--- cross-entropy.mlir
+
+// The batch of every data input is specialised to 8 and every result type is
+// inferred again. Unnamed data inputs are named after their position among
+// the data inputs; parameters, buffers and the dropout seed are not data.
+// @loss appends integer labels and per-sample weights, weights the
+// per-sample cross-entropy and sums it; buffer updates follow the loss.
+
+// CE-LABEL: func.func @forward(
+// CE-SAME: %{{[^:]+}}: tensor<8x1x2x2xf32> {train.input = "image"}
+// CE-SAME: %{{[^:]+}}: tensor<i64> {train.rng}
+// CE-SAME: %{{[^:]+}}: tensor<8x3xf32> {train.input = "x1"}
+// CE-SAME: -> (tensor<3xf32> {train.buffer = "m"}, tensor<8x3xf32>)
+// CE: nn.flatten %{{.+}} : tensor<8x1x2x2xf32> -> tensor<8x4xf32>
+// CE: nn.dropout {{.+}} -> tensor<8x4xf32>
+// CE: nn.linear {{.+}} -> tensor<8x3xf32>
+
+// CE-LABEL: func.func @loss(
+// CE-SAME: %[[IMG:[^:]+]]: tensor<8x1x2x2xf32> {train.input = "image"},
+// CE-SAME: %[[W:[^:]+]]: tensor<3x4xf32> {train.init = #train.init<zeros>, train.param = "w"},
+// CE-SAME: %[[SEED:[^:]+]]: tensor<i64> {train.rng},
+// CE-SAME: %[[EXTRA:[^:]+]]: tensor<8x3xf32> {train.input = "x1"},
+// CE-SAME: %[[M:[^:]+]]: tensor<3xf32> {train.buffer = "m"},
+// CE-SAME: %[[LABELS:[^:]+]]: tensor<8xi64> {train.input = "labels"},
+// CE-SAME: %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights"})
+// CE-SAME: -> (tensor<f32> {train.output = "loss"}, tensor<3xf32> {train.buffer = "m"})
+// CE: %[[FLAT:.+]] = nn.flatten %[[IMG]]
+// CE: %[[DROP:.+]] = nn.dropout %[[FLAT]], %[[SEED]]
+// CE: %[[LIN:.+]] = nn.linear %[[DROP]], %[[W]]
+// CE: %[[PRED:.+]] = nn.add %[[LIN]], %[[EXTRA]]
+// CE: %[[CE:.+]] = nn.cross_entropy %[[PRED]], %[[LABELS]] {reduction = {{.+}}none{{.*}}} : tensor<8x3xf32>, tensor<8xi64> -> tensor<8xf32>
+// CE: %[[WEIGHTED:.+]] = nn.mul %[[CE]], %[[WEIGHTS]] : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+// CE: %[[SUM:.+]] = nn.reduce_sum %[[WEIGHTED]] [] : tensor<8xf32> -> tensor<f32>
+// CE: return %[[SUM]], %[[M]] : tensor<f32>, tensor<3xf32>
+func.func @forward(%img: tensor<?x1x2x2xf32> {train.input = "image"},
+                   %w: tensor<3x4xf32> {train.param = "w", train.init = #train.init<zeros>},
+                   %seed: tensor<i64> {train.rng},
+                   %extra: tensor<?x3xf32>,
+                   %m: tensor<3xf32> {train.buffer = "m"})
+    -> (tensor<3xf32> {train.buffer = "m"}, tensor<?x3xf32>) {
+  %0 = nn.flatten %img : tensor<?x1x2x2xf32> -> tensor<?x4xf32>
+  %1 = nn.dropout %0, %seed {ratio = 0.5} : tensor<?x4xf32>, tensor<i64> -> tensor<?x4xf32>
+  %2 = nn.linear %1, %w : tensor<?x4xf32>, tensor<3x4xf32> -> tensor<?x3xf32>
+  %3 = nn.add %2, %extra : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x3xf32>
+  return %m, %3 : tensor<3xf32>, tensor<?x3xf32>
+}
+
+// -----
+
+// With one data input it is called "x". The weights take the prediction's
+// element type.
+// CE-LABEL: func.func @loss(
+// CE-SAME: tensor<8x4xf64> {train.input = "x"}
+// CE-SAME: tensor<8xi64> {train.input = "labels"}, %{{[^:]+}}: tensor<8xf64> {train.input = "weights"})
+// CE-SAME: -> (tensor<f64> {train.output = "loss"})
+func.func @forward(%x: tensor<?x4xf64>, %w: tensor<3x4xf64> {train.param = "w"}) -> tensor<?x3xf64> {
+  %0 = nn.linear %x, %w : tensor<?x4xf64>, tensor<3x4xf64> -> tensor<?x3xf64>
+  return %0 : tensor<?x3xf64>
+}
+
+// -----
+
+// expected-error @+1 {{no model function @forward}}
+module {
+  func.func @model(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{@forward has control flow; cleave-attach-loss needs a single block}}
+func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  cf.br ^bb1
+^bb1:
+  return %x : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @forward(%x: tensor<?x4xf32>, %c: i1) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'scf.if' op has regions; cleave-attach-loss needs straight-line code}}
+  %0 = scf.if %c -> tensor<?x4xf32> {
+    scf.yield %x : tensor<?x4xf32>
+  } else {
+    scf.yield %x : tensor<?x4xf32>
+  }
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{@forward has no data input}}
+func.func @forward(%w: tensor<3x4xf32> {train.param = "w"}) -> tensor<3x4xf32> {
+  return %w : tensor<3x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{data input #0 must be a tensor with a batch dimension, got 'tensor<f32>'}}
+func.func @forward(%x: tensor<f32>, %w: tensor<3x4xf32> {train.param = "w"}) -> tensor<3x4xf32> {
+  return %w : tensor<3x4xf32>
+}
+
+// -----
+
+// A model whose batch size is pinned by an op cannot be specialised.
+func.func @forward(%x: tensor<?x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+2 {{cannot reshape [8, 4] (32 elements) into [2, 8] (16 elements)}}
+  // expected-error @+1 {{'nn.reshape' op cannot be specialised to the new input shapes}}
+  %0 = nn.reshape %x [2, 8] : tensor<?x4xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{the module already has a @loss function}}
+module {
+  func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    return %x : tensor<?x4xf32>
+  }
+  func.func @loss() {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{@forward returns no prediction}}
+func.func @forward(%x: tensor<?x4xf32>, %m: tensor<3xf32> {train.buffer = "m"}) -> (tensor<3xf32> {train.buffer = "m"}) {
+  return %m : tensor<3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{the prediction must be a float tensor with a batch dimension, got 'tensor<8xi64>'}}
+func.func @forward(%x: tensor<?x4xf32>, %l: tensor<8xi64>) -> tensor<8xi64> {
+  return %l : tensor<8xi64>
+}
+
+// -----
+
+// expected-error @+1 {{cross-entropy needs [batch, classes] logits, the prediction is 'tensor<8x2x3xf32>'}}
+func.func @forward(%x: tensor<?x2x3xf32>) -> tensor<?x2x3xf32> {
+  return %x : tensor<?x2x3xf32>
+}
+
+//--- mse.mlir
+
+// Without micro-batch the model keeps its batch dimension; the targets have
+// the prediction's type.
+// MSE-LABEL: func.func @forward(%{{[^:]+}}: tensor<?x4xf32> {train.input = "x"}
+// MSE-LABEL: func.func @loss(
+// MSE-SAME: %[[X:[^:]+]]: tensor<?x4xf32> {train.input = "x"}, %[[W:[^:]+]]: tensor<3x4xf32> {train.param = "w"},
+// MSE-SAME: %[[T:[^:]+]]: tensor<?x3xf32> {train.input = "targets"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights"})
+// MSE-SAME: -> (tensor<f32> {train.output = "loss"})
+// MSE: %[[Y:.+]] = nn.linear %[[X]], %[[W]]
+// MSE: %[[L:.+]] = nn.mse_loss %[[Y]], %[[T]] {reduction = {{.+}}none{{.*}}} : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?xf32>
+// MSE: %[[WL:.+]] = nn.mul %[[L]], %[[WEIGHTS]] : tensor<?xf32>, tensor<?xf32> -> tensor<?xf32>
+// MSE: %[[S:.+]] = nn.reduce_sum %[[WL]] [] : tensor<?xf32> -> tensor<f32>
+// MSE: return %[[S]] : tensor<f32>
+func.func @forward(%x: tensor<?x4xf32>, %w: tensor<3x4xf32> {train.param = "w"}) -> tensor<?x3xf32> {
+  %0 = nn.linear %x, %w : tensor<?x4xf32>, tensor<3x4xf32> -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+//--- none.mlir
+
+// With loss=none the prediction already is the per-sample loss: no labels or
+// targets, only the weights.
+// NONE-LABEL: func.func @loss(
+// NONE-SAME: %[[X:[^:]+]]: tensor<?x4xf32> {train.input = "x"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights"})
+// NONE-NOT: nn.cross_entropy
+// NONE-NOT: nn.mse_loss
+// NONE: %[[L:.+]] = nn.reduce_mean %[[X]] [1]
+// NONE: %[[WL:.+]] = nn.mul %[[L]], %[[WEIGHTS]]
+// NONE: %[[S:.+]] = nn.reduce_sum %[[WL]] []
+// NONE: return %[[S]]
+func.func @model(%x: tensor<?x4xf32>) -> tensor<?xf32> {
+  %0 = nn.reduce_mean %x [1] : tensor<?x4xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-error @+1 {{with loss=none the prediction must be the per-sample loss [batch], got 'tensor<?x4xf32>'}}
+func.func @model(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %x : tensor<?x4xf32>
+}

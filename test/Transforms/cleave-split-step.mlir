@@ -1,0 +1,258 @@
+// RUN: split-file --leading-lines %s %t
+// RUN: cleave-opt %t/step.mlir --cleave-split-step | FileCheck %s --check-prefix=SPLIT
+// RUN: cleave-opt %t/step.mlir --cleave-split-step="accumulate=4 reduce=mean" | FileCheck %s --check-prefix=MEAN
+// RUN: cleave-opt %t/step.mlir --cleave-split-step=reduce=adasum | FileCheck %s --check-prefix=ADASUM
+// RUN: cleave-opt %t/warnings.mlir --verify-diagnostics --cleave-split-step | FileCheck %s --check-prefix=WARN
+// RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics --cleave-split-step
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step=reduce=ring 2>&1 | FileCheck %s --check-prefix=BAD-REDUCE
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step=accumulate=0 2>&1 | FileCheck %s --check-prefix=BAD-ACCUMULATE
+
+// BAD-REDUCE: error: unknown reduce 'ring'; expected none, mean or adasum
+// BAD-ACCUMULATE: error: accumulate must be >= 1, got
+
+//--- step.mlir
+
+// A step as cleave-build-train-step builds it (with stand-in gradients).
+
+// SPLIT: module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}}
+// One accumulator per window_sum operand, after the existing globals, named
+// after its target, and the micro-step counter.
+// SPLIT: train.global counter @train.step : tensor<i64>
+// SPLIT-NEXT: train.global accumulator @w.grad of @w : tensor<3x4xf32>
+// SPLIT-NEXT: train.global accumulator @b.grad of @b : tensor<3xf32>
+// SPLIT-NEXT: train.global accumulator @train.samples : tensor<f32>
+// SPLIT-NEXT: train.global counter @train.micro_steps : tensor<i64>
+
+// The micro-step runs what precedes the cut on the data inputs, adds the
+// window_sum operands into the accumulators and counts itself.
+// SPLIT-LABEL: func.func @micro_step(
+// SPLIT-SAME: %[[X:[^:]+]]: tensor<8x4xf32> {train.input = "x"}, %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights"})
+// SPLIT-SAME: -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "micro_step"}
+// SPLIT: %[[W:.+]] = train.load @w
+// SPLIT: %[[B:.+]] = train.load @b
+// SPLIT: %[[Y:.+]] = nn.linear %[[X]], %[[W]], %[[B]]
+// SPLIT: %[[LOSS:.+]] = nn.reduce_sum %[[Y]]
+// SPLIT: %[[DW:.+]] = nn.neg %[[W]]
+// SPLIT: %[[DB:.+]] = nn.neg %[[B]]
+// SPLIT: %[[N:.+]] = nn.reduce_sum %[[WEIGHTS]]
+// SPLIT-NOT: train.window_sum
+// SPLIT: train.accumulate %[[DW]], @w.grad : tensor<3x4xf32>
+// SPLIT: train.accumulate %[[DB]], @b.grad : tensor<3xf32>
+// SPLIT: train.accumulate %[[N]], @train.samples : tensor<f32>
+// SPLIT: %[[MS:.+]] = train.load @train.micro_steps
+// SPLIT: %[[ONE:.+]] = arith.constant dense<1> : tensor<i64>
+// SPLIT: %[[MS1:.+]] = arith.addi %[[MS]], %[[ONE]]
+// SPLIT: train.store %[[MS1]], @train.micro_steps
+// SPLIT-NOT: train.sgd
+// SPLIT: return %[[LOSS]] : tensor<f32>
+
+// The apply step takes the hyperparameters, reads the sums, runs what follows
+// the cut (loads and pure ops on them are rematerialised) and zeroes the
+// accumulators and the micro-step counter.
+// SPLIT-LABEL: func.func @apply_step(
+// SPLIT-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"})
+// SPLIT-SAME: attributes {train.entry = "apply_step"}
+// SPLIT: %[[SW:.+]] = train.load @w.grad
+// SPLIT: %[[SB:.+]] = train.load @b.grad
+// SPLIT: %[[SN:.+]] = train.load @train.samples
+// SPLIT-NOT: train.cross_rank_reduce
+// SPLIT: %[[GW:.+]] = nn.div %[[SW]], %[[SN]]
+// SPLIT: %[[GB:.+]] = nn.div %[[SB]], %[[SN]]
+// SPLIT: train.store %{{.+}}, @train.step
+// SPLIT: %[[W2:.+]] = train.load @w :
+// SPLIT: %[[NW:.+]] = train.sgd %[[W2]], %[[GW]] lr %[[LR]]
+// SPLIT: train.store %[[NW]], @w :
+// SPLIT: %[[B2:.+]] = train.load @b :
+// SPLIT: %[[NEGB:.+]] = nn.neg %[[B2]]
+// SPLIT: %[[NB:.+]] = train.sgd %[[NEGB]], %[[GB]] lr %[[LR]]
+// SPLIT: train.store %[[NB]], @b :
+// SPLIT: %[[Z1:.+]] = arith.constant dense<0.000000e+00> : tensor<3x4xf32>
+// SPLIT: train.store %[[Z1]], @w.grad
+// SPLIT: %[[Z2:.+]] = arith.constant dense<0.000000e+00> : tensor<3xf32>
+// SPLIT: train.store %[[Z2]], @b.grad
+// SPLIT: %[[Z3:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// SPLIT: train.store %[[Z3]], @train.samples
+// SPLIT: %[[Z4:.+]] = arith.constant dense<0> : tensor<i64>
+// SPLIT: train.store %[[Z4]], @train.micro_steps
+// SPLIT: return{{$}}
+// SPLIT-NOT: func.func @train_step
+
+// With reduce=mean the gradient sums and the sample count are summed across
+// ranks before the single division.
+// MEAN: module attributes {train.manifest = {accumulate = 4 : i64, reduce = "mean", warnings = []}}
+// MEAN-LABEL: func.func @micro_step(
+// MEAN-NOT: train.cross_rank_reduce
+// MEAN-LABEL: func.func @apply_step(
+// MEAN: %[[SW:.+]] = train.load @w.grad
+// MEAN: %[[SB:.+]] = train.load @b.grad
+// MEAN: %[[SN:.+]] = train.load @train.samples
+// MEAN: %[[R:.+]]:3 = train.cross_rank_reduce sum %[[SW]], %[[SB]], %[[SN]] : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+// MEAN: nn.div %[[R]]#0, %[[R]]#2
+// MEAN: nn.div %[[R]]#1, %[[R]]#2
+// MEAN-NOT: train.cross_rank_reduce
+
+// With reduce=adasum each rank updates with its own window and the parameter
+// deltas are combined, in one collective after the last update.
+// ADASUM: module attributes {train.manifest = {accumulate = 1 : i64, reduce = "adasum", warnings = []}}
+// ADASUM-LABEL: func.func @apply_step(
+// ADASUM: %[[OLDB:.+]] = train.load @b :
+// ADASUM: %[[OLDW:.+]] = train.load @w :
+// ADASUM-NOT: train.cross_rank_reduce sum
+// ADASUM: %[[NW:.+]] = train.sgd
+// ADASUM: %[[DW:.+]] = nn.sub %[[NW]], %[[OLDW]]
+// ADASUM: %[[NB:.+]] = train.sgd
+// ADASUM: %[[DB:.+]] = nn.sub %[[NB]], %[[OLDB]]
+// ADASUM: %[[R:.+]]:2 = train.cross_rank_reduce adasum %[[DW]], %[[DB]] : tensor<3x4xf32>, tensor<3xf32>
+// ADASUM: %[[W:.+]] = nn.add %[[OLDW]], %[[R]]#0
+// ADASUM: train.store %[[W]], @w :
+// ADASUM: %[[B:.+]] = nn.add %[[OLDB]], %[[R]]#1
+// ADASUM: train.store %[[B]], @b :
+// ADASUM-NOT: train.store %[[NW]]
+// ADASUM-NOT: train.store %[[NB]]
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global param @b : tensor<3xf32> = #train.init<zeros>
+train.global counter @train.step : tensor<i64>
+func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
+                      %weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-2 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %b = train.load @b : tensor<3xf32>
+  %y = nn.linear %x, %w, %b : tensor<8x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<8x3xf32>
+  %loss = nn.reduce_sum %y [] : tensor<8x3xf32> -> tensor<f32>
+  %dw = nn.neg %w : tensor<3x4xf32>
+  %db = nn.neg %b : tensor<3xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:3 = train.window_sum %dw, %db, %n {targets = [@w, @b, "samples"]} : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+  %gw = nn.div %s#0, %s#2 : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
+  %gb = nn.div %s#1, %s#2 : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %t = train.load @train.step : tensor<i64>
+  %one = arith.constant dense<1> : tensor<i64>
+  %t1 = arith.addi %t, %one : tensor<i64>
+  train.store %t1, @train.step : tensor<i64>
+  %nw = train.sgd %w, %gw lr %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  train.store %nw, @w : tensor<3x4xf32>
+  %b2 = nn.neg %b : tensor<3xf32>
+  %nb = train.sgd %b2, %gb lr %lr weight_decay %lr : tensor<3xf32>, tensor<f32>
+  train.store %nb, @b : tensor<3xf32>
+  return %loss : tensor<f32>
+}
+
+//--- warnings.mlir
+
+// Ops whose result depends on how the batch is split into micro-batches are
+// reported and listed in the manifest; inference-mode batch normalisation is
+// not. A window_sum without targets gets positional accumulator names.
+
+// WARN: module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = [
+// WARN-SAME: {loc = "loc(\22{{.*}}warnings.mlir\22:{{[0-9]+}}:{{[0-9]+}})", message = "dropout draws a new mask for each micro-batch, so the masks differ from one large batch", op = "nn.dropout"},
+// WARN-SAME: {loc = "loc(\22{{.*}}warnings.mlir\22:{{[0-9]+}}:{{[0-9]+}})", message = "batch normalisation in training mode uses the statistics of each micro-batch, not of the whole window", op = "nn.batch_norm"}]}}
+// WARN: train.global accumulator @train.window_sum.0 : tensor<2xf32>
+// WARN-LABEL: func.func @micro_step(
+// WARN: nn.dropout
+// WARN: nn.batch_norm {{.+}} {training}
+// WARN: nn.batch_norm {{.+}} : tensor<4x2xf32>
+// WARN: train.accumulate %{{.+}}, @train.window_sum.0 : tensor<2xf32>
+
+train.global param @g : tensor<2xf32>
+train.global buffer @m : tensor<2xf32>
+train.global counter @train.rng : tensor<i64>
+func.func @train_step(%x: tensor<4x2xf32> {train.input = "x"}) -> tensor<f32> attributes {train.entry = "step"} {
+  %g = train.load @g : tensor<2xf32>
+  %m = train.load @m : tensor<2xf32>
+  %seed = train.load @train.rng : tensor<i64>
+  // expected-warning @+1 {{dropout draws a new mask for each micro-batch, so the masks differ from one large batch}}
+  %d = nn.dropout %x, %seed {ratio = 0.5} : tensor<4x2xf32>, tensor<i64> -> tensor<4x2xf32>
+  // expected-warning @+1 {{batch normalisation in training mode uses the statistics of each micro-batch, not of the whole window}}
+  %y, %rm, %rv = nn.batch_norm %d, %g, %g, %m, %m {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
+  %z, %zm, %zv = nn.batch_norm %y, %g, %g, %m, %m : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
+  %l = nn.reduce_sum %z [] : tensor<4x2xf32> -> tensor<f32>
+  %s = train.window_sum %g : tensor<2xf32>
+  train.store %s, @g : tensor<2xf32>
+  return %l : tensor<f32>
+}
+
+//--- invalid.mlir
+
+// expected-error @+1 {{no training step (a function with train.entry = "step"); run cleave-build-train-step first}}
+module {
+  func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{expected exactly one train.window_sum in @train_step, found 2}}
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  %0 = train.window_sum %x : tensor<4xf32>
+  %1 = train.window_sum %0 : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expected exactly one train.window_sum in @train_step, found 0}}
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{@train_step has control flow; cleave-split-step needs a single block}}
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  cf.br ^bb1
+^bb1:
+  %0 = train.window_sum %x : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  %0 = train.window_sum %x : tensor<4xf32>
+  %1 = nn.neg %0 : tensor<4xf32>
+  // expected-error @+1 {{'func.return' op returns the result of 'nn.neg', which is computed after the cut; a step returns per-micro-batch values}}
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  %0 = train.window_sum %x : tensor<4xf32>
+  // expected-error @+1 {{'nn.mul' op depends on argument 'x' after the cut; data inputs belong to the micro-step}}
+  %1 = nn.mul %0, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{hyperparameter argument 'lr' is used before the cut; hyperparameters belong to the apply step}}
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}, %lr: tensor<f32> {train.hyper = "lr"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  %0 = nn.mul %x, %lr : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %1 = train.window_sum %0 : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A value with effects cannot be recomputed after the cut.
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  // expected-note @+1 {{computed here, before the cut}}
+  %r = train.cross_rank_reduce sum %x : tensor<4xf32>
+  %0 = train.window_sum %x : tensor<4xf32>
+  // expected-error @+1 {{'nn.add' op depends on the result of 'train.cross_rank_reduce', which is computed per micro-batch; route it through train.window_sum}}
+  %1 = nn.add %0, %r : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+train.global param @w : tensor<4xf32>
+train.global accumulator @w.grad of @w : tensor<4xf32>
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  // expected-error @+1 {{'train.window_sum' op accumulator name 'w.grad' is taken}}
+  %0 = train.window_sum %x {targets = [@w]} : tensor<4xf32>
+  return %x : tensor<4xf32>
+}

@@ -1,0 +1,239 @@
+//===- ConvolutionTest.cpp - The conv2d kernels against naive loops -------===//
+//
+// Forward (bias, ReLU), backward data and backward weights (overwrite and
+// accumulate) with strides, asymmetric padding, dilation and groups, through
+// both layout policies of the kernel (oneDNN's blocked layouts with staging
+// reorders, and plain NCHW).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtils.h"
+
+#include "cleave/kernel_abi.h"
+
+using namespace cleave::rt;
+using namespace cleave::rt::test;
+
+namespace {
+
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw;
+  int64_t sh, sw, pt, pl, pb, pr, dh, dw, groups;
+  int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  size_t srcSize() const { return n * c * h * w; }
+  size_t weiSize() const { return o * cg() * kh * kw; }
+  size_t dstSize() const { return n * o * oh() * ow(); }
+
+  nlohmann::json entry(int64_t id, const char *op) const {
+    return {{"id", id},
+            {"op", op},
+            {"n", n},
+            {"c", c},
+            {"h", h},
+            {"w", w},
+            {"o", o},
+            {"kh", kh},
+            {"kw", kw},
+            {"oh", oh()},
+            {"ow", ow()},
+            {"strides", {sh, sw}},
+            {"padding", {pt, pl, pb, pr}},
+            {"dilations", {dh, dw}},
+            {"groups", groups}};
+  }
+
+  /// Calls `fn(srcIndex, weiIndex, dstIndex)` for every multiply of the
+  /// convolution: the one loop nest all three references share.
+  template <typename Fn> void forEachTap(Fn &&fn) const {
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oc = 0; oc < o; ++oc) {
+        int64_t g = oc / og();
+        for (int64_t y = 0; y < oh(); ++y)
+          for (int64_t x = 0; x < ow(); ++x)
+            for (int64_t ci = 0; ci < cg(); ++ci)
+              for (int64_t ky = 0; ky < kh; ++ky)
+                for (int64_t kx = 0; kx < kw; ++kx) {
+                  int64_t iy = y * sh - pt + ky * dh;
+                  int64_t ix = x * sw - pl + kx * dw;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                    continue;
+                  int64_t ic = g * cg() + ci;
+                  fn(((b * c + ic) * h + iy) * w + ix,
+                     ((oc * cg() + ci) * kh + ky) * kw + kx,
+                     ((b * o + oc) * oh() + y) * ow() + x);
+                }
+      }
+  }
+};
+
+/// A random valid convolution; `c`/`o` per group and `groups` as given.
+ConvCase randomConv(std::mt19937 &rng, int64_t groups, int64_t cg, int64_t og) {
+  ConvCase t;
+  t.n = randomInt(rng, 1, 3);
+  t.groups = groups;
+  t.c = groups * cg;
+  t.o = groups * og;
+  t.kh = randomInt(rng, 1, 4);
+  t.kw = randomInt(rng, 1, 4);
+  t.sh = randomInt(rng, 1, 3);
+  t.sw = randomInt(rng, 1, 3);
+  t.dh = randomInt(rng, 1, 2);
+  t.dw = randomInt(rng, 1, 2);
+  t.pt = randomInt(rng, 0, t.kh - 1);
+  t.pb = randomInt(rng, 0, t.kh - 1);
+  t.pl = randomInt(rng, 0, t.kw - 1);
+  t.pr = randomInt(rng, 0, t.kw - 1);
+  t.h = randomInt(rng, t.dh * (t.kh - 1) + 1, 13);
+  t.w = randomInt(rng, t.dw * (t.kw - 1) + 1, 13);
+  return t;
+}
+
+/// (groups, channels per group in, out) covering plain layouts (1 input
+/// channel), blocked layouts (multiples of 16) and odd sizes in between.
+const int64_t kChannelConfigs[][3] = {{1, 1, 8},  {1, 3, 5},  {1, 16, 16},
+                                      {2, 8, 16}, {3, 2, 3},  {4, 4, 4},
+                                      {16, 1, 1}, {1, 32, 24}};
+
+TEST(Convolution, ForwardWithBiasAndRelu) {
+  std::mt19937 rng(11);
+  int variant = 0;
+  for (const auto &cfg : kChannelConfigs)
+    for (int repeat = 0; repeat < 2; ++repeat, ++variant) {
+      ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+      bool bias = variant % 2 == 0, relu = variant % 3 != 1;
+      nlohmann::json entry = t.entry(0, "conv2d_fwd");
+      entry["bias"] = bias;
+      entry["activation"] = relu ? "relu" : "none";
+      SCOPED_TRACE(entry.dump());
+      auto ctx = makeContext(nlohmann::json::array({entry}));
+      ASSERT_NE(ctx, nullptr);
+      auto src = randomVector(t.srcSize(), rng);
+      auto wei = randomVector(t.weiSize(), rng);
+      auto b = randomVector(t.o, rng);
+      std::vector<float> dst(t.dstSize(), 123.f);
+      Reference ref(t.dstSize());
+      t.forEachTap([&](size_t s, size_t wi, size_t d) {
+        ref.add(d, double(src[s]) * wei[wi]);
+      });
+      if (bias)
+        for (size_t d = 0; d < dst.size(); ++d)
+          ref.add(d, b[(d / (t.oh() * t.ow())) % t.o]);
+      if (relu)
+        applyRelu(ref);
+      cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(),
+                               bias ? b.data() : nullptr, dst.data());
+      EXPECT_TRUE(matches(dst, ref)) << ctx->describeKernel(0);
+    }
+}
+
+TEST(Convolution, BackwardData) {
+  std::mt19937 rng(12);
+  for (const auto &cfg : kChannelConfigs)
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+      nlohmann::json entry = t.entry(0, "conv2d_bwd_data");
+      SCOPED_TRACE(entry.dump());
+      auto ctx = makeContext(nlohmann::json::array({entry}));
+      ASSERT_NE(ctx, nullptr);
+      auto diffDst = randomVector(t.dstSize(), rng);
+      auto wei = randomVector(t.weiSize(), rng);
+      // Overwritten, including elements no window reads (they get 0).
+      std::vector<float> diffSrc(t.srcSize(), 123.f);
+      Reference ref(t.srcSize());
+      t.forEachTap([&](size_t s, size_t wi, size_t d) {
+        ref.add(s, double(diffDst[d]) * wei[wi]);
+      });
+      cleave_kernel_conv2d_bwd_data(ctx.get(), 0, diffDst.data(), wei.data(),
+                                    diffSrc.data());
+      EXPECT_TRUE(matches(diffSrc, ref)) << ctx->describeKernel(0);
+    }
+}
+
+TEST(Convolution, BackwardWeightsOverwriteAndAccumulate) {
+  std::mt19937 rng(13);
+  for (const auto &cfg : kChannelConfigs)
+    for (bool accumulate : {false, true}) {
+      ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+      nlohmann::json entry = t.entry(0, "conv2d_bwd_weights");
+      entry["accumulate"] = accumulate;
+      SCOPED_TRACE(entry.dump());
+      auto ctx = makeContext(nlohmann::json::array({entry}));
+      ASSERT_NE(ctx, nullptr);
+      auto src = randomVector(t.srcSize(), rng);
+      auto diffDst = randomVector(t.dstSize(), rng);
+      auto diffWei = randomVector(t.weiSize(), rng, 1.f, 3.f);
+      Reference ref(t.weiSize());
+      if (accumulate)
+        for (size_t i = 0; i < diffWei.size(); ++i)
+          ref.add(i, diffWei[i]);
+      t.forEachTap([&](size_t s, size_t wi, size_t d) {
+        ref.add(wi, double(src[s]) * diffDst[d]);
+      });
+      cleave_kernel_conv2d_bwd_weights(ctx.get(), 0, src.data(), diffDst.data(),
+                                       diffWei.data());
+      EXPECT_TRUE(matches(diffWei, ref)) << ctx->describeKernel(0);
+    }
+}
+
+/// The layout policy: oneDNN's blocked layouts (staged through reorders) for
+/// 16-channel tensors, plain NCHW when blocking would pad a 1-channel
+/// gradient 16-fold. Both paths are the ones the numeric tests above run.
+TEST(Convolution, LayoutPolicy) {
+  ConvCase wide{2, 16, 10, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  ConvCase image{2, 1, 10, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  nlohmann::json kernels = {wide.entry(0, "conv2d_bwd_data"),
+                            image.entry(1, "conv2d_bwd_data")};
+  auto ctx = makeContext(kernels);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_NE(ctx->describeKernel(0).find("oneDNN's layouts, 3 of 3"),
+            std::string::npos)
+      << ctx->describeKernel(0);
+  EXPECT_NE(ctx->describeKernel(1).find("plain layouts, 0 of 3"),
+            std::string::npos)
+      << ctx->describeKernel(1);
+  // The staging copies live in the shared arena.
+  EXPECT_GE(ctx->arenaBytes(), (wide.srcSize() + wide.dstSize()) * 4);
+}
+
+/// A forward, its data gradient and its accumulated weight gradient in one
+/// context, called in training order several times: kernels share the arena,
+/// so each must leave nothing behind that another relies on.
+TEST(Convolution, TrainingSequenceSharesArena) {
+  std::mt19937 rng(14);
+  ConvCase t{2, 16, 9, 9, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+  nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+  fwd["bias"] = false;
+  fwd["activation"] = "none";
+  nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
+  bwdW["accumulate"] = true;
+  auto ctx = makeContext({fwd, t.entry(1, "conv2d_bwd_data"), bwdW});
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> diffWei(t.weiSize(), 0.f);
+  Reference refWei(t.weiSize());
+  for (int step = 0; step < 3; ++step) {
+    auto src = randomVector(t.srcSize(), rng);
+    auto wei = randomVector(t.weiSize(), rng);
+    auto diffDst = randomVector(t.dstSize(), rng);
+    std::vector<float> dst(t.dstSize()), diffSrc(t.srcSize());
+    Reference refDst(t.dstSize()), refSrc(t.srcSize());
+    t.forEachTap([&](size_t s, size_t wi, size_t d) {
+      refDst.add(d, double(src[s]) * wei[wi]);
+      refSrc.add(s, double(diffDst[d]) * wei[wi]);
+      refWei.add(wi, double(src[s]) * diffDst[d]);
+    });
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(), nullptr,
+                             dst.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst.data(), wei.data(),
+                                  diffSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), diffDst.data(),
+                                     diffWei.data());
+    EXPECT_TRUE(matches(dst, refDst)) << "step " << step;
+    EXPECT_TRUE(matches(diffSrc, refSrc)) << "step " << step;
+    EXPECT_TRUE(matches(diffWei, refWei)) << "step " << step;
+  }
+}
+
+} // namespace

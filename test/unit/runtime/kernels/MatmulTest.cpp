@@ -1,0 +1,196 @@
+//===- MatmulTest.cpp - cleave_kernel_matmul against naive loops ----------===//
+//
+// Every transpose combination, batched and shared B, bias, ReLU and
+// accumulation, on random shapes and values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtils.h"
+
+#include "cleave/kernel_abi.h"
+
+using namespace cleave::rt;
+using namespace cleave::rt::test;
+
+namespace {
+
+struct MatmulCase {
+  int64_t batch, m, k, n;
+  bool transA, transB, bBatched, bias, relu, accumulate;
+
+  nlohmann::json entry(int64_t id) const {
+    return {{"id", id},
+            {"op", "matmul"},
+            {"batch", batch},
+            {"m", m},
+            {"k", k},
+            {"n", n},
+            {"trans_a", transA},
+            {"trans_b", transB},
+            {"b_batched", bBatched},
+            {"bias", bias},
+            {"activation", relu ? "relu" : "none"},
+            {"accumulate", accumulate}};
+  }
+};
+
+/// c (+)= act(op(a) op(b) + bias) in double; `c0` is C before the call.
+Reference referenceMatmul(const MatmulCase &t, const std::vector<float> &a,
+                          const std::vector<float> &b,
+                          const std::vector<float> &bias,
+                          const std::vector<float> &c0) {
+  Reference ref(t.batch * t.m * t.n);
+  for (int64_t bi = 0; bi < t.batch; ++bi) {
+    const float *A = a.data() + bi * t.m * t.k;
+    const float *B = b.data() + (t.bBatched ? bi * t.k * t.n : 0);
+    for (int64_t i = 0; i < t.m; ++i)
+      for (int64_t j = 0; j < t.n; ++j) {
+        size_t out = (bi * t.m + i) * t.n + j;
+        for (int64_t p = 0; p < t.k; ++p) {
+          double av = t.transA ? A[p * t.m + i] : A[i * t.k + p];
+          double bv = t.transB ? B[j * t.k + p] : B[p * t.n + j];
+          ref.add(out, av * bv);
+        }
+        if (t.bias)
+          ref.add(out, bias[j]);
+        if (t.accumulate)
+          ref.add(out, c0[out]);
+      }
+  }
+  if (t.relu)
+    applyRelu(ref);
+  return ref;
+}
+
+/// Runs one case through a fresh context and compares with the reference.
+void checkMatmul(const MatmulCase &t, std::mt19937 &rng) {
+  nlohmann::json kernels = nlohmann::json::array({t.entry(0)});
+  SCOPED_TRACE(kernels.dump());
+  auto ctx = makeContext(kernels);
+  ASSERT_NE(ctx, nullptr);
+  auto a = randomVector(t.batch * t.m * t.k, rng);
+  auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
+  auto bias = randomVector(t.n, rng);
+  // Accumulation targets hold values well away from zero so that a kernel
+  // that overwrites instead of adding cannot pass.
+  auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
+  Reference ref = referenceMatmul(t, a, b, bias, c);
+  cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(),
+                       t.bias ? bias.data() : nullptr, c.data());
+  EXPECT_TRUE(matches(c, ref));
+}
+
+TEST(Matmul, TransposeAndBatchCombinations) {
+  std::mt19937 rng(1);
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool bBatched : {false, true})
+        for (int64_t batch : {1, 3}) {
+          MatmulCase t{batch,
+                       randomInt(rng, 1, 40),
+                       randomInt(rng, 1, 70),
+                       randomInt(rng, 1, 40),
+                       transA,
+                       transB,
+                       bBatched,
+                       false,
+                       false,
+                       false};
+          checkMatmul(t, rng);
+        }
+}
+
+TEST(Matmul, BiasAndRelu) {
+  std::mt19937 rng(2);
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool bBatched : {false, true})
+        for (bool relu : {false, true}) {
+          MatmulCase t{randomInt(rng, 1, 3),
+                       randomInt(rng, 1, 33),
+                       randomInt(rng, 1, 80),
+                       randomInt(rng, 1, 33),
+                       transA,
+                       transB,
+                       bBatched,
+                       /*bias=*/!relu || transB,
+                       relu,
+                       false};
+          checkMatmul(t, rng);
+        }
+}
+
+TEST(Matmul, AccumulateAddsIntoC) {
+  std::mt19937 rng(3);
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool bBatched : {false, true}) {
+        MatmulCase t{randomInt(rng, 1, 3),
+                     randomInt(rng, 1, 40),
+                     randomInt(rng, 1, 70),
+                     randomInt(rng, 1, 40),
+                     transA,
+                     transB,
+                     bBatched,
+                     false,
+                     false,
+                     true};
+        checkMatmul(t, rng);
+      }
+}
+
+/// The weight-gradient GEMM of a linear layer, dW += dY^T X, accumulated over
+/// several micro-steps into the same buffer: each call adds, none resets.
+TEST(Matmul, WeightGradientAccumulatesAcrossCalls) {
+  std::mt19937 rng(4);
+  MatmulCase t{1, 48, 16, 56, true, false, false, false, false, true};
+  auto ctx = makeContext(nlohmann::json::array({t.entry(0)}));
+  ASSERT_NE(ctx, nullptr);
+  auto acc = randomVector(t.m * t.n, rng, 1.f, 3.f);
+  Reference ref(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i)
+    ref.add(i, acc[i]);
+  for (int step = 0; step < 3; ++step) {
+    auto dy = randomVector(t.k * t.m, rng);
+    auto x = randomVector(t.k * t.n, rng);
+    Reference once =
+        referenceMatmul(t, dy, x, {}, std::vector<float>(acc.size()));
+    for (size_t i = 0; i < acc.size(); ++i) {
+      ref.value[i] += once.value[i];
+      ref.magnitude[i] += once.magnitude[i];
+    }
+    cleave_kernel_matmul(ctx.get(), 0, dy.data(), x.data(), nullptr,
+                         acc.data());
+  }
+  EXPECT_TRUE(matches(acc, ref));
+}
+
+/// Several kernels in one context share its arena and stream; each keeps its
+/// own primitive.
+TEST(Matmul, ManyKernelsInOneContext) {
+  std::mt19937 rng(5);
+  std::vector<MatmulCase> cases;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (int64_t id = 0; id < 6; ++id) {
+    cases.push_back({randomInt(rng, 1, 2), randomInt(rng, 1, 30),
+                     randomInt(rng, 1, 50), randomInt(rng, 1, 30), id % 2 == 1,
+                     id % 3 == 1, id % 4 == 3, false, false, id == 5});
+    kernels.push_back(cases.back().entry(id));
+  }
+  auto ctx = makeContext(kernels);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(ctx->numKernels(), cases.size());
+  for (int repeat = 0; repeat < 2; ++repeat)
+    for (int64_t id = 5; id >= 0; --id) {
+      const MatmulCase &t = cases[id];
+      auto a = randomVector(t.batch * t.m * t.k, rng);
+      auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
+      auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
+      Reference ref = referenceMatmul(t, a, b, {}, c);
+      cleave_kernel_matmul(ctx.get(), id, a.data(), b.data(), nullptr,
+                           c.data());
+      EXPECT_TRUE(matches(c, ref)) << "kernel " << id;
+    }
+}
+
+} // namespace

@@ -1,0 +1,136 @@
+//===- CheckpointFormatTest.cpp - The checkpoint file layout --------------===//
+//
+// The byte layout documented in docs/design/runtime.md, written and read
+// without a session.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace cleave::rt;
+using nlohmann::json;
+
+namespace {
+
+std::string tempPath(const char *name) {
+  std::string dir = std::string(CLEAVE_TEST_TMPDIR) + "/CheckpointFormatTest";
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t u64At(const std::string &s, size_t offset) {
+  uint64_t v;
+  std::memcpy(&v, s.data() + offset, sizeof(v));
+  return v;
+}
+uint32_t u32At(const std::string &s, size_t offset) {
+  uint32_t v;
+  std::memcpy(&v, s.data() + offset, sizeof(v));
+  return v;
+}
+
+TEST(CheckpointFormatTest, LayoutAndRoundTrip) {
+  std::vector<float> w = {1.5f, -2.f, 3.25f};
+  std::vector<int64_t> step = {17};
+  CheckpointContents c;
+  c.manifestHash = 0x0123456789abcdefull;
+  c.seed = ~uint64_t(0); // does not fit int64
+  c.accumulate = 6;
+  c.hyperparameters = {{"lr", 0.1}, {"beta2", 0.999}};
+  c.globals = {{"w", DType::F32, {3}, w.data(), 12},
+               {"train.step", DType::I64, {}, step.data(), 8}};
+  c.userState = {{"epoch", "4"}, {"bin", std::string("\0\n\xff", 3)}};
+  std::string path = tempPath("layout.ckpt");
+  Status s = writeCheckpoint(path, c);
+  ASSERT_TRUE(s.ok()) << s.message();
+
+  std::string file = slurp(path);
+  ASSERT_GE(file.size(), 64u);
+  EXPECT_EQ(file.substr(0, 8), "CLEAVECK");
+  EXPECT_EQ(u32At(file, 8), 1u); // format version
+  EXPECT_EQ(u32At(file, 12), 0u);
+  uint64_t indexBytes = u64At(file, 16);
+  uint64_t dataBytes = u64At(file, 24);
+  EXPECT_EQ(
+      u32At(file, 32),
+      uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(file.data() + 64),
+                       uInt(indexBytes))));
+  EXPECT_EQ(
+      u32At(file, 36),
+      uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(file.data()), 36)));
+  uint64_t dataStart = (64 + indexBytes + 63) / 64 * 64;
+  EXPECT_EQ(file.size(), dataStart + dataBytes);
+
+  json index = json::parse(file.substr(64, indexBytes));
+  EXPECT_EQ(index["manifest_hash"], "0123456789abcdef");
+  EXPECT_EQ(index["seed"].get<uint64_t>(), ~uint64_t(0));
+  EXPECT_EQ(index["accumulate"], 6);
+  ASSERT_EQ(index["globals"].size(), 2u);
+  const json &g = index["globals"][1];
+  EXPECT_EQ(g["name"], "train.step");
+  EXPECT_EQ(g["dtype"], "i64");
+  EXPECT_EQ(g["shape"], json::array());
+  EXPECT_EQ(g["offset"].get<uint64_t>() % 64, 0u);
+  EXPECT_EQ(u64At(file, dataStart + g["offset"].get<uint64_t>()), 17u);
+  EXPECT_EQ(index["user_state"].size(), 2u);
+
+  LoadedCheckpoint loaded;
+  s = readCheckpoint(path, loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const CheckpointContents &r = loaded.contents();
+  EXPECT_EQ(r.manifestHash, c.manifestHash);
+  EXPECT_EQ(r.seed, c.seed);
+  EXPECT_EQ(r.accumulate, 6);
+  EXPECT_EQ(r.hyperparameters, c.hyperparameters);
+  ASSERT_EQ(r.globals.size(), 2u);
+  EXPECT_EQ(r.globals[0].name, "w");
+  EXPECT_EQ(r.globals[0].shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(std::memcmp(r.globals[0].data, w.data(), 12), 0);
+  EXPECT_EQ(r.userState, c.userState);
+}
+
+TEST(CheckpointFormatTest, EmptyContents) {
+  CheckpointContents c;
+  std::string path = tempPath("empty.ckpt");
+  ASSERT_TRUE(writeCheckpoint(path, c).ok());
+  LoadedCheckpoint loaded;
+  Status s = readCheckpoint(path, loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(loaded.contents().globals.empty());
+}
+
+TEST(CheckpointFormatTest, AMissingDirectoryIsAnIoError) {
+  CheckpointContents c;
+  std::string path = tempPath("no/such/dir/x.ckpt");
+  Status s = writeCheckpoint(path, c);
+  EXPECT_EQ(s.code(), CLEAVE_IO_ERROR);
+  EXPECT_EQ(s.message(),
+            path + ".tmp: cannot create (No such file or directory)");
+}
+
+TEST(CheckpointFormatTest, ADirectoryIsNotACheckpoint) {
+  LoadedCheckpoint loaded;
+  std::string dir = tempPath("adir");
+  std::filesystem::create_directories(dir);
+  Status s = readCheckpoint(dir, loaded);
+  EXPECT_EQ(s.code(), CLEAVE_IO_ERROR);
+  EXPECT_EQ(s.message(), dir + ": not a regular file");
+}
+
+} // namespace

@@ -1,0 +1,396 @@
+//===- ManifestTest.cpp - Validation of every manifest field --------------===//
+//
+// One valid manifest, then one mutation per rule of
+// docs/design/runtime-abi.md, each refused with a message naming the field.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <functional>
+
+using namespace cleave::rt;
+using nlohmann::json;
+
+namespace {
+
+// globals: [0] w, [1] b, [2] w.grad, [3] train.samples, [4] train.step,
+// [5] train.micro_steps.
+json validManifest() {
+  return json::parse(R"({
+    "abi_version": 1, "micro_batch": 8, "accumulate": 4, "reduce": "mean",
+    "dtype": "f32",
+    "globals": [
+      {"name": "w", "kind": "param", "dtype": "f32", "shape": [3, 5, 2],
+       "init": {"kind": "kaiming_uniform"}},
+      {"name": "b", "kind": "param", "dtype": "f32", "shape": [3],
+       "init": {"kind": "fan_in_uniform", "fan_in": 4}},
+      {"name": "w.grad", "kind": "accumulator", "of": "w", "dtype": "f32",
+       "shape": [3, 5, 2], "init": {"kind": "zeros"}},
+      {"name": "train.samples", "kind": "accumulator", "dtype": "f32",
+       "shape": [], "init": {"kind": "zeros"}},
+      {"name": "train.step", "kind": "counter", "dtype": "i64", "shape": [],
+       "init": {"kind": "zeros"}},
+      {"name": "train.micro_steps", "kind": "counter", "dtype": "i64",
+       "shape": [], "init": {"kind": "zeros"}}
+    ],
+    "hyperparameters": [{"name": "lr", "default": 0.01}],
+    "inputs": [
+      {"name": "x", "dtype": "f32", "shape": [8, 5, 2]},
+      {"name": "labels", "dtype": "i64", "shape": [8]},
+      {"name": "weights", "dtype": "f32", "shape": [8], "role": "sample_weights"}
+    ],
+    "entries": {
+      "micro_step": {"args": [
+        {"role": "input", "name": "x"},
+        {"role": "input", "name": "labels"},
+        {"role": "input", "name": "weights"},
+        {"role": "output", "name": "loss", "dtype": "f32", "shape": []},
+        {"role": "global", "name": "w"},
+        {"role": "global", "name": "w.grad"},
+        {"role": "global", "name": "train.micro_steps"},
+        {"role": "scratch", "bytes": 1000}]},
+      "apply_step": {"args": [
+        {"role": "hyper", "name": "lr"},
+        {"role": "global", "name": "w"},
+        {"role": "global", "name": "train.step"},
+        {"role": "global", "name": "train.micro_steps"}]},
+      "eval_step": {"args": [
+        {"role": "input", "name": "x"},
+        {"role": "output", "name": "prediction", "dtype": "f32",
+         "shape": [8, 3]}]}
+    },
+    "kernels": [{"id": 0, "op": "matmul"}],
+    "warnings": [{"op": "nn.dropout", "loc": "m.mlir:1:2", "message": "m"}]
+  })");
+}
+
+TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
+  std::string text = validManifest().dump();
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m.microBatch, 8);
+  EXPECT_EQ(m.accumulate, 4);
+  EXPECT_EQ(m.reduce, ReduceMode::Mean);
+  ASSERT_EQ(m.globals.size(), 6u);
+  EXPECT_EQ(m.globals[0].numElements, 30);
+  EXPECT_EQ(m.globals[0].bytes, 120u);
+  // kaiming_uniform: fan_in is the product of all dimensions but the first.
+  EXPECT_EQ(m.globals[0].init.fanIn, 10);
+  EXPECT_DOUBLE_EQ(m.globals[0].init.hi, 1.0 / std::sqrt(10.0));
+  EXPECT_DOUBLE_EQ(m.globals[1].init.lo, -0.5);
+  EXPECT_EQ(m.stepGlobal, 4u);
+  EXPECT_EQ(m.microStepsGlobal, 5u);
+  EXPECT_EQ(m.samplesGlobal, std::optional<size_t>(3));
+  EXPECT_FALSE(m.rngGlobal);
+  EXPECT_EQ(m.userInputs, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(m.sampleWeightsInput, std::optional<size_t>(2));
+  EXPECT_EQ(m.inputs[0].rowBytes, 40u);
+  const EntryDesc &micro = m.entry(EntryKind::MicroStep);
+  EXPECT_EQ(micro.args.size(), 8u);
+  EXPECT_EQ(micro.args[7].scratchBytes, 1000u);
+  EXPECT_EQ(micro.usesInput, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(m.entry(EntryKind::EvalStep).usesInput,
+            (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(m.lossOutput, 0u);
+  EXPECT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.hash, fnv1a64(text));
+  EXPECT_NE(m.hash, fnv1a64(text + " "));
+}
+
+TEST(ManifestTest, Fnv1aMatchesItsReferenceValues) {
+  // From the FNV reference test suite.
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
+TEST(ManifestTest, OptionalPartsMayBeAbsent) {
+  json m = validManifest();
+  m.erase("warnings");
+  m["entries"].erase("eval_step");
+  m["globals"].erase(3); // train.samples
+  Manifest out;
+  Status s = parseManifest(m.dump(), out);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(out.entry(EntryKind::EvalStep).present);
+  EXPECT_FALSE(out.samplesGlobal);
+}
+
+struct BadCase {
+  const char *name;
+  std::function<void(json &)> mutate;
+  const char *message;
+};
+
+void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
+
+class BadManifestTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadManifestTest, IsRefusedWithAMessageNamingTheField) {
+  json m = validManifest();
+  GetParam().mutate(m);
+  Manifest out;
+  Status s = parseManifest(m.dump(), out);
+  EXPECT_EQ(s.code(), CLEAVE_INVALID_ARTIFACT);
+  EXPECT_EQ(s.message(), std::string("manifest: ") + GetParam().message);
+}
+
+json &global(json &m, int i) { return m["globals"][i]; }
+json &arg(json &m, const char *entry, int i) {
+  return m["entries"][entry]["args"][i];
+}
+
+const BadCase kBadCases[] = {
+    {"RootNotObject", [](json &m) { m = json::array(); },
+     "must be a JSON object"},
+    {"AbiVersion", [](json &m) { m["abi_version"] = 2; },
+     "abi_version is 2, this runtime supports 1"},
+    {"MicroBatchMissing", [](json &m) { m.erase("micro_batch"); },
+     "micro_batch is missing"},
+    {"MicroBatchZero", [](json &m) { m["micro_batch"] = 0; },
+     "micro_batch must be a positive integer"},
+    {"AccumulateString", [](json &m) { m["accumulate"] = "4"; },
+     "accumulate must be a positive integer"},
+    {"AccumulateFloat", [](json &m) { m["accumulate"] = 4.5; },
+     "accumulate must be a positive integer"},
+    {"Reduce", [](json &m) { m["reduce"] = "max"; },
+     "reduce must be one of none, sum, mean, adasum (got 'max')"},
+    {"ModelDtype", [](json &m) { m["dtype"] = "i32"; },
+     "dtype must be f32 or f64 (the model's float type)"},
+    {"GlobalsNotList", [](json &m) { m["globals"] = json::object(); },
+     "globals must be a list"},
+    {"GlobalNotObject", [](json &m) { global(m, 0) = 3; },
+     "globals[0] must be an object"},
+    {"GlobalNameEmpty", [](json &m) { global(m, 0)["name"] = ""; },
+     "globals[0].name must be a non-empty string"},
+    {"GlobalNameDuplicate", [](json &m) { global(m, 1)["name"] = "w"; },
+     "globals[1].name 'w' is already the name of another global"},
+    {"GlobalKind", [](json &m) { global(m, 0)["kind"] = "weight"; },
+     "globals[0].kind must be one of param, buffer, accumulator, state, "
+     "counter (got 'weight')"},
+    {"GlobalDtype", [](json &m) { global(m, 0)["dtype"] = "f16"; },
+     "globals[0].dtype must be one of f32, f64, i32, i64 (got 'f16')"},
+    {"ShapeNegative",
+     [](json &m) {
+       global(m, 3)["shape"] = json::array({2, -1});
+     },
+     "globals[3].shape must be a list of non-negative integers"},
+    {"ShapeFloat", [](json &m) { global(m, 1)["shape"] = json::array({1.5}); },
+     "globals[1].shape must be a list of non-negative integers"},
+    {"ShapeNotList", [](json &m) { global(m, 1)["shape"] = 3; },
+     "globals[1].shape must be a list of non-negative integers"},
+    {"ShapeHuge",
+     [](json &m) {
+       global(m, 1)["shape"] = json::array({1 << 30, 1 << 30, 1 << 30});
+     },
+     "globals[1].shape describes a tensor larger than 2^48 bytes"},
+    {"OfOnParam", [](json &m) { global(m, 0)["of"] = "b"; },
+     "globals[0].of is only allowed on accumulator and state globals"},
+    {"OfUnknown", [](json &m) { global(m, 2)["of"] = "v"; },
+     "globals[2].of 'v' is not the name of a param global"},
+    {"OfNotParam", [](json &m) { global(m, 2)["of"] = "train.step"; },
+     "globals[2].of 'train.step' is not the name of a param global"},
+    {"InitMissing", [](json &m) { global(m, 0).erase("init"); },
+     "globals[0].init is missing"},
+    {"InitNotObject", [](json &m) { global(m, 0)["init"] = "zeros"; },
+     "globals[0].init must be an object"},
+    {"InitKind",
+     [](json &m) {
+       global(m, 0)["init"] = {{"kind", "xavier"}};
+     },
+     "globals[0].init.kind must be one of zeros, ones, constant, uniform, "
+     "normal, kaiming_uniform, fan_in_uniform, data (got 'xavier')"},
+    {"UniformBounds",
+     [](json &m) {
+       global(m, 0)["init"] = {{"kind", "uniform"}, {"lo", 1}, {"hi", 0}};
+     },
+     "globals[0].init has lo > hi"},
+    {"UniformMissingHi",
+     [](json &m) {
+       global(m, 0)["init"] = {{"kind", "uniform"}, {"lo", 1}};
+     },
+     "globals[0].init.hi is missing"},
+    {"NormalStd",
+     [](json &m) {
+       global(m, 0)["init"] = {{"kind", "normal"}, {"mean", 0}, {"std", -1}};
+     },
+     "globals[0].init.std must be non-negative"},
+    {"ConstantNotNumber",
+     [](json &m) {
+       global(m, 0)["init"] = {{"kind", "constant"}, {"value", "one"}};
+     },
+     "globals[0].init.value must be a finite number"},
+    {"ConstantFractionOnInteger",
+     [](json &m) {
+       global(m, 4)["init"] = {{"kind", "constant"}, {"value", 1.5}};
+     },
+     "globals[4].init.value must be an integer representable as i64"},
+    {"RandomOnInteger",
+     [](json &m) {
+       global(m, 4)["init"] = {{"kind", "uniform"}, {"lo", 0}, {"hi", 1}};
+     },
+     "globals[4].init.kind 'uniform' needs a float global (this one is i64)"},
+    {"KaimingOnVector",
+     [](json &m) {
+       global(m, 1)["init"] = {{"kind", "kaiming_uniform"}};
+     },
+     "globals[1].init.kind 'kaiming_uniform' needs a shape of rank >= 2 "
+     "(fan_in is the product of all dimensions but the first)"},
+    {"KaimingZeroFanIn",
+     [](json &m) {
+       global(m, 0)["shape"] = json::array({3, 0});
+     },
+     "globals[0].shape gives kaiming_uniform a fan_in of 0"},
+    {"FanInZero",
+     [](json &m) {
+       global(m, 1)["init"] = {{"kind", "fan_in_uniform"}, {"fan_in", 0}};
+     },
+     "globals[1].init.fan_in must be a positive integer"},
+    {"DataBytes",
+     [](json &m) {
+       global(m, 1)["init"] = {{"kind", "data"}, {"offset", 0}, {"bytes", 4}};
+     },
+     "globals[1].init.bytes is 4, the global has 12 bytes"},
+    {"DataOffset",
+     [](json &m) {
+       global(m, 1)["init"] = {{"kind", "data"}, {"offset", -8}, {"bytes", 12}};
+     },
+     "globals[1].init.offset must be a non-negative integer"},
+    {"NoStepCounter", [](json &m) { m["globals"].erase(4); },
+     "globals has no 'train.step' global (required by the runtime)"},
+    {"MicroStepsDtype", [](json &m) { global(m, 5)["dtype"] = "f32"; },
+     "globals[5].dtype of 'train.micro_steps' must be i64"},
+    {"StepKind", [](json &m) { global(m, 4)["kind"] = "state"; },
+     "globals[4].kind of 'train.step' must be counter"},
+    {"SamplesShape", [](json &m) { global(m, 3)["shape"] = json::array({1}); },
+     "globals[3].shape of 'train.samples' must be [] (a scalar)"},
+    {"SamplesDtype", [](json &m) { global(m, 3)["dtype"] = "i64"; },
+     "globals[3].dtype of 'train.samples' must be f32 or f64"},
+    {"RngDtype",
+     [](json &m) {
+       m["globals"].push_back({{"name", "train.rng"},
+                               {"kind", "counter"},
+                               {"dtype", "i32"},
+                               {"shape", json::array()},
+                               {"init", {{"kind", "zeros"}}}});
+     },
+     "globals[6].dtype of 'train.rng' must be i64"},
+    {"HypersNotList", [](json &m) { m["hyperparameters"] = 1; },
+     "hyperparameters must be a list"},
+    {"HyperDefault",
+     [](json &m) { m["hyperparameters"][0]["default"] = "fast"; },
+     "hyperparameters[0].default must be a finite number"},
+    {"HyperDuplicate",
+     [](json &m) {
+       m["hyperparameters"].push_back({{"name", "lr"}, {"default", 1}});
+     },
+     "hyperparameters[1].name 'lr' is already the name of another "
+     "hyperparameter"},
+    {"InputsMissing", [](json &m) { m.erase("inputs"); }, "inputs is missing"},
+    {"InputBatchDim",
+     [](json &m) { m["inputs"][1]["shape"] = json::array({4}); },
+     "inputs[1].shape must start with the micro-batch size 8"},
+    {"InputScalar", [](json &m) { m["inputs"][1]["shape"] = json::array(); },
+     "inputs[1].shape must start with the micro-batch size 8"},
+    {"InputDuplicate", [](json &m) { m["inputs"][1]["name"] = "x"; },
+     "inputs[1].name 'x' is already the name of another input"},
+    {"InputRole", [](json &m) { m["inputs"][1]["role"] = "labels"; },
+     "inputs[1].role must be \"sample_weights\" when present"},
+    {"TwoSampleWeights",
+     [](json &m) {
+       m["inputs"].push_back({{"name", "w2"},
+                              {"dtype", "f32"},
+                              {"shape", json::array({8})},
+                              {"role", "sample_weights"}});
+     },
+     "inputs[3].role 'sample_weights' is already the role of inputs[2]"},
+    {"SampleWeightsDtype", [](json &m) { m["inputs"][2]["dtype"] = "i64"; },
+     "inputs[2] (sample weights) must be f32 or f64 of shape [8]"},
+    {"EntriesNotObject", [](json &m) { m["entries"] = json::array(); },
+     "entries must be an object"},
+    {"UnknownEntry",
+     [](json &m) {
+       m["entries"]["train_step"] = {{"args", json::array()}};
+     },
+     "entries.train_step is not an entry point of ABI version 1 (expected "
+     "micro_step, apply_step or eval_step)"},
+    {"ApplyMissing", [](json &m) { m["entries"].erase("apply_step"); },
+     "entries.apply_step is missing"},
+    {"ArgsMissing", [](json &m) { m["entries"]["eval_step"].erase("args"); },
+     "entries.eval_step.args is missing"},
+    {"ArgRole", [](json &m) { arg(m, "micro_step", 4)["role"] = "param"; },
+     "entries.micro_step.args[4].role must be one of input, output, global, "
+     "hyper, scratch (got 'param')"},
+    {"ArgUnknownInput", [](json &m) { arg(m, "eval_step", 0)["name"] = "y"; },
+     "entries.eval_step.args[0].name 'y' is not the name of an input"},
+    {"ArgUnknownGlobal", [](json &m) { arg(m, "micro_step", 4)["name"] = "v"; },
+     "entries.micro_step.args[4].name 'v' is not the name of a global"},
+    {"ArgUnknownHyper",
+     [](json &m) { arg(m, "apply_step", 0)["name"] = "alpha"; },
+     "entries.apply_step.args[0].name 'alpha' is not the name of a "
+     "hyperparameter"},
+    {"ArgNameMissing", [](json &m) { arg(m, "apply_step", 0).erase("name"); },
+     "entries.apply_step.args[0].name is missing"},
+    {"ScratchBytes", [](json &m) { arg(m, "micro_step", 7)["bytes"] = -1; },
+     "entries.micro_step.args[7].bytes must be a non-negative integer"},
+    {"OutputShape",
+     [](json &m) { arg(m, "eval_step", 1)["shape"] = json::array({-3}); },
+     "entries.eval_step.args[1].shape must be a list of non-negative "
+     "integers"},
+    {"OutputDuplicate",
+     [](json &m) {
+       m["entries"]["eval_step"]["args"].push_back(arg(m, "eval_step", 1));
+     },
+     "entries.eval_step.args[2].name 'prediction' is already the name of "
+     "another output"},
+    {"NoLoss", [](json &m) { arg(m, "micro_step", 3)["name"] = "cost"; },
+     "entries.micro_step has no output named 'loss'"},
+    {"LossNotScalar",
+     [](json &m) { arg(m, "micro_step", 3)["shape"] = json::array({8}); },
+     "entries.micro_step output 'loss' must be a f32 or f64 scalar (shape "
+     "[])"},
+    {"MicroStepWithoutCounter",
+     [](json &m) { m["entries"]["micro_step"]["args"].erase(6); },
+     "entries.micro_step does not take global 'train.micro_steps'"},
+    {"ApplyWithoutStep",
+     [](json &m) { m["entries"]["apply_step"]["args"].erase(2); },
+     "entries.apply_step does not take global 'train.step'"},
+    {"ApplyWithInput",
+     [](json &m) {
+       m["entries"]["apply_step"]["args"].push_back(
+           {{"role", "input"}, {"name", "x"}});
+     },
+     "entries.apply_step takes input 'x' (apply_step runs without data)"},
+    {"KernelsMissing", [](json &m) { m.erase("kernels"); },
+     "kernels is missing"},
+    {"KernelNotObject", [](json &m) { m["kernels"] = json::array({1}); },
+     "kernels[0] must be an object"},
+    {"WarningOp", [](json &m) { m["warnings"][0].erase("op"); },
+     "warnings[0].op is missing"},
+    {"WarningsNotList", [](json &m) { m["warnings"] = "none"; },
+     "warnings must be a list"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Fields, BadManifestTest,
+                         ::testing::ValuesIn(kBadCases),
+                         [](const ::testing::TestParamInfo<BadCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(ManifestTest, NotJson) {
+  Manifest m;
+  Status s = parseManifest("{\"abi_version\": 1,", m);
+  EXPECT_EQ(s.code(), CLEAVE_INVALID_ARTIFACT);
+  EXPECT_EQ(s.message().rfind("manifest: is not valid JSON (parse error", 0),
+            0u)
+      << s.message();
+}
+
+} // namespace
