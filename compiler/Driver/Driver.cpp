@@ -8,6 +8,7 @@
 #include "compiler/Driver/Driver.h"
 
 #include "compiler/Artifact/ObjectWriter.h"
+#include "compiler/Frontend/Onnx/OnnxImporter.h"
 #include "compiler/InitAll.h"
 #include "dialects/Train/IR/TrainDialect.h"
 
@@ -32,16 +33,13 @@ using namespace mlir::cleave;
 namespace cl = llvm::cl;
 
 OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
+  if (path.ends_with(".onnx"))
+    return importOnnx(context, path);
   std::string error;
   auto file = openInputFile(path, &error);
   if (!file) {
     emitError(UnknownLoc::get(&context)) << "cannot open '" << path
                                          << "': " << error;
-    return {};
-  }
-  if (path.ends_with(".onnx")) {
-    emitError(UnknownLoc::get(&context))
-        << path << ": ONNX import is not part of this build";
     return {};
   }
   llvm::SourceMgr sourceMgr;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Runtime/IR/RtOps.h"
+#include "dialects/Common/EnumKeyword.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
@@ -15,6 +16,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+using namespace mlir::cleave;
 using namespace mlir::cleave::rt;
 
 #include "dialects/Runtime/IR/RtDialect.cpp.inc"

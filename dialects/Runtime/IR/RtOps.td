@@ -94,7 +94,7 @@ def Rt_KernelOp : Rt_Op<"kernel", [
                        DictionaryAttr:$config);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    $kind `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
+    custom<EnumKeyword>($kind) `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:`
     type($outputs) `)` $config attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
@@ -122,7 +122,7 @@ def Rt_CrossRankReduceOp : Rt_Op<"cross_rank_reduce", [
   let arguments = (ins Rt_ReduceKindAttr:$kind, Variadic<AnyShaped>:$outputs);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    $kind `outs` `(` $outputs `:` type($outputs) `)` attr-dict
+    custom<EnumKeyword>($kind) `outs` `(` $outputs `:` type($outputs) `)` attr-dict
     (`->` type($results)^)?
   }];
   let extraClassDeclaration = [{

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Train/IR/TrainOps.h"
+#include "dialects/Common/EnumKeyword.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -15,28 +16,8 @@
 #include <utility>
 
 using namespace mlir;
+using namespace mlir::cleave;
 using namespace mlir::cleave::train;
-
-//===----------------------------------------------------------------------===//
-// custom<EnumKeyword>
-//===----------------------------------------------------------------------===//
-
-/// Prints an enum attribute as a bare keyword (`param`, `mean`).
-template <typename AttrT>
-static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
-  printer << stringifyEnum(attr.getValue());
-}
-
-/// Parses a bare enum keyword; the error lists the valid ones.
-template <typename AttrT>
-static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr) {
-  using EnumT = decltype(std::declval<AttrT>().getValue());
-  FailureOr<EnumT> value = FieldParser<EnumT, EnumT>::parse(parser);
-  if (failed(value))
-    return failure();
-  attr = AttrT::get(parser.getContext(), *value);
-  return success();
-}
 
 //===----------------------------------------------------------------------===//
 // custom<TypesThenLast>

@@ -1,0 +1,240 @@
+//===- Elementwise.cpp - Arithmetic, activations and softmax --------------===//
+//
+// Add/Sub/Mul/Div/Pow with numpy broadcasting, the unary activations and
+// softmax. Operations on compile-time values fold: integer arithmetic on
+// shapes stays symbolic in the batch size, and scalar float arithmetic
+// (`sqrt(head_dim)` as exporters spell it) becomes a constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Onnx/Importer.h"
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::importer;
+
+namespace {
+
+enum class Arith { Add, Sub, Mul, Div, Pow };
+
+FailureOr<SymInt> foldInts(Arith kind, SymInt a, SymInt b) {
+  switch (kind) {
+  case Arith::Add:
+    return add(a, b);
+  case Arith::Sub:
+    return sub(a, b);
+  case Arith::Mul:
+    return mul(a, b);
+  case Arith::Div:
+    return div(a, b);
+  case Arith::Pow:
+    return failure();
+  }
+  llvm_unreachable("unknown arithmetic");
+}
+
+/// Computes `a op b` rounded to `a`'s semantics, as the op would at run time.
+APFloat foldFloats(Arith kind, APFloat a, const APFloat &b) {
+  switch (kind) {
+  case Arith::Add:
+    a.add(b, APFloat::rmNearestTiesToEven);
+    return a;
+  case Arith::Sub:
+    a.subtract(b, APFloat::rmNearestTiesToEven);
+    return a;
+  case Arith::Mul:
+    a.multiply(b, APFloat::rmNearestTiesToEven);
+    return a;
+  case Arith::Div:
+    a.divide(b, APFloat::rmNearestTiesToEven);
+    return a;
+  case Arith::Pow: {
+    APFloat r(std::pow(a.convertToDouble(), b.convertToDouble()));
+    bool lost;
+    r.convert(a.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return r;
+  }
+  }
+  llvm_unreachable("unknown arithmetic");
+}
+
+/// The broadcast of two shapes, if they broadcast.
+std::optional<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a,
+                                              ArrayRef<int64_t> b) {
+  SmallVector<int64_t> out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    out[out.size() - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Folds integer arithmetic on shape values (rank 0 or 1, broadcasting).
+LogicalResult foldSymbolic(NodeImporter &n, Arith kind) {
+  ImportedValue &a = n.input(0), &b = n.input(1);
+  size_t size = std::max(a.symbolic.size(), b.symbolic.size());
+  if ((a.symbolic.size() != size && a.symbolic.size() != 1) ||
+      (b.symbolic.size() != size && b.symbolic.size() != 1))
+    return n.emitError() << n.getOpType() << " operands of sizes "
+                         << a.symbolic.size() << " and " << b.symbolic.size()
+                         << " do not broadcast";
+  SmallVector<SymInt> out;
+  for (size_t i = 0; i < size; ++i) {
+    SymInt x = a.symbolic[a.symbolic.size() == 1 ? 0 : i];
+    SymInt y = b.symbolic[b.symbolic.size() == 1 ? 0 : i];
+    FailureOr<SymInt> r = foldInts(kind, x, y);
+    if (failed(r))
+      return n.emitError() << "cannot fold " << n.getOpType() << " of " << x
+                           << " and " << y
+                           << " (B is the batch size) to a shape";
+    out.push_back(*r);
+  }
+  n.setOutput(
+      0, ImportedValue::ofSymbolic(out, a.scalar && b.scalar, a.symbolicType));
+  return success();
+}
+
+/// Folds float arithmetic on two splat constants into a splat constant.
+void foldSplats(NodeImporter &n, Arith kind, DenseElementsAttr a,
+                DenseElementsAttr b, ArrayRef<int64_t> shape) {
+  APFloat r =
+      foldFloats(kind, a.getSplatValue<APFloat>(), b.getSplatValue<APFloat>());
+  auto type = RankedTensorType::get(shape, a.getElementType());
+  n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(type, r)));
+}
+
+template <typename OpTy, Arith kind>
+LogicalResult importBinary(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  if (!n.hasInput(0) || !n.hasInput(1))
+    return n.emitError() << n.getOpType() << " needs two inputs";
+  using Kind = ImportedValue::Kind;
+  ImportedValue &a = n.input(0), &b = n.input(1);
+  if (a.kind == Kind::Symbolic && b.kind == Kind::Symbolic)
+    return foldSymbolic(n, kind);
+  if (a.kind == Kind::Constant && b.kind == Kind::Constant &&
+      a.constant.isSplat() && b.constant.isSplat() &&
+      isa<FloatType>(a.constant.getElementType()) &&
+      a.constant.getElementType() == b.constant.getElementType()) {
+    auto shape = broadcast(a.constant.getType().getShape(),
+                           b.constant.getType().getShape());
+    if (shape) {
+      foldSplats(n, kind, a.constant, b.constant, *shape);
+      return success();
+    }
+  }
+  FailureOr<Value> lhs = n.floatTensor(0);
+  if (failed(lhs))
+    return failure();
+  FailureOr<Value> rhs = n.floatTensor(1);
+  if (failed(rhs))
+    return failure();
+  auto op = n.create<OpTy>(*lhs, *rhs);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+/// Pow with a constant exponent (`nn.pow`); both constant folds.
+LogicalResult importPow(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<double> exponent = n.constantScalar(1, "exponent");
+  if (failed(exponent))
+    return failure();
+  ImportedValue &base = n.input(0);
+  if (base.kind == ImportedValue::Kind::Constant && base.constant.isSplat() &&
+      isa<FloatType>(base.constant.getElementType())) {
+    APFloat r = foldFloats(Arith::Pow, base.constant.getSplatValue<APFloat>(),
+                           APFloat(*exponent));
+    n.setOutput(0, ImportedValue::ofConstant(
+                       DenseElementsAttr::get(base.constant.getType(), r)));
+    return success();
+  }
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto op = n.create<nn::PowOp>(*x, APFloat(*exponent));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+template <typename OpTy> LogicalResult importUnary(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto op = n.create<OpTy>(*x);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importLeakyRelu(NodeImporter &n) {
+  if (failed(n.checkAttrs({"alpha"})))
+    return failure();
+  FailureOr<double> alpha = n.getFloat("alpha", 0.01);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(alpha) || failed(x))
+    return failure();
+  auto op = n.create<nn::LeakyReluOp>(*x, APFloat(*alpha));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+/// Softmax and LogSoftmax from opset 13 on normalise along one axis.
+template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", -1);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(axis) || failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  std::optional<int64_t> a = normalizeAxis(*axis, rank);
+  if (!a)
+    return n.emitError() << n.getOpType() << " axis " << *axis
+                         << " is out of range for rank " << rank;
+  auto op = n.create<OpTy>(*x, static_cast<uint64_t>(*a));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+} // namespace
+
+void importer::populateElementwiseImporters(ImporterTable &table) {
+  constexpr unsigned exponent = 1u << 1;
+  table["Add"] = {importBinary<nn::AddOp, Arith::Add>};
+  table["Sub"] = {importBinary<nn::SubOp, Arith::Sub>};
+  table["Mul"] = {importBinary<nn::MulOp, Arith::Mul>};
+  table["Div"] = {importBinary<nn::DivOp, Arith::Div>};
+  table["Pow"] = {importPow, 13, exponent};
+  table["Relu"] = {importUnary<nn::ReluOp>};
+  table["Sigmoid"] = {importUnary<nn::SigmoidOp>};
+  table["Tanh"] = {importUnary<nn::TanhOp>};
+  table["Erf"] = {importUnary<nn::ErfOp>};
+  table["Sqrt"] = {importUnary<nn::SqrtOp>};
+  table["Exp"] = {importUnary<nn::ExpOp>};
+  table["Log"] = {importUnary<nn::LogOp>};
+  table["Neg"] = {importUnary<nn::NegOp>};
+  table["LeakyRelu"] = {importLeakyRelu};
+  table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
+  table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
+}

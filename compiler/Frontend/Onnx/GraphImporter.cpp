@@ -1,0 +1,878 @@
+//===- GraphImporter.cpp - One ONNX graph to one model function -----------===//
+//
+// The machinery every op importer relies on: the value table, tensor
+// conversion, which initializers become parameters, the function signature,
+// the node loop and the results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Onnx/Importer.h"
+
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/Train/IR/TrainDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::importer;
+using train::TrainDialect;
+
+//===----------------------------------------------------------------------===//
+// SymInt
+//===----------------------------------------------------------------------===//
+
+/// Keeps zero in one form so equal values compare equal.
+static SymInt normalized(int64_t coeff, int64_t power) {
+  return coeff == 0 ? SymInt::constant(0) : SymInt{coeff, power};
+}
+
+llvm::raw_ostream &importer::operator<<(llvm::raw_ostream &os, SymInt v) {
+  if (v.isConstant())
+    return os << v.coeff;
+  if (v.coeff != 1)
+    os << v.coeff << "*";
+  os << "B";
+  if (v.power != 1)
+    os << "^" << v.power;
+  return os;
+}
+
+Diagnostic &importer::operator<<(Diagnostic &diag, SymInt v) {
+  std::string text;
+  llvm::raw_string_ostream(text) << v;
+  return diag << text;
+}
+
+FailureOr<SymInt> importer::add(SymInt a, SymInt b) {
+  if (a.coeff == 0)
+    return b;
+  if (b.coeff == 0)
+    return a;
+  int64_t sum;
+  if (a.power != b.power || llvm::AddOverflow(a.coeff, b.coeff, sum))
+    return failure();
+  return normalized(sum, a.power);
+}
+
+FailureOr<SymInt> importer::sub(SymInt a, SymInt b) {
+  if (b.coeff == std::numeric_limits<int64_t>::min())
+    return failure();
+  return add(a, SymInt{-b.coeff, b.power});
+}
+
+FailureOr<SymInt> importer::mul(SymInt a, SymInt b) {
+  int64_t product, power;
+  if (llvm::MulOverflow(a.coeff, b.coeff, product) ||
+      llvm::AddOverflow(a.power, b.power, power))
+    return failure();
+  return normalized(product, power);
+}
+
+FailureOr<SymInt> importer::div(SymInt a, SymInt b) {
+  if (b.coeff == 0 ||
+      (a.coeff == std::numeric_limits<int64_t>::min() && b.coeff == -1))
+    return failure();
+  if (a.coeff == 0)
+    return SymInt::constant(0);
+  // Between compile-time integers this is ONNX's truncating division; with
+  // the batch size involved only an exact quotient is known.
+  if (a.isConstant() && b.isConstant())
+    return SymInt::constant(a.coeff / b.coeff);
+  if (a.power < b.power || a.coeff % b.coeff != 0)
+    return failure();
+  return normalized(a.coeff / b.coeff, a.power - b.power);
+}
+
+//===----------------------------------------------------------------------===//
+// ImportedValue
+//===----------------------------------------------------------------------===//
+
+ImportedValue ImportedValue::ofTensor(Value v) {
+  ImportedValue r;
+  r.kind = Kind::Tensor;
+  r.tensor = v;
+  return r;
+}
+
+ImportedValue ImportedValue::ofConstant(DenseElementsAttr attr) {
+  auto type = attr.getType();
+  Type elt = type.getElementType();
+  // Integer vectors and scalars are what shape computations are made of:
+  // keep them in the form those computations fold on.
+  if (elt.isSignlessInteger() && !elt.isInteger(1) && type.getRank() <= 1) {
+    SmallVector<SymInt> values;
+    for (const APInt &v : attr.getValues<APInt>())
+      values.push_back(SymInt::constant(v.getSExtValue()));
+    return ofSymbolic(values, type.getRank() == 0, elt);
+  }
+  ImportedValue r;
+  r.kind = Kind::Constant;
+  r.constant = attr;
+  return r;
+}
+
+ImportedValue ImportedValue::ofSymbolic(ArrayRef<SymInt> values, bool scalar,
+                                        Type elementType) {
+  ImportedValue r;
+  r.kind = Kind::Symbolic;
+  r.symbolic.assign(values.begin(), values.end());
+  r.scalar = scalar;
+  r.symbolicType = elementType;
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> importer::normalizeAxis(int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return std::nullopt;
+  return a;
+}
+
+double importer::widenFloat(float value) {
+  char buffer[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+    double candidate = std::strtod(buffer, nullptr);
+    if (static_cast<float>(candidate) == value)
+      return candidate;
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// The importer table
+//===----------------------------------------------------------------------===//
+
+const ImporterTable &importer::getImporterTable() {
+  static const ImporterTable table = [] {
+    ImporterTable t;
+    populateElementwiseImporters(t);
+    populateShapeImporters(t);
+    populateLinearImporters(t);
+    populateConvPoolImporters(t);
+    populateNormalizationImporters(t);
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+GraphImporter::GraphImporter(MLIRContext &context,
+                             const onnx::ModelProto &model, int64_t opset,
+                             StringRef path)
+    : context(context), graph(model.graph()), opset(opset), path(path.str()),
+      builder(&context) {}
+
+std::string importer::nodeName(const onnx::NodeProto &node, unsigned index) {
+  // Unnamed nodes are known by their first output, which ONNX keeps unique.
+  if (!node.name().empty())
+    return node.name();
+  if (node.output_size() && !node.output(0).empty())
+    return node.output(0);
+  return "#" + std::to_string(index);
+}
+
+Location GraphImporter::nodeLoc(const onnx::NodeProto &node, unsigned index) {
+  return NameLoc::get(StringAttr::get(&context, nodeName(node, index)),
+                      FileLineColLoc::get(&context, path, 0, 0));
+}
+
+Type GraphImporter::convertElementType(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return builder.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return builder.getF64Type();
+  case onnx::TensorProto::INT64:
+    return builder.getI64Type();
+  case onnx::TensorProto::INT32:
+    return builder.getI32Type();
+  case onnx::TensorProto::BOOL:
+    return builder.getI1Type();
+  default:
+    return {};
+  }
+}
+
+/// The ONNX name of a data type, for diagnostics.
+static StringRef dataTypeName(int32_t dataType) {
+  if (!onnx::TensorProto_DataType_IsValid(dataType))
+    return "<invalid>";
+  return onnx::TensorProto_DataType_Name(
+      static_cast<onnx::TensorProto_DataType>(dataType));
+}
+
+/// Copies a repeated field of ONNX tensor data as elements of `type`.
+template <typename T, typename Field>
+static DenseElementsAttr fromField(RankedTensorType type, const Field &field) {
+  SmallVector<T> data(field.begin(), field.end());
+  return DenseElementsAttr::get(type, ArrayRef<T>(data));
+}
+
+FailureOr<DenseElementsAttr>
+GraphImporter::convertTensor(const onnx::TensorProto &tensor, Location loc) {
+  auto fail = [&]() {
+    return mlir::emitError(loc) << "tensor '" << tensor.name() << "' ";
+  };
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return fail() << "keeps its data in an external file, which is not "
+                     "supported";
+  if (tensor.has_segment())
+    return fail() << "is segmented, which is not supported";
+  Type elt = convertElementType(tensor.data_type());
+  if (!elt)
+    return fail() << "has unsupported element type "
+                  << dataTypeName(tensor.data_type())
+                  << "; supported: FLOAT, DOUBLE, INT64, INT32, BOOL";
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || llvm::MulOverflow(count, d, count))
+      return fail() << "has an invalid shape";
+    shape.push_back(d);
+  }
+  auto type = RankedTensorType::get(shape, elt);
+
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    uint64_t width = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+    if (raw.size() != static_cast<uint64_t>(count) * width)
+      return fail() << "holds " << raw.size() << " bytes of data, expected "
+                    << count * width << " for " << type;
+    if (elt.isInteger(1)) {
+      SmallVector<bool> bits;
+      for (char c : raw)
+        bits.push_back(c != 0);
+      return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+    }
+    // ONNX raw data is little-endian, as every host Cleave targets.
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
+  }
+
+  int64_t stored = 0;
+  DenseElementsAttr attr;
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    stored = tensor.float_data_size();
+    if (stored == count)
+      attr = fromField<float>(type, tensor.float_data());
+    break;
+  case onnx::TensorProto::DOUBLE:
+    stored = tensor.double_data_size();
+    if (stored == count)
+      attr = fromField<double>(type, tensor.double_data());
+    break;
+  case onnx::TensorProto::INT64:
+    stored = tensor.int64_data_size();
+    if (stored == count)
+      attr = fromField<int64_t>(type, tensor.int64_data());
+    break;
+  case onnx::TensorProto::INT32:
+    stored = tensor.int32_data_size();
+    if (stored == count)
+      attr = fromField<int32_t>(type, tensor.int32_data());
+    break;
+  case onnx::TensorProto::BOOL:
+    stored = tensor.int32_data_size();
+    if (stored == count) {
+      SmallVector<bool> bits(tensor.int32_data().begin(),
+                             tensor.int32_data().end());
+      attr = DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+    }
+    break;
+  }
+  if (!attr)
+    return fail() << "holds " << stored << " values, expected " << count
+                  << " for " << type;
+  return attr;
+}
+
+ImportedValue *GraphImporter::lookup(StringRef name) {
+  auto it = values.find(name);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+void GraphImporter::define(StringRef name, ImportedValue value) {
+  values[name] = std::move(value);
+}
+
+Value GraphImporter::materialize(DenseElementsAttr attr, Location loc) {
+  Value &cached = materialized[attr];
+  if (!cached)
+    cached = arith::ConstantOp::create(builder, loc, attr);
+  return cached;
+}
+
+StringRef GraphImporter::stateName(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner()->getParentOp() != function)
+    return {};
+  unsigned i = arg.getArgNumber();
+  for (StringRef attr : {TrainDialect::kParamAttr, TrainDialect::kBufferAttr})
+    if (auto name = function.getArgAttrOfType<StringAttr>(i, attr))
+      return name.getValue();
+  return {};
+}
+
+LogicalResult GraphImporter::recordBufferUpdate(Value state, Value updated,
+                                                Location loc) {
+  auto arg = dyn_cast<BlockArgument>(state);
+  if (!arg || arg.getOwner()->getParentOp() != function ||
+      !function.getArgAttr(arg.getArgNumber(), TrainDialect::kBufferAttr))
+    return mlir::emitError(loc)
+           << "a training-mode running statistic must be an initializer";
+  for (auto &[s, u] : bufferUpdates)
+    if (s == state)
+      return mlir::emitError(loc) << "running statistic '" << stateName(state)
+                                  << "' is updated by more than one node";
+  bufferUpdates.push_back({state, updated});
+  return success();
+}
+
+/// Decides which initializers become arguments, by how the nodes consume
+/// them (see `importOnnx`): a floating-point initializer of rank >= 1 in an
+/// operand position is a parameter, in a running-statistic position a
+/// buffer. Also counts the uses of every value name.
+LogicalResult GraphImporter::classifyInitializers() {
+  for (const onnx::TensorProto &init : graph.initializer())
+    initializers[init.name()] = &init;
+
+  // Identity is how exporters give one initializer several names; uses
+  // through it count as uses of the initializer.
+  llvm::StringMap<std::string> aliases;
+  auto root = [&](StringRef name) -> StringRef {
+    auto it = aliases.find(name);
+    return it == aliases.end() ? name : StringRef(it->second);
+  };
+  llvm::StringMap<unsigned> argIndex;
+  const ImporterTable &table = getImporterTable();
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    for (const std::string &in : node.input())
+      if (!in.empty())
+        ++useCounts[in];
+    if (node.op_type() == "Dropout")
+      needsRng = true;
+    if (node.op_type() == "Identity" && node.input_size() == 1 &&
+        node.output_size() == 1) {
+      aliases[node.output(0)] = root(node.input(0)).str();
+      continue;
+    }
+    const OpImporter &entry = table.find(node.op_type())->second;
+    for (auto [i, in] : llvm::enumerate(node.input())) {
+      if (in.empty())
+        continue;
+      StringRef name = root(in);
+      auto it = initializers.find(name);
+      if (it == initializers.end())
+        continue;
+      const onnx::TensorProto *init = it->second;
+      bool isFloat = init->data_type() == onnx::TensorProto::FLOAT ||
+                     init->data_type() == onnx::TensorProto::DOUBLE;
+      InputRole role = entry.role(i);
+      // Rank-0 operands are the exporters' scalars (epsilons, scale
+      // factors), not parameters.
+      if (!isFloat || role == InputRole::Constant ||
+          (role == InputRole::Operand && init->dims_size() == 0))
+        continue;
+      bool isStat = role == InputRole::RunningStat;
+      auto [pos, inserted] = argIndex.try_emplace(name, stateArgs.size());
+      if (inserted)
+        stateArgs.push_back({init, isStat});
+      else if (stateArgs[pos->second].second != isStat)
+        return mlir::emitError(nodeLoc(node, index))
+               << "initializer '" << name
+               << "' is used both as a parameter and as a running statistic";
+    }
+  }
+  for (const onnx::ValueInfoProto &out : graph.output())
+    ++useCounts[out.name()];
+  return success();
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::convertInputType(const onnx::ValueInfoProto &input) {
+  Location loc = NameLoc::get(StringAttr::get(&context, input.name()),
+                              FileLineColLoc::get(&context, path, 0, 0));
+  if (!input.type().has_tensor_type())
+    return mlir::emitError(loc)
+           << "graph input '" << input.name() << "' is not a tensor";
+  const onnx::TypeProto::Tensor &t = input.type().tensor_type();
+  Type elt = convertElementType(t.elem_type());
+  if (!elt || elt.isInteger(1))
+    return mlir::emitError(loc)
+           << "graph input '" << input.name()
+           << "' has unsupported element type " << dataTypeName(t.elem_type());
+  if (!t.has_shape())
+    return mlir::emitError(loc)
+           << "graph input '" << input.name()
+           << "' has no shape; export with static shapes (only dimension 0, "
+              "the batch, may be dynamic)";
+  SmallVector<int64_t> shape;
+  for (auto [i, dim] : llvm::enumerate(t.shape().dim())) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    if (i != 0) {
+      InFlightDiagnostic diag = mlir::emitError(loc)
+                                << "dimension " << i << " of graph input '"
+                                << input.name() << "' is dynamic";
+      if (!dim.dim_param().empty())
+        diag << " ('" << dim.dim_param() << "')";
+      return diag << "; only dimension 0, the batch, may be";
+    }
+    shape.push_back(ShapedType::kDynamic);
+  }
+  return RankedTensorType::get(shape, elt);
+}
+
+LogicalResult GraphImporter::buildSignature() {
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Location> locs;
+  SmallVector<std::string> names;
+  auto named = [&](StringRef attr, Attribute value) {
+    return NamedAttribute(StringAttr::get(&context, attr), value);
+  };
+  auto locOf = [&](StringRef name) -> Location {
+    return NameLoc::get(StringAttr::get(&context, name),
+                        FileLineColLoc::get(&context, path, 0, 0));
+  };
+
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializers.count(input.name()))
+      continue;
+    auto type = convertInputType(input);
+    if (failed(type))
+      return failure();
+    types.push_back(*type);
+    attrs.push_back(DictionaryAttr::get(
+        &context, {named(TrainDialect::kInputAttr,
+                         StringAttr::get(&context, input.name()))}));
+    locs.push_back(locOf(input.name()));
+    names.push_back(input.name());
+  }
+  for (auto [init, isStat] : stateArgs) {
+    Location loc = locOf(init->name());
+    auto value = convertTensor(*init, loc);
+    if (failed(value))
+      return failure();
+    types.push_back(value->getType());
+    attrs.push_back(DictionaryAttr::get(
+        &context,
+        {named(isStat ? TrainDialect::kBufferAttr : TrainDialect::kParamAttr,
+               StringAttr::get(&context, init->name())),
+         named(TrainDialect::kInitAttr, *value)}));
+    locs.push_back(loc);
+    names.push_back(init->name());
+  }
+  if (needsRng) {
+    types.push_back(RankedTensorType::get({}, builder.getI64Type()));
+    attrs.push_back(DictionaryAttr::get(
+        &context, {named("train.rng", UnitAttr::get(&context))}));
+    locs.push_back(UnknownLoc::get(&context));
+  }
+
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  builder.setInsertionPointToEnd(module->getBody());
+  function = func::FuncOp::create(builder, loc, "forward",
+                                  FunctionType::get(&context, types, {}));
+  function.setAllArgAttrs(attrs);
+  Block *entry = &function.getBody().emplaceBlock();
+  for (auto [type, argLoc] : llvm::zip(types, locs))
+    entry->addArgument(type, argLoc);
+  for (auto [name, arg] : llvm::zip(names, entry->getArguments()))
+    define(name, ImportedValue::ofTensor(arg));
+  if (needsRng)
+    rngSeed = entry->getArguments().back();
+  builder.setInsertionPointToStart(entry);
+  return success();
+}
+
+namespace {
+/// Adds a note naming the ONNX node to every error emitted while it is
+/// imported, including those of nn type inference and verifiers, which know
+/// nothing of ONNX.
+class NodeDiagnosticNote {
+public:
+  NodeDiagnosticNote(MLIRContext &context, const onnx::NodeProto &node,
+                     Location loc, int64_t opset)
+      : handler(&context, [&node, loc, opset](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error)
+            diag.attachNote(loc)
+                << "while importing ONNX node '"
+                << cast<NameLoc>(loc).getName().getValue() << "' ("
+                << node.op_type() << ", opset " << opset << ")";
+          return failure(); // Let the outer handler print it.
+        }) {}
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+} // namespace
+
+LogicalResult GraphImporter::importNodes() {
+  const ImporterTable &table = getImporterTable();
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    Location loc = nodeLoc(node, index);
+    NodeDiagnosticNote note(context, node, loc, opset);
+    for (const std::string &in : node.input())
+      if (!in.empty() && !lookup(in))
+        return mlir::emitError(loc) << "input '" << in << "' is not defined";
+    NodeImporter importer(*this, node, loc);
+    if (failed(table.find(node.op_type())->second.fn(importer)))
+      return failure();
+    for (unsigned i = 0; i < importer.getNumOutputs(); ++i)
+      if (importer.isOutputUsed(i) && !lookup(node.output(i)))
+        return mlir::emitError(loc) << "output " << i << " ('" << node.output(i)
+                                    << "') is not supported";
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::buildReturn() {
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> attrs;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Location outLoc = NameLoc::get(StringAttr::get(&context, out.name()), loc);
+    ImportedValue *v = lookup(out.name());
+    if (!v)
+      return mlir::emitError(outLoc)
+             << "graph output '" << out.name() << "' is never defined";
+    Value result;
+    if (v->kind == ImportedValue::Kind::Tensor) {
+      result = v->tensor;
+    } else if (v->kind == ImportedValue::Kind::Constant) {
+      result = materialize(v->constant, outLoc);
+    } else {
+      return mlir::emitError(outLoc)
+             << "graph output '" << out.name()
+             << "' is a shape computation, not a model output";
+    }
+    results.push_back(result);
+    attrs.push_back(DictionaryAttr::get(&context));
+  }
+  for (auto [state, updated] : bufferUpdates) {
+    results.push_back(updated);
+    attrs.push_back(DictionaryAttr::get(
+        &context,
+        {NamedAttribute(StringAttr::get(&context, TrainDialect::kBufferAttr),
+                        StringAttr::get(&context, stateName(state)))}));
+  }
+  func::ReturnOp::create(builder, loc, results);
+  function.setType(FunctionType::get(&context, function.getArgumentTypes(),
+                                     ValueRange(results).getTypes()));
+  function.setAllResultAttrs(attrs);
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run() {
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  module = ModuleOp::create(loc);
+  if (failed(classifyInitializers()) || failed(buildSignature()))
+    return {};
+  // Initializers that are not arguments are constants; unused ones are
+  // ignored.
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (lookup(init.name()) || !numUses(init.name()))
+      continue;
+    Location initLoc =
+        NameLoc::get(StringAttr::get(&context, init.name()), loc);
+    auto value = convertTensor(init, initLoc);
+    if (failed(value))
+      return {};
+    define(init.name(), ImportedValue::ofConstant(*value));
+  }
+  if (failed(importNodes()) || failed(buildReturn()))
+    return {};
+
+  RewritePatternSet patterns(&context);
+  populateRecomposePatterns(patterns);
+  // Only recompose: folding and canonicalisation are the pipeline's
+  // business, and the imported graph should mirror the ONNX one.
+  GreedyRewriteConfig config;
+  config.enableFolding(false).setRegionSimplificationLevel(
+      GreedySimplifyRegionLevel::Disabled);
+  // Not converging would only leave some idioms unrecomposed.
+  (void)applyPatternsGreedily(function, std::move(patterns), config);
+  if (failed(mlir::verify(*module)))
+    return {};
+  return std::move(module);
+}
+
+//===----------------------------------------------------------------------===//
+// NodeImporter
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *NodeImporter::getAttr(StringRef name) const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool NodeImporter::hasAttr(StringRef name) const { return getAttr(name); }
+
+LogicalResult NodeImporter::checkAttrs(ArrayRef<StringRef> known) {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (!llvm::is_contained(known, a.name()))
+      return emitError() << node.op_type() << " attribute '" << a.name()
+                         << "' is not supported";
+  return success();
+}
+
+FailureOr<int64_t> NodeImporter::getInt(StringRef name,
+                                        std::optional<int64_t> dflt) {
+  const onnx::AttributeProto *a = getAttr(name);
+  if (!a) {
+    if (dflt)
+      return *dflt;
+    return emitError() << node.op_type() << " needs attribute '" << name << "'";
+  }
+  if (a->type() != onnx::AttributeProto::INT)
+    return emitError() << node.op_type() << " attribute '" << name
+                       << "' must be an integer";
+  return a->i();
+}
+
+FailureOr<double> NodeImporter::getFloat(StringRef name,
+                                         std::optional<double> dflt) {
+  const onnx::AttributeProto *a = getAttr(name);
+  if (!a) {
+    if (dflt)
+      return *dflt;
+    return emitError() << node.op_type() << " needs attribute '" << name << "'";
+  }
+  if (a->type() != onnx::AttributeProto::FLOAT)
+    return emitError() << node.op_type() << " attribute '" << name
+                       << "' must be a float";
+  return widenFloat(a->f());
+}
+
+FailureOr<SmallVector<int64_t>>
+NodeImporter::getInts(StringRef name, std::optional<ArrayRef<int64_t>> dflt) {
+  const onnx::AttributeProto *a = getAttr(name);
+  if (!a) {
+    if (dflt)
+      return SmallVector<int64_t>(dflt->begin(), dflt->end());
+    return emitError() << node.op_type() << " needs attribute '" << name << "'";
+  }
+  if (a->type() != onnx::AttributeProto::INTS)
+    return emitError() << node.op_type() << " attribute '" << name
+                       << "' must be a list of integers";
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+FailureOr<std::string> NodeImporter::getString(StringRef name,
+                                               std::optional<StringRef> dflt) {
+  const onnx::AttributeProto *a = getAttr(name);
+  if (!a) {
+    if (dflt)
+      return dflt->str();
+    return emitError() << node.op_type() << " needs attribute '" << name << "'";
+  }
+  if (a->type() != onnx::AttributeProto::STRING)
+    return emitError() << node.op_type() << " attribute '" << name
+                       << "' must be a string";
+  return a->s();
+}
+
+FailureOr<ImportedValue *> NodeImporter::requireInput(unsigned i) {
+  if (!hasInput(i))
+    return emitError() << node.op_type() << " needs input " << i;
+  ImportedValue *v = graph.lookup(node.input(i));
+  if (!v)
+    return emitError() << "input '" << node.input(i) << "' is not defined";
+  return v;
+}
+
+ImportedValue &NodeImporter::input(unsigned i) {
+  ImportedValue *v = graph.lookup(node.input(i));
+  assert(v && "inputs are checked before the op importer runs");
+  return *v;
+}
+
+FailureOr<DenseElementsAttr> NodeImporter::symbolicValue(unsigned i,
+                                                         ImportedValue &v) {
+  Type elt = v.symbolicType;
+  SmallVector<APInt> bits;
+  for (SymInt s : v.symbolic) {
+    if (!s.isConstant())
+      return emitError() << "'" << node.input(i)
+                         << "' depends on the batch size and can only be "
+                            "used as a shape";
+    // A Cast to a narrower integer type truncates, as in ONNX.
+    bits.push_back(APInt(elt.getIntOrFloatBitWidth(), s.coeff,
+                         /*isSigned=*/true, /*implicitTrunc=*/true));
+  }
+  SmallVector<int64_t> shape;
+  if (!v.scalar)
+    shape.push_back(bits.size());
+  return DenseElementsAttr::get(RankedTensorType::get(shape, elt), bits);
+}
+
+FailureOr<Value> NodeImporter::tensor(unsigned i) {
+  auto v = requireInput(i);
+  if (failed(v))
+    return failure();
+  switch ((*v)->kind) {
+  case ImportedValue::Kind::Tensor:
+    return (*v)->tensor;
+  case ImportedValue::Kind::Constant:
+    return graph.materialize((*v)->constant, loc);
+  case ImportedValue::Kind::Symbolic: {
+    auto attr = symbolicValue(i, **v);
+    if (failed(attr))
+      return failure();
+    return graph.materialize(*attr, loc);
+  }
+  }
+  llvm_unreachable("unknown value kind");
+}
+
+FailureOr<Value> NodeImporter::floatTensor(unsigned i) {
+  auto v = tensor(i);
+  if (failed(v))
+    return failure();
+  auto type = cast<RankedTensorType>(v->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return emitError() << node.op_type() << " input '" << node.input(i)
+                       << "' must be a floating-point tensor, got " << type;
+  return v;
+}
+
+bool NodeImporter::isConstant(unsigned i) {
+  ImportedValue *v = hasInput(i) ? graph.lookup(node.input(i)) : nullptr;
+  return v && v->kind != ImportedValue::Kind::Tensor;
+}
+
+FailureOr<DenseElementsAttr> NodeImporter::constant(unsigned i,
+                                                    StringRef what) {
+  auto v = requireInput(i);
+  if (failed(v))
+    return failure();
+  if ((*v)->kind == ImportedValue::Kind::Constant)
+    return (*v)->constant;
+  if ((*v)->kind == ImportedValue::Kind::Symbolic)
+    return symbolicValue(i, **v);
+  InFlightDiagnostic diag = emitError() << node.op_type() << " " << what
+                                        << " ('" << node.input(i)
+                                        << "') must be a compile-time constant";
+  if (StringRef state = graph.stateName((*v)->tensor); !state.empty())
+    diag << ", not the trainable initializer '" << state << "'";
+  return diag;
+}
+
+FailureOr<SmallVector<SymInt>> NodeImporter::symbolicInts(unsigned i,
+                                                          StringRef what) {
+  auto v = requireInput(i);
+  if (failed(v))
+    return failure();
+  if ((*v)->kind == ImportedValue::Kind::Symbolic)
+    return (*v)->symbolic;
+  if ((*v)->kind == ImportedValue::Kind::Constant)
+    return emitError() << node.op_type() << " " << what << " ('"
+                       << node.input(i) << "') must be integers of rank 0 "
+                       << "or 1, got " << (*v)->constant.getType();
+  return emitError() << node.op_type() << " " << what << " ('" << node.input(i)
+                     << "') is computed at run time; it must fold to a "
+                        "constant";
+}
+
+FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(unsigned i,
+                                                           StringRef what) {
+  auto sym = symbolicInts(i, what);
+  if (failed(sym))
+    return failure();
+  SmallVector<int64_t> ints;
+  for (SymInt s : *sym) {
+    if (!s.isConstant())
+      return emitError() << node.op_type() << " " << what << " ('"
+                         << node.input(i) << "') depends on the batch size";
+    ints.push_back(s.coeff);
+  }
+  return ints;
+}
+
+FailureOr<double> NodeImporter::constantScalar(unsigned i, StringRef what) {
+  auto attr = constant(i, what);
+  if (failed(attr))
+    return failure();
+  if (attr->getNumElements() != 1)
+    return emitError() << node.op_type() << " " << what << " ('"
+                       << node.input(i) << "') must be a single value, got "
+                       << attr->getType();
+  Type elt = attr->getElementType();
+  if (elt.isF32())
+    return widenFloat(*attr->getValues<float>().begin());
+  if (isa<FloatType>(elt))
+    return (*attr->getValues<APFloat>().begin()).convertToDouble();
+  if (elt.isInteger(1))
+    return *attr->getValues<bool>().begin() ? 1.0 : 0.0;
+  return static_cast<double>(
+      (*attr->getValues<APInt>().begin()).getSExtValue());
+}
+
+bool NodeImporter::isOutputUsed(unsigned i) const {
+  return (int)i < node.output_size() && !node.output(i).empty() &&
+         graph.numUses(node.output(i)) > 0;
+}
+
+LogicalResult NodeImporter::requireUnused(unsigned first, StringRef what) {
+  for (unsigned i = first; i < getNumOutputs(); ++i)
+    if (isOutputUsed(i))
+      return emitError() << node.op_type() << "'s " << what << " output ('"
+                         << node.output(i) << "') is not supported";
+  return success();
+}
+
+void NodeImporter::setOutput(unsigned i, Value v) {
+  setOutput(i, ImportedValue::ofTensor(v));
+}
+
+void NodeImporter::setOutput(unsigned i, ImportedValue v) {
+  if ((int)i < node.output_size() && !node.output(i).empty())
+    graph.define(node.output(i), std::move(v));
+}
+
+FailureOr<Value> NodeImporter::reshape(Value v, ArrayRef<SymInt> shape) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> target;
+  unsigned batchDependent = 0;
+  for (SymInt s : shape) {
+    if (s.isConstant()) {
+      target.push_back(s.coeff);
+    } else {
+      target.push_back(-1);
+      ++batchDependent;
+    }
+  }
+  if (batchDependent > 1)
+    return emitError() << "more than one dimension of the new shape ["
+                       << ArrayRef(shape) << "] depends on the batch size";
+  if (batchDependent && type.hasStaticShape())
+    return emitError() << "cannot reshape " << type
+                       << " to a shape that depends on the batch size";
+  if (type.hasStaticShape() && type.getShape() == ArrayRef(target))
+    return v;
+  auto op = create<nn::ReshapeOp>(v, target);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}

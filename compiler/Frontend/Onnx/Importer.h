@@ -1,0 +1,336 @@
+//===- Importer.h - Internals shared by the ONNX op importers ---*- C++ -*-===//
+//
+// The graph importer's state and the per-node interface the op importers
+// (split by theme across files) are written against. Private to the
+// CleaveOnnxImporter library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_FRONTEND_ONNX_IMPORTER_H
+#define CLEAVE_COMPILER_FRONTEND_ONNX_IMPORTER_H
+
+#include "compiler/Frontend/Onnx/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+
+namespace mlir::cleave::importer {
+
+//===----------------------------------------------------------------------===//
+// Integers known up to the batch size
+//===----------------------------------------------------------------------===//
+
+/// An integer `coeff * B^power`, where B is the model's dynamic batch size.
+/// Shape computations (`Shape`, `Gather`, `Concat`, arithmetic) are folded on
+/// these, so a reshape target built from `x.size(0)` stays exact whatever
+/// batch size the model is later specialised to.
+struct SymInt {
+  int64_t coeff = 0;
+  int64_t power = 0;
+
+  static SymInt constant(int64_t value) { return {value, 0}; }
+  static SymInt batch() { return {1, 1}; }
+  bool isConstant() const { return power == 0 || coeff == 0; }
+  bool operator==(const SymInt &other) const {
+    return coeff == other.coeff &&
+           (isConstant() ? other.isConstant() : power == other.power);
+  }
+};
+
+llvm::raw_ostream &operator<<(llvm::raw_ostream &os, SymInt value);
+Diagnostic &operator<<(Diagnostic &diag, SymInt value);
+
+/// Arithmetic that stays within `coeff * B^power`; failure otherwise (a sum
+/// of different powers, an inexact division, an overflow).
+FailureOr<SymInt> add(SymInt a, SymInt b);
+FailureOr<SymInt> sub(SymInt a, SymInt b);
+FailureOr<SymInt> mul(SymInt a, SymInt b);
+FailureOr<SymInt> div(SymInt a, SymInt b);
+
+//===----------------------------------------------------------------------===//
+// What the importer knows about an ONNX value
+//===----------------------------------------------------------------------===//
+
+/// An ONNX value is a run-time tensor, a compile-time constant, or a rank-0
+/// or rank-1 integer tensor whose entries are known up to the batch size.
+/// Integer constants of rank <= 1 are kept in the symbolic form, so every
+/// shape computation folds on one representation.
+struct ImportedValue {
+  enum class Kind { Tensor, Constant, Symbolic };
+  Kind kind = Kind::Tensor;
+  Value tensor;
+  DenseElementsAttr constant;
+  SmallVector<SymInt> symbolic;
+  /// The symbolic value is rank 0 (a scalar) rather than rank 1.
+  bool scalar = false;
+  /// The ONNX element type of a symbolic value (an integer type).
+  Type symbolicType;
+
+  static ImportedValue ofTensor(Value v);
+  static ImportedValue ofConstant(DenseElementsAttr attr);
+  static ImportedValue ofSymbolic(ArrayRef<SymInt> values, bool scalar,
+                                  Type elementType);
+};
+
+//===----------------------------------------------------------------------===//
+// The graph importer
+//===----------------------------------------------------------------------===//
+
+class NodeImporter;
+using ImportFn = LogicalResult (*)(NodeImporter &);
+
+/// How an op importer treats one input of its node. Only floating-point
+/// initializers in `Operand` positions become parameters.
+enum class InputRole { Operand, Constant, RunningStat };
+
+/// An op importer and what its inputs are.
+struct OpImporter {
+  ImportFn fn = nullptr;
+  /// Lowest default-domain opset the op exists at (within 13 to 17).
+  int64_t minOpset = 13;
+  /// Bit i set: input i must be a compile-time constant.
+  unsigned constantInputs = 0;
+  /// Bit i set: input i is running state (BatchNormalization statistics).
+  unsigned stateInputs = 0;
+
+  InputRole role(unsigned input) const {
+    if (input < 32 && (stateInputs >> input & 1))
+      return InputRole::RunningStat;
+    if (input < 32 && (constantInputs >> input & 1))
+      return InputRole::Constant;
+    return InputRole::Operand;
+  }
+};
+
+using ImporterTable = llvm::StringMap<OpImporter>;
+
+/// Elementwise arithmetic, activations, softmax.
+void populateElementwiseImporters(ImporterTable &table);
+/// Constants, shapes, reshapes, slicing, concatenation, gathers, casts.
+void populateShapeImporters(ImporterTable &table);
+/// Gemm and MatMul.
+void populateLinearImporters(ImporterTable &table);
+/// Convolution and pooling.
+void populateConvPoolImporters(ImporterTable &table);
+/// Normalisations, reductions and dropout.
+void populateNormalizationImporters(ImporterTable &table);
+
+/// The table of every supported default-domain op.
+const ImporterTable &getImporterTable();
+
+/// Rewrites exporter idioms into single nn ops (see `importOnnx`).
+void populateRecomposePatterns(RewritePatternSet &patterns);
+
+/// Imports one ONNX graph into a model function.
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, const onnx::ModelProto &model,
+                int64_t opset, StringRef path);
+
+  /// Builds the module; null after a diagnostic.
+  OwningOpRef<ModuleOp> run();
+
+  MLIRContext *getContext() { return &context; }
+  OpBuilder &getBuilder() { return builder; }
+  int64_t getOpset() const { return opset; }
+
+  /// Converts an ONNX tensor to an elements attribute, or emits at `loc`.
+  FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor,
+                                             Location loc);
+  /// The MLIR element type of an ONNX data type, or null.
+  Type convertElementType(int32_t dataType);
+
+  ImportedValue *lookup(StringRef name);
+  void define(StringRef name, ImportedValue value);
+
+  /// The `tensor<i64>` dropout seed and the next unused stream.
+  Value getRngSeed() { return rngSeed; }
+  int64_t nextDropoutStream() { return dropoutStreams++; }
+  /// Records the new value of a running statistic (BatchNormalization).
+  LogicalResult recordBufferUpdate(Value state, Value updated, Location loc);
+  /// The name of the initializer a block argument holds, if any.
+  StringRef stateName(Value v);
+
+  /// An `arith.constant` for a constant, memoised per attribute.
+  Value materialize(DenseElementsAttr attr, Location loc);
+
+  /// The shape of a run-time tensor with each dynamic dimension expressed
+  /// in the batch size. Emits at `loc` when a dimension cannot be told.
+  FailureOr<SmallVector<SymInt>> symbolicShape(Value v, Location loc);
+
+  /// How many graph nodes and outputs read each value name.
+  unsigned numUses(StringRef name) const { return useCounts.lookup(name); }
+
+  Location nodeLoc(const onnx::NodeProto &node, unsigned index);
+
+private:
+  LogicalResult classifyInitializers();
+  LogicalResult buildSignature();
+  LogicalResult importNodes();
+  LogicalResult buildReturn();
+  FailureOr<RankedTensorType>
+  convertInputType(const onnx::ValueInfoProto &input);
+
+  MLIRContext &context;
+  const onnx::GraphProto &graph;
+  int64_t opset;
+  std::string path;
+  OpBuilder builder;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp function;
+
+  llvm::StringMap<ImportedValue> values;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<unsigned> useCounts;
+  /// Initializers that become arguments, in first-use order, and whether
+  /// each is a running statistic.
+  SmallVector<std::pair<const onnx::TensorProto *, bool>> stateArgs;
+  bool needsRng = false;
+  Value rngSeed;
+  int64_t dropoutStreams = 0;
+  SmallVector<std::pair<Value, Value>> bufferUpdates;
+  DenseMap<Attribute, Value> materialized;
+};
+
+//===----------------------------------------------------------------------===//
+// The per-node interface of op importers
+//===----------------------------------------------------------------------===//
+
+/// One ONNX node being imported: its attributes, inputs and outputs.
+/// Accessors emit a diagnostic at the node's location and return failure
+/// when the model does not fit (a missing or mistyped attribute, a
+/// run-time value where a constant is needed).
+class NodeImporter {
+public:
+  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node, Location loc)
+      : graph(graph), node(node), loc(loc) {}
+
+  GraphImporter &getGraph() { return graph; }
+  OpBuilder &getBuilder() { return graph.getBuilder(); }
+  MLIRContext *getContext() { return graph.getContext(); }
+  Location getLoc() const { return loc; }
+  const onnx::NodeProto &getNode() const { return node; }
+  StringRef getOpType() const { return node.op_type(); }
+  int64_t getOpset() const { return graph.getOpset(); }
+
+  InFlightDiagnostic emitError() { return mlir::emitError(loc); }
+
+  // Attributes.
+  bool hasAttr(StringRef name) const;
+  FailureOr<int64_t> getInt(StringRef name, std::optional<int64_t> dflt = {});
+  FailureOr<double> getFloat(StringRef name, std::optional<double> dflt = {});
+  FailureOr<SmallVector<int64_t>>
+  getInts(StringRef name, std::optional<ArrayRef<int64_t>> dflt = {});
+  FailureOr<std::string> getString(StringRef name,
+                                   std::optional<StringRef> dflt = {});
+  const onnx::AttributeProto *getAttr(StringRef name) const;
+  /// Fails on an attribute the importer does not read (so a model relying
+  /// on an unsupported feature is refused rather than misread).
+  LogicalResult checkAttrs(ArrayRef<StringRef> known);
+
+  // Inputs.
+  unsigned getNumInputs() const { return node.input_size(); }
+  bool hasInput(unsigned i) const {
+    return (int)i < node.input_size() && !node.input(i).empty();
+  }
+  StringRef inputName(unsigned i) const { return node.input(i); }
+  ImportedValue &input(unsigned i);
+  /// Input `i` as a run-time tensor (constants are materialised).
+  FailureOr<Value> tensor(unsigned i);
+  /// Input `i` as a run-time floating-point tensor.
+  FailureOr<Value> floatTensor(unsigned i);
+  bool isConstant(unsigned i);
+  /// Input `i` as a compile-time constant; `what` names it in diagnostics.
+  FailureOr<DenseElementsAttr> constant(unsigned i, StringRef what);
+  /// Input `i` as integers known up to the batch size (rank 0 or 1).
+  FailureOr<SmallVector<SymInt>> symbolicInts(unsigned i, StringRef what);
+  /// Input `i` as integers known at compile time (rank 0 or 1).
+  FailureOr<SmallVector<int64_t>> constantInts(unsigned i, StringRef what);
+  /// Input `i` as one floating-point number known at compile time.
+  FailureOr<double> constantScalar(unsigned i, StringRef what);
+
+  // Outputs.
+  unsigned getNumOutputs() const { return node.output_size(); }
+  /// Whether output `i` exists and something reads it.
+  bool isOutputUsed(unsigned i) const;
+  /// Fails if an output from `first` on is read (features the importer does
+  /// not provide, such as pooling indices).
+  LogicalResult requireUnused(unsigned first, StringRef what);
+  void setOutput(unsigned i, Value v);
+  void setOutput(unsigned i, ImportedValue v);
+
+  /// Builds `OpTy` with result types inferred by the op itself, or emits
+  /// the op's own diagnostic at the node's location and fails.
+  template <typename OpTy, typename... Args>
+  FailureOr<OpTy> create(Args &&...args);
+
+  /// Reshapes `v` to `shape` (entries known up to the batch size) with
+  /// `nn.reshape`, writing the batch-dependent entry as -1.
+  FailureOr<Value> reshape(Value v, ArrayRef<SymInt> shape);
+
+private:
+  FailureOr<ImportedValue *> requireInput(unsigned i);
+  /// The elements of a symbolic input known at compile time.
+  FailureOr<DenseElementsAttr> symbolicValue(unsigned i, ImportedValue &v);
+
+  GraphImporter &graph;
+  const onnx::NodeProto &node;
+  Location loc;
+};
+
+/// The number of results of `OpTy`, for building with placeholder types.
+template <typename OpTy> constexpr unsigned numResultsOf() {
+  if constexpr (OpTy::template hasTrait<OpTrait::OneResult>())
+    return 1;
+  else if constexpr (OpTy::template hasTrait<OpTrait::NResults<3>::Impl>())
+    return 3;
+  else
+    static_assert(sizeof(OpTy) == 0, "unsupported number of results");
+}
+
+template <typename OpTy, typename... Args>
+FailureOr<OpTy> NodeImporter::create(Args &&...args) {
+  OpBuilder &b = getBuilder();
+  OperationState state(loc, OpTy::getOperationName());
+  SmallVector<Type, 3> placeholders(numResultsOf<OpTy>(), Type());
+  OpTy::build(b, state, TypeRange(placeholders), std::forward<Args>(args)...);
+  SmallVector<Type, 3> types;
+  if (failed(OpTy::inferReturnTypes(
+          getContext(), loc, state.operands,
+          state.attributes.getDictionary(getContext()),
+          state.getRawProperties(), state.regions, types)))
+    return failure();
+  state.types.assign(types.begin(), types.end());
+  auto op = cast<OpTy>(b.create(state));
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    return failure();
+  }
+  return op;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// The name diagnostics give a node: its own, else its first output's.
+std::string nodeName(const onnx::NodeProto &node, unsigned index);
+
+/// Normalises an ONNX axis (negative counts from the end) for `rank`.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// The double closest to the shortest decimal that rounds to the float
+/// `value`: ONNX stores float attributes in single precision, and nn keeps
+/// f64 attributes, so `1e-5` must not turn into 9.99999974e-06.
+double widenFloat(float value);
+
+} // namespace mlir::cleave::importer
+
+#endif // CLEAVE_COMPILER_FRONTEND_ONNX_IMPORTER_H

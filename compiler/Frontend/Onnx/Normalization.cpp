@@ -1,0 +1,164 @@
+//===- Normalization.cpp - Normalisations, reductions and dropout ---------===//
+//
+// BatchNormalization keeps the mode it was exported in: a training-mode
+// node normalises with batch statistics and returns the new running
+// statistics as buffer updates; an inference-mode node normalises with its
+// (then frozen) running statistics. Dropout is imported as nn.dropout in
+// both modes: the compiler removes it from the evaluation graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Onnx/Importer.h"
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::importer;
+
+namespace {
+
+/// nn's momentum is PyTorch's (the weight of the batch statistic), ONNX's
+/// is its complement, stored in single precision. Returns the shortest
+/// decimal whose complement rounds to the ONNX value, so PyTorch's 0.1
+/// comes back as 0.1 rather than 0.100000024.
+double momentumFromOnnx(float onnxMomentum) {
+  char buffer[32];
+  double exact = 1.0 - static_cast<double>(onnxMomentum);
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, exact);
+    double candidate = std::strtod(buffer, nullptr);
+    if (static_cast<float>(1.0 - candidate) == onnxMomentum)
+      return candidate;
+  }
+  return exact;
+}
+
+LogicalResult importBatchNormalization(NodeImporter &n) {
+  if (failed(n.checkAttrs({"epsilon", "momentum", "training_mode"})))
+    return failure();
+  FailureOr<double> epsilon = n.getFloat("epsilon", 1e-5);
+  FailureOr<double> momentum = n.getFloat("momentum", 0.9);
+  FailureOr<int64_t> trainingMode = n.getInt("training_mode", 0);
+  if (failed(epsilon) || failed(momentum) || failed(trainingMode))
+    return failure();
+  // Before opset 14 a node is in training mode when it has the statistics
+  // outputs; from 14 on an attribute says so.
+  bool training = n.getOpset() >= 14
+                      ? *trainingMode != 0
+                      : n.getNumOutputs() > 1 && !n.getNode().output(1).empty();
+  if (failed(n.requireUnused(3, "saved statistics")))
+    return failure();
+  SmallVector<Value, 5> operands;
+  for (unsigned i = 0; i < 5; ++i) {
+    FailureOr<Value> v = n.floatTensor(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  auto op = n.create<nn::BatchNormOp>(
+      operands[0], operands[1], operands[2], operands[3], operands[4],
+      APFloat(*epsilon),
+      APFloat(momentumFromOnnx(static_cast<float>(*momentum))), training);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  if (!training)
+    return success();
+  GraphImporter &g = n.getGraph();
+  if (failed(g.recordBufferUpdate(operands[3], op->getRunningMeanOut(),
+                                  n.getLoc())) ||
+      failed(g.recordBufferUpdate(operands[4], op->getRunningVarOut(),
+                                  n.getLoc())))
+    return failure();
+  n.setOutput(1, op->getRunningMeanOut());
+  n.setOutput(2, op->getRunningVarOut());
+  return success();
+}
+
+LogicalResult importLayerNormalization(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis", "epsilon", "stash_type"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", -1);
+  FailureOr<double> epsilon = n.getFloat("epsilon", 1e-5);
+  FailureOr<int64_t> stashType = n.getInt("stash_type", 1);
+  if (failed(axis) || failed(epsilon) || failed(stashType) ||
+      failed(n.requireUnused(1, "mean and inverse standard deviation")))
+    return failure();
+  if (*stashType != onnx::TensorProto::FLOAT)
+    return n.emitError() << "LayerNormalization stash_type " << *stashType
+                         << " is not supported";
+  FailureOr<Value> x = n.floatTensor(0);
+  FailureOr<Value> scale = n.floatTensor(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  Value bias;
+  if (n.hasInput(2)) {
+    FailureOr<Value> b = n.floatTensor(2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  auto op = n.create<nn::LayerNormOp>(
+      *x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importReduceMean(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axes", "keepdims"})))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes = n.getInts("axes", ArrayRef<int64_t>{});
+  FailureOr<int64_t> keepdims = n.getInt("keepdims", 1);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(axes) || failed(keepdims) || failed(x))
+    return failure();
+  auto op = n.create<nn::ReduceMeanOp>(*x, *axes, *keepdims != 0);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importDropout(NodeImporter &n) {
+  if (failed(n.checkAttrs({"seed"})) || failed(n.requireUnused(1, "mask")))
+    return failure();
+  double ratio = 0.5;
+  if (n.hasInput(1)) {
+    FailureOr<double> given = n.constantScalar(1, "ratio");
+    if (failed(given))
+      return failure();
+    ratio = *given;
+  }
+  // training_mode (input 2) only says whether the exporter ran the model in
+  // training: the compiler keeps dropout in the training step and drops it
+  // from the evaluation graph either way. It must still be a constant.
+  if (n.hasInput(2) && failed(n.constant(2, "training_mode")))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  GraphImporter &g = n.getGraph();
+  auto op =
+      n.create<nn::DropoutOp>(*x, g.getRngSeed(), APFloat(ratio),
+                              static_cast<uint64_t>(g.nextDropoutStream()));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+} // namespace
+
+void importer::populateNormalizationImporters(ImporterTable &table) {
+  table["BatchNormalization"] = {importBatchNormalization, 13, 0,
+                                 /*stateInputs=*/0b11000};
+  table["LayerNormalization"] = {importLayerNormalization, 17};
+  table["ReduceMean"] = {importReduceMean};
+  table["Dropout"] = {importDropout, 13, /*constantInputs=*/0b110};
+}

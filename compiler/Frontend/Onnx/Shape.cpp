@@ -1,0 +1,942 @@
+//===- Shape.cpp - Constants, shapes, reshapes, slicing and gathers -------===//
+//
+// Exporters compute reshape targets at run time (`Shape`, `Gather`,
+// `Unsqueeze`, `Concat`) even when every dimension but the batch is static.
+// These importers fold such computations on integers known up to the batch
+// size, so only the tensor ops themselves reach the nn graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Onnx/Importer.h"
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+using namespace mlir::cleave::importer;
+
+using Kind = ImportedValue::Kind;
+
+//===----------------------------------------------------------------------===//
+// Symbolic shapes of run-time tensors
+//===----------------------------------------------------------------------===//
+
+static FailureOr<SymInt> product(ArrayRef<SymInt> dims) {
+  SymInt p = SymInt::constant(1);
+  for (SymInt d : dims) {
+    FailureOr<SymInt> next = mul(p, d);
+    if (failed(next))
+      return failure();
+    p = *next;
+  }
+  return p;
+}
+
+/// Exact quotient, also between compile-time integers.
+static FailureOr<SymInt> exactDiv(SymInt a, SymInt b) {
+  FailureOr<SymInt> q = div(a, b);
+  if (failed(q))
+    return failure();
+  FailureOr<SymInt> back = mul(*q, b);
+  if (failed(back) || !(*back == a))
+    return failure();
+  return q;
+}
+
+/// `product(dividend) / product(divisor)`, exactly.
+static FailureOr<SymInt> exactRatio(ArrayRef<SymInt> dividend,
+                                    ArrayRef<SymInt> divisor) {
+  FailureOr<SymInt> a = product(dividend), b = product(divisor);
+  if (failed(a) || failed(b))
+    return failure();
+  return exactDiv(*a, *b);
+}
+
+FailureOr<SmallVector<SymInt>> GraphImporter::symbolicShape(Value v,
+                                                            Location loc) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<SymInt> shape;
+  for (int64_t d : type.getShape())
+    shape.push_back(SymInt::constant(ShapedType::isDynamic(d) ? -1 : d));
+  if (type.hasStaticShape())
+    return shape;
+  auto fail = [&]() -> FailureOr<SmallVector<SymInt>> {
+    return mlir::emitError(loc) << "cannot tell the dynamic dimensions of "
+                                << type << " in terms of the batch size";
+  };
+  // Fills the dynamic dimensions of `shape` from `from`, which has the same
+  // rank and the same dimensions.
+  auto sameAs = [&](Value from) -> FailureOr<SmallVector<SymInt>> {
+    if (cast<RankedTensorType>(from.getType()).getShape() != type.getShape())
+      return fail();
+    return symbolicShape(from, loc);
+  };
+
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    // Data inputs: only dimension 0 may be dynamic, and it is the batch.
+    for (auto [i, d] : llvm::enumerate(type.getShape()))
+      if (ShapedType::isDynamic(d) && i != 0)
+        return fail();
+    shape[0] = SymInt::batch();
+    return shape;
+  }
+
+  Operation *op = v.getDefiningOp();
+  auto operandShape = [&](unsigned i) {
+    return symbolicShape(op->getOperand(i), loc);
+  };
+  using Result = FailureOr<SmallVector<SymInt>>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](nn::ReshapeOp r) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        SmallVector<SymInt> known;
+        int64_t inferred = -1;
+        for (auto [i, d] : llvm::enumerate(r.getShape())) {
+          if (d == -1)
+            inferred = i;
+          else
+            known.push_back(SymInt::constant(d));
+          shape[i] = SymInt::constant(d);
+        }
+        if (inferred < 0)
+          return fail();
+        FailureOr<SymInt> q = exactRatio(*in, known);
+        if (failed(q))
+          return fail();
+        shape[inferred] = *q;
+        return shape;
+      })
+      .Case([&](nn::FlattenOp f) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        int64_t axis = static_cast<int64_t>(f.getAxis());
+        if (axis < 0)
+          axis += in->size();
+        FailureOr<SymInt> outer = product(ArrayRef(*in).take_front(axis));
+        FailureOr<SymInt> inner = product(ArrayRef(*in).drop_front(axis));
+        if (failed(outer) || failed(inner))
+          return fail();
+        return SmallVector<SymInt>{*outer, *inner};
+      })
+      .Case([&](nn::TransposeOp t) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        SmallVector<SymInt> out;
+        for (int64_t p : t.getPermutation())
+          out.push_back((*in)[p]);
+        return out;
+      })
+      .Case([&](nn::ConcatOp c) -> Result {
+        int64_t axis = static_cast<int64_t>(c.getAxis());
+        if (axis < 0)
+          axis += type.getRank();
+        SmallVector<SymInt> out;
+        for (auto [i, input] : llvm::enumerate(c.getInputs())) {
+          auto in = symbolicShape(input, loc);
+          if (failed(in))
+            return failure();
+          if (i == 0) {
+            out = *in;
+            continue;
+          }
+          FailureOr<SymInt> sum = add(out[axis], (*in)[axis]);
+          if (failed(sum))
+            return fail();
+          out[axis] = *sum;
+        }
+        return out;
+      })
+      .Case([&](nn::MatmulOp m) -> Result {
+        auto lhs = operandShape(0), rhs = operandShape(1);
+        if (failed(lhs) || failed(rhs))
+          return failure();
+        size_t lr = lhs->size(), rr = rhs->size();
+        SmallVector<SymInt> out(lhs->begin(), lhs->end() - 2);
+        out.push_back(m.getTransposeA() ? (*lhs)[lr - 1] : (*lhs)[lr - 2]);
+        out.push_back(m.getTransposeB() ? (*rhs)[rr - 2] : (*rhs)[rr - 1]);
+        return out;
+      })
+      .Case([&](nn::LinearOp l) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        in->back() = shape.back();
+        return in;
+      })
+      .Case([&](nn::EmbeddingOp e) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        in->push_back(shape.back());
+        return in;
+      })
+      .Case<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp>(
+          [&](auto r) -> Result {
+            auto in = operandShape(0);
+            if (failed(in))
+              return failure();
+            SmallVector<int64_t> axes = r.getReducedAxes();
+            SmallVector<SymInt> out;
+            for (auto [i, d] : llvm::enumerate(*in)) {
+              if (!llvm::is_contained(axes, (int64_t)i))
+                out.push_back(d);
+              else if (r.getKeepdims())
+                out.push_back(SymInt::constant(1));
+            }
+            return out;
+          })
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>([&](auto) -> Result {
+        // Numpy broadcasting: a dynamic result dimension comes from an
+        // operand whose aligned dimension is dynamic.
+        for (Value operand : op->getOperands()) {
+          auto t = cast<RankedTensorType>(operand.getType());
+          int64_t offset = type.getRank() - t.getRank();
+          auto in = symbolicShape(operand, loc);
+          if (failed(in))
+            return failure();
+          for (int64_t d = 0; d < t.getRank(); ++d)
+            if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
+              shape[d + offset] = (*in)[d];
+        }
+        return shape;
+      })
+      .Case<nn::Conv2DOp, nn::MaxPool2DOp, nn::AvgPool2DOp,
+            nn::GlobalAvgPoolOp>([&](auto) -> Result {
+        // Only the batch dimension can be dynamic: spatial sizes are static.
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        for (int64_t d = 1; d < type.getRank(); ++d)
+          if (type.isDynamicDim(d))
+            return fail();
+        shape[0] = (*in)[0];
+        return shape;
+      })
+      .Case<nn::BatchNormOp, nn::LayerNormOp, nn::SoftmaxOp, nn::LogSoftmaxOp,
+            nn::DropoutOp>([&](auto) { return sameAs(op->getOperand(0)); })
+      .Default([&](Operation *other) -> Result {
+        if (other->hasTrait<OpTrait::SameOperandsAndResultType>())
+          return sameAs(other->getOperand(0));
+        return fail();
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The shape of an imported value of any kind, up to the batch size.
+FailureOr<SmallVector<SymInt>> shapeOf(NodeImporter &n, ImportedValue &v) {
+  switch (v.kind) {
+  case Kind::Tensor:
+    return n.getGraph().symbolicShape(v.tensor, n.getLoc());
+  case Kind::Constant: {
+    SmallVector<SymInt> shape;
+    for (int64_t d : v.constant.getType().getShape())
+      shape.push_back(SymInt::constant(d));
+    return shape;
+  }
+  case Kind::Symbolic:
+    if (v.scalar)
+      return SmallVector<SymInt>{};
+    return SmallVector<SymInt>{SymInt::constant(v.symbolic.size())};
+  }
+  llvm_unreachable("unknown value kind");
+}
+
+/// Static dimensions of `shape`, or failure if one depends on the batch.
+std::optional<SmallVector<int64_t>> staticDims(ArrayRef<SymInt> shape) {
+  SmallVector<int64_t> dims;
+  for (SymInt s : shape) {
+    if (!s.isConstant())
+      return std::nullopt;
+    dims.push_back(s.coeff);
+  }
+  return dims;
+}
+
+/// Gives `v` a new shape: an `nn.reshape` of a tensor, a folded constant or
+/// shape value.
+LogicalResult setReshaped(NodeImporter &n, ImportedValue &v,
+                          ArrayRef<SymInt> shape) {
+  if (v.kind == Kind::Tensor) {
+    FailureOr<Value> r = n.reshape(v.tensor, shape);
+    if (failed(r))
+      return failure();
+    n.setOutput(0, *r);
+    return success();
+  }
+  std::optional<SmallVector<int64_t>> dims = staticDims(shape);
+  assert(dims && "constants have static shapes");
+  if (v.kind == Kind::Constant) {
+    n.setOutput(0, ImportedValue::ofConstant(
+                       v.constant.reshape(v.constant.getType().clone(*dims))));
+    return success();
+  }
+  if (dims->size() > 1)
+    return n.emitError() << "reshaping the shape value '" << n.inputName(0)
+                         << "' to rank " << dims->size() << " is not supported";
+  n.setOutput(
+      0, ImportedValue::ofSymbolic(v.symbolic, dims->empty(), v.symbolicType));
+  return success();
+}
+
+/// One axis of an ONNX Slice, clamped as ONNX does, with a positive step.
+struct SliceRange {
+  int64_t start, size, step;
+};
+
+FailureOr<SliceRange> clampSlice(NodeImporter &n, int64_t dim, int64_t start,
+                                 int64_t end, int64_t step) {
+  if (step <= 0)
+    return n.emitError() << n.getOpType() << " step " << step
+                         << " is not supported; steps must be positive";
+  auto clamp = [dim](int64_t x) {
+    if (x < 0)
+      x = x < -dim ? 0 : x + dim;
+    return std::min(x, dim);
+  };
+  start = clamp(start);
+  end = clamp(end);
+  int64_t size = end > start ? (end - start - 1) / step + 1 : 0;
+  if (size == 0)
+    return n.emitError() << n.getOpType()
+                         << " selects no element; empty tensors are not "
+                            "supported";
+  return SliceRange{start, size, step};
+}
+
+/// `nn.slice` of `x` taking `ranges` along the given axes and all of every
+/// other axis. Every dimension of `x` must be static: nn.slice takes static
+/// sizes.
+FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
+                           ArrayRef<std::pair<int64_t, SliceRange>> ranges) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (!type.hasStaticShape())
+    return n.emitError() << n.getOpType() << " of " << type
+                         << " is not supported: nn.slice needs static sizes "
+                            "for every dimension, and this tensor's size "
+                            "depends on the batch";
+  SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
+  SmallVector<int64_t> sizes(type.getShape());
+  for (auto [axis, range] : ranges) {
+    starts[axis] = range.start;
+    sizes[axis] = range.size;
+    strides[axis] = range.step;
+  }
+  auto op = n.create<nn::SliceOp>(x, starts, sizes, strides);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// Importers
+//===----------------------------------------------------------------------===//
+
+LogicalResult importConstant(NodeImporter &n) {
+  if (failed(n.checkAttrs(
+          {"value", "value_float", "value_floats", "value_int", "value_ints"})))
+    return failure();
+  if (n.getNode().attribute_size() != 1)
+    return n.emitError() << "Constant needs exactly one value attribute";
+  const onnx::AttributeProto &a = n.getNode().attribute(0);
+  OpBuilder &b = n.getBuilder();
+  DenseElementsAttr value;
+  if (a.name() == "value") {
+    if (a.type() != onnx::AttributeProto::TENSOR)
+      return n.emitError() << "Constant attribute 'value' must be a tensor";
+    FailureOr<DenseElementsAttr> t =
+        n.getGraph().convertTensor(a.t(), n.getLoc());
+    if (failed(t))
+      return failure();
+    value = *t;
+  } else if (a.name() == "value_float" &&
+             a.type() == onnx::AttributeProto::FLOAT) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   a.f());
+  } else if (a.name() == "value_floats" &&
+             a.type() == onnx::AttributeProto::FLOATS) {
+    SmallVector<float> fs(a.floats().begin(), a.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)fs.size()}, b.getF32Type()),
+        ArrayRef<float>(fs));
+  } else if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   a.i());
+  } else if (a.name() == "value_ints" &&
+             a.type() == onnx::AttributeProto::INTS) {
+    SmallVector<int64_t> is(a.ints().begin(), a.ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)is.size()}, b.getI64Type()),
+        ArrayRef<int64_t>(is));
+  } else {
+    return n.emitError() << "Constant attribute '" << a.name()
+                         << "' has the wrong type";
+  }
+  n.setOutput(0, ImportedValue::ofConstant(value));
+  return success();
+}
+
+LogicalResult importIdentity(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  ImportedValue copy = n.input(0);
+  n.setOutput(0, std::move(copy));
+  return success();
+}
+
+LogicalResult importShape(NodeImporter &n) {
+  if (failed(n.checkAttrs({"start", "end"})))
+    return failure();
+  auto shape = shapeOf(n, n.input(0));
+  if (failed(shape))
+    return failure();
+  int64_t rank = shape->size();
+  auto clamp = [rank](int64_t x) {
+    if (x < 0)
+      x += rank;
+    return std::clamp<int64_t>(x, 0, rank);
+  };
+  FailureOr<int64_t> start = n.getInt("start", 0);
+  FailureOr<int64_t> end = n.getInt("end", rank);
+  if (failed(start) || failed(end))
+    return failure();
+  int64_t s = clamp(*start), e = std::max(clamp(*end), s);
+  n.setOutput(0, ImportedValue::ofSymbolic(ArrayRef(*shape).slice(s, e - s),
+                                           /*scalar=*/false,
+                                           n.getBuilder().getI64Type()));
+  return success();
+}
+
+LogicalResult importReshape(NodeImporter &n) {
+  if (failed(n.checkAttrs({"allowzero"})))
+    return failure();
+  FailureOr<int64_t> allowZero = n.getInt("allowzero", 0);
+  auto target = n.symbolicInts(1, "shape");
+  if (failed(allowZero) || failed(target))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  SmallVector<SymInt> out(*target);
+  int64_t inferred = -1;
+  for (auto [i, t] : llvm::enumerate(*target)) {
+    if (!t.isConstant() || t.coeff > 0)
+      continue;
+    if (t.coeff == 0 && !*allowZero) {
+      // 0 copies the input dimension.
+      if (i >= in->size())
+        return n.emitError() << "Reshape target [" << ArrayRef(*target)
+                             << "] copies dimension " << i << " of a rank-"
+                             << in->size() << " input";
+      out[i] = (*in)[i];
+    } else if (t.coeff == 0) {
+      return n.emitError() << "Reshape to an empty tensor is not supported";
+    } else if (t.coeff == -1 && inferred < 0) {
+      inferred = i;
+    } else {
+      return n.emitError() << "Reshape target [" << ArrayRef(*target)
+                           << "] is invalid";
+    }
+  }
+  if (inferred >= 0) {
+    SmallVector<SymInt> known(out);
+    known.erase(known.begin() + inferred);
+    FailureOr<SymInt> q = exactRatio(*in, known);
+    if (failed(q))
+      return n.emitError() << "cannot reshape [" << ArrayRef(*in) << "] to ["
+                           << ArrayRef(*target) << "] (B is the batch size)";
+    out[inferred] = *q;
+  }
+  FailureOr<SymInt> before = product(*in), after = product(out);
+  if (failed(before) || failed(after) || !(*before == *after))
+    return n.emitError() << "cannot reshape [" << ArrayRef(*in) << "] to ["
+                         << ArrayRef(out)
+                         << "]: the element counts differ (B is the batch "
+                            "size)";
+  return setReshaped(n, x, out);
+}
+
+LogicalResult importFlatten(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", 1);
+  if (failed(axis))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  int64_t a = *axis < 0 ? *axis + rank : *axis;
+  if (a < 0 || a > rank)
+    return n.emitError() << "Flatten axis " << *axis
+                         << " is out of range for rank " << rank;
+  if (x.kind != Kind::Tensor) {
+    // Constants and shape values have static shapes.
+    FailureOr<SymInt> outer = product(ArrayRef(*in).take_front(a));
+    FailureOr<SymInt> inner = product(ArrayRef(*in).drop_front(a));
+    if (failed(outer) || failed(inner))
+      return n.emitError() << "Flatten of a tensor that is too large";
+    return setReshaped(n, x, {*outer, *inner});
+  }
+  auto op = n.create<nn::FlattenOp>(x.tensor, static_cast<uint64_t>(a));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importTranspose(NodeImporter &n) {
+  if (failed(n.checkAttrs({"perm"})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  SmallVector<int64_t> reversed;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    reversed.push_back(i);
+  FailureOr<SmallVector<int64_t>> perm = n.getInts("perm", ArrayRef(reversed));
+  if (failed(perm))
+    return failure();
+  auto op = n.create<nn::TransposeOp>(*x, *perm);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importConcat(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis");
+  if (failed(axis))
+    return failure();
+  bool allSymbolic = true;
+  for (unsigned i = 0; i < n.getNumInputs(); ++i)
+    allSymbolic &= n.hasInput(i) && n.input(i).kind == Kind::Symbolic;
+  if (allSymbolic) {
+    SmallVector<SymInt> out;
+    for (unsigned i = 0; i < n.getNumInputs(); ++i) {
+      ImportedValue &v = n.input(i);
+      if (v.scalar)
+        return n.emitError() << "Concat of a scalar";
+      out.append(v.symbolic);
+    }
+    n.setOutput(0, ImportedValue::ofSymbolic(out, /*scalar=*/false,
+                                             n.input(0).symbolicType));
+    return success();
+  }
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < n.getNumInputs(); ++i) {
+    FailureOr<Value> v = n.floatTensor(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (inputs.empty())
+    return n.emitError() << "Concat needs inputs";
+  int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+  std::optional<int64_t> a = normalizeAxis(*axis, rank);
+  if (!a)
+    return n.emitError() << "Concat axis " << *axis
+                         << " is out of range for rank " << rank;
+  auto op =
+      n.create<nn::ConcatOp>(ValueRange(inputs), static_cast<uint64_t>(*a));
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
+LogicalResult importSlice(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto starts = n.constantInts(1, "starts");
+  auto ends = n.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  for (int64_t i = 0; i < (int64_t)starts->size(); ++i)
+    axes.push_back(i);
+  if (n.hasInput(3)) {
+    auto given = n.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (n.hasInput(4)) {
+    auto given = n.constantInts(4, "steps");
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return n.emitError() << "Slice starts, ends, axes and steps differ in "
+                            "length";
+
+  if (x.kind == Kind::Symbolic) {
+    if (starts->size() != 1 || !normalizeAxis(axes[0], 1))
+      return n.emitError() << "Slice of a shape value must be along axis 0";
+    auto range =
+        clampSlice(n, x.symbolic.size(), (*starts)[0], (*ends)[0], steps[0]);
+    if (failed(range))
+      return failure();
+    SmallVector<SymInt> out;
+    for (int64_t k = 0; k < range->size; ++k)
+      out.push_back(x.symbolic[range->start + k * range->step]);
+    n.setOutput(
+        0, ImportedValue::ofSymbolic(out, /*scalar=*/false, x.symbolicType));
+    return success();
+  }
+
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
+  auto type = cast<RankedTensorType>(value->getType());
+  SmallVector<std::pair<int64_t, SliceRange>> ranges;
+  for (auto [start, end, axis, step] :
+       llvm::zip_equal(*starts, *ends, axes, steps)) {
+    std::optional<int64_t> a = normalizeAxis(axis, rank);
+    if (!a || llvm::any_of(ranges, [&](auto r) { return r.first == *a; }))
+      return n.emitError() << "Slice axes [" << ArrayRef(axes)
+                           << "] are invalid for rank " << rank;
+    if (type.isDynamicDim(*a))
+      return n.emitError() << "Slice along dynamic dimension " << *a
+                           << " is not supported";
+    auto range = clampSlice(n, type.getDimSize(*a), start, end, step);
+    if (failed(range))
+      return failure();
+    ranges.push_back({*a, *range});
+  }
+  FailureOr<Value> sliced = sliceAxes(n, *value, ranges);
+  if (failed(sliced))
+    return failure();
+  n.setOutput(0, *sliced);
+  return success();
+}
+
+LogicalResult importSplit(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", 0);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(axis) || failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  std::optional<int64_t> a = normalizeAxis(*axis, type.getRank());
+  if (!a)
+    return n.emitError() << "Split axis " << *axis
+                         << " is out of range for rank " << type.getRank();
+  if (type.isDynamicDim(*a))
+    return n.emitError() << "Split along dynamic dimension " << *a
+                         << " is not supported";
+  int64_t dim = type.getDimSize(*a), parts = n.getNumOutputs();
+  SmallVector<int64_t> sizes;
+  if (n.hasInput(1)) {
+    auto given = n.constantInts(1, "split");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else {
+    if (parts == 0 || dim % parts != 0)
+      return n.emitError() << "Split of size " << dim << " into " << parts
+                           << " equal parts";
+    sizes.assign(parts, dim / parts);
+  }
+  int64_t total = 0;
+  bool positive = true;
+  for (int64_t s : sizes) {
+    positive &= s > 0 && s <= dim;
+    total += positive ? s : 0;
+  }
+  if (!positive || (int64_t)sizes.size() != parts || total != dim)
+    return n.emitError() << "Split sizes [" << ArrayRef(sizes)
+                         << "] do not partition dimension " << *a << " of size "
+                         << dim << " into " << parts << " outputs";
+  int64_t start = 0;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    FailureOr<Value> part = sliceAxes(n, *x, {{*a, {start, size, 1}}});
+    if (failed(part))
+      return failure();
+    n.setOutput(i, *part);
+    start += size;
+  }
+  return success();
+}
+
+LogicalResult importSqueeze(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  SmallVector<bool> drop(rank, false);
+  if (n.hasInput(1)) {
+    auto axes = n.constantInts(1, "axes");
+    if (failed(axes))
+      return failure();
+    for (int64_t axis : *axes) {
+      std::optional<int64_t> a = normalizeAxis(axis, rank);
+      if (!a)
+        return n.emitError() << "Squeeze axis " << axis
+                             << " is out of range for rank " << rank;
+      if (!((*in)[*a] == SymInt::constant(1)))
+        return n.emitError() << "Squeeze of dimension " << *a << " of size "
+                             << (*in)[*a] << " (B is the batch size)";
+      drop[*a] = true;
+    }
+  } else {
+    // Without axes every size-1 dimension goes; a batch dimension is never
+    // assumed to be 1.
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = (*in)[d] == SymInt::constant(1);
+  }
+  SmallVector<SymInt> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      out.push_back((*in)[d]);
+  return setReshaped(n, x, out);
+}
+
+LogicalResult importUnsqueeze(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto axes = n.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size() + axes->size();
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    std::optional<int64_t> a = normalizeAxis(axis, rank);
+    if (!a || inserted[*a])
+      return n.emitError() << "Unsqueeze axes [" << ArrayRef(*axes)
+                           << "] are invalid for rank " << in->size();
+    inserted[*a] = true;
+  }
+  SmallVector<SymInt> out;
+  auto next = in->begin();
+  for (int64_t d = 0; d < rank; ++d)
+    out.push_back(inserted[d] ? SymInt::constant(1) : *next++);
+  return setReshaped(n, x, out);
+}
+
+/// Gather: an embedding lookup with run-time indices, slicing with constant
+/// indices, or an element of a shape value.
+LogicalResult importGather(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", 0);
+  if (failed(axis))
+    return failure();
+  ImportedValue &data = n.input(0);
+  ImportedValue &indices = n.input(1);
+
+  if (indices.kind == Kind::Tensor) {
+    if (*axis != 0)
+      return n.emitError() << "Gather with run-time indices is supported on "
+                              "axis 0 (an embedding lookup), not axis "
+                           << *axis;
+    FailureOr<Value> table = n.floatTensor(0);
+    if (failed(table))
+      return failure();
+    auto op = n.create<nn::EmbeddingOp>(indices.tensor, *table);
+    if (failed(op))
+      return failure();
+    n.setOutput(0, op->getResult());
+    return success();
+  }
+
+  auto ids = n.constantInts(1, "indices");
+  if (failed(ids))
+    return failure();
+  bool scalarIndex = indices.scalar;
+  auto in = shapeOf(n, data);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  std::optional<int64_t> a = normalizeAxis(*axis, rank);
+  if (!a)
+    return n.emitError() << "Gather axis " << *axis
+                         << " is out of range for rank " << rank;
+  if (!(*in)[*a].isConstant())
+    return n.emitError() << "Gather along the batch dimension is not "
+                            "supported";
+  int64_t dim = (*in)[*a].coeff;
+  for (int64_t &id : *ids) {
+    if (id < -dim || id >= dim)
+      return n.emitError() << "Gather index " << id
+                           << " is out of range for a dimension of size "
+                           << dim;
+    if (id < 0)
+      id += dim;
+  }
+
+  if (data.kind == Kind::Symbolic) {
+    SmallVector<SymInt> out;
+    for (int64_t id : *ids)
+      out.push_back(data.symbolic[id]);
+    n.setOutput(0,
+                ImportedValue::ofSymbolic(out, scalarIndex, data.symbolicType));
+    return success();
+  }
+
+  // Constant indices select a strided range of the axis.
+  if (ids->empty())
+    return n.emitError() << "Gather with no index";
+  int64_t step = ids->size() > 1 ? (*ids)[1] - (*ids)[0] : 1;
+  for (size_t i = 1; i < ids->size(); ++i)
+    if ((*ids)[i] - (*ids)[i - 1] != step || step <= 0)
+      return n.emitError() << "Gather with constant indices [" << ArrayRef(*ids)
+                           << "] is supported when they are increasing with "
+                              "a constant step";
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> sliced =
+      sliceAxes(n, *x, {{*a, {(*ids)[0], (int64_t)ids->size(), step}}});
+  if (failed(sliced))
+    return failure();
+  if (!scalarIndex) {
+    n.setOutput(0, *sliced);
+    return success();
+  }
+  // A scalar index drops the axis.
+  SmallVector<SymInt> out(*in);
+  out.erase(out.begin() + *a);
+  FailureOr<Value> r = n.reshape(*sliced, out);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r);
+  return success();
+}
+
+/// Converts constant elements to `elt` as ONNX Cast does.
+DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
+  auto type = attr.getType().clone(elt);
+  Type from = attr.getElementType();
+  if (auto ft = dyn_cast<FloatType>(elt)) {
+    SmallVector<APFloat> out;
+    if (isa<FloatType>(from)) {
+      for (APFloat v : attr.getValues<APFloat>()) {
+        bool lost;
+        v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        out.push_back(v);
+      }
+    } else {
+      for (const APInt &v : attr.getValues<APInt>()) {
+        APFloat f(ft.getFloatSemantics());
+        f.convertFromAPInt(v, /*IsSigned=*/!from.isInteger(1),
+                           APFloat::rmNearestTiesToEven);
+        out.push_back(f);
+      }
+    }
+    return DenseElementsAttr::get(type, out);
+  }
+  if (elt.isInteger(1)) {
+    SmallVector<bool> bits;
+    if (isa<FloatType>(from))
+      for (const APFloat &v : attr.getValues<APFloat>())
+        bits.push_back(!v.isZero());
+    else
+      for (const APInt &v : attr.getValues<APInt>())
+        bits.push_back(!v.isZero());
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  unsigned width = elt.getIntOrFloatBitWidth();
+  SmallVector<APInt> out;
+  if (isa<FloatType>(from)) {
+    for (const APFloat &v : attr.getValues<APFloat>()) {
+      APSInt i(width, /*isUnsigned=*/false);
+      bool exact;
+      v.convertToInteger(i, APFloat::rmTowardZero, &exact);
+      out.push_back(i);
+    }
+  } else {
+    for (const APInt &v : attr.getValues<APInt>())
+      out.push_back(from.isInteger(1) ? v.zext(width) : v.sextOrTrunc(width));
+  }
+  return DenseElementsAttr::get(type, out);
+}
+
+LogicalResult importCast(NodeImporter &n) {
+  if (failed(n.checkAttrs({"to"})))
+    return failure();
+  FailureOr<int64_t> to = n.getInt("to");
+  if (failed(to))
+    return failure();
+  Type elt = n.getGraph().convertElementType(*to);
+  if (!elt)
+    return n.emitError() << "Cast to ONNX data type " << *to
+                         << " is not supported";
+  ImportedValue &x = n.input(0);
+  switch (x.kind) {
+  case Kind::Tensor: {
+    Type from = cast<RankedTensorType>(x.tensor.getType()).getElementType();
+    if (from != elt)
+      return n.emitError() << "Cast of a run-time tensor from " << from
+                           << " to " << elt
+                           << " is not supported (nn has no conversion op)";
+    n.setOutput(0, x.tensor);
+    return success();
+  }
+  case Kind::Constant:
+    n.setOutput(0, ImportedValue::ofConstant(castElements(x.constant, elt)));
+    return success();
+  case Kind::Symbolic:
+    if (elt.isSignlessInteger() && !elt.isInteger(1)) {
+      n.setOutput(0, ImportedValue::ofSymbolic(x.symbolic, x.scalar, elt));
+      return success();
+    }
+    FailureOr<DenseElementsAttr> value = n.constant(0, "input");
+    if (failed(value))
+      return failure();
+    n.setOutput(0, ImportedValue::ofConstant(castElements(*value, elt)));
+    return success();
+  }
+  llvm_unreachable("unknown value kind");
+}
+
+} // namespace
+
+void importer::populateShapeImporters(ImporterTable &table) {
+  constexpr unsigned second = 1u << 1;
+  table["Constant"] = {importConstant};
+  table["Identity"] = {importIdentity};
+  // Shape reads only the static type of its input.
+  table["Shape"] = {importShape, 13, /*constantInputs=*/1u};
+  table["Reshape"] = {importReshape, 13, second};
+  table["Flatten"] = {importFlatten};
+  table["Transpose"] = {importTranspose};
+  table["Concat"] = {importConcat};
+  table["Slice"] = {importSlice, 13, 0b11110};
+  table["Split"] = {importSplit, 13, second};
+  table["Squeeze"] = {importSqueeze, 13, second};
+  table["Unsqueeze"] = {importUnsqueeze, 13, second};
+  table["Gather"] = {importGather, 13, second};
+  table["Cast"] = {importCast};
+}

@@ -1,0 +1,741 @@
+#!/usr/bin/python3
+"""Builds the ONNX models of the importer's lit tests.
+
+    make_model.py NAME OUT.onnx
+
+Most models are built node by node with onnx.helper, for exact control over
+ops, attributes and initializer values; the `torch_*` ones are exported by
+torch.onnx, for the patterns real exporters produce. Weights are seeded, so
+every run writes the same file.
+"""
+
+import io
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+BATCH = "N"  # the symbolic batch dimension
+
+MODELS = {}
+
+
+def model(fn):
+    MODELS[fn.__name__] = fn
+    return fn
+
+
+def value(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def init(name, array, dtype=np.float32):
+    return numpy_helper.from_array(np.asarray(array, dtype=dtype), name)
+
+
+def ints(name, values):
+    return init(name, values, np.int64)
+
+
+def const(output, array, dtype=np.float32):
+    tensor = numpy_helper.from_array(np.asarray(array, dtype=dtype), output)
+    return helper.make_node("Constant", [], [output], name=output,
+                            value=tensor)
+
+
+def graph(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "test", inputs, outputs,
+                          initializer=list(inits))
+    m = helper.make_model(g, producer_name="make_model.py",
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def node(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, name=outputs[0], **attrs)
+
+
+def weights(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------
+
+@model
+def binary():
+    return graph(
+        [node("Add", ["x", "y"], ["sum"]),
+         node("Sub", ["sum", "bias"], ["diff"]),
+         node("Mul", ["diff", "two"], ["prod"]),
+         const("thirds", np.full((1, 3, 1), 3.0)),
+         node("Div", ["prod", "thirds"], ["out"])],
+        [value("x", F, [BATCH, 3, 4]), value("y", F, [BATCH, 3, 4])],
+        [value("out", F, [BATCH, 3, 4])],
+        [init("bias", [0.5, -1.0, 0.25, 2.0]), init("two", 2.0)])
+
+
+@model
+def pow():
+    return graph([const("three", 3.0), node("Pow", ["x", "three"], ["out"])],
+                 [value("x", F, [BATCH, 4])], [value("out", F, [BATCH, 4])])
+
+
+@model
+def unary():
+    ops = ["Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Neg"]
+    nodes, prev = [], "x"
+    for op in ops:
+        nodes.append(node(op, [prev], [op.lower()]))
+        prev = op.lower()
+    nodes.append(node("LeakyRelu", [prev], ["out"], alpha=0.2))
+    return graph(nodes, [value("x", F, [BATCH, 4])],
+                 [value("out", F, [BATCH, 4])])
+
+
+@model
+def softmax():
+    return graph(
+        [node("Softmax", ["x"], ["probs"], axis=1),
+         node("LogSoftmax", ["probs"], ["out"])],
+        [value("x", F, [BATCH, 4, 5])], [value("out", F, [BATCH, 4, 5])])
+
+
+@model
+def scalar_folding():
+    """x / sqrt(x.shape[-1]) as exporters spell it: folds to x / 2."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "last"], ["dim"], axis=0),
+         node("Cast", ["dim"], ["dim_f"], to=F),
+         const("half", 0.5),
+         node("Pow", ["dim_f", "half"], ["scale"]),
+         node("Div", ["x", "scale"], ["y"])],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 4])],
+        [ints("last", -1)])
+
+
+# ---------------------------------------------------------------------------
+# Gemm and MatMul
+# ---------------------------------------------------------------------------
+
+@model
+def gemm():
+    w = [[0.1, 0.2, 0.3], [-0.5, 1.5, 2.25]]
+    return graph([node("Gemm", ["x", "fc.weight", "fc.bias"], ["y"],
+                       alpha=1.0, beta=1.0, transB=1)],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 2])],
+                 [init("fc.weight", w), init("fc.bias", [0.125, -3.0])])
+
+
+@model
+def gemm_nobias():
+    return graph([node("Gemm", ["x", "w"], ["y"], transB=1)],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 2])],
+                 [init("w", weights(2, 3))])
+
+
+@model
+def gemm_tied():
+    """Two layers sharing a weight under two names, as exporters alias
+    tied parameters with Identity."""
+    return graph([node("Identity", ["w"], ["w_again"]),
+                  node("Gemm", ["x", "w"], ["h"], transB=1),
+                  node("Gemm", ["h", "w_again"], ["y"], transB=1)],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 3])],
+                 [init("w", weights(3, 3))])
+
+
+@model
+def gemm_general():
+    return graph([node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0,
+                       transA=1)],
+                 [value("a", F, [3, 4])], [value("y", F, [4, 5])],
+                 [init("b", weights(3, 5)), init("c", weights(4, 5, seed=1))])
+
+
+@model
+def matmul():
+    return graph([node("MatMul", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 4, 3])], [value("y", F, [BATCH, 4, 5])],
+                 [init("w", weights(3, 5))])
+
+
+@model
+def matmul_vector():
+    return graph([node("MatMul", ["x", "v"], ["y"])],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH])],
+                 [init("v", [1.0, 2.0, 3.0])])
+
+
+@model
+def matmul_batched():
+    return graph([node("MatMul", ["a", "b"], ["y"])],
+                 [value("a", F, [BATCH, 2, 3, 4]),
+                  value("b", F, [BATCH, 2, 4, 5])],
+                 [value("y", F, [BATCH, 2, 3, 5])])
+
+
+# ---------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------
+
+@model
+def flatten():
+    return graph([node("Flatten", ["x"], ["y"], axis=2)],
+                 [value("x", F, [BATCH, 2, 3, 4])], [value("y", F, [None, 12])])
+
+
+@model
+def reshape():
+    return graph([node("Reshape", ["x", "shape"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 4])],
+                 [value("y", F, [BATCH, 6, 4])], [ints("shape", [0, -1, 4])])
+
+
+@model
+def shape_reshape():
+    """x.view(x.size(0), -1), then rows = x.view(-1, *x.shape[2:]) and
+    rows.view(rows.size(0) // 2, -1), as torch.onnx exports them."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "minus1"], ["target"], axis=0),
+         node("Reshape", ["x", "target"], ["flat"]),
+         node("Shape", ["x"], ["tail"], start=2),
+         node("Concat", ["minus1", "tail"], ["target2"], axis=0),
+         node("Reshape", ["x", "target2"], ["rows"]),
+         node("Shape", ["rows"], ["rows_shape"]),
+         node("Gather", ["rows_shape", "zero"], ["rows_batch"], axis=0),
+         node("Div", ["rows_batch", "two"], ["half"]),
+         node("Unsqueeze", ["half", "axes0"], ["half1"]),
+         node("Concat", ["half1", "minus1"], ["target3"], axis=0),
+         node("Reshape", ["rows", "target3"], ["y"])],
+        [value("x", F, [BATCH, 2, 3, 4])],
+        [value("flat", F, [BATCH, 24]), value("y", F, [BATCH, 24])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1]),
+         ints("two", 2)],
+        opset=15)
+
+
+@model
+def transpose():
+    return graph(
+        [node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+         node("Transpose", ["t"], ["y"])],
+        [value("x", F, [BATCH, 2, 3])], [value("y", F, [2, 3, None])])
+
+
+@model
+def concat():
+    return graph([node("Concat", ["x", "y"], ["z"], axis=-1)],
+                 [value("x", F, [BATCH, 2]), value("y", F, [BATCH, 3])],
+                 [value("z", F, [BATCH, 5])])
+
+
+@model
+def slice():
+    return graph(
+        [node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+        [value("x", F, [4, 6])], [value("y", F, [3, 3])],
+        [ints("starts", [1, -100]), ints("ends", [2**62, 100]),
+         ints("axes", [0, -1]), ints("steps", [1, 2])])
+
+
+@model
+def split():
+    return graph([node("Split", ["x", "sizes"], ["a", "b"], axis=1)],
+                 [value("x", F, [4, 6])],
+                 [value("a", F, [4, 2]), value("b", F, [4, 4])],
+                 [ints("sizes", [2, 4])])
+
+
+@model
+def squeeze_unsqueeze():
+    return graph(
+        [node("Squeeze", ["x", "one"], ["s"]),
+         node("Unsqueeze", ["s", "last"], ["y"])],
+        [value("x", F, [BATCH, 1, 3])], [value("y", F, [BATCH, 3, 1])],
+        [ints("one", [1]), ints("last", [-1])])
+
+
+@model
+def gather_embedding():
+    return graph([node("Gather", ["table", "ids"], ["y"])],
+                 [value("ids", I64, [BATCH, 5])],
+                 [value("y", F, [BATCH, 5, 4])], [init("table", weights(10, 4))])
+
+
+@model
+def gather_constant():
+    return graph(
+        [node("Gather", ["x", "two"], ["row"], axis=1),
+         node("Gather", ["row", "evens"], ["y"], axis=-1)],
+        [value("x", F, [4, 5, 6])], [value("y", F, [4, 3])],
+        [ints("two", 2), ints("evens", [0, 2, 4])])
+
+
+@model
+def constant_identity_cast():
+    return graph(
+        [node("Identity", ["x"], ["same"]),
+         node("Cast", ["same"], ["cast"], to=F),
+         helper.make_node("Constant", [], ["c"], name="c",
+                          value_floats=[1.0, 2.0, 3.0]),
+         node("Add", ["cast", "c"], ["y"])],
+        [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 3])])
+
+
+# ---------------------------------------------------------------------------
+# Convolution and pooling
+# ---------------------------------------------------------------------------
+
+@model
+def conv():
+    return graph([node("Conv", ["x", "w", "b"], ["y"], group=2,
+                       kernel_shape=[3, 3], pads=[1, 0, 1, 2],
+                       strides=[2, 1], dilations=[1, 2])],
+                 [value("x", F, [BATCH, 2, 8, 8])],
+                 [value("y", F, [BATCH, 4, 4, 6])],
+                 [init("w", weights(4, 1, 3, 3)), init("b", weights(4))])
+
+
+def conv_auto_pad(mode):
+    return graph([node("Conv", ["x", "w"], ["y"], auto_pad=mode,
+                       strides=[2, 2])],
+                 [value("x", F, [BATCH, 1, 7, 7])],
+                 [value("y", F, [BATCH, 2, 4, 4])],
+                 [init("w", weights(2, 1, 4, 4))])
+
+
+@model
+def conv_same_upper():
+    return conv_auto_pad("SAME_UPPER")
+
+
+@model
+def conv_same_lower():
+    return conv_auto_pad("SAME_LOWER")
+
+
+@model
+def maxpool():
+    return graph([node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
+                       strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
+                 [value("x", F, [BATCH, 3, 8, 8])],
+                 [value("y", F, [BATCH, 3, 5, 5])])
+
+
+@model
+def avgpool():
+    return graph([node("AveragePool", ["x"], ["y"], kernel_shape=[2, 3],
+                       pads=[0, 1, 0, 1], count_include_pad=1)],
+                 [value("x", F, [BATCH, 3, 6, 6])],
+                 [value("y", F, [BATCH, 3, 5, 6])])
+
+
+@model
+def global_avgpool():
+    return graph([node("GlobalAveragePool", ["x"], ["y"])],
+                 [value("x", F, [BATCH, 3, 6, 6])],
+                 [value("y", F, [BATCH, 3, 1, 1])])
+
+
+# ---------------------------------------------------------------------------
+# Normalisation, reductions, dropout
+# ---------------------------------------------------------------------------
+
+def batchnorm_inits():
+    return [init("bn.weight", [1.0, 2.0, 3.0]), init("bn.bias", [0.0, 0.5, 1.0]),
+            init("bn.running_mean", [0.1, 0.2, 0.3]),
+            init("bn.running_var", [1.0, 1.5, 2.0])]
+
+
+@model
+def batchnorm_eval():
+    return graph([node("BatchNormalization",
+                       ["x", "bn.weight", "bn.bias", "bn.running_mean",
+                        "bn.running_var"], ["y"], epsilon=1e-3)],
+                 [value("x", F, [BATCH, 3, 4, 4])],
+                 [value("y", F, [BATCH, 3, 4, 4])], batchnorm_inits())
+
+
+@model
+def batchnorm_train():
+    return graph([node("BatchNormalization",
+                       ["x", "bn.weight", "bn.bias", "bn.running_mean",
+                        "bn.running_var"], ["y", "mean", "var"],
+                       momentum=0.9, training_mode=1)],
+                 [value("x", F, [BATCH, 3, 4, 4])],
+                 [value("y", F, [BATCH, 3, 4, 4])], batchnorm_inits(),
+                 opset=15)
+
+
+@model
+def layernorm():
+    return graph([node("LayerNormalization", ["x", "ln.weight", "ln.bias"],
+                       ["y"], axis=-1, epsilon=1e-5)],
+                 [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 4])],
+                 [init("ln.weight", weights(4)), init("ln.bias", weights(4, seed=1))],
+                 opset=17)
+
+
+def layernorm_chain_graph(exponent):
+    """The chain torch.onnx emits for nn.LayerNorm below opset 17."""
+    return graph(
+        [node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+         node("Sub", ["x", "mean"], ["centred"]),
+         const("exponent", exponent),
+         node("Pow", ["centred", "exponent"], ["square"]),
+         node("ReduceMean", ["square"], ["var"], axes=[-1]),
+         const("eps", 1e-5),
+         node("Add", ["var", "eps"], ["shifted"]),
+         node("Sqrt", ["shifted"], ["std"]),
+         node("Div", ["centred", "std"], ["normed"]),
+         node("Mul", ["normed", "ln.weight"], ["scaled"]),
+         node("Add", ["scaled", "ln.bias"], ["y"])],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 4])],
+        [init("ln.weight", weights(4)), init("ln.bias", weights(4, seed=1))])
+
+
+@model
+def layernorm_chain():
+    return layernorm_chain_graph(2.0)
+
+
+@model
+def layernorm_chain_mismatch():
+    return layernorm_chain_graph(3.0)
+
+
+@model
+def reduce_mean():
+    return graph([node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+                 [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4])])
+
+
+def gelu_graph(half):
+    """x * 0.5 * (1 + erf(x / sqrt(2))) as torch.onnx emits F.gelu."""
+    return graph(
+        [const("sqrt2", np.sqrt(2.0)),
+         node("Div", ["x", "sqrt2"], ["scaled"]),
+         node("Erf", ["scaled"], ["erf"]),
+         const("one", 1.0),
+         node("Add", ["erf", "one"], ["shifted"]),
+         node("Mul", ["x", "shifted"], ["prod"]),
+         const("half", half),
+         node("Mul", ["prod", "half"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
+def gelu():
+    return gelu_graph(0.5)
+
+
+@model
+def gelu_mismatch():
+    return gelu_graph(0.25)
+
+
+@model
+def dropout():
+    return graph(
+        [node("Dropout", ["x", "ratio", "training"], ["d1", "mask"]),
+         node("Dropout", ["d1"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+        [init("ratio", 0.25),
+         numpy_helper.from_array(np.array(True), "training")])
+
+
+@model
+def mlp_dropout():
+    """A classifier with dropout, to train end to end."""
+    return graph(
+        [node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], transB=1),
+         node("Relu", ["h"], ["r"]),
+         node("Dropout", ["r", "ratio", "training"], ["d"]),
+         node("Gemm", ["d", "fc2.weight", "fc2.bias"], ["logits"], transB=1)],
+        [value("x", F, [BATCH, 4])], [value("logits", F, [BATCH, 3])],
+        [init("fc1.weight", weights(8, 4)), init("fc1.bias", weights(8, seed=1)),
+         init("fc2.weight", weights(3, 8, seed=2)),
+         init("fc2.bias", weights(3, seed=3)), init("ratio", 0.5),
+         numpy_helper.from_array(np.array(True), "training")])
+
+
+# ---------------------------------------------------------------------------
+# Exported by torch.onnx
+# ---------------------------------------------------------------------------
+
+def export(module, args, names, opset, training=False, axes=None):
+    import torch
+
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    inputs, outputs = names
+    axes = axes or {n: {0: "batch"} for n in inputs + outputs}
+    buffer = io.BytesIO()
+    torch.onnx.export(module, args, buffer, input_names=inputs,
+                      output_names=outputs, opset_version=opset,
+                      training=mode, dynamic_axes=axes,
+                      do_constant_folding=not training)
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def torch_modules():
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class LeNet(nn.Module):
+        def __init__(self, batchnorm=False):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+            self.bn = nn.BatchNorm2d(6) if batchnorm else None
+            self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc = nn.Linear(16 * 5 * 5, 10)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            if self.bn is not None:
+                x = self.bn(x)
+            x = torch.max_pool2d(torch.relu(x), 2)
+            x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+            return self.fc(x.view(x.size(0), -1))
+
+    class Block(nn.Module):
+        """A pre-norm transformer block over token embeddings, mean-pooled."""
+
+        def __init__(self, vocab=50, dim=16, heads=2, classes=5):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.ln1 = nn.LayerNorm(dim)
+            self.q = nn.Linear(dim, dim)
+            self.k = nn.Linear(dim, dim)
+            self.v = nn.Linear(dim, dim)
+            self.proj = nn.Linear(dim, dim)
+            self.ln2 = nn.LayerNorm(dim)
+            self.fc1 = nn.Linear(dim, 4 * dim)
+            self.fc2 = nn.Linear(4 * dim, dim)
+            self.drop = nn.Dropout(0.1)
+            self.head = nn.Linear(dim, classes)
+            self.heads = heads
+
+        def forward(self, ids):
+            x = self.embed(ids)
+            b, t, d = x.shape
+            h = self.ln1(x)
+
+            def split_heads(y):
+                return y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+            q, k, v = split_heads(self.q(h)), split_heads(self.k(h)), split_heads(self.v(h))
+            scores = q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5
+            attn = self.drop(torch.softmax(scores, dim=-1)) @ v
+            x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+            x = x + self.fc2(self.drop(nn.functional.gelu(self.fc1(self.ln2(x)))))
+            return self.head(x.mean(dim=1))
+
+    mlp = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(),
+                        nn.Linear(8, 3))
+    return torch, mlp, LeNet, Block
+
+
+@model
+def torch_mlp():
+    torch, mlp, _, _ = torch_modules()
+    return export(mlp, torch.randn(2, 1, 4, 4), (["image"], ["logits"]), 13)
+
+
+@model
+def torch_mnist_mlp():
+    """The Fashion-MNIST classifier of examples/mlp.mlir."""
+    torch, _, _, _ = torch_modules()
+    from torch import nn
+    m = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(),
+                      nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    return export(m, torch.randn(2, 1, 28, 28), (["image"], ["logits"]), 13)
+
+
+@model
+def torch_lenet13():
+    torch, _, LeNet, _ = torch_modules()
+    return export(LeNet(), torch.randn(2, 1, 28, 28), (["image"], ["logits"]),
+                  13)
+
+
+@model
+def torch_lenet17():
+    torch, _, LeNet, _ = torch_modules()
+    return export(LeNet(), torch.randn(2, 1, 28, 28), (["image"], ["logits"]),
+                  17)
+
+
+@model
+def torch_cnn_bn_train():
+    torch, _, LeNet, _ = torch_modules()
+    return export(LeNet(batchnorm=True), torch.randn(2, 1, 28, 28),
+                  (["image"], ["logits"]), 13, training=True)
+
+
+@model
+def torch_cnn_bn_eval():
+    torch, _, LeNet, _ = torch_modules()
+    return export(LeNet(batchnorm=True).eval(), torch.randn(2, 1, 28, 28),
+                  (["image"], ["logits"]), 13)
+
+
+@model
+def torch_block13():
+    torch, _, _, Block = torch_modules()
+    return export(Block(), torch.randint(0, 50, (2, 8)), (["ids"], ["logits"]),
+                  13, training=True)
+
+
+@model
+def torch_block17():
+    torch, _, _, Block = torch_modules()
+    return export(Block(), torch.randint(0, 50, (2, 8)), (["ids"], ["logits"]),
+                  17, training=True)
+
+
+# ---------------------------------------------------------------------------
+# Models the importer refuses
+# ---------------------------------------------------------------------------
+
+@model
+def unsupported_op():
+    return graph([node("Relu", ["x"], ["r"]),
+                  helper.make_node("Hardmax", ["r"], ["y"], name="pick")],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
+def opset12():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=12)
+
+
+@model
+def layernorm_opset13():
+    m = layernorm()
+    m.opset_import[0].version = 13
+    return m
+
+
+@model
+def float16_initializer():
+    return graph([node("Add", ["x", "b"], ["y"])],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 [init("b", [1, 2, 3, 4], np.float16)])
+
+
+@model
+def runtime_shape():
+    """A reshape target computed from run-time data cannot fold."""
+    return graph([node("Reshape", ["x", "shape"], ["y"])],
+                 [value("x", F, [BATCH, 4]), value("shape", I64, [2])],
+                 [value("y", F, [None, None])])
+
+
+@model
+def batch_squared():
+    """x.view(B * B, -1) has no single batch-dependent dimension."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Mul", ["batch", "batch"], ["square"]),
+         node("Unsqueeze", ["square", "axes0"], ["square1"]),
+         node("Concat", ["square1", "minus1"], ["target"], axis=0),
+         node("Reshape", ["x", "target"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [None, None])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1])])
+
+
+@model
+def dynamic_slice():
+    """nn.slice needs static sizes: slicing a batched tensor is refused."""
+    return graph([node("Slice", ["x", "starts", "ends", "axes"], ["y"])],
+                 [value("x", F, [BATCH, 6])], [value("y", F, [BATCH, 3])],
+                 [ints("starts", [0]), ints("ends", [3]), ints("axes", [1])])
+
+
+@model
+def dynamic_feature():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, "seq"])],
+                 [value("y", F, [BATCH, "seq"])])
+
+
+@model
+def bad_gemm():
+    """Shapes nn.linear's type inference refuses."""
+    return graph([node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 2])],
+                 [init("w", weights(2, 3)), init("b", weights(5))])
+
+
+@model
+def cast_runtime():
+    """nn has no conversion op: a run-time Cast to another type is refused."""
+    return graph([node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)],
+                 [value("x", F, [BATCH, 4])],
+                 [value("y", TensorProto.DOUBLE, [BATCH, 4])])
+
+
+@model
+def dropout_mask():
+    """The mask output of Dropout is not produced."""
+    return graph([node("Dropout", ["x"], ["y", "mask"])],
+                 [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4]),
+                  value("mask", TensorProto.BOOL, [BATCH, 4])])
+
+
+@model
+def short_raw_data():
+    """An initializer whose raw bytes do not fill its shape."""
+    m = gemm()
+    weight = m.graph.initializer[0]
+    weight.raw_data = weight.raw_data[:8]
+    return m
+
+
+@model
+def dangling_input():
+    """Refers to a value nothing defines (the checker's business)."""
+    g = helper.make_graph([node("Add", ["x", "ghost"], ["y"])], "test",
+                          [value("x", F, [BATCH, 4])],
+                          [value("y", F, [BATCH, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    name, path = sys.argv[1], sys.argv[2]
+    if name == "truncated":
+        data = gemm().SerializeToString()
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+        return
+    if name == "text":
+        with open(path, "w") as f:
+            f.write("this is not an ONNX model\n")
+        return
+    if name not in MODELS:
+        sys.exit(f"unknown model '{name}'; known: {', '.join(sorted(MODELS))}")
+    onnx.save(MODELS[name](), path)
+
+
+if __name__ == "__main__":
+    main()

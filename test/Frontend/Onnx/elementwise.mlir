@@ -1,0 +1,81 @@
+// Elementwise ONNX ops: arithmetic with broadcasting, activations, softmax.
+//
+// RUN: %python %S/Inputs/make_model.py binary %t.binary.onnx
+// RUN: cleave-opt --import-onnx %t.binary.onnx | FileCheck %s --check-prefix=BINARY
+// RUN: %python %S/Inputs/make_model.py pow %t.pow.onnx
+// RUN: cleave-opt --import-onnx %t.pow.onnx | FileCheck %s --check-prefix=POW
+// RUN: %python %S/Inputs/make_model.py scalar_folding %t.fold.onnx
+// RUN: cleave-opt --import-onnx %t.fold.onnx | FileCheck %s --check-prefix=FOLD
+// RUN: %python %S/Inputs/make_model.py unary %t.unary.onnx
+// RUN: cleave-opt --import-onnx %t.unary.onnx | FileCheck %s --check-prefix=UNARY
+// RUN: %python %S/Inputs/make_model.py softmax %t.softmax.onnx
+// RUN: cleave-opt --import-onnx %t.softmax.onnx | FileCheck %s --check-prefix=SOFTMAX
+// RUN: %python %S/Inputs/make_model.py gelu %t.gelu.onnx
+// RUN: cleave-opt --import-onnx %t.gelu.onnx | FileCheck %s --check-prefix=GELU
+// RUN: %python %S/Inputs/make_model.py gelu_mismatch %t.gelu2.onnx
+// RUN: cleave-opt --import-onnx %t.gelu2.onnx | FileCheck %s --check-prefix=PLAIN
+
+// Add/Sub/Mul/Div of two inputs, a rank-1 initializer (a parameter), a
+// rank-0 initializer and a Constant node (both constants).
+// BINARY-LABEL: func.func @forward(
+// BINARY-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"},
+// BINARY-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "y"},
+// BINARY-SAME:    %[[B:[a-z0-9_]+]]: tensor<4xf32> {train.init = dense<[5.000000e-01, -1.000000e+00, 2.500000e-01, 2.000000e+00]> : tensor<4xf32>, train.param = "bias"})
+// BINARY-SAME:    -> tensor<?x3x4xf32>
+// BINARY-DAG:   %[[THIRDS:.+]] = arith.constant dense<3.000000e+00> : tensor<1x3x1xf32>
+// BINARY-DAG:   %[[TWO:.+]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// BINARY:       %[[SUM:.+]] = nn.add %[[X]], %[[Y]] : tensor<?x3x4xf32>, tensor<?x3x4xf32> -> tensor<?x3x4xf32>
+// BINARY:       %[[DIFF:.+]] = nn.sub %[[SUM]], %[[B]] : tensor<?x3x4xf32>, tensor<4xf32> -> tensor<?x3x4xf32>
+// BINARY:       %[[PROD:.+]] = nn.mul %[[DIFF]], %[[TWO]] : tensor<?x3x4xf32>, tensor<f32> -> tensor<?x3x4xf32>
+// BINARY:       %[[QUOT:.+]] = nn.div %[[PROD]], %[[THIRDS]] : tensor<?x3x4xf32>, tensor<1x3x1xf32> -> tensor<?x3x4xf32>
+// BINARY:       return %[[QUOT]]
+
+// POW-LABEL: func.func @forward(%{{[a-z0-9_]+}}: tensor<?x4xf32> {train.input = "x"})
+// POW-NOT:     arith.constant
+// POW:         nn.pow %{{.+}}, 3.000000e+00 : tensor<?x4xf32>
+
+// Shape, Gather, Cast and Pow on compile-time values fold to one constant.
+// FOLD-LABEL: func.func @forward(
+// FOLD-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32>
+// FOLD-NEXT:    %[[C:.+]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// FOLD-NEXT:    %[[Y:.+]] = nn.div %[[X]], %[[C]]
+// FOLD-NEXT:    return %[[Y]]
+
+// UNARY-LABEL: func.func @forward(
+// UNARY-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4xf32>
+// UNARY:         %[[A:.+]] = nn.relu %[[X]] : tensor<?x4xf32>
+// UNARY:         %[[B:.+]] = nn.sigmoid %[[A]] : tensor<?x4xf32>
+// UNARY:         %[[C:.+]] = nn.tanh %[[B]] : tensor<?x4xf32>
+// UNARY:         %[[D:.+]] = nn.erf %[[C]] : tensor<?x4xf32>
+// UNARY:         %[[E:.+]] = nn.sqrt %[[D]] : tensor<?x4xf32>
+// UNARY:         %[[F:.+]] = nn.exp %[[E]] : tensor<?x4xf32>
+// UNARY:         %[[G:.+]] = nn.log %[[F]] : tensor<?x4xf32>
+// UNARY:         %[[H:.+]] = nn.neg %[[G]] : tensor<?x4xf32>
+// UNARY:         %[[I:.+]] = nn.leaky_relu %[[H]] {alpha = 2.000000e-01 : f64} : tensor<?x4xf32>
+// UNARY:         return %[[I]]
+
+// Opset 13 softmax normalises along one axis (LogSoftmax's default -1).
+// SOFTMAX-LABEL: func.func @forward(
+// SOFTMAX-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4x5xf32>
+// SOFTMAX:         %[[P:.+]] = nn.softmax %[[X]] {axis = 1 : i64} : tensor<?x4x5xf32>
+// SOFTMAX:         nn.log_softmax %[[P]] {axis = 2 : i64} : tensor<?x4x5xf32>
+
+// The erf form of GELU torch.onnx emits becomes one nn.gelu.
+// GELU-LABEL: func.func @forward(
+// GELU-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4xf32>
+// GELU-NEXT:    %[[Y:.+]] = nn.gelu %[[X]] : tensor<?x4xf32>
+// GELU-NEXT:    return %[[Y]]
+
+// With 0.25 instead of 0.5 the chain is no GELU, and every node stays.
+// PLAIN-LABEL: func.func @forward(
+// PLAIN-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4xf32>
+// PLAIN-NOT:     nn.gelu
+// PLAIN-DAG:     %[[QUARTER:.+]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// PLAIN-DAG:     %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// PLAIN-DAG:     %[[SQRT2:.+]] = arith.constant dense<1.41421354> : tensor<f32>
+// PLAIN:         %[[S:.+]] = nn.div %[[X]], %[[SQRT2]]
+// PLAIN:         %[[E:.+]] = nn.erf %[[S]]
+// PLAIN:         %[[A:.+]] = nn.add %[[E]], %[[ONE]]
+// PLAIN:         %[[M:.+]] = nn.mul %[[X]], %[[A]]
+// PLAIN:         %[[Y:.+]] = nn.mul %[[M]], %[[QUARTER]]
+// PLAIN:         return %[[Y]]

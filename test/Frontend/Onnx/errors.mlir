@@ -1,0 +1,83 @@
+// Models the importer refuses, each with a diagnostic and no crash.
+//
+// RUN: not cleave-opt --import-onnx %t.missing.onnx 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: %python %S/Inputs/make_model.py text %t.text.onnx
+// RUN: not cleave-opt --import-onnx %t.text.onnx 2>&1 | FileCheck %s --check-prefix=TEXT
+// RUN: %python %S/Inputs/make_model.py truncated %t.truncated.onnx
+// RUN: not cleave-opt --import-onnx %t.truncated.onnx 2>&1 | FileCheck %s --check-prefix=TRUNCATED
+// RUN: rm -f %t.empty.onnx && touch %t.empty.onnx
+// RUN: not cleave-opt --import-onnx %t.empty.onnx 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: %python %S/Inputs/make_model.py short_raw_data %t.raw.onnx
+// RUN: not cleave-opt --import-onnx %t.raw.onnx 2>&1 | FileCheck %s --check-prefix=RAW
+// RUN: %python %S/Inputs/make_model.py dangling_input %t.dangling.onnx
+// RUN: not cleave-opt --import-onnx %t.dangling.onnx 2>&1 | FileCheck %s --check-prefix=DANGLING
+// RUN: %python %S/Inputs/make_model.py opset12 %t.opset.onnx
+// RUN: not cleave-opt --import-onnx %t.opset.onnx 2>&1 | FileCheck %s --check-prefix=OPSET
+// RUN: %python %S/Inputs/make_model.py unsupported_op %t.op.onnx
+// RUN: not cleave-opt --import-onnx %t.op.onnx 2>&1 | FileCheck %s --check-prefix=OP
+// RUN: %python %S/Inputs/make_model.py layernorm_opset13 %t.newer.onnx
+// RUN: not cleave-opt --import-onnx %t.newer.onnx 2>&1 | FileCheck %s --check-prefix=NEWER
+// RUN: %python %S/Inputs/make_model.py float16_initializer %t.f16.onnx
+// RUN: not cleave-opt --import-onnx %t.f16.onnx 2>&1 | FileCheck %s --check-prefix=F16
+// RUN: %python %S/Inputs/make_model.py dynamic_feature %t.dynamic.onnx
+// RUN: not cleave-opt --import-onnx %t.dynamic.onnx 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// RUN: %python %S/Inputs/make_model.py runtime_shape %t.runtime.onnx
+// RUN: not cleave-opt --import-onnx %t.runtime.onnx 2>&1 | FileCheck %s --check-prefix=RUNTIME-SHAPE
+// RUN: %python %S/Inputs/make_model.py batch_squared %t.squared.onnx
+// RUN: not cleave-opt --import-onnx %t.squared.onnx 2>&1 | FileCheck %s --check-prefix=SQUARED
+// RUN: %python %S/Inputs/make_model.py dynamic_slice %t.slice.onnx
+// RUN: not cleave-opt --import-onnx %t.slice.onnx 2>&1 | FileCheck %s --check-prefix=SLICE
+// RUN: %python %S/Inputs/make_model.py cast_runtime %t.cast.onnx
+// RUN: not cleave-opt --import-onnx %t.cast.onnx 2>&1 | FileCheck %s --check-prefix=CAST
+// RUN: %python %S/Inputs/make_model.py dropout_mask %t.mask.onnx
+// RUN: not cleave-opt --import-onnx %t.mask.onnx 2>&1 | FileCheck %s --check-prefix=MASK
+// RUN: %python %S/Inputs/make_model.py bad_gemm %t.gemm.onnx
+// RUN: not cleave-opt --import-onnx %t.gemm.onnx 2>&1 | FileCheck %s --check-prefix=INFER
+
+// MISSING: error: cannot open input file '{{.*}}missing.onnx': No such file or directory
+
+// TEXT: text.onnx:0:0: error: '{{.*}}text.onnx' is not an ONNX model: it does not parse as an ONNX ModelProto (truncated or corrupt?)
+
+// The first half of a valid model.
+// TRUNCATED: error: '{{.*}}truncated.onnx' is not an ONNX model: it does not parse as an ONNX ModelProto (truncated or corrupt?)
+
+// Protobuf reads zero bytes as an empty message.
+// EMPTY: error: '{{.*}}empty.onnx' is not an ONNX model: it has no graph
+
+// RAW: error: tensor 'fc.weight' holds 8 bytes of data, expected 24 for 'tensor<2x3xf32>'
+
+// The ONNX checker's verdict, on one line.
+// DANGLING: error: '{{.*}}dangling.onnx' is not a valid ONNX model: Nodes in a graph must be topologically sorted, however input 'ghost' of node: name: y OpType: Add is not output of any previous nodes.
+
+// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 17
+
+// The node's name, op type and opset.
+// OP: error: node 'pick' has unsupported op type 'Hardmax' (opset 13)
+
+// LayerNormalization only exists from opset 17 on.
+// NEWER: error: node 'y' has unsupported op type 'LayerNormalization' (opset 13)
+
+// F16: error: tensor 'b' has unsupported element type FLOAT16; supported: FLOAT, DOUBLE, INT64, INT32, BOOL
+
+// DYNAMIC: error: dimension 1 of graph input 'x' is dynamic ('seq'); only dimension 0, the batch, may be
+
+// A reshape target read from a graph input cannot fold.
+// RUNTIME-SHAPE: error: Reshape shape ('shape') is computed at run time; it must fold to a constant
+// RUNTIME-SHAPE-NEXT: note: while importing ONNX node 'y' (Reshape, opset 13)
+
+// x.view(B * B, -1): B is the batch size, tracked through Shape and Mul.
+// SQUARED: error: cannot reshape [B, 4] to [B^2, -1] (B is the batch size)
+// SQUARED-NEXT: note: while importing ONNX node 'y' (Reshape, opset 13)
+
+// SLICE: error: Slice of 'tensor<?x6xf32>' is not supported: nn.slice needs static sizes for every dimension, and this tensor's size depends on the batch
+// SLICE-NEXT: note: while importing ONNX node 'y' (Slice, opset 13)
+
+// CAST: error: Cast of a run-time tensor from 'f32' to 'f64' is not supported (nn has no conversion op)
+// CAST-NEXT: note: while importing ONNX node 'y' (Cast, opset 13)
+
+// MASK: error: Dropout's mask output ('mask') is not supported
+// MASK-NEXT: note: while importing ONNX node 'y' (Dropout, opset 13)
+
+// nn.linear's own type inference speaks; the note names the ONNX node.
+// INFER: error: bias must be [2], got [5]
+// INFER-NEXT: note: while importing ONNX node 'y' (Gemm, opset 13)

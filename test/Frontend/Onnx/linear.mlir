@@ -1,0 +1,74 @@
+// Gemm and MatMul.
+//
+// RUN: %python %S/Inputs/make_model.py gemm %t.gemm.onnx
+// RUN: cleave-opt --import-onnx %t.gemm.onnx | FileCheck %s --check-prefix=GEMM
+// RUN: %python %S/Inputs/make_model.py gemm_nobias %t.nobias.onnx
+// RUN: cleave-opt --import-onnx %t.nobias.onnx | FileCheck %s --check-prefix=NOBIAS
+// RUN: %python %S/Inputs/make_model.py gemm_tied %t.tied.onnx
+// RUN: cleave-opt --import-onnx %t.tied.onnx | FileCheck %s --check-prefix=TIED
+// RUN: %python %S/Inputs/make_model.py gemm_general %t.general.onnx
+// RUN: cleave-opt --import-onnx %t.general.onnx | FileCheck %s --check-prefix=GENERAL
+// RUN: %python %S/Inputs/make_model.py matmul %t.matmul.onnx
+// RUN: cleave-opt --import-onnx %t.matmul.onnx | FileCheck %s --check-prefix=MATMUL
+// RUN: %python %S/Inputs/make_model.py matmul_vector %t.vector.onnx
+// RUN: cleave-opt --import-onnx %t.vector.onnx | FileCheck %s --check-prefix=VECTOR
+// RUN: %python %S/Inputs/make_model.py matmul_batched %t.batched.onnx
+// RUN: cleave-opt --import-onnx %t.batched.onnx | FileCheck %s --check-prefix=BATCHED
+
+// nn.Linear as torch.onnx exports it. The parameters hold the exact exported
+// values (0.1 is printed as the float closest to it, as PyTorch stores it).
+// GEMM-LABEL: func.func @forward(
+// GEMM-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// GEMM-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x3xf32> {train.init = dense<{{\[\[}}1.000000e-01, 2.000000e-01, 3.000000e-01], [-5.000000e-01, 1.500000e+00, 2.250000e+00]]> : tensor<2x3xf32>, train.param = "fc.weight"},
+// GEMM-SAME:    %[[B:[a-z0-9_]+]]: tensor<2xf32> {train.init = dense<[1.250000e-01, -3.000000e+00]> : tensor<2xf32>, train.param = "fc.bias"})
+// GEMM-SAME:    -> tensor<?x2xf32>
+// GEMM-NEXT:    %[[Y:.+]] = nn.linear %[[X]], %[[W]], %[[B]] : tensor<?x3xf32>, tensor<2x3xf32>, tensor<2xf32> -> tensor<?x2xf32>
+// GEMM-NEXT:    return %[[Y]] : tensor<?x2xf32>
+
+// NOBIAS-LABEL: func.func @forward(
+// NOBIAS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// NOBIAS-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x3xf32> {train.init = dense<{{.+}}> : tensor<2x3xf32>, train.param = "w"})
+// NOBIAS-NEXT:    nn.linear %[[X]], %[[W]] : tensor<?x3xf32>, tensor<2x3xf32> -> tensor<?x2xf32>
+
+// An initializer renamed by Identity is still one parameter.
+// TIED-LABEL: func.func @forward(
+// TIED-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// TIED-SAME:    %[[W:[a-z0-9_]+]]: tensor<3x3xf32> {train.init = dense<{{.+}}> : tensor<3x3xf32>, train.param = "w"})
+// TIED-SAME:    -> tensor<?x3xf32>
+// TIED-NEXT:    %[[H:.+]] = nn.linear %[[X]], %[[W]] : tensor<?x3xf32>, tensor<3x3xf32> -> tensor<?x3xf32>
+// TIED-NEXT:    %[[Y:.+]] = nn.linear %[[H]], %[[W]] : tensor<?x3xf32>, tensor<3x3xf32> -> tensor<?x3xf32>
+// TIED-NEXT:    return %[[Y]]
+
+// alpha * A^T B + beta * C: a matmul with a transpose flag, scaled, plus
+// the scaled C.
+// GENERAL-LABEL: func.func @forward(
+// GENERAL-SAME:    %[[A:[a-z0-9_]+]]: tensor<3x4xf32> {train.input = "a"},
+// GENERAL-SAME:    %[[B:[a-z0-9_]+]]: tensor<3x5xf32> {{.+}}train.param = "b"},
+// GENERAL-SAME:    %[[C:[a-z0-9_]+]]: tensor<4x5xf32> {{.+}}train.param = "c"})
+// GENERAL-DAG:     %[[BETA:.+]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// GENERAL-DAG:     %[[ALPHA:.+]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// GENERAL:         %[[AB:.+]] = nn.matmul %[[A]], %[[B]] {transpose_a} : tensor<3x4xf32>, tensor<3x5xf32> -> tensor<4x5xf32>
+// GENERAL:         %[[SCALED:.+]] = nn.mul %[[AB]], %[[ALPHA]]
+// GENERAL:         %[[CSCALED:.+]] = nn.mul %[[C]], %[[BETA]]
+// GENERAL:         %[[Y:.+]] = nn.add %[[SCALED]], %[[CSCALED]] : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
+// GENERAL:         return %[[Y]]
+
+// MATMUL-LABEL: func.func @forward(
+// MATMUL-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x4x3xf32> {train.input = "x"},
+// MATMUL-SAME:    %[[W:[a-z0-9_]+]]: tensor<3x5xf32> {{.+}}train.param = "w"})
+// MATMUL-NEXT:    nn.matmul %[[X]], %[[W]] : tensor<?x4x3xf32>, tensor<3x5xf32> -> tensor<?x4x5xf32>
+
+// A vector operand becomes a column and loses that dimension again.
+// VECTOR-LABEL: func.func @forward(
+// VECTOR-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// VECTOR-SAME:    %[[V:[a-z0-9_]+]]: tensor<3xf32> {train.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>, train.param = "v"})
+// VECTOR-SAME:    -> tensor<?xf32>
+// VECTOR-NEXT:    %[[COL:.+]] = nn.reshape %[[V]] [3, 1] : tensor<3xf32> -> tensor<3x1xf32>
+// VECTOR-NEXT:    %[[P:.+]] = nn.matmul %[[X]], %[[COL]] : tensor<?x3xf32>, tensor<3x1xf32> -> tensor<?x1xf32>
+// VECTOR-NEXT:    %[[Y:.+]] = nn.reshape %[[P]] [-1] : tensor<?x1xf32> -> tensor<?xf32>
+// VECTOR-NEXT:    return %[[Y]]
+
+// BATCHED-LABEL: func.func @forward(
+// BATCHED-SAME:    %[[A:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "a"},
+// BATCHED-SAME:    %[[B:[a-z0-9_]+]]: tensor<?x2x4x5xf32> {train.input = "b"})
+// BATCHED-NEXT:    nn.matmul %[[A]], %[[B]] : tensor<?x2x3x4xf32>, tensor<?x2x4x5xf32> -> tensor<?x2x3x5xf32>

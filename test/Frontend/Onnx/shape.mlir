@@ -1,0 +1,94 @@
+// Constants, shapes, reshapes, slicing, concatenation, gathers and casts.
+// Shape computations fold away, the batch size staying symbolic.
+//
+// RUN: %python %S/Inputs/make_model.py flatten %t.flatten.onnx
+// RUN: cleave-opt --import-onnx %t.flatten.onnx | FileCheck %s --check-prefix=FLATTEN
+// RUN: %python %S/Inputs/make_model.py reshape %t.reshape.onnx
+// RUN: cleave-opt --import-onnx %t.reshape.onnx | FileCheck %s --check-prefix=RESHAPE
+// RUN: %python %S/Inputs/make_model.py shape_reshape %t.shape.onnx
+// RUN: cleave-opt --import-onnx %t.shape.onnx | FileCheck %s --check-prefix=SHAPE
+// RUN: %python %S/Inputs/make_model.py transpose %t.transpose.onnx
+// RUN: cleave-opt --import-onnx %t.transpose.onnx | FileCheck %s --check-prefix=TRANSPOSE
+// RUN: %python %S/Inputs/make_model.py concat %t.concat.onnx
+// RUN: cleave-opt --import-onnx %t.concat.onnx | FileCheck %s --check-prefix=CONCAT
+// RUN: %python %S/Inputs/make_model.py slice %t.slice.onnx
+// RUN: cleave-opt --import-onnx %t.slice.onnx | FileCheck %s --check-prefix=SLICE
+// RUN: %python %S/Inputs/make_model.py split %t.split.onnx
+// RUN: cleave-opt --import-onnx %t.split.onnx | FileCheck %s --check-prefix=SPLIT
+// RUN: %python %S/Inputs/make_model.py squeeze_unsqueeze %t.squeeze.onnx
+// RUN: cleave-opt --import-onnx %t.squeeze.onnx | FileCheck %s --check-prefix=SQUEEZE
+// RUN: %python %S/Inputs/make_model.py gather_embedding %t.embedding.onnx
+// RUN: cleave-opt --import-onnx %t.embedding.onnx | FileCheck %s --check-prefix=EMBEDDING
+// RUN: %python %S/Inputs/make_model.py gather_constant %t.gather.onnx
+// RUN: cleave-opt --import-onnx %t.gather.onnx | FileCheck %s --check-prefix=GATHER
+// RUN: %python %S/Inputs/make_model.py constant_identity_cast %t.cast.onnx
+// RUN: cleave-opt --import-onnx %t.cast.onnx | FileCheck %s --check-prefix=CAST
+
+// FLATTEN-LABEL: func.func @forward(
+// FLATTEN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"}) -> tensor<?x12xf32>
+// FLATTEN-NEXT:    nn.flatten %[[X]] {axis = 2 : i64} : tensor<?x2x3x4xf32> -> tensor<?x12xf32>
+
+// Reshape to [0, -1, 4]: 0 copies the batch, -1 is then static.
+// RESHAPE-LABEL: func.func @forward(
+// RESHAPE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"}) -> tensor<?x6x4xf32>
+// RESHAPE-NEXT:    nn.reshape %[[X]] [-1, 6, 4] : tensor<?x2x3x4xf32> -> tensor<?x6x4xf32>
+
+// x.view(x.size(0), -1); rows = x.view(-1, *x.shape[2:]), a batch of 2B;
+// rows.view(rows.size(0) // 2, -1). No Shape, Gather, Unsqueeze, Concat or
+// integer arithmetic is left, not even a constant.
+// SHAPE-LABEL: func.func @forward(
+// SHAPE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
+// SHAPE-SAME:    -> (tensor<?x24xf32>, tensor<?x24xf32>)
+// SHAPE-NEXT:    %[[FLAT:.+]] = nn.reshape %[[X]] [-1, 24] : tensor<?x2x3x4xf32> -> tensor<?x24xf32>
+// SHAPE-NEXT:    %[[ROWS:.+]] = nn.reshape %[[X]] [-1, 3, 4] : tensor<?x2x3x4xf32> -> tensor<?x3x4xf32>
+// SHAPE-NEXT:    %[[Y:.+]] = nn.reshape %[[ROWS]] [-1, 24] : tensor<?x3x4xf32> -> tensor<?x24xf32>
+// SHAPE-NEXT:    return %[[FLAT]], %[[Y]]
+
+// An explicit permutation, then the default (reversed) one.
+// TRANSPOSE-LABEL: func.func @forward(
+// TRANSPOSE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3xf32> {train.input = "x"})
+// TRANSPOSE-NEXT:    %[[T:.+]] = nn.transpose %[[X]] [0, 2, 1] : tensor<?x2x3xf32> -> tensor<?x3x2xf32>
+// TRANSPOSE-NEXT:    nn.transpose %[[T]] [2, 1, 0] : tensor<?x3x2xf32> -> tensor<2x3x?xf32>
+
+// CONCAT-LABEL: func.func @forward(
+// CONCAT-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2xf32> {train.input = "x"},
+// CONCAT-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "y"})
+// CONCAT-NEXT:    nn.concat %[[X]], %[[Y]] {axis = 1 : i64} : tensor<?x2xf32>, tensor<?x3xf32> -> tensor<?x5xf32>
+
+// starts [1, -100], ends [2^62, 100], axes [0, -1], steps [1, 2], clamped
+// as ONNX does, in one nn.slice.
+// SLICE-LABEL: func.func @forward(
+// SLICE-SAME:    %[[X:[a-z0-9_]+]]: tensor<4x6xf32> {train.input = "x"})
+// SLICE-NEXT:    nn.slice %[[X]] starts [1, 0] sizes [3, 3] strides [1, 2] : tensor<4x6xf32> -> tensor<3x3xf32>
+
+// SPLIT-LABEL: func.func @forward(
+// SPLIT-SAME:    %[[X:[a-z0-9_]+]]: tensor<4x6xf32> {train.input = "x"})
+// SPLIT-NEXT:    %[[A:.+]] = nn.slice %[[X]] starts [0, 0] sizes [4, 2] strides [1, 1] : tensor<4x6xf32> -> tensor<4x2xf32>
+// SPLIT-NEXT:    %[[B:.+]] = nn.slice %[[X]] starts [0, 2] sizes [4, 4] strides [1, 1] : tensor<4x6xf32> -> tensor<4x4xf32>
+// SPLIT-NEXT:    return %[[A]], %[[B]]
+
+// SQUEEZE-LABEL: func.func @forward(
+// SQUEEZE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x1x3xf32> {train.input = "x"})
+// SQUEEZE-NEXT:    %[[S:.+]] = nn.reshape %[[X]] [-1, 3] : tensor<?x1x3xf32> -> tensor<?x3xf32>
+// SQUEEZE-NEXT:    nn.reshape %[[S]] [-1, 3, 1] : tensor<?x3xf32> -> tensor<?x3x1xf32>
+
+// Gather with run-time indices is an embedding lookup in a parameter.
+// EMBEDDING-LABEL: func.func @forward(
+// EMBEDDING-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x5xi64> {train.input = "ids"},
+// EMBEDDING-SAME:    %[[TABLE:[a-z0-9_]+]]: tensor<10x4xf32> {train.init = dense<{{.+}}> : tensor<10x4xf32>, train.param = "table"})
+// EMBEDDING-NEXT:    nn.embedding %[[IDS]], %[[TABLE]] : tensor<?x5xi64>, tensor<10x4xf32> -> tensor<?x5x4xf32>
+
+// Constant indices: a scalar index drops the axis; [0, 2, 4] is a stride.
+// GATHER-LABEL: func.func @forward(
+// GATHER-SAME:    %[[X:[a-z0-9_]+]]: tensor<4x5x6xf32> {train.input = "x"})
+// GATHER-NEXT:    %[[ROW:.+]] = nn.slice %[[X]] starts [0, 2, 0] sizes [4, 1, 6] strides [1, 1, 1] : tensor<4x5x6xf32> -> tensor<4x1x6xf32>
+// GATHER-NEXT:    %[[FLAT:.+]] = nn.reshape %[[ROW]] [4, 6] : tensor<4x1x6xf32> -> tensor<4x6xf32>
+// GATHER-NEXT:    nn.slice %[[FLAT]] starts [0, 0] sizes [4, 3] strides [1, 2] : tensor<4x6xf32> -> tensor<4x3xf32>
+
+// Identity and a Cast to the same type vanish; a Constant node is an
+// arith.constant.
+// CAST-LABEL: func.func @forward(
+// CAST-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"})
+// CAST-NEXT:    %[[C:.+]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
+// CAST-NEXT:    %[[Y:.+]] = nn.add %[[X]], %[[C]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
+// CAST-NEXT:    return %[[Y]]
