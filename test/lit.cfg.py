@@ -24,4 +24,4 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [os.path.join(config.cleave_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["cleave-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["cleave-opt", "cleave-compile"], tool_dirs)

@@ -1,0 +1,225 @@
+// RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-convert-nn-to-linalg | FileCheck %s
+
+// Numpy broadcasting becomes a constant-0 or dropped dimension in the map.
+// CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @add_broadcast
+// CHECK-SAME: (%[[A:.+]]: tensor<4x3xf32>, %[[B:.+]]: tensor<3xf32>)
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$COL]], #[[$ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[A]], %[[B]] : tensor<4x3xf32>, tensor<3xf32>) outs(%[[E]] : tensor<4x3xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: nn.
+func.func @add_broadcast(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = nn.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// A size-1 dimension that stretches reads element 0.
+// CHECK-DAG: #[[$STRETCH:.+]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @mul_stretch
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$STRETCH]], #{{.+}}]
+// CHECK: arith.mulf
+func.func @mul_stretch(%a: tensor<4x3xf32>, %b: tensor<4x1xf32>) -> tensor<4x3xf32> {
+  %0 = nn.mul %a, %b : tensor<4x3xf32>, tensor<4x1xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// relu(linear(x)) is one oneDNN matmul with a bias and a ReLU post-op; the
+// backward mask reads the activation instead of the pre-activation.
+// CHECK-LABEL: func.func @linear_relu
+// CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[W:.+]]: tensor<4x16xf32>, %[[B:.+]]: tensor<4xf32>, %[[DY:.+]]: tensor<8x4xf32>)
+// CHECK: %[[Y:.+]] = rt.kernel matmul ins(%[[X]], %[[W]], %[[B]] : tensor<8x16xf32>, tensor<4x16xf32>, tensor<4xf32>)
+// CHECK-SAME: {activation = "relu", trans_a = false, trans_b = true}
+// CHECK: %[[G:.+]] = linalg.generic
+// CHECK-SAME: ins(%[[DY]], %[[Y]] :
+// CHECK: arith.cmpf ogt
+// CHECK: return %[[Y]], %[[G]]
+func.func @linear_relu(%x: tensor<8x16xf32>, %w: tensor<4x16xf32>, %b: tensor<4xf32>, %dy: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %0 = nn.linear %x, %w, %b : tensor<8x16xf32>, tensor<4x16xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  %1 = nn.relu %0 : tensor<8x4xf32>
+  %2 = nn.relu_grad %dy, %0 : tensor<8x4xf32>
+  return %1, %2 : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A pre-activation with another use keeps its own kernel.
+// CHECK-LABEL: func.func @linear_relu_unfused
+// CHECK: %[[L:.+]] = rt.kernel matmul
+// CHECK-NOT: activation
+// CHECK-SAME: -> tensor<8x4xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[L]] :
+// CHECK: arith.maximumf
+func.func @linear_relu_unfused(%x: tensor<8x16xf32>, %w: tensor<4x16xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %0 = nn.linear %x, %w : tensor<8x16xf32>, tensor<4x16xf32> -> tensor<8x4xf32>
+  %1 = nn.relu %0 : tensor<8x4xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A batched linear folds the batch into the rows of one GEMM.
+// CHECK-LABEL: func.func @linear_rank3
+// CHECK: %[[X2:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2]] : tensor<2x5x16xf32> into tensor<10x16xf32>
+// CHECK: %[[R:.+]] = rt.kernel matmul ins(%[[X2]], %{{.+}} : tensor<10x16xf32>, tensor<4x16xf32>)
+// CHECK: tensor.expand_shape %[[R]] {{\[}}[0, 1], [2]] output_shape [2, 5, 4] : tensor<10x4xf32> into tensor<2x5x4xf32>
+func.func @linear_rank3(%x: tensor<2x5x16xf32>, %w: tensor<4x16xf32>) -> tensor<2x5x4xf32> {
+  %0 = nn.linear %x, %w : tensor<2x5x16xf32>, tensor<4x16xf32> -> tensor<2x5x4xf32>
+  return %0 : tensor<2x5x4xf32>
+}
+
+// -----
+
+// Batched matmul with a batched right-hand side.
+// CHECK-LABEL: func.func @matmul_batched
+// CHECK: rt.kernel matmul ins(%{{.+}}, %{{.+}} : tensor<3x4x5xf32>, tensor<3x6x5xf32>) outs(%{{.+}} : tensor<3x4x6xf32>) {trans_a = false, trans_b = true}
+func.func @matmul_batched(%a: tensor<3x4x5xf32>, %b: tensor<3x6x5xf32>) -> tensor<3x4x6xf32> {
+  %0 = nn.matmul %a, %b {transpose_b} : tensor<3x4x5xf32>, tensor<3x6x5xf32> -> tensor<3x4x6xf32>
+  return %0 : tensor<3x4x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv
+// CHECK: rt.kernel conv2d_fwd ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) outs(%{{.+}} : tensor<2x4x4x4xf32>)
+// CHECK-SAME: {dilations = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+// CHECK-LABEL: func.func @conv_grads
+// CHECK: rt.kernel conv2d_bwd_data ins(%{{.+}}, %{{.+}} : tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) outs(%{{.+}} : tensor<2x3x8x8xf32>)
+// CHECK: rt.kernel conv2d_bwd_weights ins(%{{.+}}, %{{.+}} : tensor<2x3x8x8xf32>, tensor<2x4x4x4xf32>) outs(%{{.+}} : tensor<4x3x3x3xf32>)
+func.func @conv(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x4xf32> {
+  %0 = nn.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x4x4xf32>
+  return %0 : tensor<2x4x4x4xf32>
+}
+func.func @conv_grads(%dy: tensor<2x4x4x4xf32>, %w: tensor<4x3x3x3xf32>, %x: tensor<2x3x8x8xf32>) -> (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) {
+  %0 = nn.conv2d_grad_input %dy, %w {input_size = array<i64: 8, 8>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>
+  %1 = nn.conv2d_grad_weight %dy, %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32> -> tensor<4x3x3x3xf32>
+  return %0, %1 : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+}
+
+// -----
+
+// oneDNN has no ceil mode: the extra output row/column becomes end padding.
+// CHECK-LABEL: func.func @pool_ceil
+// CHECK: rt.kernel max_pool2d_fwd ins(%{{.+}} : tensor<1x2x5x5xf32>) outs(%{{.+}} : tensor<1x2x3x3xf32>)
+// CHECK-SAME: kernel = array<i64: 2, 2>, padding = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>
+func.func @pool_ceil(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = nn.max_pool2d %x {kernel_size = array<i64: 2, 2>, ceil_mode} : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Counting padding and a ceil-mode overhang cannot be told apart by oneDNN.
+func.func @avg_pool_ceil_include_pad(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  // expected-error @+1 {{failed to legalize operation 'nn.avg_pool2d'}}
+  %0 = nn.avg_pool2d %x {kernel_size = array<i64: 2, 2>, ceil_mode, count_include_pad} : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// The CPU back end runs f64 only in the interpreter.
+func.func @matmul_f64(%a: tensor<4x5xf64>, %b: tensor<5x6xf64>) -> tensor<4x6xf64> {
+  // expected-error @+1 {{failed to legalize operation 'nn.matmul'}}
+  %0 = nn.matmul %a, %b : tensor<4x5xf64>, tensor<5x6xf64> -> tensor<4x6xf64>
+  return %0 : tensor<4x6xf64>
+}
+
+// -----
+
+// Softmax: max and sum reductions broadcast back as size-1 dimensions.
+// CHECK-LABEL: func.func @softmax
+// CHECK: linalg.fill ins(%{{.+}} : f32)
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: tensor.expand_shape
+// CHECK: math.exp
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %0 = nn.softmax %x {axis = 1} : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+// Cross-entropy reads each sample's label logit with a clamped index.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: linalg.index 0
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+// CHECK: math.log
+func.func @cross_entropy(%x: tensor<4x10xf32>, %l: tensor<4xi64>) -> tensor<4xf32> {
+  %0 = nn.cross_entropy %x, %l {reduction = #nn.reduction<none>} : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Dropout hashes (key + flat index) with SplitMix64 and compares the top 24
+// bits with ceil(ratio * 2^24) = 4194304 for ratio 0.25.
+// CHECK-LABEL: func.func @dropout
+// CHECK: %[[SEED:.+]] = tensor.extract
+// CHECK: linalg.generic
+// CHECK: linalg.index 0
+// CHECK: arith.shrui
+// CHECK: arith.constant 4194304 : i64
+// CHECK: arith.cmpi sge
+// CHECK: arith.select
+func.func @dropout(%x: tensor<4x8xf32>, %s: tensor<i64>) -> tensor<4x8xf32> {
+  %0 = nn.dropout %x, %s {ratio = 0.25} : tensor<4x8xf32>, tensor<i64> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Optimizer updates write into the parameter and its state (destination
+// passing), reading hyperparameters once as scalars.
+// CHECK-LABEL: func.func @adam
+// CHECK-SAME: (%[[P:.+]]: tensor<4xf32>, %[[G:.+]]: tensor<4xf32>, %[[M:.+]]: tensor<4xf32>, %[[V:.+]]: tensor<4xf32>
+// CHECK: math.powf
+// CHECK: math.powf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]] : tensor<4xf32>) outs(%[[P]], %[[M]], %[[V]] : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: math.sqrt
+func.func @adam(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %t: tensor<i64>, %lr: tensor<f32>, %b1: tensor<f32>, %b2: tensor<f32>, %eps: tensor<f32>, %wd: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0:3 = train.adam %p, %g, %m, %v step %t lr %lr betas %b1, %b2 eps %eps weight_decay %wd : tensor<4xf32>, tensor<f32>
+  return %0#0, %0#1, %0#2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sgd
+// CHECK-SAME: (%[[P:.+]]: tensor<4xf32>, %[[G:.+]]: tensor<4xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]] : tensor<4xf32>) outs(%[[P]] : tensor<4xf32>)
+func.func @sgd(%p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>, %wd: tensor<f32>) -> tensor<4xf32> {
+  %0 = train.sgd %p, %g lr %lr weight_decay %wd : tensor<4xf32>, tensor<f32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce
+// CHECK: %[[R:.+]] = rt.cross_rank_reduce sum outs(%{{.+}}, %{{.+}} : tensor<4xf32>, tensor<f32>) -> tensor<4xf32>, tensor<f32>
+func.func @reduce(%a: tensor<4xf32>, %n: tensor<f32>) -> (tensor<4xf32>, tensor<f32>) {
+  %0:2 = train.cross_rank_reduce sum %a, %n : tensor<4xf32>, tensor<f32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// Lowering happens after the split; a window_sum here is a pipeline error.
+func.func @unsplit(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{failed to legalize operation 'train.window_sum'}}
+  %0 = train.window_sum %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

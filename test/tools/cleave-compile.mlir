@@ -1,0 +1,54 @@
+// cleave-compile: phases, Graphviz, help and bad command lines.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=loss | FileCheck %s --check-prefix=LOSS
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=grad | FileCheck %s --check-prefix=GRAD
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=step | FileCheck %s --check-prefix=STEP
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --compile-to=split | FileCheck %s --check-prefix=SPLIT
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=linalg | FileCheck %s --check-prefix=LINALG
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=bufferize | FileCheck %s --check-prefix=BUF
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=llvm | FileCheck %s --check-prefix=LLVM
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --emit=dot -o %t.dot && FileCheck %s --check-prefix=DOT < %t.dot
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 -o %t.cleave && llvm-nm -D --defined-only %t.cleave | FileCheck %s --check-prefix=SYMS
+// RUN: cleave-compile --help | FileCheck %s --check-prefix=HELP
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir -o %t.x 2>&1 | FileCheck %s --check-prefix=NOBATCH
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=bogus 2>&1 | FileCheck %s --check-prefix=PHASE
+// RUN: not cleave-compile %t.does-not-exist.mlir --micro-batch=8 -o %t.y 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 2>&1 | FileCheck %s --check-prefix=NOOUT
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --compile-to=split 2>&1 | FileCheck %s --check-prefix=OPT
+
+// LOSS: func.func @loss(
+// LOSS: nn.cross_entropy
+// GRAD: func.func @loss_grad(
+// GRAD-SAME: train.gradient_of = @loss
+// STEP: func.func @train_step(
+// STEP: train.window_sum
+// SPLIT: train.manifest = {accumulate = 4 : i64
+// SPLIT: func.func @micro_step(
+// SPLIT: func.func @apply_step(
+// LINALG: rt.kernel matmul
+// LINALG: linalg.generic
+// BUF: cleave.manifest_json
+// BUF: call @cleave_kernel_matmul
+// BUF-NOT: tensor<
+// LLVM: llvm.func @cleave_entry_micro_step(
+// LLVM: llvm.func @cleave_manifest()
+// DOT: digraph micro_step {
+// DOT: label="nn.linear"
+// DOT: label="train.accumulate @fc1.weight.grad"
+// DOT: digraph apply_step {
+// DOT: label="train.sgd"
+// SYMS-DAG: T cleave_abi_version
+// SYMS-DAG: T cleave_entry_apply_step
+// SYMS-DAG: T cleave_entry_eval_step
+// SYMS-DAG: T cleave_entry_micro_step
+// SYMS-DAG: T cleave_init_data
+// SYMS-DAG: T cleave_manifest
+// HELP: --accumulate=<long>
+// HELP: --compile-to=<phase>
+// HELP: --emit=<string>
+// HELP: --micro-batch=<long>
+// HELP: --optimizer=<string>
+// NOBATCH: cleave-compile: error: --micro-batch=B is required (B >= 1)
+// PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, llvm
+// MISSING: error: cannot open '{{.+}}does-not-exist.mlir'
+// NOOUT: cleave-compile: error: -o <file> is required to write an artifact
+// OPT: error: unknown optimizer 'rmsprop'; expected sgd, momentum, nesterov, adam or adamw
