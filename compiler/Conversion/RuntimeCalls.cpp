@@ -139,6 +139,8 @@ struct LowerRuntimeCallsPass
     NamedAttrList entry;
     entry.set("id", b.getI64IntegerAttr(id));
     entry.set("op", b.getStringAttr(rt::stringifyKernelKind(k.getKind())));
+    if (auto f = k->getParentOfType<func::FuncOp>())
+      entry.set("entry", f.getSymNameAttr());
     auto setInt = [&](StringRef name, int64_t v) {
       entry.set(name, b.getI64IntegerAttr(v));
     };

@@ -28,6 +28,13 @@ KernelSpec::KernelSpec(const nlohmann::json &entry, int64_t id, std::string op)
     : entry_(entry), id_(id), op_(std::move(op)) {
   seen_.insert("id");
   seen_.insert("op");
+  // Which entry point calls the kernel: informational (tools use it).
+  if (auto it = entry_.find("entry"); it != entry_.end()) {
+    seen_.insert("entry");
+    if (!it->is_string())
+      fail(std::string("field 'entry' must be a string, got ") +
+           jsonTypeName(*it));
+  }
 }
 
 void KernelSpec::fail(const std::string &message) const {

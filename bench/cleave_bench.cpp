@@ -1,0 +1,152 @@
+//===- cleave_bench.cpp - Time an artifact's micro-step and apply step ----===//
+//
+// Loads an artifact and trains it on random data of the right shapes through
+// the runtime's public API, the way cleave-train does. Prints one JSON
+// object: ms per micro-step (apply excluded), ms per apply step, samples/s of
+// the steady training loop with accumulation N, and peak RSS.
+//
+//   cleave-bench model.cleave --accumulate=N --seconds=S
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/// Random data for every user input of the artifact, as one full batch.
+struct Data {
+  std::vector<std::vector<unsigned char>> inputs;
+  cleave::Batch batch;
+};
+
+Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
+  Data d;
+  d.batch.setSamples(microBatch);
+  size_t count = 0;
+  cleave_artifact_num_inputs(artifact.get(), &count);
+  std::mt19937 rng(0);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < count; ++i) {
+    cleave_tensor_info info;
+    cleave_artifact_input(artifact.get(), i, &info);
+    size_t elements = 1;
+    for (int32_t r = 0; r < info.rank; ++r)
+      elements *= size_t(info.shape[r]);
+    std::vector<unsigned char> bytes;
+    if (info.dtype == CLEAVE_DTYPE_F32) {
+      std::vector<float> v(elements);
+      for (float &x : v)
+        x = normal(rng);
+      bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
+                   reinterpret_cast<unsigned char *>(v.data() + elements));
+    } else if (info.dtype == CLEAVE_DTYPE_I64) {
+      // Class labels: the last dimension of the prediction is not known
+      // here; 0..9 fits every classifier Cleave ships.
+      std::vector<int64_t> v(elements);
+      for (size_t k = 0; k < elements; ++k)
+        v[k] = int64_t(k % 10);
+      bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
+                   reinterpret_cast<unsigned char *>(v.data() + elements));
+    } else {
+      std::fprintf(stderr, "cleave-bench: input %zu has an unsupported dtype\n",
+                   i);
+      std::exit(1);
+    }
+    d.inputs.push_back(std::move(bytes));
+  }
+  for (const auto &in : d.inputs)
+    d.batch.add(in.data(), in.size());
+  return d;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: cleave-bench model.cleave [--accumulate=N] "
+                 "[--seconds=S]\n");
+    return 2;
+  }
+  int64_t n = 0;
+  double budget = 3.0;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strncmp(argv[i], "--accumulate=", 13))
+      n = std::atoll(argv[i] + 13);
+    else if (!std::strncmp(argv[i], "--seconds=", 10))
+      budget = std::atof(argv[i] + 10);
+  }
+  try {
+    cleave::Artifact artifact = cleave::Artifact::load(argv[1]);
+    int64_t b = 0;
+    cleave_artifact_micro_batch(artifact.get(), &b);
+    if (n <= 0)
+      cleave_artifact_accumulate(artifact.get(), &n);
+    cleave::Session session(artifact);
+    Data data = makeData(artifact, b);
+
+    // Micro-steps alone: a window that never fills.
+    session.setAccumulation(INT64_MAX / 2);
+    for (int i = 0; i < 20; ++i)
+      session.microStep(data.batch);
+    int64_t micro = 0;
+    auto t0 = Clock::now();
+    while (seconds(t0, Clock::now()) < budget / 3) {
+      session.microStep(data.batch);
+      ++micro;
+    }
+    double microMs = seconds(t0, Clock::now()) / double(micro) * 1e3;
+
+    // Apply steps alone: flush one-micro-step windows and time the flush.
+    double applySum = 0;
+    int64_t applies = 0;
+    auto t1 = Clock::now();
+    while (seconds(t1, Clock::now()) < budget / 3 || applies < 10) {
+      session.microStep(data.batch);
+      auto a = Clock::now();
+      session.flush();
+      applySum += seconds(a, Clock::now());
+      ++applies;
+    }
+    double applyMs = applySum / double(applies) * 1e3;
+
+    // The steady loop with accumulation N: what training throughput is.
+    session.setAccumulation(n);
+    int64_t steps = 0;
+    auto t2 = Clock::now();
+    while (seconds(t2, Clock::now()) < budget / 3 || steps % n != 0) {
+      session.microStep(data.batch);
+      ++steps;
+    }
+    double samplesPerSecond = double(steps * b) / seconds(t2, Clock::now());
+
+    rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
+                "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "
+                "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f}\n",
+                (long long)b, (long long)n, microMs, applyMs, samplesPerSecond,
+                usage.ru_maxrss / 1024.0);
+  } catch (const cleave::Error &e) {
+    std::fprintf(stderr, "cleave-bench: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""PyTorch's own loop with gradient accumulation, timed like cleave-bench.
+
+Same models as examples/mlp.mlir and examples/lenet.mlir, random data of the
+same shapes, micro-batch B, window N, T threads. nn.Linear's GEMMs go to
+OpenBLAS (Debian's libblas.so.3 alternative, which scripts/setup.sh installs;
+torch calls sgemm_ from it) and nn.Conv2d to oneDNN (torch's mkldnn backend).
+Prints one JSON object like cleave-bench's.
+
+    /usr/bin/python3 bench/pytorch_ref.py mlp --micro-batch=32 --accumulate=4 --threads=1
+"""
+import argparse
+import json
+import resource
+import time
+
+import torch
+
+
+def model(name):
+    if name == "mlp":
+        return torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    if name == "lenet":
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2), torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(400, 120),
+            torch.nn.ReLU(), torch.nn.Linear(120, 10))
+    raise SystemExit(f"unknown model {name}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--micro-batch", type=int, default=32)
+    p.add_argument("--accumulate", type=int, default=4)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=3.0)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    net = model(a.model)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    b, n = a.micro_batch, a.accumulate
+    x = torch.randn(b, 1, 28, 28)
+    y = torch.arange(b) % 10
+    loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
+    window = float(b * n)
+
+    def micro():
+        loss = loss_fn(net(x), y) / window
+        loss.backward()
+
+    def apply():
+        opt.step()
+        opt.zero_grad()
+
+    for _ in range(20):
+        micro()
+    apply()
+    budget = a.seconds / 3
+    count, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < budget:
+        micro()
+        count += 1
+    micro_ms = (time.perf_counter() - t0) / count * 1e3
+    apply_s, applies, t1 = 0.0, 0, time.perf_counter()
+    while time.perf_counter() - t1 < budget or applies < 10:
+        micro()
+        s = time.perf_counter()
+        apply()
+        apply_s += time.perf_counter() - s
+        applies += 1
+    apply_ms = apply_s / applies * 1e3
+    steps, t2 = 0, time.perf_counter()
+    while time.perf_counter() - t2 < budget or steps % n:
+        micro()
+        steps += 1
+        if steps % n == 0:
+            apply()
+    sps = steps * b / (time.perf_counter() - t2)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"micro_batch": b, "accumulate": n,
+                      "ms_per_micro_step": round(micro_ms, 4),
+                      "ms_per_apply_step": round(apply_ms, 4),
+                      "samples_per_second": round(sps, 1),
+                      "peak_rss_mib": round(rss, 1)}))
+
+
+if __name__ == "__main__":
+    main()

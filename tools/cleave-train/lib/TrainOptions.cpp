@@ -1,0 +1,164 @@
+//===- TrainOptions.cpp - cleave-train's command line ---------------------===//
+
+#include "TrainOptions.h"
+
+#include "CommandLine.h"
+
+#include <limits>
+
+namespace cleave::train {
+
+using tools::ArgumentReader;
+using tools::Flag;
+using tools::UsageError;
+
+const char *trainUsage() {
+  return R"(usage: cleave-train MODEL.cleave [options]
+
+Trains a Cleave artifact (made by cleave-compile) on MNIST-style idx files:
+shuffles, feeds micro-batches, applies the optimizer every N micro-steps,
+evaluates test accuracy after each epoch.
+
+  --data=DIR             idx files, gzipped or plain
+                         (default /usr/share/datasets/fashion-mnist)
+  --epochs=E             epochs to train (default 1)
+  --seed=S               seeds the initial parameters and shuffle (default 0)
+  --accumulate=N         micro-steps per optimizer step (default: artifact's)
+  --lr=X                 learning rate (default: the artifact's)
+  --hyper NAME=X         any other hyperparameter (repeatable)
+  --threads=T            OpenMP threads of the kernels (default: OpenMP's)
+  --metrics=FILE         JSON lines: one per optimizer step and per epoch
+  --checkpoint-dir=DIR   checkpoint at every epoch end (and --checkpoint-every)
+  --checkpoint-every=K   also checkpoint every K micro-steps
+  --keep-checkpoints=K   checkpoints kept in the directory (default 2)
+  --resume               continue from the newest checkpoint in --checkpoint-dir
+  --normalize=MODE       standard (default): inputs standardised with the
+                         training images' mean and std; none: pixel / 255
+  --limit-train=K        use only the first K training samples
+  --limit-test=K         use only the first K test samples
+  --save-params=FILE     write the final parameters (raw, manifest order)
+  --progress=MODE        auto (default), bar, lines or none
+  --quiet                per-epoch results only
+  --help                 this text
+
+Reference: docs/user/cleave-train.md
+)";
+}
+
+namespace {
+
+ProgressMode parseProgress(const std::string &text) {
+  if (text == "auto")
+    return ProgressMode::Auto;
+  if (text == "bar")
+    return ProgressMode::Bar;
+  if (text == "lines")
+    return ProgressMode::Lines;
+  if (text == "none")
+    return ProgressMode::None;
+  throw UsageError("invalid value '" + text +
+                   "' for --progress (expected auto, bar, lines or none)");
+}
+
+void noValue(const Flag &flag) {
+  if (flag.value)
+    throw UsageError("option " + flag.name + " takes no value");
+}
+
+} // namespace
+
+TrainOptions parseTrainOptions(int argc, char **argv) {
+  using tools::parseInt;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  TrainOptions o;
+  ArgumentReader args(argc, argv);
+  std::vector<std::string> positional;
+  while (args.more()) {
+    if (!args.nextIsFlag()) {
+      positional.push_back(args.positional());
+      continue;
+    }
+    Flag f = args.flag();
+    const std::string &n = f.name;
+    if (n == "--help") {
+      noValue(f);
+      o.help = true;
+      return o;
+    } else if (n == "--data") {
+      o.dataDir = args.value(f);
+      if (o.dataDir.empty())
+        throw UsageError("--data needs a directory");
+    } else if (n == "--epochs") {
+      o.epochs = parseInt(n, args.value(f), 1, 1000000);
+    } else if (n == "--seed") {
+      o.seed = tools::parseUnsigned(n, args.value(f));
+    } else if (n == "--accumulate") {
+      o.accumulate = parseInt(n, args.value(f), 1, kMax);
+    } else if (n == "--lr") {
+      std::string text = args.value(f);
+      o.lr = tools::parseDouble(n, text);
+      if (*o.lr < 0)
+        throw UsageError("--lr must not be negative (got " + text + ")");
+    } else if (n == "--hyper") {
+      o.hyperparameters.push_back(tools::parseNameValue(n, args.value(f)));
+    } else if (n == "--threads") {
+      o.threads = int32_t(parseInt(n, args.value(f), 1, 4096));
+    } else if (n == "--metrics") {
+      o.metricsPath = args.value(f);
+      if (o.metricsPath.empty())
+        throw UsageError("--metrics needs a file name");
+    } else if (n == "--checkpoint-dir") {
+      o.checkpointDir = args.value(f);
+      if (o.checkpointDir.empty())
+        throw UsageError("--checkpoint-dir needs a directory");
+    } else if (n == "--checkpoint-every") {
+      o.checkpointEvery = parseInt(n, args.value(f), 1, kMax);
+    } else if (n == "--keep-checkpoints") {
+      o.keepCheckpoints = parseInt(n, args.value(f), 1, 1000000);
+    } else if (n == "--resume") {
+      noValue(f);
+      o.resume = true;
+    } else if (n == "--normalize") {
+      std::string mode = args.value(f);
+      if (mode != "standard" && mode != "none")
+        throw UsageError("invalid value '" + mode +
+                         "' for --normalize (expected standard or none)");
+      o.standardize = mode == "standard";
+    } else if (n == "--limit-train") {
+      o.limitTrain = parseInt(n, args.value(f), 1, kMax);
+    } else if (n == "--limit-test") {
+      o.limitTest = parseInt(n, args.value(f), 1, kMax);
+    } else if (n == "--save-params") {
+      o.saveParams = args.value(f);
+      if (o.saveParams.empty())
+        throw UsageError("--save-params needs a file name");
+    } else if (n == "--progress") {
+      o.progress = parseProgress(args.value(f));
+    } else if (n == "--quiet") {
+      noValue(f);
+      o.quiet = true;
+    } else {
+      throw UsageError("unknown option '" + n +
+                       "' (cleave-train --help lists the options)");
+    }
+  }
+  if (positional.empty())
+    throw UsageError("no model given (usage: cleave-train MODEL.cleave "
+                     "[options]; --help for more)");
+  if (positional.size() > 1)
+    throw UsageError("unexpected argument '" + positional[1] +
+                     "' (cleave-train trains one MODEL.cleave)");
+  o.artifact = positional[0];
+  if (o.artifact.empty())
+    throw UsageError("the model path is empty");
+  if (o.resume && o.checkpointDir.empty())
+    throw UsageError("--resume needs --checkpoint-dir=DIR (where to find the "
+                     "checkpoints)");
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    throw UsageError("--checkpoint-every needs --checkpoint-dir=DIR");
+  if (o.quiet)
+    o.progress = ProgressMode::None;
+  return o;
+}
+
+} // namespace cleave::train

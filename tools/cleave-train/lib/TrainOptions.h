@@ -1,0 +1,72 @@
+//===- TrainOptions.h - cleave-train's settings and flags -------*- C++ -*-===//
+//
+// docs/user/cleave-train.md is the reference of every flag.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TOOLS_TRAINOPTIONS_H
+#define CLEAVE_TOOLS_TRAINOPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cleave::train {
+
+/// Where Debian's dataset-fashion-mnist package puts the data.
+inline constexpr const char *kDefaultDataDir =
+    "/usr/share/datasets/fashion-mnist";
+
+/// How training progress is shown on stderr.
+enum class ProgressMode {
+  Auto,  ///< a bar if stderr is a terminal, plain lines otherwise
+  Bar,   ///< a bar redrawn in place, at most ~10 times a second
+  Lines, ///< a plain line at every tenth of an epoch
+  None,  ///< nothing (per-epoch results still go to stdout)
+};
+
+struct TrainOptions {
+  std::string artifact;
+  std::string dataDir = kDefaultDataDir;
+  int64_t epochs = 1;
+  /// Seeds the parameter initialisers and the shuffle.
+  uint64_t seed = 0;
+  /// Unset: the artifact's (or, on resume, the checkpoint's) N.
+  std::optional<int64_t> accumulate;
+  std::optional<double> lr;
+  /// `--hyper name=value`, in command-line order (applied after --lr).
+  std::vector<std::pair<std::string, double>> hyperparameters;
+  /// > 0: OpenMP threads of the kernels; 0: leave OpenMP's setting alone.
+  int32_t threads = 0;
+  std::string metricsPath;
+  std::string checkpointDir;
+  /// > 0: also checkpoint every this many micro-steps.
+  int64_t checkpointEvery = 0;
+  /// Checkpoints kept in checkpointDir (the newest ones).
+  int64_t keepCheckpoints = 2;
+  bool resume = false;
+  /// Standardise inputs with the training images' mean and std (else the
+  /// model sees pixel / 255).
+  bool standardize = true;
+  /// > 0: use only the first K samples of the split.
+  int64_t limitTrain = 0;
+  int64_t limitTest = 0;
+  ProgressMode progress = ProgressMode::Auto;
+  /// No banner, no progress; per-epoch lines and errors only.
+  bool quiet = false;
+  /// Write the final parameters and buffers here (raw, manifest order).
+  std::string saveParams;
+  bool help = false;
+};
+
+/// Parses cleave-train's arguments. Throws tools::UsageError.
+TrainOptions parseTrainOptions(int argc, char **argv);
+
+/// The --help text.
+const char *trainUsage();
+
+} // namespace cleave::train
+
+#endif // CLEAVE_TOOLS_TRAINOPTIONS_H

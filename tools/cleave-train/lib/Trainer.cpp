@@ -1,0 +1,777 @@
+//===- Trainer.cpp - cleave-train's training loop -------------------------===//
+
+#include "Trainer.h"
+
+#include "CheckpointDir.h"
+#include "Error.h"
+#include "Metrics.h"
+#include "Progress.h"
+
+#include "data/Dataset.h"
+#include "data/MicroBatcher.h"
+#include "data/Shuffle.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace cleave::train {
+
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const char *dtypeName(cleave_dtype dtype) {
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32:
+    return "f32";
+  case CLEAVE_DTYPE_F64:
+    return "f64";
+  case CLEAVE_DTYPE_I32:
+    return "i32";
+  case CLEAVE_DTYPE_I64:
+    return "i64";
+  }
+  return "?";
+}
+
+void check(const rt::Status &status) {
+  if (!status.ok())
+    throw tools::Error(status.message());
+}
+
+//===----------------------------------------------------------------------===//
+// The artifact's view of the data
+//===----------------------------------------------------------------------===//
+
+/// Which of the artifact's inputs and outputs carry what.
+struct ModelInterface {
+  int64_t microBatch = 0;
+  /// Indices into the artifact's user inputs (cleave_artifact_input order).
+  size_t imageInput = 0, labelsInput = 0;
+  cleave::TensorInfo image, labels;
+  /// eval_step's output and its number of classes.
+  std::string prediction;
+  int64_t classes = 0;
+};
+
+/// Checks the parts of the interface that do not depend on the data: one f32
+/// image input and one i64 [B] label input, and an eval_step with one f32
+/// [B, C] output.
+ModelInterface inspectModel(const cleave::Artifact &artifact,
+                            const std::string &path) {
+  ModelInterface m;
+  m.microBatch = artifact.microBatch();
+  std::vector<cleave::TensorInfo> inputs = artifact.inputs();
+  std::string listed;
+  for (const auto &in : inputs)
+    listed += (listed.empty() ? "" : ", ") + in.name + " " +
+              dtypeName(in.dtype) + " " + shapeString(in.shape);
+  if (inputs.size() != 2)
+    throw tools::Error(path + " has " + std::to_string(inputs.size()) +
+                       " data inputs (" + listed +
+                       "); cleave-train feeds exactly two: images (f32) and "
+                       "labels (i64 [B])");
+  bool firstIsLabels = inputs[0].dtype == CLEAVE_DTYPE_I64;
+  m.labelsInput = firstIsLabels ? 0 : 1;
+  m.imageInput = 1 - m.labelsInput;
+  m.image = inputs[m.imageInput];
+  m.labels = inputs[m.labelsInput];
+  if (m.labels.dtype != CLEAVE_DTYPE_I64 || m.labels.shape.size() != 1)
+    throw tools::Error(path + " has no label input of type i64 [" +
+                       std::to_string(m.microBatch) +
+                       "] (its inputs: " + listed +
+                       "); cleave-train trains classifiers on class "
+                       "indices");
+  if (m.image.dtype != CLEAVE_DTYPE_F32)
+    throw tools::Error(path + ": image input '" + m.image.name + "' is " +
+                       dtypeName(m.image.dtype) +
+                       ", cleave-train feeds f32 images");
+
+  if (!artifact.hasEntry("eval_step"))
+    throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
+                              "to evaluate test accuracy)");
+  std::vector<cleave::TensorInfo> outputs = artifact.outputs("eval_step");
+  if (outputs.size() != 1 || outputs[0].dtype != CLEAVE_DTYPE_F32 ||
+      outputs[0].shape.size() != 2 || outputs[0].shape[0] != m.microBatch ||
+      outputs[0].shape[1] < 1)
+    throw tools::Error(
+        path + ": eval_step must have one output of type f32 [" +
+        std::to_string(m.microBatch) +
+        ", classes] (the prediction) for cleave-train to evaluate it");
+  m.prediction = outputs[0].name;
+  m.classes = outputs[0].shape[1];
+  return m;
+}
+
+/// Checks that the images of `dataset` are what the artifact takes:
+/// [B, 1, H, W], [B, H, W] or [B, H*W].
+void checkImages(const ModelInterface &m, const data::ImageDataset &dataset,
+                 const std::string &path) {
+  const std::vector<int64_t> &s = m.image.shape;
+  const std::string have =
+      std::to_string(dataset.rows) + "x" + std::to_string(dataset.cols);
+  auto sizeMismatch = [&](int64_t h, int64_t w) {
+    return tools::Error(path + " expects images of " + std::to_string(h) + "x" +
+                        std::to_string(w) + ", the dataset has " + have + " (" +
+                        dataset.imagesPath + ")");
+  };
+  if (s.size() == 4) {
+    if (s[1] != 1)
+      throw tools::Error(path + " expects images of " + std::to_string(s[1]) +
+                         "x" + std::to_string(s[2]) + "x" +
+                         std::to_string(s[3]) + " (" + std::to_string(s[1]) +
+                         " channels), the dataset has grey " + have +
+                         " images (" + dataset.imagesPath + ")");
+    if (s[2] != dataset.rows || s[3] != dataset.cols)
+      throw sizeMismatch(s[2], s[3]);
+  } else if (s.size() == 3) {
+    if (s[1] != dataset.rows || s[2] != dataset.cols)
+      throw sizeMismatch(s[1], s[2]);
+  } else if (s.size() == 2) {
+    if (s[1] != dataset.pixelsPerImage())
+      throw tools::Error(path + " expects " + std::to_string(s[1]) +
+                         " values per image, the dataset's " + have +
+                         " images have " +
+                         std::to_string(dataset.pixelsPerImage()) + " (" +
+                         dataset.imagesPath + ")");
+  } else {
+    throw tools::Error(path + ": image input '" + m.image.name +
+                       "' has shape " + shapeString(s) +
+                       "; cleave-train feeds [B, 1, H, W], [B, H, W] or "
+                       "[B, H*W]");
+  }
+  if (m.classes < dataset.numClasses)
+    throw tools::Error(path + " predicts " + std::to_string(m.classes) +
+                       " classes, the dataset has " +
+                       std::to_string(dataset.numClasses));
+}
+
+//===----------------------------------------------------------------------===//
+// The trainer's position, saved in every checkpoint
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kStateKey = "cleave-train";
+constexpr uint64_t kStateVersion = 1;
+
+struct Position {
+  /// 0-based epoch in progress.
+  int64_t epoch = 0;
+  /// Samples of the epoch's order already trained.
+  int64_t sample = 0;
+  uint64_t shuffleSeed = 0;
+  /// The size of the training set the position refers to.
+  int64_t trainSamples = 0;
+  /// Micro-steps since the start of the run.
+  int64_t microSteps = 0;
+  /// Sums of per-sample losses and sample counts: of the epoch so far and of
+  /// the current window (for the metrics).
+  double epochLossSum = 0;
+  int64_t epochSamples = 0;
+  double windowLossSum = 0;
+  int64_t windowSamples = 0;
+  /// The metrics file's length when the checkpoint was written.
+  uint64_t metricsBytes = 0;
+};
+
+uint64_t doubleBits(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof(u));
+  return u;
+}
+double bitsDouble(uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, sizeof(d));
+  return d;
+}
+
+/// Eleven little-endian uint64: the version, then the fields in order
+/// (doubles by their bits, so that a resumed run's sums are exact).
+std::string encodePosition(const Position &p) {
+  const uint64_t fields[] = {kStateVersion,
+                             uint64_t(p.epoch),
+                             uint64_t(p.sample),
+                             p.shuffleSeed,
+                             uint64_t(p.trainSamples),
+                             uint64_t(p.microSteps),
+                             doubleBits(p.epochLossSum),
+                             uint64_t(p.epochSamples),
+                             doubleBits(p.windowLossSum),
+                             uint64_t(p.windowSamples),
+                             p.metricsBytes};
+  std::string bytes;
+  for (uint64_t f : fields)
+    for (int i = 0; i < 8; ++i)
+      bytes.push_back(char((f >> (8 * i)) & 0xff));
+  return bytes;
+}
+
+Position decodePosition(const std::string &bytes,
+                        const std::string &checkpoint) {
+  constexpr size_t kFields = 11;
+  if (bytes.size() != kFields * 8)
+    throw tools::Error(checkpoint + ": the trainer position is " +
+                       std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(kFields * 8));
+  uint64_t f[kFields];
+  for (size_t i = 0; i < kFields; ++i) {
+    f[i] = 0;
+    for (int b = 0; b < 8; ++b)
+      f[i] |= uint64_t(uint8_t(bytes[i * 8 + b])) << (8 * b);
+  }
+  if (f[0] != kStateVersion)
+    throw tools::Error(checkpoint + ": trainer position version " +
+                       std::to_string(f[0]) + ", this cleave-train reads " +
+                       std::to_string(kStateVersion));
+  Position p;
+  p.epoch = int64_t(f[1]);
+  p.sample = int64_t(f[2]);
+  p.shuffleSeed = f[3];
+  p.trainSamples = int64_t(f[4]);
+  p.microSteps = int64_t(f[5]);
+  p.epochLossSum = bitsDouble(f[6]);
+  p.epochSamples = int64_t(f[7]);
+  p.windowLossSum = bitsDouble(f[8]);
+  p.windowSamples = int64_t(f[9]);
+  p.metricsBytes = f[10];
+  if (p.epoch < 0 || p.sample < 0 || p.trainSamples <= 0 ||
+      p.sample >= p.trainSamples || p.microSteps < 0 || p.epochSamples < 0 ||
+      p.windowSamples < 0)
+    throw tools::Error(checkpoint + ": corrupt trainer position (epoch " +
+                       std::to_string(p.epoch) + ", sample " +
+                       std::to_string(p.sample) + " of " +
+                       std::to_string(p.trainSamples) + ")");
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// The trainer
+//===----------------------------------------------------------------------===//
+
+struct EvalResult {
+  double accuracy = 0;
+  double loss = 0;
+};
+
+class Trainer {
+public:
+  Trainer(const TrainOptions &options, std::FILE *out, std::FILE *err)
+      : o_(options), out_(out), err_(err),
+        checkpoints_(options.checkpointDir, options.keepCheckpoints),
+        progress_(options.progress, err) {}
+
+  TrainSummary run();
+
+private:
+  void load();
+  void startOrResume();
+  void applyOverrides();
+  void announce();
+  void runEpoch();
+  void microStep(int64_t k);
+  void windowClosed(int64_t microSteps, double rate);
+  EvalResult evaluate();
+  void checkpoint();
+  void say(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+  const TrainOptions &o_;
+  std::FILE *out_, *err_;
+  CheckpointDir checkpoints_;
+  Progress progress_;
+  MetricsFile metrics_;
+
+  std::optional<cleave::Artifact> artifact_;
+  std::optional<cleave::Session> session_;
+  ModelInterface model_;
+  data::ImageDataset train_, test_;
+  std::unique_ptr<data::MicroBatcher> trainBatcher_, testBatcher_;
+  bool root_ = true;
+  bool hasLr_ = false;
+  std::optional<int64_t> killAt_;
+  /// The window a resumed run's --accumulate closed, if it did.
+  std::optional<int64_t> closedOnResume_;
+
+  Position pos_;
+  TrainSummary summary_;
+  Clock::time_point start_ = Clock::now();
+  /// Throughput of the current epoch in this process.
+  Clock::time_point epochTrainStart_;
+  int64_t epochTrainedHere_ = 0;
+};
+
+void Trainer::say(const char *fmt, ...) {
+  if (!root_ || o_.quiet)
+    return;
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(out_, fmt, args);
+  va_end(args);
+  std::fflush(out_);
+}
+
+void Trainer::load() {
+  artifact_ = cleave::Artifact::load(o_.artifact);
+  model_ = inspectModel(*artifact_, o_.artifact);
+  // Hyperparameter names are checked before the (slower) data loading.
+  std::vector<std::string> names;
+  for (const auto &h : artifact_->hyperparameters())
+    names.push_back(h.name);
+  auto known = [&](const std::string &name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  hasLr_ = known("lr");
+  std::vector<std::string> given;
+  if (o_.lr)
+    given.push_back("lr");
+  for (const auto &hyper : o_.hyperparameters)
+    given.push_back(hyper.first);
+  for (const std::string &name : given)
+    if (!known(name)) {
+      std::string list;
+      for (const std::string &n : names)
+        list += (list.empty() ? "" : ", ") + n;
+      throw tools::Error(o_.artifact + " has no hyperparameter '" + name +
+                         "' (it has: " + (list.empty() ? "none" : list) + ")");
+    }
+
+  data::DatasetOptions trainOptions, testOptions;
+  trainOptions.limit = o_.limitTrain;
+  testOptions.limit = o_.limitTest;
+  check(data::loadIdxDataset(o_.dataDir, data::Split::Train, trainOptions,
+                             train_));
+  checkImages(model_, train_, o_.artifact);
+  check(
+      data::loadIdxDataset(o_.dataDir, data::Split::Test, testOptions, test_));
+  if (test_.rows != train_.rows || test_.cols != train_.cols)
+    throw tools::Error(
+        test_.imagesPath + ": images of " + std::to_string(test_.rows) + "x" +
+        std::to_string(test_.cols) + ", the training images are " +
+        std::to_string(train_.rows) + "x" + std::to_string(train_.cols));
+  if (train_.size() > int64_t(UINT32_MAX))
+    throw tools::Error(train_.imagesPath + ": more than 2^32 samples");
+  // Test inputs are standardised with the training statistics.
+  data::PixelNormalization normalization;
+  if (o_.standardize)
+    normalization = data::standardization(train_);
+  check(data::MicroBatcher::create(train_, model_.microBatch, trainBatcher_,
+                                   normalization));
+  check(data::MicroBatcher::create(test_, model_.microBatch, testBatcher_,
+                                   normalization));
+
+  if (const char *kill = std::getenv(kKillAtEnv)) {
+    char *end = nullptr;
+    long long k = std::strtoll(kill, &end, 10);
+    if (*kill == '\0' || *end != '\0' || k < 1)
+      throw tools::Error(std::string(kKillAtEnv) + "='" + kill +
+                         "' is not a positive integer");
+    killAt_ = k;
+  }
+}
+
+void Trainer::startOrResume() {
+  cleave::SessionOptions options;
+  options.seed = o_.seed;
+  options.numThreads = o_.threads;
+  if (o_.accumulate)
+    options.accumulate = *o_.accumulate;
+  session_.emplace(*artifact_, options);
+  root_ = session_->rank().first == 0;
+
+  pos_.shuffleSeed = o_.seed;
+  pos_.trainSamples = train_.size();
+  if (o_.checkpointDir.empty())
+    return;
+  std::optional<std::string> newest = checkpoints_.newest();
+  if (!o_.resume) {
+    if (newest)
+      throw tools::Error(o_.checkpointDir + " already holds checkpoints (" +
+                         *newest +
+                         "); pass --resume to continue that run, or use "
+                         "another --checkpoint-dir");
+    if (root_)
+      checkpoints_.create();
+    return;
+  }
+  if (!newest) {
+    say("no checkpoint in %s: starting a new run\n", o_.checkpointDir.c_str());
+    if (root_)
+      checkpoints_.create();
+    return;
+  }
+  session_->loadCheckpoint(*newest);
+  std::string state;
+  try {
+    state = session_->userState(kStateKey);
+  } catch (const cleave::Error &) {
+    throw tools::Error(*newest + ": not a cleave-train checkpoint (no trainer "
+                                 "position in its user state)");
+  }
+  pos_ = decodePosition(state, *newest);
+  if (pos_.trainSamples != train_.size())
+    throw tools::Error(*newest + " was written by a run on " +
+                       std::to_string(pos_.trainSamples) +
+                       " training samples, this one has " +
+                       std::to_string(train_.size()) +
+                       " (resume with the same --data and --limit-train)");
+  summary_.resumedFrom = *newest;
+}
+
+void Trainer::applyOverrides() {
+  // On a resumed run only what the command line says explicitly replaces
+  // the checkpoint's values; the rest continues as it was.
+  if (o_.lr)
+    session_->setHyperparameter("lr", *o_.lr);
+  for (const auto &[name, value] : o_.hyperparameters)
+    session_->setHyperparameter(name, value);
+  if (o_.accumulate && summary_.resumedFrom) {
+    int64_t stepBefore = session_->step();
+    int64_t window = session_->microSteps();
+    session_->setAccumulation(*o_.accumulate);
+    // A smaller N than the window already holds ends the window now; its
+    // record is written once the metrics file is open.
+    if (session_->step() != stepBefore)
+      closedOnResume_ = window;
+  }
+}
+
+void Trainer::announce() {
+  if (!root_)
+    return;
+  for (const auto &w : artifact_->warnings())
+    std::fprintf(err_, "cleave-train: warning: %s: %s: %s\n", w.loc.c_str(),
+                 w.op.c_str(), w.message.c_str());
+  int64_t n = session_->accumulation();
+  say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
+      "optimizer step)\n",
+      o_.artifact.c_str(), (long long)model_.microBatch, (long long)n,
+      (long long)(n * model_.microBatch));
+  std::string hypers;
+  for (const auto &h : artifact_->hyperparameters()) {
+    char value[64];
+    std::snprintf(value, sizeof(value), "%g", session_->hyperparameter(h.name));
+    hypers += " " + h.name + "=" + value;
+  }
+  say("hyperparameters:%s\n", hypers.empty() ? " none" : hypers.c_str());
+  say("data %s: %lld training and %lld test images of %lldx%lld\n",
+      o_.dataDir.c_str(), (long long)train_.size(), (long long)test_.size(),
+      (long long)train_.rows, (long long)train_.cols);
+  if (summary_.resumedFrom)
+    say("resumed from %s: epoch %lld, sample %lld of %lld, optimizer step "
+        "%lld\n",
+        summary_.resumedFrom->c_str(), (long long)pos_.epoch + 1,
+        (long long)pos_.sample, (long long)pos_.trainSamples,
+        (long long)session_->step());
+
+  if (o_.metricsPath.empty())
+    return;
+  json hyper = json::object();
+  for (const auto &h : artifact_->hyperparameters())
+    hyper[h.name] = session_->hyperparameter(h.name);
+  if (!summary_.resumedFrom) {
+    metrics_.openNew(o_.metricsPath);
+    metrics_.write({{"event", "start"},
+                    {"model", o_.artifact},
+                    {"data", o_.dataDir},
+                    {"micro_batch", model_.microBatch},
+                    {"accumulate", n},
+                    {"epochs", o_.epochs},
+                    {"seed", o_.seed},
+                    {"threads", o_.threads},
+                    {"train_samples", train_.size()},
+                    {"test_samples", test_.size()},
+                    {"hyperparameters", hyper}});
+    return;
+  }
+  if (!metrics_.openResumed(o_.metricsPath, pos_.metricsBytes))
+    std::fprintf(err_,
+                 "cleave-train: warning: %s is shorter than when %s was "
+                 "written; appending to it\n",
+                 o_.metricsPath.c_str(), summary_.resumedFrom->c_str());
+  metrics_.write({{"event", "resume"},
+                  {"checkpoint", *summary_.resumedFrom},
+                  {"epoch", pos_.epoch + 1},
+                  {"sample", pos_.sample},
+                  {"micro_steps", pos_.microSteps},
+                  {"step", session_->step()},
+                  {"accumulate", n},
+                  {"hyperparameters", hyper}});
+}
+
+void Trainer::microStep(int64_t k) {
+  const void *data[2];
+  size_t bytes[2];
+  data[model_.imageInput] = trainBatcher_->images();
+  bytes[model_.imageInput] = trainBatcher_->imageBytes();
+  data[model_.labelsInput] = trainBatcher_->labels();
+  bytes[model_.labelsInput] = trainBatcher_->labelBytes();
+  cleave_batch batch{k, 2, data, bytes};
+  cleave::check(cleave_session_micro_step(session_->get(), &batch));
+}
+
+void Trainer::windowClosed(int64_t microSteps, double rate) {
+  if (metrics_.isOpen()) {
+    json record = {{"event", "step"},
+                   {"epoch", pos_.epoch + 1},
+                   {"step", session_->step()},
+                   {"micro_steps", pos_.microSteps},
+                   {"window", microSteps},
+                   {"window_samples", pos_.windowSamples},
+                   {"loss", pos_.windowSamples
+                                ? pos_.windowLossSum / pos_.windowSamples
+                                : 0.0}};
+    if (hasLr_)
+      record["lr"] = session_->hyperparameter("lr");
+    record["samples_per_sec"] = rate;
+    record["elapsed"] = secondsSince(start_);
+    metrics_.write(record);
+  }
+  pos_.windowLossSum = 0;
+  pos_.windowSamples = 0;
+}
+
+EvalResult Trainer::evaluate() {
+  const int64_t b = model_.microBatch, n = test_.size();
+  const int64_t classes = model_.classes;
+  int64_t correct = 0;
+  double lossSum = 0;
+  for (int64_t first = 0; first < n; first += b) {
+    int64_t k = std::min(b, n - first);
+    check(testBatcher_->gatherRange(first, k));
+    const void *data[2];
+    size_t bytes[2];
+    data[model_.imageInput] = testBatcher_->images();
+    bytes[model_.imageInput] = testBatcher_->imageBytes();
+    data[model_.labelsInput] = testBatcher_->labels();
+    bytes[model_.labelsInput] = testBatcher_->labelBytes();
+    cleave_batch batch{k, 2, data, bytes};
+    cleave::check(cleave_session_eval(session_->get(), &batch));
+    const void *out = nullptr;
+    size_t outBytes = 0;
+    cleave::check(cleave_session_output(session_->get(), "eval_step",
+                                        model_.prediction.c_str(), &out,
+                                        &outBytes));
+    const float *pred = static_cast<const float *>(out);
+    const int64_t *labels = testBatcher_->labels();
+    for (int64_t r = 0; r < k; ++r) {
+      const float *row = pred + r * classes;
+      int64_t best = std::max_element(row, row + classes) - row;
+      correct += best == labels[r];
+      // Cross-entropy of the row as logits, with the max subtracted.
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(double(row[c]) - double(row[best]));
+      lossSum += std::log(sum) + double(row[best]) - double(row[labels[r]]);
+    }
+  }
+  return {double(correct) / double(n), lossSum / double(n)};
+}
+
+void Trainer::checkpoint() {
+  if (!root_ || o_.checkpointDir.empty())
+    return;
+  pos_.metricsBytes = metrics_.bytes();
+  session_->setUserState(kStateKey, encodePosition(pos_));
+  session_->saveCheckpoint(checkpoints_.pathFor(pos_.microSteps));
+  checkpoints_.prune();
+}
+
+void Trainer::runEpoch() {
+  const int64_t n = train_.size(), b = model_.microBatch;
+  const std::vector<uint32_t> order =
+      data::epochOrder(pos_.shuffleSeed, uint64_t(pos_.epoch), uint32_t(n));
+  const Clock::time_point epochStart = Clock::now();
+  epochTrainStart_ = epochStart;
+  epochTrainedHere_ = 0;
+  double rate = 0;
+  if (root_)
+    progress_.beginEpoch(pos_.epoch + 1, o_.epochs, n, pos_.sample);
+
+  while (pos_.sample < n) {
+    const int64_t k = std::min(b, n - pos_.sample);
+    check(trainBatcher_->gather(order.data() + pos_.sample, k));
+    const int64_t stepBefore = session_->step();
+    const int64_t window = session_->microSteps() + 1;
+    microStep(k);
+    const double loss = session_->lastLoss();
+    if (!std::isfinite(loss))
+      throw tools::Error("training diverged: the loss of micro-step " +
+                         std::to_string(pos_.microSteps + 1) + " (epoch " +
+                         std::to_string(pos_.epoch + 1) + ") is " +
+                         std::to_string(loss) + "; try a smaller --lr");
+    pos_.sample += k;
+    pos_.microSteps += 1;
+    pos_.epochLossSum += loss * double(k);
+    pos_.epochSamples += k;
+    pos_.windowLossSum += loss * double(k);
+    pos_.windowSamples += k;
+    epochTrainedHere_ += k;
+    rate = double(epochTrainedHere_) /
+           std::max(secondsSince(epochTrainStart_), 1e-9);
+    if (session_->step() != stepBefore)
+      windowClosed(window, rate);
+    if (killAt_ && pos_.microSteps == *killAt_)
+      ::kill(::getpid(), SIGKILL);
+    if (root_)
+      progress_.update(pos_.sample,
+                       pos_.epochLossSum / double(pos_.epochSamples), rate);
+    if (o_.checkpointEvery > 0 && pos_.microSteps % o_.checkpointEvery == 0 &&
+        pos_.sample < n)
+      checkpoint();
+  }
+  const double trainSeconds = secondsSince(epochTrainStart_);
+
+  // The epoch's last window is usually partial: it becomes one optimizer
+  // step of exactly its samples, so that every epoch ends with all of its
+  // samples applied and the evaluation sees them.
+  if (int64_t window = session_->microSteps(); window > 0) {
+    session_->flush();
+    windowClosed(window, rate);
+  }
+  if (root_)
+    progress_.endEpoch();
+
+  EvalResult eval = evaluate();
+  EpochResult r;
+  r.epoch = pos_.epoch + 1;
+  r.trainLoss =
+      pos_.epochLossSum / double(std::max<int64_t>(pos_.epochSamples, 1));
+  r.testAccuracy = eval.accuracy;
+  r.testLoss = eval.loss;
+  r.samplesPerSecond = double(epochTrainedHere_) / std::max(trainSeconds, 1e-9);
+  r.seconds = secondsSince(epochStart);
+  r.steps = session_->step();
+  summary_.epochs.push_back(r);
+
+  if (root_) {
+    std::fprintf(out_,
+                 "epoch %lld/%lld: loss %.4f, test accuracy %.2f%%, %.0f "
+                 "samples/s, %.1f s\n",
+                 (long long)r.epoch, (long long)o_.epochs, r.trainLoss,
+                 100.0 * r.testAccuracy, r.samplesPerSecond, r.seconds);
+    std::fflush(out_);
+  }
+  metrics_.write({{"event", "epoch"},
+                  {"epoch", r.epoch},
+                  {"epochs", o_.epochs},
+                  {"step", r.steps},
+                  {"micro_steps", pos_.microSteps},
+                  {"train_loss", r.trainLoss},
+                  {"train_samples", n},
+                  {"test_accuracy", r.testAccuracy},
+                  {"test_loss", r.testLoss},
+                  {"test_samples", test_.size()},
+                  {"samples_per_sec", r.samplesPerSecond},
+                  {"epoch_seconds", r.seconds},
+                  {"elapsed", secondsSince(start_)}});
+
+  pos_.epoch += 1;
+  pos_.sample = 0;
+  pos_.epochLossSum = 0;
+  pos_.epochSamples = 0;
+  checkpoint();
+}
+
+TrainSummary Trainer::run() {
+  load();
+  startOrResume();
+  applyOverrides();
+  announce();
+  if (closedOnResume_)
+    windowClosed(*closedOnResume_, 0);
+  if (pos_.epoch >= o_.epochs)
+    say("nothing to train: %s is at the end of epoch %lld (--epochs=%lld)\n",
+        summary_.resumedFrom->c_str(), (long long)pos_.epoch,
+        (long long)o_.epochs);
+  while (pos_.epoch < o_.epochs)
+    runEpoch();
+  summary_.optimizerSteps = session_->step();
+  if (root_ && !o_.saveParams.empty())
+    saveParameters(*session_, o_.saveParams);
+  if (!summary_.epochs.empty())
+    say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test accuracy "
+        "%.2f%%\n",
+        summary_.epochs.size(), summary_.epochs.size() == 1 ? "" : "s",
+        secondsSince(start_), (long long)summary_.optimizerSteps,
+        100.0 * summary_.epochs.back().testAccuracy);
+  return summary_;
+}
+
+} // namespace
+
+void saveParameters(const cleave::Session &session, const std::string &path) {
+  const std::string tmp = path + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw tools::Error(path + ": cannot write the parameters (" +
+                       std::strerror(errno) + ")");
+  bool ok = true;
+  std::vector<unsigned char> buffer;
+  for (const cleave::GlobalInfo &g : session.artifact().globals()) {
+    if (g.kind != CLEAVE_GLOBAL_PARAM && g.kind != CLEAVE_GLOBAL_BUFFER)
+      continue;
+    buffer.resize(g.tensor.bytes);
+    cleave::check(cleave_session_read_global(
+        session.get(), g.tensor.name.c_str(), buffer.data(), buffer.size()));
+    ok = ok && std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
+  }
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw tools::Error(path + ": cannot write the parameters (" + why + ")");
+  }
+}
+
+TrainSummary train(const TrainOptions &options, std::FILE *out,
+                   std::FILE *err) {
+  Trainer trainer(options, out, err);
+  return trainer.run();
+}
+
+int trainMain(int argc, char **argv) {
+  auto fail = [](const char *message, int code) {
+    // One line, whatever a dependency put in its message.
+    std::string line = message;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::fprintf(stderr, "cleave-train: error: %s\n", line.c_str());
+    return code;
+  };
+  try {
+    TrainOptions options = parseTrainOptions(argc, argv);
+    if (options.help) {
+      std::fputs(trainUsage(), stdout);
+      return 0;
+    }
+    train(options);
+    return 0;
+  } catch (const tools::UsageError &e) {
+    return fail(e.what(), 2);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory", 1);
+  } catch (const std::exception &e) {
+    return fail(e.what(), 1);
+  }
+}
+
+} // namespace cleave::train

@@ -1,0 +1,85 @@
+//===- Trainer.h - cleave-train's training loop -----------------*- C++ -*-===//
+//
+// Trains an artifact on an MNIST-style dataset through the runtime's public
+// API: loads and checks the artifact against the data, shuffles each epoch
+// (data/Shuffle.h), feeds micro-batches of the artifact's size (the last one
+// of an epoch short: the runtime pads it), flushes the partial window at each
+// epoch's end, evaluates test accuracy, writes metrics and checkpoints, and
+// resumes from a checkpoint exactly where it stopped.
+//
+// The trainer's position is part of every checkpoint (the session's user
+// state, key "cleave-train"), next to the session's own state, so that a
+// resumed run continues mid-epoch and mid-window with bit-identical results.
+//
+// Only rank 0 of a data-parallel session prints, writes metrics, checkpoints
+// and parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TOOLS_TRAINER_H
+#define CLEAVE_TOOLS_TRAINER_H
+
+#include "TrainOptions.h"
+
+#include "cleave/runtime.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::train {
+
+/// The results of one epoch.
+struct EpochResult {
+  /// 1-based.
+  int64_t epoch = 0;
+  /// Mean per-sample training loss over the epoch (all of it, also the part
+  /// trained before a resume).
+  double trainLoss = 0;
+  /// Fraction of test samples whose prediction's argmax is the label.
+  double testAccuracy = 0;
+  /// Mean cross-entropy of the test predictions taken as logits.
+  double testLoss = 0;
+  /// Training samples per second of this process in this epoch (evaluation
+  /// excluded).
+  double samplesPerSecond = 0;
+  /// Wall time of the epoch in this process, evaluation included.
+  double seconds = 0;
+  /// Optimizer steps taken when the epoch ended.
+  int64_t steps = 0;
+};
+
+struct TrainSummary {
+  /// The epochs this invocation completed.
+  std::vector<EpochResult> epochs;
+  /// The checkpoint the run resumed from, if any.
+  std::optional<std::string> resumedFrom;
+  int64_t optimizerSteps = 0;
+};
+
+/// Environment variable of a testing hook: when set to K, the process kills
+/// itself with SIGKILL right after the run's K-th micro-step (counted from
+/// the start of the run, across resumes), as `kill -9` would.
+inline constexpr const char *kKillAtEnv =
+    "CLEAVE_TRAIN_TEST_KILL_AT_MICRO_STEP";
+
+/// Trains as `options` say; results go to `out`, progress and warnings to
+/// `err`. Throws tools::Error or cleave::Error with a one-line message.
+TrainSummary train(const TrainOptions &options, std::FILE *out = stdout,
+                   std::FILE *err = stderr);
+
+/// Writes what --save-params writes: every `param` and `buffer` global of
+/// `session`, in manifest order, raw (little-endian) bytes back to back, to
+/// `path` (through `path`.tmp and a rename). Throws tools::Error.
+void saveParameters(const cleave::Session &session, const std::string &path);
+
+/// cleave-train's main(): parses the command line, trains, and reports a
+/// failure as one line on stderr ("cleave-train: error: ..."). Returns 0 on
+/// success, 2 for a bad command line, 1 for any other error.
+int trainMain(int argc, char **argv);
+
+} // namespace cleave::train
+
+#endif // CLEAVE_TOOLS_TRAINER_H
