@@ -14,6 +14,7 @@
 
 #include "dialects/NN/IR/NNOps.h"
 
+#include <vector>
 #include <cmath>
 #include <limits>
 
@@ -702,7 +703,20 @@ LogicalResult runBatchNorm(nn::BatchNormOp op, Frame &f) {
       return failure();
   double eps = op.getEpsilon().convertToDouble();
   double momentum = op.getMomentum().convertToDouble();
-  int64_t count = n * inner;
+  // Sample weights (training mode): statistics over weighted samples and
+  // y = w * yhat, so padding (weight 0) neither counts nor outputs.
+  std::vector<double> w(n, 1.0);
+  if (op.getTraining() && op.getSampleWeights()) {
+    const Tensor &wt = f.get(op.getSampleWeights());
+    if (wt.getShape() != ArrayRef<int64_t>{n})
+      return op.emitOpError("sample_weights has shape ")
+             << shapeToString(wt.getShape()) << ", expected [" << n << "]";
+    for (int64_t b = 0; b < n; ++b)
+      w[b] = wt.getDouble(b);
+  }
+  double count = 0;
+  for (int64_t b = 0; b < n; ++b)
+    count += w[b] * inner;
   auto at = [&](int64_t b, int64_t ch, int64_t k) {
     return (b * c + ch) * inner + k;
   };
@@ -717,13 +731,13 @@ LogicalResult runBatchNorm(nn::BatchNormOp op, Frame &f) {
       double sum = 0;
       for (int64_t b = 0; b < n; ++b)
         for (int64_t k = 0; k < inner; ++k)
-          sum += x.getDouble(at(b, ch, k));
+          sum += w[b] * x.getDouble(at(b, ch, k));
       mean = sum / count;
       double sq = 0;
       for (int64_t b = 0; b < n; ++b)
         for (int64_t k = 0; k < inner; ++k) {
           double d = x.getDouble(at(b, ch, k)) - mean;
-          sq += d * d;
+          sq += w[b] * d * d;
         }
       var = sq / count;
       newMean.setDouble(ch,
@@ -736,7 +750,9 @@ LogicalResult runBatchNorm(nn::BatchNormOp op, Frame &f) {
     for (int64_t b = 0; b < n; ++b)
       for (int64_t k = 0; k < inner; ++k) {
         int64_t i = at(b, ch, k);
-        y.setDouble(i, (x.getDouble(i) - mean) * invstd * g + beta);
+        double yhat = (x.getDouble(i) - mean) * invstd * g + beta;
+        y.setDouble(i, op.getTraining() && op.getSampleWeights() ? w[b] * yhat
+                                                                 : yhat);
       }
   }
   f.set(op.getResult(), std::move(y));

@@ -169,6 +169,11 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       perSample = pred;
     }
     Value weights = addInput(RankedTensorType::get({batch}, elt), "weights");
+    // Batch statistics must not see the padding of a short micro-batch.
+    f.walk([&](nn::BatchNormOp bn) {
+      if (bn.getTraining() && !bn.getSampleWeights())
+        bn.getSampleWeightsMutable().assign(weights);
+    });
     Value weighted = nn::MulOp::create(b, loc, perSample, weights);
     Value total =
         nn::ReduceSumOp::create(b, loc, weighted, ArrayRef<int64_t>{}, false);

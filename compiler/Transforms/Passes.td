@@ -29,7 +29,9 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
     per-sample weight input and summed. The weights are 1 for real samples and
     0 for the padding of a short micro-batch, so `@loss` is the sum of the
     real samples' losses: the quantity whose gradient the micro-step
-    accumulates. `@loss` returns that scalar first, then the buffer updates.
+    accumulates. The same weights go to every training-mode
+    `nn.batch_norm`, so that padding does not enter batch statistics.
+    `@loss` returns that scalar first, then the buffer updates.
   }];
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::func::FuncDialect"];

@@ -2,6 +2,7 @@
 // RUN: cleave-opt %t/cross-entropy.mlir --split-input-file --verify-diagnostics --cleave-attach-loss=micro-batch=8 | FileCheck %s --check-prefix=CE
 // RUN: cleave-opt %t/mse.mlir --cleave-attach-loss=loss=mse | FileCheck %s --check-prefix=MSE
 // RUN: cleave-opt %t/none.mlir --split-input-file --verify-diagnostics --cleave-attach-loss="loss=none function=model" | FileCheck %s --check-prefix=NONE
+// RUN: cleave-opt %t/batch-norm.mlir --cleave-attach-loss=micro-batch=4 | FileCheck %s --check-prefix=BN
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=BAD-LOSS
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=micro-batch=-2 2>&1 | FileCheck %s --check-prefix=BAD-BATCH
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=function=nope 2>&1 | FileCheck %s --check-prefix=NO-FUNCTION
@@ -155,6 +156,25 @@ func.func @forward(%x: tensor<?x4xf32>, %l: tensor<8xi64>) -> tensor<8xi64> {
 // expected-error @+1 {{cross-entropy needs [batch, classes] logits, the prediction is 'tensor<8x2x3xf32>'}}
 func.func @forward(%x: tensor<?x2x3xf32>) -> tensor<?x2x3xf32> {
   return %x : tensor<?x2x3xf32>
+}
+
+//--- batch-norm.mlir
+
+// Training-mode batch norm in @loss sees the sample weights, so padding rows
+// of a short micro-batch do not enter its statistics; @forward (the eval
+// graph's source) and inference-mode batch norm are left alone.
+// BN-LABEL: func.func @forward(
+// BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} {training}
+// BN-LABEL: func.func @loss(
+// BN-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.input = "weights"}
+// BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} sample_weights %[[W]] {training}
+// BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} :
+func.func @forward(%x: tensor<?x3xf32> {train.input = "x"},
+                   %g: tensor<3xf32> {train.param = "g"},
+                   %m: tensor<3xf32> {train.buffer = "m"}) -> (tensor<?x3xf32>, tensor<3xf32> {train.buffer = "m"}) {
+  %y, %m2, %v2 = nn.batch_norm %x, %g, %g, %m, %m {training} : tensor<?x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<?x3xf32>, tensor<3xf32>, tensor<3xf32>
+  %z, %m3, %v3 = nn.batch_norm %y, %g, %g, %m, %m : tensor<?x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<?x3xf32>, tensor<3xf32>, tensor<3xf32>
+  return %z, %m2 : tensor<?x3xf32>, tensor<3xf32>
 }
 
 //--- mse.mlir

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -326,26 +327,76 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
       rewriter.replaceOp(op, {y, op.getRunningMean(), op.getRunningVar()});
       return success();
     }
-    auto [mean, var] = moments(rewriter, loc, op.getInput(), axes);
-    Value y = normalizeAffine(rewriter, loc, op.getInput(), asChan(mean),
-                              asChan(var), gamma, beta, eps);
-    // Running statistics use the unbiased variance, as PyTorch.
-    double n = elementsOver(t, axes);
     double mom = op.getMomentum().convertToDouble();
-    double unbias = n > 1 ? n / (n - 1) : 1.0;
-    auto blend = [&](Value running, Value batch, double f) {
+    // running' = (1 - momentum) running + momentum * factor * batch.
+    auto blend = [&](Value running, Value batch, Value factor) {
       return elementwise(
           rewriter, loc, typeOf(running), {running, batch},
           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
             Type et = a[0].getType();
             Value keep = arith::MulFOp::create(b, l, a[0],
                                                scalar(b, l, 1.0 - mom, et));
-            Value add = arith::MulFOp::create(b, l, a[1],
-                                              scalar(b, l, mom * f, et));
+            Value add = arith::MulFOp::create(
+                b, l, a[1],
+                arith::MulFOp::create(b, l, factor, scalar(b, l, mom, et)));
             return arith::AddFOp::create(b, l, keep, add);
           });
     };
-    rewriter.replaceOp(op, {y, blend(op.getRunningMean(), mean, 1.0),
+    Type et = t.getElementType();
+    Value mean, var, y, count;
+    if (Value w = op.getSampleWeights()) {
+      // Statistics over the samples of weight 1; padding rows output zero.
+      SmallVector<int64_t> sample(rank, 1);
+      sample[0] = t.getDimSize(0);
+      Value wb = reshape(rewriter, loc, w, sample);
+      double perSample = elementsOver(t, axes) / t.getDimSize(0);
+      count = arith::MulFOp::create(
+          rewriter, loc, extractScalar(rewriter, loc, sumOver(rewriter, loc, w, {0})),
+          scalar(rewriter, loc, perSample, et));
+      auto weightedMean = [&](Value v, Value center) {
+        SmallVector<Value> ins = {v, wb};
+        if (center)
+          ins.push_back(center);
+        Value weighted = elementwise(
+            rewriter, loc, t, ins,
+            [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+              Value x = a[0];
+              if (a.size() > 2) {
+                Value d = arith::SubFOp::create(b, l, x, a[2]);
+                x = arith::MulFOp::create(b, l, d, d);
+              }
+              return arith::MulFOp::create(b, l, x, a[1]);
+            });
+        Value sum = sumOver(rewriter, loc, weighted, axes);
+        return elementwise(rewriter, loc, typeOf(sum), {sum},
+                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                             return arith::DivFOp::create(b, l, a[0], count);
+                           });
+      };
+      mean = weightedMean(op.getInput(), Value());
+      var = weightedMean(op.getInput(), asChan(mean));
+      Value yhat = normalizeAffine(rewriter, loc, op.getInput(), asChan(mean),
+                                   asChan(var), gamma, beta, eps);
+      y = elementwise(rewriter, loc, t, {yhat, wb},
+                      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                        return arith::MulFOp::create(b, l, a[0], a[1]);
+                      });
+    } else {
+      std::tie(mean, var) = moments(rewriter, loc, op.getInput(), axes);
+      y = normalizeAffine(rewriter, loc, op.getInput(), asChan(mean),
+                          asChan(var), gamma, beta, eps);
+      count = scalar(rewriter, loc, elementsOver(t, axes), et);
+    }
+    // Running statistics use the unbiased variance n / (n - 1), as PyTorch.
+    Value one = scalar(rewriter, loc, 1.0, et);
+    Value unbias = arith::SelectOp::create(
+        rewriter, loc,
+        arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGT, count,
+                              one),
+        arith::DivFOp::create(rewriter, loc, count,
+                              arith::SubFOp::create(rewriter, loc, count, one)),
+        one);
+    rewriter.replaceOp(op, {y, blend(op.getRunningMean(), mean, one),
                             blend(op.getRunningVar(), var, unbias)});
     return success();
   }

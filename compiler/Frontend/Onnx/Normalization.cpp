@@ -61,7 +61,7 @@ LogicalResult importBatchNormalization(NodeImporter &n) {
   }
   auto op = n.create<nn::BatchNormOp>(
       operands[0], operands[1], operands[2], operands[3], operands[4],
-      APFloat(*epsilon),
+      /*sample_weights=*/Value(), APFloat(*epsilon),
       APFloat(momentumFromOnnx(static_cast<float>(*momentum))), training);
   if (failed(op))
     return failure();

@@ -641,6 +641,61 @@ LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange dys,
   Value gamma = reshapeTo(b, loc, getScale(), chanShape);
 
   Normalized n;
+  Value w = getTraining() ? getSampleWeights() : Value();
+  if (w) {
+    // Weighted statistics over the samples with weight 1 (padding has
+    // weight 0 and its outputs are zero): see the op's description.
+    SmallVector<int64_t> sampleShape(xt.getRank(), 1);
+    sampleShape[0] = xt.getDimSize(0);
+    Value wb = reshapeTo(b, loc, w, sampleShape);
+    double perSample = 1;
+    for (int64_t d = 2; d < xt.getRank(); ++d)
+      perSample *= xt.getDimSize(d);
+    Value count = MulOp::create(
+        b, loc, ReduceSumOp::create(b, loc, w, ArrayRef<int64_t>{}, false),
+        splat(b, loc, perSample, elt));
+    auto weightedMean = [&](Value v) -> Value {
+      return DivOp::create(
+          b, loc,
+          ReduceSumOp::create(b, loc, MulOp::create(b, loc, v, wb), axes, true),
+          count);
+    };
+    Value xc = SubOp::create(b, loc, getInput(), weightedMean(getInput()));
+    Value var = weightedMean(MulOp::create(b, loc, xc, xc));
+    n.invstd = PowOp::create(
+        b, loc, AddOp::create(b, loc, var, splat(b, loc, eps, elt)),
+        b.getF64FloatAttr(-0.5));
+    n.xhat = MulOp::create(b, loc, xc, n.invstd);
+    // y = w * yhat, so the cotangent of yhat is w * dy; it is zero on
+    // padding, which makes every sum below a sum over real samples.
+    Value dyhat = MulOp::create(b, loc, dy, wb);
+    Value g = MulOp::create(b, loc, dyhat, gamma);
+    if (needed[0]) {
+      auto weightedSum = [&](Value v) -> Value {
+        return MulOp::create(
+            b, loc, DivOp::create(b, loc, ReduceSumOp::create(b, loc, v, axes, true),
+                                  count),
+            wb);
+      };
+      Value inner = SubOp::create(
+          b, loc, SubOp::create(b, loc, g, weightedSum(g)),
+          MulOp::create(b, loc, n.xhat,
+                        weightedSum(MulOp::create(b, loc, g, n.xhat))));
+      grads.push_back(MulOp::create(b, loc, n.invstd, inner));
+    } else {
+      grads.push_back(Value());
+    }
+    grads.push_back(needed[1]
+                        ? Value(ReduceSumOp::create(
+                              b, loc, MulOp::create(b, loc, dyhat, n.xhat),
+                              axes, false))
+                        : Value());
+    grads.push_back(needed[2]
+                        ? Value(ReduceSumOp::create(b, loc, dyhat, axes, false))
+                        : Value());
+    grads.append({Value(), Value(), Value()});
+    return success();
+  }
   if (getTraining()) {
     auto stats = normalize(b, loc, getInput(), axes, eps);
     if (failed(stats))
@@ -671,6 +726,9 @@ LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange dys,
                       ? Value(ReduceSumOp::create(b, loc, dy, axes, false))
                       : Value());
   grads.append({Value(), Value()});
+  // Inference mode ignores the sample weights.
+  if (getSampleWeights())
+    grads.push_back(Value());
   return success();
 }
 

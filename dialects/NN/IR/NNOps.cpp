@@ -922,6 +922,15 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, name, " must be [", c, "], got ",
                                shapeStr(t.getShape()));
   }
+  if (Value w = a.getSampleWeights()) {
+    auto t = cast<RankedTensorType>(w.getType());
+    if (failed(sameElementType(loc, x, t, "input and sample_weights")))
+      return failure();
+    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), x.getDimSize(0)))
+      return emitOptionalError(loc, "sample_weights must be [",
+                               x.getDimSize(0), "] (one per sample), got ",
+                               shapeStr(t.getShape()));
+  }
   double momentum = a.getMomentum().convertToDouble();
   if (!(momentum >= 0 && momentum <= 1))
     return emitOptionalError(loc, "momentum must be in [0, 1], got ",

@@ -693,25 +693,39 @@ def NN_BatchNormOp : NN_DiffOp<"batch_norm", [InferTypeOpAdaptor],
     variance for `running_var`, as PyTorch). Without it, the running
     statistics normalise and are returned unchanged.
 
+    The optional `sample_weights` `[N]` (1 for a real sample, 0 for the
+    padding of a short micro-batch) make padding invisible in training mode:
+    the statistics are over the samples with weight 1 only (the running
+    variance's unbiasing uses their count), and padding rows produce zeros,
+    so they carry no gradient either. In general: with `w` the weights and
+    `S` the elements per sample and channel, `mean = sum(w x) / (S sum(w))`,
+    `var = sum(w (x - mean)^2) / (S sum(w))` and
+    `y = w * (scale * (x - mean) / sqrt(var + eps) + bias)`.
+    `cleave-attach-loss` connects the weights of the micro-batch; inference
+    mode ignores them.
+
     In training mode the result depends on how a batch is split into
     micro-batches; `cleave-split-step` reports it.
 
     ```mlir
     %y, %rm, %rv = nn.batch_norm %x, %g, %b, %m, %v {training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
+    %y2, %rm2, %rv2 = nn.batch_norm %x, %g, %b, %m, %v sample_weights %w {training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<32xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
                        NN_FloatTensor:$bias, NN_FloatTensor:$running_mean,
                        NN_FloatTensor:$running_var,
+                       Optional<NN_FloatTensor>:$sample_weights,
                        DefaultValuedAttr<F64Attr, "1e-5">:$epsilon,
                        DefaultValuedAttr<F64Attr, "0.1">:$momentum,
                        UnitAttr:$training);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$running_mean_out,
                       NN_FloatTensor:$running_var_out);
   let assemblyFormat = [{
-    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var attr-dict `:`
+    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var
+    (`sample_weights` $sample_weights^)? attr-dict `:`
     type($input) `,` type($scale) `,` type($bias) `,` type($running_mean) `,`
-    type($running_var) `->` type(results)
+    type($running_var) (`,` type($sample_weights)^)? `->` type(results)
   }];
   let extraClassDefinition = [{
     bool $cppClass::isDifferentiableOperand(unsigned index) {

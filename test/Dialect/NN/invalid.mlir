@@ -750,6 +750,15 @@ func.func @batch_norm_channels(%x: tensor<8x6x4x4xf32>, %c: tensor<6xf32>, %m: t
 
 // -----
 
+func.func @batch_norm_sample_weights(%x: tensor<8x6x4x4xf32>, %c: tensor<6xf32>, %w: tensor<6xf32>) {
+  // expected-error @+2 {{sample_weights must be [8] (one per sample), got [6]}}
+  // expected-error @+1 {{'nn.batch_norm' op failed to infer returned types}}
+  %0:3 = nn.batch_norm %x, %c, %c, %c, %c sample_weights %w {training} : tensor<8x6x4x4xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<8x6x4x4xf32>, tensor<6xf32>, tensor<6xf32>
+  return
+}
+
+// -----
+
 func.func @batch_norm_scale_element_type(%x: tensor<8x6xf32>, %s: tensor<6xf64>, %c: tensor<6xf32>) {
   // expected-error @+2 {{input and scale must have the same element type, got 'f32' and 'f64'}}
   // expected-error @+1 {{'nn.batch_norm' op failed to infer returned types}}

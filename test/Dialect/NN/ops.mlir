@@ -222,6 +222,9 @@ func.func @normalisation(%x: tensor<32x6x28x28xf32>, %c: tensor<6xf32>, %s: tens
   %0:3 = nn.batch_norm %x, %c, %c, %c, %c : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
   // CHECK: nn.batch_norm %[[X]], %[[C]], %[[C]], %[[C]], %[[C]] {epsilon = 1.000000e-03 : f64, momentum = 0.000000e+00 : f64, training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
   %1:3 = nn.batch_norm %x, %c, %c, %c, %c {training, epsilon = 1.0e-3 : f64, momentum = 0.0 : f64} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
+  // CHECK: nn.batch_norm %[[X]], %[[C]], %[[C]], %[[C]], %[[C]] sample_weights %[[W:.+]] {training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<32xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
+  %w = arith.constant dense<1.0> : tensor<32xf32>
+  %bnw:3 = nn.batch_norm %x, %c, %c, %c, %c sample_weights %w {training} : tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<32xf32> -> tensor<32x6x28x28xf32>, tensor<6xf32>, tensor<6xf32>
   // CHECK: nn.layer_norm %[[S]] : tensor<4x16x32xf32> -> tensor<4x16x32xf32>
   %2 = nn.layer_norm %s : tensor<4x16x32xf32> -> tensor<4x16x32xf32>
   // CHECK: nn.layer_norm %[[S]], %[[G]] : tensor<4x16x32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>

@@ -371,6 +371,28 @@ std::vector<GradCase> allCases() {
   batchNorm("batch_norm_inference", "4x2x2x2", "2", "");
   batchNorm("batch_norm_training_rank3", "3x2x4", "2",
             "{training, momentum = 0.5 : f64}");
+  // Sample weights: general positive weights, and the 0/1 mask of a padded
+  // micro-batch (padding rows output zero and get no gradient).
+  c.push_back(fn(
+      "batch_norm_training_weighted",
+      {P("x", "4x2x2x2"), P("g", "2"), P("b", "2"), A("m", T("2")),
+       A("v", T("2")), A("w", T("4"))},
+      "%y, %m2, %v2 = nn.batch_norm %x, %g, %b, %m, %v sample_weights %w "
+      "{training} : " +
+          T("4x2x2x2") + ", " + T("2") + ", " + T("2") + ", " + T("2") + ", " +
+          T("2") + ", " + T("4") + " -> " + T("4x2x2x2") + ", " + T("2") +
+          ", " + T("2"),
+      T("4x2x2x2"), Draw::Positive));
+  c.push_back(fn(
+      "batch_norm_training_padding_mask",
+      {P("x", "4x3"), P("g", "3"), P("b", "3"), A("m", T("3")), A("v", T("3"))},
+      "%w = arith.constant dense<[1.0, 1.0, 0.0, 1.0]> : " + T("4") +
+          "\n  %y, %m2, %v2 = nn.batch_norm %x, %g, %b, %m, %v sample_weights "
+          "%w {training} : " +
+          T("4x3") + ", " + T("3") + ", " + T("3") + ", " + T("3") + ", " +
+          T("3") + ", " + T("4") + " -> " + T("4x3") + ", " + T("3") + ", " +
+          T("3"),
+      T("4x3"), Draw::Positive));
   c.push_back(
       fn("layer_norm_axis1_scale_bias",
          {P("x", "2x3x4"), P("g", "3x4"), P("b", "3x4")},

@@ -1,0 +1,589 @@
+//===- OracleTest.cpp - Cleave against PyTorch on exported models ---------===//
+//
+// PyTorch is the oracle. For each case of oracle.py (a model exported to
+// ONNX, an optimizer, a schedule of windows of micro-batches) this test
+//   1. runs oracle.py, which exports the model, writes the batches and trains
+//      them in PyTorch with the gradient-accumulation loop of Cleave's
+//      contract (case.txt: what to run and what PyTorch got);
+//   2. compiles the same ONNX file with the real cleave-compile;
+//   3. trains it through the runtime on the same micro-batches: micro_step
+//      on each (short ones are padded by the runtime), flush after a window
+//      shorter than N;
+//   4. compares the per-window losses and the final value of every
+//      parameter and buffer (by ONNX initializer name, both ways: nothing
+//      missing, nothing extra).
+//
+// The error measure, for a loss: |cleave - torch| / |torch|; for a tensor:
+// max_i |cleave_i - torch_i| / max_i |torch_i| (the relative error in the
+// max norm, denominator floored at 1e-6 for an all-zero tensor). Both must
+// be <= 1e-4. float32 reassociation (oneDNN against PyTorch's kernels,
+// Cleave's sum-then-divide against PyTorch's divide-then-sum) gives 1e-7 on
+// losses and 1e-7 to 7e-6 on tensors; each test prints its worst errors.
+//
+// The OracleBatchNorm tests are the batch-norm study of docs/user/onnx.md:
+// Cleave's N micro-batches match PyTorch's accumulation loop over the same
+// micro-batches, both differ from one batch of N*b by far more than the
+// tolerance, the MLP control does not, and the artifact warns; a short
+// micro-batch's zero padding enters the statistics (a known limitation).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+//===----------------------------------------------------------------------===//
+// Processes and files
+//===----------------------------------------------------------------------===//
+
+/// Runs `argv` with stdout and stderr appended to `logPath`; returns the exit
+/// status (-1 if it could not start or was killed).
+int run(const std::vector<std::string> &argv, const std::string &logPath) {
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid;
+  int error =
+      posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename T>
+std::vector<T> readRaw(const std::string &path, size_t count) {
+  std::vector<T> out(count);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char *>(out.data()), count * sizeof(T));
+  if (!in || in.peek() != EOF)
+    ADD_FAILURE() << path << ": expected exactly " << count * sizeof(T)
+                  << " bytes";
+  return out;
+}
+
+void makeDirs(const std::string &path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/')
+      ::mkdir(path.substr(0, i).c_str(), 0755);
+}
+
+/// Why torch-based tests cannot run here, or "" if they can.
+const std::string &torchMissing() {
+  static const std::string reason = [] {
+    // One log per process: ctest may run several tests at once.
+    std::string log = std::string(CLEAVE_ORACLE_WORKDIR) + "/probe." +
+                      std::to_string(::getpid()) + ".log";
+    makeDirs(CLEAVE_ORACLE_WORKDIR);
+    std::remove(log.c_str());
+    int status = run({CLEAVE_ORACLE_PYTHON, "-c", "import torch, onnx"}, log);
+    std::string output = readText(log);
+    std::remove(log.c_str());
+    if (status == 0)
+      return std::string();
+    return std::string(CLEAVE_ORACLE_PYTHON) +
+           " -c \"import torch, onnx\" failed (install python3-torch and "
+           "python3-onnx): " +
+           output;
+  }();
+  return reason;
+}
+
+//===----------------------------------------------------------------------===//
+// A case: what oracle.py wrote
+//===----------------------------------------------------------------------===//
+
+struct Input {
+  std::string name, dtype, file;
+  size_t elements = 0; ///< per sample
+  std::vector<char> data;
+  size_t rowBytes() const { return elements * (dtype == "i64" ? 8 : 4); }
+};
+
+struct Case {
+  std::string name, dir;
+  std::vector<std::string> flags;
+  std::vector<std::pair<std::string, double>> hypers;
+  std::vector<Input> inputs;
+  std::vector<std::vector<int64_t>> windows;
+  std::vector<double> losses;                        ///< PyTorch's
+  std::map<std::string, std::vector<float>> tensors; ///< PyTorch's
+  int64_t microBatch = 0, accumulate = 0;
+};
+
+/// Parses `<dir>/case.txt` and loads its files.
+Case readCase(const std::string &name, const std::string &dir) {
+  Case c;
+  c.name = name;
+  c.dir = dir;
+  std::istringstream lines(readText(dir + "/case.txt"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::string key;
+    in >> key;
+    if (key == "compile") {
+      for (std::string flag; in >> flag;) {
+        c.flags.push_back(flag);
+        if (flag.rfind("--micro-batch=", 0) == 0)
+          c.microBatch = std::stoll(flag.substr(14));
+        if (flag.rfind("--accumulate=", 0) == 0)
+          c.accumulate = std::stoll(flag.substr(13));
+      }
+    } else if (key == "hyper") {
+      std::string n;
+      double v;
+      in >> n >> v;
+      c.hypers.emplace_back(n, v);
+    } else if (key == "input") {
+      Input i;
+      in >> i.name >> i.dtype >> i.file >> i.elements;
+      c.inputs.push_back(i);
+    } else if (key == "window") {
+      std::vector<int64_t> w;
+      for (int64_t s; in >> s;)
+        w.push_back(s);
+      c.windows.push_back(w);
+    } else if (key == "loss") {
+      double l;
+      in >> l;
+      c.losses.push_back(l);
+    } else if (key == "tensor") {
+      std::string n, file;
+      size_t count;
+      in >> n >> file >> count;
+      c.tensors[n] = readRaw<float>(dir + "/" + file, count);
+    } else if (!key.empty()) {
+      ADD_FAILURE() << dir << "/case.txt: unknown line '" << line << "'";
+    }
+  }
+  size_t samples = 0;
+  for (const auto &w : c.windows)
+    for (int64_t s : w)
+      samples += s;
+  for (Input &i : c.inputs)
+    i.data = readRaw<char>(dir + "/" + i.file, samples * i.rowBytes());
+  EXPECT_GT(c.microBatch, 0) << dir;
+  EXPECT_EQ(c.losses.size(), c.windows.size()) << dir;
+  EXPECT_FALSE(c.tensors.empty()) << dir;
+  return c;
+}
+
+/// Runs oracle.py for `names` into `<workdir>/<test>/` and reads the cases.
+/// Returns false (the caller skips) if torch is missing.
+bool generate(const std::vector<std::string> &names, std::vector<Case> &out) {
+  if (!torchMissing().empty())
+    return false;
+  const auto *info = testing::UnitTest::GetInstance()->current_test_info();
+  std::string test = std::string(info->test_suite_name()) + "." + info->name();
+  std::replace(test.begin(), test.end(), '/', '.');
+  std::string dir = std::string(CLEAVE_ORACLE_WORKDIR) + "/" + test;
+  makeDirs(dir);
+  std::string log = dir + "/oracle.log";
+  std::remove(log.c_str());
+  std::vector<std::string> argv = {CLEAVE_ORACLE_PYTHON, CLEAVE_ORACLE_SCRIPT,
+                                   dir};
+  argv.insert(argv.end(), names.begin(), names.end());
+  int status = run(argv, log);
+  if (status == 77)
+    return false;
+  EXPECT_EQ(status, 0) << "oracle.py failed:\n" << readText(log);
+  if (status != 0)
+    return false;
+  for (const std::string &n : names)
+    out.push_back(readCase(n, dir + "/" + n));
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The Cleave side
+//===----------------------------------------------------------------------===//
+
+struct CleaveRun {
+  cleave::Artifact artifact{nullptr};
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> tensors; ///< params and buffers
+  std::map<std::string, cleave_global_kind> kinds;
+};
+
+/// Compiles `c`'s ONNX file with its flags and trains its windows.
+bool trainCleave(const Case &c, CleaveRun &out) {
+  std::string artifact = c.dir + "/model.cleave";
+  std::string log = c.dir + "/cleave-compile.log";
+  std::remove(log.c_str());
+  std::vector<std::string> argv = {CLEAVE_COMPILE_EXE, c.dir + "/model.onnx"};
+  argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+  argv.push_back("-o");
+  argv.push_back(artifact);
+  int status = run(argv, log);
+  EXPECT_EQ(status, 0) << "cleave-compile failed:\n" << readText(log);
+  if (status != 0)
+    return false;
+
+  out.artifact = cleave::Artifact::load(artifact);
+  EXPECT_EQ(out.artifact.microBatch(), c.microBatch);
+  EXPECT_EQ(out.artifact.accumulate(), c.accumulate);
+  // The importer keeps the ONNX input names; the batch takes the inputs in
+  // the artifact's order.
+  std::vector<const Input *> order;
+  for (const cleave::TensorInfo &t : out.artifact.inputs()) {
+    auto it = std::find_if(c.inputs.begin(), c.inputs.end(),
+                           [&](const Input &i) { return i.name == t.name; });
+    EXPECT_NE(it, c.inputs.end())
+        << "artifact input '" << t.name << "' has no data in " << c.dir;
+    if (it == c.inputs.end())
+      return false;
+    EXPECT_EQ(t.bytes, it->rowBytes() * c.microBatch) << t.name;
+    order.push_back(&*it);
+  }
+  EXPECT_EQ(order.size(), c.inputs.size());
+
+  cleave::SessionOptions options;
+  options.seed = 1;
+  options.numThreads = 1;
+  cleave::Session session(out.artifact, options);
+  for (const auto &[name, value] : c.hypers)
+    session.setHyperparameter(name, value);
+
+  int64_t start = 0;
+  for (size_t w = 0; w < c.windows.size(); ++w) {
+    double lossSum = 0;
+    int64_t samples = 0;
+    const std::vector<int64_t> &window = c.windows[w];
+    for (int64_t size : window) {
+      cleave::Batch batch(size);
+      for (const Input *i : order)
+        batch.add(i->data.data() + start * i->rowBytes(), size * i->rowBytes());
+      session.microStep(batch);
+      // last_loss is the mean over the micro-batch's real samples.
+      lossSum += session.lastLoss() * size;
+      samples += size;
+      start += size;
+    }
+    if (static_cast<int64_t>(window.size()) < c.accumulate)
+      session.flush();
+    EXPECT_EQ(session.step(), static_cast<int64_t>(w + 1))
+        << "window " << w << " did not end with exactly one optimizer step";
+    EXPECT_EQ(session.microSteps(), 0);
+    out.losses.push_back(lossSum / samples);
+  }
+  for (const cleave::GlobalInfo &g : out.artifact.globals()) {
+    if (g.kind != CLEAVE_GLOBAL_PARAM && g.kind != CLEAVE_GLOBAL_BUFFER)
+      continue;
+    EXPECT_EQ(g.tensor.dtype, CLEAVE_DTYPE_F32) << g.tensor.name;
+    out.tensors[g.tensor.name] = session.readGlobal<float>(g.tensor.name);
+    out.kinds[g.tensor.name] = g.kind;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons
+//===----------------------------------------------------------------------===//
+
+double relativeError(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-6);
+}
+
+/// max_i |a_i - b_i| / max_i |b_i|.
+double relativeError(const std::vector<float> &a, const std::vector<float> &b) {
+  if (a.size() != b.size())
+    return INFINITY;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / std::max(scale, 1e-6);
+}
+
+/// The worst relative errors of one comparison, by what they measure.
+struct Errors {
+  double loss = 0, param = 0, buffer = 0;
+  std::string lossAt, paramAt, bufferAt;
+};
+
+/// Compares Cleave's losses and tensors with `torchLosses`/`torchTensors`;
+/// with `tolerance`, every error above it is a failure.
+Errors compare(const CleaveRun &cleave, const std::vector<double> &torchLosses,
+               const std::map<std::string, std::vector<float>> &torchTensors,
+               double tolerance, const std::string &what) {
+  Errors e;
+  EXPECT_EQ(cleave.losses.size(), torchLosses.size()) << what;
+  for (size_t w = 0; w < std::min(cleave.losses.size(), torchLosses.size());
+       ++w) {
+    double err = relativeError(cleave.losses[w], torchLosses[w]);
+    if (tolerance > 0) {
+      EXPECT_LE(err, tolerance)
+          << what << ": window " << w << " loss: Cleave " << cleave.losses[w]
+          << ", PyTorch " << torchLosses[w];
+    }
+    if (err >= e.loss) {
+      e.loss = err;
+      e.lossAt = "window " + std::to_string(w);
+    }
+  }
+  for (const auto &[name, values] : torchTensors) {
+    auto it = cleave.tensors.find(name);
+    EXPECT_NE(it, cleave.tensors.end())
+        << what << ": PyTorch's '" << name
+        << "' is not a parameter or buffer of the artifact";
+    if (it == cleave.tensors.end())
+      continue;
+    EXPECT_EQ(it->second.size(), values.size()) << what << ": " << name;
+    double err = relativeError(it->second, values);
+    if (tolerance > 0) {
+      EXPECT_LE(err, tolerance) << what << ": final '" << name << "'";
+    }
+    bool buffer = cleave.kinds.at(name) == CLEAVE_GLOBAL_BUFFER;
+    double &worst = buffer ? e.buffer : e.param;
+    if (err >= worst) {
+      worst = err;
+      (buffer ? e.bufferAt : e.paramAt) = name;
+    }
+  }
+  for (const auto &[name, values] : cleave.tensors)
+    EXPECT_TRUE(torchTensors.count(name))
+        << what << ": the artifact's '" << name
+        << "' is not an initializer PyTorch trains";
+  return e;
+}
+
+std::string describe(const Errors &e) {
+  std::ostringstream s;
+  s.precision(2);
+  s << std::scientific << "loss " << e.loss << " (" << e.lossAt << "), param "
+    << e.param << " (" << e.paramAt << ")";
+  if (!e.bufferAt.empty())
+    s << ", buffer " << e.buffer << " (" << e.bufferAt << ")";
+  return s.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Cleave against PyTorch, one case each
+//===----------------------------------------------------------------------===//
+
+class Oracle : public testing::TestWithParam<const char *> {};
+
+TEST_P(Oracle, MatchesPyTorch) {
+  if (!torchMissing().empty())
+    GTEST_SKIP() << torchMissing();
+  std::vector<Case> cases;
+  if (!generate({GetParam()}, cases)) {
+    if (!HasFailure())
+      GTEST_SKIP() << "oracle.py: torch or onnx cannot be imported";
+    return;
+  }
+  const Case &c = cases.front();
+  CleaveRun cleave;
+  ASSERT_TRUE(trainCleave(c, cleave));
+  Errors e = compare(cleave, c.losses, c.tensors, kTolerance, c.name);
+  std::printf("[ oracle   ] %s: worst relative errors: %s\n", c.name.c_str(),
+              describe(e).c_str());
+}
+
+// The cases of oracle.py: each model with SGD, momentum and Adam; SGD with
+// weight decay, Nesterov, AdamW and MSE once each; ragged micro-batches in a
+// short window on two models. (The batch-norm study runs the others.)
+const char *const kCases[] = {
+    "mlp_sgd_wd",        "mlp_nesterov",     "mlp_adam",
+    "mlp_momentum_mse",  "lenet_sgd",        "lenet_momentum",
+    "lenet_adam_ragged", "cnn_bn_sgd",       "cnn_bn_momentum",
+    "cnn_bn_adam",       "transformer_sgd",  "transformer_momentum",
+    "transformer_adam",  "transformer_adamw"};
+const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
+                                   "cnn_bn_sgd_ragged",
+                                   "cnn_bn_sgd_ragged_padded"};
+
+INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<const char *> &info) {
+                           return std::string(info.param);
+                         });
+
+/// Every case oracle.py defines is run by some test here.
+TEST(OracleCases, EveryCaseIsTested) {
+  if (!torchMissing().empty())
+    GTEST_SKIP() << torchMissing();
+  std::string log = std::string(CLEAVE_ORACLE_WORKDIR) + "/list." +
+                    std::to_string(::getpid()) + ".log";
+  std::remove(log.c_str());
+  ASSERT_EQ(run({CLEAVE_ORACLE_PYTHON, CLEAVE_ORACLE_SCRIPT, "--list"}, log), 0)
+      << readText(log);
+  std::istringstream listed(readText(log));
+  std::remove(log.c_str());
+  std::vector<std::string> defined, tested;
+  for (std::string name; std::getline(listed, name);)
+    defined.push_back(name);
+  tested.assign(std::begin(kCases), std::end(kCases));
+  tested.insert(tested.end(), std::begin(kStudyCases), std::end(kStudyCases));
+  std::sort(defined.begin(), defined.end());
+  std::sort(tested.begin(), tested.end());
+  EXPECT_EQ(defined, tested);
+}
+
+//===----------------------------------------------------------------------===//
+// The batch-norm study
+//===----------------------------------------------------------------------===//
+
+/// The BN CNN and the MLP, each trained on the same 3 windows of 12 samples
+/// as 3 micro-batches of 4 (`split`) and as one batch of 12 (`big`).
+TEST(OracleBatchNorm, SplitChangesStatisticsInBothFrameworks) {
+  if (!torchMissing().empty())
+    GTEST_SKIP() << torchMissing();
+  std::vector<Case> cases;
+  if (!generate(
+          {"cnn_bn_sgd", "cnn_bn_sgd_big", "mlp_sgd_wd", "mlp_sgd_wd_big"},
+          cases)) {
+    if (!HasFailure())
+      GTEST_SKIP() << "oracle.py: torch or onnx cannot be imported";
+    return;
+  }
+  std::vector<CleaveRun> runs(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(trainCleave(cases[i], runs[i]));
+    // (a) Each schedule matches PyTorch's loop over the same micro-batches:
+    // statistics per micro-batch, running statistics updated per micro-step.
+    compare(runs[i], cases[i].losses, cases[i].tensors, kTolerance,
+            cases[i].name);
+  }
+  const Case &bnSplit = cases[0], &bnBig = cases[1], &mlpSplit = cases[2],
+             &mlpBig = cases[3];
+
+  // (b) Split against big, in each framework. Cleave's difference is
+  // measured by comparing its two runs; PyTorch's by comparing its two
+  // references (compare() takes its second operand as the reference).
+  CleaveRun torchSplit;
+  torchSplit.losses = bnSplit.losses;
+  torchSplit.tensors = bnSplit.tensors;
+  torchSplit.kinds = runs[0].kinds;
+  Errors bnTorch = compare(torchSplit, bnBig.losses, bnBig.tensors, 0,
+                           "PyTorch split vs big");
+  Errors bnCleave = compare(runs[0], runs[1].losses, runs[1].tensors, 0,
+                            "Cleave split vs big");
+  CleaveRun mlpTorchSplit;
+  mlpTorchSplit.losses = mlpSplit.losses;
+  mlpTorchSplit.tensors = mlpSplit.tensors;
+  mlpTorchSplit.kinds = runs[2].kinds;
+  // The control: without batch norm, N micro-batches of b are one batch of
+  // N*b (the semantics contract), in both frameworks.
+  Errors mlpTorch = compare(mlpTorchSplit, mlpBig.losses, mlpBig.tensors,
+                            kTolerance, "MLP, PyTorch split vs big");
+  Errors mlpCleave = compare(runs[2], runs[3].losses, runs[3].tensors,
+                             kTolerance, "MLP, Cleave split vs big");
+
+  // Batch norm: far from the big batch already in the first window's loss
+  // (same parameters, different statistics), in the trained parameters, and
+  // most in the running statistics (updated N times per window instead of
+  // once).
+  double window0Torch = relativeError(bnSplit.losses[0], bnBig.losses[0]);
+  double window0Cleave = relativeError(runs[0].losses[0], runs[1].losses[0]);
+  for (double d : {window0Torch, window0Cleave, bnTorch.param, bnCleave.param,
+                   bnTorch.buffer, bnCleave.buffer})
+    EXPECT_GT(d, 10 * kTolerance);
+  // And the two frameworks disagree with the big batch in the same way.
+  EXPECT_LE(relativeError(window0Cleave, window0Torch), 1e-2);
+  EXPECT_LE(relativeError(bnCleave.buffer, bnTorch.buffer), 1e-2);
+  EXPECT_LE(relativeError(bnCleave.param, bnTorch.param), 1e-2);
+
+  std::printf("[ oracle   ] batch norm, 3 x 4 vs 1 x 12: first-window loss "
+              "%.3e (PyTorch) %.3e (Cleave); PyTorch %s; Cleave %s\n",
+              window0Torch, window0Cleave, describe(bnTorch).c_str(),
+              describe(bnCleave).c_str());
+  std::printf("[ oracle   ] MLP control, 3 x 4 vs 1 x 12: PyTorch %s; "
+              "Cleave %s\n",
+              describe(mlpTorch).c_str(), describe(mlpCleave).c_str());
+
+  // The compiler said so: one warning per training-mode batch norm in both
+  // BN artifacts (the split is a run-time choice), none for the MLP.
+  for (int i : {0, 1}) {
+    std::vector<cleave::WarningInfo> warnings = runs[i].artifact.warnings();
+    EXPECT_EQ(warnings.size(), 2u) << cases[i].name;
+    for (const cleave::WarningInfo &w : warnings) {
+      EXPECT_EQ(w.op, "nn.batch_norm");
+      EXPECT_NE(w.message.find("statistics of each micro-batch"),
+                std::string::npos)
+          << w.message;
+      // The location names the ONNX node.
+      EXPECT_NE(w.loc.find("BatchNormalization"), std::string::npos) << w.loc;
+    }
+    if (warnings.size() == 2) {
+      EXPECT_NE(warnings[0].loc, warnings[1].loc);
+    }
+    EXPECT_NE(runs[i].artifact.manifest().find("statistics of each "
+                                               "micro-batch"),
+              std::string::npos);
+  }
+  for (int i : {2, 3})
+    EXPECT_TRUE(runs[i].artifact.warnings().empty()) << cases[i].name;
+  // The running statistics are buffers, updated by the micro-step.
+  for (const char *name : {"bn1.running_mean", "bn1.running_var",
+                           "bn2.running_mean", "bn2.running_var"})
+    EXPECT_EQ(runs[0].kinds.at(name), CLEAVE_GLOBAL_BUFFER) << name;
+}
+
+/// A short micro-batch through training-mode batch norm. The runtime pads it
+/// to B with zero rows of sample weight 0; cleave-attach-loss hands the
+/// weights to nn.batch_norm, whose statistics then cover the real samples
+/// only (and padding rows output zero). So Cleave matches PyTorch on the
+/// short batch itself, not on the zero-padded one.
+TEST(OracleBatchNorm, ShortMicroBatchMatchesShortBatch) {
+  if (!torchMissing().empty())
+    GTEST_SKIP() << torchMissing();
+  std::vector<Case> cases;
+  if (!generate({"cnn_bn_sgd_ragged", "cnn_bn_sgd_ragged_padded"}, cases)) {
+    if (!HasFailure())
+      GTEST_SKIP() << "oracle.py: torch or onnx cannot be imported";
+    return;
+  }
+  const Case &shortBatch = cases[0], &padded = cases[1];
+  ASSERT_EQ(shortBatch.flags, padded.flags);
+  CleaveRun cleave;
+  ASSERT_TRUE(trainCleave(shortBatch, cleave));
+  compare(cleave, shortBatch.losses, shortBatch.tensors, kTolerance,
+          shortBatch.name);
+  // The padded reference is measurably different: the test above would
+  // notice padding leaking into the statistics.
+  Errors againstPadded = compare(cleave, padded.losses, padded.tensors, 0,
+                                 "against PyTorch, zero-padded");
+  EXPECT_GT(againstPadded.param, 10 * kTolerance);
+}
+
+} // namespace

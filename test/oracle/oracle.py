@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""PyTorch as the oracle: the reference half of Cleave's oracle tests.
+
+    oracle.py OUT_DIR CASE...      write OUT_DIR/CASE/ for each case
+    oracle.py --list               print the case names
+
+For each case this script
+  1. builds a model with a fixed seed and exports it to ONNX the way a user
+     would (docs/user/onnx.md): training=TrainingMode.TRAINING, no constant
+     folding, dim 0 of every input and output dynamic;
+  2. loads the exported initializers back into the PyTorch model, so that
+     both frameworks start from the same bytes whatever the export's tracing
+     pass did to the module (training-mode tracing runs a forward, which
+     moves batch-norm running statistics);
+  3. draws fixed random batches and writes them as raw files;
+  4. trains K windows with the gradient-accumulation loop that matches
+     Cleave's contract (docs/design/split.md): each micro-batch adds the
+     gradient of sum_i loss_i / window_samples, one optimizer step per window;
+  5. writes the per-window loss (the mean per-sample loss over the window's
+     samples, all computed with the parameters the window started with) and
+     the final value of every initializer the model trains or updates
+     (parameters and batch-norm running statistics), by ONNX name.
+
+OUT_DIR/CASE/case.txt tells the C++ driver (OracleTest.cpp) what to do and
+what PyTorch got; it is line-based so that the driver needs no JSON parser:
+
+    compile <cleave-compile flags...>
+    hyper <name> <value>                   set on the session at run time
+    input <name> <f32|i64> <file> <elements per sample>
+    window <micro-batch sizes...>           one line per window, in order
+    loss <window loss>                      one line per window, in order
+    tensor <onnx name> <file> <elements>    final value, raw little-endian f32
+
+All files are relative to OUT_DIR/CASE. Exit status 77 means torch or onnx
+cannot be imported (the driver turns it into a skip).
+"""
+
+import copy
+import os
+import sys
+
+try:
+    import onnx
+    from onnx import numpy_helper
+    import torch
+    from torch import nn
+except ImportError as error:  # pragma: no cover - depends on the machine
+    print(f"oracle.py: needs torch and onnx: {error}", file=sys.stderr)
+    sys.exit(77)
+
+# Debian's torch already starts with one thread; pin it so the reference is
+# the same whatever the environment says.
+torch.set_num_threads(1)
+
+# ---------------------------------------------------------------------------
+# Models. Sizes are small: each case trains in well under a second.
+# ---------------------------------------------------------------------------
+
+
+def mlp():
+    """Flatten + (Linear, ReLU) x 2 + Linear; nn.Flatten exports Flatten."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(),
+                         nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 10))
+
+
+class LeNet(nn.Module):
+    """(Conv, ReLU, MaxPool) x 2, Linear x 2; x.view(x.size(0), -1) exports
+    a Shape/Gather/Concat/Reshape chain the importer folds."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 8, 3)
+        self.fc1 = nn.Linear(8 * 2 * 2, 16)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.fc2(torch.relu(self.fc1(x.view(x.size(0), -1))))
+
+
+class BnCnn(nn.Module):
+    """LeNet with BatchNorm2d after each convolution. The convolutions have
+    no bias, as usual before batch norm: a bias there has a gradient that is
+    exactly zero in exact arithmetic, so both frameworks would compute
+    rounding noise for it, which Adam then scales up to steps of size lr."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 8, 3, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class Block(nn.Module):
+    """Embedding, pre-norm single-head self-attention and a GELU MLP, both
+    with residuals, mean over tokens, a linear head. No dropout: PyTorch's
+    RNG stream cannot be reproduced by Cleave's hash-based dropout. The key
+    projection has no bias: softmax is invariant to it, so its gradient is
+    zero up to rounding noise (see BnCnn)."""
+
+    def __init__(self, vocab=20, dim=16, hidden=32, classes=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.ln1 = nn.LayerNorm(dim)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim, bias=False)
+        self.v = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        h = self.ln1(x)
+        scores = self.q(h) @ self.k(h).transpose(1, 2) / h.shape[-1] ** 0.5
+        x = x + self.proj(torch.softmax(scores, dim=-1) @ self.v(h))
+        x = x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+        return self.head(x.mean(dim=1))
+
+
+# name: (constructor, input name, per-sample shape, input kind, classes,
+#        opset)
+MODELS = {
+    "mlp": (mlp, "image", (1, 8, 8), "image", 10, 13),
+    "lenet": (LeNet, "image", (1, 12, 12), "image", 10, 13),
+    "cnn_bn": (BnCnn, "image", (1, 12, 12), "image", 10, 13),
+    "transformer": (Block, "ids", (6,), "tokens", 4, 17),
+}
+
+# ---------------------------------------------------------------------------
+# Cases: model x optimizer x schedule. `windows` lists the micro-batch sizes
+# of each window; `micro_batch` and `accumulate` are what Cleave compiles.
+# ---------------------------------------------------------------------------
+
+EVEN = [[4, 4, 4]] * 3
+BIG = [[12]] * 3  # the same 36 samples, one micro-batch per window
+# A short last micro-batch (Cleave pads it and weights the padding out) in a
+# short last window (Cleave applies it on flush).
+RAGGED = [[4, 4, 4], [4, 4, 4], [4, 3]]
+
+
+def case(model, optimizer, windows=EVEN, micro_batch=4, accumulate=3,
+         loss="cross-entropy", runtime_lr=False, pad=False, **hyper):
+    """`pad`: PyTorch pads a short micro-batch with zero rows to
+    `micro_batch` and sums the loss of its real rows only, which is what
+    Cleave's runtime feeds the compiled graph (see the batch-norm study)."""
+    return dict(model=model, optimizer=optimizer, windows=windows,
+                micro_batch=micro_batch, accumulate=accumulate, loss=loss,
+                runtime_lr=runtime_lr, pad=pad, hyper=hyper)
+
+
+CASES = {
+    # MLP: SGD with weight decay, Nesterov, Adam, momentum with MSE.
+    "mlp_sgd_wd": case("mlp", "sgd", lr=0.1, weight_decay=0.01),
+    "mlp_nesterov": case("mlp", "nesterov", lr=0.05, momentum=0.9),
+    "mlp_adam": case("mlp", "adam", lr=0.01),
+    "mlp_momentum_mse": case("mlp", "momentum", loss="mse", lr=0.05,
+                             momentum=0.9),
+    # LeNet: SGD, momentum, Adam on a ragged schedule with lr set at run time.
+    "lenet_sgd": case("lenet", "sgd", lr=0.1),
+    "lenet_momentum": case("lenet", "momentum", lr=0.05, momentum=0.9),
+    # (lr differs from cleave-compile's default, which the artifact keeps.)
+    "lenet_adam_ragged": case("lenet", "adam", windows=RAGGED,
+                              runtime_lr=True, lr=0.005),
+    # Batch norm: statistics per micro-batch in both frameworks.
+    "cnn_bn_sgd": case("cnn_bn", "sgd", lr=0.1),
+    "cnn_bn_momentum": case("cnn_bn", "momentum", lr=0.05, momentum=0.9),
+    "cnn_bn_adam": case("cnn_bn", "adam", lr=0.01, beta1=0.8, beta2=0.99,
+                        eps=1e-6, weight_decay=1e-3),
+    # Transformer block: SGD, momentum, Adam, AdamW.
+    "transformer_sgd": case("transformer", "sgd", lr=0.1),
+    "transformer_momentum": case("transformer", "momentum", lr=0.05,
+                                 momentum=0.9),
+    "transformer_adam": case("transformer", "adam", lr=0.01),
+    "transformer_adamw": case("transformer", "adamw", windows=RAGGED,
+                              lr=0.01, weight_decay=0.1),
+    # The batch-norm study (the OracleBatchNorm tests of OracleTest.cpp): two
+    # cases above on one micro-batch of 12 per window instead of three of 4.
+    "cnn_bn_sgd_big": case("cnn_bn", "sgd", windows=BIG, micro_batch=12,
+                           accumulate=1, lr=0.1),
+    "mlp_sgd_wd_big": case("mlp", "sgd", windows=BIG, micro_batch=12,
+                           accumulate=1, lr=0.1, weight_decay=0.01),
+    # A short micro-batch through batch norm: PyTorch on the short batch, and
+    # PyTorch on the batch padded with zero rows as Cleave's runtime pads it.
+    "cnn_bn_sgd_ragged": case("cnn_bn", "sgd", windows=RAGGED, lr=0.1),
+    "cnn_bn_sgd_ragged_padded": case("cnn_bn", "sgd", windows=RAGGED,
+                                     pad=True, lr=0.1),
+}
+
+# The cleave-compile flag of each hyperparameter.
+FLAGS = {"lr": "--lr", "momentum": "--momentum", "beta1": "--beta1",
+         "beta2": "--beta2", "eps": "--eps", "weight_decay": "--weight-decay"}
+
+
+def make_optimizer(name, params, h):
+    wd = h.get("weight_decay", 0.0)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=h["lr"], weight_decay=wd)
+    if name in ("momentum", "nesterov"):
+        return torch.optim.SGD(params, lr=h["lr"], momentum=h["momentum"],
+                               weight_decay=wd, nesterov=name == "nesterov")
+    betas = (h.get("beta1", 0.9), h.get("beta2", 0.999))
+    eps = h.get("eps", 1e-8)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=h["lr"], betas=betas, eps=eps,
+                                weight_decay=wd)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=h["lr"], betas=betas, eps=eps,
+                                 weight_decay=wd)
+    raise ValueError(f"unknown optimizer {name}")
+
+
+def export(module, example, input_name, path, opset):
+    """The export docs/user/onnx.md prescribes. A copy is traced so that the
+    tracing forward cannot touch the module we train."""
+    torch.onnx.export(copy.deepcopy(module), example, path,
+                      input_names=[input_name], output_names=["logits"],
+                      opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      dynamic_axes={input_name: {0: "batch"},
+                                    "logits": {0: "batch"}})
+
+
+def load_initializers(module, path):
+    """Sets every float tensor of the module's state from the ONNX file's
+    initializer of the same name; returns those names."""
+    model = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    state = module.state_dict()
+    names = []
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            continue  # num_batches_tracked: unused with a fixed momentum
+        if name not in inits:
+            sys.exit(f"oracle.py: '{name}' is not an initializer of {path}")
+        tensor.copy_(torch.from_numpy(inits[name].copy()))
+        names.append(name)
+    return names
+
+
+def write_raw(path, tensor):
+    tensor.detach().contiguous().numpy().tofile(path)
+
+
+def run(case_name, out_dir):
+    spec = CASES[case_name]
+    build, input_name, sample_shape, kind, classes, opset = MODELS[spec["model"]]
+    hyper, windows = spec["hyper"], spec["windows"]
+    directory = os.path.join(out_dir, case_name)
+    os.makedirs(directory, exist_ok=True)
+
+    # The model, and the data, depend on the model's name only: the cases of
+    # one model (and the batch-norm study's two schedules) start from the
+    # same parameters and see the same samples.
+    seed = sum(map(ord, spec["model"]))
+    torch.manual_seed(seed)
+    module = build()
+    total = sum(map(sum, windows))
+    if kind == "tokens":
+        vocab = module.embed.num_embeddings
+        data = torch.randint(0, vocab, (total,) + sample_shape)
+    else:
+        data = torch.randn((total,) + sample_shape)
+    mse = spec["loss"] == "mse"
+    if mse:
+        targets = torch.randn(total, classes)
+    else:
+        targets = torch.randint(0, classes, (total,))
+
+    onnx_path = os.path.join(directory, "model.onnx")
+    export(module, data[:2], input_name, onnx_path, opset)
+    names = load_initializers(module, onnx_path)
+    module.train()
+
+    def sum_of_losses(out, target):
+        if mse:  # Cleave's per-sample MSE: the mean over the features
+            return ((out - target) ** 2).mean(dim=1).sum()
+        return nn.functional.cross_entropy(out, target, reduction="sum")
+
+    def pad(x):
+        rows = spec["micro_batch"] - x.shape[0]
+        return torch.cat([x, x.new_zeros((rows,) + x.shape[1:])])
+
+    optimizer = make_optimizer(spec["optimizer"], module.parameters(), hyper)
+    losses, start = [], 0
+    for window in windows:
+        samples = sum(window)
+        optimizer.zero_grad()
+        loss_sum = 0.0
+        for size in window:
+            x = data[start:start + size]
+            y = targets[start:start + size]
+            start += size
+            out = module(pad(x) if spec["pad"] else x)[:size]
+            loss = sum_of_losses(out, y)
+            (loss / samples).backward()
+            loss_sum += loss.item()
+        optimizer.step()
+        losses.append(loss_sum / samples)
+
+    lines = []
+    flags = [f"--loss={spec['loss']}", f"--optimizer={spec['optimizer']}",
+             f"--micro-batch={spec['micro_batch']}",
+             f"--accumulate={spec['accumulate']}"]
+    runtime = {"lr"} if spec["runtime_lr"] else set()
+    for name, value in hyper.items():
+        if name not in runtime:
+            flags.append(f"{FLAGS[name]}={value!r}")
+    lines.append("compile " + " ".join(flags))
+    for name in sorted(runtime):
+        lines.append(f"hyper {name} {hyper[name]!r}")
+
+    dtype = "i64" if kind == "tokens" else "f32"
+    write_raw(os.path.join(directory, "input.bin"), data)
+    lines.append(f"input {input_name} {dtype} input.bin "
+                 f"{data[0].numel()}")
+    label_name = "targets" if mse else "labels"
+    write_raw(os.path.join(directory, "labels.bin"), targets)
+    lines.append(f"input {label_name} {'f32' if mse else 'i64'} labels.bin "
+                 f"{targets[0].numel()}")
+    for window in windows:
+        lines.append("window " + " ".join(map(str, window)))
+    for loss in losses:
+        lines.append(f"loss {loss!r}")
+    state = module.state_dict()
+    for name in names:
+        file = f"final.{name}.f32"
+        write_raw(os.path.join(directory, file), state[name].float())
+        lines.append(f"tensor {name} {file} {state[name].numel()}")
+    with open(os.path.join(directory, "case.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv):
+    if argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return 0
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    unknown = [c for c in argv[2:] if c not in CASES]
+    if unknown:
+        print(f"oracle.py: unknown case(s) {', '.join(unknown)}; known: "
+              f"{', '.join(CASES)}", file=sys.stderr)
+        return 2
+    for name in argv[2:]:
+        run(name, argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
