@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures (once) and builds Cleave with Ninja into ${CLEAVE_BUILD_DIR:-build}.
+# Configures (once) and builds Cleave with Ninja into ${CLEAVE_BUILD_DIR:-build}:
+# everything, or only the targets named as arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${CLEAVE_BUILD_DIR:-build}
@@ -10,4 +11,4 @@ if [ ! -f "$build/build.ninja" ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
     -DCMAKE_INSTALL_PREFIX="$PWD/$build/install"
 fi
-ninja -C "$build" -j "${CLEAVE_JOBS:-$(nproc)}"
+ninja -C "$build" -j "${CLEAVE_JOBS:-$(nproc)}" "$@"

@@ -21,7 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
-bash scripts/build.sh
+# Only what the example needs; scripts/test.sh builds everything.
+bash scripts/build.sh cleave-compile cleave-train
 
 build=${CLEAVE_BUILD_DIR:-build}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}

@@ -80,8 +80,8 @@ def main():
                           artifacts[mode])
         for ranks in (1, 2, 4):
             for n in (1, 4, 16):
-                # About 48 micro-steps per configuration.
-                windows = max(3, 48 // n)
+                # About 96 micro-steps per configuration.
+                windows = max(6, 96 // n)
                 for mode in ("window", "micro-step"):
                     r = run(driver, artifacts[mode], ranks, n, windows,
                             args.threads)

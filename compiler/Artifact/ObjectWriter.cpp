@@ -26,6 +26,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+#include <dlfcn.h>
+
 using namespace mlir;
 
 namespace {
@@ -48,6 +50,19 @@ std::unique_ptr<llvm::TargetMachine> hostMachine(std::string &error) {
       llvm::CodeGenOptLevel::Aggressive));
 }
 
+/// Whether the loaded artifact can resolve `name`: the runtime's ABI
+/// (`cleave_*`) or the C and math libraries. Anything else (MLIR's runner
+/// library, say) would make the artifact fail only when it is loaded.
+bool resolvableAtLoad(StringRef name) {
+  if (name.starts_with("cleave_"))
+    return true;
+  static void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  static void *libm = dlopen("libm.so.6", RTLD_LAZY);
+  std::string symbol = name.str();
+  return (libc && dlsym(libc, symbol.c_str())) ||
+         (libm && dlsym(libm, symbol.c_str()));
+}
+
 } // namespace
 
 LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
@@ -64,6 +79,14 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
   std::unique_ptr<llvm::TargetMachine> machine = hostMachine(error);
   if (!machine)
     return failure();
+  for (llvm::Function &f : *llvmModule)
+    if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty() &&
+        !resolvableAtLoad(f.getName())) {
+      error = "the generated code calls '" + f.getName().str() +
+              "', which neither the Cleave runtime nor the C library "
+              "provides (a lowering left a library call behind)";
+      return failure();
+    }
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
   if (llvm::Error e =

@@ -66,7 +66,8 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
     a contiguous buffer first. `rt.cross_rank_reduce` becomes a call to
     `cleave_cross_rank_reduce`. Runs after bufferization.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];

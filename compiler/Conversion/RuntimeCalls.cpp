@@ -35,6 +35,10 @@ constexpr AbiFunction kConvBwdWeights{"cleave_kernel_conv2d_bwd_weights", 3};
 constexpr AbiFunction kPoolFwd{"cleave_kernel_pool_fwd", 2};
 constexpr AbiFunction kPoolBwd{"cleave_kernel_pool_bwd", 3};
 constexpr StringLiteral kCrossRankReduce = "cleave_cross_rank_reduce";
+// (ctx, ranks, count, inputs, sizes, outputs) for ZeRO-1 sharding.
+constexpr StringLiteral kReduceScatter = "cleave_reduce_scatter";
+constexpr StringLiteral kAllGather = "cleave_all_gather";
+constexpr StringLiteral kShard = "cleave_shard";
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<MemRefType>(v.getType()).getShape();
@@ -51,6 +55,15 @@ struct LowerRuntimeCallsPass
           return WalkResult::interrupt();
       } else if (auto c = dyn_cast<rt::CrossRankReduceOp>(op)) {
         if (failed(lowerReduce(c)))
+          return WalkResult::interrupt();
+      } else if (auto c = dyn_cast<rt::ReduceScatterOp>(op)) {
+        if (failed(lowerSharding(c, kReduceScatter, /*shardsAreOutputs=*/true)))
+          return WalkResult::interrupt();
+      } else if (auto c = dyn_cast<rt::AllGatherOp>(op)) {
+        if (failed(lowerSharding(c, kAllGather, /*shardsAreOutputs=*/false)))
+          return WalkResult::interrupt();
+      } else if (auto c = dyn_cast<rt::ShardOp>(op)) {
+        if (failed(lowerSharding(c, kShard, /*shardsAreOutputs=*/true)))
           return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -94,9 +107,8 @@ struct LowerRuntimeCallsPass
           b, loc, base, arith::ConstantIndexOp::create(b, loc, bytes));
     }
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
-    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(
-                                                b.getContext()),
-                                    i64);
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
   }
 
   /// Whether the kernel can read the buffer as dense row-major data.
@@ -109,7 +121,9 @@ struct LowerRuntimeCallsPass
   }
 
   /// Copies a non-dense operand to a fresh dense buffer (after the call for
-  /// outputs, before it for inputs and accumulated outputs).
+  /// outputs, before it for inputs and accumulated outputs). linalg.copy
+  /// becomes loops; a memref.copy of a strided view would become a call to
+  /// MLIR's runner library, which no artifact can resolve.
   Value densify(OpBuilder &b, Location loc, Value memref, bool isOutput,
                 bool readsOutput, Operation *call) {
     if (isDense(memref))
@@ -118,11 +132,11 @@ struct LowerRuntimeCallsPass
     Value dense = memref::AllocOp::create(
         b, loc, MemRefType::get(type.getShape(), type.getElementType()));
     if (!isOutput || readsOutput)
-      memref::CopyOp::create(b, loc, memref, dense);
+      linalg::CopyOp::create(b, loc, memref, dense);
     if (isOutput) {
       OpBuilder after(call->getContext());
       after.setInsertionPointAfter(call);
-      memref::CopyOp::create(after, loc, dense, memref);
+      linalg::CopyOp::create(after, loc, dense, memref);
     }
     return dense;
   }
@@ -226,7 +240,7 @@ struct LowerRuntimeCallsPass
         fn = kPoolFwd;
       } else {
         operands = {k.getKind() == rt::KernelKind::max_pool2d_bwd ? ins[0]
-                                                                   : Value(),
+                                                                  : Value(),
                     ins.back(), out};
         fn = kPoolBwd;
       }
@@ -267,6 +281,62 @@ struct LowerRuntimeCallsPass
     }
     call->setOperands(args);
     k.erase();
+    return success();
+  }
+
+  /// Stores `values` (i64) into a new stack array and returns a pointer to
+  /// it.
+  Value i64Array(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+    auto type = MemRefType::get({int64_t(values.size())}, b.getI64Type());
+    Value array = memref::AllocaOp::create(b, loc, type);
+    for (auto [i, v] : llvm::enumerate(values))
+      memref::StoreOp::create(
+          b, loc, v, array,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    return pointerTo(b, loc, array);
+  }
+
+  /// rt.reduce_scatter, rt.all_gather and rt.shard become
+  /// `fn(ctx, ranks, count, inputs, sizes, outputs)`: arrays of `count`
+  /// pointers, and the element counts of the whole tensors (the shards'
+  /// sizes follow from them and `ranks`).
+  template <typename OpTy>
+  LogicalResult lowerSharding(OpTy op, StringRef fn, bool shardsAreOutputs) {
+    if (!op.hasPureBufferSemantics())
+      return op.emitOpError("must be bufferized before it becomes a call");
+    auto ctx = contextOf(op);
+    if (failed(ctx))
+      return failure();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    auto call = func::CallOp::create(
+        b, loc,
+        declare(fn, {ptr, b.getI32Type(), b.getI64Type(), ptr, ptr, ptr}),
+        ValueRange{});
+    b.setInsertionPoint(call);
+    SmallVector<Value> ins, sizes, outs;
+    for (auto [in, out] : llvm::zip(op.getInputs(), op.getOutputs())) {
+      Value whole = shardsAreOutputs ? in : out;
+      sizes.push_back(arith::ConstantOp::create(
+          b, loc,
+          b.getI64IntegerAttr(
+              cast<MemRefType>(whole.getType()).getNumElements())));
+      Value denseIn = densify(b, loc, in, false, false, call);
+      Value denseOut = densify(b, loc, out, true, false, call);
+      ins.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                             pointerTo(b, loc, denseIn)));
+      outs.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                              pointerTo(b, loc, denseOut)));
+    }
+    call->setOperands({*ctx,
+                       arith::ConstantOp::create(
+                           b, loc, b.getI32IntegerAttr(int32_t(op.getRanks()))),
+                       arith::ConstantOp::create(
+                           b, loc, b.getI64IntegerAttr(op.getInputs().size())),
+                       i64Array(b, loc, ins), i64Array(b, loc, sizes),
+                       i64Array(b, loc, outs)});
+    op.erase();
     return success();
   }
 

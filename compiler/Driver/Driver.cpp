@@ -38,8 +38,8 @@ OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
   std::string error;
   auto file = openInputFile(path, &error);
   if (!file) {
-    emitError(UnknownLoc::get(&context)) << "cannot open '" << path
-                                         << "': " << error;
+    emitError(UnknownLoc::get(&context))
+        << "cannot open '" << path << "': " << error;
     return {};
   }
   llvm::SourceMgr sourceMgr;
@@ -47,7 +47,8 @@ OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
   return parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
 }
 
-LogicalResult cleave::lowerModel(ModuleOp module, const TrainingOptions &options,
+LogicalResult cleave::lowerModel(ModuleOp module,
+                                 const TrainingOptions &options,
                                  std::optional<Phase> stopAfter, bool verbose) {
   PassManager pm(module.getContext());
   if (verbose)
@@ -88,8 +89,8 @@ LogicalResult cleave::writeDot(ModuleOp module, raw_ostream &os) {
   bool any = false;
   for (auto f : module.getOps<func::FuncOp>()) {
     auto entry = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
-    if (!entry || (entry.getValue() != "micro_step" &&
-                   entry.getValue() != "apply_step"))
+    if (!entry ||
+        (entry.getValue() != "micro_step" && entry.getValue() != "apply_step"))
       continue;
     any = true;
     os << "digraph " << entry.getValue() << " {\n"
@@ -100,8 +101,8 @@ LogicalResult cleave::writeDot(ModuleOp module, raw_ostream &os) {
       std::string id = "arg" + std::to_string(a.getArgNumber());
       names[a] = id;
       StringRef label = "argument";
-      for (StringRef attr : {train::TrainDialect::kInputAttr,
-                             train::TrainDialect::kHyperAttr})
+      for (StringRef attr :
+           {train::TrainDialect::kInputAttr, train::TrainDialect::kHyperAttr})
         if (auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(), attr))
           label = n.getValue();
       os << "  " << id << " [shape=ellipse, label=\"" << label << "\"];\n";
@@ -132,11 +133,13 @@ namespace {
 /// cleave-compile's command line.
 struct CompileOptions {
   cl::OptionCategory category{"cleave-compile options"};
-  cl::opt<std::string> input{cl::Positional, cl::desc("<model.mlir|model.onnx>"),
-                             cl::Required, cl::cat(category)};
+  cl::opt<std::string> input{cl::Positional,
+                             cl::desc("<model.mlir|model.onnx>"), cl::Required,
+                             cl::cat(category)};
   cl::opt<std::string> output{
-      "o", cl::desc("Output file (the artifact, or the IR/dot with "
-                    "--compile-to/--emit)"),
+      "o",
+      cl::desc("Output file (the artifact, or the IR/dot with "
+               "--compile-to/--emit)"),
       cl::value_desc("file"), cl::init("-"), cl::cat(category)};
   cl::opt<std::string> model{"model", cl::desc("Model function in MLIR input"),
                              cl::init("forward"), cl::cat(category)};
@@ -153,10 +156,31 @@ struct CompileOptions {
       cl::desc("Default micro-steps per optimizer step (changeable at run "
                "time)"),
       cl::init(1), cl::cat(category)};
-  cl::opt<std::string> reduce{"reduce",
-                              cl::desc("Cross-rank reduction: none, mean or "
-                                       "adasum"),
-                              cl::init("none"), cl::cat(category)};
+  cl::opt<std::string> reduce{
+      "reduce",
+      cl::desc("How data-parallel ranks combine their windows: none (one "
+               "process), mean (sum the gradients and sample counts once per "
+               "window: R ranks give the update of one batch of all their "
+               "samples) or adasum (each rank steps on its own window, the "
+               "parameter deltas are Adasum-combined)"),
+      cl::value_desc("none|mean|adasum"), cl::init("none"), cl::cat(category)};
+  cl::opt<int64_t> ranks{
+      "ranks",
+      cl::desc("Number of data-parallel ranks the artifact runs on (0: any); "
+               "the runtime refuses another job size"),
+      cl::value_desc("R"), cl::init(0), cl::cat(category)};
+  cl::opt<bool> shardOptimizerState{
+      "shard-optimizer-state",
+      cl::desc("ZeRO-1: each rank keeps 1/R of the optimizer state and "
+               "updates 1/R of the parameters (needs --reduce=mean and "
+               "--ranks=R)"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<bool> reduceEveryMicroStep{
+      "reduce-every-micro-step",
+      cl::desc("Reduce the gradients across ranks in every micro-step instead "
+               "of once per window (N times the traffic; a baseline for "
+               "benchmarks, needs --reduce=mean)"),
+      cl::init(false), cl::cat(category)};
   cl::opt<double> lr{"lr", cl::desc("Default learning rate"), cl::init(0.01),
                      cl::cat(category)};
   cl::opt<double> momentum{"momentum", cl::desc("Default momentum"),
@@ -180,7 +204,8 @@ struct CompileOptions {
                "linalg, bufferize, llvm"),
       cl::value_desc("phase"), cl::cat(category)};
   cl::opt<std::string> emit{
-      "emit", cl::desc("dot: write Graphviz of the micro-step and apply graphs"),
+      "emit",
+      cl::desc("dot: write Graphviz of the micro-step and apply graphs"),
       cl::cat(category)};
   cl::opt<bool> verbose{"v", cl::desc("Report phase timings on stderr"),
                         cl::cat(category)};
@@ -201,12 +226,28 @@ int cleave::compileMain(int argc, char **argv) {
       "Cleave compiler: a model to an artifact with a micro-step graph and an "
       "apply graph\n\n"
       "  cleave-compile model.mlir --loss=cross-entropy --optimizer=adam "
-      "--micro-batch=32 --accumulate=4 -o model.cleave\n");
+      "--micro-batch=32 --accumulate=4 -o model.cleave\n"
+      "  cleave-compile model.mlir --micro-batch=32 --accumulate=4 "
+      "--reduce=mean --ranks=4 --shard-optimizer-state -o model.cleave\n"
+      "    (data-parallel: mpirun -np 4 cleave-train model.cleave ...)\n");
 
   if (opts.microBatch <= 0)
     return fail("--micro-batch=B is required (B >= 1)");
   if (opts.accumulate < 1)
     return fail("--accumulate must be >= 1");
+  if (opts.reduce != "none" && opts.reduce != "mean" && opts.reduce != "adasum")
+    return fail("unknown --reduce value '" + opts.reduce +
+                "'; expected none, mean or adasum");
+  if (opts.ranks < 0)
+    return fail("--ranks must be >= 0 (0: any number of ranks)");
+  if (opts.shardOptimizerState && (opts.reduce != "mean" || opts.ranks < 1))
+    return fail("--shard-optimizer-state needs --reduce=mean and --ranks=R "
+                "(the shards' size depends on R; Adasum steps each rank's "
+                "whole optimizer state)");
+  if (opts.reduceEveryMicroStep &&
+      (opts.reduce != "mean" || opts.shardOptimizerState))
+    return fail("--reduce-every-micro-step needs --reduce=mean without "
+                "--shard-optimizer-state");
   std::optional<Phase> stopAfter;
   if (!opts.compileTo.empty()) {
     stopAfter = parsePhase(opts.compileTo);
@@ -245,6 +286,9 @@ int cleave::compileMain(int argc, char **argv) {
   training.clipNorm = opts.clipNorm;
   training.accumulate = opts.accumulate;
   training.reduce = opts.reduce;
+  training.ranks = opts.ranks;
+  training.shardOptimizerState = opts.shardOptimizerState;
+  training.reduceEveryMicroStep = opts.reduceEveryMicroStep;
 
   auto start = std::chrono::steady_clock::now();
   std::optional<Phase> runTo = stopAfter;

@@ -89,6 +89,38 @@ LogicalResult runCrossRankReduce(train::CrossRankReduceOp op, Frame &f) {
   return runIdentity(op, f);
 }
 
+/// ZeRO-1 collectives on one rank: each result holds the operand's elements
+/// in order (a flattened shard of the whole, or the whole from its single
+/// shard), zero past the end. A job of several ranks cannot be interpreted
+/// in one process.
+LogicalResult runShardCopies(Operation *op, int64_t ranks, Frame &f) {
+  if (ranks != 1)
+    return op->emitOpError("is a collective of ")
+           << ranks << " ranks; the interpreter runs one rank";
+  for (auto [in, out] : llvm::zip(op->getOperands(), op->getResults())) {
+    const Tensor &t = f.get(in);
+    auto type = cast<RankedTensorType>(out.getType());
+    Tensor r(t.getDType(), type.getShape());
+    int64_t n = std::min(t.getNumElements(), r.getNumElements());
+    for (int64_t i = 0; i < n; ++i)
+      r.setDouble(i, t.getDouble(i));
+    f.set(out, std::move(r));
+  }
+  return success();
+}
+
+LogicalResult runReduceScatter(train::ReduceScatterOp op, Frame &f) {
+  return runShardCopies(op, op.getRanks(), f);
+}
+
+LogicalResult runAllGather(train::AllGatherOp op, Frame &f) {
+  return runShardCopies(op, op.getRanks(), f);
+}
+
+LogicalResult runShard(train::ShardOp op, Frame &f) {
+  return runShardCopies(op, op.getRanks(), f);
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizers
 //===----------------------------------------------------------------------===//
@@ -286,6 +318,9 @@ void kernels::registerTrainKernels(KernelTable &t) {
   t.add<train::AccumulateOp, runAccumulate>();
   t.add<train::WindowSumOp, runWindowSum>();
   t.add<train::CrossRankReduceOp, runCrossRankReduce>();
+  t.add<train::ReduceScatterOp, runReduceScatter>();
+  t.add<train::AllGatherOp, runAllGather>();
+  t.add<train::ShardOp, runShard>();
   t.add<train::SgdOp, runSgd>();
   t.add<train::MomentumOp, runMomentum>();
   t.add<train::AdamOp, runAdam>();

@@ -42,8 +42,8 @@ static void cleanup(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void cleave::buildTrainingPipeline(OpPassManager &pm,
-                                   const TrainingOptions &o, Phase stopAfter) {
+void cleave::buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &o,
+                                   Phase stopAfter) {
   // Fix the batch to the micro-batch and sum the weighted per-sample loss.
   pm.addPass(createCleaveAttachLoss(
       CleaveAttachLossOptions{o.model, o.loss, o.microBatch}));
@@ -63,7 +63,8 @@ void cleave::buildTrainingPipeline(OpPassManager &pm,
     return;
   // The cleave: @micro_step accumulates, @apply_step updates.
   pm.addPass(createCleaveSplitStep(
-      CleaveSplitStepOptions{o.accumulate, o.reduce}));
+      CleaveSplitStepOptions{o.accumulate, o.reduce, o.ranks,
+                             o.shardOptimizerState, o.reduceEveryMicroStep}));
   cleanup(pm);
 }
 
@@ -154,6 +155,18 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<std::string> reduce{*this, "reduce",
                              llvm::cl::desc("none, mean or adasum"),
                              llvm::cl::init("none")};
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("Data-parallel ranks (0: any)"),
+                        llvm::cl::init(0)};
+  Option<bool> shardOptimizerState{
+      *this, "shard-optimizer-state",
+      llvm::cl::desc("ZeRO-1 sharded optimizer state (needs reduce=mean, "
+                     "ranks)"),
+      llvm::cl::init(false)};
+  Option<bool> reduceEveryMicroStep{
+      *this, "reduce-every-micro-step",
+      llvm::cl::desc("Reduce gradients in every micro-step (benchmarks)"),
+      llvm::cl::init(false)};
 
   TrainingOptions get() const {
     TrainingOptions o;
@@ -167,6 +180,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
     o.clipNorm = clipNorm;
     o.accumulate = accumulate;
     o.reduce = reduce;
+    o.ranks = ranks;
+    o.shardOptimizerState = shardOptimizerState;
+    o.reduceEveryMicroStep = reduceEveryMicroStep;
     return o;
   }
 };

@@ -43,6 +43,14 @@ struct TrainingOptions {
   double weightDecay = 0.0, clipNorm = 0.0;
   int64_t accumulate = 1;
   std::string reduce = "none";
+  /// Data-parallel ranks the artifact is for; 0 runs on any number.
+  int64_t ranks = 0;
+  /// ZeRO-1: each rank updates a shard of the parameters and keeps only
+  /// that shard of the optimizer state (needs reduce = "mean" and ranks).
+  bool shardOptimizerState = false;
+  /// Reduce the gradients in every micro-step rather than once per window
+  /// (a benchmark baseline; needs reduce = "mean").
+  bool reduceEveryMicroStep = false;
 };
 
 /// Model function to the two graphs of a step.

@@ -140,11 +140,25 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
     `@apply_step`; any other value crossing the cut is an error, as is a
     data input used after it or a hyperparameter used before it.
 
+    With `shard-optimizer-state` (ZeRO-1, for `ranks` ranks), `@apply_step`
+    reduce-scatters the gradient accumulators (`train.reduce_scatter`) and
+    sums the other accumulators (the sample count); from there on every
+    gradient, parameter (`train.shard` of it) and optimizer state is this
+    rank's shard of `ceil(n / ranks)` elements, optimizer state globals are
+    declared with that shape (`shards`), clipping sums its squared norm
+    across ranks, and one `train.all_gather` rebuilds the parameters before
+    they are stored. Only elementwise ops (the optimizers, `nn` arithmetic)
+    may touch a shard; anything else is an error naming the op. With
+    `reduce-every-micro-step` the gradients are summed across ranks in
+    `@micro_step`, before they are accumulated, and `@apply_step`
+    communicates nothing: N times the traffic, for comparison in benchmarks.
+
     Ops whose result depends on how a batch is split into micro-batches
     (batch normalisation in training mode, dropout) are reported as warnings
     and listed in the `train.manifest` module attribute, which also records
     the default accumulation count `accumulate` (the runtime may change it
-    without recompiling) and the reduction.
+    without recompiling), the reduction and, when set, `ranks`,
+    `shard_optimizer_state` and `reduce_every_micro_step`.
   }];
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::cleave::train::TrainDialect",
@@ -155,6 +169,17 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
            "Default number of micro-steps per window">,
     Option<"reduce", "reduce", "std::string", /*default=*/"\"none\"",
            "Cross-rank reduction: none, mean or adasum">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "Number of data-parallel ranks the artifact is for (0: any)">,
+    Option<"shardOptimizerState", "shard-optimizer-state", "bool",
+           /*default=*/"false",
+           "ZeRO-1: reduce-scatter the gradients, update a shard of every "
+           "parameter and its optimizer state per rank, all-gather the "
+           "parameters (needs reduce=mean and ranks)">,
+    Option<"reduceEveryMicroStep", "reduce-every-micro-step", "bool",
+           /*default=*/"false",
+           "Sum the gradients across ranks in every micro-step instead of "
+           "once per window (a baseline for benchmarks; needs reduce=mean)">,
   ];
 }
 

@@ -58,6 +58,24 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
           << reduce << "'; expected none, mean or adasum";
       return signalPassFailure();
     }
+    if (ranks < 0) {
+      module.emitError("ranks must be >= 0 (0: any number), got ")
+          << static_cast<int64_t>(ranks);
+      return signalPassFailure();
+    }
+    if (shardOptimizerState && (reduce != "mean" || ranks < 1)) {
+      // Adasum combines each rank's own optimizer update, which needs the
+      // whole optimizer state on every rank.
+      module.emitError("shard-optimizer-state needs reduce=mean and ranks >= "
+                       "1, got reduce=")
+          << reduce << " ranks=" << static_cast<int64_t>(ranks);
+      return signalPassFailure();
+    }
+    if (reduceEveryMicroStep && (reduce != "mean" || shardOptimizerState)) {
+      module.emitError("reduce-every-micro-step needs reduce=mean without "
+                       "shard-optimizer-state");
+      return signalPassFailure();
+    }
     func::FuncOp step;
     for (auto f : module.getOps<func::FuncOp>())
       if (auto e = f->getAttrOfType<StringAttr>(TrainDialect::kEntryAttr))
@@ -99,6 +117,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     OpBuilder b(step);
     SmallVector<FlatSymbolRefAttr> accumulators;
     if (failed(createAccumulators(b, cut, accumulators)))
+      return failure();
+    if (shardOptimizerState && failed(shardStateGlobals(cut)))
       return failure();
     b.setInsertionPoint(step);
     if (failed(buildMicro(b, step, cut, before, accumulators)) ||
@@ -191,8 +211,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     }
     IRMapping map;
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
-    func::FuncOp micro = makeEntry(b, step, "micro_step", args,
-                                   ret.getOperandTypes(), map);
+    func::FuncOp micro =
+        makeEntry(b, step, "micro_step", args, ret.getOperandTypes(), map);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
       micro.setResultAttrs(i, step.getResultAttrDict(i));
     OpBuilder::InsertionGuard guard(b);
@@ -203,8 +223,17 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       b.clone(op, map);
     }
     Location loc = cut.getLoc();
-    for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
-      train::AccumulateOp::create(b, loc, map.lookup(v), acc);
+    SmallVector<Value> values;
+    for (Value v : cut.getValues())
+      values.push_back(map.lookup(v));
+    if (reduceEveryMicroStep) {
+      auto r = train::CrossRankReduceOp::create(b, loc,
+                                                ValueRange(values).getTypes(),
+                                                train::ReduceKind::sum, values);
+      values.assign(r.getResults().begin(), r.getResults().end());
+    }
+    for (auto [v, acc] : llvm::zip(values, accumulators))
+      train::AccumulateOp::create(b, loc, v, acc);
     incrementCounter(b, loc, kMicroStepsCounter);
     SmallVector<Value> results;
     for (Value v : ret.getOperands())
@@ -217,7 +246,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     auto type = RankedTensorType::get({}, b.getI64Type());
     Value c = train::LoadOp::create(b, loc, type, name);
     Value one = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getI64IntegerAttr(1).getValue()));
+        b, loc,
+        DenseElementsAttr::get(type, b.getI64IntegerAttr(1).getValue()));
     train::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, c, one), name);
   }
 
@@ -275,7 +305,10 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     SmallVector<Value> sums;
     for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
       sums.push_back(train::LoadOp::create(b, loc, v.getType(), acc));
-    if (reduce == "mean") {
+    Sharding sharding;
+    if (shardOptimizerState) {
+      reduceScatter(b, loc, cut, sums, sharding);
+    } else if (reduce == "mean" && !reduceEveryMicroStep) {
       // Summing both the gradient sums and the sample counts keeps the
       // window exact across ranks: the division that follows is by the
       // number of samples all ranks saw.
@@ -298,12 +331,19 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       for (Value operand : op.getOperands())
         if (failed(remap(b, step, operand, before, map, &op)))
           return failure();
+      if (shardOptimizerState) {
+        if (failed(cloneSharded(b, op, map, sharding)))
+          return failure();
+        continue;
+      }
       Operation *clone = b.clone(op, map);
       if (auto store = dyn_cast<train::StoreOp>(clone))
         if (isParam(store.getGlobalAttr()))
           paramStores.push_back(store);
     }
     if (reduce == "adasum" && failed(adasumDeltas(b, loc, paramStores)))
+      return failure();
+    if (shardOptimizerState && failed(allGatherParams(b, loc, sharding)))
       return failure();
 
     // Start the next window from zero.
@@ -314,9 +354,253 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         b, loc,
         arith::ConstantOp::create(
             b, loc,
-            DenseElementsAttr::get(counterType, b.getI64IntegerAttr(0).getValue())),
+            DenseElementsAttr::get(counterType,
+                                   b.getI64IntegerAttr(0).getValue())),
         kMicroStepsCounter);
     func::ReturnOp::create(b, loc);
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // ZeRO-1 sharded optimizer state
+  //===--------------------------------------------------------------------===//
+
+  /// What the sharded apply graph knows while it is built.
+  struct Sharding {
+    /// Values that hold this rank's shard, with the type of the whole.
+    llvm::DenseMap<Value, RankedTensorType> whole;
+    /// train.shard of values that every rank holds whole, made once each.
+    llvm::DenseMap<Value, Value> shardOf;
+    /// Sharded values to gather into parameters, in program order.
+    SmallVector<std::pair<Value, FlatSymbolRefAttr>> paramUpdates;
+  };
+
+  /// The parameters whose gradients the window accumulates.
+  llvm::SmallDenseSet<StringAttr> trainedParams(train::WindowSumOp cut) {
+    llvm::SmallDenseSet<StringAttr> params;
+    if (ArrayAttr targets = cut.getTargetsAttr())
+      for (Attribute t : targets)
+        if (auto sym = dyn_cast<FlatSymbolRefAttr>(t))
+          params.insert(sym.getAttr());
+    return params;
+  }
+
+  /// Declares the optimizer state of every trained parameter as this rank's
+  /// shard of it.
+  LogicalResult shardStateGlobals(train::WindowSumOp cut) {
+    llvm::SmallDenseSet<StringAttr> params = trainedParams(cut);
+    ModuleOp module = getOperation();
+    Builder b(&getContext());
+    for (auto g : module.getOps<train::GlobalOp>()) {
+      if (g.getKind() != GlobalKind::state || !g.getOfAttr() ||
+          !params.contains(g.getOfAttr().getAttr()))
+        continue;
+      // Every element of a shard must start as it would in the whole.
+      if (Attribute init = g.getInitialValueAttr()) {
+        auto initializer = dyn_cast<train::InitializerAttr>(init);
+        if (!initializer ||
+            (initializer.getKind() != train::InitKind::zeros &&
+             initializer.getKind() != train::InitKind::ones &&
+             initializer.getKind() != train::InitKind::constant))
+          return g.emitOpError("cannot be sharded: its initial value is not "
+                               "the same for every element");
+      }
+      g.setType(train::ShardOp::getShardType(g.getTensorType(), ranks));
+      g.setShardsAttr(b.getI64IntegerAttr(ranks));
+    }
+    return success();
+  }
+
+  bool isShardedState(FlatSymbolRefAttr name) {
+    auto g = getOperation().lookupSymbol<train::GlobalOp>(name);
+    return g && g.getShards();
+  }
+
+  /// Replaces the loaded accumulators `sums` by what the optimizer reads:
+  /// one reduce-scatter of the parameters' gradients, one sum of the rest
+  /// (the sample count).
+  void reduceScatter(OpBuilder &b, Location loc, train::WindowSumOp cut,
+                     SmallVectorImpl<Value> &sums, Sharding &sharding) {
+    llvm::SmallDenseSet<StringAttr> params = trainedParams(cut);
+    ArrayAttr targets = cut.getTargetsAttr();
+    SmallVector<unsigned> grads, others;
+    for (unsigned i = 0; i < sums.size(); ++i) {
+      auto sym = targets ? dyn_cast<FlatSymbolRefAttr>(targets[i])
+                         : FlatSymbolRefAttr();
+      (sym && params.contains(sym.getAttr()) ? grads : others).push_back(i);
+    }
+    auto select = [&](ArrayRef<unsigned> idx) {
+      SmallVector<Value> values;
+      for (unsigned i : idx)
+        values.push_back(sums[i]);
+      return values;
+    };
+    if (!grads.empty()) {
+      SmallVector<Value> full = select(grads);
+      SmallVector<Type> shardTypes;
+      for (Value v : full)
+        shardTypes.push_back(train::ShardOp::getShardType(
+            cast<RankedTensorType>(v.getType()), ranks));
+      auto rs = train::ReduceScatterOp::create(b, loc, shardTypes, full,
+                                               b.getI64IntegerAttr(ranks));
+      for (auto [i, r] : llvm::zip(grads, rs.getResults())) {
+        sharding.whole[r] = cast<RankedTensorType>(sums[i].getType());
+        sums[i] = r;
+      }
+    }
+    if (!others.empty()) {
+      SmallVector<Value> values = select(others);
+      auto r = train::CrossRankReduceOp::create(b, loc,
+                                                ValueRange(values).getTypes(),
+                                                train::ReduceKind::sum, values);
+      for (auto [i, v] : llvm::zip(others, r.getResults()))
+        sums[i] = v;
+    }
+  }
+
+  /// The shard of `v` for an op whose sharded operands are shards of
+  /// `whole`: `v` itself if it is a shard or a scalar, else train.shard of
+  /// it. Null if `v` has another shape (broadcasting a shard is not
+  /// supported).
+  Value toShard(OpBuilder &b, Value v, RankedTensorType whole,
+                Sharding &sharding) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (sharding.whole.count(v))
+      return sharding.whole[v] == whole ? v : Value();
+    if (type.getRank() == 0)
+      return v;
+    if (type != whole)
+      return {};
+    Value &s = sharding.shardOf[v];
+    if (!s) {
+      OpBuilder::InsertionGuard guard(b);
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(v.getParentBlock());
+      s = train::ShardOp::create(b, v.getLoc(),
+                                 train::ShardOp::getShardType(whole, ranks), v,
+                                 b.getI64IntegerAttr(ranks));
+      sharding.whole[s] = whole;
+    }
+    return s;
+  }
+
+  /// Clones `op`, which follows the cut, into the sharded apply graph.
+  LogicalResult cloneSharded(OpBuilder &b, Operation &op, IRMapping &map,
+                             Sharding &sharding) {
+    if (auto load = dyn_cast<train::LoadOp>(op);
+        load && isShardedState(load.getGlobalAttr())) {
+      auto whole = cast<RankedTensorType>(load.getType());
+      Value shard = train::LoadOp::create(
+          b, load.getLoc(), train::ShardOp::getShardType(whole, ranks),
+          load.getGlobalAttr());
+      sharding.whole[shard] = whole;
+      map.map(load.getResult(), shard);
+      return success();
+    }
+    if (auto store = dyn_cast<train::StoreOp>(op)) {
+      Value v = map.lookup(store.getValue());
+      FlatSymbolRefAttr global = store.getGlobalAttr();
+      bool shardedValue = sharding.whole.count(v);
+      if (isShardedState(global)) {
+        Value s =
+            shardedValue
+                ? v
+                : toShard(b, v, cast<RankedTensorType>(v.getType()), sharding);
+        train::StoreOp::create(b, store.getLoc(), s, global);
+        return success();
+      }
+      if (!shardedValue) {
+        b.clone(op, map);
+        return success();
+      }
+      if (!isParam(global))
+        return store.emitOpError("stores a shard of a sharded gradient into ")
+               << global << ", which is neither a parameter nor its "
+               << "optimizer state";
+      sharding.paramUpdates.push_back({v, global});
+      return success();
+    }
+
+    // Does the op see a shard?
+    RankedTensorType whole;
+    for (Value operand : op.getOperands())
+      if (auto it = sharding.whole.find(map.lookupOrDefault(operand));
+          it != sharding.whole.end())
+        whole = it->second;
+    if (!whole) {
+      if (auto load = dyn_cast<train::LoadOp>(op))
+        for (auto &[v, g] : sharding.paramUpdates)
+          if (g == load.getGlobalAttr())
+            return load.emitOpError("reads ")
+                   << g << " after its sharded update; it is gathered at "
+                   << "the end of the apply step";
+      b.clone(op, map);
+      return success();
+    }
+
+    auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
+    bool elementwise =
+        clip || isa<train::SgdOp, train::MomentumOp, train::AdamOp, nn::AddOp,
+                    nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
+                    nn::PowOp, nn::ExpOp, nn::LogOp>(op);
+    if (!elementwise)
+      return op.emitOpError("uses a shard of a gradient or optimizer state "
+                            "but is not elementwise; it cannot run on "
+                            "sharded optimizer state");
+    SmallVector<Value> operands;
+    for (Value operand : op.getOperands()) {
+      Value v = map.lookupOrDefault(operand);
+      RankedTensorType target = whole;
+      // Clipping takes several gradients of different shapes.
+      if (clip && sharding.whole.count(v))
+        target = sharding.whole[v];
+      else if (clip)
+        target = cast<RankedTensorType>(v.getType());
+      Value s = toShard(b, v, target, sharding);
+      if (!s)
+        return op.emitOpError("combines a shard of ")
+               << whole << " with " << v.getType()
+               << "; only scalars broadcast against sharded values";
+      operands.push_back(s);
+    }
+    Operation *clone = b.clone(op, map);
+    clone->setOperands(operands);
+    for (auto [orig, res] : llvm::zip(op.getResults(), clone->getResults())) {
+      auto type = cast<RankedTensorType>(orig.getType());
+      if (type.getRank() == 0)
+        continue;
+      RankedTensorType resultWhole = type;
+      if (!clip && type != whole)
+        return op.emitOpError("has a result of type ")
+               << type << ", not the type " << whole
+               << " of the values it shards";
+      res.setType(train::ShardOp::getShardType(resultWhole, ranks));
+      sharding.whole[res] = resultWhole;
+    }
+    if (clip)
+      cast<train::ClipByGlobalNormOp>(clone).setAcrossRanks(true);
+    return success();
+  }
+
+  /// Rebuilds every updated parameter from its shards, in one collective,
+  /// and stores it.
+  LogicalResult allGatherParams(OpBuilder &b, Location loc,
+                                Sharding &sharding) {
+    if (sharding.paramUpdates.empty())
+      return success();
+    SmallVector<Value> shards;
+    SmallVector<Type> types;
+    for (auto &[v, global] : sharding.paramUpdates) {
+      shards.push_back(v);
+      types.push_back(sharding.whole[v]);
+    }
+    auto gathered = train::AllGatherOp::create(b, loc, types, shards,
+                                               b.getI64IntegerAttr(ranks));
+    for (auto [update, p] :
+         llvm::zip(sharding.paramUpdates, gathered.getResults()))
+      train::StoreOp::create(b, loc, p, update.second);
     return success();
   }
 
@@ -343,9 +627,9 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       deltas.push_back(nn::SubOp::create(b, loc, s.getValue(), old));
     }
     b.setInsertionPointAfter(stores.back());
-    auto combined = train::CrossRankReduceOp::create(
-        b, loc, ValueRange(deltas).getTypes(), train::ReduceKind::adasum,
-        deltas);
+    auto combined =
+        train::CrossRankReduceOp::create(b, loc, ValueRange(deltas).getTypes(),
+                                         train::ReduceKind::adasum, deltas);
     for (auto [store, old, d] :
          llvm::zip(stores, olds, combined.getResults())) {
       train::StoreOp s = store;
@@ -354,6 +638,25 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       s.erase();
     }
     return success();
+  }
+
+  /// The train.manifest entries: the defaults, the data-parallel settings
+  /// that are not their defaults, and the warnings.
+  SmallVector<NamedAttribute> manifestEntries(Builder &b,
+                                              ArrayRef<Attribute> warnings) {
+    SmallVector<NamedAttribute> entries = {
+        b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
+        b.getNamedAttr("reduce", b.getStringAttr(reduce))};
+    if (ranks > 0)
+      entries.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)));
+    if (shardOptimizerState)
+      entries.push_back(
+          b.getNamedAttr("shard_optimizer_state", b.getBoolAttr(true)));
+    if (reduceEveryMicroStep)
+      entries.push_back(
+          b.getNamedAttr("reduce_every_micro_step", b.getBoolAttr(true)));
+    entries.push_back(b.getNamedAttr("warnings", b.getArrayAttr(warnings)));
+    return entries;
   }
 
   /// Records the defaults and what depends on the micro-batch split.
@@ -383,12 +686,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
            b.getNamedAttr("loc", b.getStringAttr(loc)),
            b.getNamedAttr("message", b.getStringAttr(why))}));
     });
-    getOperation()->setAttr(
-        TrainDialect::kManifestAttr,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
-             b.getNamedAttr("reduce", b.getStringAttr(reduce)),
-             b.getNamedAttr("warnings", b.getArrayAttr(warnings))}));
+    getOperation()->setAttr(TrainDialect::kManifestAttr,
+                            b.getDictionaryAttr(manifestEntries(b, warnings)));
   }
 };
 

@@ -119,7 +119,8 @@ Status checkElf(const std::string &path) {
 
 } // namespace
 
-Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out) {
+Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
+                      ArtifactKind expected) {
   if (path.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "artifact path is empty");
   CLEAVE_RETURN_IF_ERROR(checkElf(path));
@@ -164,6 +165,13 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out) {
                      ": cleave_manifest() returned NULL");
   CLEAVE_RETURN_IF_ERROR(
       parseManifest(text, artifact->manifest_).withContext(path));
+  if (artifact->manifest_.kind != expected)
+    return makeError(
+        CLEAVE_INVALID_ARTIFACT, path, ": a ",
+        artifactKindName(artifact->manifest_.kind), " artifact; ",
+        expected == ArtifactKind::Training
+            ? "graph artifacts run through cleave_executable_load"
+            : "training artifacts run through cleave_session_create");
 
   artifact->initData_ = static_cast<const unsigned char *>(initDataFn());
   for (const GlobalDesc &g : artifact->manifest_.globals)
@@ -182,6 +190,15 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out) {
       return makeError(CLEAVE_INVALID_ARTIFACT, path,
                        ": the manifest declares entry '", entryName(kind),
                        "' but the artifact does not export ", symbol);
+  }
+  for (const GraphEntryDesc &e : artifact->manifest_.graphEntries) {
+    std::string symbol = "cleave_entry_" + e.name;
+    auto fn = reinterpret_cast<EntryFn>(lookup(symbol));
+    if (!fn)
+      return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                       ": the manifest declares entry '", e.name,
+                       "' but the artifact does not export ", symbol);
+    artifact->graphEntries_.push_back(fn);
   }
   out = std::move(artifact);
   return Status::success();

@@ -16,6 +16,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cleave::rt {
 
@@ -26,9 +27,12 @@ using EntryFn = void (*)(void *ctx, void **args);
 /// and threads; the shared object stays loaded until the last reference goes.
 class Artifact {
 public:
-  /// Loads the artifact at `path`. Errors start with the path, e.g.
-  /// "model.cleave: not a Cleave artifact (missing symbol cleave_manifest)".
-  static Status load(const std::string &path, std::shared_ptr<Artifact> &out);
+  /// Loads the artifact at `path`, which must be of kind `expected` (a
+  /// Session needs a training artifact, an Executable a graph artifact).
+  /// Errors start with the path, e.g. "model.cleave: not a Cleave artifact
+  /// (missing symbol cleave_manifest)".
+  static Status load(const std::string &path, std::shared_ptr<Artifact> &out,
+                     ArtifactKind expected = ArtifactKind::Training);
 
   ~Artifact();
   Artifact(const Artifact &) = delete;
@@ -40,6 +44,8 @@ public:
   EntryFn entry(EntryKind kind) const {
     return entries_[static_cast<size_t>(kind)];
   }
+  /// The entry point of `Manifest::graphEntries[index]` (graph artifacts).
+  EntryFn graphEntry(size_t index) const { return graphEntries_[index]; }
   /// `cleave_init_data()`: the bytes `"init": {"kind": "data"}` refers to.
   const unsigned char *initData() const { return initData_; }
 
@@ -50,6 +56,7 @@ private:
   void *handle_ = nullptr;
   Manifest manifest_;
   std::array<EntryFn, kNumEntryKinds> entries_{};
+  std::vector<EntryFn> graphEntries_;
   const unsigned char *initData_ = nullptr;
 };
 

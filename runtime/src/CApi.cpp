@@ -10,6 +10,7 @@
 #include "cleave/runtime.h"
 
 #include "Artifact.h"
+#include "Executable.h"
 #include "Session.h"
 #include "Status.h"
 
@@ -20,6 +21,7 @@
 #include <string>
 
 using cleave::rt::Artifact;
+using cleave::rt::Executable;
 using cleave::rt::makeError;
 using cleave::rt::Session;
 using cleave::rt::Status;
@@ -33,6 +35,10 @@ struct cleave_session {
   std::unique_ptr<Session> impl;
   /// Retained for the session's lifetime.
   cleave_artifact *artifact = nullptr;
+};
+
+struct cleave_executable {
+  std::unique_ptr<Executable> impl;
 };
 
 namespace {
@@ -134,9 +140,45 @@ Status findEntry(const char *function, const cleave::rt::Manifest &m,
   return Status::success();
 }
 
+Status findGraphEntry(const char *function, const Executable &exe,
+                      const char *entry, size_t &out) {
+  std::optional<size_t> index = exe.findEntry(entry);
+  if (!index)
+    return makeError(CLEAVE_NOT_FOUND, function,
+                     ": the executable has no entry '", entry, "'");
+  out = *index;
+  return Status::success();
+}
+
 } // namespace
 
 extern "C" {
+
+const char *cleave_dtype_name(cleave_dtype dtype) {
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32:
+    return "f32";
+  case CLEAVE_DTYPE_F64:
+    return "f64";
+  case CLEAVE_DTYPE_I32:
+    return "i32";
+  case CLEAVE_DTYPE_I64:
+    return "i64";
+  }
+  return "?";
+}
+
+size_t cleave_dtype_size(cleave_dtype dtype) {
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32:
+  case CLEAVE_DTYPE_I32:
+    return 4;
+  case CLEAVE_DTYPE_F64:
+  case CLEAVE_DTYPE_I64:
+    return 8;
+  }
+  return 0;
+}
 
 const char *cleave_status_string(cleave_status status) {
   switch (status) {
@@ -574,6 +616,29 @@ cleave_status cleave_session_rank(const cleave_session *session, int *rank,
   });
 }
 
+cleave_status cleave_session_bytes_sent(const cleave_session *session,
+                                        uint64_t *last_window,
+                                        uint64_t *total) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    if (last_window)
+      *last_window = session->impl->lastWindowBytesSent();
+    if (total)
+      *total = session->impl->totalBytesSent();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_sum_across_ranks(cleave_session *session,
+                                              double *values, size_t count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    if (count > 0)
+      CLEAVE_CHECK_ARG(values);
+    return session->impl->sumAcrossRanks(values, count);
+  });
+}
+
 cleave_status cleave_session_read_global(const cleave_session *session,
                                          const char *name, void *dst,
                                          size_t bytes) {
@@ -635,6 +700,131 @@ cleave_status cleave_session_load_checkpoint(cleave_session *session,
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(path);
     return session->impl->loadCheckpoint(path);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Executables
+//===----------------------------------------------------------------------===//
+
+void cleave_executable_options_init(cleave_executable_options *options) {
+  if (!options)
+    return;
+  options->num_threads = 0;
+}
+
+cleave_status cleave_executable_load(const char *path,
+                                     const cleave_executable_options *options,
+                                     cleave_executable **out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(path);
+    CLEAVE_CHECK_ARG(out);
+    Executable::Options opts;
+    if (options)
+      opts.numThreads = options->num_threads;
+    std::shared_ptr<Artifact> artifact;
+    CLEAVE_RETURN_IF_ERROR(
+        Artifact::load(path, artifact, cleave::rt::ArtifactKind::Graph));
+    std::unique_ptr<Executable> exe;
+    CLEAVE_RETURN_IF_ERROR(Executable::create(std::move(artifact), opts, exe));
+    auto *handle = new cleave_executable();
+    handle->impl = std::move(exe);
+    *out = handle;
+    return Status::success();
+  });
+}
+
+void cleave_executable_destroy(cleave_executable *executable) {
+  delete executable;
+}
+
+cleave_status cleave_executable_manifest(const cleave_executable *executable,
+                                         const char **json) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(json);
+    *json = executable->impl->artifact().manifest().text.c_str();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_num_entries(const cleave_executable *executable,
+                                            size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(count);
+    *count = executable->impl->numEntries();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_entry_name(const cleave_executable *executable,
+                                           size_t index, const char **name) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(name);
+    const Executable &exe = *executable->impl;
+    if (index >= exe.numEntries())
+      return indexOutOfRange(function, index, exe.numEntries(), "entries");
+    *name = exe.entry(index).name.c_str();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_num_args(const cleave_executable *executable,
+                                         const char *entry, size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(count);
+    size_t index = 0;
+    CLEAVE_RETURN_IF_ERROR(
+        findGraphEntry(function, *executable->impl, entry, index));
+    *count = executable->impl->callerArgs(index).size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_arg(const cleave_executable *executable,
+                                    const char *entry, size_t index,
+                                    cleave_arg_info *info) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(entry);
+    CLEAVE_CHECK_ARG(info);
+    size_t e = 0;
+    CLEAVE_RETURN_IF_ERROR(
+        findGraphEntry(function, *executable->impl, entry, e));
+    const auto &args = executable->impl->callerArgs(e);
+    if (index >= args.size())
+      return indexOutOfRange(function, index, args.size(), "arguments");
+    const cleave::rt::GraphArgDesc &a = *args[index];
+    switch (a.role) {
+    case cleave::rt::ArgRole::Input:
+      info->role = CLEAVE_ARG_INPUT;
+      break;
+    case cleave::rt::ArgRole::Output:
+      info->role = CLEAVE_ARG_OUTPUT;
+      break;
+    default:
+      info->role = CLEAVE_ARG_GLOBAL;
+      break;
+    }
+    info->tensor = toC(a.tensor);
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_run(cleave_executable *executable,
+                                    const char *entry, void *const *args,
+                                    size_t num_args) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(entry);
+    size_t index = 0;
+    CLEAVE_RETURN_IF_ERROR(
+        findGraphEntry(function, *executable->impl, entry, index));
+    return executable->impl->run(index, args, num_args).withContext(function);
   });
 }
 

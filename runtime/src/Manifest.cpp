@@ -9,6 +9,7 @@
 #include "Manifest.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -81,6 +82,16 @@ const char *entryName(EntryKind kind) {
     return "apply_step";
   case EntryKind::EvalStep:
     return "eval_step";
+  }
+  return "?";
+}
+
+const char *artifactKindName(ArtifactKind kind) {
+  switch (kind) {
+  case ArtifactKind::Training:
+    return "training";
+  case ArtifactKind::Graph:
+    return "graph";
   }
   return "?";
 }
@@ -241,7 +252,14 @@ private:
     return Status::success();
   }
 
+  Status parseKind(const json &root);
+  Status parseDataParallel(const json &root);
+  Status parseGraph(const json &root);
+  Status parseGraphEntries(const json &root);
+  Status parseGraphEntry(const json &obj, const std::string &path,
+                         GraphEntryDesc &entry);
   Status parseInit(const json &obj, const std::string &path, GlobalDesc &g);
+  Status parseGlobalList(const json &root);
   Status parseGlobals(const json &root);
   Status checkWellKnown(const char *name, bool required, bool counter,
                         bool floatScalar, std::optional<size_t> &out);
@@ -265,6 +283,9 @@ Status ManifestParser::parse(const json &root) {
     return error("abi_version", "is " + std::to_string(m.abiVersion) +
                                     ", this runtime supports " +
                                     std::to_string(kManifestAbiVersion));
+  CLEAVE_RETURN_IF_ERROR(parseKind(root));
+  if (m.kind == ArtifactKind::Graph)
+    return parseGraph(root);
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "micro_batch", 1, m.microBatch));
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "accumulate", 1, m.accumulate));
 
@@ -281,6 +302,7 @@ Status ManifestParser::parse(const json &root) {
   else
     return error("reduce", "must be one of none, sum, mean, adasum (got '" +
                                reduce + "')");
+  CLEAVE_RETURN_IF_ERROR(parseDataParallel(root));
 
   CLEAVE_RETURN_IF_ERROR(getDType(root, "", m.dtype));
   if (!isFloat(m.dtype))
@@ -292,6 +314,141 @@ Status ManifestParser::parse(const json &root) {
   CLEAVE_RETURN_IF_ERROR(parseEntries(root));
   CLEAVE_RETURN_IF_ERROR(parseKernels(root));
   return parseWarnings(root);
+}
+
+/// The optional data-parallel fields: `ranks` (the job size the artifact is
+/// compiled for), `shard_optimizer_state` (ZeRO-1, which fixes `ranks` and
+/// needs the mean reduction) and `reduce_every_micro_step`.
+Status ManifestParser::parseDataParallel(const json &root) {
+  const json *v;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "ranks", false, v));
+  if (v)
+    CLEAVE_RETURN_IF_ERROR(getInt(root, "", "ranks", 1, m.ranks));
+  for (auto [key, out] :
+       {std::pair<const char *, bool *>{"shard_optimizer_state",
+                                        &m.shardOptimizerState},
+        {"reduce_every_micro_step", &m.reduceEveryMicroStep}}) {
+    CLEAVE_RETURN_IF_ERROR(field(root, "", key, false, v));
+    if (!v)
+      continue;
+    if (!v->is_boolean())
+      return error(key, "must be true or false");
+    *out = v->get<bool>();
+  }
+  if (m.shardOptimizerState && (m.ranks == 0 || m.reduce != ReduceMode::Mean))
+    return error("shard_optimizer_state",
+                 "needs \"ranks\" and \"reduce\": \"mean\"");
+  if (m.reduceEveryMicroStep && m.reduce != ReduceMode::Mean)
+    return error("reduce_every_micro_step", "needs \"reduce\": \"mean\"");
+  return Status::success();
+}
+
+/// `kind` is optional: manifests written before graph artifacts existed
+/// have none and are training artifacts.
+Status ManifestParser::parseKind(const json &root) {
+  const json *kind;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "kind", false, kind));
+  if (!kind)
+    return Status::success();
+  if (kind->is_string() && *kind == "training")
+    m.kind = ArtifactKind::Training;
+  else if (kind->is_string() && *kind == "graph")
+    m.kind = ArtifactKind::Graph;
+  else
+    return error("kind", "must be \"training\" or \"graph\" when present");
+  return Status::success();
+}
+
+/// A graph artifact has no window, counters, data inputs or hyperparameters
+/// for a session to manage: its entries take caller-owned buffers. The
+/// training-only fields are ignored if present.
+Status ManifestParser::parseGraph(const json &root) {
+  CLEAVE_RETURN_IF_ERROR(parseGlobalList(root));
+  CLEAVE_RETURN_IF_ERROR(parseGraphEntries(root));
+  CLEAVE_RETURN_IF_ERROR(parseKernels(root));
+  return parseWarnings(root);
+}
+
+Status ManifestParser::parseGraphEntries(const json &root) {
+  const json *entries;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "entries", true, entries));
+  CLEAVE_RETURN_IF_ERROR(getObject(*entries, "entries"));
+  if (entries->empty())
+    return error("entries", "must declare at least one entry point");
+  for (auto it = entries->begin(); it != entries->end(); ++it) {
+    const std::string &name = it.key();
+    std::string path = "entries." + name;
+    // The name becomes part of the symbol cleave_entry_<name>.
+    bool identifier =
+        !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+        std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        });
+    if (!identifier)
+      return error(path, "is not a valid entry name (letters, digits and "
+                         "'_', not starting with a digit)");
+    GraphEntryDesc entry;
+    entry.name = name;
+    CLEAVE_RETURN_IF_ERROR(parseGraphEntry(it.value(), path, entry));
+    m.graphEntries.push_back(std::move(entry));
+  }
+  return Status::success();
+}
+
+Status ManifestParser::parseGraphEntry(const json &obj, const std::string &path,
+                                       GraphEntryDesc &entry) {
+  CLEAVE_RETURN_IF_ERROR(getObject(obj, path));
+  const json *args;
+  CLEAVE_RETURN_IF_ERROR(field(obj, path, "args", true, args));
+  if (!args->is_array())
+    return error(join(path, "args"), "must be a list");
+  std::set<std::string> inputs, outputs;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const json &a = (*args)[i];
+    std::string argPath = index(join(path, "args"), i);
+    CLEAVE_RETURN_IF_ERROR(getObject(a, argPath));
+    std::string role;
+    CLEAVE_RETURN_IF_ERROR(getString(a, argPath, "role", role));
+    GraphArgDesc arg;
+    if (role == "scratch") {
+      arg.role = ArgRole::Scratch;
+      int64_t bytes;
+      CLEAVE_RETURN_IF_ERROR(getInt(a, argPath, "bytes", 0, bytes));
+      if (uint64_t(bytes) > kMaxTensorBytes)
+        return error(join(argPath, "bytes"), "is larger than 2^48");
+      arg.scratchBytes = uint64_t(bytes);
+      entry.args.push_back(std::move(arg));
+      continue;
+    }
+    CLEAVE_RETURN_IF_ERROR(getString(a, argPath, "name", arg.tensor.name));
+    const std::string &name = arg.tensor.name;
+    if (role == "input" || role == "output") {
+      arg.role = role == "input" ? ArgRole::Input : ArgRole::Output;
+      if (!(role == "input" ? inputs : outputs).insert(name).second)
+        return error(join(argPath, "name"), "'" + name +
+                                                "' is already the name of "
+                                                "another " +
+                                                role + " of this entry");
+      CLEAVE_RETURN_IF_ERROR(getTensor(a, argPath, arg.tensor));
+    } else if (role == "global") {
+      arg.role = ArgRole::Global;
+      std::optional<size_t> g = m.findGlobal(name);
+      if (!g)
+        return error(join(argPath, "name"),
+                     "'" + name + "' is not the name of a global");
+      arg.tensor = m.globals[*g];
+    } else if (role == "hyper") {
+      return error(join(argPath, "role"),
+                   "'hyper' is not allowed in a graph artifact (scalars are "
+                   "inputs)");
+    } else {
+      return error(join(argPath, "role"),
+                   "must be one of input, output, global, scratch (got '" +
+                       role + "')");
+    }
+    entry.args.push_back(std::move(arg));
+  }
+  return Status::success();
 }
 
 Status ManifestParser::parseInit(const json &obj, const std::string &path,
@@ -386,6 +543,20 @@ Status ManifestParser::parseInit(const json &obj, const std::string &path,
 }
 
 Status ManifestParser::parseGlobals(const json &root) {
+  CLEAVE_RETURN_IF_ERROR(parseGlobalList(root));
+  std::optional<size_t> idx;
+  CLEAVE_RETURN_IF_ERROR(checkWellKnown("train.step", true, true, false, idx));
+  m.stepGlobal = *idx;
+  CLEAVE_RETURN_IF_ERROR(
+      checkWellKnown("train.micro_steps", true, true, false, idx));
+  m.microStepsGlobal = *idx;
+  CLEAVE_RETURN_IF_ERROR(
+      checkWellKnown("train.samples", false, false, true, m.samplesGlobal));
+  return checkWellKnown("train.rng", false, false, false, m.rngGlobal);
+}
+
+/// The globals list itself: names, kinds, tensors, `of` and initialisers.
+Status ManifestParser::parseGlobalList(const json &root) {
   const json *globals;
   CLEAVE_RETURN_IF_ERROR(field(root, "", "globals", true, globals));
   if (!globals->is_array())
@@ -439,16 +610,7 @@ Status ManifestParser::parseGlobals(const json &root) {
       return error(join(index("globals", i), "of"),
                    "'" + g.of + "' is not the name of a param global");
   }
-
-  std::optional<size_t> idx;
-  CLEAVE_RETURN_IF_ERROR(checkWellKnown("train.step", true, true, false, idx));
-  m.stepGlobal = *idx;
-  CLEAVE_RETURN_IF_ERROR(
-      checkWellKnown("train.micro_steps", true, true, false, idx));
-  m.microStepsGlobal = *idx;
-  CLEAVE_RETURN_IF_ERROR(
-      checkWellKnown("train.samples", false, false, true, m.samplesGlobal));
-  return checkWellKnown("train.rng", false, false, false, m.rngGlobal);
+  return Status::success();
 }
 
 /// The runtime reads train.step and train.micro_steps, so their types are part

@@ -4,6 +4,11 @@
 // structures. Parsing validates every field, so the session works from facts,
 // never from JSON, and never looks anything up by name on a hot path.
 //
+// Two kinds of artifact share the format: training artifacts (the default,
+// micro_step/apply_step/eval_step, driven by a Session) and graph artifacts
+// (`"kind": "graph"`, made by the tracing frontend: entries of any name whose
+// arguments the caller owns, run by an Executable).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_RUNTIME_MANIFEST_H
@@ -119,12 +124,43 @@ struct EntryDesc {
 
 enum class ReduceMode : uint8_t { None, Sum, Mean, Adasum };
 
-/// Everything the manifest says, validated.
+/// What an artifact is for: a Session trains a Training artifact, an
+/// Executable runs the entries of a Graph artifact.
+enum class ArtifactKind : uint8_t { Training, Graph };
+const char *artifactKindName(ArtifactKind kind);
+
+/// One argument of a graph entry. Inputs, outputs and globals are buffers
+/// the caller passes; scratch is owned by the executable.
+struct GraphArgDesc {
+  /// Input, Output, Global or Scratch.
+  ArgRole role = ArgRole::Input;
+  /// The buffer's name, dtype and shape (a global's are its declaration's).
+  TensorDesc tensor;
+  /// Bytes of a scratch area.
+  uint64_t scratchBytes = 0;
+};
+
+/// An entry point of a graph artifact: `cleave_entry_<name>`.
+struct GraphEntryDesc {
+  std::string name;
+  std::vector<GraphArgDesc> args;
+};
+
+/// Everything the manifest says, validated. A Graph artifact sets only
+/// `kind`, `abiVersion`, `globals`, `graphEntries`, `kernels`, `warnings`,
+/// `text` and `hash`.
 struct Manifest {
+  ArtifactKind kind = ArtifactKind::Training;
   int64_t abiVersion = 0;
   int64_t microBatch = 0;
   int64_t accumulate = 0;
   ReduceMode reduce = ReduceMode::None;
+  /// Data-parallel ranks the artifact is compiled for; 0: any number.
+  int64_t ranks = 0;
+  /// ZeRO-1: optimizer state is this rank's shard (needs `ranks`).
+  bool shardOptimizerState = false;
+  /// The gradients are reduced in every micro-step (a benchmark baseline).
+  bool reduceEveryMicroStep = false;
   DType dtype = DType::F32;
   std::vector<GlobalDesc> globals;
   std::vector<HyperDesc> hypers;
@@ -134,6 +170,8 @@ struct Manifest {
   std::vector<size_t> userInputs;
   std::optional<size_t> sampleWeightsInput;
   std::array<EntryDesc, kNumEntryKinds> entries;
+  /// The entries of a Graph artifact, in manifest order.
+  std::vector<GraphEntryDesc> graphEntries;
   nlohmann::json kernels = nlohmann::json::array();
   std::vector<WarningDesc> warnings;
 
@@ -157,7 +195,8 @@ struct Manifest {
   std::optional<size_t> findHyper(std::string_view name) const;
 };
 
-/// Parses and validates manifest `text`. Error messages name the offending
+/// Parses and validates manifest `text`, of either kind (the root's `kind`:
+/// absent or "training", or "graph"). Error messages name the offending
 /// field as a path, e.g. "globals[3].shape must be a list of non-negative
 /// integers"; the caller prefixes the artifact's path.
 Status parseManifest(std::string_view text, Manifest &out);

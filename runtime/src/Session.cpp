@@ -54,6 +54,34 @@ double readScalar(DType dtype, const void *p) {
                              : double(*static_cast<const float *>(p));
 }
 
+/// The user-state key under which a checkpoint of a data-parallel session
+/// records which rank of how many wrote it ("<rank>/<ranks>"). Reserved:
+/// users cannot set it.
+constexpr std::string_view kRankKey = "cleave.rank";
+
+std::string rankTag(int rank, int ranks) {
+  return std::to_string(rank) + "/" + std::to_string(ranks);
+}
+
+/// The ZeRO-1 collectives of generated code over a communicator.
+class CommunicatorShards final : public ShardedCollectives {
+public:
+  explicit CommunicatorShards(Communicator &comm) : comm_(comm) {}
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+  void reduceScatter(int64_t count, const float *const *inputs,
+                     const int64_t *sizes, float *const *outputs) override {
+    comm_.reduceScatterShards(count, inputs, sizes, outputs);
+  }
+  void allGather(int64_t count, const float *const *inputs,
+                 const int64_t *sizes, float *const *outputs) override {
+    comm_.allGatherShards(count, inputs, sizes, outputs);
+  }
+
+private:
+  Communicator &comm_;
+};
+
 } // namespace
 
 Session::Session(std::shared_ptr<const Artifact> artifact)
@@ -88,13 +116,30 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     if (!session->communicator_)
       return makeError(CLEAVE_FAILED_PRECONDITION,
                        "cannot join the data-parallel job: ", error);
+    session->shardedCollectives_ =
+        std::make_unique<CommunicatorShards>(*session->communicator_);
   }
+  // Every rank sees the same manifest and job size, so all ranks fail here
+  // together and none waits in a collective for the others.
+  if (m.ranks > 0 && m.ranks != session->numRanks())
+    return makeError(
+        CLEAVE_FAILED_PRECONDITION, path, ": compiled for ", m.ranks,
+        " data-parallel ranks",
+        m.shardOptimizerState ? " (its optimizer state is sharded over them)"
+                              : "",
+        ", but this session has ", session->numRanks(),
+        options.distributed ? " (the job's size)"
+                            : " (not distributed: set the distributed option "
+                              "and launch the job with mpirun -np ",
+        options.distributed ? "" : std::to_string(m.ranks) + ")");
   {
     std::string error;
     session->kernelContext_ = KernelContext::create(m.kernels, error);
     if (!session->kernelContext_)
       return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
     session->kernelContext_->setCommunicator(session->communicator_.get());
+    session->kernelContext_->setShardedCollectives(
+        session->shardedCollectives_.get());
   }
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
@@ -212,6 +257,18 @@ int Session::numRanks() const {
   return communicator_ ? communicator_->size() : 1;
 }
 
+uint64_t Session::totalBytesSent() const {
+  return communicator_ ? communicator_->bytesSent() : 0;
+}
+
+Status Session::sumAcrossRanks(double *values, size_t count) {
+  if (count > size_t(std::numeric_limits<int64_t>::max()))
+    return makeError(CLEAVE_INVALID_ARGUMENT, "count ", count, " is too large");
+  if (communicator_)
+    communicator_->allreduceSum(values, int64_t(count));
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // Running entry points
 //===----------------------------------------------------------------------===//
@@ -281,7 +338,15 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
     unsigned char *dst = inputs_[idx].data();
     if (batch.bytes[j] > 0)
       std::memcpy(dst, src, batch.bytes[j]);
-    std::memset(dst + batch.bytes[j], 0, m.inputs[idx].bytes - batch.bytes[j]);
+    // Padding rows repeat the last real sample rather than being zero: a
+    // model that is not finite on an all-zero row (a log or a division of
+    // its input) would otherwise turn the whole micro-batch into NaN, since
+    // the sample weight 0 multiplies, and 0 * NaN is NaN.
+    size_t row = m.inputs[idx].bytes / size_t(b);
+    const unsigned char *last =
+        static_cast<const unsigned char *>(src) + size_t(samples - 1) * row;
+    for (int64_t r = samples; r < b; ++r)
+      std::memcpy(dst + size_t(r) * row, last, row);
     inputPtrs_[idx] = dst;
   }
   if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
@@ -306,7 +371,9 @@ void Session::run(EntryKind kind) {
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
+  const uint64_t before = totalBytesSent();
   b.fn(kernelContext_.get(), b.args.data());
+  windowBytes_ += totalBytesSent() - before;
 }
 
 Status Session::microStep(const cleave_batch &batch) {
@@ -330,6 +397,8 @@ Status Session::microStep(const cleave_batch &batch) {
 Status Session::apply() {
   int64_t stepBefore = *step_;
   run(EntryKind::ApplyStep);
+  lastWindowBytes_ = windowBytes_;
+  windowBytes_ = 0;
   if (*microSteps_ != 0)
     return makeError(CLEAVE_INTERNAL, artifact_->path(),
                      ": apply_step left train.micro_steps at ", *microSteps_,
@@ -477,6 +546,9 @@ Status Session::setUserState(std::string_view key, const void *value,
                              size_t bytes) {
   if (key.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "user-state key is empty");
+  if (key == kRankKey)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "user-state key '", key,
+                     "' is reserved for the session");
   try {
     // Keys are stored in the checkpoint's JSON index, which must be UTF-8.
     (void)nlohmann::json(std::string(key)).dump();
@@ -523,6 +595,10 @@ Status Session::saveCheckpoint(const std::string &path) const {
         {g.name, g.dtype, g.shape, globals_[i].data(), g.bytes});
   }
   c.userState.insert(userState_.begin(), userState_.end());
+  // Accumulators and sharded optimizer state differ between ranks: every
+  // rank writes its own checkpoint, marked with its rank.
+  if (numRanks() > 1)
+    c.userState[std::string(kRankKey)] = rankTag(rank(), numRanks());
   return writeCheckpoint(path, c);
 }
 
@@ -546,6 +622,23 @@ Status Session::loadCheckpoint(const std::string &path) {
   if (c.accumulate < 1)
     return mismatch("accumulation count " + std::to_string(c.accumulate) +
                     " is not positive");
+  {
+    auto tag = c.userState.find(std::string(kRankKey));
+    const std::string written =
+        tag == c.userState.end() ? rankTag(0, 1) : tag->second;
+    const std::string mine = rankTag(rank(), numRanks());
+    if (written != mine) {
+      auto who = [](const std::string &t) {
+        return t == "0/1" ? std::string("a single-process session")
+                          : "rank " + t.substr(0, t.find('/')) + " of " +
+                                t.substr(t.find('/') + 1);
+      };
+      return mismatch("written by " + who(written) + ", this session is " +
+                      who(mine) +
+                      "; every rank resumes from the checkpoint it wrote, "
+                      "with the same number of ranks");
+    }
+  }
 
   // Everything is matched and checked before the session changes.
   if (c.globals.size() != m.globals.size())
@@ -592,6 +685,9 @@ Status Session::loadCheckpoint(const std::string &path) {
   seed_ = c.seed;
   userState_.clear();
   userState_.insert(c.userState.begin(), c.userState.end());
+  userState_.erase(std::string(kRankKey));
+  // Traffic of the restored window before the checkpoint is not known.
+  windowBytes_ = 0;
   return Status::success();
 }
 

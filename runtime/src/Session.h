@@ -29,6 +29,7 @@ namespace cleave::rt {
 
 class Communicator;
 class KernelContext;
+class ShardedCollectives;
 
 /// A zero-initialised, kBufferAlignment-aligned heap buffer.
 class AlignedBuffer {
@@ -94,6 +95,14 @@ public:
   uint64_t seed() const { return seed_; }
   int rank() const;
   int numRanks() const;
+  /// Payload bytes this rank's entry points sent during the last completed
+  /// window (its micro-steps and its apply_step) and everything this rank
+  /// sent since the session was created (the initial broadcast and
+  /// sumAcrossRanks included). Both 0 with one rank.
+  uint64_t lastWindowBytesSent() const { return lastWindowBytes_; }
+  uint64_t totalBytesSent() const;
+  /// Sums `count` doubles across ranks in place (unchanged with one rank).
+  Status sumAcrossRanks(double *values, size_t count);
 
   Status readGlobal(std::string_view name, void *dst, size_t bytes) const;
   Status writeGlobal(std::string_view name, const void *src, size_t bytes);
@@ -143,6 +152,8 @@ private:
   // Declared before kernelContext_, which refers to it, so that it is
   // destroyed after.
   std::unique_ptr<Communicator> communicator_;
+  /// The ZeRO-1 collectives of generated code, over communicator_.
+  std::unique_ptr<ShardedCollectives> shardedCollectives_;
   std::unique_ptr<KernelContext> kernelContext_;
 
   std::vector<AlignedBuffer> globals_;
@@ -167,6 +178,9 @@ private:
   int numThreads_ = 0;
   double lastLoss_;
   double lastLossSum_ = 0.0;
+  /// Bytes sent by the entry points of the current window so far.
+  uint64_t windowBytes_ = 0;
+  uint64_t lastWindowBytes_ = 0;
   std::map<std::string, std::string, std::less<>> userState_;
 };
 

@@ -223,3 +223,45 @@ func.func @unsplit(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = train.window_sum %a : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// ZeRO-1: the shards are fresh destinations; a gathered parameter that is
+// only stored is gathered into the global (a load as destination, which the
+// entry ABI turns into the session's buffer).
+train.global param @w : tensor<3x4xf32>
+// CHECK-LABEL: func.func @sharding
+// CHECK-SAME: (%[[G:[^:]+]]: tensor<3x4xf32>, %[[V:[^:]+]]: tensor<3xf32>)
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<3xf32>
+// CHECK: %[[F:.+]] = tensor.empty() : tensor<1xf32>
+// CHECK: %[[S:.+]]:2 = rt.reduce_scatter ranks 4 ins(%[[G]], %[[V]] : tensor<3x4xf32>, tensor<3xf32>) outs(%[[E]], %[[F]] : tensor<3xf32>, tensor<1xf32>) -> tensor<3xf32>, tensor<1xf32>
+// CHECK: %[[E2:.+]] = tensor.empty() : tensor<3xf32>
+// CHECK: %[[P:.+]] = rt.shard ranks 4 ins(%[[G]] : tensor<3x4xf32>) outs(%[[E2]] : tensor<3xf32>) -> tensor<3xf32>
+// CHECK: %[[W:.+]] = train.load @w : tensor<3x4xf32>
+// CHECK: %[[E3:.+]] = tensor.empty() : tensor<3xf32>
+// CHECK: %[[A:.+]]:2 = rt.all_gather ranks 4 ins(%[[S]]#0, %[[S]]#1 : tensor<3xf32>, tensor<1xf32>) outs(%[[W]], %[[E3]] : tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>, tensor<3xf32>
+// CHECK: train.store %[[A]]#0, @w
+// CHECK: return %[[P]], %[[A]]#1
+func.func @sharding(%g: tensor<3x4xf32>, %v: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %s:2 = train.reduce_scatter %g, %v ranks 4 : tensor<3x4xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<1xf32>
+  %p = train.shard %g ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
+  %a:2 = train.all_gather %s#0, %s#1 ranks 4 : tensor<3xf32>, tensor<1xf32> -> tensor<3x4xf32>, tensor<3xf32>
+  train.store %a#0, @w : tensor<3x4xf32>
+  return %p, %a#1 : tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Clipping shards: the local sum of squares is summed across ranks before
+// the square root.
+// CHECK-LABEL: func.func @clip_across_ranks
+// CHECK: %[[LOCAL:.+]] = arith.truncf %{{.+}} : f64 to f32
+// CHECK: %[[PART:.+]] = tensor.from_elements %[[LOCAL]] : tensor<f32>
+// CHECK: %[[SUM:.+]] = rt.cross_rank_reduce sum outs(%[[PART]] : tensor<f32>) -> tensor<f32>
+// CHECK: %[[TOTAL:.+]] = tensor.extract %[[SUM]][]
+// CHECK: %[[WIDE:.+]] = arith.extf %[[TOTAL]] : f32 to f64
+// CHECK: math.sqrt %[[WIDE]]
+func.func @clip_across_ranks(%a: tensor<3xf32>, %b: tensor<1xf32>, %c: tensor<f32>) -> (tensor<3xf32>, tensor<1xf32>, tensor<f32>) {
+  %0:3 = train.clip_by_global_norm %a, %b max_norm %c {across_ranks} : tensor<3xf32>, tensor<1xf32>, tensor<f32>
+  return %0#0, %0#1, %0#2 : tensor<3xf32>, tensor<1xf32>, tensor<f32>
+}

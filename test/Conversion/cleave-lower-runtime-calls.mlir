@@ -35,7 +35,7 @@ func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x16xf32>, %w: memref<4x16xf32
 // back after the call).
 // CHECK-LABEL: func.func @strided
 // CHECK: %[[DENSE:.+]] = memref.alloc() : memref<4x4xf32>
-// CHECK: memref.copy %{{.+}}, %[[DENSE]] : memref<4x4xf32, strided<[8, 1]>> to memref<4x4xf32>
+// CHECK: linalg.copy ins(%{{.+}} : memref<4x4xf32, strided<[8, 1]>>) outs(%[[DENSE]] : memref<4x4xf32>)
 // CHECK: call @cleave_kernel_matmul
 func.func @strided(%ctx: !llvm.ptr, %big: memref<4x8xf32>, %w: memref<4x4xf32>, %y: memref<4x4xf32>) {
   %s = memref.subview %big[0, 0] [4, 4] [1, 1] : memref<4x8xf32> to memref<4x4xf32, strided<[8, 1]>>
@@ -73,4 +73,35 @@ func.func @on_tensors(%ctx: !llvm.ptr, %x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{must be bufferized before it becomes a call}}
   %0 = rt.kernel matmul ins(%x, %x : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {trans_a = false, trans_b = false} -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// ZeRO-1 collectives pass the context, the ranks, the number of tensors and
+// arrays of input pointers, whole-tensor sizes and output pointers.
+// CHECK-LABEL: func.func @zero
+// CHECK: %[[TWELVE:.+]] = arith.constant 12 : i64
+// CHECK: %[[INS:.+]] = memref.alloca() : memref<2xi64>
+// CHECK: %[[SIZES:.+]] = memref.alloca() : memref<2xi64>
+// CHECK: memref.store %[[TWELVE]], %[[SIZES]]
+// CHECK: %[[OUTS:.+]] = memref.alloca() : memref<2xi64>
+// CHECK: call @cleave_reduce_scatter(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK: call @cleave_shard(
+// CHECK: call @cleave_all_gather(
+// CHECK-DAG: func.func private @cleave_reduce_scatter(!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: func.func private @cleave_all_gather(!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: func.func private @cleave_shard(!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+func.func @zero(%ctx: !llvm.ptr, %g: memref<3x4xf32>, %v: memref<3xf32>, %s: memref<3xf32>, %t: memref<1xf32>) {
+  rt.reduce_scatter ranks 4 ins(%g, %v : memref<3x4xf32>, memref<3xf32>) outs(%s, %t : memref<3xf32>, memref<1xf32>)
+  rt.shard ranks 4 ins(%g : memref<3x4xf32>) outs(%s : memref<3xf32>)
+  rt.all_gather ranks 4 ins(%s, %t : memref<3xf32>, memref<1xf32>) outs(%g, %v : memref<3x4xf32>, memref<3xf32>)
+  return
+}
+
+// -----
+
+func.func @zero_shapes(%ctx: !llvm.ptr, %g: memref<3x4xf32>, %s: memref<4xf32>) {
+  // expected-error @+1 {{'rt.reduce_scatter' op operand pair #0: a shard of 12 elements over 4 ranks has 3 elements in one dimension, got 'memref<4xf32>'}}
+  rt.reduce_scatter ranks 4 ins(%g : memref<3x4xf32>) outs(%s : memref<4xf32>)
+  return
 }

@@ -7,8 +7,21 @@
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step=reduce=ring 2>&1 | FileCheck %s --check-prefix=BAD-REDUCE
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step=accumulate=0 2>&1 | FileCheck %s --check-prefix=BAD-ACCUMULATE
 
+// RUN: cleave-opt %t/zero.mlir --cleave-split-step="reduce=mean ranks=4 shard-optimizer-state" | FileCheck %s --check-prefix=ZERO
+// RUN: cleave-opt %t/step.mlir --cleave-split-step="reduce=mean ranks=2" | FileCheck %s --check-prefix=RANKS
+// RUN: cleave-opt %t/step.mlir --cleave-split-step="accumulate=4 reduce=mean reduce-every-micro-step" | FileCheck %s --check-prefix=EVERY
+// RUN: cleave-opt %t/zero-invalid.mlir --split-input-file --verify-diagnostics --cleave-split-step="reduce=mean ranks=2 shard-optimizer-state"
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=adasum ranks=2 shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=BAD-SHARD-ADASUM
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=mean shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=BAD-SHARD-RANKS
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=adasum reduce-every-micro-step" 2>&1 | FileCheck %s --check-prefix=BAD-EVERY
+// RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=mean ranks=-1" 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
+
 // BAD-REDUCE: error: unknown reduce 'ring'; expected none, mean or adasum
 // BAD-ACCUMULATE: error: accumulate must be >= 1, got
+// BAD-SHARD-ADASUM: error: shard-optimizer-state needs reduce=mean and ranks >= 1, got reduce=adasum ranks=2
+// BAD-SHARD-RANKS: error: shard-optimizer-state needs reduce=mean and ranks >= 1, got reduce=mean ranks=0
+// BAD-EVERY: error: reduce-every-micro-step needs reduce=mean without shard-optimizer-state
+// BAD-RANKS: error: ranks must be >= 0 (0: any number), got -1
 
 //--- step.mlir
 
@@ -139,6 +152,27 @@ func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
   return %loss : tensor<f32>
 }
 
+// Without sharding, ranks only goes into the manifest.
+// RANKS: module attributes {train.manifest = {accumulate = 1 : i64, ranks = 2 : i64, reduce = "mean", warnings = []}}
+// RANKS-LABEL: func.func @apply_step(
+// RANKS: train.cross_rank_reduce sum
+// RANKS-NOT: train.reduce_scatter
+
+// Reducing in every micro-step (a benchmark baseline): the micro-step sums
+// what it accumulates across ranks, the apply step communicates nothing.
+// EVERY: module attributes {train.manifest = {accumulate = 4 : i64, reduce = "mean", reduce_every_micro_step = true, warnings = []}}
+// EVERY-LABEL: func.func @micro_step(
+// EVERY: %[[DW:.+]] = nn.neg
+// EVERY: %[[DB:.+]] = nn.neg
+// EVERY: %[[N:.+]] = nn.reduce_sum %{{.+}} [] : tensor<8xf32>
+// EVERY: %[[R:.+]]:3 = train.cross_rank_reduce sum %[[DW]], %[[DB]], %[[N]] : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+// EVERY: train.accumulate %[[R]]#0, @w.grad
+// EVERY: train.accumulate %[[R]]#1, @b.grad
+// EVERY: train.accumulate %[[R]]#2, @train.samples
+// EVERY-LABEL: func.func @apply_step(
+// EVERY-NOT: train.cross_rank_reduce
+// EVERY: return
+
 //--- warnings.mlir
 
 // Ops whose result depends on how the batch is split into micro-batches are
@@ -255,4 +289,143 @@ func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> at
   // expected-error @+1 {{'train.window_sum' op accumulator name 'w.grad' is taken}}
   %0 = train.window_sum %x {targets = [@w]} : tensor<4xf32>
   return %x : tensor<4xf32>
+}
+
+//--- zero.mlir
+
+// ZeRO-1 over 4 ranks, Adam with clipping. The optimizer state becomes this
+// rank's shard of ceil(n / 4) elements: 3 of @w's 12, 1 of @b's 3.
+// ZERO: module attributes {train.manifest = {accumulate = 1 : i64, ranks = 4 : i64, reduce = "mean", shard_optimizer_state = true, warnings = []}}
+// ZERO: train.global state @w.exp_avg of @w shards 4 : tensor<3xf32>
+// ZERO: train.global state @w.exp_avg_sq of @w shards 4 : tensor<3xf32>
+// ZERO: train.global state @b.exp_avg of @b shards 4 : tensor<1xf32>
+// ZERO: train.global state @b.exp_avg_sq of @b shards 4 : tensor<1xf32>
+// ZERO: train.global accumulator @w.grad of @w : tensor<3x4xf32>
+
+// The micro-step is unchanged: whole gradients, no communication.
+// ZERO-LABEL: func.func @micro_step(
+// ZERO-NOT: train.reduce_scatter
+// ZERO-NOT: train.cross_rank_reduce
+// ZERO: return
+
+// One reduce-scatter of the gradient sums, one sum of the sample count.
+// ZERO-LABEL: func.func @apply_step(
+// ZERO: %[[SW:.+]] = train.load @w.grad : tensor<3x4xf32>
+// ZERO: %[[SB:.+]] = train.load @b.grad : tensor<3xf32>
+// ZERO: %[[SN:.+]] = train.load @train.samples : tensor<f32>
+// ZERO: %[[G:.+]]:2 = train.reduce_scatter %[[SW]], %[[SB]] ranks 4 : tensor<3x4xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<1xf32>
+// ZERO: %[[N:.+]] = train.cross_rank_reduce sum %[[SN]] : tensor<f32>
+// ZERO: %[[GW:.+]] = nn.div %[[G]]#0, %[[N]] : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+// ZERO: %[[GB:.+]] = nn.div %[[G]]#1, %[[N]] : tensor<1xf32>, tensor<f32> -> tensor<1xf32>
+// Clipping sums the shards' squared norms across ranks.
+// ZERO: %[[C:.+]]:2, %{{.+}} = train.clip_by_global_norm %[[GW]], %[[GB]] max_norm %{{.+}} {across_ranks} : tensor<3xf32>, tensor<1xf32>, tensor<f32>
+// Each rank updates its slice of the parameter and its shard of the state.
+// ZERO: %[[W:.+]] = train.load @w : tensor<3x4xf32>
+// ZERO: %[[WS:.+]] = train.shard %[[W]] ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
+// ZERO: %[[M:.+]] = train.load @w.exp_avg : tensor<3xf32>
+// ZERO: %[[V:.+]] = train.load @w.exp_avg_sq : tensor<3xf32>
+// ZERO: %[[NW:.+]], %[[NM:.+]], %[[NV:.+]] = train.adam %[[WS]], %[[C]]#0, %[[M]], %[[V]] step {{.+}} : tensor<3xf32>, tensor<f32>
+// ZERO: train.store %[[NM]], @w.exp_avg : tensor<3xf32>
+// ZERO: train.store %[[NV]], @w.exp_avg_sq : tensor<3xf32>
+// ZERO: %[[NB:.+]], %{{.+}}, %{{.+}} = train.adam %{{.+}}, %[[C]]#1, {{.+}} : tensor<1xf32>, tensor<f32>
+// ZERO-NOT: train.store %[[NW]]
+// One all-gather rebuilds the parameters, which are then stored whole.
+// ZERO: %[[P:.+]]:2 = train.all_gather %[[NW]], %[[NB]] ranks 4 : tensor<3xf32>, tensor<1xf32> -> tensor<3x4xf32>, tensor<3xf32>
+// ZERO: train.store %[[P]]#0, @w : tensor<3x4xf32>
+// ZERO: train.store %[[P]]#1, @b : tensor<3xf32>
+// ZERO: train.store %{{.+}}, @w.grad : tensor<3x4xf32>
+// ZERO: return
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global state @w.exp_avg of @w : tensor<3x4xf32>
+train.global state @w.exp_avg_sq of @w : tensor<3x4xf32>
+train.global param @b : tensor<3xf32> = #train.init<zeros>
+train.global state @b.exp_avg of @b : tensor<3xf32>
+train.global state @b.exp_avg_sq of @b : tensor<3xf32>
+train.global counter @train.step : tensor<i64>
+func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
+                      %weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64},
+                      %clip: tensor<f32> {train.hyper = "clip_norm", train.default = 1.0 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %b = train.load @b : tensor<3xf32>
+  %y = nn.linear %x, %w, %b : tensor<8x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<8x3xf32>
+  %loss = nn.reduce_sum %y [] : tensor<8x3xf32> -> tensor<f32>
+  %dw = nn.neg %w : tensor<3x4xf32>
+  %db = nn.neg %b : tensor<3xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:3 = train.window_sum %dw, %db, %n {targets = [@w, @b, "samples"]} : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+  %gw = nn.div %s#0, %s#2 : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
+  %gb = nn.div %s#1, %s#2 : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %cg:2, %norm = train.clip_by_global_norm %gw, %gb max_norm %clip : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+  %t = train.load @train.step : tensor<i64>
+  %one = arith.constant dense<1> : tensor<i64>
+  %t1 = arith.addi %t, %one : tensor<i64>
+  train.store %t1, @train.step : tensor<i64>
+  %w2 = train.load @w : tensor<3x4xf32>
+  %mw = train.load @w.exp_avg : tensor<3x4xf32>
+  %vw = train.load @w.exp_avg_sq : tensor<3x4xf32>
+  %nw, %nmw, %nvw = train.adam %w2, %cg#0, %mw, %vw step %t1 lr %lr betas %lr, %lr eps %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  train.store %nw, @w : tensor<3x4xf32>
+  train.store %nmw, @w.exp_avg : tensor<3x4xf32>
+  train.store %nvw, @w.exp_avg_sq : tensor<3x4xf32>
+  %b2 = train.load @b : tensor<3xf32>
+  %mb = train.load @b.exp_avg : tensor<3xf32>
+  %vb = train.load @b.exp_avg_sq : tensor<3xf32>
+  %nb, %nmb, %nvb = train.adam %b2, %cg#1, %mb, %vb step %t1 lr %lr betas %lr, %lr eps %lr weight_decay %lr : tensor<3xf32>, tensor<f32>
+  train.store %nb, @b : tensor<3xf32>
+  train.store %nmb, @b.exp_avg : tensor<3xf32>
+  train.store %nvb, @b.exp_avg_sq : tensor<3xf32>
+  return %loss : tensor<f32>
+}
+
+//--- zero-invalid.mlir
+
+// What sharded optimizer state cannot do: ops that are not elementwise on a
+// shard, broadcasting a shard, and reading a parameter after its update.
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:2 = train.window_sum %w, %n {targets = [@w, "samples"]} : tensor<3x4xf32>, tensor<f32>
+  // expected-error @+1 {{'nn.transpose' op uses a shard of a gradient or optimizer state but is not elementwise; it cannot run on sharded optimizer state}}
+  %t = nn.transpose %s#0 [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global param @v : tensor<4xf32> = #train.init<zeros>
+func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:2 = train.window_sum %w, %n {targets = [@w, "samples"]} : tensor<3x4xf32>, tensor<f32>
+  %v = train.load @v : tensor<4xf32>
+  // expected-error @+1 {{'nn.mul' op combines a shard of 'tensor<3x4xf32>' with 'tensor<4xf32>'; only scalars broadcast against sharded values}}
+  %g = nn.mul %s#0, %v : tensor<3x4xf32>, tensor<4xf32> -> tensor<3x4xf32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:2 = train.window_sum %w, %n {targets = [@w, "samples"]} : tensor<3x4xf32>, tensor<f32>
+  %w2 = train.sgd %w, %s#0 lr %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  train.store %w2, @w : tensor<3x4xf32>
+  // expected-error @+1 {{'train.load' op reads @w after its sharded update; it is gathered at the end of the apply step}}
+  %w3 = train.load @w : tensor<3x4xf32>
+  %w4 = train.sgd %w3, %s#0 lr %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  return %n : tensor<f32>
 }

@@ -32,7 +32,8 @@ struct ConvertNNToLinalgPass
     target.addIllegalDialect<nn::NNDialect>();
     target.addIllegalOp<train::SgdOp, train::MomentumOp, train::AdamOp,
                         train::ClipByGlobalNormOp, train::CrossRankReduceOp,
-                        train::WindowSumOp>();
+                        train::ReduceScatterOp, train::AllGatherOp,
+                        train::ShardOp, train::WindowSumOp>();
     target.addLegalOp<train::GlobalOp, train::LoadOp, train::StoreOp,
                       train::AccumulateOp>();
     RewritePatternSet patterns(ctx);

@@ -50,62 +50,151 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
   }
 };
 
+/// An index constant.
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// `v` clamped into [0, bound).
+Value clampIndex(OpBuilder &b, Location loc, Value v, int64_t bound) {
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, v, indexConst(b, loc, 0)),
+      indexConst(b, loc, bound - 1));
+}
+
+// Concatenation, slices and padding are gathers: one linalg.generic over
+// the result that reads its operands with tensor.extract. The obvious
+// tensor.insert_slice / tensor.extract_slice forms bufferize to strided
+// views, and every copy into or out of a strided view (the insertion
+// itself, or densifying the view for a kernel, a reshape or an output)
+// becomes a memref.copy that the LLVM lowering turns into a call of
+// `memrefCopy` from MLIR's runner library: a symbol no artifact can
+// resolve.
+
 struct ConcatLowering : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
-    Value acc = empty(rewriter, op.getLoc(), type);
-    int64_t offset = 0;
-    for (Value in : op.getInputs()) {
-      ArrayRef<int64_t> s = shapeOf(in);
-      SmallVector<OpFoldResult> offsets(s.size(), rewriter.getIndexAttr(0)),
-          sizes, strides(s.size(), rewriter.getIndexAttr(1));
-      for (int64_t d : s)
-        sizes.push_back(rewriter.getIndexAttr(d));
-      offsets[axis] = rewriter.getIndexAttr(offset);
-      acc = tensor::InsertSliceOp::create(rewriter, op.getLoc(), in, acc,
-                                          offsets, sizes, strides);
-      offset += s[axis];
-    }
-    rewriter.replaceOp(op, acc);
+    int64_t rank = type.getRank();
+    int64_t axis = *normalizeAxis(op.getAxis(), rank);
+    rewriter.replaceOp(
+        op, elementwise(
+                rewriter, op.getLoc(), type, {},
+                [&](OpBuilder &b, Location l, ValueRange) -> Value {
+                  SmallVector<Value> idx;
+                  for (int64_t d = 0; d < rank; ++d)
+                    idx.push_back(linalg::IndexOp::create(b, l, d));
+                  Value pos = idx[axis];
+                  // The first input whose range ends after `pos` holds it.
+                  SmallVector<Value> picked;
+                  SmallVector<int64_t> ends;
+                  int64_t offset = 0;
+                  for (Value in : op.getInputs()) {
+                    int64_t size = shapeOf(in)[axis];
+                    if (size == 0)
+                      continue;
+                    SmallVector<Value> at(idx);
+                    at[axis] = clampIndex(
+                        b, l,
+                        arith::SubIOp::create(b, l, pos,
+                                              indexConst(b, l, offset)),
+                        size);
+                    picked.push_back(tensor::ExtractOp::create(b, l, in, at));
+                    offset += size;
+                    ends.push_back(offset);
+                  }
+                  if (picked.empty()) // an empty result: never runs
+                    return scalar(b, l, 0.0, type.getElementType());
+                  Value r = picked.back();
+                  for (int64_t k = int64_t(picked.size()) - 2; k >= 0; --k) {
+                    Value inside = arith::CmpIOp::create(
+                        b, l, arith::CmpIPredicate::slt, pos,
+                        indexConst(b, l, ends[k]));
+                    r = arith::SelectOp::create(b, l, inside, picked[k], r);
+                  }
+                  return r;
+                }));
     return success();
   }
 };
-
-SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> v) {
-  SmallVector<OpFoldResult> out;
-  for (int64_t x : v)
-    out.push_back(b.getIndexAttr(x));
-  return out;
-}
 
 struct SliceLowering : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    rewriter.replaceOp(op, tensor::ExtractSliceOp::create(
-                               rewriter, op.getLoc(), type, op.getInput(),
-                               indexAttrs(rewriter, op.getStarts()),
-                               indexAttrs(rewriter, op.getSizes()),
-                               indexAttrs(rewriter, op.getStrides())));
+    ArrayRef<int64_t> starts = op.getStarts(), strides = op.getStrides();
+    Value input = op.getInput();
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(), type, {},
+                        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+                          SmallVector<Value> at;
+                          for (int64_t d = 0; d < type.getRank(); ++d) {
+                            Value i = linalg::IndexOp::create(b, l, d);
+                            if (strides[d] != 1)
+                              i = arith::MulIOp::create(
+                                  b, l, i, indexConst(b, l, strides[d]));
+                            if (starts[d] != 0)
+                              i = arith::AddIOp::create(
+                                  b, l, i, indexConst(b, l, starts[d]));
+                            at.push_back(i);
+                          }
+                          return tensor::ExtractOp::create(b, l, input, at);
+                        }));
     return success();
   }
 };
 
+/// The adjoint of a slice: result element i comes from input element
+/// (i - start) / stride when that is a whole index inside the input, and
+/// is zero otherwise.
 struct PadLowering : OpRewritePattern<PadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PadOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    Value zeros = filled(rewriter, op.getLoc(), type, 0.0);
-    rewriter.replaceOp(op, tensor::InsertSliceOp::create(
-                               rewriter, op.getLoc(), op.getInput(), zeros,
-                               indexAttrs(rewriter, op.getStarts()),
-                               indexAttrs(rewriter, shapeOf(op.getInput())),
-                               indexAttrs(rewriter, op.getStrides())));
+    ArrayRef<int64_t> starts = op.getStarts(), strides = op.getStrides();
+    Value input = op.getInput();
+    ArrayRef<int64_t> inShape = shapeOf(input);
+    rewriter.replaceOp(
+        op,
+        elementwise(
+            rewriter, op.getLoc(), type, {},
+            [&](OpBuilder &b, Location l, ValueRange) -> Value {
+              Value inside;
+              auto both = [&](Value c) {
+                inside = inside
+                             ? arith::AndIOp::create(b, l, inside, c).getResult()
+                             : c;
+              };
+              SmallVector<Value> at;
+              for (int64_t d = 0; d < type.getRank(); ++d) {
+                Value rel = arith::SubIOp::create(
+                    b, l, linalg::IndexOp::create(b, l, d),
+                    indexConst(b, l, starts[d]));
+                both(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                           rel, indexConst(b, l, 0)));
+                Value q = rel;
+                if (strides[d] != 1) {
+                  Value stride = indexConst(b, l, strides[d]);
+                  both(arith::CmpIOp::create(
+                      b, l, arith::CmpIPredicate::eq,
+                      arith::RemSIOp::create(b, l, rel, stride),
+                      indexConst(b, l, 0)));
+                  q = arith::DivSIOp::create(b, l, rel, stride);
+                }
+                both(arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, q,
+                                           indexConst(b, l, inShape[d])));
+                at.push_back(clampIndex(b, l, q, inShape[d]));
+              }
+              Value v = tensor::ExtractOp::create(b, l, input, at);
+              Value zero = scalar(b, l, 0.0, type.getElementType());
+              return inside
+                         ? arith::SelectOp::create(b, l, inside, v, zero)
+                               .getResult()
+                         : v;
+            }));
     return success();
   }
 };

@@ -84,16 +84,29 @@ struct AdamLowering : OpRewritePattern<AdamOp> {
     Value b2 = extractScalar(rw, loc, op.getBeta2());
     Value eps = extractScalar(rw, loc, op.getEps());
     Value wd = extractScalar(rw, loc, op.getWeightDecay());
-    Value step = arith::SIToFPOp::create(rw, loc, et,
+    // The per-step scalar factors in f64 (as PyTorch computes them in
+    // Python): in f32, 1 - beta2^t loses most of its digits (beta2^t is
+    // close to 1), an error of up to ~1e-5 relative in every update.
+    Type f64 = rw.getF64Type();
+    auto wide = [&](Value v) -> Value {
+      return et.isF64() ? v : arith::ExtFOp::create(rw, loc, f64, v);
+    };
+    auto narrow = [&](Value v) -> Value {
+      return et.isF64() ? v : arith::TruncFOp::create(rw, loc, et, v);
+    };
+    Value step = arith::SIToFPOp::create(rw, loc, f64,
                                          extractScalar(rw, loc, op.getStep()));
-    // Bias corrections are per step, computed once.
-    Value one = scalar(rw, loc, 1.0, et);
-    Value bc1 = subf(rw, loc, one, math::PowFOp::create(rw, loc, b1, step));
-    Value bc2 = subf(rw, loc, one, math::PowFOp::create(rw, loc, b2, step));
-    Value stepSize = arith::DivFOp::create(rw, loc, lr, bc1);
-    Value bc2Sqrt = math::SqrtOp::create(rw, loc, bc2);
-    Value c1 = subf(rw, loc, one, b1), c2 = subf(rw, loc, one, b2);
-    Value decay = subf(rw, loc, one, mulf(rw, loc, lr, wd));
+    Value one = scalar(rw, loc, 1.0, f64);
+    Value bc1 =
+        subf(rw, loc, one, math::PowFOp::create(rw, loc, wide(b1), step));
+    Value bc2 =
+        subf(rw, loc, one, math::PowFOp::create(rw, loc, wide(b2), step));
+    Value stepSize = narrow(arith::DivFOp::create(rw, loc, wide(lr), bc1));
+    Value bc2Sqrt = narrow(math::SqrtOp::create(rw, loc, bc2));
+    Value c1 = narrow(subf(rw, loc, one, wide(b1)));
+    Value c2 = narrow(subf(rw, loc, one, wide(b2)));
+    Value decay =
+        narrow(subf(rw, loc, one, mulf(rw, loc, wide(lr), wide(wd))));
     bool decoupled = op.getDecoupled();
     auto r = updateInPlace(
         rw, loc, {op.getGrad()}, {op.getParam(), op.getM(), op.getV()},
@@ -124,28 +137,65 @@ struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
     Location loc = op.getLoc();
     auto normType = cast<RankedTensorType>(op.getNorm().getType());
     Type et = normType.getElementType();
+    // Squares summed in f64: a sum over every gradient element is long
+    // enough for f32 accumulation to be off by ~1e-5 relative already at
+    // 1e5 elements, and that error scales every clipped gradient.
+    Type f64 = rw.getF64Type();
     Value total;
     for (Value g : op.getGrads()) {
       auto t = cast<RankedTensorType>(g.getType());
-      SmallVector<int64_t> all;
-      for (int64_t d = 0; d < t.getRank(); ++d)
-        all.push_back(d);
-      Value sq = reduce(rw, loc, g, all, 0.0,
-                        [](OpBuilder &b, Location l, Value x, Value acc) {
-                          return addf(b, l, acc, mulf(b, l, x, x));
-                        });
-      Value s = extractScalar(rw, loc, sq);
+      MLIRContext *ctx = rw.getContext();
+      auto accType = RankedTensorType::get({}, f64);
+      SmallVector<utils::IteratorType> iters(t.getRank(),
+                                             utils::IteratorType::reduction);
+      SmallVector<AffineMap> maps = {
+          AffineMap::getMultiDimIdentityMap(t.getRank(), ctx),
+          AffineMap::get(t.getRank(), 0, {}, ctx)};
+      auto sq = linalg::GenericOp::create(
+          rw, loc, TypeRange{accType}, ValueRange{g},
+          ValueRange{filled(rw, loc, accType, 0.0)}, maps, iters,
+          [&](OpBuilder &b, Location l, ValueRange a) {
+            Value x = t.getElementType().isF64()
+                          ? a[0]
+                          : arith::ExtFOp::create(b, l, f64, a[0]);
+            linalg::YieldOp::create(b, l,
+                                    addf(b, l, a[1], mulf(b, l, x, x)));
+          });
+      Value s = extractScalar(rw, loc, sq.getResult(0));
       total = total ? addf(rw, loc, total, s) : s;
     }
-    Value norm = math::SqrtOp::create(rw, loc, total);
+    if (op.getAcrossRanks()) {
+      // Each rank holds shards of the gradients: the squared norm of the
+      // whole gradients is the sum of the ranks' partial sums. Collectives
+      // move f32; each partial sum is rounded once (1e-7 relative), far
+      // below what changes a clipping decision.
+      auto partialType = RankedTensorType::get({}, rw.getF32Type());
+      Value partial = tensor::FromElementsOp::create(
+          rw, loc, partialType,
+          ValueRange{arith::TruncFOp::create(rw, loc, rw.getF32Type(), total)
+                         .getResult()});
+      auto summed = rt::CrossRankReduceOp::create(
+          rw, loc, TypeRange{partialType}, rt::ReduceKind::sum,
+          ValueRange{partial});
+      total = arith::ExtFOp::create(
+          rw, loc, f64, extractScalar(rw, loc, summed.getResult(0)));
+    }
+    Value norm64 = math::SqrtOp::create(rw, loc, total);
+    Value norm = et.isF64() ? norm64
+                            : arith::TruncFOp::create(rw, loc, et, norm64)
+                                  .getResult();
     Value maxNorm = extractScalar(rw, loc, op.getMaxNorm());
-    Value zero = scalar(rw, loc, 0.0, et), one = scalar(rw, loc, 1.0, et);
+    if (!et.isF64())
+      maxNorm = arith::ExtFOp::create(rw, loc, f64, maxNorm);
+    Value zero = scalar(rw, loc, 0.0, f64), one = scalar(rw, loc, 1.0, f64);
     Value ratio = arith::DivFOp::create(
-        rw, loc, maxNorm, addf(rw, loc, norm, scalar(rw, loc, 1e-6, et)));
+        rw, loc, maxNorm, addf(rw, loc, norm64, scalar(rw, loc, 1e-6, f64)));
     Value coef = arith::MinimumFOp::create(rw, loc, one, ratio);
     Value enabled = arith::CmpFOp::create(rw, loc, arith::CmpFPredicate::OGT,
                                           maxNorm, zero);
     coef = arith::SelectOp::create(rw, loc, enabled, coef, one);
+    if (!et.isF64())
+      coef = arith::TruncFOp::create(rw, loc, et, coef);
     SmallVector<Value> results;
     for (Value g : op.getGrads())
       results.push_back(
@@ -176,9 +226,76 @@ struct CrossRankReduceLowering : OpRewritePattern<CrossRankReduceOp> {
   }
 };
 
+LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
+  for (Type t : op->getOperandTypes())
+    if (!cast<RankedTensorType>(t).getElementType().isF32())
+      return rw.notifyMatchFailure(op, "collectives are f32 only");
+  return success();
+}
+
+/// Fresh destinations for the results of `op`.
+SmallVector<Value> emptyResults(PatternRewriter &rw, Operation *op) {
+  SmallVector<Value> inits;
+  for (Type t : op->getResultTypes())
+    inits.push_back(empty(rw, op->getLoc(), cast<RankedTensorType>(t)));
+  return inits;
+}
+
+struct ReduceScatterLowering : OpRewritePattern<ReduceScatterOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceScatterOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    rw.replaceOpWithNewOp<rt::ReduceScatterOp>(
+        op, op.getResultTypes(), op.getValues(), emptyResults(rw, op),
+        op.getRanks());
+    return success();
+  }
+};
+
+struct AllGatherLowering : OpRewritePattern<AllGatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllGatherOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    // A gathered value that is only stored into a global is gathered
+    // straight into that global's buffer: the entry ABI threads the load to
+    // the session's buffer and bufferization writes it in place.
+    SmallVector<Value> inits;
+    for (Value r : op.getResults()) {
+      auto store =
+          r.hasOneUse() ? dyn_cast<StoreOp>(*r.getUsers().begin()) : StoreOp();
+      inits.push_back(
+          store ? LoadOp::create(rw, op.getLoc(), r.getType(),
+                                 store.getGlobalAttr())
+                      .getResult()
+                : empty(rw, op.getLoc(), cast<RankedTensorType>(r.getType())));
+    }
+    rw.replaceOpWithNewOp<rt::AllGatherOp>(
+        op, op.getResultTypes(), op.getShards(), inits, op.getRanks());
+    return success();
+  }
+};
+
+struct ShardLowering : OpRewritePattern<ShardOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShardOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    rw.replaceOpWithNewOp<rt::ShardOp>(op, op.getResult().getType(),
+                                       ValueRange{op.getInput()},
+                                       emptyResults(rw, op), op.getRanks());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::cleave::populateTrainPatterns(RewritePatternSet &patterns) {
   patterns.add<SgdLowering, MomentumLowering, AdamLowering, ClipLowering,
-               CrossRankReduceLowering>(patterns.getContext());
+               CrossRankReduceLowering, ReduceScatterLowering,
+               AllGatherLowering, ShardLowering>(patterns.getContext());
 }

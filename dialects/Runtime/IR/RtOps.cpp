@@ -68,9 +68,10 @@ LogicalResult KernelOp::verify() {
   auto need = [&](unsigned lo, unsigned hi) -> LogicalResult {
     unsigned n = getInputs().size();
     if (n < lo || n > hi)
-      return emitOpError("'") << stringifyKernelKind(getKind()) << "' takes "
-                              << lo << (lo == hi ? "" : "-" + std::to_string(hi))
-                              << " inputs, got " << n;
+      return emitOpError("'")
+             << stringifyKernelKind(getKind()) << "' takes " << lo
+             << (lo == hi ? "" : "-" + std::to_string(hi)) << " inputs, got "
+             << n;
     return success();
   };
   auto needInts = [&](StringRef key, size_t size) -> LogicalResult {
@@ -100,20 +101,19 @@ LogicalResult KernelOp::verify() {
     if (failed(need(getKind() == KernelKind::max_pool2d_bwd ? 2 : 1,
                     getKind() == KernelKind::max_pool2d_bwd ? 2 : 1)))
       return failure();
-    return failure(failed(needInts("kernel", 2)) ||
-                   failed(needInts("strides", 2)) ||
-                   failed(needInts("padding", 4)) ||
-                   failed(needInts("dilations", 2)));
+    return failure(
+        failed(needInts("kernel", 2)) || failed(needInts("strides", 2)) ||
+        failed(needInts("padding", 4)) || failed(needInts("dilations", 2)));
   }
   llvm_unreachable("unknown kernel kind");
 }
 
 /// Memory effects of a destination-passing op on memrefs: inputs are read,
 /// outputs are read (accumulation) and written.
-static void dpsEffects(
-    DestinationStyleOpInterface op,
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
+static void
+dpsEffects(DestinationStyleOpInterface op,
+           SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+               &effects) {
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType()))
       continue;
@@ -138,6 +138,84 @@ void CrossRankReduceOp::getEffects(
   // Communication is an effect of its own: never drop or reorder it.
   effects.emplace_back(MemoryEffects::Write::get(),
                        SideEffects::DefaultResource::get());
+}
+
+//===----------------------------------------------------------------------===//
+// ZeRO-1 sharding
+//===----------------------------------------------------------------------===//
+
+/// Checks that `inputs` and `outputs` pair up, one by one, as whole tensors
+/// and their shards over `ranks` ranks (`shardsAreOutputs` says which side
+/// holds the shards) with one element type.
+static LogicalResult verifyShardPairs(Operation *op, ValueRange inputs,
+                                      ValueRange outputs, int64_t ranks,
+                                      bool shardsAreOutputs) {
+  if (inputs.empty())
+    return op->emitOpError("needs at least one input");
+  if (inputs.size() != outputs.size())
+    return op->emitOpError("has ")
+           << inputs.size() << " inputs and " << outputs.size()
+           << " outputs; expected one output per input";
+  for (auto [i, in, out] : llvm::enumerate(inputs, outputs)) {
+    auto full = cast<ShapedType>((shardsAreOutputs ? in : out).getType());
+    auto shard = cast<ShapedType>((shardsAreOutputs ? out : in).getType());
+    if (!full.hasStaticShape() || !shard.hasStaticShape())
+      return op->emitOpError("operand pair #") << i << " needs static shapes";
+    if (full.getElementType() != shard.getElementType() ||
+        !full.getElementType().isF32())
+      return op->emitOpError("operand pair #")
+             << i << " must be f32 on both sides";
+    int64_t expected = (full.getNumElements() + ranks - 1) / ranks;
+    if (shard.getRank() != 1 || shard.getDimSize(0) != expected)
+      return op->emitOpError("operand pair #")
+             << i << ": a shard of " << full.getNumElements()
+             << " elements over " << ranks << " ranks has " << expected
+             << " elements in one dimension, got " << shard;
+  }
+  for (auto [res, out] : llvm::zip(op->getResults(), outputs))
+    if (res.getType() != out.getType())
+      return op->emitOpError("results must have the types of the outputs");
+  if (op->getNumResults() != 0 && op->getNumResults() != outputs.size())
+    return op->emitOpError("has ") << op->getNumResults() << " results for "
+                                   << outputs.size() << " outputs";
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyShardPairs(*this, getInputs(), getOutputs(), getRanks(),
+                          /*shardsAreOutputs=*/true);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShardPairs(*this, getInputs(), getOutputs(), getRanks(),
+                          /*shardsAreOutputs=*/false);
+}
+
+LogicalResult ShardOp::verify() {
+  return verifyShardPairs(*this, getInputs(), getOutputs(), getRanks(),
+                          /*shardsAreOutputs=*/true);
+}
+
+void ReduceScatterOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  dpsEffects(*this, effects);
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+void AllGatherOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  dpsEffects(*this, effects);
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+void ShardOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  dpsEffects(*this, effects);
 }
 
 //===----------------------------------------------------------------------===//
@@ -185,6 +263,10 @@ void mlir::cleave::rt::registerBufferizableOpInterfaceExternalModels(
     KernelOp::attachInterface<RtBufferizableModel<KernelOp>>(*ctx);
     CrossRankReduceOp::attachInterface<RtBufferizableModel<CrossRankReduceOp>>(
         *ctx);
+    ReduceScatterOp::attachInterface<RtBufferizableModel<ReduceScatterOp>>(
+        *ctx);
+    AllGatherOp::attachInterface<RtBufferizableModel<AllGatherOp>>(*ctx);
+    ShardOp::attachInterface<RtBufferizableModel<ShardOp>>(*ctx);
   });
 }
 

@@ -132,4 +132,68 @@ def Rt_CrossRankReduceOp : Rt_Op<"cross_rank_reduce", [
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// ZeRO-1 sharding (docs/design/distributed.md): a tensor of n elements is cut
+// into `ranks` shards of ceil(n / ranks) elements, the last zero-padded.
+//===----------------------------------------------------------------------===//
+
+class Rt_ShardingOp<string mnemonic, list<Trait> traits = []>
+    : Rt_Op<mnemonic, !listconcat([DestinationStyleOpInterface,
+        AttrSizedOperandSegments,
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>], traits)> {
+  let arguments = (ins Variadic<AnyShaped>:$inputs,
+                       Variadic<AnyShaped>:$outputs,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ranks` $ranks `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs
+    `:` type($outputs) `)` attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+  }];
+}
+
+//===- rt.reduce_scatter --------------------------------------------------===//
+def Rt_ReduceScatterOp : Rt_ShardingOp<"reduce_scatter"> {
+  let summary = "this rank's shards of the sums across ranks";
+  let description = [{
+    `outputs[i]` (`ceil(n_i / ranks)` elements) receives this rank's shard of
+    the sum over ranks of `inputs[i]` (`n_i` elements, read only).
+
+    ```mlir
+    rt.reduce_scatter ranks 4 ins(%g : memref<3x4xf32>) outs(%s : memref<3xf32>)
+    ```
+  }];
+}
+
+//===- rt.all_gather ------------------------------------------------------===//
+def Rt_AllGatherOp : Rt_ShardingOp<"all_gather"> {
+  let summary = "whole tensors from every rank's shard";
+  let description = [{
+    `outputs[i]` (`n_i` elements) receives every rank's `inputs[i]`
+    (`ceil(n_i / ranks)` elements), each in its place.
+
+    ```mlir
+    rt.all_gather ranks 4 ins(%s : memref<3xf32>) outs(%w : memref<3x4xf32>)
+    ```
+  }];
+}
+
+//===- rt.shard -----------------------------------------------------------===//
+def Rt_ShardOp : Rt_ShardingOp<"shard"> {
+  let summary = "copy this rank's shard of a tensor";
+  let description = [{
+    `outputs[i]` (`ceil(n_i / ranks)` elements) receives this rank's shard of
+    `inputs[i]`, zero-padded. No communication.
+
+    ```mlir
+    rt.shard ranks 4 ins(%w : memref<3x4xf32>) outs(%s : memref<3xf32>)
+    ```
+  }];
+}
+
 #endif // CLEAVE_RT_OPS

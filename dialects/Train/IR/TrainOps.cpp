@@ -56,9 +56,9 @@ LogicalResult GlobalOp::verify() {
     if (!type.getElementType().isInteger(64) || type.getRank() != 0)
       return emitOpError("a counter must be tensor<i64>, got ") << type;
   } else if (!isFloat) {
-    return emitOpError("a ") << stringifyGlobalKind(getKind())
-                             << " must have a floating-point type, got "
-                             << type;
+    return emitOpError("a ")
+           << stringifyGlobalKind(getKind())
+           << " must have a floating-point type, got " << type;
   }
   if (!type.hasStaticShape())
     return emitOpError("globals need a static shape, got ") << type;
@@ -77,6 +77,9 @@ LogicalResult GlobalOp::verify() {
     return emitOpError("only accumulators and optimizer state belong to a "
                        "parameter ('of'), not a ")
            << stringifyGlobalKind(getKind());
+  if (getShards() && (getKind() != GlobalKind::state || !getOf()))
+    return emitOpError("has 'shards', which only optimizer state of a "
+                       "parameter ('of') may have");
   return success();
 }
 
@@ -89,22 +92,34 @@ static LogicalResult verifyParamRef(Operation *op,
   Operation *symbol = tables.lookupNearestSymbolFrom(op, name);
   auto target = dyn_cast_or_null<GlobalOp>(symbol);
   if (!target)
-    return op->emitOpError() << what << " " << name
-                             << " does not name a train.global";
+    return op->emitOpError()
+           << what << " " << name << " does not name a train.global";
   if (target.getKind() != GlobalKind::param)
     return op->emitOpError()
            << what << " " << name << " must name a param, not a "
            << stringifyGlobalKind(target.getKind());
   if (target.getType() != type)
-    return op->emitOpError()
-           << what << " " << name << " has type " << target.getType()
-           << ", expected " << type;
+    return op->emitOpError() << what << " " << name << " has type "
+                             << target.getType() << ", expected " << type;
   return success();
 }
 
 LogicalResult GlobalOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!getOfAttr())
     return success();
+  if (std::optional<uint64_t> shards = getShards()) {
+    // The parameter's type is whatever the shard type is derived from.
+    auto param = tables.lookupNearestSymbolFrom<GlobalOp>(*this, getOfAttr());
+    if (!param || param.getKind() != GlobalKind::param)
+      return verifyParamRef(*this, tables, getOfAttr(), getType(), "'of'");
+    RankedTensorType expected =
+        ShardOp::getShardType(param.getTensorType(), int64_t(*shards));
+    if (getType() != expected)
+      return emitOpError("a shard of ")
+             << getOfAttr() << " (" << param.getType() << ") over " << *shards
+             << " ranks has type " << expected << ", not " << getType();
+    return success();
+  }
   return verifyParamRef(*this, tables, getOfAttr(), getType(), "'of'");
 }
 
@@ -211,6 +226,63 @@ LogicalResult ClipByGlobalNormOp::verify() {
   if (getNorm().getType() != getMaxNorm().getType())
     return emitOpError("norm result must have the type of max_norm");
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ZeRO-1 sharding
+//===----------------------------------------------------------------------===//
+
+RankedTensorType ShardOp::getShardType(RankedTensorType full, int64_t ranks) {
+  int64_t n = full.getNumElements();
+  return RankedTensorType::get({(n + ranks - 1) / ranks},
+                               full.getElementType());
+}
+
+/// Checks that `shard` is the shard type of `full` for `ranks` ranks; `what`
+/// names the pair in diagnostics.
+static LogicalResult checkShardPair(Operation *op, Type full, Type shard,
+                                    int64_t ranks, const Twine &what) {
+  auto fullType = cast<RankedTensorType>(full);
+  if (!fullType.hasStaticShape())
+    return op->emitOpError()
+           << what << ": sharding needs a static shape, got " << full;
+  RankedTensorType expected = ShardOp::getShardType(fullType, ranks);
+  if (shard != expected)
+    return op->emitOpError()
+           << what << ": a shard of " << full << " over " << ranks
+           << " ranks is " << expected << ", got " << shard;
+  return success();
+}
+
+/// Checks full/shard type pairs of a variadic collective.
+static LogicalResult checkShardPairs(Operation *op, TypeRange full,
+                                     TypeRange shards, int64_t ranks,
+                                     StringRef fullName) {
+  if (full.empty())
+    return op->emitOpError("needs at least one ") << fullName;
+  if (full.size() != shards.size())
+    return op->emitOpError("has ")
+           << op->getNumOperands() << " operands and " << op->getNumResults()
+           << " results; expected one result per operand";
+  for (auto [i, f, s] : llvm::enumerate(full, shards))
+    if (failed(checkShardPair(op, f, s, ranks, fullName + " #" + Twine(i))))
+      return failure();
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return checkShardPairs(*this, getValues().getTypes(), getResults().getTypes(),
+                         getRanks(), "value");
+}
+
+LogicalResult AllGatherOp::verify() {
+  return checkShardPairs(*this, getResults().getTypes(), getShards().getTypes(),
+                         getRanks(), "result");
+}
+
+LogicalResult ShardOp::verify() {
+  return checkShardPair(*this, getInput().getType(), getResult().getType(),
+                        getRanks(), "input");
 }
 
 #define GET_OP_CLASSES

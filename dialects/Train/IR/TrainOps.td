@@ -44,22 +44,39 @@ def Train_GlobalOp : Train_Op<"global", [Symbol,
     holding the exact values (weights imported from ONNX); without it the
     global starts at zero. Every global is part of a checkpoint.
 
+    Optimizer state sharded over data-parallel ranks (ZeRO-1) says so with
+    `shards R`: it holds this rank's shard of a tensor shaped like its
+    parameter, `tensor<ceil(n / R) x element>` (see `train.shard`).
+
     ```mlir
     train.global param @fc1.weight : tensor<512x784xf32> = #train.init<kaiming_uniform>
     train.global accumulator @fc1.weight.grad of @fc1.weight : tensor<512x784xf32>
+    train.global state @fc1.weight.exp_avg of @fc1.weight shards 4 : tensor<100352xf32>
     train.global counter @train.step : tensor<i64>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Train_GlobalKindAttr:$kind,
                        TypeAttrOf<AnyRankedTensor>:$type,
                        OptionalAttr<AnyAttr>:$initial_value,
-                       OptionalAttr<FlatSymbolRefAttr>:$of);
+                       OptionalAttr<FlatSymbolRefAttr>:$of,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$shards);
   // The kind is a bare keyword: the enum attribute's own syntax is meant for
   // attribute dictionaries and would print with a second leading space.
   let assemblyFormat = [{
-    custom<EnumKeyword>($kind) $sym_name (`of` $of^)? attr-dict `:` $type
-    (`=` $initial_value^)?
+    custom<EnumKeyword>($kind) $sym_name (`of` $of^)? (`shards` $shards^)?
+    attr-dict `:` $type (`=` $initial_value^)?
   }];
+  // The builder without `shards`, for everything but sharded state.
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$sym_name,
+                   "::mlir::cleave::train::GlobalKind":$kind,
+                   "::mlir::RankedTensorType":$type,
+                   "::mlir::Attribute":$initial_value,
+                   "::mlir::FlatSymbolRefAttr":$of), [{
+      build($_builder, $_state, sym_name, kind, type, initial_value, of,
+            ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
@@ -251,12 +268,17 @@ def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm", [Pure,
     together, every gradient is multiplied by `min(1, max_norm / (n + 1e-6))`.
     A non-positive `max_norm` disables clipping. Also returns `n`.
 
+    With `across_ranks`, each rank holds a shard of every gradient (ZeRO-1
+    sharded optimizer state) and `n` is the norm of the whole gradients: the
+    squared norms of the shards are summed across data-parallel ranks before
+    the square root.
+
     ```mlir
     %g1, %g2, %norm = train.clip_by_global_norm %a, %b max_norm %c : tensor<4x3xf32>, tensor<3xf32>, tensor<f32>
     ```
   }];
   let arguments = (ins Variadic<Train_FloatTensor>:$grads,
-                       Train_FloatScalar:$max_norm);
+                       Train_FloatScalar:$max_norm, UnitAttr:$across_ranks);
   let results = (outs Variadic<Train_FloatTensor>:$results,
                       Train_FloatScalar:$norm);
   // A plain `type($grads) `,` type($max_norm)` cannot be parsed: the variadic
@@ -289,6 +311,92 @@ def Train_CrossRankReduceOp : Train_Op<"cross_rank_reduce", [
   let results = (outs Variadic<Train_FloatTensor>:$results);
   let assemblyFormat = [{
     custom<EnumKeyword>($kind) $values attr-dict `:` type($values)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ZeRO-1 sharding
+//===----------------------------------------------------------------------===//
+
+// Sharded optimizer state splits every tensor of `n` elements, flattened,
+// into `ranks` shards of `ceil(n / ranks)` elements; rank `r` owns elements
+// `[r * s, (r + 1) * s)` and the part of the last shards beyond `n` is zero
+// padding (docs/design/distributed.md).
+
+//===- train.reduce_scatter -----------------------------------------------===//
+def Train_ReduceScatterOp : Train_Op<"reduce_scatter", [
+    MemoryEffects<[MemRead<Train_StateResource>,
+                   MemWrite<Train_StateResource>]>]> {
+  let summary = "this rank's shard of the sum of values across ranks";
+  let description = [{
+    Every rank passes full tensors; result `i` is this rank's shard of the
+    elementwise sum over ranks of `values[i]`, flattened: a 1-D tensor of
+    `ceil(n / ranks)` elements whose positions past the end of the tensor
+    hold zeros. The job must have exactly `ranks` ranks. With one rank it is
+    a reshape. It has effects so that it is neither duplicated nor reordered
+    with other collectives.
+
+    ```mlir
+    %s:2 = train.reduce_scatter %gw, %gb ranks 4 : tensor<3x4xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<1xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$values,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $values `ranks` $ranks attr-dict `:` type($values) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.all_gather ---------------------------------------------------===//
+def Train_AllGatherOp : Train_Op<"all_gather", [
+    MemoryEffects<[MemRead<Train_StateResource>,
+                   MemWrite<Train_StateResource>]>]> {
+  let summary = "the full tensors from every rank's shard";
+  let description = [{
+    The inverse of `train.reduce_scatter` without the sum: every rank passes
+    its shard of each result (`ceil(n / ranks)` elements) and every rank gets
+    the whole tensors, each shard in its place, the padding dropped.
+
+    ```mlir
+    %w, %b = train.all_gather %sw, %sb ranks 4 : tensor<3xf32>, tensor<1xf32> -> tensor<3x4xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$shards,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $shards `ranks` $ranks attr-dict `:` type($shards) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.shard --------------------------------------------------------===//
+def Train_ShardOp : Train_Op<"shard", [Pure]> {
+  let summary = "this rank's shard of a tensor every rank holds";
+  let description = [{
+    Elements `[r * s, (r + 1) * s)` of `input`, flattened, on rank `r`, with
+    `s = ceil(n / ranks)` and zeros past the end of the tensor: the part of a
+    replicated value (a parameter) that this rank updates. Communicates
+    nothing.
+
+    ```mlir
+    %ws = train.shard %w ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `ranks` $ranks attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type of one of `ranks` shards of a tensor of type `full`:
+    /// `tensor<ceil(n / ranks) x element>`.
+    static ::mlir::RankedTensorType getShardType(::mlir::RankedTensorType full,
+                                                 int64_t ranks);
   }];
 }
 

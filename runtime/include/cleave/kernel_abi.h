@@ -106,6 +106,42 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
 void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
                               float **buffers, const int64_t *sizes);
 
+/*
+ * ZeRO-1 sharded optimizer state. A tensor of `n` floats is cut into `ranks`
+ * shards of `s = ceil(n / ranks)` floats: rank `r` owns elements
+ * `[r * s, (r + 1) * s)` of the flattened tensor, and shard positions past
+ * `n` are zero padding. The three functions below take `count` tensors:
+ * `inputs[i]` and `outputs[i]` are the whole tensor `i` (`sizes[i]` floats)
+ * or this rank's shard of it (`ceil(sizes[i] / ranks)` floats), as each
+ * says. `ranks` is the number the artifact was compiled for; the job must
+ * have exactly that many ranks (the session checks it when it is created, a
+ * call that disagrees aborts). With one rank, they copy.
+ */
+
+/**
+ * `outputs[i]` (a shard) receives this rank's shard of the sum over ranks of
+ * `inputs[i]` (whole, not modified). Every rank makes the same call.
+ */
+void cleave_reduce_scatter(void *ctx, int32_t ranks, int64_t count,
+                           const float *const *inputs, const int64_t *sizes,
+                           float *const *outputs);
+
+/**
+ * `outputs[i]` (whole) receives every rank's `inputs[i]` (a shard), each in
+ * its place. Every rank makes the same call.
+ */
+void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
+                       const float *const *inputs, const int64_t *sizes,
+                       float *const *outputs);
+
+/**
+ * `outputs[i]` (a shard) receives this rank's shard of `inputs[i]` (whole),
+ * zero-padded. Communicates nothing.
+ */
+void cleave_shard(void *ctx, int32_t ranks, int64_t count,
+                  const float *const *inputs, const int64_t *sizes,
+                  float *const *outputs);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

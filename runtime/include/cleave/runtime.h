@@ -116,6 +116,12 @@ typedef enum cleave_dtype {
   CLEAVE_DTYPE_I64 = 3
 } cleave_dtype;
 
+/** The manifest's name of a dtype ("f32", "f64", "i32", "i64"; "?" if
+ *  unknown). */
+CLEAVE_API const char *cleave_dtype_name(cleave_dtype dtype);
+/** Bytes per element of a dtype (0 if unknown). */
+CLEAVE_API size_t cleave_dtype_size(cleave_dtype dtype);
+
 /** Kinds of `globals` (persistent state owned by a session). */
 typedef enum cleave_global_kind {
   CLEAVE_GLOBAL_PARAM = 0,       /**< trainable parameter */
@@ -331,6 +337,23 @@ CLEAVE_API cleave_status cleave_session_seed(const cleave_session *session,
 /** This process's rank and the number of ranks (0 and 1 unless distributed). */
 CLEAVE_API cleave_status cleave_session_rank(const cleave_session *session,
                                              int *rank, int *size);
+/** Payload bytes this rank has sent to the other ranks: `*last_window` by the
+ *  artifact's code during the last completed window (its micro-steps and its
+ *  apply_step; 0 before the first), `*total` since the session was created
+ *  (also the broadcast of rank 0's initial values and
+ *  cleave_session_sum_across_ranks). Both 0 with one rank. Either pointer may
+ *  be NULL. */
+CLEAVE_API cleave_status cleave_session_bytes_sent(
+    const cleave_session *session, uint64_t *last_window, uint64_t *total);
+/** Sums `count` doubles across the ranks of the job, in place: every rank
+ *  passes its values and receives the sums (the same bits on every rank), as
+ *  a trainer needs to combine losses, sample counts or test accuracies. Every
+ *  rank must make the same calls with the same `count`; with one rank the
+ *  values are unchanged. Like every collective it ends the job if a rank
+ *  does not arrive within the collective timeout (CLEAVE_COLLECTIVE_TIMEOUT_S,
+ *  default 60 s). */
+CLEAVE_API cleave_status cleave_session_sum_across_ranks(
+    cleave_session *session, double *values, size_t count);
 
 /** Copies global `name` to `dst`; `bytes` must be its exact size (`dst` may
  *  be NULL for an empty global). */
@@ -359,14 +382,99 @@ cleave_session_user_state(const cleave_session *session, const char *key,
 /** Writes a checkpoint (every global, N, hyperparameter values, the seed, the
  *  user state) to `path` atomically: `path`.tmp is written, fsync'ed and
  *  renamed over `path`, then the directory is fsync'ed. On failure `path` is
- *  untouched. */
+ *  untouched. A data-parallel session with more than one rank writes this
+ *  rank's state (accumulators and sharded optimizer state differ between
+ *  ranks): every rank saves its own checkpoint, to its own path, and it
+ *  records the rank and the number of ranks (user-state key `cleave.rank`,
+ *  which is reserved). */
 CLEAVE_API cleave_status
 cleave_session_save_checkpoint(const cleave_session *session, const char *path);
 /** Restores a checkpoint written by a session of the same model. The file is
  *  verified completely (format, model identity, CRC32 of every section) before
- *  anything changes: on failure the session is untouched. */
+ *  anything changes: on failure the session is untouched. A checkpoint of a
+ *  data-parallel session loads only into the same rank of a job of the same
+ *  size. */
 CLEAVE_API cleave_status cleave_session_load_checkpoint(cleave_session *session,
                                                         const char *path);
+
+/*===----------------------------------------------------------------------===
+ * Executables: the entries of a graph artifact
+ *===----------------------------------------------------------------------===*/
+
+/** A loaded graph artifact (manifest `"kind": "graph"`, as the tracing
+ *  frontend writes them) ready to run: entry points of any name over buffers
+ *  the caller owns, plus the kernel context and scratch arena the executable
+ *  owns. It keeps no state between calls and has no window or counters: what
+ *  persists lives in the caller's buffers (`global` arguments are updated in
+ *  place). Training artifacts are refused here, and graph artifacts by
+ *  cleave_artifact_load. An executable must be used by one thread at a time.
+ *
+ *   cleave_executable *exe = NULL;
+ *   if (cleave_executable_load("graph.cleave", NULL, &exe) != CLEAVE_OK) ...
+ *   size_t n;
+ *   cleave_executable_num_args(exe, "graph", &n);   // describe each with
+ *   void *args[n];                                 // cleave_executable_arg
+ *   ...                                            // 64-byte aligned buffers
+ *   cleave_executable_run(exe, "graph", args, n);
+ *   cleave_executable_destroy(exe);
+ */
+typedef struct cleave_executable cleave_executable;
+
+typedef struct cleave_executable_options {
+  /** When positive, omp_set_num_threads(num_threads) on the calling thread
+   *  before each entry call. 0 (the default) leaves OpenMP alone. */
+  int32_t num_threads;
+} cleave_executable_options;
+
+/** Sets every field of `options` to its default. */
+CLEAVE_API void
+cleave_executable_options_init(cleave_executable_options *options);
+
+/** What an argument of an entry is. */
+typedef enum cleave_arg_role {
+  CLEAVE_ARG_INPUT = 0,  /**< read by the entry */
+  CLEAVE_ARG_OUTPUT = 1, /**< written by the entry */
+  CLEAVE_ARG_GLOBAL = 2  /**< persistent state: read and updated in place */
+} cleave_arg_role;
+
+typedef struct cleave_arg_info {
+  cleave_arg_role role;
+  cleave_tensor_info tensor;
+} cleave_arg_info;
+
+/** Loads the graph artifact at `path` (the same checks as
+ *  cleave_artifact_load) and builds its kernel context. `options` may be
+ *  NULL (defaults). */
+CLEAVE_API cleave_status cleave_executable_load(
+    const char *path, const cleave_executable_options *options,
+    cleave_executable **out);
+/** Destroys an executable (NULL is allowed) and unloads its artifact. */
+CLEAVE_API void cleave_executable_destroy(cleave_executable *executable);
+
+/** The manifest, NUL-terminated JSON. */
+CLEAVE_API cleave_status cleave_executable_manifest(
+    const cleave_executable *executable, const char **json);
+/** The entry points, in manifest order (sorted by name). */
+CLEAVE_API cleave_status cleave_executable_num_entries(
+    const cleave_executable *executable, size_t *count);
+CLEAVE_API cleave_status cleave_executable_entry_name(
+    const cleave_executable *executable, size_t index, const char **name);
+/** The arguments a caller passes to `entry`, in order. */
+CLEAVE_API cleave_status cleave_executable_num_args(
+    const cleave_executable *executable, const char *entry, size_t *count);
+CLEAVE_API cleave_status
+cleave_executable_arg(const cleave_executable *executable, const char *entry,
+                      size_t index, cleave_arg_info *info);
+
+/** Runs `entry` with `args[i]` pointing to argument i's buffer (`num_args`
+ *  must be cleave_executable_num_args). Each pointer must be 64-byte aligned
+ *  and hold the argument's dtype and shape, row-major; only a buffer of zero
+ *  bytes may be NULL. Inputs are not written; globals are updated in place.
+ */
+CLEAVE_API cleave_status cleave_executable_run(cleave_executable *executable,
+                                               const char *entry,
+                                               void *const *args,
+                                               size_t num_args);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -290,6 +290,24 @@ public:
     check(cleave_session_last_loss(handle_, &loss));
     return loss;
   }
+  /// Bytes this rank sent through the artifact's collectives in the last
+  /// completed window (cleave_session_bytes_sent).
+  uint64_t bytesSentLastWindow() const {
+    uint64_t last = 0;
+    check(cleave_session_bytes_sent(handle_, &last, nullptr));
+    return last;
+  }
+  /// Bytes this rank sent since the session was created.
+  uint64_t bytesSentTotal() const {
+    uint64_t total = 0;
+    check(cleave_session_bytes_sent(handle_, nullptr, &total));
+    return total;
+  }
+  /// Sums `values` across the job's ranks, in place (a collective).
+  void sumAcrossRanks(std::vector<double> &values) {
+    check(cleave_session_sum_across_ranks(handle_, values.data(),
+                                          values.size()));
+  }
   void setAccumulation(int64_t n) {
     check(cleave_session_set_accumulation(handle_, n));
   }

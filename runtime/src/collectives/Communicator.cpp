@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -345,6 +346,103 @@ void Communicator::allGather(int64_t count, float *const *buffers,
 
 void Communicator::allGather(float *data, int64_t size) {
   allGather(1, &data, &size);
+}
+
+int64_t Communicator::checkShards(const char *what, int64_t count,
+                                  const float *const *inputs,
+                                  const int64_t *sizes, float *const *outputs,
+                                  bool inputsAreShards) const {
+  auto prefix = [&] { return std::string("collective '") + what + "': "; };
+  if (count < 0)
+    fail(prefix() + "negative tensor count " + std::to_string(count));
+  if (count > 0 && (!inputs || !sizes || !outputs))
+    fail(prefix() + "null input, size or output list for " +
+         std::to_string(count) + " tensors");
+  int64_t total = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (sizes[i] < 0)
+      fail(prefix() + "tensor " + std::to_string(i) + " has negative size " +
+           std::to_string(sizes[i]));
+    const int64_t shard = paddedShardSize(sizes[i]);
+    const int64_t in = inputsAreShards ? shard : sizes[i];
+    const int64_t out = inputsAreShards ? sizes[i] : shard;
+    if ((in > 0 && !inputs[i]) || (out > 0 && !outputs[i]))
+      fail(prefix() + "tensor " + std::to_string(i) + " has a null buffer");
+    total += shard;
+  }
+  return total;
+}
+
+void Communicator::reduceScatterShards(int64_t count,
+                                       const float *const *inputs,
+                                       const int64_t *sizes,
+                                       float *const *outputs) {
+  const char *what = "reduce-scatter";
+  const int64_t perRank =
+      checkShards(what, count, inputs, sizes, outputs, false);
+  if (size_ == 1) {
+    for (int64_t i = 0; i < count; ++i)
+      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+    return;
+  }
+  // Rank q's shards of every tensor, then rank q + 1's: the ring's shard of
+  // rank q (shardOf of R * S elements) is then exactly rank q's shards.
+  shardPack_.assign(size_t(perRank) * size_t(size_), 0.0f);
+  for (int q = 0; q < size_; ++q) {
+    float *dst = shardPack_.data() + int64_t(q) * perRank;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t s = paddedShardSize(sizes[i]);
+      const int64_t begin = std::min(sizes[i], q * s);
+      const int64_t end = std::min(sizes[i], begin + s);
+      std::copy(inputs[i] + begin, inputs[i] + end, dst);
+      dst += s;
+    }
+  }
+  float *packed = shardPack_.data();
+  int64_t total = int64_t(shardPack_.size());
+  FlatView<float> view(1, &packed, &total);
+  ringReduceScatter(*transport_, view, 1.0f, fusionElems(4), *floatStaging_,
+                    what);
+  const float *mine = packed + int64_t(rank_) * perRank;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t s = paddedShardSize(sizes[i]);
+    std::copy(mine, mine + s, outputs[i]);
+    mine += s;
+  }
+}
+
+void Communicator::allGatherShards(int64_t count, const float *const *inputs,
+                                   const int64_t *sizes,
+                                   float *const *outputs) {
+  const char *what = "all-gather";
+  const int64_t perRank =
+      checkShards(what, count, inputs, sizes, outputs, true);
+  if (size_ == 1) {
+    for (int64_t i = 0; i < count; ++i)
+      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+    return;
+  }
+  shardPack_.resize(size_t(perRank) * size_t(size_));
+  float *own = shardPack_.data() + int64_t(rank_) * perRank;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t s = paddedShardSize(sizes[i]);
+    std::copy(inputs[i], inputs[i] + s, own);
+    own += s;
+  }
+  float *packed = shardPack_.data();
+  int64_t total = int64_t(shardPack_.size());
+  FlatView<float> view(1, &packed, &total);
+  ringAllGather(*transport_, view, fusionElems(4), *floatStaging_, what);
+  for (int q = 0; q < size_; ++q) {
+    const float *src = packed + int64_t(q) * perRank;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t s = paddedShardSize(sizes[i]);
+      const int64_t begin = std::min(sizes[i], q * s);
+      const int64_t end = std::min(sizes[i], begin + s);
+      std::copy(src, src + (end - begin), outputs[i] + begin);
+      src += s;
+    }
+  }
 }
 
 void Communicator::broadcast(void *data, int64_t bytes, int root) {

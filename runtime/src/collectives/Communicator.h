@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cleave::rt {
 
@@ -170,6 +171,29 @@ public:
   void allGather(int64_t count, float *const *buffers, const int64_t *sizes);
   void allGather(float *data, int64_t size);
 
+  /// The ZeRO-1 layout of the kernel ABI (kernel_abi.h): tensor i of
+  /// sizes[i] floats is cut into size() shards of
+  /// paddedShardSize(sizes[i]) floats, rank r owning elements [r * s,
+  /// (r + 1) * s) and positions past the end being zero padding. Unlike
+  /// shardOf, every rank's shard of a tensor has the same length, so that
+  /// optimizer state sharded this way has one shape on every rank.
+  int64_t paddedShardSize(int64_t length) const {
+    return (length + size_ - 1) / size_;
+  }
+
+  /// outputs[i] (paddedShardSize(sizes[i]) floats) receives this rank's
+  /// shard of the sum over ranks of inputs[i] (sizes[i] floats, not
+  /// modified). The shards are packed rank by rank into one vector of R * S
+  /// floats, S the sum of one rank's shard sizes, and reduce-scattered as
+  /// reduceScatterSum does; sends 4 * (R - 1) * S bytes.
+  void reduceScatterShards(int64_t count, const float *const *inputs,
+                           const int64_t *sizes, float *const *outputs);
+  /// The inverse without the sum: inputs[i] (this rank's shard) are
+  /// gathered into outputs[i] (sizes[i] floats) on every rank, padding
+  /// dropped. Sends 4 * (R - 1) * S bytes.
+  void allGatherShards(int64_t count, const float *const *inputs,
+                       const int64_t *sizes, float *const *outputs);
+
   /// Copies `bytes` bytes at `data` from rank `root` to every rank (a binomial
   /// tree: a rank sends the buffer once per child, at most ceil(log2 R)
   /// times).
@@ -186,6 +210,11 @@ private:
   /// Checks the arguments of a buffer-list collective; fails on bad ones.
   void checkBuffers(const char *what, int64_t count, float *const *buffers,
                     const int64_t *sizes) const;
+  /// Checks the arguments of reduceScatterShards / allGatherShards and
+  /// returns the floats of one rank's shards, S.
+  int64_t checkShards(const char *what, int64_t count,
+                      const float *const *inputs, const int64_t *sizes,
+                      float *const *outputs, bool inputsAreShards) const;
   /// Prints "rank R: <message>" and ends the job (or the process, locally).
   [[noreturn]] void fail(const std::string &message) const;
   int64_t fusionElems(int64_t elementBytes) const;
@@ -199,6 +228,8 @@ private:
   std::unique_ptr<RingStaging<float>> floatStaging_;
   std::unique_ptr<RingStaging<double>> doubleStaging_;
   std::unique_ptr<AdasumWorkspace> adasumWorkspace_;
+  /// The packed vector of reduceScatterShards / allGatherShards.
+  std::vector<float> shardPack_;
 };
 
 /// The implementation of cleave_cross_rank_reduce (kernel ABI): `kind` is a

@@ -113,6 +113,7 @@ struct KernelContext::Impl {
   size_t arenaBytes = 0;
   std::vector<std::unique_ptr<Kernel>> kernels;
   Communicator *comm = nullptr;
+  ShardedCollectives *sharded = nullptr;
 };
 
 KernelContext::KernelContext(std::unique_ptr<Impl> impl)
@@ -181,6 +182,12 @@ KernelContext::create(const nlohmann::json &kernels, std::string &error) {
 
 void KernelContext::setCommunicator(Communicator *comm) { impl_->comm = comm; }
 Communicator *KernelContext::communicator() const { return impl_->comm; }
+void KernelContext::setShardedCollectives(ShardedCollectives *collectives) {
+  impl_->sharded = collectives;
+}
+ShardedCollectives *KernelContext::shardedCollectives() const {
+  return impl_->sharded;
+}
 size_t KernelContext::numKernels() const { return impl_->kernels.size(); }
 
 Kernel *KernelContext::kernel(int64_t id) const {

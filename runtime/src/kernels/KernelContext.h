@@ -37,6 +37,26 @@ class Kernel;
 void crossRankReduce(Communicator *comm, int32_t kind, int64_t count,
                      float **buffers, const int64_t *sizes);
 
+/// The collectives of ZeRO-1 sharded optimizer state that the kernel ABI's
+/// cleave_reduce_scatter and cleave_all_gather run, in the layout of
+/// kernel_abi.h (tensor i cut into size() shards of ceil(sizes[i] / size())
+/// floats, zero-padded). The session implements it over its communicator.
+/// Unlike crossRankReduce this is an interface rather than a function the
+/// collectives library defines, so that programs linking the kernel library
+/// without MPI (the kernel tests) need not provide anything for it.
+class ShardedCollectives {
+public:
+  virtual ~ShardedCollectives() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// outputs[i] (a shard) = this rank's shard of the sum of inputs[i].
+  virtual void reduceScatter(int64_t count, const float *const *inputs,
+                             const int64_t *sizes, float *const *outputs) = 0;
+  /// outputs[i] (whole) = every rank's shard inputs[i], in place.
+  virtual void allGather(int64_t count, const float *const *inputs,
+                         const int64_t *sizes, float *const *outputs) = 0;
+};
+
 /// All oneDNN state of one session. Creating it creates every primitive;
 /// afterwards a kernel call binds the caller's pointers, executes and waits,
 /// and allocates nothing.
@@ -61,6 +81,11 @@ public:
   /// default) means a single rank. The context does not own it.
   void setCommunicator(Communicator *comm);
   Communicator *communicator() const;
+  /// Attaches the collectives cleave_reduce_scatter, cleave_all_gather and
+  /// cleave_shard use; nullptr (the default) means a single rank. The
+  /// context does not own them.
+  void setShardedCollectives(ShardedCollectives *collectives);
+  ShardedCollectives *shardedCollectives() const;
 
   size_t numKernels() const;
   /// The kernel with manifest id `id`, or nullptr if there is none.

@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -166,6 +167,114 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
   } catch (...) {
     die(entry, "unknown exception from the communicator");
   }
+}
+
+} // extern "C"
+
+namespace {
+
+int64_t shardSize(int64_t size, int32_t ranks) {
+  return (size + ranks - 1) / ranks;
+}
+
+/// Checks the arguments of a ZeRO-1 call and that the job has the ranks the
+/// artifact was compiled for; returns the collectives (null: one rank).
+ShardedCollectives *checkSharding(const char *entry, void *ctx, int32_t ranks,
+                                  int64_t count, const float *const *inputs,
+                                  const int64_t *sizes, float *const *outputs,
+                                  bool inputsAreShards) {
+  if (!ctx)
+    die(entry, "the context is NULL");
+  if (ranks < 1)
+    die(entry, "ranks is " + std::to_string(ranks) + ", expected >= 1");
+  if (count < 0)
+    die(entry, "negative tensor count " + std::to_string(count));
+  if (count > 0 && (!inputs || !sizes || !outputs))
+    die(entry, "NULL input, size or output array for " + std::to_string(count) +
+                   " tensors");
+  for (int64_t i = 0; i < count; ++i) {
+    if (sizes[i] < 0)
+      die(entry, "tensor " + std::to_string(i) + " has negative size " +
+                     std::to_string(sizes[i]));
+    const int64_t shard = shardSize(sizes[i], ranks);
+    const int64_t in = inputsAreShards ? shard : sizes[i];
+    const int64_t out = inputsAreShards ? sizes[i] : shard;
+    if ((in > 0 && !inputs[i]) || (out > 0 && !outputs[i]))
+      die(entry, "tensor " + std::to_string(i) + " of " +
+                     std::to_string(count) + " has a NULL buffer");
+  }
+  ShardedCollectives *collectives =
+      static_cast<KernelContext *>(ctx)->shardedCollectives();
+  const int size = collectives ? collectives->size() : 1;
+  if (size != ranks)
+    die(entry, "the artifact shards its optimizer state over " +
+                   std::to_string(ranks) + " ranks, the job has " +
+                   std::to_string(size));
+  return collectives;
+}
+
+/// Copies this rank's shard of `size` floats at `whole` to `shard`,
+/// zero-padded.
+void copyShard(const float *whole, int64_t size, int rank, int32_t ranks,
+               float *shard) {
+  const int64_t s = shardSize(size, ranks);
+  const int64_t begin = std::min<int64_t>(size, int64_t(rank) * s);
+  const int64_t end = std::min<int64_t>(size, begin + s);
+  std::copy(whole + begin, whole + end, shard);
+  std::fill(shard + (end - begin), shard + s, 0.0f);
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_reduce_scatter(void *ctx, int32_t ranks, int64_t count,
+                           const float *const *inputs, const int64_t *sizes,
+                           float *const *outputs) {
+  const char *entry = "cleave_reduce_scatter";
+  ShardedCollectives *collectives =
+      checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
+                    /*inputsAreShards=*/false);
+  if (!collectives) {
+    for (int64_t i = 0; i < count; ++i)
+      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+    return;
+  }
+  try {
+    collectives->reduceScatter(count, inputs, sizes, outputs);
+  } catch (const std::exception &e) {
+    die(entry, e.what());
+  }
+}
+
+void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
+                       const float *const *inputs, const int64_t *sizes,
+                       float *const *outputs) {
+  const char *entry = "cleave_all_gather";
+  ShardedCollectives *collectives =
+      checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
+                    /*inputsAreShards=*/true);
+  if (!collectives) {
+    for (int64_t i = 0; i < count; ++i)
+      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+    return;
+  }
+  try {
+    collectives->allGather(count, inputs, sizes, outputs);
+  } catch (const std::exception &e) {
+    die(entry, e.what());
+  }
+}
+
+void cleave_shard(void *ctx, int32_t ranks, int64_t count,
+                  const float *const *inputs, const int64_t *sizes,
+                  float *const *outputs) {
+  ShardedCollectives *collectives =
+      checkSharding("cleave_shard", ctx, ranks, count, inputs, sizes, outputs,
+                    /*inputsAreShards=*/false);
+  const int rank = collectives ? collectives->rank() : 0;
+  for (int64_t i = 0; i < count; ++i)
+    copyShard(inputs[i], sizes[i], rank, ranks, outputs[i]);
 }
 
 } // extern "C"

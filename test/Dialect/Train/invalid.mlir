@@ -346,3 +346,82 @@ func.func @cross_rank_reduce_integer(%g: tensor<4xi32>) {
   %0 = train.cross_rank_reduce sum %g : tensor<4xi32>
   return
 }
+
+// -----
+
+train.global param @w : tensor<10x4xf32>
+// expected-error @+1 {{'train.global' op has 'shards', which only optimizer state of a parameter ('of') may have}}
+train.global accumulator @w.grad of @w shards 4 : tensor<10xf32>
+
+// -----
+
+// expected-error @+1 {{'train.global' op has 'shards', which only optimizer state of a parameter ('of') may have}}
+train.global state @scale shards 2 : tensor<1xf32>
+
+// -----
+
+train.global param @w : tensor<10x4xf32>
+// expected-error @+1 {{'train.global' op a shard of @w ('tensor<10x4xf32>') over 4 ranks has type 'tensor<10xf32>', not 'tensor<10x4xf32>'}}
+train.global state @w.exp_avg of @w shards 4 : tensor<10x4xf32>
+
+// -----
+
+train.global param @w : tensor<10x4xf32>
+// expected-error @+1 {{'train.global' op attribute 'shards' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+train.global state @w.exp_avg of @w shards 0 : tensor<10xf32>
+
+// -----
+
+func.func @reduce_scatter_shard_type(%g: tensor<10x4xf32>) {
+  // expected-error @+1 {{'train.reduce_scatter' op value #0: a shard of 'tensor<10x4xf32>' over 4 ranks is 'tensor<10xf32>', got 'tensor<11xf32>'}}
+  %0 = train.reduce_scatter %g ranks 4 : tensor<10x4xf32> -> tensor<11xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_counts(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'train.reduce_scatter' op has 2 operands and 1 results; expected one result per operand}}
+  %0 = "train.reduce_scatter"(%g, %g) <{ranks = 2 : i64}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_empty() {
+  // expected-error @+1 {{'train.reduce_scatter' op needs at least one value}}
+  "train.reduce_scatter"() <{ranks = 2 : i64}> : () -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_ranks(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'train.reduce_scatter' op attribute 'ranks' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  %0 = train.reduce_scatter %g ranks 0 : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_shard_type(%s: tensor<2xf32>) {
+  // expected-error @+1 {{'train.all_gather' op result #0: a shard of 'tensor<10xf32>' over 4 ranks is 'tensor<3xf32>', got 'tensor<2xf32>'}}
+  %0 = train.all_gather %s ranks 4 : tensor<2xf32> -> tensor<10xf32>
+  return
+}
+
+// -----
+
+func.func @shard_type(%w: tensor<10xf32>) {
+  // expected-error @+1 {{'train.shard' op input: a shard of 'tensor<10xf32>' over 3 ranks is 'tensor<4xf32>', got 'tensor<3xf32>'}}
+  %0 = train.shard %w ranks 3 : tensor<10xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @shard_element_type(%w: tensor<10xf32>) {
+  // expected-error @+1 {{'train.shard' op input: a shard of 'tensor<10xf32>' over 2 ranks is 'tensor<5xf32>', got 'tensor<5xf64>'}}
+  %0 = train.shard %w ranks 2 : tensor<10xf32> -> tensor<5xf64>
+  return
+}

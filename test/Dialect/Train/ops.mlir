@@ -98,3 +98,27 @@ func.func @clip_and_reduce(%a: tensor<4x3xf32>, %b: tensor<3xf32>, %c: tensor<f3
   %3:2 = train.cross_rank_reduce adasum %a, %b : tensor<4x3xf32>, tensor<3xf32>
   return
 }
+
+// ZeRO-1: optimizer state sharded over 4 (or 3) ranks holds ceil(n / R)
+// elements of its parameter, and the collectives around it.
+// CHECK: train.global state @w.exp_avg_sq of @w shards 4 : tensor<10xf32>{{$}}
+train.global state @w.exp_avg_sq of @w shards 4 : tensor<10xf32>
+// CHECK: train.global state @b.exp_avg of @b shards 3 : tensor<4xf32>{{$}}
+train.global state @b.exp_avg of @b shards 3 : tensor<4xf32>
+
+// CHECK-LABEL: func.func @sharding
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<10x4xf32>, %[[B:[^:]+]]: tensor<10xf32>, %[[C:[^:]+]]: tensor<f32>, %[[S:[^:]+]]: tensor<10xf32>, %[[T:[^:]+]]: tensor<3xf32>)
+func.func @sharding(%a: tensor<10x4xf32>, %b: tensor<10xf32>, %c: tensor<f32>, %s: tensor<10xf32>, %t: tensor<3xf32>) {
+  // CHECK: train.reduce_scatter %[[A]], %[[B]] ranks 4 : tensor<10x4xf32>, tensor<10xf32> -> tensor<10xf32>, tensor<3xf32>
+  %0:2 = train.reduce_scatter %a, %b ranks 4 : tensor<10x4xf32>, tensor<10xf32> -> tensor<10xf32>, tensor<3xf32>
+  // CHECK: train.all_gather %[[S]], %[[T]] ranks 4 : tensor<10xf32>, tensor<3xf32> -> tensor<10x4xf32>, tensor<10xf32>
+  %1:2 = train.all_gather %s, %t ranks 4 : tensor<10xf32>, tensor<3xf32> -> tensor<10x4xf32>, tensor<10xf32>
+  // CHECK: train.shard %[[A]] ranks 3 : tensor<10x4xf32> -> tensor<14xf32>
+  %2 = train.shard %a ranks 3 : tensor<10x4xf32> -> tensor<14xf32>
+  // With one rank the shard is the whole tensor, flattened.
+  // CHECK: train.shard %[[A]] ranks 1 : tensor<10x4xf32> -> tensor<40xf32>
+  %3 = train.shard %a ranks 1 : tensor<10x4xf32> -> tensor<40xf32>
+  // CHECK: train.clip_by_global_norm %[[S]], %[[T]] max_norm %[[C]] {across_ranks} : tensor<10xf32>, tensor<3xf32>, tensor<f32>
+  %4:3 = train.clip_by_global_norm %s, %t max_norm %c {across_ranks} : tensor<10xf32>, tensor<3xf32>, tensor<f32>
+  return
+}

@@ -122,23 +122,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
 
 namespace {
 
-size_t dtypeSize(cleave_dtype dtype) {
-  return dtype == CLEAVE_DTYPE_F64 || dtype == CLEAVE_DTYPE_I64 ? 8 : 4;
-}
-
-const char *dtypeName(cleave_dtype dtype) {
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32:
-    return "f32";
-  case CLEAVE_DTYPE_F64:
-    return "f64";
-  case CLEAVE_DTYPE_I32:
-    return "i32";
-  case CLEAVE_DTYPE_I64:
-    return "i64";
-  }
-  return "?";
-}
+size_t dtypeSize(cleave_dtype dtype) { return cleave_dtype_size(dtype); }
+const char *dtypeName(cleave_dtype dtype) { return cleave_dtype_name(dtype); }
 
 bool isInteger(cleave_dtype dtype) {
   return dtype == CLEAVE_DTYPE_I32 || dtype == CLEAVE_DTYPE_I64;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <system_error>
 
 namespace fs = std::filesystem;
@@ -28,23 +30,61 @@ void CheckpointDir::create() const {
     throw tools::Error(dir_ + ": not a directory (--checkpoint-dir)");
 }
 
-std::optional<int64_t> CheckpointDir::parseName(const std::string &name) {
+namespace {
+
+/// Digits only, at most 18 (an int64_t); -1 otherwise.
+int64_t parseDigits(const std::string &digits) {
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoll(digits);
+}
+
+} // namespace
+
+std::optional<CheckpointDir::Name>
+CheckpointDir::parseAnyName(const std::string &name) {
   const std::string prefix = kPrefix, suffix = kSuffix;
   if (name.size() <= prefix.size() + suffix.size() ||
       name.compare(0, prefix.size(), prefix) != 0 ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return std::nullopt;
-  std::string digits =
+  const std::string body =
       name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 ||
-      !std::all_of(digits.begin(), digits.end(),
-                   [](char c) { return c >= '0' && c <= '9'; }))
+  Name parsed;
+  const size_t dot = body.find('.');
+  parsed.microSteps = parseDigits(body.substr(0, dot));
+  if (parsed.microSteps < 0)
     return std::nullopt;
-  return std::stoll(digits);
+  if (dot == std::string::npos)
+    return parsed;
+  // ".rank<r>-of-<R>"
+  const std::string tag = body.substr(dot + 1);
+  const std::string rankWord = "rank", ofWord = "-of-";
+  const size_t of = tag.find(ofWord);
+  if (tag.compare(0, rankWord.size(), rankWord) != 0 || of == std::string::npos)
+    return std::nullopt;
+  const int64_t rank =
+      parseDigits(tag.substr(rankWord.size(), of - rankWord.size()));
+  const int64_t ranks = parseDigits(tag.substr(of + ofWord.size()));
+  if (rank < 0 || ranks < 2 || rank >= ranks || ranks > (1 << 24))
+    return std::nullopt;
+  parsed.rank = int(rank);
+  parsed.ranks = int(ranks);
+  return parsed;
 }
 
-std::vector<std::pair<int64_t, std::string>> CheckpointDir::list() const {
-  std::vector<std::pair<int64_t, std::string>> found;
+std::optional<int64_t> CheckpointDir::parseName(const std::string &name) {
+  std::optional<Name> parsed = parseAnyName(name);
+  if (!parsed || parsed->ranks != 1)
+    return std::nullopt;
+  return parsed->microSteps;
+}
+
+std::vector<std::pair<CheckpointDir::Name, std::string>>
+CheckpointDir::scan() const {
+  std::vector<std::pair<Name, std::string>> found;
   std::error_code ec;
   if (!fs::exists(dir_, ec))
     return found;
@@ -56,25 +96,60 @@ std::vector<std::pair<int64_t, std::string>> CheckpointDir::list() const {
     if (ec)
       throw tools::Error(dir_ + ": cannot read the checkpoint directory (" +
                          ec.message() + ")");
-    if (auto steps = parseName(it->path().filename().string()))
+    if (auto name = parseAnyName(it->path().filename().string()))
       if (it->is_regular_file(ec))
-        found.emplace_back(*steps, it->path().string());
+        found.emplace_back(*name, it->path().string());
   }
-  std::sort(found.begin(), found.end());
   return found;
 }
 
+std::vector<std::pair<int64_t, std::string>> CheckpointDir::list() const {
+  std::vector<std::pair<int64_t, std::string>> mine;
+  for (const auto &[name, path] : scan())
+    if (name.ranks == ranks_ && name.rank == rank_)
+      mine.emplace_back(name.microSteps, path);
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
 std::optional<std::string> CheckpointDir::newest() const {
-  auto all = list();
-  if (all.empty())
+  // Micro-step count -> how many of this run's ranks wrote it.
+  std::map<int64_t, int> writers;
+  for (const auto &[name, path] : scan())
+    if (name.ranks == ranks_)
+      ++writers[name.microSteps];
+  for (auto it = writers.rbegin(); it != writers.rend(); ++it)
+    if (it->second == ranks_)
+      return pathFor(it->first);
+  return std::nullopt;
+}
+
+std::vector<int> CheckpointDir::otherRunSizes() const {
+  std::set<int> sizes;
+  for (const auto &[name, path] : scan())
+    if (name.ranks != ranks_)
+      sizes.insert(name.ranks);
+  return std::vector<int>(sizes.begin(), sizes.end());
+}
+
+std::optional<std::string> CheckpointDir::newestOfAnyRun() const {
+  std::optional<std::pair<int64_t, std::string>> newest;
+  for (const auto &[name, path] : scan())
+    if (!newest || std::make_pair(name.microSteps, path) > *newest)
+      newest = std::make_pair(name.microSteps, path);
+  if (!newest)
     return std::nullopt;
-  return all.back().second;
+  return newest->second;
 }
 
 std::string CheckpointDir::pathFor(int64_t microSteps) const {
-  char name[64];
-  std::snprintf(name, sizeof(name), "%s%010lld%s", kPrefix,
-                (long long)microSteps, kSuffix);
+  char name[96];
+  if (ranks_ == 1)
+    std::snprintf(name, sizeof(name), "%s%010lld%s", kPrefix,
+                  (long long)microSteps, kSuffix);
+  else
+    std::snprintf(name, sizeof(name), "%s%010lld.rank%d-of-%d%s", kPrefix,
+                  (long long)microSteps, rank_, ranks_, kSuffix);
   return (fs::path(dir_) / name).string();
 }
 

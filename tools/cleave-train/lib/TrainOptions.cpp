@@ -17,7 +17,9 @@ const char *trainUsage() {
 
 Trains a Cleave artifact (made by cleave-compile) on MNIST-style idx files:
 shuffles, feeds micro-batches, applies the optimizer every N micro-steps,
-evaluates test accuracy after each epoch.
+evaluates test accuracy after each epoch. Under `mpirun -np R` the R
+processes train as one data-parallel job (an artifact compiled with
+--reduce=mean or --reduce=adasum; see docs/user/distributed.md).
 
   --data=DIR             idx files, gzipped or plain
                          (default /usr/share/datasets/fashion-mnist)

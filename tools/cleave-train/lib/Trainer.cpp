@@ -21,7 +21,11 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
 #include <memory>
+#include <tuple>
 
 namespace cleave::train {
 
@@ -42,19 +46,7 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-const char *dtypeName(cleave_dtype dtype) {
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32:
-    return "f32";
-  case CLEAVE_DTYPE_F64:
-    return "f64";
-  case CLEAVE_DTYPE_I32:
-    return "i32";
-  case CLEAVE_DTYPE_I64:
-    return "i64";
-  }
-  return "?";
-}
+const char *dtypeName(cleave_dtype dtype) { return cleave_dtype_name(dtype); }
 
 void check(const rt::Status &status) {
   if (!status.ok())
@@ -286,6 +278,14 @@ public:
 private:
   void load();
   void startOrResume();
+  void resume(const std::string &checkpoint);
+  void checkDataParallel() const;
+  /// Sums `values` across the ranks (unchanged with one rank).
+  void sumAcrossRanks(double *values, size_t count);
+  /// Runs `step` on every rank; if it throws on any rank, every rank
+  /// throws (a rank with its own error, the others saying that a peer
+  /// failed), so that no rank waits for a failed one in a collective.
+  void collectively(const std::function<void()> &step);
   void applyOverrides();
   void announce();
   void runEpoch();
@@ -307,8 +307,14 @@ private:
   data::ImageDataset train_, test_;
   std::unique_ptr<data::MicroBatcher> trainBatcher_, testBatcher_;
   bool root_ = true;
+  /// This process's rank and the job's size (0 and 1 without mpirun).
+  int rank_ = 0, ranks_ = 1;
+  /// Training samples each rank takes from every epoch: E / R.
+  int64_t share_ = 0;
   bool hasLr_ = false;
   std::optional<int64_t> killAt_;
+  std::optional<int64_t> killRank_;
+  int killSignal_ = SIGKILL;
   /// The window a resumed run's --accumulate closed, if it did.
   std::optional<int64_t> closedOnResume_;
 
@@ -387,6 +393,63 @@ void Trainer::load() {
                          "' is not a positive integer");
     killAt_ = k;
   }
+  if (const char *rank = std::getenv(kKillRankEnv)) {
+    char *end = nullptr;
+    long long r = std::strtoll(rank, &end, 10);
+    if (*rank == '\0' || *end != '\0' || r < 0)
+      throw tools::Error(std::string(kKillRankEnv) + "='" + rank +
+                         "' is not a rank");
+    killRank_ = r;
+  }
+  if (const char *signal = std::getenv(kKillSignalEnv)) {
+    if (std::strcmp(signal, "STOP") == 0)
+      killSignal_ = SIGSTOP;
+    else if (std::strcmp(signal, "KILL") != 0)
+      throw tools::Error(std::string(kKillSignalEnv) + "='" + signal +
+                         "' is not KILL or STOP");
+  }
+}
+
+void Trainer::sumAcrossRanks(double *values, size_t count) {
+  cleave::check(
+      cleave_session_sum_across_ranks(session_->get(), values, count));
+}
+
+void Trainer::collectively(const std::function<void()> &step) {
+  std::exception_ptr failure;
+  try {
+    step();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  double failedRanks = failure ? 1 : 0;
+  sumAcrossRanks(&failedRanks, 1);
+  if (failure)
+    std::rethrow_exception(failure);
+  if (failedRanks > 0)
+    throw tools::Error("rank " + std::to_string(rank_) + ": stopping, " +
+                       std::to_string(int64_t(failedRanks)) + " other rank" +
+                       (failedRanks > 1 ? "s" : "") +
+                       " failed (see their errors)");
+}
+
+void Trainer::checkDataParallel() const {
+  if (ranks_ == 1)
+    return;
+  json manifest = json::parse(artifact_->manifest());
+  const std::string reduce = manifest.value("reduce", "none");
+  if (reduce == "none")
+    throw tools::Error(o_.artifact +
+                       " was compiled without a cross-rank "
+                       "reduction (--reduce=none): its " +
+                       std::to_string(ranks_) +
+                       " ranks would train separate models; compile it with "
+                       "--reduce=mean or --reduce=adasum");
+  if (share_ < 1)
+    throw tools::Error("the training set has " + std::to_string(train_.size()) +
+                       " samples, fewer than "
+                       "the " +
+                       std::to_string(ranks_) + " ranks");
 }
 
 void Trainer::startOrResume() {
@@ -395,46 +458,89 @@ void Trainer::startOrResume() {
   options.numThreads = o_.threads;
   if (o_.accumulate)
     options.accumulate = *o_.accumulate;
+  // Under mpirun the ranks form one data-parallel job; otherwise this is a
+  // single rank and MPI is not touched.
+  options.distributed = true;
   session_.emplace(*artifact_, options);
-  root_ = session_->rank().first == 0;
+  std::tie(rank_, ranks_) = session_->rank();
+  root_ = rank_ == 0;
+  {
+    const SamplerShare mine = samplerShare(train_.size(), rank_, ranks_);
+    share_ = mine.end - mine.begin;
+  }
+  checkpoints_ =
+      CheckpointDir(o_.checkpointDir, o_.keepCheckpoints, rank_, ranks_);
 
   pos_.shuffleSeed = o_.seed;
   pos_.trainSamples = train_.size();
-  if (o_.checkpointDir.empty())
-    return;
-  std::optional<std::string> newest = checkpoints_.newest();
-  if (!o_.resume) {
-    if (newest)
-      throw tools::Error(o_.checkpointDir + " already holds checkpoints (" +
-                         *newest +
-                         "); pass --resume to continue that run, or use "
-                         "another --checkpoint-dir");
-    if (root_)
+  std::optional<std::string> newest;
+  collectively([&] {
+    checkDataParallel();
+    if (o_.checkpointDir.empty())
+      return;
+    newest = checkpoints_.newest();
+    std::vector<int> others = checkpoints_.otherRunSizes();
+    if (!o_.resume) {
+      if (std::optional<std::string> any = checkpoints_.newestOfAnyRun())
+        throw tools::Error(o_.checkpointDir + " already holds checkpoints (" +
+                           *any +
+                           "); pass --resume to continue that run, or use "
+                           "another --checkpoint-dir");
       checkpoints_.create();
+      return;
+    }
+    if (!newest && !others.empty())
+      throw tools::Error(
+          o_.checkpointDir + " holds checkpoints of a run on " +
+          std::to_string(others.front()) + " rank" +
+          (others.front() == 1 ? "" : "s") + ", this job has " +
+          std::to_string(ranks_) + "; resume with the same number of ranks" +
+          (others.front() == 1
+               ? " (without mpirun)"
+               : " (mpirun -np " + std::to_string(others.front()) + ")"));
+    checkpoints_.create();
+  });
+  if (o_.checkpointDir.empty() || !o_.resume)
     return;
-  }
+
+  // The ranks must resume from one checkpoint, the newest they all wrote.
+  // All ranks picked the same count c exactly when the sums of c and c^2
+  // are R c and R c^2 (Cauchy-Schwarz), and then every rank sees it.
+  const double mine =
+      newest ? double(CheckpointDir::parseAnyName(
+                          std::filesystem::path(*newest).filename().string())
+                          ->microSteps)
+             : -1.0;
+  double picked[2] = {mine, mine * mine};
+  sumAcrossRanks(picked, 2);
+  if (picked[0] != mine * ranks_ || picked[1] != mine * mine * ranks_)
+    throw tools::Error("the ranks see different checkpoints in " +
+                       o_.checkpointDir +
+                       " (resuming needs a directory every rank shares)");
   if (!newest) {
     say("no checkpoint in %s: starting a new run\n", o_.checkpointDir.c_str());
-    if (root_)
-      checkpoints_.create();
     return;
   }
-  session_->loadCheckpoint(*newest);
+  collectively([&] { resume(*newest); });
+}
+
+void Trainer::resume(const std::string &checkpoint) {
+  session_->loadCheckpoint(checkpoint);
   std::string state;
   try {
     state = session_->userState(kStateKey);
   } catch (const cleave::Error &) {
-    throw tools::Error(*newest + ": not a cleave-train checkpoint (no trainer "
-                                 "position in its user state)");
+    throw tools::Error(checkpoint + ": not a cleave-train checkpoint (no "
+                                    "trainer position in its user state)");
   }
-  pos_ = decodePosition(state, *newest);
+  pos_ = decodePosition(state, checkpoint);
   if (pos_.trainSamples != train_.size())
-    throw tools::Error(*newest + " was written by a run on " +
+    throw tools::Error(checkpoint + " was written by a run on " +
                        std::to_string(pos_.trainSamples) +
                        " training samples, this one has " +
                        std::to_string(train_.size()) +
                        " (resume with the same --data and --limit-train)");
-  summary_.resumedFrom = *newest;
+  summary_.resumedFrom = checkpoint;
 }
 
 void Trainer::applyOverrides() {
@@ -476,6 +582,19 @@ void Trainer::announce() {
   say("data %s: %lld training and %lld test images of %lldx%lld\n",
       o_.dataDir.c_str(), (long long)train_.size(), (long long)test_.size(),
       (long long)train_.rows, (long long)train_.cols);
+  if (ranks_ > 1) {
+    const std::string reduce =
+        json::parse(artifact_->manifest()).value("reduce", "none");
+    say("data-parallel: %d ranks (reduce %s), %lld training samples each per "
+        "epoch%s; %lld samples per optimizer step\n",
+        ranks_, reduce.c_str(), (long long)share_,
+        train_.size() % ranks_
+            ? (", " + std::to_string(train_.size() % ranks_) +
+               " left out of each epoch's shuffled order")
+                  .c_str()
+            : "",
+        (long long)(n * model_.microBatch * ranks_));
+  }
   if (summary_.resumedFrom)
     say("resumed from %s: epoch %lld, sample %lld of %lld, optimizer step "
         "%lld\n",
@@ -495,6 +614,7 @@ void Trainer::announce() {
                     {"data", o_.dataDir},
                     {"micro_batch", model_.microBatch},
                     {"accumulate", n},
+                    {"ranks", ranks_},
                     {"epochs", o_.epochs},
                     {"seed", o_.seed},
                     {"threads", o_.threads},
@@ -530,33 +650,44 @@ void Trainer::microStep(int64_t k) {
 }
 
 void Trainer::windowClosed(int64_t microSteps, double rate) {
-  if (metrics_.isOpen()) {
-    json record = {{"event", "step"},
-                   {"epoch", pos_.epoch + 1},
-                   {"step", session_->step()},
-                   {"micro_steps", pos_.microSteps},
-                   {"window", microSteps},
-                   {"window_samples", pos_.windowSamples},
-                   {"loss", pos_.windowSamples
-                                ? pos_.windowLossSum / pos_.windowSamples
-                                : 0.0}};
-    if (hasLr_)
-      record["lr"] = session_->hyperparameter("lr");
-    record["samples_per_sec"] = rate;
-    record["elapsed"] = secondsSince(start_);
-    metrics_.write(record);
+  // Every rank knows whether there are metrics (the same flags), so they
+  // all take part in combining the window's loss.
+  if (!o_.metricsPath.empty()) {
+    double window[2] = {pos_.windowLossSum, double(pos_.windowSamples)};
+    sumAcrossRanks(window, 2);
+    if (metrics_.isOpen()) {
+      uint64_t windowBytes = 0;
+      cleave::check(
+          cleave_session_bytes_sent(session_->get(), &windowBytes, nullptr));
+      json record = {{"event", "step"},
+                     {"epoch", pos_.epoch + 1},
+                     {"step", session_->step()},
+                     {"micro_steps", pos_.microSteps},
+                     {"window", microSteps},
+                     {"window_samples", int64_t(window[1])},
+                     {"loss", window[1] ? window[0] / window[1] : 0.0}};
+      if (ranks_ > 1)
+        record["bytes_sent"] = windowBytes;
+      if (hasLr_)
+        record["lr"] = session_->hyperparameter("lr");
+      record["samples_per_sec"] = rate;
+      record["elapsed"] = secondsSince(start_);
+      metrics_.write(record);
+    }
   }
   pos_.windowLossSum = 0;
   pos_.windowSamples = 0;
 }
 
 EvalResult Trainer::evaluate() {
+  // Each rank evaluates its part of the test set; the counts are summed.
   const int64_t b = model_.microBatch, n = test_.size();
+  const int64_t begin = n * rank_ / ranks_, end = n * (rank_ + 1) / ranks_;
   const int64_t classes = model_.classes;
   int64_t correct = 0;
   double lossSum = 0;
-  for (int64_t first = 0; first < n; first += b) {
-    int64_t k = std::min(b, n - first);
+  for (int64_t first = begin; first < end; first += b) {
+    int64_t k = std::min(b, end - first);
     check(testBatcher_->gatherRange(first, k));
     const void *data[2];
     size_t bytes[2];
@@ -584,32 +715,45 @@ EvalResult Trainer::evaluate() {
       lossSum += std::log(sum) + double(row[best]) - double(row[labels[r]]);
     }
   }
-  return {double(correct) / double(n), lossSum / double(n)};
+  double sums[2] = {double(correct), lossSum};
+  sumAcrossRanks(sums, 2);
+  return {sums[0] / double(n), sums[1] / double(n)};
 }
 
 void Trainer::checkpoint() {
-  if (!root_ || o_.checkpointDir.empty())
+  if (o_.checkpointDir.empty())
     return;
-  pos_.metricsBytes = metrics_.bytes();
-  session_->setUserState(kStateKey, encodePosition(pos_));
-  session_->saveCheckpoint(checkpoints_.pathFor(pos_.microSteps));
+  // Every rank writes its own part (its accumulators differ); older
+  // checkpoints go only once every rank has written this one, so that a
+  // complete one always exists.
+  collectively([&] {
+    pos_.metricsBytes = metrics_.bytes();
+    session_->setUserState(kStateKey, encodePosition(pos_));
+    session_->saveCheckpoint(checkpoints_.pathFor(pos_.microSteps));
+  });
   checkpoints_.prune();
 }
 
 void Trainer::runEpoch() {
+  // A distributed sampler: every rank shuffles alike and takes its own
+  // contiguous share of the order. Equal shares give every rank the same
+  // micro-steps, so that they reach every window's collective together.
   const int64_t n = train_.size(), b = model_.microBatch;
   const std::vector<uint32_t> order =
       data::epochOrder(pos_.shuffleSeed, uint64_t(pos_.epoch), uint32_t(n));
+  const uint32_t *share = order.data() + samplerShare(n, rank_, ranks_).begin;
   const Clock::time_point epochStart = Clock::now();
   epochTrainStart_ = epochStart;
   epochTrainedHere_ = 0;
   double rate = 0;
+  // Progress counts the samples of all ranks, which move in step.
   if (root_)
-    progress_.beginEpoch(pos_.epoch + 1, o_.epochs, n, pos_.sample);
+    progress_.beginEpoch(pos_.epoch + 1, o_.epochs, share_ * ranks_,
+                         pos_.sample * ranks_);
 
-  while (pos_.sample < n) {
-    const int64_t k = std::min(b, n - pos_.sample);
-    check(trainBatcher_->gather(order.data() + pos_.sample, k));
+  while (pos_.sample < share_) {
+    const int64_t k = std::min(b, share_ - pos_.sample);
+    check(trainBatcher_->gather(share + pos_.sample, k));
     const int64_t stepBefore = session_->step();
     const int64_t window = session_->microSteps() + 1;
     microStep(k);
@@ -626,17 +770,18 @@ void Trainer::runEpoch() {
     pos_.windowLossSum += loss * double(k);
     pos_.windowSamples += k;
     epochTrainedHere_ += k;
-    rate = double(epochTrainedHere_) /
+    rate = double(epochTrainedHere_ * ranks_) /
            std::max(secondsSince(epochTrainStart_), 1e-9);
     if (session_->step() != stepBefore)
       windowClosed(window, rate);
-    if (killAt_ && pos_.microSteps == *killAt_)
-      ::kill(::getpid(), SIGKILL);
+    if (killAt_ && pos_.microSteps == *killAt_ &&
+        (!killRank_ || *killRank_ == rank_))
+      ::kill(::getpid(), killSignal_);
     if (root_)
-      progress_.update(pos_.sample,
+      progress_.update(pos_.sample * ranks_,
                        pos_.epochLossSum / double(pos_.epochSamples), rate);
     if (o_.checkpointEvery > 0 && pos_.microSteps % o_.checkpointEvery == 0 &&
-        pos_.sample < n)
+        pos_.sample < share_)
       checkpoint();
   }
   const double trainSeconds = secondsSince(epochTrainStart_);
@@ -652,13 +797,16 @@ void Trainer::runEpoch() {
     progress_.endEpoch();
 
   EvalResult eval = evaluate();
+  // The epoch's loss over every rank's samples, and the job's throughput.
+  double epoch[3] = {pos_.epochLossSum, double(pos_.epochSamples),
+                     double(epochTrainedHere_) / std::max(trainSeconds, 1e-9)};
+  sumAcrossRanks(epoch, 3);
   EpochResult r;
   r.epoch = pos_.epoch + 1;
-  r.trainLoss =
-      pos_.epochLossSum / double(std::max<int64_t>(pos_.epochSamples, 1));
+  r.trainLoss = epoch[0] / std::max(epoch[1], 1.0);
   r.testAccuracy = eval.accuracy;
   r.testLoss = eval.loss;
-  r.samplesPerSecond = double(epochTrainedHere_) / std::max(trainSeconds, 1e-9);
+  r.samplesPerSecond = epoch[2];
   r.seconds = secondsSince(epochStart);
   r.steps = session_->step();
   summary_.epochs.push_back(r);
@@ -677,7 +825,7 @@ void Trainer::runEpoch() {
                   {"step", r.steps},
                   {"micro_steps", pos_.microSteps},
                   {"train_loss", r.trainLoss},
-                  {"train_samples", n},
+                  {"train_samples", share_ * ranks_},
                   {"test_accuracy", r.testAccuracy},
                   {"test_loss", r.testLoss},
                   {"test_samples", test_.size()},
@@ -718,6 +866,11 @@ TrainSummary Trainer::run() {
 }
 
 } // namespace
+
+SamplerShare samplerShare(int64_t samples, int rank, int ranks) {
+  const int64_t share = samples / ranks;
+  return {rank * share, (rank + 1) * share};
+}
 
 void saveParameters(const cleave::Session &session, const std::string &path) {
   const std::string tmp = path + ".tmp";

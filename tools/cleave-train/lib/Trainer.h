@@ -11,8 +11,11 @@
 // state, key "cleave-train"), next to the session's own state, so that a
 // resumed run continues mid-epoch and mid-window with bit-identical results.
 //
-// Only rank 0 of a data-parallel session prints, writes metrics, checkpoints
-// and parameters.
+// Under mpirun the ranks form one data-parallel job (docs/user/
+// distributed.md): each rank trains on its own share of every epoch's
+// shuffled order, evaluates its part of the test set, and writes its own
+// checkpoint; only rank 0 prints, writes metrics and saves parameters. Losses,
+// accuracies and throughput are combined over the ranks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,15 +38,15 @@ namespace cleave::train {
 struct EpochResult {
   /// 1-based.
   int64_t epoch = 0;
-  /// Mean per-sample training loss over the epoch (all of it, also the part
-  /// trained before a resume).
+  /// Mean per-sample training loss over the epoch, on every rank's samples
+  /// (all of it, also the part trained before a resume).
   double trainLoss = 0;
   /// Fraction of test samples whose prediction's argmax is the label.
   double testAccuracy = 0;
   /// Mean cross-entropy of the test predictions taken as logits.
   double testLoss = 0;
-  /// Training samples per second of this process in this epoch (evaluation
-  /// excluded).
+  /// Training samples per second of the job (all ranks) in this epoch
+  /// (evaluation excluded).
   double samplesPerSecond = 0;
   /// Wall time of the epoch in this process, evaluation included.
   double seconds = 0;
@@ -64,6 +67,23 @@ struct TrainSummary {
 /// the start of the run, across resumes), as `kill -9` would.
 inline constexpr const char *kKillAtEnv =
     "CLEAVE_TRAIN_TEST_KILL_AT_MICRO_STEP";
+/// With kKillAtEnv: only the rank given here kills itself (every rank
+/// otherwise).
+inline constexpr const char *kKillRankEnv = "CLEAVE_TRAIN_TEST_KILL_RANK";
+/// With kKillAtEnv: "STOP" sends SIGSTOP instead of SIGKILL, a rank that
+/// hangs rather than dies.
+inline constexpr const char *kKillSignalEnv = "CLEAVE_TRAIN_TEST_KILL_SIGNAL";
+
+/// The positions [begin, end) of an epoch's shuffled order that rank `rank`
+/// of `ranks` trains on (the distributed sampler): equal, contiguous,
+/// disjoint shares of `samples / ranks` positions in rank order. The last
+/// `samples % ranks` positions are left out of that epoch, so that every
+/// rank runs the same number of micro-steps and reaches every window's
+/// collective.
+struct SamplerShare {
+  int64_t begin = 0, end = 0;
+};
+SamplerShare samplerShare(int64_t samples, int rank, int ranks);
 
 /// Trains as `options` say; results go to `out`, progress and warnings to
 /// `err`. Throws tools::Error or cleave::Error with a one-line message.

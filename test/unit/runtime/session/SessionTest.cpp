@@ -287,7 +287,7 @@ TEST_F(SessionTest, HyperparametersChangeAtRunTime) {
             1e-5);
 }
 
-TEST_F(SessionTest, EvalComputesThePredictionAndPadsWithZeros) {
+TEST_F(SessionTest, EvalComputesThePredictionAndPadsWithTheLastSample) {
   Session s(sgd, seeded(9));
   Data data = makeData(3, 9);
   Batch batch(3);
@@ -301,8 +301,9 @@ TEST_F(SessionTest, EvalComputesThePredictionAndPadsWithZeros) {
     for (int64_t c = 0; c < kClasses; ++c) {
       double z = b[c];
       for (int64_t d = 0; d < kFeatures; ++d)
+        // Padding rows repeat the last real sample.
         z += double(w[c * kFeatures + d]) *
-             (i < 3 ? data.x[i * kFeatures + d] : 0.0f);
+             data.x[std::min<int64_t>(i, 2) * kFeatures + d];
       EXPECT_NEAR(pred[i * kClasses + c], z, 1e-5) << i << "," << c;
     }
   // Evaluation trains nothing.

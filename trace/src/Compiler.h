@@ -1,0 +1,37 @@
+//===- Compiler.h - Traced graphs to artifacts ------------------*- C++ -*-===//
+//
+// The tracer's only door into MLIR. These functions never throw and never
+// let an exception cross MLIR code: errors come back as text (the compiler's
+// diagnostics), which the caller turns into a cleave::Error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRACE_COMPILER_H
+#define CLEAVE_TRACE_COMPILER_H
+
+#include "compiler/Frontend/Trace/TraceGraph.h"
+
+#include <cstdint>
+#include <string>
+
+namespace cleave::detail {
+
+/// The entry name of every traced graph's artifact.
+inline constexpr const char *kGraphEntry = "graph";
+
+/// The split-level IR of `graph` for batch capacity `batch`. False, with
+/// `error` set, when the graph cannot be emitted.
+bool emitGraphIR(const mlir::cleave::trace::Graph &graph, int64_t batch,
+                 std::string &ir, std::string &error);
+
+/// Compiles `graph` for batch capacity `batch` through the CPU back end into
+/// the graph artifact `artifactPath`. With a non-empty `dumpPath`, the
+/// split-level IR is also written there. False, with `error` set, on
+/// failure.
+bool compileGraph(const mlir::cleave::trace::Graph &graph, int64_t batch,
+                  const std::string &artifactPath, const std::string &dumpPath,
+                  std::string &error) noexcept;
+
+} // namespace cleave::detail
+
+#endif // CLEAVE_TRACE_COMPILER_H

@@ -1,0 +1,168 @@
+//===- Optimizers.cpp - Recording parameter updates -----------------------===//
+//
+// An optimizer step records, for every parameter with a gradient, the
+// train dialect's update op on the parameter, its gradient and its state,
+// and assigns the results back (pending until mark_step writes them into
+// the parameter's storage in place). Each hyperparameter is one scalar input
+// leaf per step, so its value is data, never part of the graph's structure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+
+namespace cleave {
+
+using namespace detail;
+
+namespace {
+
+void checkHyper(const char *optimizer, const char *name, double value) {
+  if (!std::isfinite(value) || value < 0)
+    fail(CLEAVE_INVALID_ARGUMENT, std::string(optimizer) + ": " + name +
+                                      " must be a finite non-negative "
+                                      "number, got " +
+                                      std::to_string(value));
+}
+
+/// Zero optimizer state belonging to `param`.
+Tensor makeState(const Tensor &param) {
+  auto impl = makeMaterialized(param.impl()->type, Role::State);
+  impl->ofStorage = param.impl()->storage;
+  return Tensor(impl);
+}
+
+Node::Use hyper(double value) { return hyperLeaf(value, DType::F32); }
+
+} // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!params_[i].defined() || params_[i].impl()->role != Role::Parameter)
+      fail(CLEAVE_INVALID_ARGUMENT,
+           "optimizer: params[" + std::to_string(i) +
+               "] is not a parameter (use a module's parameters() or "
+               "Tensor::parameter)");
+}
+
+Optimizer::~Optimizer() = default;
+
+void Optimizer::zero_grad() {
+  for (const Tensor &p : params_) {
+    const std::shared_ptr<TensorImpl> &grad = p.impl()->grad;
+    if (!grad)
+      continue;
+    std::shared_ptr<Node> zero =
+        recordNode(tg::OpKind::Constant, {}, {grad->type}, {}, {0.0}, false);
+    assign(grad, {zero, 0});
+  }
+}
+
+void Optimizer::set_lr(double lr) {
+  checkHyper("optimizer", "lr", lr);
+  lr_ = lr;
+}
+
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum,
+         double weightDecay, bool nesterov)
+    : Optimizer(std::move(params)), momentum_(momentum),
+      weightDecay_(weightDecay), nesterov_(nesterov) {
+  checkHyper("SGD", "lr", lr);
+  checkHyper("SGD", "momentum", momentum);
+  checkHyper("SGD", "weight_decay", weightDecay);
+  if (nesterov && momentum <= 0)
+    fail(CLEAVE_INVALID_ARGUMENT, "SGD: Nesterov momentum needs momentum > 0");
+  lr_ = lr;
+}
+
+void SGD::set_momentum(double momentum) {
+  checkHyper("SGD", "momentum", momentum);
+  if (nesterov_ && momentum <= 0)
+    fail(CLEAVE_INVALID_ARGUMENT, "SGD: Nesterov momentum needs momentum > 0");
+  momentum_ = momentum;
+}
+
+void SGD::set_weight_decay(double weightDecay) {
+  checkHyper("SGD", "weight_decay", weightDecay);
+  weightDecay_ = weightDecay;
+}
+
+void SGD::step() {
+  NoGradGuard noGrad;
+  // Momentum buffers exist (zero) before their first update, as in
+  // PyTorch's first step (buf = g), so every update graph is the same.
+  if (momentum_ != 0 && buffers_.empty())
+    for (const Tensor &p : params_)
+      buffers_.push_back(makeState(p));
+  Node::Use lr = hyper(lr_), wd = hyper(weightDecay_);
+  Node::Use m = momentum_ != 0 ? hyper(momentum_) : Node::Use();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::shared_ptr<TensorImpl> &p = params_[i].impl();
+    if (!p->grad)
+      continue;
+    const Type &t = p->type;
+    if (momentum_ == 0) {
+      std::shared_ptr<Node> n =
+          recordNode(tg::OpKind::Sgd, {valueOf(p), valueOf(p->grad), lr, wd},
+                     {t}, {}, {}, false);
+      assign(p, {n, 0});
+      continue;
+    }
+    const std::shared_ptr<TensorImpl> &buf = buffers_[i].impl();
+    std::shared_ptr<Node> n =
+        recordNode(tg::OpKind::Momentum,
+                   {valueOf(p), valueOf(p->grad), valueOf(buf), lr, m, wd},
+                   {t, t}, {nesterov_ ? 1 : 0}, {}, false);
+    assign(p, {n, 0});
+    assign(buf, {n, 1});
+  }
+}
+
+Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2,
+           double eps, double weightDecay)
+    : Adam(std::move(params), lr, beta1, beta2, eps, weightDecay,
+           /*decoupled=*/false) {}
+
+Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2,
+           double eps, double weightDecay, bool decoupled)
+    : Optimizer(std::move(params)), beta1_(beta1), beta2_(beta2), eps_(eps),
+      weightDecay_(weightDecay), decoupled_(decoupled) {
+  const char *name = decoupled ? "AdamW" : "Adam";
+  checkHyper(name, "lr", lr);
+  checkHyper(name, "eps", eps);
+  checkHyper(name, "weight_decay", weightDecay);
+  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+    fail(CLEAVE_INVALID_ARGUMENT,
+         std::string(name) + ": betas must lie in [0, 1)");
+  lr_ = lr;
+  for (const Tensor &p : params_) {
+    m_.push_back(makeState(p));
+    v_.push_back(makeState(p));
+  }
+}
+
+void Adam::step() {
+  NoGradGuard noGrad;
+  ++steps_;
+  Node::Use t = hyperLeaf(double(steps_), DType::I64);
+  Node::Use lr = hyper(lr_), b1 = hyper(beta1_), b2 = hyper(beta2_),
+            eps = hyper(eps_), wd = hyper(weightDecay_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::shared_ptr<TensorImpl> &p = params_[i].impl();
+    if (!p->grad)
+      continue;
+    const Type &type = p->type;
+    const std::shared_ptr<TensorImpl> &m = m_[i].impl(), &v = v_[i].impl();
+    std::shared_ptr<Node> n =
+        recordNode(tg::OpKind::Adam,
+                   {valueOf(p), valueOf(p->grad), valueOf(m), valueOf(v), t, lr,
+                    b1, b2, eps, wd},
+                   {type, type, type}, {decoupled_ ? 1 : 0}, {}, false);
+    assign(p, {n, 0});
+    assign(m, {n, 1});
+    assign(v, {n, 2});
+  }
+}
+
+} // namespace cleave
