@@ -224,6 +224,28 @@ void copyShard(const float *whole, int64_t size, int rank, int32_t ranks,
   std::fill(shard + (end - begin), shard + s, 0.0f);
 }
 
+/// reduce_scatter and all_gather: checked arguments, then the collective,
+/// or a plain copy with one rank (a shard of one rank is the whole tensor).
+void runShardedCollective(
+    const char *entry, void *ctx, int32_t ranks, int64_t count,
+    const float *const *inputs, const int64_t *sizes, float *const *outputs,
+    bool inputsAreShards,
+    void (ShardedCollectives::*collective)(int64_t, const float *const *,
+                                           const int64_t *, float *const *)) {
+  ShardedCollectives *collectives = checkSharding(
+      entry, ctx, ranks, count, inputs, sizes, outputs, inputsAreShards);
+  if (!collectives) {
+    for (int64_t i = 0; i < count; ++i)
+      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+    return;
+  }
+  try {
+    (collectives->*collective)(count, inputs, sizes, outputs);
+  } catch (const std::exception &e) {
+    die(entry, e.what());
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -231,39 +253,17 @@ extern "C" {
 void cleave_reduce_scatter(void *ctx, int32_t ranks, int64_t count,
                            const float *const *inputs, const int64_t *sizes,
                            float *const *outputs) {
-  const char *entry = "cleave_reduce_scatter";
-  ShardedCollectives *collectives =
-      checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
-                    /*inputsAreShards=*/false);
-  if (!collectives) {
-    for (int64_t i = 0; i < count; ++i)
-      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
-    return;
-  }
-  try {
-    collectives->reduceScatter(count, inputs, sizes, outputs);
-  } catch (const std::exception &e) {
-    die(entry, e.what());
-  }
+  runShardedCollective("cleave_reduce_scatter", ctx, ranks, count, inputs,
+                       sizes, outputs, /*inputsAreShards=*/false,
+                       &ShardedCollectives::reduceScatter);
 }
 
 void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
                        const float *const *inputs, const int64_t *sizes,
                        float *const *outputs) {
-  const char *entry = "cleave_all_gather";
-  ShardedCollectives *collectives =
-      checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
-                    /*inputsAreShards=*/true);
-  if (!collectives) {
-    for (int64_t i = 0; i < count; ++i)
-      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
-    return;
-  }
-  try {
-    collectives->allGather(count, inputs, sizes, outputs);
-  } catch (const std::exception &e) {
-    die(entry, e.what());
-  }
+  runShardedCollective("cleave_all_gather", ctx, ranks, count, inputs, sizes,
+                       outputs, /*inputsAreShards=*/true,
+                       &ShardedCollectives::allGather);
 }
 
 void cleave_shard(void *ctx, int32_t ranks, int64_t count,
