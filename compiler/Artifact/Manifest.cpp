@@ -110,15 +110,28 @@ struct WriteManifestPass
         f.emitError("has cleave.abi but no train.entry");
         return signalPassFailure();
       }
-      json::Array args;
       // Argument 0 is the kernel context, not part of the list.
+      if (abi.size() + 1 != f.getNumArguments()) {
+        f.emitError("cleave.abi lists ")
+            << abi.size() << " arguments, the function takes "
+            << f.getNumArguments() << " besides the kernel context";
+        return signalPassFailure();
+      }
+      json::Array args;
       for (auto [i, a] : llvm::enumerate(abi)) {
-        auto d = cast<DictionaryAttr>(a);
+        auto d = dyn_cast<DictionaryAttr>(a);
+        auto roleAttr = d ? d.getAs<StringAttr>("role") : StringAttr();
+        auto type = dyn_cast<MemRefType>(f.getArgumentTypes()[1 + i]);
+        if (!roleAttr || !type) {
+          f.emitError("argument #")
+              << i + 1 << " needs a memref type and a cleave.abi entry with "
+              << "a role";
+          return signalPassFailure();
+        }
         json::Object arg;
         for (NamedAttribute n : d)
           arg[n.getName().str()] = toJson(n.getValue());
-        StringRef role = d.getAs<StringAttr>("role").getValue();
-        auto type = cast<MemRefType>(f.getArgumentTypes()[1 + i]);
+        StringRef role = roleAttr.getValue();
         if (role == "input" || role == "output") {
           auto dtype = dtypeName(type.getElementType());
           if (failed(dtype)) {
@@ -149,9 +162,12 @@ struct WriteManifestPass
     }
     root["entries"] = std::move(entries);
     root["hyperparameters"] = std::move(hypers);
+    // The first input's batch dimension; a rank-0 first input has none and
+    // leaves the runtime's default.
     if (!inputs.empty())
-      root["micro_batch"] =
-          (*(*inputs.front().getAsObject()->getArray("shape")).begin());
+      if (json::Array *shape = inputs.front().getAsObject()->getArray("shape");
+          shape && !shape->empty())
+        root["micro_batch"] = shape->front();
     root["inputs"] = std::move(inputs);
     if (floatType)
       root["dtype"] = *dtypeName(floatType);

@@ -141,6 +141,12 @@ struct LowerEntryAbiPass
       if (globals.count(g.getSymNameAttr()))
         ordered.push_back(g);
 
+    // Every argument and result becomes a buffer of the runtime's.
+    auto isTensor = [](Type t) { return isa<RankedTensorType>(t); };
+    if (!llvm::all_of(f.getArgumentTypes(), isTensor) ||
+        !llvm::all_of(ret.getOperandTypes(), isTensor))
+      return f.emitError("entry points take and return ranked tensors only");
+
     // New arguments: ctx, inputs/hypers, outputs, globals.
     SmallVector<Attribute> abi;
     unsigned numOld = f.getNumArguments();
@@ -155,16 +161,16 @@ struct LowerEntryAbiPass
         if (Attribute d = f.getArgAttr(i, TrainDialect::kDefaultAttr))
           entry.set("default", d);
         abi.push_back(entry.getDictionary(ctx));
-      }
-      else if (auto n =
-                   f.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr))
+      } else if (auto n = f.getArgAttrOfType<StringAttr>(
+                     i, TrainDialect::kInputAttr)) {
         abi.push_back(attrs.getDictionaryAttr(
             {attrs.getNamedAttr("role", attrs.getStringAttr("input")),
              attrs.getNamedAttr("name", n)}));
-      else
+      } else {
         return f.emitError("argument #")
                << i << " of an entry point has neither train.input nor "
                        "train.hyper";
+      }
     }
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       newTypes.push_back(memrefFor(ret.getOperand(i).getType()));
@@ -222,7 +228,6 @@ struct LowerEntryAbiPass
     }
 
     // Thread state through the body.
-    SmallVector<Operation *> toErase;
     for (Operation &op : llvm::make_early_inc_range(*entry)) {
       if (auto load = dyn_cast<train::LoadOp>(op)) {
         load.replaceAllUsesWith(current[load.getGlobalAttr().getAttr()]);

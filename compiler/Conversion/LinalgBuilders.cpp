@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/Sequence.h"
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -172,12 +173,33 @@ Value cleave::reshape(OpBuilder &b, Location loc, Value v,
   if (shape.size() > (size_t)t.getRank())
     if (auto g = collapseGroups(shape, t.getShape()))
       return tensor::ExpandShapeOp::create(b, loc, target, v, *g);
-  // General case: through a 1-D view.
-  int64_t n = t.getNumElements();
-  Value flat = reshape(b, loc, v, {n});
-  return reshape(b, loc, flat, shape);
+  // General case: through a 1-D view, with one group each way. Built
+  // directly rather than by recursion, which would not terminate when a
+  // zero-sized dimension defeats `collapseGroups`.
+  auto oneGroup = [](int64_t rank) {
+    return SmallVector<ReassociationIndices>{
+        llvm::to_vector(llvm::seq<int64_t>(0, rank))};
+  };
+  Value flat = v;
+  if (t.getRank() != 1)
+    flat = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({t.getNumElements()}, t.getElementType()),
+        v, oneGroup(t.getRank()));
+  if (shape.size() == 1)
+    return flat;
+  return tensor::ExpandShapeOp::create(b, loc, target, flat,
+                                       oneGroup(shape.size()));
 }
 
 Value cleave::extractScalar(OpBuilder &b, Location loc, Value rank0) {
   return tensor::ExtractOp::create(b, loc, rank0, ValueRange{});
+}
+
+Value cleave::clampedIndex(OpBuilder &b, Location loc, Value element,
+                           int64_t bound) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value max = arith::ConstantIndexOp::create(b, loc, bound - 1);
+  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, zero),
+                                max);
 }

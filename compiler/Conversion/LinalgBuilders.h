@@ -41,8 +41,7 @@ SmallVector<Value> updateInPlace(OpBuilder &b, Location loc, ValueRange inputs,
                                  ValueRange inits, ScalarsFn body);
 
 /// Reduces `input` over the sorted `axes` (dropping them) with `combine(x,
-/// acc)`, starting from `init`. The accumulator has `accType` (defaults to
-/// the element type).
+/// acc)`, starting from `init`, in the element type.
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
              double init,
              function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
@@ -56,6 +55,11 @@ Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
 
 /// The first element of a rank-0 tensor.
 Value extractScalar(OpBuilder &b, Location loc, Value rank0);
+
+/// An integer tensor element (a label or an index) as `index`, clamped into
+/// [0, bound) so that bad data can never make generated code read out of
+/// bounds (the runtime validates labels and indices before they get here).
+Value clampedIndex(OpBuilder &b, Location loc, Value element, int64_t bound);
 
 } // namespace mlir::cleave
 

@@ -340,6 +340,8 @@ struct LowerRuntimeCallsPass
     return success();
   }
 
+  /// rt.cross_rank_reduce becomes `fn(ctx, kind, count, buffers, sizes)`:
+  /// arrays of `count` pointers and element counts, reduced in place.
   LogicalResult lowerReduce(rt::CrossRankReduceOp op) {
     if (!op.hasPureBufferSemantics())
       return op.emitOpError("must be bufferized before it becomes a call");
@@ -348,35 +350,29 @@ struct LowerRuntimeCallsPass
       return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
-    int64_t n = op.getOutputs().size();
-    auto arrayType = MemRefType::get({n}, b.getI64Type());
-    Value ptrs = memref::AllocaOp::create(b, loc, arrayType);
-    Value sizes = memref::AllocaOp::create(b, loc, arrayType);
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
     auto call = func::CallOp::create(
         b, loc,
         declare(kCrossRankReduce,
-                {LLVM::LLVMPointerType::get(b.getContext()), b.getI32Type(),
-                 b.getI64Type(), LLVM::LLVMPointerType::get(b.getContext()),
-                 LLVM::LLVMPointerType::get(b.getContext())}),
+                {ptr, b.getI32Type(), b.getI64Type(), ptr, ptr}),
         ValueRange{});
     b.setInsertionPoint(call);
-    for (auto [i, m] : llvm::enumerate(op.getOutputs())) {
+    SmallVector<Value> buffers, sizes;
+    for (Value m : op.getOutputs()) {
       Value dense = densify(b, loc, m, true, true, call);
-      Value idx = arith::ConstantIndexOp::create(b, loc, i);
-      Value p = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
-                                         pointerTo(b, loc, dense));
-      memref::StoreOp::create(b, loc, p, ptrs, ValueRange{idx});
-      Value count = arith::ConstantOp::create(
+      buffers.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                                 pointerTo(b, loc, dense)));
+      sizes.push_back(arith::ConstantOp::create(
           b, loc,
-          b.getI64IntegerAttr(cast<MemRefType>(m.getType()).getNumElements()));
-      memref::StoreOp::create(b, loc, count, sizes, ValueRange{idx});
+          b.getI64IntegerAttr(cast<MemRefType>(m.getType()).getNumElements())));
     }
     call->setOperands(
         {*ctx,
          arith::ConstantOp::create(
              b, loc, b.getI32IntegerAttr(static_cast<int32_t>(op.getKind()))),
-         arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(n)),
-         pointerTo(b, loc, ptrs), pointerTo(b, loc, sizes)});
+         arith::ConstantOp::create(
+             b, loc, b.getI64IntegerAttr(op.getOutputs().size())),
+         i64Array(b, loc, buffers), i64Array(b, loc, sizes)});
     op.erase();
     return success();
   }

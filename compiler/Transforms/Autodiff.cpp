@@ -14,7 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace mlir::cleave {
@@ -50,9 +50,19 @@ public:
              << " must be a scalar loss (a rank-0 float tensor), got "
              << loss.getType();
 
-    for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr))
-        wrt.push_back(arg);
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr))
+        continue;
+      // Cotangents (and the zero gradient of an unused parameter) are float
+      // tensors of the argument's type.
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || !isa<FloatType>(type.getElementType()))
+        return func.emitError("argument #")
+               << arg.getArgNumber() << " of @" << source
+               << " is marked train.param but is not a float tensor: "
+               << arg.getType();
+      wrt.push_back(arg);
+    }
     if (wrt.empty())
       return func.emitError("@") << source
                                  << " has no argument marked train.param";
@@ -150,11 +160,19 @@ private:
       return op->emitOpError("VJP returned ")
              << grads.size() << " cotangents for " << op->getNumOperands()
              << " operands";
-    for (auto [v, g, need] : llvm::zip(op->getOperands(), grads, needed)) {
+    for (auto [i, v, g, need] :
+         llvm::enumerate(op->getOperands(), grads, needed)) {
       if (!need)
         continue;
       if (!g)
         return op->emitOpError("VJP left a needed cotangent empty");
+      // A cotangent may be more or less static than its value, never of
+      // another shape: that would be a bug in the op's VJP.
+      if (getElementTypeOrSelf(g) != getElementTypeOrSelf(v) ||
+          failed(verifyCompatibleShape(g.getType(), v.getType())))
+        return op->emitOpError("VJP returned a cotangent of type ")
+               << g.getType() << " for operand #" << i << " of type "
+               << v.getType();
       Value &acc = cotangents[v];
       acc = acc ? Value(nn::AddOp::create(b, op->getLoc(), acc, g)) : g;
     }

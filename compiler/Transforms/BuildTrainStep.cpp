@@ -121,8 +121,11 @@ struct BuildTrainStepPass
                    FlatSymbolRefAttr of) -> LogicalResult {
       if (SymbolTable::lookupSymbolIn(getOperation(), name))
         return grad.emitError("two pieces of state are named '") << name << "'";
-      train::GlobalOp::create(b, loc, name, kind, cast<RankedTensorType>(type),
-                              init, of);
+      auto tensorType = dyn_cast<RankedTensorType>(type);
+      if (!tensorType)
+        return grad.emitError("state '")
+               << name << "' must be a ranked tensor, got " << type;
+      train::GlobalOp::create(b, loc, name, kind, tensorType, init, of);
       return success();
     };
     for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
@@ -144,6 +147,11 @@ struct BuildTrainStepPass
         if (failed(add(role.name, GlobalKind::buffer, type, init, {})))
           return failure();
       } else if (role.kind == ArgRole::Rng) {
+        // The seed is advanced with integer arithmetic on a tensor<i64>.
+        if (type != RankedTensorType::get({}, b.getI64Type()))
+          return grad.emitError("the train.rng argument must be tensor<i64>, "
+                                "got ")
+                 << type;
         if (failed(add("train.rng", GlobalKind::counter, type, {}, {})))
           return failure();
       }
@@ -184,15 +192,19 @@ struct BuildTrainStepPass
         break;
       }
       case ArgRole::Data: {
+        // Without a name, a null attribute would match any unnamed argument.
         auto name = src.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
-        bool found = false;
-        for (unsigned j = 0; j < dst.getNumArguments() && !found; ++j)
-          if (dst.getArgAttr(j, TrainDialect::kInputAttr) == name) {
-            map.map(arg, dst.getArgument(j));
-            found = true;
-          }
-        if (!found)
+        if (!name)
           return src.emitError("data input #") << i << " has no train.input";
+        unsigned j = 0;
+        while (j < dst.getNumArguments() &&
+               dst.getArgAttr(j, TrainDialect::kInputAttr) != name)
+          ++j;
+        if (j == dst.getNumArguments())
+          return src.emitError("data input #")
+                 << i << " ('" << name.getValue()
+                 << "') has no matching entry input";
+        map.map(arg, dst.getArgument(j));
         break;
       }
       }

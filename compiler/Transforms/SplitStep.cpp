@@ -3,10 +3,12 @@
 // The mark_step pass. train.window_sum is the cut, in program order, as a
 // mark_step call is in a LazyTensor training loop: what comes before it runs
 // per micro-batch and accumulates, what comes after runs once per window.
+// The ZeRO-1 form of the apply graph is built by SplitStepSharding.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/SplitStepSharding.h"
 #include "compiler/Transforms/Utils.h"
 #include "dialects/NN/IR/NNBuilders.h"
 #include "dialects/NN/IR/NNOps.h"
@@ -118,11 +120,16 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     SmallVector<FlatSymbolRefAttr> accumulators;
     if (failed(createAccumulators(b, cut, accumulators)))
       return failure();
-    if (shardOptimizerState && failed(shardStateGlobals(cut)))
-      return failure();
+    std::optional<ShardedApplyBuilder> sharding;
+    if (shardOptimizerState) {
+      sharding.emplace(getOperation(), ranks);
+      if (failed(sharding->shardStateGlobals(cut)))
+        return failure();
+    }
     b.setInsertionPoint(step);
     if (failed(buildMicro(b, step, cut, before, accumulators)) ||
-        failed(buildApply(b, step, cut, before, accumulators)))
+        failed(buildApply(b, step, cut, before, accumulators,
+                          sharding ? &*sharding : nullptr)))
       return failure();
     writeManifest(step);
     return success();
@@ -168,8 +175,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     return success();
   }
 
-  /// Builds an entry function with the arguments of `step` that `uses`
-  /// selects, keeping their attributes. Maps them in `map`.
+  /// Builds an entry function with the arguments of `step` numbered in
+  /// `args`, keeping their attributes. Maps them in `map`.
   func::FuncOp makeEntry(OpBuilder &b, func::FuncOp step, StringRef name,
                          ArrayRef<unsigned> args, TypeRange results,
                          IRMapping &map) {
@@ -266,7 +273,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
                       Operation *user) {
     if (map.contains(v))
       return success();
-    if (auto arg = dyn_cast<BlockArgument>(v))
+    if (isa<BlockArgument>(v))
       return user->emitOpError("depends on ")
              << describe(step, v)
              << " after the cut; data inputs belong to the micro-step";
@@ -288,10 +295,13 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     return success();
   }
 
+  /// Builds @apply_step from the ops after the cut; `sharding` is set for
+  /// ZeRO-1.
   LogicalResult buildApply(OpBuilder &b, func::FuncOp step,
                            train::WindowSumOp cut,
                            const llvm::DenseSet<Operation *> &before,
-                           ArrayRef<FlatSymbolRefAttr> accumulators) {
+                           ArrayRef<FlatSymbolRefAttr> accumulators,
+                           ShardedApplyBuilder *sharding) {
     SmallVector<unsigned> args;
     for (BlockArgument a : step.getArguments())
       if (step.getArgAttr(a.getArgNumber(), TrainDialect::kHyperAttr))
@@ -305,9 +315,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     SmallVector<Value> sums;
     for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
       sums.push_back(train::LoadOp::create(b, loc, v.getType(), acc));
-    Sharding sharding;
-    if (shardOptimizerState) {
-      reduceScatter(b, loc, cut, sums, sharding);
+    if (sharding) {
+      sharding->reduceScatter(b, loc, cut, sums);
     } else if (reduce == "mean" && !reduceEveryMicroStep) {
       // Summing both the gradient sums and the sample counts keeps the
       // window exact across ranks: the division that follows is by the
@@ -331,20 +340,20 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       for (Value operand : op.getOperands())
         if (failed(remap(b, step, operand, before, map, &op)))
           return failure();
-      if (shardOptimizerState) {
-        if (failed(cloneSharded(b, op, map, sharding)))
+      if (sharding) {
+        if (failed(sharding->cloneSharded(b, op, map)))
           return failure();
         continue;
       }
       Operation *clone = b.clone(op, map);
       if (auto store = dyn_cast<train::StoreOp>(clone))
-        if (isParam(store.getGlobalAttr()))
+        if (isParamGlobal(getOperation(), store.getGlobalAttr()))
           paramStores.push_back(store);
     }
     if (reduce == "adasum" && failed(adasumDeltas(b, loc, paramStores)))
       return failure();
-    if (shardOptimizerState && failed(allGatherParams(b, loc, sharding)))
-      return failure();
+    if (sharding)
+      sharding->allGatherParams(b, loc);
 
     // Start the next window from zero.
     for (auto [v, acc] : llvm::zip(cut.getValues(), accumulators))
@@ -359,254 +368,6 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         kMicroStepsCounter);
     func::ReturnOp::create(b, loc);
     return success();
-  }
-
-  //===--------------------------------------------------------------------===//
-  // ZeRO-1 sharded optimizer state
-  //===--------------------------------------------------------------------===//
-
-  /// What the sharded apply graph knows while it is built.
-  struct Sharding {
-    /// Values that hold this rank's shard, with the type of the whole.
-    llvm::DenseMap<Value, RankedTensorType> whole;
-    /// train.shard of values that every rank holds whole, made once each.
-    llvm::DenseMap<Value, Value> shardOf;
-    /// Sharded values to gather into parameters, in program order.
-    SmallVector<std::pair<Value, FlatSymbolRefAttr>> paramUpdates;
-  };
-
-  /// The parameters whose gradients the window accumulates.
-  llvm::SmallDenseSet<StringAttr> trainedParams(train::WindowSumOp cut) {
-    llvm::SmallDenseSet<StringAttr> params;
-    if (ArrayAttr targets = cut.getTargetsAttr())
-      for (Attribute t : targets)
-        if (auto sym = dyn_cast<FlatSymbolRefAttr>(t))
-          params.insert(sym.getAttr());
-    return params;
-  }
-
-  /// Declares the optimizer state of every trained parameter as this rank's
-  /// shard of it.
-  LogicalResult shardStateGlobals(train::WindowSumOp cut) {
-    llvm::SmallDenseSet<StringAttr> params = trainedParams(cut);
-    ModuleOp module = getOperation();
-    Builder b(&getContext());
-    for (auto g : module.getOps<train::GlobalOp>()) {
-      if (g.getKind() != GlobalKind::state || !g.getOfAttr() ||
-          !params.contains(g.getOfAttr().getAttr()))
-        continue;
-      // Every element of a shard must start as it would in the whole.
-      if (Attribute init = g.getInitialValueAttr()) {
-        auto initializer = dyn_cast<train::InitializerAttr>(init);
-        if (!initializer ||
-            (initializer.getKind() != train::InitKind::zeros &&
-             initializer.getKind() != train::InitKind::ones &&
-             initializer.getKind() != train::InitKind::constant))
-          return g.emitOpError("cannot be sharded: its initial value is not "
-                               "the same for every element");
-      }
-      g.setType(train::ShardOp::getShardType(g.getTensorType(), ranks));
-      g.setShardsAttr(b.getI64IntegerAttr(ranks));
-    }
-    return success();
-  }
-
-  bool isShardedState(FlatSymbolRefAttr name) {
-    auto g = getOperation().lookupSymbol<train::GlobalOp>(name);
-    return g && g.getShards();
-  }
-
-  /// Replaces the loaded accumulators `sums` by what the optimizer reads:
-  /// one reduce-scatter of the parameters' gradients, one sum of the rest
-  /// (the sample count).
-  void reduceScatter(OpBuilder &b, Location loc, train::WindowSumOp cut,
-                     SmallVectorImpl<Value> &sums, Sharding &sharding) {
-    llvm::SmallDenseSet<StringAttr> params = trainedParams(cut);
-    ArrayAttr targets = cut.getTargetsAttr();
-    SmallVector<unsigned> grads, others;
-    for (unsigned i = 0; i < sums.size(); ++i) {
-      auto sym = targets ? dyn_cast<FlatSymbolRefAttr>(targets[i])
-                         : FlatSymbolRefAttr();
-      (sym && params.contains(sym.getAttr()) ? grads : others).push_back(i);
-    }
-    auto select = [&](ArrayRef<unsigned> idx) {
-      SmallVector<Value> values;
-      for (unsigned i : idx)
-        values.push_back(sums[i]);
-      return values;
-    };
-    if (!grads.empty()) {
-      SmallVector<Value> full = select(grads);
-      SmallVector<Type> shardTypes;
-      for (Value v : full)
-        shardTypes.push_back(train::ShardOp::getShardType(
-            cast<RankedTensorType>(v.getType()), ranks));
-      auto rs = train::ReduceScatterOp::create(b, loc, shardTypes, full,
-                                               b.getI64IntegerAttr(ranks));
-      for (auto [i, r] : llvm::zip(grads, rs.getResults())) {
-        sharding.whole[r] = cast<RankedTensorType>(sums[i].getType());
-        sums[i] = r;
-      }
-    }
-    if (!others.empty()) {
-      SmallVector<Value> values = select(others);
-      auto r = train::CrossRankReduceOp::create(b, loc,
-                                                ValueRange(values).getTypes(),
-                                                train::ReduceKind::sum, values);
-      for (auto [i, v] : llvm::zip(others, r.getResults()))
-        sums[i] = v;
-    }
-  }
-
-  /// The shard of `v` for an op whose sharded operands are shards of
-  /// `whole`: `v` itself if it is a shard or a scalar, else train.shard of
-  /// it. Null if `v` has another shape (broadcasting a shard is not
-  /// supported).
-  Value toShard(OpBuilder &b, Value v, RankedTensorType whole,
-                Sharding &sharding) {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (sharding.whole.count(v))
-      return sharding.whole[v] == whole ? v : Value();
-    if (type.getRank() == 0)
-      return v;
-    if (type != whole)
-      return {};
-    Value &s = sharding.shardOf[v];
-    if (!s) {
-      OpBuilder::InsertionGuard guard(b);
-      if (Operation *def = v.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(v.getParentBlock());
-      s = train::ShardOp::create(b, v.getLoc(),
-                                 train::ShardOp::getShardType(whole, ranks), v,
-                                 b.getI64IntegerAttr(ranks));
-      sharding.whole[s] = whole;
-    }
-    return s;
-  }
-
-  /// Clones `op`, which follows the cut, into the sharded apply graph.
-  LogicalResult cloneSharded(OpBuilder &b, Operation &op, IRMapping &map,
-                             Sharding &sharding) {
-    if (auto load = dyn_cast<train::LoadOp>(op);
-        load && isShardedState(load.getGlobalAttr())) {
-      auto whole = cast<RankedTensorType>(load.getType());
-      Value shard = train::LoadOp::create(
-          b, load.getLoc(), train::ShardOp::getShardType(whole, ranks),
-          load.getGlobalAttr());
-      sharding.whole[shard] = whole;
-      map.map(load.getResult(), shard);
-      return success();
-    }
-    if (auto store = dyn_cast<train::StoreOp>(op)) {
-      Value v = map.lookup(store.getValue());
-      FlatSymbolRefAttr global = store.getGlobalAttr();
-      bool shardedValue = sharding.whole.count(v);
-      if (isShardedState(global)) {
-        Value s =
-            shardedValue
-                ? v
-                : toShard(b, v, cast<RankedTensorType>(v.getType()), sharding);
-        train::StoreOp::create(b, store.getLoc(), s, global);
-        return success();
-      }
-      if (!shardedValue) {
-        b.clone(op, map);
-        return success();
-      }
-      if (!isParam(global))
-        return store.emitOpError("stores a shard of a sharded gradient into ")
-               << global << ", which is neither a parameter nor its "
-               << "optimizer state";
-      sharding.paramUpdates.push_back({v, global});
-      return success();
-    }
-
-    // Does the op see a shard?
-    RankedTensorType whole;
-    for (Value operand : op.getOperands())
-      if (auto it = sharding.whole.find(map.lookupOrDefault(operand));
-          it != sharding.whole.end())
-        whole = it->second;
-    if (!whole) {
-      if (auto load = dyn_cast<train::LoadOp>(op))
-        for (auto &[v, g] : sharding.paramUpdates)
-          if (g == load.getGlobalAttr())
-            return load.emitOpError("reads ")
-                   << g << " after its sharded update; it is gathered at "
-                   << "the end of the apply step";
-      b.clone(op, map);
-      return success();
-    }
-
-    auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
-    bool elementwise =
-        clip || isa<train::SgdOp, train::MomentumOp, train::AdamOp, nn::AddOp,
-                    nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
-                    nn::PowOp, nn::ExpOp, nn::LogOp>(op);
-    if (!elementwise)
-      return op.emitOpError("uses a shard of a gradient or optimizer state "
-                            "but is not elementwise; it cannot run on "
-                            "sharded optimizer state");
-    SmallVector<Value> operands;
-    for (Value operand : op.getOperands()) {
-      Value v = map.lookupOrDefault(operand);
-      RankedTensorType target = whole;
-      // Clipping takes several gradients of different shapes.
-      if (clip && sharding.whole.count(v))
-        target = sharding.whole[v];
-      else if (clip)
-        target = cast<RankedTensorType>(v.getType());
-      Value s = toShard(b, v, target, sharding);
-      if (!s)
-        return op.emitOpError("combines a shard of ")
-               << whole << " with " << v.getType()
-               << "; only scalars broadcast against sharded values";
-      operands.push_back(s);
-    }
-    Operation *clone = b.clone(op, map);
-    clone->setOperands(operands);
-    for (auto [orig, res] : llvm::zip(op.getResults(), clone->getResults())) {
-      auto type = cast<RankedTensorType>(orig.getType());
-      if (type.getRank() == 0)
-        continue;
-      RankedTensorType resultWhole = type;
-      if (!clip && type != whole)
-        return op.emitOpError("has a result of type ")
-               << type << ", not the type " << whole
-               << " of the values it shards";
-      res.setType(train::ShardOp::getShardType(resultWhole, ranks));
-      sharding.whole[res] = resultWhole;
-    }
-    if (clip)
-      cast<train::ClipByGlobalNormOp>(clone).setAcrossRanks(true);
-    return success();
-  }
-
-  /// Rebuilds every updated parameter from its shards, in one collective,
-  /// and stores it.
-  LogicalResult allGatherParams(OpBuilder &b, Location loc,
-                                Sharding &sharding) {
-    if (sharding.paramUpdates.empty())
-      return success();
-    SmallVector<Value> shards;
-    SmallVector<Type> types;
-    for (auto &[v, global] : sharding.paramUpdates) {
-      shards.push_back(v);
-      types.push_back(sharding.whole[v]);
-    }
-    auto gathered = train::AllGatherOp::create(b, loc, types, shards,
-                                               b.getI64IntegerAttr(ranks));
-    for (auto [update, p] :
-         llvm::zip(sharding.paramUpdates, gathered.getResults()))
-      train::StoreOp::create(b, loc, p, update.second);
-    return success();
-  }
-
-  bool isParam(FlatSymbolRefAttr name) {
-    auto g = getOperation().lookupSymbol<train::GlobalOp>(name);
-    return g && g.getKind() == GlobalKind::param;
   }
 
   /// Replaces `store new, @p` by `store old + adasum(new - old), @p`, with

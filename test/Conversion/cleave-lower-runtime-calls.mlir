@@ -47,11 +47,13 @@ func.func @strided(%ctx: !llvm.ptr, %big: memref<4x8xf32>, %w: memref<4x4xf32>, 
 
 // Collectives pass arrays of buffer pointers and sizes.
 // CHECK-LABEL: func.func @apply_step
-// CHECK: %[[PTRS:.+]] = memref.alloca() : memref<2xi64>
-// CHECK: %[[SIZES:.+]] = memref.alloca() : memref<2xi64>
-// CHECK: memref.store %{{.+}}, %[[PTRS]]
 // CHECK: %[[SIXTEEN:.+]] = arith.constant 16 : i64
+// CHECK: %[[ONE:.+]] = arith.constant 1 : i64
+// CHECK: %[[PTRS:.+]] = memref.alloca() : memref<2xi64>
+// CHECK: memref.store %{{.+}}, %[[PTRS]]
+// CHECK: %[[SIZES:.+]] = memref.alloca() : memref<2xi64>
 // CHECK: memref.store %[[SIXTEEN]], %[[SIZES]]
+// CHECK: memref.store %[[ONE]], %[[SIZES]]
 // CHECK: call @cleave_cross_rank_reduce(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr) -> ()
 func.func @apply_step(%ctx: !llvm.ptr, %g: memref<4x4xf32>, %n: memref<f32>) {
   rt.cross_rank_reduce sum outs(%g, %n : memref<4x4xf32>, memref<f32>)

@@ -57,6 +57,7 @@ struct UnaryLowering : OpRewritePattern<OpTy> {
   Fn fn;
 };
 
+/// A float constant of the type of `like`.
 Value cst(OpBuilder &b, Location loc, double v, Value like) {
   return scalar(b, loc, v, like.getType());
 }
@@ -81,6 +82,7 @@ Value geluTanhInner(OpBuilder &b, Location loc, Value x) {
                             inner));
 }
 
+/// GELU of one element, in the erf form or the tanh approximation.
 Value gelu(OpBuilder &b, Location loc, Value x, GeluApproximation approx) {
   Value half = cst(b, loc, 0.5, x), one = cst(b, loc, 1.0, x);
   if (approx == GeluApproximation::tanh) {
@@ -92,6 +94,7 @@ Value gelu(OpBuilder &b, Location loc, Value x, GeluApproximation approx) {
   return arith::MulFOp::create(b, loc, x, normalCdf(b, loc, x));
 }
 
+/// The derivative of `gelu` at one element.
 Value geluDerivative(OpBuilder &b, Location loc, Value x,
                      GeluApproximation approx) {
   Value half = cst(b, loc, 0.5, x), one = cst(b, loc, 1.0, x);
@@ -123,6 +126,7 @@ Value geluDerivative(OpBuilder &b, Location loc, Value x,
                                arith::MulFOp::create(b, loc, x, pdf));
 }
 
+/// `pred(x, bound) ? t : f`.
 Value select(OpBuilder &b, Location loc, arith::CmpFPredicate pred, Value x,
              Value bound, Value t, Value f) {
   Value c = arith::CmpFOp::create(b, loc, pred, x, bound);

@@ -19,6 +19,8 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// An `rt.kernel` of `kind` computing `outType` from `inputs` into a fresh
+/// destination.
 Value kernel(PatternRewriter &rw, Location loc, rt::KernelKind kind,
              ValueRange inputs, RankedTensorType outType,
              ArrayRef<NamedAttribute> config) {
@@ -29,6 +31,8 @@ Value kernel(PatternRewriter &rw, Location loc, rt::KernelKind kind,
   return op.getResult(0);
 }
 
+/// The runtime's kernels are f32; f64 compute-bound ops are left for the
+/// conversion to report.
 LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
   for (Type t : op->getOperandTypes())
     if (auto rt = dyn_cast<RankedTensorType>(t);
@@ -38,6 +42,8 @@ LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
   return success();
 }
 
+/// Lowers `nn.matmul` to a 2-D or batched 3-D matmul kernel, folding the
+/// batch into the rows when the right-hand side is one shared matrix.
 struct MatmulLowering : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
@@ -53,7 +59,7 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
         rw.getNamedAttr("trans_b", rw.getBoolAttr(tb))};
     Value a = op.getLhs(), b = op.getRhs();
     int64_t rank = at.getRank();
-    int64_t m = ct.getDimSize(rank - 1 - 1), n = ct.getDimSize(rank - 1);
+    int64_t m = ct.getDimSize(rank - 2), n = ct.getDimSize(rank - 1);
     if (rank == 2) {
       rw.replaceOp(op, kernel(rw, loc, rt::KernelKind::matmul, {a, b}, ct,
                               config));
@@ -84,30 +90,42 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// `linear` as one GEMM `x[rows, in] @ W^T (+ b)` over all leading
+/// dimensions, with `extra` config entries (a fused activation).
+Value linearKernel(PatternRewriter &rw, LinearOp op,
+                   ArrayRef<NamedAttribute> extra = {}) {
+  Location loc = op.getLoc();
+  RankedTensorType xt = typeOf(op.getInput()),
+                   yt = cast<RankedTensorType>(op.getType());
+  int64_t in = xt.getShape().back(), out = yt.getShape().back();
+  int64_t rows = xt.getNumElements() / in;
+  SmallVector<Value> inputs = {reshape(rw, loc, op.getInput(), {rows, in}),
+                               op.getWeight()};
+  if (op.getBias())
+    inputs.push_back(op.getBias());
+  SmallVector<NamedAttribute> config = {
+      rw.getNamedAttr("trans_a", rw.getBoolAttr(false)),
+      rw.getNamedAttr("trans_b", rw.getBoolAttr(true))};
+  config.append(extra.begin(), extra.end());
+  Value r = kernel(rw, loc, rt::KernelKind::matmul, inputs,
+                   RankedTensorType::get({rows, out}, yt.getElementType()),
+                   config);
+  return reshape(rw, loc, r, yt.getShape());
+}
+
+/// Lowers `nn.linear` to a matmul kernel with the weight transposed.
 struct LinearLowering : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rw) const override {
     if (failed(requireF32(rw, op)))
       return failure();
-    Location loc = op.getLoc();
-    RankedTensorType xt = typeOf(op.getInput()),
-                     yt = cast<RankedTensorType>(op.getType());
-    int64_t in = xt.getShape().back(), out = yt.getShape().back();
-    int64_t rows = xt.getNumElements() / in;
-    Value x = reshape(rw, loc, op.getInput(), {rows, in});
-    SmallVector<Value> inputs = {x, op.getWeight()};
-    if (op.getBias())
-      inputs.push_back(op.getBias());
-    Value r = kernel(rw, loc, rt::KernelKind::matmul, inputs,
-                     RankedTensorType::get({rows, out}, yt.getElementType()),
-                     {rw.getNamedAttr("trans_a", rw.getBoolAttr(false)),
-                      rw.getNamedAttr("trans_b", rw.getBoolAttr(true))});
-    rw.replaceOp(op, reshape(rw, loc, r, yt.getShape()));
+    rw.replaceOp(op, linearKernel(rw, op));
     return success();
   }
 };
 
+/// The window attributes every convolution and pooling kernel takes.
 SmallVector<NamedAttribute> windowConfig(OpBuilder &b, ArrayRef<int64_t> strides,
                                          ArrayRef<int64_t> padding,
                                          ArrayRef<int64_t> dilations) {
@@ -116,6 +134,7 @@ SmallVector<NamedAttribute> windowConfig(OpBuilder &b, ArrayRef<int64_t> strides
           b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations))};
 }
 
+/// The configuration of a convolution kernel (forward or backward).
 template <typename OpTy>
 SmallVector<NamedAttribute> convConfig(OpBuilder &b, OpTy op) {
   auto config = windowConfig(b, op.getStrides(), op.getPadding(),
@@ -124,22 +143,32 @@ SmallVector<NamedAttribute> convConfig(OpBuilder &b, OpTy op) {
   return config;
 }
 
+/// `conv2d` as a forward convolution kernel, with `extra` config entries (a
+/// fused activation).
+Value conv2dKernel(PatternRewriter &rw, Conv2DOp op,
+                   ArrayRef<NamedAttribute> extra = {}) {
+  SmallVector<Value> inputs = {op.getInput(), op.getWeight()};
+  if (op.getBias())
+    inputs.push_back(op.getBias());
+  SmallVector<NamedAttribute> config = convConfig(rw, op);
+  config.append(extra.begin(), extra.end());
+  return kernel(rw, op.getLoc(), rt::KernelKind::conv2d_fwd, inputs,
+                cast<RankedTensorType>(op.getType()), config);
+}
+
+/// Lowers `nn.conv2d` to the forward convolution kernel.
 struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DOp op,
                                 PatternRewriter &rw) const override {
     if (failed(requireF32(rw, op)))
       return failure();
-    SmallVector<Value> inputs = {op.getInput(), op.getWeight()};
-    if (op.getBias())
-      inputs.push_back(op.getBias());
-    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::conv2d_fwd, inputs,
-                            cast<RankedTensorType>(op.getType()),
-                            convConfig(rw, op)));
+    rw.replaceOp(op, conv2dKernel(rw, op));
     return success();
   }
 };
 
+/// Lowers `nn.conv2d_grad_input` to the backward-data kernel.
 struct Conv2DGradInputLowering : OpRewritePattern<Conv2DGradInputOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DGradInputOp op,
@@ -154,6 +183,7 @@ struct Conv2DGradInputLowering : OpRewritePattern<Conv2DGradInputOp> {
   }
 };
 
+/// Lowers `nn.conv2d_grad_weight` to the backward-weights kernel.
 struct Conv2DGradWeightLowering : OpRewritePattern<Conv2DGradWeightOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DGradWeightOp op,
@@ -199,6 +229,7 @@ poolConfig(PatternRewriter &rw, OpTy op, ArrayRef<int64_t> inShape,
   return config;
 }
 
+/// Lowers `nn.max_pool2d` to the forward max-pooling kernel.
 struct MaxPoolLowering : OpRewritePattern<MaxPool2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MaxPool2DOp op,
@@ -216,6 +247,7 @@ struct MaxPoolLowering : OpRewritePattern<MaxPool2DOp> {
   }
 };
 
+/// Lowers `nn.max_pool2d_grad` to the backward max-pooling kernel.
 struct MaxPoolGradLowering : OpRewritePattern<MaxPool2DGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MaxPool2DGradOp op,
@@ -233,6 +265,7 @@ struct MaxPoolGradLowering : OpRewritePattern<MaxPool2DGradOp> {
   }
 };
 
+/// Lowers `nn.avg_pool2d` to the forward average-pooling kernel.
 struct AvgPoolLowering : OpRewritePattern<AvgPool2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AvgPool2DOp op,
@@ -250,6 +283,7 @@ struct AvgPoolLowering : OpRewritePattern<AvgPool2DOp> {
   }
 };
 
+/// Lowers `nn.avg_pool2d_grad` to the backward average-pooling kernel.
 struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AvgPool2DGradOp op,
@@ -297,33 +331,12 @@ struct FusedReluLowering : OpRewritePattern<ProducerOp> {
     }
     if (!relu)
       return rw.notifyMatchFailure(producer, "not followed by a relu");
-    Location loc = producer.getLoc();
-    Value fused;
     NamedAttribute act = rw.getNamedAttr("activation", rw.getStringAttr("relu"));
-    if constexpr (std::is_same_v<ProducerOp, LinearOp>) {
-      RankedTensorType xt = typeOf(producer.getInput()),
-                       yt = cast<RankedTensorType>(producer.getType());
-      int64_t in = xt.getShape().back(), out = yt.getShape().back();
-      int64_t rows = xt.getNumElements() / in;
-      SmallVector<Value> inputs = {
-          reshape(rw, loc, producer.getInput(), {rows, in}),
-          producer.getWeight()};
-      if (producer.getBias())
-        inputs.push_back(producer.getBias());
-      Value r = kernel(rw, loc, rt::KernelKind::matmul, inputs,
-                       RankedTensorType::get({rows, out}, yt.getElementType()),
-                       {rw.getNamedAttr("trans_a", rw.getBoolAttr(false)),
-                        rw.getNamedAttr("trans_b", rw.getBoolAttr(true)), act});
-      fused = reshape(rw, loc, r, yt.getShape());
-    } else {
-      SmallVector<Value> inputs = {producer.getInput(), producer.getWeight()};
-      if (producer.getBias())
-        inputs.push_back(producer.getBias());
-      auto config = convConfig(rw, producer);
-      config.push_back(act);
-      fused = kernel(rw, loc, rt::KernelKind::conv2d_fwd, inputs,
-                     cast<RankedTensorType>(producer.getType()), config);
-    }
+    Value fused;
+    if constexpr (std::is_same_v<ProducerOp, LinearOp>)
+      fused = linearKernel(rw, producer, act);
+    else
+      fused = conv2dKernel(rw, producer, act);
     for (ReluGradOp mask : masks)
       rw.modifyOpInPlace(mask, [&] { mask.getInputMutable().assign(fused); });
     rw.replaceOp(relu, fused);

@@ -56,6 +56,8 @@ double elementsOver(RankedTensorType t, ArrayRef<int64_t> axes) {
   return n;
 }
 
+/// A reduction is one linalg.generic with reduction iterators; the mean
+/// scales the sum once, and `keepdims` reinserts the reduced dimensions.
 template <typename OpTy>
 struct ReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
@@ -78,6 +80,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
   }
 };
 
+/// Routes the cotangent to the maximal elements, split evenly between ties:
+/// dy * [x == max] / count([x == max]).
 struct ReduceMaxGradLowering : OpRewritePattern<ReduceMaxGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceMaxGradOp op,
@@ -85,14 +89,7 @@ struct ReduceMaxGradLowering : OpRewritePattern<ReduceMaxGradOp> {
     Location loc = op.getLoc();
     Value x = op.getInput();
     RankedTensorType xt = typeOf(x);
-    SmallVector<int64_t> axes;
-    if (op.getAxes().empty())
-      for (int64_t d = 0; d < xt.getRank(); ++d)
-        axes.push_back(d);
-    else
-      for (int64_t a : op.getAxes())
-        axes.push_back(*normalizeAxis(a, xt.getRank()));
-    llvm::sort(axes);
+    SmallVector<int64_t> axes = op.getReducedAxes();
     Value m = keepDims(rewriter, loc, maxOver(rewriter, loc, x, axes), axes,
                        xt.getRank());
     // Ties share the gradient evenly.
@@ -134,6 +131,7 @@ std::pair<Value, Value> shiftedExp(OpBuilder &b, Location loc, Value x,
   return {m, e};
 }
 
+/// exp(x - max) / sum(exp(x - max)) along the axis.
 struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op,
@@ -155,6 +153,7 @@ struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
   }
 };
 
+/// x - max - log(sum(exp(x - max))) along the axis.
 struct LogSoftmaxLowering : OpRewritePattern<LogSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op,
@@ -187,6 +186,8 @@ Value reduceLoss(OpBuilder &b, Location loc, Value perSample,
                                       : total;
 }
 
+/// logsumexp(logits) - logits[label] per sample, then the reduction. Labels
+/// are clamped into range (the runtime validates them).
 struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op,
@@ -204,11 +205,7 @@ struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
         rewriter, loc, rowType, {op.getLabels()},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value row = linalg::IndexOp::create(b, l, 0);
-          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
-          Value zero = arith::ConstantIndexOp::create(b, l, 0);
-          Value hi = arith::ConstantIndexOp::create(b, l, classes - 1);
-          Value c = arith::MinSIOp::create(
-              b, l, arith::MaxSIOp::create(b, l, i, zero), hi);
+          Value c = clampedIndex(b, l, a[0], classes);
           return tensor::ExtractOp::create(b, l, x, ValueRange{row, c});
         });
     Value perSample = elementwise(
@@ -224,6 +221,8 @@ struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// The mean of (input - target)^2 over the non-batch dimensions per sample,
+/// then the reduction.
 struct MseLossLowering : OpRewritePattern<MseLossOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MseLossOp op,
@@ -246,6 +245,7 @@ struct MseLossLowering : OpRewritePattern<MseLossOp> {
   }
 };
 
+/// The mean over the spatial dimensions, kept as size 1.
 struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GlobalAvgPoolOp op,
@@ -305,6 +305,9 @@ Value normalizeAffine(OpBuilder &b, Location loc, Value x, Value mean,
       });
 }
 
+/// Normalises with the running statistics (inference) or with this batch's
+/// statistics, weighted by the sample weights when present, and blends the
+/// batch statistics into the running ones (training).
 struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BatchNormOp op,
@@ -402,6 +405,7 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
   }
 };
 
+/// Normalises over the trailing dimensions from `axis` with their moments.
 struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LayerNormOp op,
@@ -438,6 +442,8 @@ Value splitMix(OpBuilder &b, Location l, Value z) {
   return arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(31)));
 }
 
+/// Recomputes DropoutOp::keeps for every element from its row-major index,
+/// so the mask needs no storage and matches the interpreter bit for bit.
 struct DropoutLowering : OpRewritePattern<DropoutOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DropoutOp op,

@@ -36,6 +36,7 @@ struct ReshapeLowering : OpRewritePattern<OpTy> {
   }
 };
 
+/// A transpose becomes linalg.transpose into a fresh tensor.
 struct TransposeLowering : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TransposeOp op,
@@ -71,6 +72,8 @@ Value clampIndex(OpBuilder &b, Location loc, Value v, int64_t bound) {
 // `memrefCopy` from MLIR's runner library: a symbol no artifact can
 // resolve.
 
+/// Each result element selects the input whose range along the axis holds
+/// it (the other reads are clamped in bounds and discarded).
 struct ConcatLowering : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
@@ -119,6 +122,7 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
   }
 };
 
+/// Result element i reads input element start + i * stride.
 struct SliceLowering : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
@@ -199,6 +203,7 @@ struct PadLowering : OpRewritePattern<PadOp> {
   }
 };
 
+/// A broadcast is an elementwise copy with broadcasting operand maps.
 struct BroadcastToLowering : OpRewritePattern<BroadcastToOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BroadcastToOp op,
@@ -211,79 +216,71 @@ struct BroadcastToLowering : OpRewritePattern<BroadcastToOp> {
   }
 };
 
-/// An index element as `index`, clamped into [0, bound) so that bad data can
-/// never make generated code read out of bounds (the runtime validates
-/// labels and indices before they get here).
-Value clampedIndex(OpBuilder &b, Location loc, Value element, int64_t bound) {
-  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value max = arith::ConstantIndexOp::create(b, loc, bound - 1);
-  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, zero),
-                                max);
+/// A linalg.generic over `type` whose one input, `indices`, has the shape of
+/// all but the last result dimension: `body` computes a result element from
+/// the index at its leading position (the last position is
+/// `linalg.index rank - 1`).
+Value perIndexGeneric(OpBuilder &b, Location loc, RankedTensorType type,
+                      Value indices,
+                      function_ref<Value(OpBuilder &, Location, Value)> body) {
+  int64_t rank = type.getRank();
+  SmallVector<AffineExpr> leading;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    leading.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(rank, 0, leading, b.getContext()),
+      b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{indices},
+      ValueRange{empty(b, loc, type)}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(nb, l, body(nb, l, a[0]));
+      });
+  return g.getResult(0);
 }
 
+/// One-hot encoding: 1 where the class position equals the label.
 struct OneHotLowering : OpRewritePattern<OneHotOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(OneHotOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t rank = type.getRank();
-    SmallVector<AffineExpr> labelExprs;
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      labelExprs.push_back(rewriter.getAffineDimExpr(d));
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(rank, 0, labelExprs, getContext()),
-        rewriter.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-    auto g = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{type}, ValueRange{op.getLabels()},
-        ValueRange{empty(rewriter, loc, type)}, maps, iters,
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          Value cls = linalg::IndexOp::create(b, l, rank - 1);
-          Value label = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
-          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                            cls, label);
-          Type elt = type.getElementType();
-          linalg::YieldOp::create(
-              b, l,
-              arith::SelectOp::create(b, l, hit, scalar(b, l, 1.0, elt),
-                                      scalar(b, l, 0.0, elt))
-                  .getResult());
-        });
-    rewriter.replaceOp(op, g.getResult(0));
+    rewriter.replaceOp(
+        op, perIndexGeneric(
+                rewriter, op.getLoc(), type, op.getLabels(),
+                [&](OpBuilder &b, Location l, Value labelElt) -> Value {
+                  Value cls = linalg::IndexOp::create(b, l, type.getRank() - 1);
+                  Value label = arith::IndexCastOp::create(
+                      b, l, b.getIndexType(), labelElt);
+                  Value hit = arith::CmpIOp::create(
+                      b, l, arith::CmpIPredicate::eq, cls, label);
+                  Type elt = type.getElementType();
+                  return arith::SelectOp::create(b, l, hit,
+                                                 scalar(b, l, 1.0, elt),
+                                                 scalar(b, l, 0.0, elt));
+                }));
     return success();
   }
 };
 
+/// A row lookup: result element [..., j] is table[index, j].
 struct EmbeddingLowering : OpRewritePattern<EmbeddingOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EmbeddingOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t rank = type.getRank();
     int64_t rows = shapeOf(op.getTable())[0];
-    SmallVector<AffineExpr> idExprs;
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      idExprs.push_back(rewriter.getAffineDimExpr(d));
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(rank, 0, idExprs, getContext()),
-        rewriter.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
     Value table = op.getTable();
-    auto g = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{type}, ValueRange{op.getIndices()},
-        ValueRange{empty(rewriter, loc, type)}, maps, iters,
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          Value row = clampedIndex(b, l, a[0], rows);
-          Value col = linalg::IndexOp::create(b, l, rank - 1);
-          linalg::YieldOp::create(
-              b, l,
-              tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
-                  .getResult());
-        });
-    rewriter.replaceOp(op, g.getResult(0));
+    rewriter.replaceOp(
+        op, perIndexGeneric(
+                rewriter, op.getLoc(), type, op.getIndices(),
+                [&](OpBuilder &b, Location l, Value id) -> Value {
+                  Value row = clampedIndex(b, l, id, rows);
+                  Value col = linalg::IndexOp::create(b, l, type.getRank() - 1);
+                  return tensor::ExtractOp::create(b, l, table,
+                                                   ValueRange{row, col});
+                }));
     return success();
   }
 };

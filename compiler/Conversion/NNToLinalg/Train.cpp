@@ -32,6 +32,7 @@ Value subf(OpBuilder &b, Location l, Value x, Value y) {
   return arith::SubFOp::create(b, l, x, y);
 }
 
+/// `torch.optim.SGD` without momentum, written into the parameter.
 struct SgdLowering : OpRewritePattern<SgdOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SgdOp op,
@@ -50,6 +51,7 @@ struct SgdLowering : OpRewritePattern<SgdOp> {
   }
 };
 
+/// SGD with (Nesterov) momentum, written into the parameter and buffer.
 struct MomentumLowering : OpRewritePattern<MomentumOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MomentumOp op,
@@ -73,6 +75,8 @@ struct MomentumLowering : OpRewritePattern<MomentumOp> {
   }
 };
 
+/// Adam / AdamW, written into the parameter and both moments; the per-step
+/// bias corrections are computed once, outside the loop.
 struct AdamLowering : OpRewritePattern<AdamOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AdamOp op,
@@ -130,6 +134,8 @@ struct AdamLowering : OpRewritePattern<AdamOp> {
   }
 };
 
+/// The global L2 norm in f64 (summed across ranks for sharded gradients),
+/// then every gradient scaled in place by min(1, max_norm / (norm + 1e-6)).
 struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ClipByGlobalNormOp op,
@@ -212,26 +218,28 @@ struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
   }
 };
 
-struct CrossRankReduceLowering : OpRewritePattern<CrossRankReduceOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(CrossRankReduceOp op,
-                                PatternRewriter &rw) const override {
-    for (Value v : op.getValues())
-      if (!cast<RankedTensorType>(v.getType()).getElementType().isF32())
-        return rw.notifyMatchFailure(op, "collectives are f32 only");
-    rt::ReduceKind kind = static_cast<rt::ReduceKind>(op.getKind());
-    rw.replaceOpWithNewOp<rt::CrossRankReduceOp>(op, op.getValues().getTypes(),
-                                                 kind, op.getValues());
-    return success();
-  }
-};
-
+/// The runtime's collectives move f32 buffers.
 LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
   for (Type t : op->getOperandTypes())
     if (!cast<RankedTensorType>(t).getElementType().isF32())
       return rw.notifyMatchFailure(op, "collectives are f32 only");
   return success();
 }
+
+/// `train.cross_rank_reduce` becomes the destination-passing
+/// `rt.cross_rank_reduce`, in place on its operands.
+struct CrossRankReduceLowering : OpRewritePattern<CrossRankReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossRankReduceOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    rt::ReduceKind kind = static_cast<rt::ReduceKind>(op.getKind());
+    rw.replaceOpWithNewOp<rt::CrossRankReduceOp>(op, op.getValues().getTypes(),
+                                                 kind, op.getValues());
+    return success();
+  }
+};
 
 /// Fresh destinations for the results of `op`.
 SmallVector<Value> emptyResults(PatternRewriter &rw, Operation *op) {
@@ -241,6 +249,7 @@ SmallVector<Value> emptyResults(PatternRewriter &rw, Operation *op) {
   return inits;
 }
 
+/// `train.reduce_scatter` becomes `rt.reduce_scatter` into fresh shards.
 struct ReduceScatterLowering : OpRewritePattern<ReduceScatterOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceScatterOp op,
@@ -254,6 +263,8 @@ struct ReduceScatterLowering : OpRewritePattern<ReduceScatterOp> {
   }
 };
 
+/// `train.all_gather` becomes `rt.all_gather`, into the parameter's own
+/// buffer when the gathered value is only stored there.
 struct AllGatherLowering : OpRewritePattern<AllGatherOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AllGatherOp op,
@@ -279,6 +290,7 @@ struct AllGatherLowering : OpRewritePattern<AllGatherOp> {
   }
 };
 
+/// `train.shard` becomes `rt.shard` into a fresh shard.
 struct ShardLowering : OpRewritePattern<ShardOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ShardOp op,

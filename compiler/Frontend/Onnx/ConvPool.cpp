@@ -110,13 +110,7 @@ LogicalResult importConv(NodeImporter &n) {
       return failure();
     bias = *b;
   }
-  auto op =
-      n.create<nn::Conv2DOp>(*x, *w, bias, window->strides, window->padding,
-                             window->dilations, static_cast<uint64_t>(*group));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::Conv2DOp>(*x, *w, bias, window->strides, window->padding, window->dilations, static_cast<uint64_t>(*group));
 }
 
 /// MaxPool and AveragePool.
@@ -171,11 +165,7 @@ LogicalResult importGlobalAveragePool(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(x))
     return failure();
-  auto op = n.create<nn::GlobalAvgPoolOp>(*x);
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::GlobalAvgPoolOp>(*x);
 }
 
 } // namespace

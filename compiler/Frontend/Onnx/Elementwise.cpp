@@ -137,11 +137,7 @@ LogicalResult importBinary(NodeImporter &n) {
   FailureOr<Value> rhs = n.floatTensor(1);
   if (failed(rhs))
     return failure();
-  auto op = n.create<OpTy>(*lhs, *rhs);
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<OpTy>(*lhs, *rhs);
 }
 
 /// Pow with a constant exponent (`nn.pow`); both constant folds.
@@ -163,11 +159,7 @@ LogicalResult importPow(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(x))
     return failure();
-  auto op = n.create<nn::PowOp>(*x, APFloat(*exponent));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::PowOp>(*x, APFloat(*exponent));
 }
 
 template <typename OpTy> LogicalResult importUnary(NodeImporter &n) {
@@ -176,11 +168,7 @@ template <typename OpTy> LogicalResult importUnary(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(x))
     return failure();
-  auto op = n.create<OpTy>(*x);
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<OpTy>(*x);
 }
 
 LogicalResult importLeakyRelu(NodeImporter &n) {
@@ -190,11 +178,7 @@ LogicalResult importLeakyRelu(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(alpha) || failed(x))
     return failure();
-  auto op = n.create<nn::LeakyReluOp>(*x, APFloat(*alpha));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::LeakyReluOp>(*x, APFloat(*alpha));
 }
 
 /// Softmax and LogSoftmax from opset 13 on normalise along one axis.
@@ -210,11 +194,7 @@ template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
   if (!a)
     return n.emitError() << n.getOpType() << " axis " << *axis
                          << " is out of range for rank " << rank;
-  auto op = n.create<OpTy>(*x, static_cast<uint64_t>(*a));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<OpTy>(*x, static_cast<uint64_t>(*a));
 }
 
 } // namespace

@@ -270,6 +270,10 @@ public:
   /// the op's own diagnostic at the node's location and fails.
   template <typename OpTy, typename... Args>
   FailureOr<OpTy> create(Args &&...args);
+  /// Builds a single-result `OpTy` as `create` does and makes its result
+  /// output 0 of the node.
+  template <typename OpTy, typename... Args>
+  LogicalResult createOutput(Args &&...args);
 
   /// Reshapes `v` to `shape` (entries known up to the batch size) with
   /// `nn.reshape`, writing the batch-dependent entry as -1.
@@ -314,6 +318,15 @@ FailureOr<OpTy> NodeImporter::create(Args &&...args) {
     return failure();
   }
   return op;
+}
+
+template <typename OpTy, typename... Args>
+LogicalResult NodeImporter::createOutput(Args &&...args) {
+  FailureOr<OpTy> op = create<OpTy>(std::forward<Args>(args)...);
+  if (failed(op))
+    return failure();
+  setOutput(0, op->getResult());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

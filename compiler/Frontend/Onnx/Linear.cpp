@@ -52,13 +52,8 @@ LogicalResult importGemm(NodeImporter &n) {
 
   bool vectorBias = !c || (*beta == 1.0 &&
                            cast<RankedTensorType>(c.getType()).getRank() == 1);
-  if (!*transA && *transB && *alpha == 1.0 && vectorBias) {
-    auto linear = n.create<nn::LinearOp>(*a, *b, c);
-    if (failed(linear))
-      return failure();
-    n.setOutput(0, linear->getResult());
-    return success();
-  }
+  if (!*transA && *transB && *alpha == 1.0 && vectorBias)
+    return n.createOutput<nn::LinearOp>(*a, *b, c);
 
   auto product = n.create<nn::MatmulOp>(*a, *b, *transA != 0, *transB != 0);
   if (failed(product))

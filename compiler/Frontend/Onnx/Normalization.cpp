@@ -102,12 +102,7 @@ LogicalResult importLayerNormalization(NodeImporter &n) {
       return failure();
     bias = *b;
   }
-  auto op = n.create<nn::LayerNormOp>(
-      *x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::LayerNormOp>(*x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
 }
 
 LogicalResult importReduceMean(NodeImporter &n) {
@@ -118,11 +113,7 @@ LogicalResult importReduceMean(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(axes) || failed(keepdims) || failed(x))
     return failure();
-  auto op = n.create<nn::ReduceMeanOp>(*x, *axes, *keepdims != 0);
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::ReduceMeanOp>(*x, *axes, *keepdims != 0);
 }
 
 LogicalResult importDropout(NodeImporter &n) {
@@ -144,13 +135,7 @@ LogicalResult importDropout(NodeImporter &n) {
   if (failed(x))
     return failure();
   GraphImporter &g = n.getGraph();
-  auto op =
-      n.create<nn::DropoutOp>(*x, g.getRngSeed(), APFloat(ratio),
-                              static_cast<uint64_t>(g.nextDropoutStream()));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::DropoutOp>(*x, g.getRngSeed(), APFloat(ratio), static_cast<uint64_t>(g.nextDropoutStream()));
 }
 
 } // namespace

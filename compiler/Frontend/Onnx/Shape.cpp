@@ -491,11 +491,7 @@ LogicalResult importFlatten(NodeImporter &n) {
       return n.emitError() << "Flatten of a tensor that is too large";
     return setReshaped(n, x, {*outer, *inner});
   }
-  auto op = n.create<nn::FlattenOp>(x.tensor, static_cast<uint64_t>(a));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::FlattenOp>(x.tensor, static_cast<uint64_t>(a));
 }
 
 LogicalResult importTranspose(NodeImporter &n) {
@@ -511,11 +507,7 @@ LogicalResult importTranspose(NodeImporter &n) {
   FailureOr<SmallVector<int64_t>> perm = n.getInts("perm", ArrayRef(reversed));
   if (failed(perm))
     return failure();
-  auto op = n.create<nn::TransposeOp>(*x, *perm);
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::TransposeOp>(*x, *perm);
 }
 
 LogicalResult importConcat(NodeImporter &n) {
@@ -524,6 +516,8 @@ LogicalResult importConcat(NodeImporter &n) {
   FailureOr<int64_t> axis = n.getInt("axis");
   if (failed(axis))
     return failure();
+  if (n.getNumInputs() == 0)
+    return n.emitError() << "Concat needs inputs";
   bool allSymbolic = true;
   for (unsigned i = 0; i < n.getNumInputs(); ++i)
     allSymbolic &= n.hasInput(i) && n.input(i).kind == Kind::Symbolic;
@@ -546,19 +540,12 @@ LogicalResult importConcat(NodeImporter &n) {
       return failure();
     inputs.push_back(*v);
   }
-  if (inputs.empty())
-    return n.emitError() << "Concat needs inputs";
   int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
   std::optional<int64_t> a = normalizeAxis(*axis, rank);
   if (!a)
     return n.emitError() << "Concat axis " << *axis
                          << " is out of range for rank " << rank;
-  auto op =
-      n.create<nn::ConcatOp>(ValueRange(inputs), static_cast<uint64_t>(*a));
-  if (failed(op))
-    return failure();
-  n.setOutput(0, op->getResult());
-  return success();
+  return n.createOutput<nn::ConcatOp>(ValueRange(inputs), static_cast<uint64_t>(*a));
 }
 
 LogicalResult importSlice(NodeImporter &n) {
@@ -764,11 +751,7 @@ LogicalResult importGather(NodeImporter &n) {
     FailureOr<Value> table = n.floatTensor(0);
     if (failed(table))
       return failure();
-    auto op = n.create<nn::EmbeddingOp>(indices.tensor, *table);
-    if (failed(op))
-      return failure();
-    n.setOutput(0, op->getResult());
-    return success();
+    return n.createOutput<nn::EmbeddingOp>(indices.tensor, *table);
   }
 
   auto ids = n.constantInts(1, "indices");

@@ -11,6 +11,7 @@
 #include "dialects/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/Sequence.h"
 #include <cmath>
 
 using namespace mlir;
@@ -447,15 +448,14 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
 
 /// Scales per-sample loss derivatives `d` ([B, ...]) by the loss cotangent
 /// `dy`, according to how the loss was reduced.
-static FailureOr<Value> scaleBySampleCotangent(OpBuilder &b, Location loc,
-                                               Value d, Value dy,
-                                               Reduction reduction,
-                                               double meanCount) {
+static Value scaleBySampleCotangent(OpBuilder &b, Location loc, Value d,
+                                    Value dy, Reduction reduction,
+                                    double meanCount) {
   auto dt = cast<RankedTensorType>(d.getType());
   if (reduction == Reduction::none) {
     SmallVector<int64_t> s(dt.getRank(), 1);
     s[0] = dt.getDimSize(0);
-    return Value(MulOp::create(b, loc, d, reshapeTo(b, loc, dy, s)));
+    return MulOp::create(b, loc, d, reshapeTo(b, loc, dy, s));
   }
   Value scaled = MulOp::create(b, loc, d, dy);
   if (reduction == Reduction::mean)
@@ -480,11 +480,9 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange dys,
   Value oh = OneHotOp::create(b, loc, getLabels(), lt.getDimSize(1),
                               cast<FloatType>(lt.getElementType()));
   Value d = SubOp::create(b, loc, p, oh);
-  auto g = scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
-                                  lt.getDimSize(0));
-  if (failed(g))
-    return failure();
-  grads.append({*g, Value()});
+  grads.append({scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
+                                       lt.getDimSize(0)),
+                Value()});
   return success();
 }
 
@@ -496,17 +494,17 @@ LogicalResult MseLossOp::buildVJP(OpBuilder &b, ValueRange dys,
   if (!xt.hasStaticShape())
     return emitOpError("gradient needs static shapes");
   // Per sample l = mean((x - t)^2) over the D non-batch elements, so
-  // dl/dx = 2 (x - t) / D.
-  double perSample = xt.getNumElements() / xt.getDimSize(0);
+  // dl/dx = 2 (x - t) / D. D is the product of the non-batch dimensions, not
+  // the element count divided by the batch, which an empty batch makes 0.
+  double perSample = *reducedCount(
+      xt.getShape(), llvm::to_vector(llvm::seq<int64_t>(1, xt.getRank())));
   Value diff = SubOp::create(b, loc, getInput(), getTarget());
   Value d = MulOp::create(b, loc, diff,
                           splat(b, loc, 2.0 / perSample, xt.getElementType()));
-  auto g = scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
-                                  xt.getDimSize(0));
-  if (failed(g))
-    return failure();
-  grads.push_back(needed[0] ? *g : Value());
-  grads.push_back(needed[1] ? Value(NegOp::create(b, loc, *g)) : Value());
+  Value g = scaleBySampleCotangent(b, loc, d, dys[0], getReduction(),
+                                   xt.getDimSize(0));
+  grads.push_back(needed[0] ? g : Value());
+  grads.push_back(needed[1] ? Value(NegOp::create(b, loc, g)) : Value());
   return success();
 }
 
@@ -595,8 +593,8 @@ struct Normalized {
 };
 } // namespace
 
-static FailureOr<Normalized> normalize(OpBuilder &b, Location loc, Value x,
-                                       ArrayRef<int64_t> axes, double eps) {
+static Normalized normalize(OpBuilder &b, Location loc, Value x,
+                            ArrayRef<int64_t> axes, double eps) {
   Type elt = cast<RankedTensorType>(x.getType()).getElementType();
   Value mean = ReduceMeanOp::create(b, loc, x, axes, true);
   Value xc = SubOp::create(b, loc, x, mean);
@@ -697,10 +695,7 @@ LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange dys,
     return success();
   }
   if (getTraining()) {
-    auto stats = normalize(b, loc, getInput(), axes, eps);
-    if (failed(stats))
-      return failure();
-    n = *stats;
+    n = normalize(b, loc, getInput(), axes, eps);
   } else {
     Value mean = reshapeTo(b, loc, getRunningMean(), chanShape);
     Value var = reshapeTo(b, loc, getRunningVar(), chanShape);
@@ -743,13 +738,11 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange dys,
   SmallVector<int64_t> normAxes, leadAxes;
   for (int64_t d = 0; d < xt.getRank(); ++d)
     (d >= axis ? normAxes : leadAxes).push_back(d);
-  auto n = normalize(b, loc, getInput(), normAxes,
-                     getEpsilon().convertToDouble());
-  if (failed(n))
-    return failure();
+  Normalized n = normalize(b, loc, getInput(), normAxes,
+                           getEpsilon().convertToDouble());
   Value dy = dys[0];
   Value dxhat = getScale() ? Value(MulOp::create(b, loc, dy, getScale())) : dy;
-  grads.push_back(needed[0] ? normalizedInputGrad(b, loc, dxhat, *n, normAxes)
+  grads.push_back(needed[0] ? normalizedInputGrad(b, loc, dxhat, n, normAxes)
                             : Value());
   unsigned next = 1;
   auto paramGrad = [&](Value g) -> Value {
@@ -759,7 +752,7 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange dys,
   };
   if (getScale())
     grads.push_back(needed[next++]
-                        ? paramGrad(MulOp::create(b, loc, dy, n->xhat))
+                        ? paramGrad(MulOp::create(b, loc, dy, n.xhat))
                         : Value());
   if (getBias())
     grads.push_back(needed[next++] ? paramGrad(dy) : Value());

@@ -494,6 +494,10 @@ CLEAVE_REDUCE(ReduceMeanOp)
 CLEAVE_REDUCE(ReduceMaxOp)
 #undef CLEAVE_REDUCE
 
+SmallVector<int64_t> ReduceMaxGradOp::getReducedAxes() {
+  return *reducedAxes(std::nullopt, getAxes(), getInput().getType().getRank());
+}
+
 LogicalResult ReduceMaxGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
@@ -1139,20 +1143,24 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// Whether a slice or pad with `starts` and `strides` from `input` to
+/// `result` moves no element: it is the identity.
+static bool isIdentityPlacement(Value input, Value result,
+                                ArrayRef<int64_t> starts,
+                                ArrayRef<int64_t> strides) {
+  return input.getType() == result.getType() &&
+         llvm::all_of(starts, [](int64_t v) { return v == 0; }) &&
+         llvm::all_of(strides, [](int64_t v) { return v == 1; });
+}
+
 OpFoldResult SliceOp::fold(FoldAdaptor) {
-  auto isZero = [](int64_t v) { return v == 0; };
-  auto isOne = [](int64_t v) { return v == 1; };
-  if (getInput().getType() == getType() && llvm::all_of(getStarts(), isZero) &&
-      llvm::all_of(getStrides(), isOne))
+  if (isIdentityPlacement(getInput(), getResult(), getStarts(), getStrides()))
     return getInput();
   return {};
 }
 
 OpFoldResult PadOp::fold(FoldAdaptor) {
-  auto isZero = [](int64_t v) { return v == 0; };
-  auto isOne = [](int64_t v) { return v == 1; };
-  if (getInput().getType() == getType() && llvm::all_of(getStarts(), isZero) &&
-      llvm::all_of(getStrides(), isOne))
+  if (isIdentityPlacement(getInput(), getResult(), getStarts(), getStrides()))
     return getInput();
   return {};
 }

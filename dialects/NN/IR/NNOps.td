@@ -391,6 +391,11 @@ def NN_ReduceMaxGradOp : NN_Op<"reduce_max_grad",
   let assemblyFormat = [{
     $grad `,` $input $axes attr-dict `:` type($grad) `,` type($input) `->` type($result)
   }];
+  let extraClassDeclaration = [{
+    /// The forward reduction's axes, normalised and sorted (an empty list
+    /// meaning all of them).
+    ::llvm::SmallVector<int64_t> getReducedAxes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -131,13 +131,22 @@ void KernelOp::getEffects(
   dpsEffects(*this, effects);
 }
 
+/// Memory effects of a collective: those of its buffers, plus
+/// communication, an effect of its own so that a collective is never dropped
+/// or reordered.
+static void
+collectiveEffects(DestinationStyleOpInterface op,
+                  SmallVectorImpl<SideEffects::EffectInstance<
+                      MemoryEffects::Effect>> &effects) {
+  dpsEffects(op, effects);
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
 void CrossRankReduceOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  dpsEffects(*this, effects);
-  // Communication is an effect of its own: never drop or reorder it.
-  effects.emplace_back(MemoryEffects::Write::get(),
-                       SideEffects::DefaultResource::get());
+  collectiveEffects(*this, effects);
 }
 
 //===----------------------------------------------------------------------===//
@@ -199,17 +208,13 @@ LogicalResult ShardOp::verify() {
 void ReduceScatterOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  dpsEffects(*this, effects);
-  effects.emplace_back(MemoryEffects::Write::get(),
-                       SideEffects::DefaultResource::get());
+  collectiveEffects(*this, effects);
 }
 
 void AllGatherOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  dpsEffects(*this, effects);
-  effects.emplace_back(MemoryEffects::Write::get(),
-                       SideEffects::DefaultResource::get());
+  collectiveEffects(*this, effects);
 }
 
 void ShardOp::getEffects(
