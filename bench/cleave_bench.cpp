@@ -108,7 +108,9 @@ int main(int argc, char **argv) {
       session.microStep(data.batch);
     int64_t micro = 0;
     auto t0 = Clock::now();
-    while (seconds(t0, Clock::now()) < budget / 3) {
+    // At least a few steps, so that a tiny --seconds still divides by a
+    // count rather than printing inf into the JSON.
+    while (seconds(t0, Clock::now()) < budget / 3 || micro < 10) {
       session.microStep(data.batch);
       ++micro;
     }
@@ -131,7 +133,8 @@ int main(int argc, char **argv) {
     session.setAccumulation(n);
     int64_t steps = 0;
     auto t2 = Clock::now();
-    while (seconds(t2, Clock::now()) < budget / 3 || steps % n != 0) {
+    while (seconds(t2, Clock::now()) < budget / 3 || steps < n ||
+           steps % n != 0) {
       session.microStep(data.batch);
       ++steps;
     }

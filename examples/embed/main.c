@@ -49,10 +49,6 @@ static void fillSynthetic(void *data, cleave_dtype dtype, size_t count,
   }
 }
 
-static size_t dtypeSize(cleave_dtype dtype) {
-  return dtype == CLEAVE_DTYPE_F64 || dtype == CLEAVE_DTYPE_I64 ? 8 : 4;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
     fprintf(stderr, "usage: %s model.cleave [classes]\n", argv[0]);
@@ -117,7 +113,7 @@ int main(int argc, char **argv) {
     int64_t k = s < accumulate ? microBatch : (microBatch + 1) / 2;
     for (size_t i = 0; i < numInputs; ++i) {
       bytes[i] = (size_t)k * rowBytes[i];
-      fillSynthetic(data[i], dtypes[i], bytes[i] / dtypeSize(dtypes[i]),
+      fillSynthetic(data[i], dtypes[i], bytes[i] / cleave_dtype_size(dtypes[i]),
                     classes, &state);
     }
     cleave_batch batch = {k, numInputs, (const void *const *)data, bytes};

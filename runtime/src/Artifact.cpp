@@ -64,7 +64,9 @@ bool readAt(int fd, void *buf, size_t bytes, uint64_t offset) {
 /// checking their extent, so a truncated file would fault (SIGBUS) during
 /// relocation instead of failing.
 Status checkElf(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is
+  // refused below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
                      std::strerror(errno), ")");
@@ -110,8 +112,11 @@ Status checkElf(const std::string &path) {
     Elf64_Phdr ph;
     if (!readAt(fd, &ph, sizeof(ph), eh.e_phoff + uint64_t(i) * sizeof(ph)))
       return truncatedElf(path, "the program header table", phEnd, size);
+    // Compared without forming p_offset + p_filesz first: a forged p_filesz
+    // near 2^64 would wrap the sum back inside the file.
     uint64_t end = ph.p_offset + ph.p_filesz;
-    if (ph.p_filesz != 0 && (ph.p_offset > size || end > size))
+    if (ph.p_filesz != 0 &&
+        (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
       return truncatedElf(path, "segment " + std::to_string(i), end, size);
   }
   return Status::success();

@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -252,7 +254,9 @@ Status corrupt(const std::string &path, const std::string &why) {
 }
 
 Status readFile(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is
+  // refused below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return ioError(path, "open", errno);
   struct stat st;
@@ -361,10 +365,14 @@ Status readCheckpoint(const std::string &path, LoadedCheckpoint &out) {
   CheckpointContents &c = out.contents_;
   try {
     std::string hash = index.at("manifest_hash").get<std::string>();
-    char *end = nullptr;
-    c.manifestHash = std::strtoull(hash.c_str(), &end, 16);
-    if (hash.size() != 16 || *end != '\0')
+    // Checked digit by digit: strtoull alone would also take a sign, spaces
+    // or a "0x" prefix.
+    if (hash.size() != 16 ||
+        !std::all_of(hash.begin(), hash.end(), [](unsigned char ch) {
+          return std::isxdigit(ch) != 0;
+        }))
       return corrupt(path, "manifest_hash is not 16 hex digits");
+    c.manifestHash = std::strtoull(hash.c_str(), nullptr, 16);
     c.seed = index.at("seed").get<uint64_t>();
     c.accumulate = index.at("accumulate").get<int64_t>();
     for (const json &h : index.at("hyperparameters"))

@@ -46,8 +46,9 @@ struct CheckpointContents {
 };
 
 /// Writes `contents` to `path` atomically: `path`.tmp is written and fsync'ed,
-/// renamed over `path`, and the directory is fsync'ed. On failure the
-/// temporary file is removed and `path` is untouched.
+/// renamed over `path`, and the directory is fsync'ed. On a failure before
+/// the rename the temporary file is removed and `path` is untouched; a
+/// failing directory fsync is reported with the new file already in place.
 Status writeCheckpoint(const std::string &path,
                        const CheckpointContents &contents);
 

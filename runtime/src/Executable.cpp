@@ -22,11 +22,6 @@ namespace cleave::rt {
 
 namespace {
 
-size_t roundUp(uint64_t bytes) {
-  return size_t((bytes + kBufferAlignment - 1) / kBufferAlignment *
-                kBufferAlignment);
-}
-
 const char *roleName(ArgRole role) {
   switch (role) {
   case ArgRole::Input:
@@ -78,7 +73,7 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
     size_t total = 0;
     for (const GraphArgDesc &a : e.args)
       if (a.role == ArgRole::Scratch)
-        total += roundUp(a.scratchBytes);
+        total += alignedSize(a.scratchBytes);
     scratchBytes = std::max(scratchBytes, total);
   }
   if (!exe->scratch_.allocate(scratchBytes) || !exe->empty_.allocate(0))
@@ -93,7 +88,7 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
     for (const GraphArgDesc &a : m.graphEntries[i].args) {
       if (a.role == ArgRole::Scratch) {
         b.args.push_back(exe->scratch_.data() + scratchOffset);
-        scratchOffset += roundUp(a.scratchBytes);
+        scratchOffset += alignedSize(a.scratchBytes);
         continue;
       }
       b.callerSlots.push_back(b.args.size());

@@ -506,9 +506,13 @@ Status ManifestParser::parseInit(const json &obj, const std::string &path,
       return error(join(initPath, "kind"),
                    "'kaiming_uniform' needs a shape of rank >= 2 (fan_in is "
                    "the product of all dimensions but the first)");
+    // getTensor bounds the element count, but not when the first dimension
+    // is 0: the product of the others is checked here.
     int64_t fanIn = 1;
     for (size_t i = 1; i < g.shape.size(); ++i)
-      fanIn *= g.shape[i];
+      if (__builtin_mul_overflow(fanIn, g.shape[i], &fanIn))
+        return error(join(path, "shape"),
+                     "gives kaiming_uniform a fan_in beyond 2^63");
     if (fanIn == 0)
       return error(join(path, "shape"), "gives kaiming_uniform a fan_in of 0");
     init.fanIn = fanIn;

@@ -34,6 +34,14 @@ inline constexpr int64_t kManifestAbiVersion = 1;
 /// Alignment, in bytes, of every buffer passed to an entry point.
 inline constexpr size_t kBufferAlignment = 64;
 
+/// `bytes` rounded up to a multiple of kBufferAlignment: the room a buffer
+/// takes when buffers are placed back to back. Sizes come from a validated
+/// manifest (at most 2^48 bytes each), so this cannot overflow.
+inline constexpr size_t alignedSize(uint64_t bytes) {
+  return size_t((bytes + kBufferAlignment - 1) / kBufferAlignment *
+                kBufferAlignment);
+}
+
 enum class DType : uint8_t { F32, F64, I32, I64 };
 
 size_t dtypeSize(DType dtype);

@@ -26,9 +26,7 @@
 namespace cleave::rt {
 
 bool AlignedBuffer::allocate(size_t bytes) {
-  size_t rounded = bytes == 0 ? kBufferAlignment
-                              : (bytes + kBufferAlignment - 1) /
-                                    kBufferAlignment * kBufferAlignment;
+  size_t rounded = bytes == 0 ? kBufferAlignment : alignedSize(bytes);
   void *p = std::aligned_alloc(kBufferAlignment, rounded);
   if (!p)
     return false;
@@ -203,8 +201,7 @@ Status Session::bindEntries() {
     size_t total = 0;
     for (const ArgDesc &a : e.args)
       if (a.role == ArgRole::Scratch)
-        total += (a.scratchBytes + kBufferAlignment - 1) / kBufferAlignment *
-                 kBufferAlignment;
+        total += alignedSize(a.scratchBytes);
     scratchBytes = std::max(scratchBytes, total);
   }
   if (!scratch_.allocate(scratchBytes))
@@ -242,8 +239,7 @@ Status Session::bindEntries() {
         break;
       case ArgRole::Scratch:
         ptr = scratch_.data() + scratchOffset;
-        scratchOffset += (a.scratchBytes + kBufferAlignment - 1) /
-                         kBufferAlignment * kBufferAlignment;
+        scratchOffset += alignedSize(a.scratchBytes);
         break;
       }
       b.args.push_back(ptr);
@@ -342,7 +338,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
     // model that is not finite on an all-zero row (a log or a division of
     // its input) would otherwise turn the whole micro-batch into NaN, since
     // the sample weight 0 multiplies, and 0 * NaN is NaN.
-    size_t row = m.inputs[idx].bytes / size_t(b);
+    size_t row = m.inputs[idx].rowBytes;
     const unsigned char *last =
         static_cast<const unsigned char *>(src) + size_t(samples - 1) * row;
     for (int64_t r = samples; r < b; ++r)
@@ -433,7 +429,9 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
   cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
                      sliceBytes_.data()};
   double lossSum = 0.0;
-  for (int64_t start = 0; start < batch.samples; start += microSize) {
+  // Advancing by the slice, not by microSize, keeps `start` <= samples: an
+  // artifact without user inputs accepts any sample count, up to INT64_MAX.
+  for (int64_t start = 0; start < batch.samples; start += slice.samples) {
     slice.samples = std::min(microSize, batch.samples - start);
     for (size_t j = 0; j < m.userInputs.size(); ++j) {
       size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
@@ -497,31 +495,34 @@ Status Session::hyperparameter(std::string_view name, double &value) const {
   return Status::success();
 }
 
-Status Session::readGlobal(std::string_view name, void *dst,
-                           size_t bytes) const {
-  std::optional<size_t> index = manifest_.findGlobal(name);
-  if (!index)
+Status Session::findGlobalOfSize(std::string_view name, size_t bytes,
+                                 size_t &index) const {
+  std::optional<size_t> found = manifest_.findGlobal(name);
+  if (!found)
     return makeError(CLEAVE_NOT_FOUND, "unknown global '", name, "'");
-  const GlobalDesc &g = manifest_.globals[*index];
+  const GlobalDesc &g = manifest_.globals[*found];
   if (bytes != g.bytes)
     return makeError(CLEAVE_INVALID_ARGUMENT, "global '", name, "' has ",
                      g.bytes, " bytes, not ", bytes);
+  index = *found;
+  return Status::success();
+}
+
+Status Session::readGlobal(std::string_view name, void *dst,
+                           size_t bytes) const {
+  size_t index = 0;
+  CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
   if (bytes > 0)
-    std::memcpy(dst, globals_[*index].data(), bytes);
+    std::memcpy(dst, globals_[index].data(), bytes);
   return Status::success();
 }
 
 Status Session::writeGlobal(std::string_view name, const void *src,
                             size_t bytes) {
-  std::optional<size_t> index = manifest_.findGlobal(name);
-  if (!index)
-    return makeError(CLEAVE_NOT_FOUND, "unknown global '", name, "'");
-  const GlobalDesc &g = manifest_.globals[*index];
-  if (bytes != g.bytes)
-    return makeError(CLEAVE_INVALID_ARGUMENT, "global '", name, "' has ",
-                     g.bytes, " bytes, not ", bytes);
+  size_t index = 0;
+  CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
   if (bytes > 0)
-    std::memcpy(globals_[*index].data(), src, bytes);
+    std::memcpy(globals_[index].data(), src, bytes);
   return Status::success();
 }
 
@@ -675,6 +676,20 @@ Status Session::loadCheckpoint(const std::string &path) {
     if (!seen[i])
       return mismatch("has no value for hyperparameter '" + m.hypers[i].name +
                       "'");
+  // Between calls a session has 0 <= train.micro_steps < N and a
+  // non-negative train.step; anything else (a negative micro_steps would
+  // stretch the window silently) is not a state a session wrote.
+  int64_t microSteps = 0, step = 0;
+  std::memcpy(&microSteps, sources[m.microStepsGlobal]->data,
+              sizeof(microSteps));
+  std::memcpy(&step, sources[m.stepGlobal]->data, sizeof(step));
+  if (microSteps < 0 || microSteps >= c.accumulate || step < 0)
+    return mismatch("train.micro_steps is " + std::to_string(microSteps) +
+                    " and train.step " + std::to_string(step) +
+                    ", expected 0 to " + std::to_string(c.accumulate - 1) +
+                    " micro-steps (the accumulation count is " +
+                    std::to_string(c.accumulate) +
+                    ") and a non-negative step");
 
   for (size_t i = 0; i < sources.size(); ++i)
     if (sources[i]->bytes > 0)

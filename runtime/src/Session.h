@@ -144,6 +144,9 @@ private:
                     int64_t maxSamples) const;
   void run(EntryKind kind);
   Status apply();
+  /// The index of global `name`, which must have exactly `bytes` bytes.
+  Status findGlobalOfSize(std::string_view name, size_t bytes,
+                          size_t &index) const;
   void storeHyper(size_t index, double value);
 
   std::shared_ptr<const Artifact> artifact_;

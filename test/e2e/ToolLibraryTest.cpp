@@ -124,6 +124,9 @@ TEST(TrainOptionsTest, RejectsBadValues) {
             "integer)");
   EXPECT_EQ(trainUsageError({"m", "--seed=-1"}),
             "invalid value '-1' for --seed (expected a non-negative integer)");
+  // strtoull skips the space and negates: this must not become 2^64 - 1.
+  EXPECT_EQ(trainUsageError({"m", "--seed= -1"}),
+            "invalid value ' -1' for --seed (expected a non-negative integer)");
   // A value may start with one dash; two make the next flag.
   EXPECT_EQ(trainUsageError({"m", "--lr", "-0.1"}),
             "--lr must not be negative (got -0.1)");
@@ -210,6 +213,15 @@ TEST(RunValuesTest, InlineListsBroadcastsAndFiles) {
   EXPECT_THROW(
       run::parseValues("--global g", dir / "absent", CLEAVE_DTYPE_F64, 3),
       tools::Error);
+  // A file that never ends is read only as far as it must be.
+  try {
+    run::parseValues("--global g", "/dev/zero", CLEAVE_DTYPE_F64, 2);
+    ADD_FAILURE() << "/dev/zero was accepted as 16 bytes";
+  } catch (const tools::Error &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--global g: /dev/zero has more than 16 bytes, expected 2 f64 "
+              "values = 16 bytes");
+  }
 }
 
 TEST(CheckpointDirTest, NamesOrderAndPrunes) {

@@ -205,10 +205,21 @@ int64_t normalizeDim(const std::string &op, int64_t d, int64_t rank) {
   return d < 0 ? d + rank : d;
 }
 
+/// Shapes that make tensors from data: non-negative, and (as in the
+/// runtime's manifests) at most 2^48 bytes of 8-byte elements in every
+/// prefix, so that numel() and bytes() cannot overflow and wrap into a
+/// small buffer.
 void checkShape(const std::string &op, const Shape &shape) {
-  for (int64_t d : shape)
+  constexpr int64_t kMaxElements = int64_t(1) << 45;
+  int64_t elements = 1;
+  for (int64_t d : shape) {
     if (d < 0)
       invalid(op, "shape " + shapeString(shape) + " has a negative dimension");
+    if (d != 0 && elements > kMaxElements / d)
+      invalid(op, "shape " + shapeString(shape) +
+                      " is too large (more than 2^48 bytes)");
+    elements *= d;
+  }
 }
 
 Tensor one(tg::OpKind kind, std::vector<Node::Use> operands, Type result,

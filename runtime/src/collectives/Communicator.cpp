@@ -62,14 +62,6 @@ bool launchedByMpi() {
   return false;
 }
 
-std::string mpiErrorString(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
-    return "MPI error " + std::to_string(code);
-  return std::string(text, length);
-}
-
 bool validTimeout(double seconds) {
   return std::isfinite(seconds) && seconds > 0;
 }

@@ -134,6 +134,16 @@ void ringStep(Transport &transport, const FlatView<T> &view,
   }
 }
 
+/// The shard of the rank `offset` places after this one around the ring
+/// (before it when negative).
+template <typename T>
+ShardRange ringShard(const FlatView<T> &view, const Transport &transport,
+                     int offset) {
+  const int size = transport.size();
+  const int rank = ((transport.rank() + offset) % size + size) % size;
+  return shardOf(view.size(), rank, size);
+}
+
 } // namespace
 
 template <typename T>
@@ -143,16 +153,13 @@ void cleave::rt::ringReduceScatter(Transport &transport,
                                    const char *what) {
   const int size = transport.size();
   const int rank = transport.rank();
-  const int64_t length = view.size();
-  auto shard = [&](int offset) {
-    return shardOf(length, ((rank + offset) % size + size) % size, size);
-  };
   for (int step = 0; step + 1 < size; ++step)
-    ringStep(transport, view, shard(-step - 1), (rank + 1) % size,
-             shard(-step - 2), (rank + size - 1) % size, /*accumulate=*/true,
-             pieceElems, staging, what);
+    ringStep(transport, view, ringShard(view, transport, -step - 1),
+             (rank + 1) % size, ringShard(view, transport, -step - 2),
+             (rank + size - 1) % size, /*accumulate=*/true, pieceElems,
+             staging, what);
   if (divisor != T(1)) {
-    ShardRange own = shardOf(length, rank, size);
+    ShardRange own = ringShard(view, transport, 0);
     view.divide(own.begin, own.end, divisor);
   }
 }
@@ -163,12 +170,9 @@ void cleave::rt::ringAllGather(Transport &transport, const FlatView<T> &view,
                                const char *what) {
   const int size = transport.size();
   const int rank = transport.rank();
-  const int64_t length = view.size();
-  auto shard = [&](int offset) {
-    return shardOf(length, ((rank + offset) % size + size) % size, size);
-  };
   for (int step = 0; step + 1 < size; ++step)
-    ringStep(transport, view, shard(-step), (rank + 1) % size, shard(-step - 1),
+    ringStep(transport, view, ringShard(view, transport, -step),
+             (rank + 1) % size, ringShard(view, transport, -step - 1),
              (rank + size - 1) % size, /*accumulate=*/false, pieceElems,
              staging, what);
 }

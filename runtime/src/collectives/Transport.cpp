@@ -32,15 +32,15 @@ constexpr int64_t kMaxPieceBytes = int64_t(1) << 30;
 /// yielding matters when ranks oversubscribe the cores (as in tests).
 constexpr unsigned kSpinsBeforeYield = 2000;
 
-std::string mpiErrorString(int code) {
+} // namespace
+
+std::string cleave::rt::mpiErrorString(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     return "MPI error " + std::to_string(code);
   return std::string(text, length);
 }
-
-} // namespace
 
 PollResult cleave::rt::pollRequests(int count, MPI_Request *requests,
                                     MPI_Status *statuses, double timeoutSeconds,

@@ -18,6 +18,9 @@
 
 namespace cleave::rt {
 
+/// MPI's text for error `code` ("MPI error <code>" if MPI has none).
+std::string mpiErrorString(int code);
+
 /// Outcome of pollRequests().
 enum class PollResult { Complete, Failed, TimedOut };
 

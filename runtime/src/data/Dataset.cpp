@@ -2,13 +2,12 @@
 
 #include "Dataset.h"
 
-#include <cmath>
-
 #include "Idx.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 namespace cleave::data {

@@ -41,7 +41,9 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 }
 
 Status readFile(const std::string &path, std::vector<uint8_t> &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is
+  // refused below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
                      std::strerror(errno), ")");
@@ -56,6 +58,8 @@ Status readFile(const std::string &path, std::vector<uint8_t> &out) {
   if (S_ISDIR(st.st_mode))
     return makeError(CLEAVE_IO_ERROR, path,
                      ": is a directory, expected a file");
+  if (!S_ISREG(st.st_mode))
+    return makeError(CLEAVE_IO_ERROR, path, ": not a regular file");
   if (uint64_t(st.st_size) > kMaxIdxBytes)
     return makeError(CLEAVE_INVALID_ARGUMENT, path, ": ", st.st_size,
                      " bytes is too large for an idx file");

@@ -2,6 +2,7 @@
 
 #include "MicroBatcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace cleave::data {
@@ -29,10 +30,16 @@ Status MicroBatcher::create(const ImageDataset &dataset, int64_t capacity,
   if (capacity < 1)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro-batch size ", capacity,
                      " is not positive");
+  // Bounded so that the buffer sizes below (rounded up to the alignment)
+  // cannot overflow.
+  const size_t rowBytes = size_t(dataset.pixelsPerImage()) * sizeof(float);
+  if (uint64_t(capacity) > (uint64_t(1) << 48) / std::max<size_t>(rowBytes, 8))
+    return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate a micro-batch of ",
+                     capacity, " images of ", rowBytes, " bytes");
   std::unique_ptr<MicroBatcher> batcher(
       new MicroBatcher(dataset, capacity, normalization));
-  batcher->images_.reset(static_cast<float *>(alignedZeroed(
-      size_t(capacity) * size_t(dataset.pixelsPerImage()) * sizeof(float))));
+  batcher->images_.reset(
+      static_cast<float *>(alignedZeroed(size_t(capacity) * rowBytes)));
   batcher->labels_.reset(static_cast<int64_t *>(
       alignedZeroed(size_t(capacity) * sizeof(int64_t))));
   if (!batcher->images_ || !batcher->labels_)

@@ -3,9 +3,9 @@
 // Gathers the samples of one micro-batch, in any order, into two contiguous
 // 64-byte aligned buffers in the layout of a Cleave artifact's inputs:
 // images as f32 (PixelNormalization: p / 255, optionally standardised;
-// [k, rows * cols], which is also the byte layout of [k, 1, rows, cols]) and labels as i64 [k]. A full
-// micro-batch in these buffers is read by the runtime without a copy; a short
-// one (k < B) is padded by the runtime.
+// [k, rows * cols], which is also the byte layout of [k, 1, rows, cols]) and
+// labels as i64 [k]. A full micro-batch in these buffers is read by the
+// runtime without a copy; a short one (k < B) is padded by the runtime.
 //
 //===----------------------------------------------------------------------===//
 

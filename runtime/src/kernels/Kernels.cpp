@@ -50,8 +50,15 @@ const char *kindName(KernelKind kind) {
   return "?";
 }
 
+/// "kernel <id> (<op>)", for messages.
+std::string kernelName(const Kernel &kernel) {
+  return "kernel " + std::to_string(kernel.id()) + " (" + kernel.op() + ")";
+}
+
 /// Finds kernel `id` of `ctx`, checks it belongs to entry point `entry`
 /// (kind `kind`), runs `fn(kernel, stream)` and waits for it. Never throws.
+/// Messages are built only on failure: this runs for every kernel call of
+/// every micro-step, which must not allocate.
 template <typename K, typename Fn>
 void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
               Fn &&fn) noexcept {
@@ -62,20 +69,19 @@ void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
   if (!kernel)
     die(entry, "no kernel " + std::to_string(id) + " (the context has " +
                    std::to_string(context->numKernels()) + ")");
-  std::string name = "kernel " + std::to_string(id) + " (" + kernel->op() + ")";
   if (kernel->kind() != kind)
-    die(entry, name + " is not a " + kindName(kind) + " kernel");
+    die(entry, kernelName(*kernel) + " is not a " + kindName(kind) + " kernel");
   try {
     dnnl::stream &stream = context->stream();
     fn(static_cast<K &>(*kernel), stream);
     stream.wait();
   } catch (const dnnl::error &e) {
-    die(entry, name + ": oneDNN failed: " + e.what() + " (" +
+    die(entry, kernelName(*kernel) + ": oneDNN failed: " + e.what() + " (" +
                    dnnl_status2str(e.status) + ")");
   } catch (const std::exception &e) {
-    die(entry, name + ": " + e.what());
+    die(entry, kernelName(*kernel) + ": " + e.what());
   } catch (...) {
-    die(entry, name + ": unknown exception");
+    die(entry, kernelName(*kernel) + ": unknown exception");
   }
 }
 
@@ -243,6 +249,8 @@ void runShardedCollective(
     (collectives->*collective)(count, inputs, sizes, outputs);
   } catch (const std::exception &e) {
     die(entry, e.what());
+  } catch (...) {
+    die(entry, "unknown exception from the collectives");
   }
 }
 

@@ -26,16 +26,16 @@ using dims = dnnl::memory::dims;
 namespace {
 
 /// Whether window `i` along one dimension touches at least one real input
-/// element (windows made only of padding have no max and no average).
+/// element (windows made only of padding have no max and no average). The
+/// taps are start + j * dilation, increasing in j: the window has input
+/// exactly when its first tap at or after 0 exists and lies before `in`.
+/// Computed directly rather than tap by tap, since the manifest may give
+/// windows of up to 2^31 taps.
 bool windowHasInput(int64_t i, int64_t in, int64_t kernel, int64_t stride,
                     int64_t padBegin, int64_t dilation) {
   int64_t start = i * stride - padBegin;
-  for (int64_t j = 0; j < kernel; ++j) {
-    int64_t x = start + j * dilation;
-    if (x >= 0 && x < in)
-      return true;
-  }
-  return false;
+  int64_t first = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  return first < kernel && start + first * dilation < in;
 }
 
 /// Fails if some window along one dimension lies entirely in the padding.

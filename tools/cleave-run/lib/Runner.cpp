@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
 
 namespace cleave::run {
@@ -275,14 +274,20 @@ std::vector<unsigned char> parseValues(const std::string &what,
     throw tools::Error(what + ": '" + spec +
                        "' is neither a list of numbers nor a readable file (" +
                        std::strerror(errno) + ")");
-  std::vector<unsigned char> content((std::istreambuf_iterator<char>(file)),
-                                     std::istreambuf_iterator<char>());
-  if (content.size() != bytes.size())
+  // At most one byte more than expected is read: enough to tell a file that
+  // is too long, and bounded for one that never ends (/dev/zero, a FIFO).
+  file.read(reinterpret_cast<char *>(bytes.data()),
+            std::streamsize(bytes.size()));
+  const size_t got = size_t(file.gcount());
+  const bool longer = got == bytes.size() && file.peek() != EOF;
+  if (got != bytes.size() || longer)
     throw tools::Error(what + ": " + spec + " has " +
-                       std::to_string(content.size()) + " bytes, expected " +
-                       std::to_string(elements) + " " + dtypeName(dtype) +
-                       " values = " + std::to_string(bytes.size()) + " bytes");
-  return content;
+                       (longer ? "more than " + std::to_string(got)
+                               : std::to_string(got)) +
+                       " bytes, expected " + std::to_string(elements) + " " +
+                       dtypeName(dtype) + " values = " +
+                       std::to_string(bytes.size()) + " bytes");
+  return bytes;
 }
 
 void run(const RunOptions &o, std::FILE *out) {
@@ -421,13 +426,7 @@ void run(const RunOptions &o, std::FILE *out) {
 }
 
 int runMain(int argc, char **argv) {
-  auto fail = [](const char *message, int code) {
-    std::string line = message;
-    std::replace(line.begin(), line.end(), '\n', ' ');
-    std::fprintf(stderr, "cleave-run: error: %s\n", line.c_str());
-    return code;
-  };
-  try {
+  return tools::runTool("cleave-run", [&] {
     RunOptions options = parseRunOptions(argc, argv);
     if (options.help) {
       std::fputs(runUsage(), stdout);
@@ -435,13 +434,7 @@ int runMain(int argc, char **argv) {
     }
     run(options, stdout);
     return 0;
-  } catch (const tools::UsageError &e) {
-    return fail(e.what(), 2);
-  } catch (const std::bad_alloc &) {
-    return fail("out of memory", 1);
-  } catch (const std::exception &e) {
-    return fail(e.what(), 1);
-  }
+  });
 }
 
 } // namespace cleave::run

@@ -113,14 +113,25 @@ std::vector<std::pair<int64_t, std::string>> CheckpointDir::list() const {
 }
 
 std::optional<std::string> CheckpointDir::newest() const {
-  // Micro-step count -> how many of this run's ranks wrote it.
-  std::map<int64_t, int> writers;
-  for (const auto &[name, path] : scan())
-    if (name.ranks == ranks_)
-      ++writers[name.microSteps];
+  // Micro-step count -> which of this run's ranks wrote it, and this rank's
+  // file. Ranks are counted once each: two names of one count (zero-padded
+  // differently) must not stand in for a rank that is missing.
+  struct Writers {
+    std::set<int> ranks;
+    std::string mine;
+  };
+  std::map<int64_t, Writers> writers;
+  for (const auto &[name, path] : scan()) {
+    if (name.ranks != ranks_)
+      continue;
+    Writers &w = writers[name.microSteps];
+    w.ranks.insert(name.rank);
+    if (name.rank == rank_)
+      w.mine = path;
+  }
   for (auto it = writers.rbegin(); it != writers.rend(); ++it)
-    if (it->second == ranks_)
-      return pathFor(it->first);
+    if (int(it->second.ranks.size()) == ranks_)
+      return it->second.mine;
   return std::nullopt;
 }
 

@@ -2,9 +2,13 @@
 
 #include "CommandLine.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <new>
 
 namespace cleave::tools {
 
@@ -47,6 +51,25 @@ std::string ArgumentReader::value(const Flag &flag) {
   return args_[next_++];
 }
 
+int runTool(const char *tool, const std::function<int()> &body) {
+  auto fail = [&](const char *message, int code) {
+    // One line, whatever a dependency put in its message.
+    std::string line = message;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::fprintf(stderr, "%s: error: %s\n", tool, line.c_str());
+    return code;
+  };
+  try {
+    return body();
+  } catch (const UsageError &e) {
+    return fail(e.what(), 2);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory", 1);
+  } catch (const std::exception &e) {
+    return fail(e.what(), 1);
+  }
+}
+
 int64_t parseInt(const std::string &what, const std::string &text, int64_t min,
                  int64_t max) {
   errno = 0;
@@ -68,9 +91,10 @@ uint64_t parseUnsigned(const std::string &what, const std::string &text) {
   errno = 0;
   char *end = nullptr;
   unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  // strtoull accepts a sign and negates: refuse it.
-  if (text.empty() || text[0] == '-' || text[0] == '+' || *end != '\0' ||
-      errno == ERANGE)
+  // strtoull skips leading spaces and accepts a sign, negating: " -1" would
+  // be 2^64 - 1. Only digits are taken.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) ||
+      *end != '\0' || errno == ERANGE)
     throw UsageError("invalid value '" + text + "' for " + what +
                      " (expected a non-negative integer)");
   return v;

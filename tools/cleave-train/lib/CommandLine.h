@@ -14,6 +14,7 @@
 #include "Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,6 +50,11 @@ private:
   size_t next_ = 0;
   bool flagsEnded_ = false;
 };
+
+/// A tool's main(): runs `body`, which returns the exit status, and reports
+/// what it throws as one line on stderr ("<tool>: error: <message>"),
+/// returning 2 for a UsageError and 1 for any other error.
+int runTool(const char *tool, const std::function<int()> &body);
 
 /// Strict parsers: the whole `text` must be the number. `what` names the flag
 /// in errors ("--epochs").

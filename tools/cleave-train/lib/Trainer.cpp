@@ -3,6 +3,7 @@
 #include "Trainer.h"
 
 #include "CheckpointDir.h"
+#include "CommandLine.h"
 #include "Error.h"
 #include "Metrics.h"
 #include "Progress.h"
@@ -878,6 +879,19 @@ void saveParameters(const cleave::Session &session, const std::string &path) {
   if (!f)
     throw tools::Error(path + ": cannot write the parameters (" +
                        std::strerror(errno) + ")");
+  // Closes and removes the temporary file unless it was renamed into place,
+  // also when reading a global throws.
+  struct TempFile {
+    std::FILE *&file;
+    const std::string &path;
+    bool renamed = false;
+    ~TempFile() {
+      if (file)
+        std::fclose(file);
+      if (!renamed)
+        std::remove(path.c_str());
+    }
+  } guard{f, tmp};
   bool ok = true;
   std::vector<unsigned char> buffer;
   for (const cleave::GlobalInfo &g : session.artifact().globals()) {
@@ -888,12 +902,16 @@ void saveParameters(const cleave::Session &session, const std::string &path) {
         session.get(), g.tensor.name.c_str(), buffer.data(), buffer.size()));
     ok = ok && std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
   }
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw tools::Error(path + ": cannot write the parameters (" + why + ")");
-  }
+  // The bytes reach the disk before the rename makes them `path`, so that a
+  // crash leaves the old file or the new one, never a torn one.
+  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  std::FILE *closing = f;
+  f = nullptr;
+  ok = std::fclose(closing) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw tools::Error(path + ": cannot write the parameters (" +
+                       std::strerror(errno) + ")");
+  guard.renamed = true;
 }
 
 TrainSummary train(const TrainOptions &options, std::FILE *out,
@@ -903,14 +921,7 @@ TrainSummary train(const TrainOptions &options, std::FILE *out,
 }
 
 int trainMain(int argc, char **argv) {
-  auto fail = [](const char *message, int code) {
-    // One line, whatever a dependency put in its message.
-    std::string line = message;
-    std::replace(line.begin(), line.end(), '\n', ' ');
-    std::fprintf(stderr, "cleave-train: error: %s\n", line.c_str());
-    return code;
-  };
-  try {
+  return tools::runTool("cleave-train", [&] {
     TrainOptions options = parseTrainOptions(argc, argv);
     if (options.help) {
       std::fputs(trainUsage(), stdout);
@@ -918,13 +929,7 @@ int trainMain(int argc, char **argv) {
     }
     train(options);
     return 0;
-  } catch (const tools::UsageError &e) {
-    return fail(e.what(), 2);
-  } catch (const std::bad_alloc &) {
-    return fail("out of memory", 1);
-  } catch (const std::exception &e) {
-    return fail(e.what(), 1);
-  }
+  });
 }
 
 } // namespace cleave::train

@@ -12,7 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstring>
 
 using namespace cleave;
 using namespace cleave::test;
@@ -73,6 +77,43 @@ TEST(ArtifactTest, TruncatedArtifact) {
     // Which check trips depends on where the file is cut; all are one line.
     EXPECT_EQ(r.message.find('\n'), std::string::npos) << r.message;
   }
+}
+
+TEST(ArtifactTest, SegmentSizeThatWrapsPastTheFileEnd) {
+  // A segment whose p_offset + p_filesz overflows back inside the file must
+  // be caught before dlopen maps it.
+  std::string elf = readFile(CLEAVE_FAKE_SGD);
+  Elf64_Ehdr eh;
+  ASSERT_GE(elf.size(), sizeof(eh));
+  std::memcpy(&eh, elf.data(), sizeof(eh));
+  bool forged = false;
+  for (uint16_t i = 0; i < eh.e_phnum && !forged; ++i) {
+    Elf64_Phdr ph;
+    size_t at = eh.e_phoff + size_t(i) * sizeof(ph);
+    std::memcpy(&ph, elf.data() + at, sizeof(ph));
+    if (ph.p_offset < 2)
+      continue;
+    ph.p_filesz = ~uint64_t(0) - ph.p_offset + 2; // the sum wraps to 1
+    std::memcpy(elf.data() + at, &ph, sizeof(ph));
+    forged = true;
+  }
+  ASSERT_TRUE(forged) << "no segment with a non-zero file offset";
+  std::string path = makeTempDir("a") + "/wrapped.cleave";
+  writeFile(path, elf);
+  CallResult r = load(path);
+  EXPECT_EQ(r.status, CLEAVE_INVALID_ARTIFACT);
+  EXPECT_EQ(r.message.rfind(path + ": truncated or corrupt ELF file (segment ",
+                            0),
+            0u)
+      << r.message;
+}
+
+TEST(ArtifactTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  std::string path = makeTempDir("a") + "/fifo.cleave";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  CallResult r = load(path);
+  EXPECT_EQ(r.status, CLEAVE_INVALID_ARTIFACT);
+  EXPECT_EQ(r.message, path + ": not a Cleave artifact (not a regular file)");
 }
 
 TEST(ArtifactTest, SharedObjectWithoutTheSymbols) {

@@ -212,6 +212,33 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
       << missing.message;
 }
 
+TEST_F(CheckpointTest, RefusesWindowCountersNoSessionCanHave) {
+  // Well-formed files (every CRC right) whose counters are out of range: a
+  // negative train.micro_steps would stretch the window silently.
+  moveOn();
+  auto state = snapshotGlobals(session);
+  const int64_t n = session.accumulation();
+  for (auto [microSteps, step] : {std::pair<int64_t, int64_t>{-1, 0},
+                                  {n, 0},
+                                  {0, -5}}) {
+    Session forger(sgd, seeded(31));
+    forger.writeGlobal("train.micro_steps", std::vector<int64_t>{microSteps});
+    forger.writeGlobal("train.step", std::vector<int64_t>{step});
+    std::string bad = dir + "/counters.ckpt";
+    forger.saveCheckpoint(bad);
+    CallResult r =
+        result(cleave_session_load_checkpoint(session.get(), bad.c_str()));
+    EXPECT_EQ(r.status, CLEAVE_INVALID_CHECKPOINT) << r.message;
+    EXPECT_EQ(r.message, bad + ": train.micro_steps is " +
+                             std::to_string(microSteps) + " and train.step " +
+                             std::to_string(step) + ", expected 0 to " +
+                             std::to_string(n - 1) +
+                             " micro-steps (the accumulation count is " +
+                             std::to_string(n) + ") and a non-negative step");
+    EXPECT_EQ(snapshotGlobals(session), state) << "a failed load changed state";
+  }
+}
+
 TEST_F(CheckpointTest, AFailedWriteLeavesThePreviousCheckpointIntact) {
   moveOn();
   // The temporary file cannot be created: a directory is in its way.
