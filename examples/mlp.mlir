@@ -2,7 +2,7 @@
 // cross-entropy. Batch-polymorphic: the compiler specialises the `?` to the
 // micro-batch size. Parameters use PyTorch's nn.Linear initialisers.
 //
-//   cleave-opt examples/mlp.mlir --cleave-train-pipeline="accumulate=4"
+//   cleave-opt examples/mlp.mlir --cleave-train-pipeline="micro-batch=32 accumulate=4"
 func.func @forward(
     %x: tensor<?x1x28x28xf32> {train.input = "image"},
     %w1: tensor<512x784xf32> {train.param = "fc1.weight", train.init = #train.init<kaiming_uniform>},

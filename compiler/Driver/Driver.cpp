@@ -235,6 +235,13 @@ int cleave::compileMain(int argc, char **argv) {
     return fail("--micro-batch=B is required (B >= 1)");
   if (opts.accumulate < 1)
     return fail("--accumulate must be >= 1");
+  if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw"},
+                          StringRef(opts.optimizer)))
+    return fail("unknown --optimizer value '" + opts.optimizer +
+                "'; expected sgd, momentum, nesterov, adam or adamw");
+  if (!llvm::is_contained({"cross-entropy", "mse", "none"}, StringRef(opts.loss)))
+    return fail("unknown --loss value '" + opts.loss +
+                "'; expected cross-entropy, mse or none");
   if (opts.reduce != "none" && opts.reduce != "mean" && opts.reduce != "adasum")
     return fail("unknown --reduce value '" + opts.reduce +
                 "'; expected none, mean or adasum");
@@ -260,11 +267,27 @@ int cleave::compileMain(int argc, char **argv) {
   bool toArtifact = !stopAfter && opts.emit.empty();
   if (toArtifact && opts.output == "-")
     return fail("-o <file> is required to write an artifact");
+  // Checked before compiling, so that a typo in -o is not reported by the
+  // linker after all the work.
+  if (opts.output != "-") {
+    StringRef dir = llvm::sys::path::parent_path(opts.output);
+    if (dir.empty())
+      dir = ".";
+    if (!llvm::sys::fs::is_directory(dir))
+      return fail("cannot write " + opts.output + ": directory " + dir.str() +
+                  " does not exist");
+    if (::access(dir.str().c_str(), W_OK) != 0)
+      return fail("cannot write " + opts.output + ": directory " + dir.str() +
+                  " is not writable");
+  }
 
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics name the file, line and op; dumping the whole module after
+  // each of them buries the message.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 

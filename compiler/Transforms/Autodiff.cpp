@@ -153,6 +153,16 @@ private:
                << "differentiable";
       needed.push_back(active);
     }
+    // VJPs build ops whose shapes are attributes (broadcast_to, reshape):
+    // they need the sizes of every dimension.
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    for (Type type : types)
+      if (auto t = dyn_cast<ShapedType>(type); t && !t.hasStaticShape())
+        return op->emitOpError("has the dynamic type ")
+               << t << ": cleave-autodiff needs static shapes; specialise the "
+               << "batch dimension first (micro-batch=B in cleave-attach-loss "
+               << "or the training pipeline)";
     SmallVector<Value> grads;
     if (failed(diff.buildVJP(b, dys, needed, grads)))
       return failure();

@@ -25,3 +25,8 @@
 // LENET: nn.conv2d_grad_weight
 // LENET-LABEL: func.func @apply_step
 // LENET-COUNT-8: train.momentum
+
+// Without micro-batch the batch stays `?`, which autodiff cannot handle: a
+// clear error naming the op and what to set, not a crash.
+// RUN: not cleave-opt %cleave_src/examples/mlp.mlir --cleave-train-pipeline="accumulate=4" 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// DYNAMIC: error: 'nn.reduce_sum' op has the dynamic type 'tensor<?xf32>': cleave-autodiff needs static shapes; specialise the batch dimension first (micro-batch=B in cleave-attach-loss or the training pipeline)

@@ -183,6 +183,16 @@ func.func @f(%x: tensor<2xf32>) -> tensor<f32> {
 
 // -----
 
+// A batch left dynamic: the VJP of the sum would need its size.
+func.func @f(%x: tensor<?x2xf32>, %p: tensor<2xf32> {train.param = "p"}) -> tensor<f32> {
+  %0 = nn.mul %x, %p : tensor<?x2xf32>, tensor<2xf32> -> tensor<?x2xf32>
+  // expected-error @+1 {{'nn.reduce_sum' op has the dynamic type 'tensor<?x2xf32>': cleave-autodiff needs static shapes; specialise the batch dimension first (micro-batch=B in cleave-attach-loss or the training pipeline)}}
+  %1 = nn.reduce_sum %0 [] : tensor<?x2xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
 // expected-error @+1 {{returns nothing to differentiate}}
 func.func @f(%p: tensor<2xf32> {train.param = "p"}) {
   return

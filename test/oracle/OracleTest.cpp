@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -206,6 +207,19 @@ Case readCase(const std::string &name, const std::string &dir) {
   EXPECT_FALSE(c.tensors.empty()) << dir;
   return c;
 }
+
+/// Where torch cannot be imported, skips the test, or fails it when
+/// CLEAVE_REQUIRE_TORCH=1 (scripts/test.sh sets it: the setup installs
+/// torch, so a missing one there is a broken setup, not a reason to skip).
+#define SKIP_OR_FAIL_WITHOUT_TORCH()                                           \
+  do {                                                                         \
+    if (!torchMissing().empty()) {                                             \
+      if (const char *r = std::getenv("CLEAVE_REQUIRE_TORCH");                 \
+          r && std::string(r) == "1")                                          \
+        FAIL() << torchMissing();                                              \
+      GTEST_SKIP() << torchMissing();                                          \
+    }                                                                          \
+  } while (false)
 
 /// Runs oracle.py for `names` into `<workdir>/<test>/` and reads the cases.
 /// Returns false (the caller skips) if torch is missing.
@@ -404,8 +418,7 @@ std::string describe(const Errors &e) {
 class Oracle : public testing::TestWithParam<const char *> {};
 
 TEST_P(Oracle, MatchesPyTorch) {
-  if (!torchMissing().empty())
-    GTEST_SKIP() << torchMissing();
+  SKIP_OR_FAIL_WITHOUT_TORCH();
   std::vector<Case> cases;
   if (!generate({GetParam()}, cases)) {
     if (!HasFailure())
@@ -440,8 +453,7 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
 
 /// Every case oracle.py defines is run by some test here.
 TEST(OracleCases, EveryCaseIsTested) {
-  if (!torchMissing().empty())
-    GTEST_SKIP() << torchMissing();
+  SKIP_OR_FAIL_WITHOUT_TORCH();
   std::string log = std::string(CLEAVE_ORACLE_WORKDIR) + "/list." +
                     std::to_string(::getpid()) + ".log";
   std::remove(log.c_str());
@@ -466,8 +478,7 @@ TEST(OracleCases, EveryCaseIsTested) {
 /// The BN CNN and the MLP, each trained on the same 3 windows of 12 samples
 /// as 3 micro-batches of 4 (`split`) and as one batch of 12 (`big`).
 TEST(OracleBatchNorm, SplitChangesStatisticsInBothFrameworks) {
-  if (!torchMissing().empty())
-    GTEST_SKIP() << torchMissing();
+  SKIP_OR_FAIL_WITHOUT_TORCH();
   std::vector<Case> cases;
   if (!generate(
           {"cnn_bn_sgd", "cnn_bn_sgd_big", "mlp_sgd_wd", "mlp_sgd_wd_big"},
@@ -565,8 +576,7 @@ TEST(OracleBatchNorm, SplitChangesStatisticsInBothFrameworks) {
 /// only (and padding rows output zero). So Cleave matches PyTorch on the
 /// short batch itself, not on the zero-padded one.
 TEST(OracleBatchNorm, ShortMicroBatchMatchesShortBatch) {
-  if (!torchMissing().empty())
-    GTEST_SKIP() << torchMissing();
+  SKIP_OR_FAIL_WITHOUT_TORCH();
   std::vector<Case> cases;
   if (!generate({"cnn_bn_sgd_ragged", "cnn_bn_sgd_ragged_padded"}, cases)) {
     if (!HasFailure())

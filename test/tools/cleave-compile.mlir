@@ -14,6 +14,10 @@
 // RUN: not cleave-compile %t.does-not-exist.mlir --micro-batch=8 -o %t.y 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 2>&1 | FileCheck %s --check-prefix=NOOUT
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --compile-to=split 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --loss=hinge -o %t.hinge.cleave 2>&1 | FileCheck %s --check-prefix=BADLOSS
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 -o %t.nodir/m.cleave 2>&1 | FileCheck %s --check-prefix=NODIR
+// A diagnostic from the pipeline is one message, not followed by the module.
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --model=nope -o %t.nope.cleave 2>&1 | FileCheck %s --check-prefix=NOMODEL --implicit-check-not="see current operation"
 
 // LOSS: func.func @loss(
 // LOSS: nn.cross_entropy
@@ -51,4 +55,7 @@
 // PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, llvm
 // MISSING: error: cannot open '{{.+}}does-not-exist.mlir'
 // NOOUT: cleave-compile: error: -o <file> is required to write an artifact
-// OPT: error: unknown optimizer 'rmsprop'; expected sgd, momentum, nesterov, adam or adamw
+// OPT: cleave-compile: error: unknown --optimizer value 'rmsprop'; expected sgd, momentum, nesterov, adam or adamw
+// BADLOSS: cleave-compile: error: unknown --loss value 'hinge'; expected cross-entropy, mse or none
+// NODIR: cleave-compile: error: cannot write {{.+}}.nodir/m.cleave: directory {{.+}}.nodir does not exist
+// NOMODEL: error: no model function @nope

@@ -2,6 +2,11 @@
 //
 // RUN: %python %S/Inputs/make_model.py binary %t.binary.onnx
 // RUN: cleave-opt --import-onnx %t.binary.onnx | FileCheck %s --check-prefix=BINARY
+// Every opset from 13 to 17 imports (13, 15 and 17 are used throughout).
+// RUN: %python %S/Inputs/make_model.py opset14 %t.opset14.onnx
+// RUN: cleave-opt --import-onnx %t.opset14.onnx | FileCheck %s --check-prefix=OPSET
+// RUN: %python %S/Inputs/make_model.py opset16 %t.opset16.onnx
+// RUN: cleave-opt --import-onnx %t.opset16.onnx | FileCheck %s --check-prefix=OPSET
 // RUN: %python %S/Inputs/make_model.py pow %t.pow.onnx
 // RUN: cleave-opt --import-onnx %t.pow.onnx | FileCheck %s --check-prefix=POW
 // RUN: %python %S/Inputs/make_model.py scalar_folding %t.fold.onnx
@@ -79,3 +84,6 @@
 // PLAIN:         %[[M:.+]] = nn.mul %[[X]], %[[A]]
 // PLAIN:         %[[Y:.+]] = nn.mul %[[M]], %[[QUARTER]]
 // PLAIN:         return %[[Y]]
+
+// OPSET: func.func @forward(%[[X:.+]]: tensor<?x4xf32> {train.input = "x"}) -> tensor<?x4xf32>
+// OPSET-NEXT: nn.relu %[[X]] : tensor<?x4xf32>

@@ -13,6 +13,8 @@
 // RUN: not cleave-opt --import-onnx %t.dangling.onnx 2>&1 | FileCheck %s --check-prefix=DANGLING
 // RUN: %python %S/Inputs/make_model.py opset12 %t.opset.onnx
 // RUN: not cleave-opt --import-onnx %t.opset.onnx 2>&1 | FileCheck %s --check-prefix=OPSET
+// RUN: %python %S/Inputs/make_model.py opset18 %t.opset18.onnx
+// RUN: not cleave-opt --import-onnx %t.opset18.onnx 2>&1 | FileCheck %s --check-prefix=OPSET18
 // RUN: %python %S/Inputs/make_model.py unsupported_op %t.op.onnx
 // RUN: not cleave-opt --import-onnx %t.op.onnx 2>&1 | FileCheck %s --check-prefix=OP
 // RUN: %python %S/Inputs/make_model.py layernorm_opset13 %t.newer.onnx
@@ -50,6 +52,7 @@
 // DANGLING: error: '{{.*}}dangling.onnx' is not a valid ONNX model: Nodes in a graph must be topologically sorted, however input 'ghost' of node: name: y OpType: Add is not output of any previous nodes.
 
 // OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 17
+// OPSET18: error: unsupported ONNX opset 18; supported opsets are 13 to 17
 
 // The node's name, op type and opset.
 // OP: error: node 'pick' has unsupported op type 'Hardmax' (opset 13)

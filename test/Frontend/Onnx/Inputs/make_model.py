@@ -625,6 +625,24 @@ def opset12():
 
 
 @model
+def opset18():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=18)
+
+
+@model
+def opset14():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=14)
+
+
+@model
+def opset16():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=16)
+
+
+@model
 def layernorm_opset13():
     m = layernorm()
     m.opset_import[0].version = 13
