@@ -150,6 +150,8 @@ struct WriteManifestPass
                           {"shape", arg["shape"]}};
           if (d.getAs<StringAttr>("name").getValue() == "weights")
             in["role"] = "sample_weights";
+          if (Attribute bound = d.get("index_bound"))
+            in["index_bound"] = toJson(bound);
           inputs.push_back(std::move(in));
         }
         if (name.getValue() == "apply_step" && role == "hyper")

@@ -163,9 +163,13 @@ struct LowerEntryAbiPass
         abi.push_back(entry.getDictionary(ctx));
       } else if (auto n = f.getArgAttrOfType<StringAttr>(
                      i, TrainDialect::kInputAttr)) {
-        abi.push_back(attrs.getDictionaryAttr(
-            {attrs.getNamedAttr("role", attrs.getStringAttr("input")),
-             attrs.getNamedAttr("name", n)}));
+        NamedAttrList entry;
+        entry.set("role", attrs.getStringAttr("input"));
+        entry.set("name", n);
+        if (Attribute bound =
+                f.getArgAttr(i, TrainDialect::kIndexBoundAttr))
+          entry.set("index_bound", bound);
+        abi.push_back(entry.getDictionary(ctx));
       } else {
         return f.emitError("argument #")
                << i << " of an entry point has neither train.input nor "

@@ -23,6 +23,12 @@ def CleaveConvertNNToLinalg : Pass<"cleave-convert-nn-to-linalg",
     `cleave-lower-entry-abi`. Fails, naming the op, on anything it cannot
     lower (for example f64 compute-bound ops, which only the reference
     interpreter runs).
+
+    Generated code clamps class labels and embedding indices into range, so
+    that bad data can never make it read out of bounds; an entry-point input
+    used as such gets `train.index_bound = N : i64` (the smallest bound of its
+    uses), which reaches the manifest, and the runtime refuses a batch with a
+    value outside `[0, N)` instead of training on clamped values.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

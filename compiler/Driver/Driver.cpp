@@ -21,11 +21,15 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
 #include <unistd.h>
 
 using namespace mlir;
@@ -35,15 +39,14 @@ namespace cl = llvm::cl;
 OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
   if (path.ends_with(".onnx"))
     return importOnnx(context, path);
-  std::string error;
-  auto file = openInputFile(path, &error);
-  if (!file) {
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (std::error_code ec = file.getError()) {
     emitError(UnknownLoc::get(&context))
-        << "cannot open '" << path << "': " << error;
+        << "cannot open '" << path << "': " << ec.message();
     return {};
   }
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
 }
 
@@ -239,6 +242,23 @@ int cleave::compileMain(int argc, char **argv) {
                           StringRef(opts.optimizer)))
     return fail("unknown --optimizer value '" + opts.optimizer +
                 "'; expected sgd, momentum, nesterov, adam or adamw");
+  // The defaults of the hyperparameters, with PyTorch's optimizers' rules:
+  // each is finite and >= 0, and the Adam betas are < 1.
+  for (auto [flag, value, below] :
+       {std::tuple{"--lr", opts.lr.getValue(), HUGE_VAL},
+        std::tuple{"--momentum", opts.momentum.getValue(), HUGE_VAL},
+        std::tuple{"--beta1", opts.beta1.getValue(), 1.0},
+        std::tuple{"--beta2", opts.beta2.getValue(), 1.0},
+        std::tuple{"--eps", opts.eps.getValue(), HUGE_VAL},
+        std::tuple{"--weight-decay", opts.weightDecay.getValue(), HUGE_VAL},
+        std::tuple{"--clip-norm", opts.clipNorm.getValue(), HUGE_VAL}})
+    if (!(value >= 0 && value < below)) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", value);
+      return fail(Twine(flag) + "=" + text + " is out of range; " +
+                  (below == 1.0 ? "expected 0 <= value < 1"
+                                : "expected a finite value >= 0"));
+    }
   if (!llvm::is_contained({"cross-entropy", "mse", "none"}, StringRef(opts.loss)))
     return fail("unknown --loss value '" + opts.loss +
                 "'; expected cross-entropy, mse or none");

@@ -713,6 +713,15 @@ Status ManifestParser::parseInputs(const json &root) {
     } else {
       m.userInputs.push_back(i);
     }
+    const json *bound;
+    CLEAVE_RETURN_IF_ERROR(field(in, path, "index_bound", false, bound));
+    if (bound) {
+      CLEAVE_RETURN_IF_ERROR(getInt(in, path, "index_bound", 1,
+                                    desc.indexBound));
+      if (desc.dtype != DType::I32 && desc.dtype != DType::I64)
+        return error(join(path, "index_bound"),
+                     "is only allowed on an i32 or i64 input");
+    }
     m.inputs.push_back(std::move(desc));
   }
   return Status::success();

@@ -94,6 +94,9 @@ struct InputDesc : TensorDesc {
   bool sampleWeights = false;
   /// Bytes of one sample (the tensor without its leading batch dimension).
   size_t rowBytes = 0;
+  /// For class labels and embedding indices: every element must lie in
+  /// [0, indexBound) (`"index_bound"`; 0: no bound).
+  int64_t indexBound = 0;
 };
 
 struct HyperDesc {

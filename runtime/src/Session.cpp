@@ -23,6 +23,8 @@
 #include <limits>
 #include <optional>
 
+#include <unistd.h>
+
 namespace cleave::rt {
 
 bool AlignedBuffer::allocate(size_t bytes) {
@@ -88,6 +90,44 @@ Session::Session(std::shared_ptr<const Artifact> artifact)
 
 Session::~Session() = default;
 
+namespace {
+/// Refuses a model whose buffers cannot fit in the machine's memory: with
+/// overcommit the allocations would succeed and the first touch of the
+/// pages would get the process killed instead.
+Status checkFootprint(const Manifest &m, const std::string &path) {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return Status::success();
+  // Saturating: sizes come from the manifest.
+  uint64_t total = 0;
+  auto add = [&](uint64_t bytes) {
+    total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
+  };
+  for (const GlobalDesc &g : m.globals)
+    add(g.bytes);
+  for (const InputDesc &in : m.inputs)
+    add(in.bytes);
+  uint64_t scratch = 0;
+  for (const EntryDesc &e : m.entries) {
+    uint64_t entry = 0;
+    for (const ArgDesc &a : e.args)
+      entry += a.role == ArgRole::Scratch ? a.scratchBytes : 0;
+    for (const TensorDesc &o : e.outputs)
+      entry += o.bytes;
+    scratch = std::max(scratch, entry);
+  }
+  add(scratch);
+  const uint64_t physical = uint64_t(pages) * uint64_t(pageSize);
+  if (total <= physical)
+    return Status::success();
+  return makeError(CLEAVE_OUT_OF_MEMORY, path, ": a session needs ",
+                   total >> 20, " MiB (parameters, state, accumulators and "
+                   "one micro-batch's inputs and activations), more than this "
+                   "machine's ", physical >> 20,
+                   " MiB of memory; compile with a smaller --micro-batch");
+}
+} // namespace
+
 Status Session::create(std::shared_ptr<const Artifact> artifact,
                        const Options &options, std::unique_ptr<Session> &out) {
   if (!artifact)
@@ -103,6 +143,7 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   std::unique_ptr<Session> session(new Session(std::move(artifact)));
   const Manifest &m = session->manifest_;
   const std::string &path = session->artifact_->path();
+  CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
   session->numThreads_ = options.numThreads;
   session->accumulate_ =
@@ -306,8 +347,40 @@ Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
                        in.name, "') is ", batch.bytes[j], ", expected ",
                        batch.samples, " samples x ", in.rowBytes,
                        " bytes = ", expected);
+    if (in.indexBound > 0)
+      CLEAVE_RETURN_IF_ERROR(checkIndices(in, batch.data[j], expected));
   }
   return Status::success();
+}
+
+namespace {
+/// The position and value of the first element of `data` outside
+/// [0, bound), if any.
+template <typename T>
+std::optional<std::pair<size_t, int64_t>>
+firstOutOfRange(const void *data, size_t count, int64_t bound) {
+  const T *v = static_cast<const T *>(data);
+  for (size_t i = 0; i < count; ++i)
+    if (v[i] < 0 || int64_t(v[i]) >= bound)
+      return std::make_pair(i, int64_t(v[i]));
+  return std::nullopt;
+}
+} // namespace
+
+Status Session::checkIndices(const InputDesc &in, const void *data,
+                             size_t bytes) const {
+  // Generated code clamps indices (it never reads out of bounds); a value
+  // outside the range would silently train on another class or row.
+  auto bad = in.dtype == DType::I64
+                 ? firstOutOfRange<int64_t>(data, bytes / 8, in.indexBound)
+                 : firstOutOfRange<int32_t>(data, bytes / 4, in.indexBound);
+  if (!bad)
+    return Status::success();
+  return makeError(CLEAVE_INVALID_ARGUMENT, "batch: input '", in.name,
+                   "' element ", bad->first, " is ", bad->second,
+                   ", expected 0 to ", in.indexBound - 1,
+                   " (a class label or an index into ", in.indexBound,
+                   " rows)");
 }
 
 Status Session::stage(EntryKind kind, const cleave_batch &batch) {

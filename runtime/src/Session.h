@@ -142,6 +142,10 @@ private:
   /// Validates the shape of a batch of `maxSamples` or fewer samples.
   Status checkBatch(EntryKind kind, const cleave_batch &batch,
                     int64_t maxSamples) const;
+  /// Checks that the `bytes` of input `in` at `data` are all in
+  /// [0, in.indexBound).
+  Status checkIndices(const InputDesc &in, const void *data,
+                      size_t bytes) const;
   void run(EntryKind kind);
   Status apply();
   /// The index of global `name`, which must have exactly `bytes` bytes.

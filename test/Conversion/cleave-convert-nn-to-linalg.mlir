@@ -164,6 +164,28 @@ func.func @cross_entropy(%x: tensor<4x10xf32>, %l: tensor<4xi64>) -> tensor<4xf3
 
 // -----
 
+// Inputs that the lowering clamps as labels or indices record their bound
+// (the smallest over their uses) for the runtime to check; other inputs and
+// non-inputs get none.
+// CHECK-LABEL: func.func @index_bounds
+// CHECK-SAME: %{{.+}}: tensor<4xi64> {train.index_bound = 10 : i64, train.input = "labels"}
+// CHECK-SAME: %{{.+}}: tensor<4xi64> {train.index_bound = 7 : i64, train.input = "ids"}
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4xi64>, %
+func.func @index_bounds(%x: tensor<4x10xf32> {train.input = "x"},
+                        %l: tensor<4xi64> {train.input = "labels"},
+                        %ids: tensor<4xi64> {train.input = "ids"},
+                        %other: tensor<4xi64>,
+                        %t7: tensor<7x10xf32>, %t9: tensor<9x10xf32>)
+    -> (tensor<4xf32>, tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) {
+  %0 = nn.cross_entropy %x, %l {reduction = #nn.reduction<none>} : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>
+  %1 = nn.embedding %ids, %t9 : tensor<4xi64>, tensor<9x10xf32> -> tensor<4x10xf32>
+  %2 = nn.embedding %ids, %t7 : tensor<4xi64>, tensor<7x10xf32> -> tensor<4x10xf32>
+  %3 = nn.embedding %other, %t7 : tensor<4xi64>, tensor<7x10xf32> -> tensor<4x10xf32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>
+}
+
+// -----
+
 // Dropout hashes (key + flat index) with SplitMix64 and compares the top 24
 // bits with ceil(ratio * 2^24) = 4194304 for ratio 0.25.
 // CHECK-LABEL: func.func @dropout

@@ -33,6 +33,20 @@
 // STEP-NEXT: fc3.bias: f32 [10]
 // STEP-NEXT: -0.1 -0.1 -0.1 0.9 -0.1 -0.1 -0.1 -0.1 -0.1 -0.1
 
+// A label outside [0, 10) is refused, not clamped into another class.
+// RUN: not cleave-run %t.mlp.cleave --entry=micro_step --input labels=1,2,10,3 \
+// RUN:   --print=loss 2>&1 | FileCheck %s --check-prefix=LABEL
+// RUN: not cleave-run %t.mlp.cleave --entry=micro_step --input labels=-1 \
+// RUN:   --samples=1 --print=loss 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// LABEL: cleave-run: error: batch: input 'labels' element 2 is 10, expected 0 to 9 (a class label or an index into 10 rows)
+// NEGATIVE: cleave-run: error: batch: input 'labels' element 0 is -1, expected 0 to 9
+
+// A model too large for the machine (3 TiB at this micro-batch) is refused
+// when the session is created, not killed by the OOM killer later.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=300000000 -o %t.huge.cleave
+// RUN: not cleave-run %t.huge.cleave 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: cleave-run: error: {{.+}}.huge.cleave: a session needs {{[0-9]+}} MiB (parameters, state, accumulators and one micro-batch's inputs and activations), more than this machine's {{[0-9]+}} MiB of memory; compile with a smaller --micro-batch
+
 // N = 1 at run time (no recompile): every micro-step applies.
 // RUN: cleave-run %t.mlp.cleave --entry=micro_step --accumulate=1 --repeat=2 \
 // RUN:   --input labels=1,2,3,4 --print=step | FileCheck %s --check-prefix=N1

@@ -16,6 +16,8 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --compile-to=split 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --loss=hinge -o %t.hinge.cleave 2>&1 | FileCheck %s --check-prefix=BADLOSS
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 -o %t.nodir/m.cleave 2>&1 | FileCheck %s --check-prefix=NODIR
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --lr=-1 -o %t.lr.cleave 2>&1 | FileCheck %s --check-prefix=NEGLR
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=adam --beta2=1 -o %t.beta.cleave 2>&1 | FileCheck %s --check-prefix=BETA
 // A diagnostic from the pipeline is one message, not followed by the module.
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --model=nope -o %t.nope.cleave 2>&1 | FileCheck %s --check-prefix=NOMODEL --implicit-check-not="see current operation"
 
@@ -57,5 +59,7 @@
 // NOOUT: cleave-compile: error: -o <file> is required to write an artifact
 // OPT: cleave-compile: error: unknown --optimizer value 'rmsprop'; expected sgd, momentum, nesterov, adam or adamw
 // BADLOSS: cleave-compile: error: unknown --loss value 'hinge'; expected cross-entropy, mse or none
+// NEGLR: cleave-compile: error: --lr=-1 is out of range; expected a finite value >= 0
+// BETA: cleave-compile: error: --beta2=1 is out of range; expected 0 <= value < 1
 // NODIR: cleave-compile: error: cannot write {{.+}}.nodir/m.cleave: directory {{.+}}.nodir does not exist
 // NOMODEL: error: no model function @nope

@@ -8,8 +8,10 @@
 #include "compiler/Conversion/NNToLinalg/Patterns.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/IR/NNOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::cleave {
@@ -21,10 +23,40 @@ using namespace mlir;
 using namespace mlir::cleave;
 
 namespace {
+/// Records on each entry-point input used as class labels or embedding
+/// indices the bound the lowering clamps it to (see the pass description).
+void annotateIndexBounds(func::FuncOp f) {
+  if (f.isExternal())
+    return;
+  auto bound = [](Value v, Operation *user) -> std::optional<int64_t> {
+    if (auto ce = dyn_cast<nn::CrossEntropyOp>(user);
+        ce && ce.getLabels() == v)
+      return cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+    if (auto e = dyn_cast<nn::EmbeddingOp>(user); e && e.getIndices() == v)
+      return cast<RankedTensorType>(e.getTable().getType()).getShape().front();
+    return std::nullopt;
+  };
+  for (BlockArgument arg : f.getArguments()) {
+    if (!f.getArgAttr(arg.getArgNumber(), train::TrainDialect::kInputAttr))
+      continue;
+    std::optional<int64_t> least;
+    for (Operation *user : arg.getUsers())
+      if (std::optional<int64_t> b = bound(arg, user);
+          b && !ShapedType::isDynamic(*b))
+        least = least ? std::min(*least, *b) : *b;
+    if (least)
+      f.setArgAttr(arg.getArgNumber(), train::TrainDialect::kIndexBoundAttr,
+                   IntegerAttr::get(IntegerType::get(f.getContext(), 64),
+                                    *least));
+  }
+}
+
 struct ConvertNNToLinalgPass
     : cleave::impl::CleaveConvertNNToLinalgBase<ConvertNNToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      annotateIndexBounds(f);
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,

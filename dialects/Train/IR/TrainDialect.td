@@ -43,6 +43,10 @@ def Train_Dialect : Dialect {
     // Attribute names shared by passes, tools and the artifact writer.
     static constexpr ::llvm::StringLiteral kEntryAttr = "train.entry";
     static constexpr ::llvm::StringLiteral kInputAttr = "train.input";
+    /// On an integer input: every element must lie in [0, bound) (class
+    /// labels, embedding indices); the runtime checks it.
+    static constexpr ::llvm::StringLiteral kIndexBoundAttr =
+        "train.index_bound";
     static constexpr ::llvm::StringLiteral kOutputAttr = "train.output";
     static constexpr ::llvm::StringLiteral kHyperAttr = "train.hyper";
     static constexpr ::llvm::StringLiteral kDefaultAttr = "train.default";

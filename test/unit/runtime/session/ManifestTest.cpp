@@ -41,7 +41,7 @@ json validManifest() {
     "hyperparameters": [{"name": "lr", "default": 0.01}],
     "inputs": [
       {"name": "x", "dtype": "f32", "shape": [8, 5, 2]},
-      {"name": "labels", "dtype": "i64", "shape": [8]},
+      {"name": "labels", "dtype": "i64", "shape": [8], "index_bound": 3},
       {"name": "weights", "dtype": "f32", "shape": [8], "role": "sample_weights"}
     ],
     "entries": {
@@ -91,6 +91,8 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   EXPECT_EQ(m.userInputs, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(m.sampleWeightsInput, std::optional<size_t>(2));
   EXPECT_EQ(m.inputs[0].rowBytes, 40u);
+  EXPECT_EQ(m.inputs[0].indexBound, 0);
+  EXPECT_EQ(m.inputs[1].indexBound, 3);
   const EntryDesc &micro = m.entry(EntryKind::MicroStep);
   EXPECT_EQ(micro.args.size(), 8u);
   EXPECT_EQ(micro.args[7].scratchBytes, 1000u);
@@ -311,6 +313,10 @@ const BadCase kBadCases[] = {
                               {"role", "sample_weights"}});
      },
      "inputs[3].role 'sample_weights' is already the role of inputs[2]"},
+    {"IndexBoundZero", [](json &m) { m["inputs"][1]["index_bound"] = 0; },
+     "inputs[1].index_bound must be a positive integer"},
+    {"IndexBoundOnFloats", [](json &m) { m["inputs"][0]["index_bound"] = 3; },
+     "inputs[0].index_bound is only allowed on an i32 or i64 input"},
     {"SampleWeightsDtype", [](json &m) { m["inputs"][2]["dtype"] = "i64"; },
      "inputs[2] (sample weights) must be f32 or f64 of shape [8]"},
     {"EntriesNotObject", [](json &m) { m["entries"] = json::array(); },
