@@ -6,8 +6,8 @@
 // the parameters of a session of an artifact compiled for micro-batch N*b
 // stepping once per batch, from the same initial parameters on the same
 // samples. Also a flushed partial window (k < N micro-batches), a ragged one
-// (a short last micro-batch), and N changed at run time on the same session
-// without recompiling. Fashion-MNIST test images are the data.
+// (a short last micro-batch), N changed at run time on the same session
+// without recompiling, and train_batch splitting a large batch itself. Fashion-MNIST test images are the data.
 //
 //===----------------------------------------------------------------------===//
 
@@ -216,6 +216,41 @@ TEST_P(EquivalenceTest, ChangingNAtRunTime) {
   accumulating_->setAccumulation(2); // the window holds 2 >= N: applies now
   expectSameParameters("after lowering N to the window's length");
   EXPECT_EQ(accumulating_->step(), 5);
+}
+
+TEST_P(EquivalenceTest, TrainBatchSplitsLikeFeedingMicroBatches) {
+  // The same start as the accumulating session, fed micro-batch by
+  // micro-batch by hand: train_batch must match it bit for bit.
+  cleave::SessionOptions o;
+  o.seed = 7;
+  cleave::Session byHand(*small_, o);
+  for (const auto &[name, value] : GetParam().hyperparameters)
+    byHand.setHyperparameter(name, value);
+
+  auto trainBatch = [&](int64_t first, int64_t k) {
+    ASSERT_TRUE(batcher_->gatherRange(first, k).ok());
+    cleave::Batch batch(k);
+    batch.add(batcher_->images(), batcher_->imageBytes())
+        .add(batcher_->labels(), batcher_->labelBytes());
+    accumulating_->trainBatch(batch, kSmall);
+    microStep(*reference_, first, k);
+    for (int64_t start = 0; start < k; start += kSmall)
+      microStep(byHand, first + start, std::min(kSmall, k - start));
+  };
+  // One batch of a whole window (4 micro-batches of 8: applies), then one of
+  // 20 samples (8 + 8 + 4: a partial window, flushed).
+  trainBatch(0, kBig);
+  expectSameParameters("after a batch of 32 in micro-batches of 8");
+  trainBatch(kBig, 20);
+  EXPECT_EQ(accumulating_->microSteps(), 3);
+  accumulating_->flush();
+  byHand.flush();
+  expectSameParameters("after a flushed batch of 20");
+  for (const std::string &name : params_)
+    EXPECT_EQ(accumulating_->readGlobal<float>(name),
+              byHand.readGlobal<float>(name))
+        << name;
+  EXPECT_EQ(byHand.step(), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EquivalenceTest,

@@ -34,4 +34,20 @@ fi
 "$work/embed/cleave-embed" "$artifact" 3 > "$work/run.log"
 cat "$work/run.log"
 grep -q "optimizer steps: 2" "$work/run.log"
+
+# The whole user path from the install tree alone: its cleave-compile builds
+# a real model, which the embedding program trains (a full window of 3, then
+# a short micro-batch and a flush: 2 optimizer steps, finite losses).
+if [ -x "$work/prefix/bin/cleave-compile" ]; then
+  "$work/prefix/bin/cleave-compile" "$source/examples/mlp.mlir" \
+    --micro-batch=8 --accumulate=3 -o "$work/mlp.cleave"
+  "$work/embed/cleave-embed" "$work/mlp.cleave" 10 > "$work/mlp.log"
+  cat "$work/mlp.log"
+  grep -q "optimizer steps: 2" "$work/mlp.log"
+  if grep -Eq "loss (nan|-?inf)" "$work/mlp.log"; then
+    echo "a non-finite loss"
+    exit 1
+  fi
+  test "$(grep -c "micro-step .*: loss" "$work/mlp.log")" = 4
+fi
 echo "install and embed: OK"
