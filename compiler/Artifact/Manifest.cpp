@@ -82,6 +82,8 @@ struct WriteManifestPass
     ModuleOp module = getOperation();
     json::Object root;
     root["abi_version"] = kAbiVersion;
+    // linkSharedObject appends the seal the runtime then requires.
+    root["sealed"] = true;
     if (auto m = module->getAttrOfType<DictionaryAttr>(
             train::TrainDialect::kManifestAttr))
       for (NamedAttribute n : m)

@@ -3,7 +3,8 @@
 // Translates the final module to LLVM IR, optimises it for the host CPU
 // (LLVM's O3 pipeline: this is where elementwise loops get vectorised),
 // emits position-independent object code and links a shared object with the
-// host linker. The output appears atomically: written beside, then renamed.
+// host linker, then seals it with a checksum. The output appears atomically:
+// written beside, then renamed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +17,9 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -111,6 +114,41 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
   return success();
 }
 
+namespace {
+/// Appends the seal of docs/design/runtime-abi.md to the file at `path`: the
+/// magic "CLVSEAL1", the number of bytes before the seal and their 64-bit
+/// FNV-1a hash, both little-endian. The runtime refuses a sealed artifact
+/// whose bytes no longer hash to it (a damaged file) before dlopen runs any
+/// of it.
+LogicalResult seal(StringRef path, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = path.str() + ": " + buffer.getError().message();
+    return failure();
+  }
+  StringRef bytes = (*buffer)->getBuffer();
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes)
+    hash = (hash ^ c) * 0x100000001b3ULL;
+  char trailer[24] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
+  llvm::support::endian::write64le(trailer + 8, bytes.size());
+  llvm::support::endian::write64le(trailer + 16, hash);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Append);
+  if (!ec) {
+    os.write(trailer, sizeof(trailer));
+    os.close();
+    ec = os.error();
+  }
+  if (ec) {
+    error = path.str() + ": " + ec.message();
+    return failure();
+  }
+  return success();
+}
+} // namespace
+
 LogicalResult cleave::linkSharedObject(StringRef objectPath,
                                        StringRef outputPath,
                                        std::string &error) {
@@ -127,6 +165,10 @@ LogicalResult cleave::linkSharedObject(StringRef objectPath,
   if (rc != 0) {
     error = "linking " + outputPath.str() + " failed" +
             (message.empty() ? "" : ": " + message);
+    llvm::sys::fs::remove(tmp);
+    return failure();
+  }
+  if (failed(seal(tmp, error))) {
     llvm::sys::fs::remove(tmp);
     return failure();
   }

@@ -18,7 +18,9 @@ LogicalResult emitObject(ModuleOp module, StringRef objectPath,
                          std::string &error);
 
 /// Links `objectPath` into the shared object `outputPath` with the host
-/// linker (`cc -shared`); `outputPath` appears only when linking succeeded.
+/// linker (`cc -shared`) and appends the artifact's seal (a checksum, see
+/// docs/design/runtime-abi.md); `outputPath` appears only when both
+/// succeeded.
 LogicalResult linkSharedObject(StringRef objectPath, StringRef outputPath,
                                std::string &error);
 

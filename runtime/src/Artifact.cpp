@@ -3,7 +3,8 @@
 // The file is checked before dlopen sees it (existence, ELF magic, shared
 // object type, machine, headers and segments inside the file) because
 // dlopen's own messages for foreign files are cryptic, and because dlopen
-// crashes on a truncated one instead of failing.
+// crashes on a truncated one instead of failing. A compiled artifact ends
+// with a checksum seal, verified before dlopen maps it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace cleave::rt {
 
@@ -122,6 +124,66 @@ Status checkElf(const std::string &path) {
   return Status::success();
 }
 
+/// The seal cleave-compile appends (docs/design/runtime-abi.md): "CLVSEAL1",
+/// then the number of bytes before the seal and their FNV-1a hash, both
+/// little-endian u64.
+constexpr char kSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
+constexpr size_t kSealBytes = 24;
+
+uint64_t readLe64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/// If `path` ends with a seal, verifies it (`sealed` is then true). A damaged
+/// file fails here, before dlopen maps and relocates it.
+Status checkSeal(const std::string &path, bool &sealed) {
+  sealed = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
+                     std::strerror(errno), ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return makeError(CLEAVE_IO_ERROR, path, ": cannot stat (",
+                     std::strerror(errno), ")");
+  const uint64_t size = uint64_t(st.st_size);
+  unsigned char trailer[kSealBytes];
+  if (size < kSealBytes ||
+      !readAt(fd, trailer, kSealBytes, size - kSealBytes) ||
+      std::memcmp(trailer, kSealMagic, sizeof(kSealMagic)) != 0)
+    return Status::success();
+  sealed = true;
+  const uint64_t covered = readLe64(trailer + 8);
+  if (covered != size - kSealBytes)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": damaged artifact (its seal covers ", covered,
+                     " bytes, the file has ", size - kSealBytes,
+                     " before the seal)");
+  std::vector<unsigned char> buffer(size_t(1) << 20);
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (uint64_t offset = 0; offset < covered;) {
+    size_t n = size_t(std::min<uint64_t>(buffer.size(), covered - offset));
+    if (!readAt(fd, buffer.data(), n, offset))
+      return makeError(CLEAVE_IO_ERROR, path, ": cannot read (",
+                       std::strerror(errno), ")");
+    for (size_t i = 0; i < n; ++i)
+      hash = (hash ^ buffer[i]) * 0x100000001b3ULL;
+    offset += n;
+  }
+  if (hash != readLe64(trailer + 16))
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": damaged artifact (its contents do not match the "
+                     "checksum written by cleave-compile); compile it again");
+  return Status::success();
+}
+
 } // namespace
 
 Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
@@ -129,6 +191,8 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
   if (path.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "artifact path is empty");
   CLEAVE_RETURN_IF_ERROR(checkElf(path));
+  bool sealed = false;
+  CLEAVE_RETURN_IF_ERROR(checkSeal(path, sealed));
 
   std::shared_ptr<Artifact> artifact(new Artifact());
   artifact->path_ = path;
@@ -170,6 +234,11 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                      ": cleave_manifest() returned NULL");
   CLEAVE_RETURN_IF_ERROR(
       parseManifest(text, artifact->manifest_).withContext(path));
+  // The seal itself may be what was damaged.
+  if (artifact->manifest_.sealed && !sealed)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": damaged artifact (the checksum seal cleave-compile "
+                     "writes at its end is missing); compile it again");
   if (artifact->manifest_.kind != expected)
     return makeError(
         CLEAVE_INVALID_ARTIFACT, path, ": a ",

@@ -283,6 +283,13 @@ Status ManifestParser::parse(const json &root) {
     return error("abi_version", "is " + std::to_string(m.abiVersion) +
                                     ", this runtime supports " +
                                     std::to_string(kManifestAbiVersion));
+  const json *sealed;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "sealed", false, sealed));
+  if (sealed) {
+    if (!sealed->is_boolean())
+      return error("sealed", "must be true or false");
+    m.sealed = sealed->get<bool>();
+  }
   CLEAVE_RETURN_IF_ERROR(parseKind(root));
   if (m.kind == ArtifactKind::Graph)
     return parseGraph(root);

@@ -163,6 +163,8 @@ struct GraphEntryDesc {
 struct Manifest {
   ArtifactKind kind = ArtifactKind::Training;
   int64_t abiVersion = 0;
+  /// The file ends with a checksum seal, which the loader has verified.
+  bool sealed = false;
   int64_t microBatch = 0;
   int64_t accumulate = 0;
   ReduceMode reduce = ReduceMode::None;

@@ -1,10 +1,10 @@
 //===- BadInputTest.cpp - cleave-train and cleave-run refuse bad input ----===//
 //
 // Every bad input (missing or corrupt data files, an image size the artifact
-// does not take, a truncated or foreign artifact, bad flags, a checkpoint
-// directory in the way) makes the tool exit with a non-zero code, by exit()
-// rather than a signal, within a time limit (no hang), and with exactly one
-// line on stderr that says what is wrong and where.
+// does not take, a truncated, damaged or foreign artifact, bad flags, a
+// checkpoint directory in the way) makes the tool exit with a non-zero code,
+// by exit() rather than a signal, within a time limit (no hang), and with
+// exactly one line on stderr that says what is wrong and where.
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,6 +156,31 @@ TEST_F(BadInputTest, TruncatedArtifact) {
   writeFile(dir_ / "truncated.cleave", bytes.substr(0, bytes.size() / 2));
   expectError(train(dir_ / "truncated.cleave"),
               "truncated\\.cleave: truncated or corrupt ELF file");
+}
+
+TEST_F(BadInputTest, DamagedArtifact) {
+  // Bytes of the code changed (the ELF structure intact): the seal's
+  // checksum catches it before any of the code is loaded or run.
+  std::string bytes = readFile(model_);
+  ASSERT_GT(bytes.size(), 4096u);
+  for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 2000; ++i)
+    bytes[i] = char(bytes[i] ^ 0x5a);
+  writeFile(dir_ / "damaged.cleave", bytes);
+  expectError(train(dir_ / "damaged.cleave"),
+              "damaged\\.cleave: damaged artifact \\(its contents do not match "
+              "the checksum written by cleave-compile\\); compile it again$");
+}
+
+TEST_F(BadInputTest, ArtifactWithoutItsSeal) {
+  // The last 24 bytes (the seal) cut off, or bytes appended after it.
+  std::string bytes = readFile(model_);
+  writeFile(dir_ / "unsealed.cleave", bytes.substr(0, bytes.size() - 24));
+  expectError(train(dir_ / "unsealed.cleave"),
+              "unsealed\\.cleave: damaged artifact \\(the checksum seal "
+              "cleave-compile writes at its end is missing\\)");
+  writeFile(dir_ / "appended.cleave", bytes + "trailing bytes");
+  expectError(train(dir_ / "appended.cleave"),
+              "appended\\.cleave: damaged artifact \\(the checksum seal");
 }
 
 TEST_F(BadInputTest, ForeignSharedObject) {
