@@ -233,5 +233,17 @@ TEST(DistributedTrainerTest, RefusesAnArtifactWithoutReduction) {
       << r.err;
 }
 
+TEST(DistributedTrainerTest, AUsageErrorIsReportedOnce) {
+  // Every rank parses the same flags; the job's stderr says it once.
+  TempDir dir;
+  std::vector<std::string> args = smallRun(dir, "usage");
+  args.push_back("--epochs=0");
+  ProcessResult r = run(mpirun(3, args), dir);
+  EXPECT_FALSE(r.exited && r.exitCode == 0) << r.describe();
+  EXPECT_EQ(count(r.err, "cleave-train: error: --epochs must be at least 1"),
+            1u)
+      << r.err;
+}
+
 } // namespace
 } // namespace cleave::e2e

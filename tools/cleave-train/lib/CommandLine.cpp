@@ -62,6 +62,11 @@ int runTool(const char *tool, const std::function<int()> &body) {
   try {
     return body();
   } catch (const UsageError &e) {
+    // Under mpirun every rank parses the same command line and fails the
+    // same way: rank 0 says it once.
+    const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank && std::string(rank) != "0")
+      return 2;
     return fail(e.what(), 2);
   } catch (const std::bad_alloc &) {
     return fail("out of memory", 1);
