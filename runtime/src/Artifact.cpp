@@ -61,29 +61,29 @@ bool readAt(int fd, void *buf, size_t bytes, uint64_t offset) {
   return true;
 }
 
-/// Checks that `path` is an ELF shared object for this machine whose headers
-/// and segments all lie inside the file. dlopen maps segments without
-/// checking their extent, so a truncated file would fault (SIGBUS) during
-/// relocation instead of failing.
-Status checkElf(const std::string &path) {
+/// Opens `path` for reading; it must be a regular file. `size` is its size.
+Status openArtifactFile(const std::string &path, int &fd, uint64_t &size) {
   // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is
   // refused below as not a regular file.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
                      std::strerror(errno), ")");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0)
     return makeError(CLEAVE_IO_ERROR, path, ": cannot stat (",
                      std::strerror(errno), ")");
   if (!S_ISREG(st.st_mode))
     return notAnArtifact(path, "not a regular file");
-  uint64_t size = uint64_t(st.st_size);
+  size = uint64_t(st.st_size);
+  return Status::success();
+}
 
+/// Checks that the `size` bytes of `fd` (the file `path`) are an ELF shared
+/// object for this machine whose headers and segments all lie inside the
+/// file. dlopen maps segments without checking their extent, so a truncated
+/// file would fault (SIGBUS) during relocation instead of failing.
+Status checkElf(const std::string &path, int fd, uint64_t size) {
   Elf64_Ehdr eh;
   unsigned char ident[EI_NIDENT] = {};
   if (size < SELFMAG ||
@@ -137,23 +137,12 @@ uint64_t readLe64(const unsigned char *p) {
   return v;
 }
 
-/// If `path` ends with a seal, verifies it (`sealed` is then true). A damaged
-/// file fails here, before dlopen maps and relocates it.
-Status checkSeal(const std::string &path, bool &sealed) {
+/// If the `size` bytes of `fd` (the file `path`) end with a seal, verifies
+/// it (`sealed` is then true). A damaged file fails here, before dlopen maps
+/// and relocates it.
+Status checkSeal(const std::string &path, int fd, uint64_t size,
+                 bool &sealed) {
   sealed = false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
-                     std::strerror(errno), ")");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return makeError(CLEAVE_IO_ERROR, path, ": cannot stat (",
-                     std::strerror(errno), ")");
-  const uint64_t size = uint64_t(st.st_size);
   unsigned char trailer[kSealBytes];
   if (size < kSealBytes ||
       !readAt(fd, trailer, kSealBytes, size - kSealBytes) ||
@@ -166,15 +155,14 @@ Status checkSeal(const std::string &path, bool &sealed) {
                      ": damaged artifact (its seal covers ", covered,
                      " bytes, the file has ", size - kSealBytes,
                      " before the seal)");
-  std::vector<unsigned char> buffer(size_t(1) << 20);
-  uint64_t hash = 0xcbf29ce484222325ULL;
+  std::vector<char> buffer(size_t(1) << 20);
+  uint64_t hash = kFnv1a64Basis;
   for (uint64_t offset = 0; offset < covered;) {
     size_t n = size_t(std::min<uint64_t>(buffer.size(), covered - offset));
     if (!readAt(fd, buffer.data(), n, offset))
       return makeError(CLEAVE_IO_ERROR, path, ": cannot read (",
                        std::strerror(errno), ")");
-    for (size_t i = 0; i < n; ++i)
-      hash = (hash ^ buffer[i]) * 0x100000001b3ULL;
+    hash = fnv1a64(std::string_view(buffer.data(), n), hash);
     offset += n;
   }
   if (hash != readLe64(trailer + 16))
@@ -190,9 +178,22 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                       ArtifactKind expected) {
   if (path.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "artifact path is empty");
-  CLEAVE_RETURN_IF_ERROR(checkElf(path));
   bool sealed = false;
-  CLEAVE_RETURN_IF_ERROR(checkSeal(path, sealed));
+  {
+    int fd = -1;
+    uint64_t size = 0;
+    Status opened = openArtifactFile(path, fd, size);
+    struct Closer {
+      int fd;
+      ~Closer() {
+        if (fd >= 0)
+          ::close(fd);
+      }
+    } closer{fd};
+    CLEAVE_RETURN_IF_ERROR(opened);
+    CLEAVE_RETURN_IF_ERROR(checkElf(path, fd, size));
+    CLEAVE_RETURN_IF_ERROR(checkSeal(path, fd, size, sealed));
+  }
 
   std::shared_ptr<Artifact> artifact(new Artifact());
   artifact->path_ = path;

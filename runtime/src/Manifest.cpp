@@ -117,8 +117,7 @@ std::optional<size_t> Manifest::findHyper(std::string_view name) const {
   return std::nullopt;
 }
 
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
+uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
   for (unsigned char c : bytes) {
     hash ^= c;
     hash *= 0x100000001b3ull;

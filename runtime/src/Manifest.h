@@ -214,8 +214,12 @@ struct Manifest {
 /// integers"; the caller prefixes the artifact's path.
 Status parseManifest(std::string_view text, Manifest &out);
 
-/// 64-bit FNV-1a of `bytes`.
-uint64_t fnv1a64(std::string_view bytes);
+/// The FNV-1a offset basis: the hash of no bytes.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+
+/// 64-bit FNV-1a of `bytes`; pass the hash of the bytes before them as
+/// `hash` to hash a sequence in pieces.
+uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnv1a64Basis);
 
 } // namespace cleave::rt
 
