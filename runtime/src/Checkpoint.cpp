@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 using nlohmann::json;
@@ -102,11 +103,6 @@ bool writeAll(int fd, const void *data, size_t bytes) {
   return true;
 }
 
-bool writeZeros(int fd, size_t bytes) {
-  static const char kZeros[kAlign] = {};
-  return writeAll(fd, kZeros, bytes);
-}
-
 /// The temporary file of one save; removed unless committed.
 class TempFile {
 public:
@@ -154,33 +150,41 @@ Status syncDirectory(const std::string &path) {
 
 } // namespace
 
-Status writeCheckpoint(const std::string &path,
-                       const CheckpointContents &contents) {
-  if (path.empty())
-    return makeError(CLEAVE_INVALID_ARGUMENT, "checkpoint path is empty");
+namespace {
 
+/// A checkpoint laid out for writing: the header, the index and the blobs
+/// at their offsets in the data section (pointing into the contents).
+struct Layout {
+  struct Blob {
+    const void *data;
+    size_t bytes;
+    uint64_t offset;
+  };
+  unsigned char header[kHeaderBytes] = {};
+  std::string index;
+  std::vector<Blob> blobs;
+  uint64_t dataBytes = 0;
+};
+
+/// Lays out `contents`; `name` (a path) prefixes errors.
+Status layOut(const std::string &name, const CheckpointContents &contents,
+              Layout &out) {
   // The index records where each blob goes and its CRC32.
   json index;
   index["manifest_hash"] = hashHex(contents.manifestHash);
   index["seed"] = contents.seed;
   index["accumulate"] = contents.accumulate;
   json hypers = json::array();
-  for (const auto &[name, value] : contents.hyperparameters)
-    hypers.push_back({{"name", name}, {"value", value}});
+  for (const auto &[hyper, value] : contents.hyperparameters)
+    hypers.push_back({{"name", hyper}, {"value", value}});
   index["hyperparameters"] = std::move(hypers);
 
-  struct Blob {
-    const void *data;
-    size_t bytes;
-    uint64_t offset;
-  };
-  std::vector<Blob> blobs;
   uint64_t offset = 0;
   auto place = [&](const void *data, size_t bytes, json &entry) {
     entry["offset"] = offset;
     entry["bytes"] = bytes;
     entry["crc32"] = crc32Of(data, bytes);
-    blobs.push_back({data, bytes, offset});
+    out.blobs.push_back({data, bytes, offset});
     offset = alignUp(offset + bytes);
   };
   json globals = json::array();
@@ -199,42 +203,79 @@ Status writeCheckpoint(const std::string &path,
   }
   index["user_state"] = std::move(userState);
 
-  std::string indexText;
   try {
-    indexText = index.dump();
+    out.index = index.dump();
   } catch (const json::exception &) {
     // dump() refuses strings that are not UTF-8: names come from a validated
     // manifest, so this can only be a user-state key.
-    return makeError(CLEAVE_INVALID_ARGUMENT, path,
+    return makeError(CLEAVE_INVALID_ARGUMENT, name,
                      ": a user-state key is not valid UTF-8");
   }
-  uint64_t dataBytes = offset;
+  out.dataBytes = offset;
+  std::memcpy(out.header, kMagic, sizeof(kMagic));
+  putU32(out.header + 8, kCheckpointFormatVersion);
+  putU64(out.header + 16, out.index.size());
+  putU64(out.header + 24, out.dataBytes);
+  putU32(out.header + 32, crc32Of(out.index.data(), out.index.size()));
+  putU32(out.header + kHeaderCrcOffset,
+         crc32Of(out.header, kHeaderCrcOffset));
+  return Status::success();
+}
 
-  unsigned char header[kHeaderBytes] = {};
-  std::memcpy(header, kMagic, sizeof(kMagic));
-  putU32(header + 8, kCheckpointFormatVersion);
-  putU64(header + 16, indexText.size());
-  putU64(header + 24, dataBytes);
-  putU32(header + 32, crc32Of(indexText.data(), indexText.size()));
-  putU32(header + kHeaderCrcOffset, crc32Of(header, kHeaderCrcOffset));
+/// Passes the bytes of the file `layout` describes, in order, to `write`;
+/// false as soon as `write` fails.
+bool emit(const Layout &layout,
+          const std::function<bool(const void *, size_t)> &write) {
+  static const char kZeros[kAlign] = {};
+  uint64_t written = kHeaderBytes + layout.index.size();
+  if (!write(layout.header, kHeaderBytes) ||
+      !write(layout.index.data(), layout.index.size()) ||
+      !write(kZeros, alignUp(written) - written))
+    return false;
+  uint64_t position = 0; // within the data section
+  for (const Layout::Blob &blob : layout.blobs) {
+    for (uint64_t gap = blob.offset - position; gap > 0;) {
+      size_t n = size_t(std::min<uint64_t>(gap, kAlign));
+      if (!write(kZeros, n))
+        return false;
+      gap -= n;
+    }
+    if (!write(blob.data, blob.bytes))
+      return false;
+    position = blob.offset + blob.bytes;
+  }
+  return write(kZeros, layout.dataBytes - position);
+}
+
+} // namespace
+
+Status encodeCheckpoint(const CheckpointContents &contents, std::string &out) {
+  Layout layout;
+  CLEAVE_RETURN_IF_ERROR(layOut("checkpoint", contents, layout));
+  out.clear();
+  out.reserve(size_t(alignUp(kHeaderBytes + layout.index.size()) +
+                     layout.dataBytes));
+  emit(layout, [&](const void *data, size_t bytes) {
+    out.append(static_cast<const char *>(data), bytes);
+    return true;
+  });
+  return Status::success();
+}
+
+Status writeCheckpoint(const std::string &path,
+                       const CheckpointContents &contents) {
+  if (path.empty())
+    return makeError(CLEAVE_INVALID_ARGUMENT, "checkpoint path is empty");
+  Layout layout;
+  CLEAVE_RETURN_IF_ERROR(layOut(path, contents, layout));
 
   std::string tmpPath = path + ".tmp";
   TempFile tmp(tmpPath);
   if (!tmp.open())
     return ioError(tmpPath, "create", errno);
-  uint64_t written = kHeaderBytes + indexText.size();
-  bool ok = writeAll(tmp.fd(), header, sizeof(header)) &&
-            writeAll(tmp.fd(), indexText.data(), indexText.size()) &&
-            writeZeros(tmp.fd(), alignUp(written) - written);
-  uint64_t position = 0; // within the data section
-  for (const Blob &blob : blobs) {
-    if (!ok)
-      break;
-    ok = writeZeros(tmp.fd(), blob.offset - position) &&
-         writeAll(tmp.fd(), blob.data, blob.bytes);
-    position = blob.offset + blob.bytes;
-  }
-  if (!ok || !writeZeros(tmp.fd(), dataBytes - position))
+  if (!emit(layout, [&](const void *data, size_t bytes) {
+        return writeAll(tmp.fd(), data, bytes);
+      }))
     return ioError(tmpPath, "write", errno);
   if (::fsync(tmp.fd()) != 0)
     return ioError(tmpPath, "fsync", errno);
@@ -318,8 +359,16 @@ Status locateBlob(const std::string &path, const json &entry,
 Status readCheckpoint(const std::string &path, LoadedCheckpoint &out) {
   if (path.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "checkpoint path is empty");
-  std::string &file = out.bytes_;
+  std::string file;
   CLEAVE_RETURN_IF_ERROR(readFile(path, file));
+  return parseCheckpoint(path, std::move(file), out);
+}
+
+Status parseCheckpoint(const std::string &path, std::string image,
+                       LoadedCheckpoint &out) {
+  out.contents_ = CheckpointContents();
+  out.bytes_ = std::move(image);
+  const std::string &file = out.bytes_;
   const auto *bytes = reinterpret_cast<const unsigned char *>(file.data());
 
   if (file.size() < sizeof(kMagic) ||

@@ -52,13 +52,18 @@ struct CheckpointContents {
 Status writeCheckpoint(const std::string &path,
                        const CheckpointContents &contents);
 
+/// The bytes `writeCheckpoint` would write for `contents` (pointers into
+/// `contents` are copied).
+Status encodeCheckpoint(const CheckpointContents &contents, std::string &out);
+
 /// A checkpoint read and verified in memory.
 class LoadedCheckpoint {
 public:
   const CheckpointContents &contents() const { return contents_; }
 
 private:
-  friend Status readCheckpoint(const std::string &path, LoadedCheckpoint &out);
+  friend Status parseCheckpoint(const std::string &path, std::string image,
+                                LoadedCheckpoint &out);
   std::string bytes_;
   CheckpointContents contents_;
 };
@@ -66,6 +71,11 @@ private:
 /// Reads `path` and verifies its magic, format version, size and every CRC32.
 /// Errors start with the path, e.g. "run.ckpt: truncated checkpoint (...)".
 Status readCheckpoint(const std::string &path, LoadedCheckpoint &out);
+
+/// Verifies and decodes the checkpoint `image` (the bytes of a file) in
+/// memory; `path` names it in errors.
+Status parseCheckpoint(const std::string &path, std::string image,
+                       LoadedCheckpoint &out);
 
 } // namespace cleave::rt
 

@@ -55,9 +55,19 @@ double readScalar(DType dtype, const void *p) {
 }
 
 /// The user-state key under which a checkpoint of a data-parallel session
-/// records which rank of how many wrote it ("<rank>/<ranks>"). Reserved:
-/// users cannot set it.
+/// records which rank of how many it holds the state of ("<rank>/<ranks>").
+/// Keys starting with it are reserved: users cannot set them.
 constexpr std::string_view kRankKey = "cleave.rank";
+
+/// The user-state key under which rank 0's checkpoint of a data-parallel
+/// session carries the checkpoint image of rank `rank`.
+std::string peerKey(int rank) {
+  return std::string(kRankKey) + "." + std::to_string(rank);
+}
+
+bool isReservedKey(std::string_view key) {
+  return key.substr(0, kRankKey.size()) == kRankKey;
+}
 
 std::string rankTag(int rank, int ranks) {
   return std::to_string(rank) + "/" + std::to_string(ranks);
@@ -620,9 +630,10 @@ Status Session::setUserState(std::string_view key, const void *value,
                              size_t bytes) {
   if (key.empty())
     return makeError(CLEAVE_INVALID_ARGUMENT, "user-state key is empty");
-  if (key == kRankKey)
+  if (isReservedKey(key))
     return makeError(CLEAVE_INVALID_ARGUMENT, "user-state key '", key,
-                     "' is reserved for the session");
+                     "' is reserved for the session (keys starting with '",
+                     kRankKey, "')");
   try {
     // Keys are stored in the checkpoint's JSON index, which must be UTF-8.
     (void)nlohmann::json(std::string(key)).dump();
@@ -655,7 +666,7 @@ Status Session::userState(std::string_view key, const void *&value,
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-Status Session::saveCheckpoint(const std::string &path) const {
+CheckpointContents Session::checkpointContents() const {
   const Manifest &m = manifest_;
   CheckpointContents c;
   c.manifestHash = m.hash;
@@ -669,18 +680,76 @@ Status Session::saveCheckpoint(const std::string &path) const {
         {g.name, g.dtype, g.shape, globals_[i].data(), g.bytes});
   }
   c.userState.insert(userState_.begin(), userState_.end());
-  // Accumulators and sharded optimizer state differ between ranks: every
-  // rank writes its own checkpoint, marked with its rank.
   if (numRanks() > 1)
     c.userState[std::string(kRankKey)] = rankTag(rank(), numRanks());
-  return writeCheckpoint(path, c);
+  return c;
 }
 
-Status Session::loadCheckpoint(const std::string &path) {
+Status Session::agreeOnStatus(const Status &local) const {
+  if (numRanks() == 1)
+    return local;
+  std::vector<double> failed(size_t(numRanks()), 0.0);
+  failed[size_t(rank())] = local.ok() ? 0.0 : 1.0;
+  communicator_->allreduceSum(failed.data(), int64_t(failed.size()));
+  if (!local.ok())
+    return local;
+  std::string ranks;
+  cleave_status code = CLEAVE_OK;
+  for (size_t r = 0; r < failed.size(); ++r)
+    if (failed[r] > 0) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      code = CLEAVE_FAILED_PRECONDITION;
+    }
+  if (code == CLEAVE_OK)
+    return Status::success();
+  return makeError(code, "rank ", rank(), " of ", numRanks(),
+                   ": stopped because rank(s) ", ranks,
+                   " failed (see their errors)");
+}
+
+Status Session::rankZeroStatus(const Status &status) const {
+  if (numRanks() == 1)
+    return status;
+  int64_t header[2] = {int64_t(status.code()),
+                       int64_t(status.message().size())};
+  communicator_->broadcast(header, sizeof(header), 0);
+  std::string message = status.message();
+  message.resize(size_t(header[1]));
+  communicator_->broadcast(message.data(), header[1], 0);
+  return Status(cleave_status(header[0]), std::move(message));
+}
+
+Status Session::saveCheckpoint(const std::string &path) const {
+  CheckpointContents c = checkpointContents();
+  if (numRanks() == 1)
+    return writeCheckpoint(path, c);
+  // Accumulators and sharded optimizer state differ between ranks, yet rank
+  // 0 alone writes: every other rank's checkpoint image travels to it and
+  // goes into its file as the user state peerKey(rank).
+  std::string image;
+  Status encoded =
+      rank() == 0 ? Status::success() : encodeCheckpoint(c, image);
+  CLEAVE_RETURN_IF_ERROR(agreeOnStatus(encoded));
+  std::vector<std::string> images;
+  communicator_->gatherBytes(image, images, 0);
+  Status written;
+  if (rank() == 0) {
+    for (int r = 1; r < numRanks(); ++r)
+      c.userState[peerKey(r)] = std::move(images[size_t(r)]);
+    written = writeCheckpoint(path, c);
+  }
+  return rankZeroStatus(written);
+}
+
+struct Session::Restore {
+  std::vector<const CheckpointTensor *> sources;
+  std::vector<double> hypers;
+};
+
+Status Session::checkCheckpoint(const CheckpointContents &c,
+                                const std::string &path,
+                                Restore &plan) const {
   const Manifest &m = manifest_;
-  LoadedCheckpoint loaded;
-  CLEAVE_RETURN_IF_ERROR(readCheckpoint(path, loaded));
-  const CheckpointContents &c = loaded.contents();
   auto mismatch = [&](const std::string &why) {
     return makeError(CLEAVE_INVALID_CHECKPOINT, path, ": ", why);
   };
@@ -707,10 +776,10 @@ Status Session::loadCheckpoint(const std::string &path) {
                           : "rank " + t.substr(0, t.find('/')) + " of " +
                                 t.substr(t.find('/') + 1);
       };
-      return mismatch("written by " + who(written) + ", this session is " +
-                      who(mine) +
-                      "; every rank resumes from the checkpoint it wrote, "
-                      "with the same number of ranks");
+      return mismatch("holds the state of " + who(written) +
+                      ", this session is " + who(mine) +
+                      "; a checkpoint restores on the number of ranks that "
+                      "wrote it");
     }
   }
 
@@ -764,18 +833,69 @@ Status Session::loadCheckpoint(const std::string &path) {
                     std::to_string(c.accumulate) +
                     ") and a non-negative step");
 
-  for (size_t i = 0; i < sources.size(); ++i)
-    if (sources[i]->bytes > 0)
-      std::memcpy(globals_[i].data(), sources[i]->data, sources[i]->bytes);
-  for (size_t i = 0; i < hypers.size(); ++i)
-    storeHyper(i, hypers[i]);
+  plan.sources = std::move(sources);
+  plan.hypers = std::move(hypers);
+  return Status::success();
+}
+
+void Session::applyCheckpoint(const CheckpointContents &c,
+                              const Restore &plan) {
+  for (size_t i = 0; i < plan.sources.size(); ++i)
+    if (plan.sources[i]->bytes > 0)
+      std::memcpy(globals_[i].data(), plan.sources[i]->data,
+                  plan.sources[i]->bytes);
+  for (size_t i = 0; i < plan.hypers.size(); ++i)
+    storeHyper(i, plan.hypers[i]);
   accumulate_ = c.accumulate;
   seed_ = c.seed;
   userState_.clear();
-  userState_.insert(c.userState.begin(), c.userState.end());
-  userState_.erase(std::string(kRankKey));
+  for (const auto &[key, value] : c.userState)
+    if (!isReservedKey(key))
+      userState_.emplace(key, value);
   // Traffic of the restored window before the checkpoint is not known.
   windowBytes_ = 0;
+}
+
+Status Session::loadCheckpoint(const std::string &path) {
+  LoadedCheckpoint loaded;
+  Restore plan;
+  if (numRanks() == 1) {
+    CLEAVE_RETURN_IF_ERROR(readCheckpoint(path, loaded));
+    CLEAVE_RETURN_IF_ERROR(checkCheckpoint(loaded.contents(), path, plan));
+    applyCheckpoint(loaded.contents(), plan);
+    return Status::success();
+  }
+  // Rank 0 reads the job's file and hands every other rank its part; no
+  // rank changes its state unless every rank's part checks out.
+  Status read;
+  std::vector<std::string> parts;
+  if (rank() == 0) {
+    read = readCheckpoint(path, loaded);
+    parts.resize(size_t(numRanks()));
+    for (int r = 1; read.ok() && r < numRanks(); ++r)
+      if (auto it = loaded.contents().userState.find(peerKey(r));
+          it != loaded.contents().userState.end())
+        parts[size_t(r)] = it->second;
+  }
+  CLEAVE_RETURN_IF_ERROR(rankZeroStatus(read));
+  std::string part;
+  communicator_->scatterBytes(parts, part, 0);
+  std::string name = path;
+  Status local;
+  if (rank() != 0) {
+    name += " (the part of rank " + std::to_string(rank()) + ")";
+    local = part.empty()
+                ? makeError(CLEAVE_INVALID_CHECKPOINT, path,
+                            ": holds no state for rank ", rank(), " of ",
+                            numRanks(),
+                            "; a data-parallel run resumes on the number "
+                            "of ranks that wrote its checkpoint")
+                : parseCheckpoint(name, std::move(part), loaded);
+  }
+  if (local.ok())
+    local = checkCheckpoint(loaded.contents(), name, plan);
+  CLEAVE_RETURN_IF_ERROR(agreeOnStatus(local));
+  applyCheckpoint(loaded.contents(), plan);
   return Status::success();
 }
 

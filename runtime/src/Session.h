@@ -12,6 +12,7 @@
 #define CLEAVE_RUNTIME_SESSION_H
 
 #include "Artifact.h"
+#include "Checkpoint.h"
 #include "Status.h"
 
 #include "cleave/runtime.h"
@@ -118,10 +119,14 @@ public:
   Status userState(std::string_view key, const void *&value,
                    size_t &bytes) const;
 
+  /// In a data-parallel session both are collective, and rank 0 alone
+  /// reads and writes `path` (docs/design/runtime.md, "Checkpoints").
   Status saveCheckpoint(const std::string &path) const;
   Status loadCheckpoint(const std::string &path);
 
 private:
+  /// A checked checkpoint, ready to be applied.
+  struct Restore;
   /// The argument array of one entry point, built once at creation. Input
   /// arguments are the only ones that change between calls.
   struct Binding {
@@ -152,6 +157,19 @@ private:
   Status findGlobalOfSize(std::string_view name, size_t bytes,
                           size_t &index) const;
   void storeHyper(size_t index, double value);
+  /// What a checkpoint of this session holds (pointing into the session).
+  CheckpointContents checkpointContents() const;
+  /// Checks that `c` (read from `path`) is a state of this session, without
+  /// changing anything.
+  Status checkCheckpoint(const CheckpointContents &c, const std::string &path,
+                         Restore &plan) const;
+  void applyCheckpoint(const CheckpointContents &c, const Restore &plan);
+  /// Collective: succeeds on every rank if `local` succeeded on every rank;
+  /// otherwise a failed rank returns its own error and the others one
+  /// naming the failed ranks.
+  Status agreeOnStatus(const Status &local) const;
+  /// Collective: every rank returns rank 0's `status`.
+  Status rankZeroStatus(const Status &status) const;
 
   std::shared_ptr<const Artifact> artifact_;
   const Manifest &manifest_;

@@ -16,8 +16,9 @@
 //   - Adasum: the parameters follow the documented tree (docs/design/
 //     adasum.md) applied, in double, to the deltas of per-rank
 //     single-process sessions;
-//   - per-rank checkpoints resume mid-window to the same bits, and refuse a
-//     job of another size or another rank's file;
+//   - checkpoints are collective, written and read by rank 0 alone, resume
+//     mid-window to the same bits on every rank, and are refused, by every
+//     rank and without changing state, by a job of another size;
 //   - an artifact compiled for R ranks refuses any other job size.
 //
 // Every rank runs every test and makes the same collective calls; failures
@@ -36,6 +37,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -528,10 +530,10 @@ TEST(AdasumTest, ParametersFollowTheTreeOfPerRankDeltas) {
 }
 
 //===----------------------------------------------------------------------===//
-// Checkpoints: every rank writes its own
+// Checkpoints: collective, rank 0 alone reads and writes the file
 //===----------------------------------------------------------------------===//
 
-TEST(CheckpointTest, PerRankCheckpointsResumeMidWindow) {
+TEST(CheckpointTest, RankZeroWritesTheJobsCheckpointAndItResumesMidWindow) {
   const int rank = worldRank(), ranks = worldSize();
   const int64_t perWindow = ranks * kWindow * kMicroBatch;
   constexpr int64_t kWindows = 3;
@@ -540,10 +542,12 @@ TEST(CheckpointTest, PerRankCheckpointsResumeMidWindow) {
       Artifact::load(artifactPath("zero_r" + std::to_string(ranks) + "_adam"));
   const std::string dir = std::string(CLEAVE_DISTRIBUTED_TMPDIR) + "/np" +
                           std::to_string(ranks) + "-checkpoint";
-  std::filesystem::create_directories(dir);
-  auto pathOf = [&](int r) {
-    return dir + "/rank" + std::to_string(r) + ".ckpt";
-  };
+  if (rank == 0) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string path = dir + "/job.ckpt";
   auto microStep = [&](Session &s, int64_t i) {
     const int64_t w = i / kWindow, k = i % kWindow;
     s.microStep(slice(artifact, data,
@@ -557,42 +561,20 @@ TEST(CheckpointTest, PerRankCheckpointsResumeMidWindow) {
   setHyperparameters(straight, "adam");
   for (int64_t i = 0; i < kStopAt; ++i)
     microStep(straight, i);
-  straight.saveCheckpoint(pathOf(rank));
+  // Only rank 0 writes, and only `path` (ranks > 0 pass a path nobody may
+  // write, which must not matter).
+  straight.saveCheckpoint(rank == 0 ? path : dir + "/absent/not-written.ckpt");
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::set<std::string> files;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    files.insert(entry.path().filename().string());
+  EXPECT_EQ(files, std::set<std::string>{"job.ckpt"});
   for (int64_t i = kStopAt; i < kTotal; ++i)
     microStep(straight, i);
 
-  // Another seed: every value comes from the checkpoint.
+  // Another seed: every value, on every rank, comes from the checkpoint.
   Session resumed(artifact, distributed(1234));
-  MPI_Barrier(MPI_COMM_WORLD); // every rank's file exists
-  if (ranks > 1) {
-    try {
-      resumed.loadCheckpoint(pathOf((rank + 1) % ranks));
-      ADD_FAILURE() << "rank " << rank << " loaded another rank's checkpoint";
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find(
-                    "written by rank " + std::to_string((rank + 1) % ranks) +
-                    " of " + std::to_string(ranks) + ", this session is rank " +
-                    std::to_string(rank) + " of " + std::to_string(ranks)),
-                std::string::npos)
-          << e.what();
-    }
-    // A single-process session refuses a data-parallel checkpoint.
-    Artifact mean = Artifact::load(artifactPath("mean_b4_n2_adam_clip"));
-    Session one(mean, local(0));
-    Session dpMean(mean, distributed(0));
-    dpMean.saveCheckpoint(pathOf(rank) + ".mean");
-    try {
-      one.loadCheckpoint(pathOf(rank) + ".mean");
-      ADD_FAILURE() << "a single-process session loaded rank " << rank
-                    << "'s checkpoint";
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find("this session is a single-process "
-                                           "session"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-  resumed.loadCheckpoint(pathOf(rank));
+  resumed.loadCheckpoint(rank == 0 ? path : std::string("ignored"));
   EXPECT_EQ(resumed.microSteps(), kStopAt % kWindow);
   for (int64_t i = kStopAt; i < kTotal; ++i)
     microStep(resumed, i);
@@ -604,6 +586,55 @@ TEST(CheckpointTest, PerRankCheckpointsResumeMidWindow) {
       EXPECT_EQ(values, b.at(name)) << name << " differs after resuming";
   }
   EXPECT_EQ(resumed.step(), straight.step());
+}
+
+TEST(CheckpointTest, RanksRefuseACheckpointOfAnotherJobSizeTogether) {
+  const int rank = worldRank(), ranks = worldSize();
+  if (ranks == 1)
+    GTEST_SKIP() << "needs a data-parallel job";
+  const std::string dir = std::string(CLEAVE_DISTRIBUTED_TMPDIR) + "/np" +
+                          std::to_string(ranks) + "-foreign-checkpoint";
+  Artifact mean = Artifact::load(artifactPath("mean_b4_n2_adam_clip"));
+  // A single-process session's checkpoint, written by rank 0 alone.
+  if (rank == 0) {
+    std::filesystem::create_directories(dir);
+    Session one(mean, local(0));
+    one.saveCheckpoint(dir + "/single.ckpt");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Session job(mean, distributed(0));
+  const std::vector<float> before = job.readGlobal<float>(
+      mean.globals().front().tensor.name);
+  try {
+    job.loadCheckpoint(dir + "/single.ckpt");
+    ADD_FAILURE() << "rank " << rank << " loaded a single-process checkpoint";
+  } catch (const Error &e) {
+    const std::string expected =
+        rank == 0 ? "holds the state of a single-process session, this "
+                    "session is rank 0 of " +
+                        std::to_string(ranks)
+                  : "holds no state for rank " + std::to_string(rank) +
+                        " of " + std::to_string(ranks);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(job.readGlobal<float>(mean.globals().front().tensor.name), before)
+      << "a failed load changed the session";
+  // And a single-process session refuses the job's checkpoint.
+  job.saveCheckpoint(dir + "/job.ckpt");
+  if (rank == 0) {
+    Session one(mean, local(0));
+    try {
+      one.loadCheckpoint(dir + "/job.ckpt");
+      ADD_FAILURE() << "a single-process session loaded a job's checkpoint";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "holds the state of rank 0 of " + std::to_string(ranks) +
+                    ", this session is a single-process session"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 } // namespace

@@ -382,18 +382,20 @@ cleave_session_user_state(const cleave_session *session, const char *key,
 /** Writes a checkpoint (every global, N, hyperparameter values, the seed, the
  *  user state) to `path` atomically: `path`.tmp is written, fsync'ed and
  *  renamed over `path`, then the directory is fsync'ed. On failure `path` is
- *  untouched. A data-parallel session with more than one rank writes this
- *  rank's state (accumulators and sharded optimizer state differ between
- *  ranks): every rank saves its own checkpoint, to its own path, and it
- *  records the rank and the number of ranks (user-state key `cleave.rank`,
- *  which is reserved). */
+ *  untouched. In a data-parallel session with more than one rank the call is
+ *  collective: every rank's state (accumulators and sharded optimizer state
+ *  differ between ranks) is sent to rank 0, which alone writes them all to
+ *  its `path` (the other ranks' `path` is not used); every rank returns the
+ *  outcome of the write. User-state keys starting with `cleave.rank` are
+ *  reserved for this. */
 CLEAVE_API cleave_status
 cleave_session_save_checkpoint(const cleave_session *session, const char *path);
 /** Restores a checkpoint written by a session of the same model. The file is
  *  verified completely (format, model identity, CRC32 of every section) before
- *  anything changes: on failure the session is untouched. A checkpoint of a
- *  data-parallel session loads only into the same rank of a job of the same
- *  size. */
+ *  anything changes: on failure the session is untouched. In a data-parallel
+ *  session the call is collective: rank 0 reads its `path` and sends every
+ *  rank its part; no rank changes unless every rank's part checks out. A
+ *  data-parallel checkpoint loads only into a job of the same size. */
 CLEAVE_API cleave_status cleave_session_load_checkpoint(cleave_session *session,
                                                         const char *path);
 

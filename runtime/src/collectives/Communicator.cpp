@@ -464,6 +464,54 @@ void Communicator::broadcast(void *data, int64_t bytes, int root) {
                        "broadcast");
 }
 
+void Communicator::gatherBytes(const std::string &mine,
+                               std::vector<std::string> &all, int root) {
+  if (root < 0 || root >= size_)
+    fail("collective 'gather': root " + std::to_string(root) +
+         " is not a rank of " + std::to_string(size_));
+  if (rank_ != root) {
+    const uint64_t bytes = mine.size();
+    transport_->send(&bytes, sizeof(bytes), root, "gather");
+    transport_->send(mine.data(), int64_t(bytes), root, "gather");
+    return;
+  }
+  all.assign(size_t(size_), std::string());
+  all[size_t(root)] = mine;
+  for (int r = 0; r < size_; ++r) {
+    if (r == root)
+      continue;
+    uint64_t bytes = 0;
+    transport_->recv(&bytes, sizeof(bytes), r, "gather");
+    all[size_t(r)].resize(size_t(bytes));
+    transport_->recv(all[size_t(r)].data(), int64_t(bytes), r, "gather");
+  }
+}
+
+void Communicator::scatterBytes(const std::vector<std::string> &parts,
+                                std::string &mine, int root) {
+  if (root < 0 || root >= size_)
+    fail("collective 'scatter': root " + std::to_string(root) +
+         " is not a rank of " + std::to_string(size_));
+  if (rank_ == root) {
+    if (parts.size() != size_t(size_))
+      fail("collective 'scatter': " + std::to_string(parts.size()) +
+           " parts for " + std::to_string(size_) + " ranks");
+    for (int r = 0; r < size_; ++r) {
+      if (r == root)
+        continue;
+      const uint64_t bytes = parts[size_t(r)].size();
+      transport_->send(&bytes, sizeof(bytes), r, "scatter");
+      transport_->send(parts[size_t(r)].data(), int64_t(bytes), r, "scatter");
+    }
+    mine = parts[size_t(root)];
+    return;
+  }
+  uint64_t bytes = 0;
+  transport_->recv(&bytes, sizeof(bytes), root, "scatter");
+  mine.resize(size_t(bytes));
+  transport_->recv(mine.data(), int64_t(bytes), root, "scatter");
+}
+
 void Communicator::barrier() {
   if (transport_)
     transport_->barrier("barrier");

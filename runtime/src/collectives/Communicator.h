@@ -199,6 +199,17 @@ public:
   /// times).
   void broadcast(void *data, int64_t bytes, int root);
 
+  /// Rank `root` receives every rank's `mine` into `all` (indexed by rank,
+  /// resized by the call); `all` is unused on the other ranks. For rare,
+  /// large messages (checkpoints): the root receives them one rank at a
+  /// time.
+  void gatherBytes(const std::string &mine, std::vector<std::string> &all,
+                   int root);
+  /// The inverse: every rank receives `parts[rank]` of rank `root` into
+  /// `mine` (`parts` is read on the root only).
+  void scatterBytes(const std::vector<std::string> &parts, std::string &mine,
+                    int root);
+
   /// Returns once every rank has called barrier().
   void barrier();
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <set>
 #include <system_error>
 
@@ -59,18 +58,13 @@ CheckpointDir::parseAnyName(const std::string &name) {
     return std::nullopt;
   if (dot == std::string::npos)
     return parsed;
-  // ".rank<r>-of-<R>"
-  const std::string tag = body.substr(dot + 1);
-  const std::string rankWord = "rank", ofWord = "-of-";
-  const size_t of = tag.find(ofWord);
-  if (tag.compare(0, rankWord.size(), rankWord) != 0 || of == std::string::npos)
+  // ".ranks-<R>"
+  const std::string tag = body.substr(dot + 1), word = "ranks-";
+  if (tag.compare(0, word.size(), word) != 0)
     return std::nullopt;
-  const int64_t rank =
-      parseDigits(tag.substr(rankWord.size(), of - rankWord.size()));
-  const int64_t ranks = parseDigits(tag.substr(of + ofWord.size()));
-  if (rank < 0 || ranks < 2 || rank >= ranks || ranks > (1 << 24))
+  const int64_t ranks = parseDigits(tag.substr(word.size()));
+  if (ranks < 2 || ranks > (1 << 24))
     return std::nullopt;
-  parsed.rank = int(rank);
   parsed.ranks = int(ranks);
   return parsed;
 }
@@ -106,33 +100,17 @@ CheckpointDir::scan() const {
 std::vector<std::pair<int64_t, std::string>> CheckpointDir::list() const {
   std::vector<std::pair<int64_t, std::string>> mine;
   for (const auto &[name, path] : scan())
-    if (name.ranks == ranks_ && name.rank == rank_)
+    if (name.ranks == ranks_)
       mine.emplace_back(name.microSteps, path);
   std::sort(mine.begin(), mine.end());
   return mine;
 }
 
 std::optional<std::string> CheckpointDir::newest() const {
-  // Micro-step count -> which of this run's ranks wrote it, and this rank's
-  // file. Ranks are counted once each: two names of one count (zero-padded
-  // differently) must not stand in for a rank that is missing.
-  struct Writers {
-    std::set<int> ranks;
-    std::string mine;
-  };
-  std::map<int64_t, Writers> writers;
-  for (const auto &[name, path] : scan()) {
-    if (name.ranks != ranks_)
-      continue;
-    Writers &w = writers[name.microSteps];
-    w.ranks.insert(name.rank);
-    if (name.rank == rank_)
-      w.mine = path;
-  }
-  for (auto it = writers.rbegin(); it != writers.rend(); ++it)
-    if (int(it->second.ranks.size()) == ranks_)
-      return it->second.mine;
-  return std::nullopt;
+  auto all = list();
+  if (all.empty())
+    return std::nullopt;
+  return all.back().second;
 }
 
 std::vector<int> CheckpointDir::otherRunSizes() const {
@@ -159,8 +137,8 @@ std::string CheckpointDir::pathFor(int64_t microSteps) const {
     std::snprintf(name, sizeof(name), "%s%010lld%s", kPrefix,
                   (long long)microSteps, kSuffix);
   else
-    std::snprintf(name, sizeof(name), "%s%010lld.rank%d-of-%d%s", kPrefix,
-                  (long long)microSteps, rank_, ranks_, kSuffix);
+    std::snprintf(name, sizeof(name), "%s%010lld.ranks-%d%s", kPrefix,
+                  (long long)microSteps, ranks_, kSuffix);
   return (fs::path(dir_) / name).string();
 }
 

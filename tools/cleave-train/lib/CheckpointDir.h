@@ -6,11 +6,10 @@
 // in the directory, such as the runtime's `.tmp` files of interrupted writes,
 // are ignored.
 //
-// In a data-parallel run of R > 1 ranks every rank writes its own
-// checkpoint, `checkpoint-<digits>.rank<r>-of-<R>.ckpt`: accumulators (and
-// sharded optimizer state) differ between ranks. A checkpoint of the run is
-// the set of the R files of one micro-step count; only complete sets count,
-// so a run killed while its ranks were writing resumes from the previous one.
+// A data-parallel run of R > 1 ranks names its checkpoints
+// `checkpoint-<digits>.ranks-<R>.ckpt`: rank 0 writes each one, holding every
+// rank's state (accumulators and sharded optimizer state differ between
+// ranks), and only a run of R ranks can resume from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,29 +26,29 @@ namespace cleave::train {
 
 class CheckpointDir {
 public:
-  /// The checkpoints of rank `rank` of a run of `ranks` ranks.
-  CheckpointDir(std::string dir, int64_t keep, int rank = 0, int ranks = 1)
-      : dir_(std::move(dir)), keep_(keep), rank_(rank), ranks_(ranks) {}
+  /// The checkpoints of a run of `ranks` ranks.
+  CheckpointDir(std::string dir, int64_t keep, int ranks = 1)
+      : dir_(std::move(dir)), keep_(keep), ranks_(ranks) {}
 
   const std::string &path() const { return dir_; }
 
   /// Creates the directory (and its parents) if needed. Throws tools::Error.
   void create() const;
-  /// This rank's checkpoints, oldest first: (micro-step count, path). An
-  /// absent directory has none. Throws tools::Error if it cannot be read.
+  /// The run's checkpoints (of its number of ranks), oldest first:
+  /// (micro-step count, path). An absent directory has none. Throws
+  /// tools::Error if it cannot be read.
   std::vector<std::pair<int64_t, std::string>> list() const;
-  /// This rank's file of the newest checkpoint that every rank of the run
-  /// wrote, if any.
+  /// The run's newest checkpoint, if any.
   std::optional<std::string> newest() const;
-  /// Where this rank's checkpoint taken after `microSteps` micro-steps goes.
+  /// Where the checkpoint taken after `microSteps` micro-steps goes.
   std::string pathFor(int64_t microSteps) const;
-  /// Removes all but this rank's newest `keep` checkpoints. Throws
+  /// Removes all but the run's newest `keep` checkpoints. Throws
   /// tools::Error.
   void prune() const;
   /// The rank counts of runs other than this one's size whose checkpoints
   /// the directory holds (e.g. {1} for a single-process run's).
   std::vector<int> otherRunSizes() const;
-  /// The newest checkpoint file of any run and rank, if any.
+  /// The newest checkpoint file of any run, if any.
   std::optional<std::string> newestOfAnyRun() const;
 
   /// The micro-step count in a single-process checkpoint file name, if it
@@ -59,11 +58,10 @@ public:
   /// What a checkpoint file name of any run says.
   struct Name {
     int64_t microSteps = 0;
-    int rank = 0;
     int ranks = 1;
   };
-  /// Parses `checkpoint-<digits>.ckpt` (rank 0 of 1) and
-  /// `checkpoint-<digits>.rank<r>-of-<R>.ckpt` (0 <= r < R, R > 1).
+  /// Parses `checkpoint-<digits>.ckpt` (one process) and
+  /// `checkpoint-<digits>.ranks-<R>.ckpt` (R > 1).
   static std::optional<Name> parseAnyName(const std::string &name);
 
 private:
@@ -72,7 +70,6 @@ private:
 
   std::string dir_;
   int64_t keep_;
-  int rank_;
   int ranks_;
 };
 

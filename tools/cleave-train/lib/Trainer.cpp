@@ -469,15 +469,16 @@ void Trainer::startOrResume() {
     const SamplerShare mine = samplerShare(train_.size(), rank_, ranks_);
     share_ = mine.end - mine.begin;
   }
-  checkpoints_ =
-      CheckpointDir(o_.checkpointDir, o_.keepCheckpoints, rank_, ranks_);
+  checkpoints_ = CheckpointDir(o_.checkpointDir, o_.keepCheckpoints, ranks_);
 
   pos_.shuffleSeed = o_.seed;
   pos_.trainSamples = train_.size();
   std::optional<std::string> newest;
+  // Rank 0 alone reads and writes checkpoints (the runtime hands the other
+  // ranks their part), so it alone looks at the directory.
   collectively([&] {
     checkDataParallel();
-    if (o_.checkpointDir.empty())
+    if (o_.checkpointDir.empty() || !root_)
       return;
     newest = checkpoints_.newest();
     std::vector<int> others = checkpoints_.otherRunSizes();
@@ -504,24 +505,22 @@ void Trainer::startOrResume() {
   if (o_.checkpointDir.empty() || !o_.resume)
     return;
 
-  // The ranks must resume from one checkpoint, the newest they all wrote.
-  // All ranks picked the same count c exactly when the sums of c and c^2
-  // are R c and R c^2 (Cauchy-Schwarz), and then every rank sees it.
-  const double mine =
-      newest ? double(CheckpointDir::parseAnyName(
-                          std::filesystem::path(*newest).filename().string())
-                          ->microSteps)
-             : -1.0;
-  double picked[2] = {mine, mine * mine};
-  sumAcrossRanks(picked, 2);
-  if (picked[0] != mine * ranks_ || picked[1] != mine * mine * ranks_)
-    throw tools::Error("the ranks see different checkpoints in " +
-                       o_.checkpointDir +
-                       " (resuming needs a directory every rank shares)");
-  if (!newest) {
+  // Rank 0 tells the others which checkpoint the job resumes from (its
+  // micro-step count, or -1 for none); they only name it in messages.
+  double picked =
+      !root_ ? 0.0
+      : newest
+          ? double(CheckpointDir::parseAnyName(
+                       std::filesystem::path(*newest).filename().string())
+                       ->microSteps)
+          : -1.0;
+  sumAcrossRanks(&picked, 1);
+  if (picked < 0) {
     say("no checkpoint in %s: starting a new run\n", o_.checkpointDir.c_str());
     return;
   }
+  if (!root_)
+    newest = checkpoints_.pathFor(int64_t(picked));
   collectively([&] { resume(*newest); });
 }
 
@@ -724,15 +723,16 @@ EvalResult Trainer::evaluate() {
 void Trainer::checkpoint() {
   if (o_.checkpointDir.empty())
     return;
-  // Every rank writes its own part (its accumulators differ); older
-  // checkpoints go only once every rank has written this one, so that a
-  // complete one always exists.
+  // Collective: every rank's state (accumulators differ between ranks)
+  // goes into the one file rank 0 writes. Older checkpoints go only once it
+  // is complete, so that one always exists.
   collectively([&] {
     pos_.metricsBytes = metrics_.bytes();
     session_->setUserState(kStateKey, encodePosition(pos_));
     session_->saveCheckpoint(checkpoints_.pathFor(pos_.microSteps));
   });
-  checkpoints_.prune();
+  if (root_)
+    checkpoints_.prune();
 }
 
 void Trainer::runEpoch() {

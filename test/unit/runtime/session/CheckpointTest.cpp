@@ -311,4 +311,18 @@ TEST_F(CheckpointTest, UserStateCanBeErased) {
   EXPECT_EQ(session.userState("position"), "120");
 }
 
+TEST_F(CheckpointTest, KeysOfTheDataParallelCheckpointAreReserved) {
+  // A data-parallel checkpoint stores each rank's tag and image under them.
+  for (const char *key : {"cleave.rank", "cleave.rank.1", "cleave.ranks"}) {
+    CallResult r = result(
+        cleave_session_set_user_state(session.get(), key, "x", 1));
+    EXPECT_EQ(r.status, CLEAVE_INVALID_ARGUMENT) << key;
+    EXPECT_EQ(r.message, std::string("user-state key '") + key +
+                             "' is reserved for the session (keys starting "
+                             "with 'cleave.rank')");
+  }
+  session.setUserState("cleave.other", "fine");
+  EXPECT_EQ(session.userState("cleave.other"), "fine");
+}
+
 } // namespace
