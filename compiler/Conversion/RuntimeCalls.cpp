@@ -296,40 +296,64 @@ struct LowerRuntimeCallsPass
     return pointerTo(b, loc, array);
   }
 
+  /// The address of memref `m` as an i64 (an element of a pointer array).
+  Value addressAsI64(OpBuilder &b, Location loc, Value m) {
+    return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                    pointerTo(b, loc, m));
+  }
+
+  /// The element count of memref `m` as an i64 constant.
+  Value numElements(OpBuilder &b, Location loc, Value m) {
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getI64IntegerAttr(cast<MemRefType>(m.getType()).getNumElements()));
+  }
+
+  /// Starts lowering the bufferized collective `op` to a call of `fn`, whose
+  /// first argument is the kernel context and the rest `argTypes`: returns
+  /// the call (operands still to set) and the context; `b` then inserts
+  /// before the call.
+  FailureOr<std::pair<func::CallOp, Value>>
+  beginCollectiveCall(DestinationStyleOpInterface op, OpBuilder &b,
+                      StringRef fn, ArrayRef<Type> argTypes) {
+    if (!op.hasPureBufferSemantics())
+      return op->emitOpError("must be bufferized before it becomes a call");
+    auto ctx = contextOf(op);
+    if (failed(ctx))
+      return failure();
+    SmallVector<Type> types = {LLVM::LLVMPointerType::get(b.getContext())};
+    llvm::append_range(types, argTypes);
+    b.setInsertionPoint(op);
+    auto call = func::CallOp::create(b, op.getLoc(), declare(fn, types),
+                                     ValueRange{});
+    b.setInsertionPoint(call);
+    return std::make_pair(call, *ctx);
+  }
+
   /// rt.reduce_scatter, rt.all_gather and rt.shard become
   /// `fn(ctx, ranks, count, inputs, sizes, outputs)`: arrays of `count`
   /// pointers, and the element counts of the whole tensors (the shards'
   /// sizes follow from them and `ranks`).
   template <typename OpTy>
   LogicalResult lowerSharding(OpTy op, StringRef fn, bool shardsAreOutputs) {
-    if (!op.hasPureBufferSemantics())
-      return op.emitOpError("must be bufferized before it becomes a call");
-    auto ctx = contextOf(op);
-    if (failed(ctx))
-      return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-    auto call = func::CallOp::create(
-        b, loc,
-        declare(fn, {ptr, b.getI32Type(), b.getI64Type(), ptr, ptr, ptr}),
-        ValueRange{});
-    b.setInsertionPoint(call);
+    auto begun = beginCollectiveCall(op, b, fn,
+                                     {b.getI32Type(), b.getI64Type(), ptr,
+                                      ptr, ptr});
+    if (failed(begun))
+      return failure();
+    auto [call, ctx] = *begun;
     SmallVector<Value> ins, sizes, outs;
     for (auto [in, out] : llvm::zip(op.getInputs(), op.getOutputs())) {
-      Value whole = shardsAreOutputs ? in : out;
-      sizes.push_back(arith::ConstantOp::create(
-          b, loc,
-          b.getI64IntegerAttr(
-              cast<MemRefType>(whole.getType()).getNumElements())));
-      Value denseIn = densify(b, loc, in, false, false, call);
-      Value denseOut = densify(b, loc, out, true, false, call);
-      ins.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
-                                             pointerTo(b, loc, denseIn)));
-      outs.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
-                                              pointerTo(b, loc, denseOut)));
+      sizes.push_back(numElements(b, loc, shardsAreOutputs ? in : out));
+      ins.push_back(
+          addressAsI64(b, loc, densify(b, loc, in, false, false, call)));
+      outs.push_back(
+          addressAsI64(b, loc, densify(b, loc, out, true, false, call)));
     }
-    call->setOperands({*ctx,
+    call->setOperands({ctx,
                        arith::ConstantOp::create(
                            b, loc, b.getI32IntegerAttr(int32_t(op.getRanks()))),
                        arith::ConstantOp::create(
@@ -343,31 +367,22 @@ struct LowerRuntimeCallsPass
   /// rt.cross_rank_reduce becomes `fn(ctx, kind, count, buffers, sizes)`:
   /// arrays of `count` pointers and element counts, reduced in place.
   LogicalResult lowerReduce(rt::CrossRankReduceOp op) {
-    if (!op.hasPureBufferSemantics())
-      return op.emitOpError("must be bufferized before it becomes a call");
-    auto ctx = contextOf(op);
-    if (failed(ctx))
-      return failure();
     OpBuilder b(op);
     Location loc = op.getLoc();
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-    auto call = func::CallOp::create(
-        b, loc,
-        declare(kCrossRankReduce,
-                {ptr, b.getI32Type(), b.getI64Type(), ptr, ptr}),
-        ValueRange{});
-    b.setInsertionPoint(call);
+    auto begun = beginCollectiveCall(op, b, kCrossRankReduce,
+                                     {b.getI32Type(), b.getI64Type(), ptr, ptr});
+    if (failed(begun))
+      return failure();
+    auto [call, ctx] = *begun;
     SmallVector<Value> buffers, sizes;
     for (Value m : op.getOutputs()) {
-      Value dense = densify(b, loc, m, true, true, call);
-      buffers.push_back(LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
-                                                 pointerTo(b, loc, dense)));
-      sizes.push_back(arith::ConstantOp::create(
-          b, loc,
-          b.getI64IntegerAttr(cast<MemRefType>(m.getType()).getNumElements())));
+      buffers.push_back(
+          addressAsI64(b, loc, densify(b, loc, m, true, true, call)));
+      sizes.push_back(numElements(b, loc, m));
     }
     call->setOperands(
-        {*ctx,
+        {ctx,
          arith::ConstantOp::create(
              b, loc, b.getI32IntegerAttr(static_cast<int32_t>(op.getKind()))),
          arith::ConstantOp::create(
