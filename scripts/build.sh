@@ -5,7 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${CLEAVE_BUILD_DIR:-build}
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -G Ninja -S . -B "$build" \
+  launcher=()
+  # Rebuilds of other checkouts (worktrees, CI reruns) reuse objects.
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -G Ninja -S . -B "$build" "${launcher[@]}" \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
