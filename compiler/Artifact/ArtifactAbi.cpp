@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Artifact/Passes.h"
+#include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -53,7 +54,7 @@ struct EmitArtifactAbiPass
                                        "(lower with bare-pointer memrefs)"),
                       signalPassFailure());
       auto wrapper = LLVM::LLVMFuncOp::create(
-          b, loc, ("cleave_entry_" + name).str(),
+          b, loc, (CLEAVE_SYMBOL_ENTRY_PREFIX + name).str(),
           LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                       {ptr, ptr}));
       OpBuilder::InsertionGuard guard(b);
@@ -61,8 +62,9 @@ struct EmitArtifactAbiPass
       b.setInsertionPointToStart(block);
       SmallVector<Value> args = {block->getArgument(0)};
       for (unsigned i = 1; i < type.getNumParams(); ++i) {
-        Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, block->getArgument(1),
-                                         ArrayRef<LLVM::GEPArg>{int32_t(i - 1)});
+        Value slot =
+            LLVM::GEPOp::create(b, loc, ptr, ptr, block->getArgument(1),
+                                ArrayRef<LLVM::GEPArg>{int32_t(i - 1)});
         args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
       }
       LLVM::CallOp::create(b, loc, callee, args);
@@ -74,11 +76,12 @@ struct EmitArtifactAbiPass
     // cleave_abi_version
     {
       auto f = LLVM::LLVMFuncOp::create(
-          b, loc, "cleave_abi_version",
+          b, loc, CLEAVE_SYMBOL_ABI_VERSION,
           LLVM::LLVMFunctionType::get(b.getI32Type(), {}));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(f.addEntryBlock(b));
-      Value v = LLVM::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+      Value v = LLVM::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(CLEAVE_KERNEL_ABI_VERSION));
       LLVM::ReturnOp::create(b, loc, v);
     }
 
@@ -102,17 +105,19 @@ struct EmitArtifactAbiPass
     };
     std::string text = manifest.str();
     text.push_back('\0');
-    exportBytes("cleave_manifest", "__cleave_manifest", b.getStringAttr(text),
-                text.size());
-    if (auto data = module->getAttrOfType<DenseElementsAttr>("cleave.init_data")) {
-      exportBytes("cleave_init_data", "__cleave_init_data", data,
+    exportBytes(CLEAVE_SYMBOL_MANIFEST, "__cleave_manifest",
+                b.getStringAttr(text), text.size());
+    if (auto data =
+            module->getAttrOfType<DenseElementsAttr>("cleave.init_data")) {
+      exportBytes(CLEAVE_SYMBOL_INIT_DATA, "__cleave_init_data", data,
                   data.getNumElements());
     } else {
-      auto f = LLVM::LLVMFuncOp::create(b, loc, "cleave_init_data",
+      auto f = LLVM::LLVMFuncOp::create(b, loc, CLEAVE_SYMBOL_INIT_DATA,
                                         LLVM::LLVMFunctionType::get(ptr, {}));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(f.addEntryBlock(b));
-      LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr).getResult());
+      LLVM::ReturnOp::create(b, loc,
+                             LLVM::ZeroOp::create(b, loc, ptr).getResult());
     }
     module->removeAttr("cleave.manifest_json");
     module->removeAttr("cleave.init_data");

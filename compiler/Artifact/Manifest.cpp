@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/Target.h"
 #include "dialects/Train/IR/TrainOps.h"
+#include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -23,8 +25,6 @@ using namespace mlir::cleave;
 namespace json = llvm::json;
 
 namespace {
-
-constexpr int kAbiVersion = 1;
 
 FailureOr<std::string> dtypeName(Type t) {
   if (t.isF32())
@@ -78,10 +78,35 @@ json::Value toJson(Attribute a) {
 
 struct WriteManifestPass
     : cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
+  using CleaveWriteManifestBase::CleaveWriteManifestBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     json::Object root;
-    root["abi_version"] = kAbiVersion;
+    root["abi_version"] = CLEAVE_KERNEL_ABI_VERSION;
+    std::string error;
+    FailureOr<CpuTarget> target =
+        resolveCpuTarget(targetCpu, targetFeatures, error);
+    if (failed(target)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    json::Array targetFeatureList;
+    SmallVector<Attribute> featureAttrs;
+    for (const std::string &f : target->features) {
+      targetFeatureList.push_back(f);
+      featureAttrs.push_back(StringAttr::get(&getContext(), f));
+    }
+    root["target"] = json::Object{{"cpu", target->cpu},
+                                  {"features", std::move(targetFeatureList)}};
+    module->setAttr(
+        kTargetAttr,
+        DictionaryAttr::get(
+            &getContext(),
+            {NamedAttribute(StringAttr::get(&getContext(), "cpu"),
+                            StringAttr::get(&getContext(), target->cpu)),
+             NamedAttribute(StringAttr::get(&getContext(), "features"),
+                            ArrayAttr::get(&getContext(), featureAttrs))}));
     // linkSharedObject appends the seal the runtime then requires.
     root["sealed"] = true;
     if (auto m = module->getAttrOfType<DictionaryAttr>(

@@ -1,6 +1,6 @@
 //===- ObjectWriter.cpp - LLVM dialect to a shared object -----------------===//
 //
-// Translates the final module to LLVM IR, optimises it for the host CPU
+// Translates the final module to LLVM IR, optimises it for the target CPU
 // (LLVM's O3 pipeline: this is where elementwise loops get vectorised),
 // emits position-independent object code and links a shared object with the
 // host linker, then seals it with a checksum. The output appears atomically:
@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Artifact/ObjectWriter.h"
+#include "compiler/Artifact/Target.h"
+#include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -17,6 +19,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -27,37 +30,40 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <dlfcn.h>
+#include <unistd.h>
 
 using namespace mlir;
 
 namespace {
 
-std::unique_ptr<llvm::TargetMachine> hostMachine(std::string &error) {
+/// The machine for the CPU and features the manifest records.
+std::unique_ptr<llvm::TargetMachine> targetMachine(ModuleOp module,
+                                                   std::string &error) {
+  FailureOr<cleave::CpuTarget> target = cleave::targetOf(module, error);
+  if (failed(target))
+    return nullptr;
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  const llvm::Target *target =
+  const llvm::Target *llvmTarget =
       llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
+  if (!llvmTarget)
     return nullptr;
-  llvm::SubtargetFeatures features;
-  for (auto &f : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(f.first(), f.second);
   llvm::TargetOptions options;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(), options,
-      llvm::Reloc::PIC_, llvm::CodeModel::Small,
-      llvm::CodeGenOptLevel::Aggressive));
+  return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
+      triple, target->cpu, target->featureString(), options, llvm::Reloc::PIC_,
+      llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
 }
 
 /// Whether the loaded artifact can resolve `name`: the runtime's ABI
 /// (`cleave_*`) or the C and math libraries. Anything else (MLIR's runner
 /// library, say) would make the artifact fail only when it is loaded.
 bool resolvableAtLoad(StringRef name) {
-  if (name.starts_with("cleave_"))
+  if (name.starts_with(CLEAVE_SYMBOL_PREFIX))
     return true;
   static void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
   static void *libm = dlopen("libm.so.6", RTLD_LAZY);
@@ -79,7 +85,7 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
     error = "translation to LLVM IR failed";
     return failure();
   }
-  std::unique_ptr<llvm::TargetMachine> machine = hostMachine(error);
+  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(module, error);
   if (!machine)
     return failure();
   for (llvm::Function &f : *llvmModule)
@@ -116,10 +122,9 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
 
 namespace {
 /// Appends the seal of docs/design/runtime-abi.md to the file at `path`: the
-/// magic "CLVSEAL1", the number of bytes before the seal and their 64-bit
-/// FNV-1a hash, both little-endian. The runtime refuses a sealed artifact
-/// whose bytes no longer hash to it (a damaged file) before dlopen runs any
-/// of it.
+/// magic "CLVSEAL2", the number of bytes before the seal and their CRC-32,
+/// both little-endian u64. The runtime refuses a sealed artifact whose bytes
+/// no longer match it (a damaged file) before dlopen runs any of it.
 LogicalResult seal(StringRef path, std::string &error) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -128,12 +133,10 @@ LogicalResult seal(StringRef path, std::string &error) {
     return failure();
   }
   StringRef bytes = (*buffer)->getBuffer();
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes)
-    hash = (hash ^ c) * 0x100000001b3ULL;
-  char trailer[24] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
+  char trailer[24] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '2'};
   llvm::support::endian::write64le(trailer + 8, bytes.size());
-  llvm::support::endian::write64le(trailer + 16, hash);
+  llvm::support::endian::write64le(
+      trailer + 16, llvm::crc32(llvm::arrayRefFromStringRef(bytes)));
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Append);
   if (!ec) {
@@ -152,9 +155,16 @@ LogicalResult seal(StringRef path, std::string &error) {
 LogicalResult cleave::linkSharedObject(StringRef objectPath,
                                        StringRef outputPath,
                                        std::string &error) {
-  auto cc = llvm::sys::findProgramByName("cc");
+  // CLEAVE_LINKER overrides the driver configured at build time (a machine
+  // whose compiler lives elsewhere than where Cleave was built).
+  std::string linker = CLEAVE_ARTIFACT_LINKER;
+  if (const char *env = std::getenv("CLEAVE_LINKER"); env && *env)
+    linker = env;
+  auto cc = llvm::sys::findProgramByName(linker);
   if (!cc) {
-    error = "no C compiler driver ('cc') on PATH to link the artifact";
+    error = "no linker '" + linker +
+            "' to link the artifact (set CLEAVE_LINKER to a C compiler "
+            "driver)";
     return failure();
   }
   std::string tmp = (outputPath + ".tmp").str();
@@ -177,4 +187,27 @@ LogicalResult cleave::linkSharedObject(StringRef objectPath,
     return failure();
   }
   return success();
+}
+
+LogicalResult cleave::writeArtifact(ModuleOp module, StringRef outputPath,
+                                    std::string &error,
+                                    double *codegenSeconds) {
+  SmallString<128> object;
+  int fd;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("cleave", "o", fd, object)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  ::close(fd);
+  auto start = std::chrono::steady_clock::now();
+  LogicalResult ok = emitObject(module, object, error);
+  if (codegenSeconds)
+    *codegenSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+  if (succeeded(ok))
+    ok = linkSharedObject(object, outputPath, error);
+  llvm::sys::fs::remove(object);
+  return ok;
 }

@@ -21,8 +21,23 @@ def CleaveWriteManifest : Pass<"cleave-write-manifest", "::mlir::ModuleOp"> {
     `train.manifest` (accumulation count, reduction, warnings). Exact initial
     values (elements attributes) are packed, 64-byte aligned, into
     `cleave.init_data`. The `train.global` ops are then erased.
+
+    The target CPU (`target-cpu`, default `host`: this machine's, and
+    `target-features` on top of it) is resolved here to an LLVM CPU name and
+    every feature it enables; the manifest's `target` records them, so the
+    runtime can refuse an artifact that needs features its machine lacks,
+    and the `cleave.target` module attribute hands them to code generation.
   }];
   let dependentDialects = ["::mlir::cleave::train::TrainDialect"];
+  let options = [
+    Option<"targetCpu", "target-cpu", "std::string", /*default=*/"\"host\"",
+           "The CPU to generate code for: an LLVM CPU name (x86-64-v3, "
+           "skylake-avx512, znver4, ...) or host">,
+    Option<"targetFeatures", "target-features", "std::string",
+           /*default=*/"\"\"",
+           "Features to add or remove on top of the CPU's, in LLVM's syntax "
+           "(+avx512f,-avx512fp16)">,
+  ];
 }
 
 def CleaveEmitArtifactAbi : Pass<"cleave-emit-artifact-abi",

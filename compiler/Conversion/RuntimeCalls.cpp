@@ -1,17 +1,21 @@
 //===- RuntimeCalls.cpp - rt ops become calls through the kernel ABI ------===//
 //
-// The only file of the compiler that knows the kernel ABI's symbols; it
-// mirrors runtime/include/cleave/kernel_abi.h. Every call site gets an id and
+// The only file of the compiler that calls the kernel ABI. It takes the
+// names and signatures from runtime/include/cleave/kernel_abi.h, the header
+// the runtime's definitions are compiled against, and checks at compile time
+// that the calls it builds match them. Every call site gets an id and
 // a complete description in the module's kernel table, so that the runtime
 // creates each oneDNN primitive once, when a session starts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Passes.h"
+#include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include <type_traits>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVELOWERRUNTIMECALLS
@@ -23,22 +27,59 @@ using namespace mlir::cleave;
 
 namespace {
 
-/// The kernel ABI (runtime/include/cleave/kernel_abi.h), mirrored.
+/// A kernel of the ABI: `void fn(void *ctx, int64_t id, float *...)`.
 struct AbiFunction {
   StringLiteral name;
   unsigned numPointers; // after (ctx, id)
 };
-constexpr AbiFunction kMatmul{"cleave_kernel_matmul", 4};
-constexpr AbiFunction kConvFwd{"cleave_kernel_conv2d_fwd", 4};
-constexpr AbiFunction kConvBwdData{"cleave_kernel_conv2d_bwd_data", 3};
-constexpr AbiFunction kConvBwdWeights{"cleave_kernel_conv2d_bwd_weights", 3};
-constexpr AbiFunction kPoolFwd{"cleave_kernel_pool_fwd", 2};
-constexpr AbiFunction kPoolBwd{"cleave_kernel_pool_bwd", 3};
-constexpr StringLiteral kCrossRankReduce = "cleave_cross_rank_reduce";
-// (ctx, ranks, count, inputs, sizes, outputs) for ZeRO-1 sharding.
-constexpr StringLiteral kReduceScatter = "cleave_reduce_scatter";
-constexpr StringLiteral kAllGather = "cleave_all_gather";
-constexpr StringLiteral kShard = "cleave_shard";
+
+/// The number of tensor pointers a kernel takes, from its declaration; the
+/// lowering passes (ctx, id) and then that many pointers.
+template <typename Fn> struct KernelPointers;
+template <typename... Tensors>
+struct KernelPointers<void(void *, int64_t, Tensors...)> {
+  static_assert((std::is_pointer_v<Tensors> && ...),
+                "a kernel's arguments after (ctx, id) must be pointers");
+  static constexpr unsigned value = sizeof...(Tensors);
+};
+
+/// The name of a declared function of the ABI (a typo does not compile).
+template <typename Fn> constexpr StringLiteral abiName(StringLiteral name) {
+  return name;
+}
+#define CLEAVE_ABI_NAME(fn) abiName<decltype(fn)>(#fn)
+#define CLEAVE_ABI_KERNEL(fn)                                                  \
+  AbiFunction { CLEAVE_ABI_NAME(fn), KernelPointers<decltype(fn)>::value }
+
+constexpr AbiFunction kMatmul = CLEAVE_ABI_KERNEL(cleave_kernel_matmul);
+constexpr AbiFunction kConvFwd = CLEAVE_ABI_KERNEL(cleave_kernel_conv2d_fwd);
+constexpr AbiFunction kConvBwdData =
+    CLEAVE_ABI_KERNEL(cleave_kernel_conv2d_bwd_data);
+constexpr AbiFunction kConvBwdWeights =
+    CLEAVE_ABI_KERNEL(cleave_kernel_conv2d_bwd_weights);
+constexpr AbiFunction kPoolFwd = CLEAVE_ABI_KERNEL(cleave_kernel_pool_fwd);
+constexpr AbiFunction kPoolBwd = CLEAVE_ABI_KERNEL(cleave_kernel_pool_bwd);
+
+// The collectives: `lowerReduce` calls (ctx, i32 kind, i64 count, ptr
+// buffers, ptr sizes), `lowerSharding` (ctx, i32 ranks, i64 count, ptr
+// inputs, ptr sizes, ptr outputs).
+constexpr StringLiteral kCrossRankReduce =
+    CLEAVE_ABI_NAME(cleave_cross_rank_reduce);
+static_assert(
+    std::is_same_v<decltype(cleave_cross_rank_reduce),
+                   void(void *, int32_t, int64_t, float **, const int64_t *)>);
+using ShardingFn = void(void *, int32_t, int64_t, const float *const *,
+                        const int64_t *, float *const *);
+constexpr StringLiteral kReduceScatter = CLEAVE_ABI_NAME(cleave_reduce_scatter);
+constexpr StringLiteral kAllGather = CLEAVE_ABI_NAME(cleave_all_gather);
+constexpr StringLiteral kShard = CLEAVE_ABI_NAME(cleave_shard);
+static_assert(std::is_same_v<decltype(cleave_reduce_scatter), ShardingFn> &&
+              std::is_same_v<decltype(cleave_all_gather), ShardingFn> &&
+              std::is_same_v<decltype(cleave_shard), ShardingFn>);
+// `lowerReduce` passes the rt dialect's enum value as the kind.
+static_assert(static_cast<int>(rt::ReduceKind::sum) == CLEAVE_REDUCE_SUM &&
+              static_cast<int>(rt::ReduceKind::mean) == CLEAVE_REDUCE_MEAN &&
+              static_cast<int>(rt::ReduceKind::adasum) == CLEAVE_REDUCE_ADASUM);
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<MemRefType>(v.getType()).getShape();

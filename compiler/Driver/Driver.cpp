@@ -18,6 +18,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,9 +28,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <tuple>
 #include <unistd.h>
 
 using namespace mlir;
@@ -51,41 +49,13 @@ OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
 }
 
 LogicalResult cleave::lowerModel(ModuleOp module,
-                                 const TrainingOptions &options,
+                                 const TrainingPipelineOptions &options,
                                  std::optional<Phase> stopAfter, bool verbose) {
   PassManager pm(module.getContext());
   if (verbose)
     pm.enableTiming();
   buildCpuPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
   return pm.run(module);
-}
-
-LogicalResult cleave::writeArtifact(ModuleOp module, StringRef output,
-                                    bool verbose) {
-  SmallString<128> object;
-  int fd;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("cleave", "o", fd, object)) {
-    llvm::errs() << "cleave-compile: error: cannot create a temporary file: "
-                 << ec.message() << "\n";
-    return failure();
-  }
-  ::close(fd);
-  auto start = std::chrono::steady_clock::now();
-  std::string error;
-  LogicalResult ok = emitObject(module, object, error);
-  if (succeeded(ok) && verbose)
-    llvm::errs() << "cleave-compile: machine code in "
-                 << std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count()
-                 << " s\n";
-  if (succeeded(ok))
-    ok = linkSharedObject(object, output, error);
-  llvm::sys::fs::remove(object);
-  if (failed(ok))
-    llvm::errs() << "cleave-compile: error: " << error << "\n";
-  return ok;
 }
 
 LogicalResult cleave::writeDot(ModuleOp module, raw_ostream &os) {
@@ -144,63 +114,6 @@ struct CompileOptions {
       cl::desc("Output file (the artifact, or the IR/dot with "
                "--compile-to/--emit)"),
       cl::value_desc("file"), cl::init("-"), cl::cat(category)};
-  cl::opt<std::string> model{"model", cl::desc("Model function in MLIR input"),
-                             cl::init("forward"), cl::cat(category)};
-  cl::opt<std::string> loss{"loss", cl::desc("cross-entropy, mse or none"),
-                            cl::init("cross-entropy"), cl::cat(category)};
-  cl::opt<std::string> optimizer{
-      "optimizer", cl::desc("sgd, momentum, nesterov, adam or adamw"),
-      cl::init("sgd"), cl::cat(category)};
-  cl::opt<int64_t> microBatch{"micro-batch",
-                              cl::desc("Samples per micro-step (required)"),
-                              cl::init(0), cl::cat(category)};
-  cl::opt<int64_t> accumulate{
-      "accumulate",
-      cl::desc("Default micro-steps per optimizer step (changeable at run "
-               "time)"),
-      cl::init(1), cl::cat(category)};
-  cl::opt<std::string> reduce{
-      "reduce",
-      cl::desc("How data-parallel ranks combine their windows: none (one "
-               "process), mean (sum the gradients and sample counts once per "
-               "window: R ranks give the update of one batch of all their "
-               "samples) or adasum (each rank steps on its own window, the "
-               "parameter deltas are Adasum-combined)"),
-      cl::value_desc("none|mean|adasum"), cl::init("none"), cl::cat(category)};
-  cl::opt<int64_t> ranks{
-      "ranks",
-      cl::desc("Number of data-parallel ranks the artifact runs on (0: any); "
-               "the runtime refuses another job size"),
-      cl::value_desc("R"), cl::init(0), cl::cat(category)};
-  cl::opt<bool> shardOptimizerState{
-      "shard-optimizer-state",
-      cl::desc("ZeRO-1: each rank keeps 1/R of the optimizer state and "
-               "updates 1/R of the parameters (needs --reduce=mean and "
-               "--ranks=R)"),
-      cl::init(false), cl::cat(category)};
-  cl::opt<bool> reduceEveryMicroStep{
-      "reduce-every-micro-step",
-      cl::desc("Reduce the gradients across ranks in every micro-step instead "
-               "of once per window (N times the traffic; a baseline for "
-               "benchmarks, needs --reduce=mean)"),
-      cl::init(false), cl::cat(category)};
-  cl::opt<double> lr{"lr", cl::desc("Default learning rate"), cl::init(0.01),
-                     cl::cat(category)};
-  cl::opt<double> momentum{"momentum", cl::desc("Default momentum"),
-                           cl::init(0.9), cl::cat(category)};
-  cl::opt<double> beta1{"beta1", cl::desc("Default Adam beta1"), cl::init(0.9),
-                        cl::cat(category)};
-  cl::opt<double> beta2{"beta2", cl::desc("Default Adam beta2"),
-                        cl::init(0.999), cl::cat(category)};
-  cl::opt<double> eps{"eps", cl::desc("Default Adam epsilon"), cl::init(1e-8),
-                      cl::cat(category)};
-  cl::opt<double> weightDecay{"weight-decay", cl::desc("Default weight decay"),
-                              cl::init(0.0), cl::cat(category)};
-  cl::opt<double> clipNorm{
-      "clip-norm",
-      cl::desc("Compile in clipping by global norm with this default max "
-               "norm (0: no clipping)"),
-      cl::init(0.0), cl::cat(category)};
   cl::opt<std::string> compileTo{
       "compile-to",
       cl::desc("Stop after a phase and print its IR: loss, grad, step, split, "
@@ -223,6 +136,12 @@ int fail(const Twine &message) {
 int cleave::compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   CompileOptions opts;
+  // The training options are the pipeline's own: one definition, one set
+  // of checks, for this tool and for `cleave-opt --cleave-cpu-pipeline`.
+  TrainingPipelineOptions training;
+  training.addToCommandLine(opts.category);
+  auto unbind =
+      llvm::make_scope_exit([&] { training.removeFromCommandLine(); });
   cl::HideUnrelatedOptions(opts.category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -234,47 +153,11 @@ int cleave::compileMain(int argc, char **argv) {
       "--reduce=mean --ranks=4 --shard-optimizer-state -o model.cleave\n"
       "    (data-parallel: mpirun -np 4 cleave-train model.cleave ...)\n");
 
-  if (opts.microBatch <= 0)
+  if (training.microBatch <= 0)
     return fail("--micro-batch=B is required (B >= 1)");
-  if (opts.accumulate < 1)
-    return fail("--accumulate must be >= 1");
-  if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw"},
-                          StringRef(opts.optimizer)))
-    return fail("unknown --optimizer value '" + opts.optimizer +
-                "'; expected sgd, momentum, nesterov, adam or adamw");
-  // The defaults of the hyperparameters, with PyTorch's optimizers' rules:
-  // each is finite and >= 0, and the Adam betas are < 1.
-  for (auto [flag, value, below] :
-       {std::tuple{"--lr", opts.lr.getValue(), HUGE_VAL},
-        std::tuple{"--momentum", opts.momentum.getValue(), HUGE_VAL},
-        std::tuple{"--beta1", opts.beta1.getValue(), 1.0},
-        std::tuple{"--beta2", opts.beta2.getValue(), 1.0},
-        std::tuple{"--eps", opts.eps.getValue(), HUGE_VAL},
-        std::tuple{"--weight-decay", opts.weightDecay.getValue(), HUGE_VAL},
-        std::tuple{"--clip-norm", opts.clipNorm.getValue(), HUGE_VAL}})
-    if (!(value >= 0 && value < below)) {
-      char text[32];
-      std::snprintf(text, sizeof(text), "%g", value);
-      return fail(Twine(flag) + "=" + text + " is out of range; " +
-                  (below == 1.0 ? "expected 0 <= value < 1"
-                                : "expected a finite value >= 0"));
-    }
-  if (!llvm::is_contained({"cross-entropy", "mse", "none"}, StringRef(opts.loss)))
-    return fail("unknown --loss value '" + opts.loss +
-                "'; expected cross-entropy, mse or none");
-  if (opts.reduce != "none" && opts.reduce != "mean" && opts.reduce != "adasum")
-    return fail("unknown --reduce value '" + opts.reduce +
-                "'; expected none, mean or adasum");
-  if (opts.ranks < 0)
-    return fail("--ranks must be >= 0 (0: any number of ranks)");
-  if (opts.shardOptimizerState && (opts.reduce != "mean" || opts.ranks < 1))
-    return fail("--shard-optimizer-state needs --reduce=mean and --ranks=R "
-                "(the shards' size depends on R; Adasum steps each rank's "
-                "whole optimizer state)");
-  if (opts.reduceEveryMicroStep &&
-      (opts.reduce != "mean" || opts.shardOptimizerState))
-    return fail("--reduce-every-micro-step needs --reduce=mean without "
-                "--shard-optimizer-state");
+  std::string invalid;
+  if (failed(training.verify([&](const Twine &m) { invalid = m.str(); })))
+    return fail(invalid);
   std::optional<Phase> stopAfter;
   if (!opts.compileTo.empty()) {
     stopAfter = parsePhase(opts.compileTo);
@@ -315,24 +198,6 @@ int cleave::compileMain(int argc, char **argv) {
   if (!module)
     return 1;
 
-  TrainingOptions training;
-  training.model = opts.model;
-  training.loss = opts.loss;
-  training.microBatch = opts.microBatch;
-  training.optimizer = opts.optimizer;
-  training.lr = opts.lr;
-  training.momentum = opts.momentum;
-  training.beta1 = opts.beta1;
-  training.beta2 = opts.beta2;
-  training.eps = opts.eps;
-  training.weightDecay = opts.weightDecay;
-  training.clipNorm = opts.clipNorm;
-  training.accumulate = opts.accumulate;
-  training.reduce = opts.reduce;
-  training.ranks = opts.ranks;
-  training.shardOptimizerState = opts.shardOptimizerState;
-  training.reduceEveryMicroStep = opts.reduceEveryMicroStep;
-
   auto start = std::chrono::steady_clock::now();
   std::optional<Phase> runTo = stopAfter;
   if (!opts.emit.empty())
@@ -354,8 +219,13 @@ int cleave::compileMain(int argc, char **argv) {
     out->keep();
     return 0;
   }
-  if (failed(writeArtifact(*module, opts.output, opts.verbose)))
-    return 1;
+  std::string error;
+  double codegenSeconds = 0;
+  if (failed(writeArtifact(*module, opts.output, error, &codegenSeconds)))
+    return fail(error);
+  if (opts.verbose)
+    llvm::errs() << "cleave-compile: machine code in " << codegenSeconds
+                 << " s\n";
   if (opts.verbose)
     llvm::errs() << "cleave-compile: wrote " << opts.output << " in "
                  << std::chrono::duration<double>(

@@ -20,12 +20,9 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path);
 
 /// Runs the CPU pipeline on `module` (stopping after `stopAfter` if given),
 /// reporting progress on stderr when `verbose`.
-LogicalResult lowerModel(ModuleOp module, const TrainingOptions &options,
+LogicalResult lowerModel(ModuleOp module,
+                         const TrainingPipelineOptions &options,
                          std::optional<Phase> stopAfter, bool verbose);
-
-/// Turns a fully lowered module into the shared object `output`.
-LogicalResult writeArtifact(ModuleOp module, llvm::StringRef output,
-                            bool verbose);
 
 /// Writes Graphviz of the micro-step and apply graphs of a split module.
 LogicalResult writeDot(ModuleOp module, llvm::raw_ostream &os);

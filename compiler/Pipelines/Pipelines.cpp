@@ -7,6 +7,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/Target.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -42,41 +43,126 @@ static void cleanup(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void cleave::buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &o,
+CleaveAttachLossOptions TrainingPipelineOptions::attachLossOptions() const {
+  CleaveAttachLossOptions o;
+  o.function = model;
+  o.loss = loss;
+  o.microBatch = microBatch;
+  return o;
+}
+
+CleaveBuildTrainStepOptions
+TrainingPipelineOptions::buildTrainStepOptions() const {
+  CleaveBuildTrainStepOptions o;
+  o.model = model;
+  o.optimizer = optimizer;
+  o.lr = lr;
+  o.momentum = momentum;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weightDecay = weightDecay;
+  o.clipNorm = clipNorm;
+  return o;
+}
+
+CleaveSplitStepOptions TrainingPipelineOptions::splitStepOptions() const {
+  CleaveSplitStepOptions o;
+  o.accumulate = accumulate;
+  o.reduce = reduce;
+  o.ranks = ranks;
+  o.shardOptimizerState = shardOptimizerState;
+  o.reduceEveryMicroStep = reduceEveryMicroStep;
+  return o;
+}
+
+CleaveWriteManifestOptions
+TrainingPipelineOptions::writeManifestOptions() const {
+  CleaveWriteManifestOptions o;
+  o.targetCpu = targetCpu;
+  o.targetFeatures = targetFeatures;
+  return o;
+}
+
+LogicalResult
+TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
+  if (failed(verifyOptions(attachLossOptions(), error)) ||
+      failed(verifyOptions(buildTrainStepOptions(), error)) ||
+      failed(verifyOptions(splitStepOptions(), error)))
+    return failure();
+  std::string message;
+  if (failed(resolveCpuTarget(targetCpu, targetFeatures, message))) {
+    error(message);
+    return failure();
+  }
+  return success();
+}
+
+// Each option is registered in this struct's own `cl::SubCommand` (the
+// pipeline's option-string parser). Registering it in the top-level
+// subcommand as well lets a tool's parser set it: one definition of every
+// option, its default and its help, for `cleave-opt` and `cleave-compile`.
+void TrainingPipelineOptions::addToCommandLine(
+    llvm::cl::OptionCategory &category) {
+  // Re-registering edits OptionsMap: collect first.
+  SmallVector<llvm::cl::Option *> options;
+  for (auto &entry : OptionsMap)
+    options.push_back(entry.second);
+  for (llvm::cl::Option *option : options) {
+    option->removeArgument();
+    option->addSubCommand(llvm::cl::SubCommand::getTopLevel());
+    option->addCategory(category);
+    option->addArgument();
+  }
+}
+
+void TrainingPipelineOptions::removeFromCommandLine() {
+  SmallVector<llvm::cl::Option *> options;
+  for (auto &entry : OptionsMap)
+    options.push_back(entry.second);
+  for (llvm::cl::Option *option : options) {
+    option->removeArgument();
+    option->Subs.erase(&llvm::cl::SubCommand::getTopLevel());
+    option->addArgument();
+  }
+}
+
+void cleave::buildTrainingPipeline(OpPassManager &pm,
+                                   const TrainingPipelineOptions &o,
                                    Phase stopAfter) {
   // Fix the batch to the micro-batch and sum the weighted per-sample loss.
-  pm.addPass(createCleaveAttachLoss(
-      CleaveAttachLossOptions{o.model, o.loss, o.microBatch}));
+  pm.addPass(createCleaveAttachLoss(o.attachLossOptions()));
   if (stopAfter == Phase::Loss)
     return;
   // Reverse mode through every op's VJP.
-  pm.addPass(createCleaveAutodiff(CleaveAutodiffOptions{"loss"}));
+  CleaveAutodiffOptions autodiff;
+  autodiff.function = "loss";
+  pm.addPass(createCleaveAutodiff(autodiff));
   cleanup(pm);
   if (stopAfter == Phase::Grad)
     return;
   // State, the window_sum cut, normalisation, clipping and the optimizer.
-  pm.addPass(createCleaveBuildTrainStep(CleaveBuildTrainStepOptions{
-      o.model, o.optimizer, o.lr, o.momentum, o.beta1, o.beta2, o.eps,
-      o.weightDecay, o.clipNorm}));
+  pm.addPass(createCleaveBuildTrainStep(o.buildTrainStepOptions()));
   cleanup(pm);
   if (stopAfter == Phase::Step)
     return;
   // The cleave: @micro_step accumulates, @apply_step updates.
-  pm.addPass(createCleaveSplitStep(
-      CleaveSplitStepOptions{o.accumulate, o.reduce, o.ranks,
-                             o.shardOptimizerState, o.reduceEveryMicroStep}));
+  pm.addPass(createCleaveSplitStep(o.splitStepOptions()));
   cleanup(pm);
 }
 
-void cleave::buildCpuPipeline(OpPassManager &pm, const TrainingOptions &o,
+void cleave::buildCpuPipeline(OpPassManager &pm,
+                              const TrainingPipelineOptions &o,
                               Phase stopAfter) {
   buildTrainingPipeline(pm, o, std::min(stopAfter, Phase::Split));
   if (stopAfter <= Phase::Split)
     return;
-  buildCpuBackendPipeline(pm, stopAfter);
+  buildCpuBackendPipeline(pm, o.writeManifestOptions(), stopAfter);
 }
 
-void cleave::buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter) {
+void cleave::buildCpuBackendPipeline(OpPassManager &pm,
+                                     const CleaveWriteManifestOptions &target,
+                                     Phase stopAfter) {
   // Compute-bound ops to oneDNN kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.
@@ -99,7 +185,7 @@ void cleave::buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter) {
   // Every temporary lives in the session's scratch arena.
   pm.addPass(createCleavePlanMemory());
   // The runtime's view of the artifact.
-  pm.addPass(createCleaveWriteManifest());
+  pm.addPass(createCleaveWriteManifest(target));
   if (stopAfter == Phase::Bufferize)
     return;
   // Loops, then the LLVM dialect. LLVM's O3 vectorises the loops later.
@@ -123,83 +209,18 @@ void cleave::buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter) {
   pm.addPass(createCleaveEmitArtifactAbi());
 }
 
-namespace {
-/// Command-line options of the registered pipelines.
-struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
-  Option<std::string> model{*this, "model",
-                            llvm::cl::desc("The model function"),
-                            llvm::cl::init("forward")};
-  Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("cross-entropy, mse or none"),
-                           llvm::cl::init("cross-entropy")};
-  Option<int64_t> microBatch{*this, "micro-batch",
-                             llvm::cl::desc("Micro-batch size (0: keep)"),
-                             llvm::cl::init(0)};
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("sgd, momentum, nesterov, adam or adamw"),
-      llvm::cl::init("sgd")};
-  Option<double> lr{*this, "lr", llvm::cl::desc("Default learning rate"),
-                    llvm::cl::init(0.01)};
-  Option<double> momentum{*this, "momentum", llvm::cl::desc("Default momentum"),
-                          llvm::cl::init(0.9)};
-  Option<double> weightDecay{*this, "weight-decay",
-                             llvm::cl::desc("Default weight decay"),
-                             llvm::cl::init(0.0)};
-  Option<double> clipNorm{*this, "clip-norm",
-                          llvm::cl::desc("Clip by global norm (0: off)"),
-                          llvm::cl::init(0.0)};
-  Option<int64_t> accumulate{*this, "accumulate",
-                             llvm::cl::desc("Default micro-steps per window"),
-                             llvm::cl::init(1)};
-  Option<std::string> reduce{*this, "reduce",
-                             llvm::cl::desc("none, mean or adasum"),
-                             llvm::cl::init("none")};
-  Option<int64_t> ranks{*this, "ranks",
-                        llvm::cl::desc("Data-parallel ranks (0: any)"),
-                        llvm::cl::init(0)};
-  Option<bool> shardOptimizerState{
-      *this, "shard-optimizer-state",
-      llvm::cl::desc("ZeRO-1 sharded optimizer state (needs reduce=mean, "
-                     "ranks)"),
-      llvm::cl::init(false)};
-  Option<bool> reduceEveryMicroStep{
-      *this, "reduce-every-micro-step",
-      llvm::cl::desc("Reduce gradients in every micro-step (benchmarks)"),
-      llvm::cl::init(false)};
-
-  TrainingOptions get() const {
-    TrainingOptions o;
-    o.model = model;
-    o.loss = loss;
-    o.microBatch = microBatch;
-    o.optimizer = optimizer;
-    o.lr = lr;
-    o.momentum = momentum;
-    o.weightDecay = weightDecay;
-    o.clipNorm = clipNorm;
-    o.accumulate = accumulate;
-    o.reduce = reduce;
-    o.ranks = ranks;
-    o.shardOptimizerState = shardOptimizerState;
-    o.reduceEveryMicroStep = reduceEveryMicroStep;
-    return o;
-  }
-};
-} // namespace
-
 void cleave::registerPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
+  PassPipelineRegistration<TrainingPipelineOptions>(
       "cleave-train-pipeline",
       "Model function to @micro_step and @apply_step (attach-loss, autodiff, "
       "build-train-step, split-step)",
-      [](OpPassManager &pm, const PipelineOptions &o) {
-        buildTrainingPipeline(pm, o.get());
+      [](OpPassManager &pm, const TrainingPipelineOptions &o) {
+        buildTrainingPipeline(pm, o);
       });
-  PassPipelineRegistration<PipelineOptions>(
+  PassPipelineRegistration<TrainingPipelineOptions>(
       "cleave-cpu-pipeline",
       "Model function to LLVM dialect for the CPU back end",
-      [](OpPassManager &pm, const PipelineOptions &o) {
-        buildCpuPipeline(pm, o.get());
+      [](OpPassManager &pm, const TrainingPipelineOptions &o) {
+        buildCpuPipeline(pm, o);
       });
 }

@@ -8,7 +8,11 @@
 #ifndef CLEAVE_COMPILER_PIPELINES_PIPELINES_H
 #define CLEAVE_COMPILER_PIPELINES_PIPELINES_H
 
+#include "compiler/Artifact/Passes.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Common/EnumOption.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/StringRef.h"
 #include <optional>
 #include <string>
@@ -32,39 +36,123 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 /// The names `parsePhase` accepts, for help texts.
 llvm::StringRef phaseNames();
 
-/// What to train and how; every value here except `model` has a pass
-/// option of the same meaning.
-struct TrainingOptions {
-  std::string model = "forward";
-  std::string loss = "cross-entropy";
-  int64_t microBatch = 0;
-  std::string optimizer = "sgd";
-  double lr = 0.01, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = 0.0, clipNorm = 0.0;
-  int64_t accumulate = 1;
-  std::string reduce = "none";
-  /// Data-parallel ranks the artifact is for; 0 runs on any number.
-  int64_t ranks = 0;
-  /// ZeRO-1: each rank updates a shard of the parameters and keeps only
-  /// that shard of the optimizer state (needs reduce = "mean" and ranks).
-  bool shardOptimizerState = false;
-  /// Reduce the gradients in every micro-step rather than once per window
-  /// (a benchmark baseline; needs reduce = "mean").
-  bool reduceEveryMicroStep = false;
+/// What to train and how: the one definition of the training options. The
+/// registered pipelines parse them from their option string, cleave-compile
+/// from its command line (`addToCommandLine`), and each pass gets its own
+/// options from them by name.
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> model{*this, "model",
+                            llvm::cl::desc("The model function (MLIR input)"),
+                            llvm::cl::init("forward")};
+  Option<nn::LossKind> loss{
+      *this, "loss", llvm::cl::desc("The per-sample loss"),
+      llvm::cl::init(nn::LossKind::cross_entropy), enumValues<nn::LossKind>()};
+  Option<int64_t> microBatch{
+      *this, "micro-batch",
+      llvm::cl::desc("Samples per micro-step (0 keeps the model's batch)"),
+      llvm::cl::init(0)};
+  Option<train::OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("The update rule"),
+      llvm::cl::init(train::OptimizerKind::sgd),
+      enumValues<train::OptimizerKind>()};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Default learning rate"),
+                    llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("Default momentum"),
+                          llvm::cl::init(0.9)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Default Adam beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Default Adam beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Default Adam epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Default weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("Compile in clipping by global norm with this default "
+                     "max norm (0: no clipping)"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Default micro-steps per optimizer step (changeable at "
+                     "run time)"),
+      llvm::cl::init(1)};
+  Option<train::RankReduction> reduce{
+      *this, "reduce",
+      llvm::cl::desc(
+          "How data-parallel ranks combine their windows: none (one "
+          "process), mean (sum the gradients and sample counts once per "
+          "window: R ranks give the update of one batch of all their "
+          "samples) or adasum (each rank steps on its own window, the "
+          "parameter deltas are Adasum-combined)"),
+      llvm::cl::init(train::RankReduction::none),
+      enumValues<train::RankReduction>()};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Number of data-parallel ranks the artifact runs on "
+                     "(0: any); the runtime refuses another job size"),
+      llvm::cl::init(0)};
+  Option<bool> shardOptimizerState{
+      *this, "shard-optimizer-state",
+      llvm::cl::desc("ZeRO-1: each rank keeps 1/R of the optimizer state and "
+                     "updates 1/R of the parameters (needs reduce=mean and "
+                     "ranks=R)"),
+      llvm::cl::init(false)};
+  Option<bool> reduceEveryMicroStep{
+      *this, "reduce-every-micro-step",
+      llvm::cl::desc("Reduce the gradients across ranks in every micro-step "
+                     "instead of once per window (N times the traffic; a "
+                     "baseline for benchmarks, needs reduce=mean)"),
+      llvm::cl::init(false)};
+
+  Option<std::string> targetCpu{
+      *this, "target-cpu",
+      llvm::cl::desc("The CPU to generate code for: an LLVM CPU name "
+                     "(x86-64-v3, skylake-avx512, znver4, ...) or host; the "
+                     "manifest records it and the runtime refuses the artifact "
+                     "on a machine that lacks its features"),
+      llvm::cl::init("host")};
+  Option<std::string> targetFeatures{
+      *this, "target-features",
+      llvm::cl::desc("Features to add or remove on top of the target CPU's, "
+                     "in LLVM's syntax (+avx512f,-avx512fp16)"),
+      llvm::cl::init("")};
+
+  /// The options of each training pass.
+  CleaveAttachLossOptions attachLossOptions() const;
+  CleaveBuildTrainStepOptions buildTrainStepOptions() const;
+  CleaveSplitStepOptions splitStepOptions() const;
+  CleaveWriteManifestOptions writeManifestOptions() const;
+
+  /// Runs the passes' own option checks, so that a tool can refuse bad
+  /// options before it reads a model; `error` gets the first problem.
+  LogicalResult
+  verify(llvm::function_ref<void(const llvm::Twine &)> error) const;
+
+  /// Makes every option a flag of the tool's own command line as well (in
+  /// `category`), so that `llvm::cl::ParseCommandLineOptions` sets them.
+  /// Call `removeFromCommandLine` before this struct dies.
+  void addToCommandLine(llvm::cl::OptionCategory &category);
+  void removeFromCommandLine();
 };
 
 /// Model function to the two graphs of a step.
-void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options,
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options,
                            Phase stopAfter = Phase::Split);
 
 /// Model function to LLVM dialect ready for `emitObject`.
-void buildCpuPipeline(OpPassManager &pm, const TrainingOptions &options,
+void buildCpuPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,
                       Phase stopAfter = Phase::LLVM);
 
 /// Split-level IR (entry functions marked `train.entry`, state as
 /// `train.global`s) to LLVM dialect: the back half of `buildCpuPipeline`,
 /// also used by frontends that emit entry points directly (the tracer).
-void buildCpuBackendPipeline(OpPassManager &pm, Phase stopAfter = Phase::LLVM);
+void buildCpuBackendPipeline(OpPassManager &pm,
+                             const CleaveWriteManifestOptions &target = {},
+                             Phase stopAfter = Phase::LLVM);
 
 /// Registers `cleave-train-pipeline` and `cleave-cpu-pipeline`.
 void registerPipelines();

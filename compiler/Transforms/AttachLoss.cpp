@@ -24,6 +24,16 @@ using namespace mlir;
 using namespace mlir::cleave;
 using train::TrainDialect;
 
+LogicalResult cleave::verifyOptions(const CleaveAttachLossOptions &options,
+                                    function_ref<void(const Twine &)> error) {
+  if (options.microBatch < 0) {
+    error("micro-batch must be >= 0 (0 keeps the model's batch), got " +
+          Twine(options.microBatch));
+    return failure();
+  }
+  return success();
+}
+
 namespace {
 
 bool isStateArg(func::FuncOp f, unsigned i) {
@@ -42,11 +52,10 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       module.emitError("no model function @") << function;
       return signalPassFailure();
     }
-    if (loss != "cross-entropy" && loss != "mse" && loss != "none") {
-      module.emitError("unknown loss '")
-          << loss << "'; expected cross-entropy, mse or none";
+    if (failed(verifyOptions(options(), [&](const Twine &message) {
+          module.emitError(message);
+        })))
       return signalPassFailure();
-    }
     if (failed(requireStraightLine(model, "cleave-attach-loss")) ||
         failed(nameInputs(model)) || failed(specialise(model)))
       return signalPassFailure();
@@ -71,19 +80,24 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       return f.emitError("@") << f.getSymName() << " has no data input";
     for (auto [n, i] : llvm::enumerate(data))
       if (!f.getArgAttr(i, TrainDialect::kInputAttr))
-        f.setArgAttr(i, TrainDialect::kInputAttr,
-                     StringAttr::get(f.getContext(),
-                                     data.size() == 1
-                                         ? std::string("x")
-                                         : "x" + std::to_string(n)));
+        f.setArgAttr(
+            i, TrainDialect::kInputAttr,
+            StringAttr::get(f.getContext(), data.size() == 1
+                                                ? std::string("x")
+                                                : "x" + std::to_string(n)));
     return success();
+  }
+
+  CleaveAttachLossOptions options() const {
+    CleaveAttachLossOptions o;
+    o.function = function;
+    o.loss = loss;
+    o.microBatch = microBatch;
+    return o;
   }
 
   /// Sets the batch dimension of every data input and re-infers types.
   LogicalResult specialise(func::FuncOp f) {
-    if (microBatch < 0)
-      return f.emitError("micro-batch must be positive, got ")
-             << static_cast<int64_t>(microBatch);
     if (microBatch == 0)
       return success();
     Block &body = f.getBody().front();
@@ -141,23 +155,23 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       unsigned idx = f.getNumArguments();
       NamedAttribute attr(StringAttr::get(ctx, TrainDialect::kInputAttr),
                           StringAttr::get(ctx, name));
-      if (failed(f.insertArgument(idx, type, DictionaryAttr::get(ctx, attr),
-                                  loc)))
+      if (failed(
+              f.insertArgument(idx, type, DictionaryAttr::get(ctx, attr), loc)))
         return {};
       return f.getArgument(idx);
     };
 
     Value perSample;
-    if (loss == "cross-entropy") {
+    if (loss == nn::LossKind::cross_entropy) {
       if (predType.getRank() != 2)
         return f.emitError("cross-entropy needs [batch, classes] logits, "
                            "the prediction is ")
                << predType;
       Value labels = addInput(
           RankedTensorType::get({batch}, IntegerType::get(ctx, 64)), "labels");
-      perSample = nn::CrossEntropyOp::create(b, loc, pred, labels,
-                                             nn::Reduction::none);
-    } else if (loss == "mse") {
+      perSample =
+          nn::CrossEntropyOp::create(b, loc, pred, labels, nn::Reduction::none);
+    } else if (loss == nn::LossKind::mse) {
       Value targets = addInput(predType, "targets");
       perSample =
           nn::MseLossOp::create(b, loc, pred, targets, nn::Reduction::none);

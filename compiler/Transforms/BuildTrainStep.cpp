@@ -16,6 +16,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include <cmath>
+#include <cstdio>
+#include <tuple>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEBUILDTRAINSTEP
@@ -25,7 +28,33 @@ namespace mlir::cleave {
 using namespace mlir;
 using namespace mlir::cleave;
 using train::GlobalKind;
+using train::OptimizerKind;
 using train::TrainDialect;
+
+LogicalResult cleave::verifyOptions(const CleaveBuildTrainStepOptions &options,
+                                    function_ref<void(const Twine &)> error) {
+  // PyTorch's optimizers' rules: every default is finite and >= 0, and the
+  // Adam betas are < 1. The runtime checks the values it is given the same
+  // way.
+  for (auto [name, value, below] :
+       {std::tuple{"lr", options.lr, HUGE_VAL},
+        std::tuple{"momentum", options.momentum, HUGE_VAL},
+        std::tuple{"beta1", options.beta1, 1.0},
+        std::tuple{"beta2", options.beta2, 1.0},
+        std::tuple{"eps", options.eps, HUGE_VAL},
+        std::tuple{"weight-decay", options.weightDecay, HUGE_VAL},
+        std::tuple{"clip-norm", options.clipNorm, HUGE_VAL}}) {
+    if (value >= 0 && value < below)
+      continue;
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", value);
+    error(Twine(name) + "=" + text + " is out of range; " +
+          (below == 1.0 ? "expected 0 <= value < 1"
+                        : "expected a finite value >= 0"));
+    return failure();
+  }
+  return success();
+}
 
 namespace {
 
@@ -57,12 +86,11 @@ struct BuildTrainStepPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto spec = optimizerSpec();
-    if (failed(spec)) {
-      module.emitError("unknown optimizer '")
-          << optimizer << "'; expected sgd, momentum, nesterov, adam or adamw";
+    if (failed(verifyOptions(options(), [&](const Twine &message) {
+          module.emitError(message);
+        })))
       return signalPassFailure();
-    }
+    OptimizerSpec spec = optimizerSpec();
     func::FuncOp grad, model = module.lookupSymbol<func::FuncOp>(this->model);
     for (auto f : module.getOps<func::FuncOp>())
       if (auto of = f->getAttrOfType<FlatSymbolRefAttr>("train.gradient_of"))
@@ -83,10 +111,10 @@ struct BuildTrainStepPass
 
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
-    if (failed(createGlobals(b, grad, *spec)))
+    if (failed(createGlobals(b, grad, spec)))
       return signalPassFailure();
     b.setInsertionPoint(grad);
-    if (failed(buildStep(b, grad, *spec)) || failed(buildEval(b, model)))
+    if (failed(buildStep(b, grad, spec)) || failed(buildEval(b, model)))
       return signalPassFailure();
     if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
       loss.erase();
@@ -94,18 +122,36 @@ struct BuildTrainStepPass
     model.erase();
   }
 
-  FailureOr<OptimizerSpec> optimizerSpec() {
+  CleaveBuildTrainStepOptions options() const {
+    CleaveBuildTrainStepOptions o;
+    o.model = model;
+    o.optimizer = optimizer;
+    o.lr = lr;
+    o.momentum = momentum;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
+    o.weightDecay = weightDecay;
+    o.clipNorm = clipNorm;
+    return o;
+  }
+
+  OptimizerSpec optimizerSpec() {
     OptimizerSpec s;
     s.hypers.push_back({"lr", lr});
-    if (optimizer == "sgd") {
-    } else if (optimizer == "momentum" || optimizer == "nesterov") {
+    switch (optimizer) {
+    case OptimizerKind::sgd:
+      break;
+    case OptimizerKind::momentum:
+    case OptimizerKind::nesterov:
       s.state = {"momentum_buffer"};
       s.hypers.push_back({"momentum", momentum});
-    } else if (optimizer == "adam" || optimizer == "adamw") {
+      break;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
       s.state = {"exp_avg", "exp_avg_sq"};
       s.hypers.append({{"beta1", beta1}, {"beta2", beta2}, {"eps", eps}});
-    } else {
-      return failure();
+      break;
     }
     s.hypers.push_back({"weight_decay", weightDecay});
     if (clipNorm > 0)
@@ -176,9 +222,10 @@ struct BuildTrainStepPass
       case ArgRole::Rng: {
         if (!advanceRng) {
           map.map(arg, arith::ConstantOp::create(
-                           b, loc, DenseElementsAttr::get(
-                                       cast<ShapedType>(arg.getType()),
-                                       b.getI64IntegerAttr(0).getValue())));
+                           b, loc,
+                           DenseElementsAttr::get(
+                               cast<ShapedType>(arg.getType()),
+                               b.getI64IntegerAttr(0).getValue())));
           break;
         }
         Value seed = train::LoadOp::create(b, loc, arg.getType(), "train.rng");
@@ -193,7 +240,8 @@ struct BuildTrainStepPass
       }
       case ArgRole::Data: {
         // Without a name, a null attribute would match any unnamed argument.
-        auto name = src.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
+        auto name =
+            src.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
         if (!name)
           return src.emitError("data input #") << i << " has no train.input";
         unsigned j = 0;
@@ -226,13 +274,14 @@ struct BuildTrainStepPass
       if (role.kind == ArgRole::Data) {
         if (!grad.getArgAttr(i, TrainDialect::kInputAttr))
           return grad.emitError("data input #")
-                 << i << " of @loss has no train.input name; run "
-                         "cleave-attach-loss";
+                 << i
+                 << " of @loss has no train.input name; run "
+                    "cleave-attach-loss";
         argTypes.push_back(grad.getArgumentTypes()[i]);
         argAttrs.push_back(DictionaryAttr::get(
-            ctx, {NamedAttribute(
-                     StringAttr::get(ctx, TrainDialect::kInputAttr),
-                     grad.getArgAttr(i, TrainDialect::kInputAttr))}));
+            ctx,
+            {NamedAttribute(StringAttr::get(ctx, TrainDialect::kInputAttr),
+                            grad.getArgAttr(i, TrainDialect::kInputAttr))}));
       } else if (role.kind == ArgRole::Param) {
         Type t = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
         if (elt && t != elt)
@@ -258,7 +307,8 @@ struct BuildTrainStepPass
     auto step = func::FuncOp::create(
         b, loc, "train_step", FunctionType::get(ctx, argTypes, {lossType}));
     step.setAllArgAttrs(argAttrs);
-    step.setResultAttr(0, TrainDialect::kOutputAttr, StringAttr::get(ctx, "loss"));
+    step.setResultAttr(0, TrainDialect::kOutputAttr,
+                       StringAttr::get(ctx, "loss"));
     step->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "step"));
     auto hyper = [&](StringRef name) -> Value {
       for (unsigned i = firstHyper; i < step.getNumArguments(); ++i)
@@ -286,8 +336,8 @@ struct BuildTrainStepPass
       if (auto buf = grad.getResultAttrOfType<StringAttr>(
               i, TrainDialect::kBufferAttr)) {
         train::StoreOp::create(b, loc, v, buf.getValue());
-      } else if (auto of = grad.getResultAttrOfType<StringAttr>(
-                     i, "train.grad_of")) {
+      } else if (auto of =
+                     grad.getResultAttrOfType<StringAttr>(i, "train.grad_of")) {
         grads.push_back(v);
         targets.push_back(FlatSymbolRefAttr::get(ctx, of.getValue()));
       }
@@ -307,8 +357,8 @@ struct BuildTrainStepPass
     SmallVector<Value> sums(grads);
     sums.push_back(count);
     targets.push_back(StringAttr::get(ctx, "samples"));
-    auto window = train::WindowSumOp::create(b, loc, ValueRange(sums).getTypes(),
-                                             sums, b.getArrayAttr(targets));
+    auto window = train::WindowSumOp::create(
+        b, loc, ValueRange(sums).getTypes(), sums, b.getArrayAttr(targets));
     Value samples = window.getResults().back();
     SmallVector<Value> normalised;
     for (Value g : window.getResults().drop_back())
@@ -323,7 +373,8 @@ struct BuildTrainStepPass
     auto counterType = RankedTensorType::get({}, b.getI64Type());
     Value t = train::LoadOp::create(b, loc, counterType, "train.step");
     Value one = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
+        b, loc,
+        DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
     Value t1 = arith::AddIOp::create(b, loc, t, one);
     train::StoreOp::create(b, loc, t1, "train.step");
 
@@ -332,27 +383,38 @@ struct BuildTrainStepPass
       Type type = g.getType();
       Value p = train::LoadOp::create(b, loc, type, name);
       auto slot = [&](StringRef s) { return (name + "." + s).str(); };
-      if (optimizer == "sgd") {
+      switch (optimizer) {
+      case OptimizerKind::sgd: {
         Value np = train::SgdOp::create(b, loc, p, g, hyper("lr"),
                                         hyper("weight_decay"));
         train::StoreOp::create(b, loc, np, name);
-      } else if (optimizer == "momentum" || optimizer == "nesterov") {
-        Value buf = train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
+        break;
+      }
+      case OptimizerKind::momentum:
+      case OptimizerKind::nesterov: {
+        Value buf =
+            train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
         auto upd = train::MomentumOp::create(
             b, loc, p, g, buf, hyper("lr"), hyper("momentum"),
-            hyper("weight_decay"), optimizer == "nesterov");
+            hyper("weight_decay"), optimizer == OptimizerKind::nesterov);
         train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewBuf(), slot("momentum_buffer"));
-      } else {
+        train::StoreOp::create(b, loc, upd.getNewBuf(),
+                               slot("momentum_buffer"));
+        break;
+      }
+      case OptimizerKind::adam:
+      case OptimizerKind::adamw: {
         Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
         Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
-        auto upd = train::AdamOp::create(
-            b, loc, p, g, m, v, t1, hyper("lr"), hyper("beta1"),
-            hyper("beta2"), hyper("eps"), hyper("weight_decay"),
-            optimizer == "adamw");
+        auto upd = train::AdamOp::create(b, loc, p, g, m, v, t1, hyper("lr"),
+                                         hyper("beta1"), hyper("beta2"),
+                                         hyper("eps"), hyper("weight_decay"),
+                                         optimizer == OptimizerKind::adamw);
         train::StoreOp::create(b, loc, upd.getNewParam(), name);
         train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
         train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+        break;
+      }
       }
     }
     func::ReturnOp::create(b, loc, loss);
@@ -374,8 +436,8 @@ struct BuildTrainStepPass
       if (!model.getResultAttr(i, TrainDialect::kBufferAttr))
         prediction = i;
     if (prediction < 0)
-      return model.emitError("@") << model.getSymName()
-                                  << " returns no prediction";
+      return model.emitError("@")
+             << model.getSymName() << " returns no prediction";
     auto eval = func::FuncOp::create(
         b, loc, "eval_step",
         FunctionType::get(ctx, argTypes, {model.getResultTypes()[prediction]}));

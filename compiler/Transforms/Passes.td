@@ -38,8 +38,10 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"forward\"",
            "The model function">,
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "cross-entropy, mse or none">,
+    Option<"loss", "loss", "::mlir::cleave::nn::LossKind",
+           /*default=*/"::mlir::cleave::nn::LossKind::cross_entropy",
+           "The per-sample loss",
+           "::mlir::cleave::enumValues<::mlir::cleave::nn::LossKind>()">,
     Option<"microBatch", "micro-batch", "int64_t", /*default=*/"0",
            "Batch size to specialise to (0 keeps the model's)">,
   ];
@@ -102,8 +104,10 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
   let options = [
     Option<"model", "model", "std::string", /*default=*/"\"forward\"",
            "The model function (for @eval_step)">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd, momentum, nesterov, adam or adamw">,
+    Option<"optimizer", "optimizer", "::mlir::cleave::train::OptimizerKind",
+           /*default=*/"::mlir::cleave::train::OptimizerKind::sgd",
+           "The update rule",
+           "::mlir::cleave::enumValues<::mlir::cleave::train::OptimizerKind>()">,
     Option<"lr", "lr", "double", /*default=*/"0.01",
            "Default learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
@@ -167,8 +171,10 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
   let options = [
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
            "Default number of micro-steps per window">,
-    Option<"reduce", "reduce", "std::string", /*default=*/"\"none\"",
-           "Cross-rank reduction: none, mean or adasum">,
+    Option<"reduce", "reduce", "::mlir::cleave::train::RankReduction",
+           /*default=*/"::mlir::cleave::train::RankReduction::none",
+           "How data-parallel ranks combine their windows",
+           "::mlir::cleave::enumValues<::mlir::cleave::train::RankReduction>()">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "Number of data-parallel ranks the artifact is for (0: any)">,
     Option<"shardOptimizerState", "shard-optimizer-state", "bool",

@@ -27,7 +27,36 @@ namespace mlir::cleave {
 using namespace mlir;
 using namespace mlir::cleave;
 using train::GlobalKind;
+using train::RankReduction;
 using train::TrainDialect;
+
+LogicalResult cleave::verifyOptions(const CleaveSplitStepOptions &options,
+                                    function_ref<void(const Twine &)> error) {
+  if (options.accumulate < 1) {
+    error("accumulate must be >= 1, got " + Twine(options.accumulate));
+    return failure();
+  }
+  if (options.ranks < 0) {
+    error("ranks must be >= 0 (0: any number), got " + Twine(options.ranks));
+    return failure();
+  }
+  if (options.shardOptimizerState &&
+      (options.reduce != RankReduction::mean || options.ranks < 1)) {
+    // Adasum combines each rank's own optimizer update, which needs the
+    // whole optimizer state on every rank; the shards' size depends on R.
+    error("shard-optimizer-state needs reduce=mean and ranks >= 1, got "
+          "reduce=" +
+          stringifyEnum(options.reduce) + " ranks=" + Twine(options.ranks));
+    return failure();
+  }
+  if (options.reduceEveryMicroStep &&
+      (options.reduce != RankReduction::mean || options.shardOptimizerState)) {
+    error("reduce-every-micro-step needs reduce=mean without "
+          "shard-optimizer-state");
+    return failure();
+  }
+  return success();
+}
 
 namespace {
 
@@ -50,34 +79,10 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (accumulate < 1) {
-      module.emitError("accumulate must be >= 1, got ")
-          << static_cast<int64_t>(accumulate);
+    if (failed(verifyOptions(options(), [&](const Twine &message) {
+          module.emitError(message);
+        })))
       return signalPassFailure();
-    }
-    if (reduce != "none" && reduce != "mean" && reduce != "adasum") {
-      module.emitError("unknown reduce '")
-          << reduce << "'; expected none, mean or adasum";
-      return signalPassFailure();
-    }
-    if (ranks < 0) {
-      module.emitError("ranks must be >= 0 (0: any number), got ")
-          << static_cast<int64_t>(ranks);
-      return signalPassFailure();
-    }
-    if (shardOptimizerState && (reduce != "mean" || ranks < 1)) {
-      // Adasum combines each rank's own optimizer update, which needs the
-      // whole optimizer state on every rank.
-      module.emitError("shard-optimizer-state needs reduce=mean and ranks >= "
-                       "1, got reduce=")
-          << reduce << " ranks=" << static_cast<int64_t>(ranks);
-      return signalPassFailure();
-    }
-    if (reduceEveryMicroStep && (reduce != "mean" || shardOptimizerState)) {
-      module.emitError("reduce-every-micro-step needs reduce=mean without "
-                       "shard-optimizer-state");
-      return signalPassFailure();
-    }
     func::FuncOp step;
     for (auto f : module.getOps<func::FuncOp>())
       if (auto e = f->getAttrOfType<StringAttr>(TrainDialect::kEntryAttr))
@@ -92,6 +97,16 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         failed(split(step)))
       return signalPassFailure();
     step.erase();
+  }
+
+  CleaveSplitStepOptions options() const {
+    CleaveSplitStepOptions o;
+    o.accumulate = accumulate;
+    o.reduce = reduce;
+    o.ranks = ranks;
+    o.shardOptimizerState = shardOptimizerState;
+    o.reduceEveryMicroStep = reduceEveryMicroStep;
+    return o;
   }
 
   LogicalResult split(func::FuncOp step) {
@@ -317,7 +332,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       sums.push_back(train::LoadOp::create(b, loc, v.getType(), acc));
     if (sharding) {
       sharding->reduceScatter(b, loc, cut, sums);
-    } else if (reduce == "mean" && !reduceEveryMicroStep) {
+    } else if (reduce == RankReduction::mean && !reduceEveryMicroStep) {
       // Summing both the gradient sums and the sample counts keeps the
       // window exact across ranks: the division that follows is by the
       // number of samples all ranks saw.
@@ -350,7 +365,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         if (isParamGlobal(getOperation(), store.getGlobalAttr()))
           paramStores.push_back(store);
     }
-    if (reduce == "adasum" && failed(adasumDeltas(b, loc, paramStores)))
+    if (reduce == RankReduction::adasum &&
+        failed(adasumDeltas(b, loc, paramStores)))
       return failure();
     if (sharding)
       sharding->allGatherParams(b, loc);
@@ -407,7 +423,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
                                               ArrayRef<Attribute> warnings) {
     SmallVector<NamedAttribute> entries = {
         b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
-        b.getNamedAttr("reduce", b.getStringAttr(reduce))};
+        b.getNamedAttr("reduce", b.getStringAttr(stringifyEnum(reduce)))};
     if (ranks > 0)
       entries.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)));
     if (shardOptimizerState)

@@ -10,6 +10,9 @@
 
 #include "Artifact.h"
 
+#include "Checksum.h"
+#include "CpuFeatures.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -124,10 +127,12 @@ Status checkElf(const std::string &path, int fd, uint64_t size) {
   return Status::success();
 }
 
-/// The seal cleave-compile appends (docs/design/runtime-abi.md): "CLVSEAL1",
-/// then the number of bytes before the seal and their FNV-1a hash, both
-/// little-endian u64.
-constexpr char kSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
+/// The seal cleave-compile appends (docs/design/runtime-abi.md): "CLVSEAL2",
+/// then the number of bytes before the seal and their CRC-32, both
+/// little-endian u64. "CLVSEAL1" seals (FNV-1a) came from cleave-compile
+/// before 0.1.
+constexpr char kSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '2'};
+constexpr char kOldSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
 constexpr size_t kSealBytes = 24;
 
 uint64_t readLe64(const unsigned char *p) {
@@ -144,9 +149,13 @@ Status checkSeal(const std::string &path, int fd, uint64_t size,
                  bool &sealed) {
   sealed = false;
   unsigned char trailer[kSealBytes];
-  if (size < kSealBytes ||
-      !readAt(fd, trailer, kSealBytes, size - kSealBytes) ||
-      std::memcmp(trailer, kSealMagic, sizeof(kSealMagic)) != 0)
+  if (size < kSealBytes || !readAt(fd, trailer, kSealBytes, size - kSealBytes))
+    return Status::success();
+  if (std::memcmp(trailer, kOldSealMagic, sizeof(kOldSealMagic)) == 0)
+    return makeError(CLEAVE_INVALID_ARTIFACT, path,
+                     ": compiled by an older cleave-compile (its seal is of "
+                     "another kind); compile it again");
+  if (std::memcmp(trailer, kSealMagic, sizeof(kSealMagic)) != 0)
     return Status::success();
   sealed = true;
   const uint64_t covered = readLe64(trailer + 8);
@@ -156,16 +165,16 @@ Status checkSeal(const std::string &path, int fd, uint64_t size,
                      " bytes, the file has ", size - kSealBytes,
                      " before the seal)");
   std::vector<char> buffer(size_t(1) << 20);
-  uint64_t hash = kFnv1a64Basis;
+  uint32_t crc = 0;
   for (uint64_t offset = 0; offset < covered;) {
     size_t n = size_t(std::min<uint64_t>(buffer.size(), covered - offset));
     if (!readAt(fd, buffer.data(), n, offset))
       return makeError(CLEAVE_IO_ERROR, path, ": cannot read (",
                        std::strerror(errno), ")");
-    hash = fnv1a64(std::string_view(buffer.data(), n), hash);
+    crc = crc32(buffer.data(), n, crc);
     offset += n;
   }
-  if (hash != readLe64(trailer + 16))
+  if (crc != readLe64(trailer + 16))
     return makeError(CLEAVE_INVALID_ARTIFACT, path,
                      ": damaged artifact (its contents do not match the "
                      "checksum written by cleave-compile); compile it again");
@@ -212,18 +221,18 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
     return ::dlsym(artifact->handle_, name.c_str());
   };
 
-  auto *abiVersion =
-      reinterpret_cast<int32_t (*)()>(lookup("cleave_abi_version"));
+  auto abiVersion = reinterpret_cast<cleave_abi_version_fn>(
+      lookup(CLEAVE_SYMBOL_ABI_VERSION));
   if (!abiVersion)
-    return notAnArtifact(path, "missing symbol cleave_abi_version");
-  auto *manifestFn =
-      reinterpret_cast<const char *(*)()>(lookup("cleave_manifest"));
+    return notAnArtifact(path, "missing symbol " CLEAVE_SYMBOL_ABI_VERSION);
+  auto manifestFn =
+      reinterpret_cast<cleave_manifest_fn>(lookup(CLEAVE_SYMBOL_MANIFEST));
   if (!manifestFn)
-    return notAnArtifact(path, "missing symbol cleave_manifest");
-  auto *initDataFn =
-      reinterpret_cast<const void *(*)()>(lookup("cleave_init_data"));
+    return notAnArtifact(path, "missing symbol " CLEAVE_SYMBOL_MANIFEST);
+  auto initDataFn =
+      reinterpret_cast<cleave_init_data_fn>(lookup(CLEAVE_SYMBOL_INIT_DATA));
   if (!initDataFn)
-    return notAnArtifact(path, "missing symbol cleave_init_data");
+    return notAnArtifact(path, "missing symbol " CLEAVE_SYMBOL_INIT_DATA);
 
   int32_t version = abiVersion();
   if (version != kManifestAbiVersion)
@@ -240,6 +249,24 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
     return makeError(CLEAVE_INVALID_ARTIFACT, path,
                      ": damaged artifact (the checksum seal cleave-compile "
                      "writes at its end is missing); compile it again");
+  // Before any of its code runs: code for a CPU with features this one
+  // lacks would die with SIGILL in the middle of a step.
+  if (const std::optional<TargetDesc> &target = artifact->manifest_.target) {
+    std::string flags = hostCpuFlags();
+    std::vector<std::string> missing =
+        flags.empty() ? std::vector<std::string>{}
+                      : missingCpuFeatures(target->features, flags);
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string &f : missing)
+        list += (list.empty() ? "" : ", ") + f;
+      return makeError(CLEAVE_INVALID_ARTIFACT, path, ": compiled for CPU '",
+                       target->cpu, "', whose features ", list,
+                       " this machine's CPU lacks; compile it with a "
+                       "--target-cpu this machine has (x86-64-v2, "
+                       "x86-64-v3, ...) or on this machine");
+    }
+  }
   if (artifact->manifest_.kind != expected)
     return makeError(
         CLEAVE_INVALID_ARTIFACT, path, ": a ",
@@ -259,7 +286,8 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
     auto kind = static_cast<EntryKind>(i);
     if (!artifact->manifest_.entry(kind).present)
       continue;
-    std::string symbol = std::string("cleave_entry_") + entryName(kind);
+    std::string symbol =
+        CLEAVE_SYMBOL_ENTRY_PREFIX + std::string(entryName(kind));
     artifact->entries_[i] = reinterpret_cast<EntryFn>(lookup(symbol));
     if (!artifact->entries_[i])
       return makeError(CLEAVE_INVALID_ARTIFACT, path,
@@ -267,7 +295,7 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                        "' but the artifact does not export ", symbol);
   }
   for (const GraphEntryDesc &e : artifact->manifest_.graphEntries) {
-    std::string symbol = "cleave_entry_" + e.name;
+    std::string symbol = CLEAVE_SYMBOL_ENTRY_PREFIX + e.name;
     auto fn = reinterpret_cast<EntryFn>(lookup(symbol));
     if (!fn)
       return makeError(CLEAVE_INVALID_ARTIFACT, path,

@@ -21,7 +21,7 @@
 namespace cleave::rt {
 
 /// `void cleave_entry_<name>(void *ctx, void **args)`.
-using EntryFn = void (*)(void *ctx, void **args);
+using EntryFn = cleave_entry_fn;
 
 /// A loaded, validated artifact. Immutable, so it can be shared by sessions
 /// and threads; the shared object stays loaded until the last reference goes.

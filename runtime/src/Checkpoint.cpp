@@ -4,7 +4,7 @@
 //
 //   offset 0   header, 64 bytes:
 //                char     magic[8]        "CLEAVECK"
-//                uint32   format version  1
+//                uint32   format version  2 (kCheckpointFormatVersion)
 //                uint32   reserved        0
 //                uint64   index bytes
 //                uint64   data bytes
@@ -20,8 +20,9 @@
 
 #include "Checkpoint.h"
 
+#include "Checksum.h"
+
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -49,11 +50,6 @@ constexpr size_t kHeaderCrcOffset = 36;
 constexpr uint64_t kAlign = 64;
 
 uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-uint32_t crc32Of(const void *data, size_t bytes) {
-  return uint32_t(::crc32_z(::crc32_z(0, Z_NULL, 0),
-                            static_cast<const Bytef *>(data), bytes));
-}
 
 void putU32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -183,7 +179,7 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   auto place = [&](const void *data, size_t bytes, json &entry) {
     entry["offset"] = offset;
     entry["bytes"] = bytes;
-    entry["crc32"] = crc32Of(data, bytes);
+    entry["crc32"] = crc32(data, bytes);
     out.blobs.push_back({data, bytes, offset});
     offset = alignUp(offset + bytes);
   };
@@ -216,9 +212,8 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   putU32(out.header + 8, kCheckpointFormatVersion);
   putU64(out.header + 16, out.index.size());
   putU64(out.header + 24, out.dataBytes);
-  putU32(out.header + 32, crc32Of(out.index.data(), out.index.size()));
-  putU32(out.header + kHeaderCrcOffset,
-         crc32Of(out.header, kHeaderCrcOffset));
+  putU32(out.header + 32, crc32(out.index.data(), out.index.size()));
+  putU32(out.header + kHeaderCrcOffset, crc32(out.header, kHeaderCrcOffset));
   return Status::success();
 }
 
@@ -253,8 +248,8 @@ Status encodeCheckpoint(const CheckpointContents &contents, std::string &out) {
   Layout layout;
   CLEAVE_RETURN_IF_ERROR(layOut("checkpoint", contents, layout));
   out.clear();
-  out.reserve(size_t(alignUp(kHeaderBytes + layout.index.size()) +
-                     layout.dataBytes));
+  out.reserve(
+      size_t(alignUp(kHeaderBytes + layout.index.size()) + layout.dataBytes));
   emit(layout, [&](const void *data, size_t bytes) {
     out.append(static_cast<const char *>(data), bytes);
     return true;
@@ -349,7 +344,7 @@ Status locateBlob(const std::string &path, const json &entry,
     return corrupt(path, what + " lies outside the data section");
   ptr = data.data() + dataStart + offset;
   bytes = size_t(size);
-  if (crc32Of(ptr, bytes) != crc)
+  if (crc32(ptr, bytes) != crc)
     return corrupt(path, what + " fails its CRC32 check");
   return Status::success();
 }
@@ -379,7 +374,7 @@ Status parseCheckpoint(const std::string &path, std::string image,
     return makeError(CLEAVE_INVALID_CHECKPOINT, path,
                      ": truncated checkpoint (", file.size(),
                      " bytes, the header alone has ", kHeaderBytes, ")");
-  if (getU32(bytes + kHeaderCrcOffset) != crc32Of(bytes, kHeaderCrcOffset))
+  if (getU32(bytes + kHeaderCrcOffset) != crc32(bytes, kHeaderCrcOffset))
     return corrupt(path, "the header fails its CRC32 check");
   uint32_t version = getU32(bytes + 8);
   if (version != kCheckpointFormatVersion)
@@ -402,7 +397,7 @@ Status parseCheckpoint(const std::string &path, std::string image,
                              " bytes, the header says " +
                              std::to_string(expected));
   const char *indexText = file.data() + kHeaderBytes;
-  if (crc32Of(indexText, indexBytes) != getU32(bytes + 32))
+  if (crc32(indexText, indexBytes) != getU32(bytes + 32))
     return corrupt(path, "the index fails its CRC32 check");
 
   // The CRC matched, so a malformed index means a writer bug or a forged
@@ -417,9 +412,8 @@ Status parseCheckpoint(const std::string &path, std::string image,
     // Checked digit by digit: strtoull alone would also take a sign, spaces
     // or a "0x" prefix.
     if (hash.size() != 16 ||
-        !std::all_of(hash.begin(), hash.end(), [](unsigned char ch) {
-          return std::isxdigit(ch) != 0;
-        }))
+        !std::all_of(hash.begin(), hash.end(),
+                     [](unsigned char ch) { return std::isxdigit(ch) != 0; }))
       return corrupt(path, "manifest_hash is not 16 hex digits");
     c.manifestHash = std::strtoull(hash.c_str(), nullptr, 16);
     c.seed = index.at("seed").get<uint64_t>();

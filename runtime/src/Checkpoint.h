@@ -21,8 +21,9 @@
 
 namespace cleave::rt {
 
-/// Version of the checkpoint format written by this runtime.
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+/// Version of the checkpoint format written by this runtime. 2: the model's
+/// identity is its manifest's CRC-32 (it was a 64-bit FNV-1a in 1).
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
 
 /// A named tensor in a checkpoint; `data` points into the session (when
 /// writing) or into the loaded file (when reading).
@@ -36,7 +37,7 @@ struct CheckpointTensor {
 
 /// Everything a checkpoint holds.
 struct CheckpointContents {
-  /// Identity of the model: the 64-bit FNV-1a hash of its manifest.
+  /// Identity of the model: the CRC-32 of its manifest.
   uint64_t manifestHash = 0;
   uint64_t seed = 0;
   int64_t accumulate = 1;

@@ -8,6 +8,8 @@
 
 #include "Manifest.h"
 
+#include "Checksum.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -115,14 +117,6 @@ std::optional<size_t> Manifest::findHyper(std::string_view name) const {
     if (hypers[i].name == name)
       return i;
   return std::nullopt;
-}
-
-uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
 }
 
 namespace {
@@ -252,6 +246,7 @@ private:
   }
 
   Status parseKind(const json &root);
+  Status parseTarget(const json &root);
   Status parseDataParallel(const json &root);
   Status parseGraph(const json &root);
   Status parseGraphEntries(const json &root);
@@ -273,6 +268,28 @@ private:
   Manifest &m;
 };
 
+Status ManifestParser::parseTarget(const json &root) {
+  const json *target;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "target", false, target));
+  if (!target)
+    return Status::success();
+  if (!target->is_object())
+    return error("target", "must be an object");
+  TargetDesc t;
+  CLEAVE_RETURN_IF_ERROR(getString(*target, "target", "cpu", t.cpu));
+  const json *features;
+  CLEAVE_RETURN_IF_ERROR(field(*target, "target", "features", true, features));
+  if (!features->is_array())
+    return error("target.features", "must be a list of strings");
+  for (const json &f : *features) {
+    if (!f.is_string())
+      return error("target.features", "must be a list of strings");
+    t.features.push_back(f.get<std::string>());
+  }
+  m.target = std::move(t);
+  return Status::success();
+}
+
 Status ManifestParser::parse(const json &root) {
   if (!root.is_object())
     return makeError(CLEAVE_INVALID_ARTIFACT,
@@ -289,6 +306,7 @@ Status ManifestParser::parse(const json &root) {
       return error("sealed", "must be true or false");
     m.sealed = sealed->get<bool>();
   }
+  CLEAVE_RETURN_IF_ERROR(parseTarget(root));
   CLEAVE_RETURN_IF_ERROR(parseKind(root));
   if (m.kind == ArtifactKind::Graph)
     return parseGraph(root);
@@ -915,7 +933,7 @@ Status parseManifest(std::string_view text, Manifest &out) {
   Manifest m;
   CLEAVE_RETURN_IF_ERROR(ManifestParser(m).parse(root));
   m.text = std::string(text);
-  m.hash = fnv1a64(text);
+  m.hash = crc32(text.data(), text.size());
   out = std::move(m);
   return Status::success();
 }

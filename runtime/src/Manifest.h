@@ -15,6 +15,7 @@
 #define CLEAVE_RUNTIME_MANIFEST_H
 
 #include "Status.h"
+#include "cleave/kernel_abi.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,7 @@
 namespace cleave::rt {
 
 /// The manifest version (`abi_version`) this runtime understands.
-inline constexpr int64_t kManifestAbiVersion = 1;
+inline constexpr int64_t kManifestAbiVersion = CLEAVE_KERNEL_ABI_VERSION;
 
 /// Alignment, in bytes, of every buffer passed to an entry point.
 inline constexpr size_t kBufferAlignment = 64;
@@ -157,6 +158,13 @@ struct GraphEntryDesc {
   std::vector<GraphArgDesc> args;
 };
 
+/// The CPU an artifact's code was generated for (`--target-cpu`), and every
+/// feature it enables, by LLVM's names.
+struct TargetDesc {
+  std::string cpu;
+  std::vector<std::string> features;
+};
+
 /// Everything the manifest says, validated. A Graph artifact sets only
 /// `kind`, `abiVersion`, `globals`, `graphEntries`, `kernels`, `warnings`,
 /// `text` and `hash`.
@@ -165,6 +173,8 @@ struct Manifest {
   int64_t abiVersion = 0;
   /// The file ends with a checksum seal, which the loader has verified.
   bool sealed = false;
+  /// Absent in artifacts that do not record it (hand-written test ones).
+  std::optional<TargetDesc> target;
   int64_t microBatch = 0;
   int64_t accumulate = 0;
   ReduceMode reduce = ReduceMode::None;
@@ -196,7 +206,7 @@ struct Manifest {
   /// Index of micro_step's `loss` output.
   size_t lossOutput = 0;
 
-  /// The manifest text and its 64-bit FNV-1a hash (the model's identity in
+  /// The manifest text and its CRC-32 (the model's identity in
   /// checkpoints).
   std::string text;
   uint64_t hash = 0;
@@ -213,13 +223,6 @@ struct Manifest {
 /// field as a path, e.g. "globals[3].shape must be a list of non-negative
 /// integers"; the caller prefixes the artifact's path.
 Status parseManifest(std::string_view text, Manifest &out);
-
-/// The FNV-1a offset basis: the hash of no bytes.
-inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
-
-/// 64-bit FNV-1a of `bytes`; pass the hash of the bytes before them as
-/// `hash` to hash a sequence in pieces.
-uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnv1a64Basis);
 
 } // namespace cleave::rt
 

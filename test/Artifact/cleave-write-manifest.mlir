@@ -1,4 +1,8 @@
-// RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-write-manifest | FileCheck %s
+// RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-write-manifest=target-cpu=x86-64-v2 | FileCheck %s
+// RUN: not cleave-opt %s --split-input-file --cleave-write-manifest=target-cpu=pentium9 2>&1 | FileCheck %s --check-prefix=BAD-CPU
+// BAD-CPU: error: unknown target CPU 'pentium9'
+// RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-write-manifest=target-cpu=x86-64-v2 | FileCheck %s --check-prefix=NO-AVX
+// NO-AVX-NOT: avx
 
 // The manifest (JSON, stored as a string attribute until it is emitted)
 // carries the split's report, the globals with their initialisers, the data
@@ -15,7 +19,13 @@
 // CHECK-SAME: \22hyperparameters\22:[{\22default\22:0.01,\22name\22:\22lr\22}]
 // CHECK-SAME: \22inputs\22:[{\22dtype\22:\22f32\22,\22name\22:\22x\22,\22shape\22:[8,2]},{\22dtype\22:\22i64\22,\22name\22:\22labels\22,\22shape\22:[8]},{\22dtype\22:\22f32\22,\22name\22:\22weights\22,\22role\22:\22sample_weights\22,\22shape\22:[8]}]
 // CHECK-SAME: \22kernels\22:[{\22id\22:0,\22op\22:\22matmul\22,\22trans_a\22:false}]
-// CHECK-SAME: \22micro_batch\22:8,\22reduce\22:\22none\22,\22sealed\22:true,\22warnings\22:[]}"
+// CHECK-SAME: \22micro_batch\22:8,\22reduce\22:\22none\22,\22sealed\22:true,
+// The target CPU and every feature it implies (sse4.2 with x86-64-v2, not
+// avx), handed to code generation as cleave.target too.
+// CHECK-SAME: \22target\22:{\22cpu\22:\22x86-64-v2\22,\22features\22:[
+// CHECK-SAME: \22sse4.2\22
+// CHECK-SAME: ]},\22warnings\22:[]}"
+// CHECK-SAME: cleave.target = {cpu = "x86-64-v2", features = [
 // The train globals and the consumed module attributes are gone.
 // CHECK-NOT: train.global
 // CHECK-NOT: cleave.kernels

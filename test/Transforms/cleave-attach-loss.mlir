@@ -7,8 +7,8 @@
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=micro-batch=-2 2>&1 | FileCheck %s --check-prefix=BAD-BATCH
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=function=nope 2>&1 | FileCheck %s --check-prefix=NO-FUNCTION
 
-// BAD-LOSS: error: unknown loss 'hinge'; expected cross-entropy, mse or none
-// BAD-BATCH: error: micro-batch must be positive, got
+// BAD-LOSS: for the --loss option: Cannot find option named 'hinge'!
+// BAD-BATCH: error: micro-batch must be >= 0 (0 keeps the model's batch), got -2
 // NO-FUNCTION: error: no model function @nope
 
 //--- cross-entropy.mlir

@@ -10,7 +10,7 @@
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BAD-OPTIMIZER
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step=model=nope 2>&1 | FileCheck %s --check-prefix=NO-MODEL
 
-// BAD-OPTIMIZER: error: unknown optimizer 'lion'; expected sgd, momentum, nesterov, adam or adamw
+// BAD-OPTIMIZER: for the --optimizer option: Cannot find option named 'lion'!
 // NO-MODEL: error: no model function @nope
 
 //--- model.mlir

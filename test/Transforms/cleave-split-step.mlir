@@ -16,7 +16,7 @@
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=adasum reduce-every-micro-step" 2>&1 | FileCheck %s --check-prefix=BAD-EVERY
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=mean ranks=-1" 2>&1 | FileCheck %s --check-prefix=BAD-RANKS
 
-// BAD-REDUCE: error: unknown reduce 'ring'; expected none, mean or adasum
+// BAD-REDUCE: for the --reduce option: Cannot find option named 'ring'!
 // BAD-ACCUMULATE: error: accumulate must be >= 1, got
 // BAD-SHARD-ADASUM: error: shard-optimizer-state needs reduce=mean and ranks >= 1, got reduce=adasum ranks=2
 // BAD-SHARD-RANKS: error: shard-optimizer-state needs reduce=mean and ranks >= 1, got reduce=mean ranks=0

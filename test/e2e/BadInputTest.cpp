@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 namespace cleave::e2e {
@@ -181,6 +182,52 @@ TEST_F(BadInputTest, ArtifactWithoutItsSeal) {
   writeFile(dir_ / "appended.cleave", bytes + "trailing bytes");
   expectError(train(dir_ / "appended.cleave"),
               "appended\\.cleave: damaged artifact \\(the checksum seal");
+}
+
+TEST_F(BadInputTest, ArtifactWithAnOlderSeal) {
+  // The seal of cleave-compile before it used CRC-32: refused as such, not
+  // as a damaged file.
+  std::string bytes = readFile(model_);
+  ASSERT_EQ(bytes.substr(bytes.size() - 24, 8), "CLVSEAL2");
+  bytes.replace(bytes.size() - 24, 8, "CLVSEAL1");
+  writeFile(dir_ / "old.cleave", bytes);
+  expectError(train(dir_ / "old.cleave"),
+              "old\\.cleave: compiled by an older cleave-compile \\(its seal "
+              "is of another kind\\); compile it again$");
+}
+
+TEST_F(BadInputTest, ArtifactForAnotherCpu) {
+  // Code for a feature this machine lacks would die with SIGILL in the
+  // middle of a step: the loader refuses it first. XOP (AMD Bulldozer only)
+  // and FMA4 are in no CPU this runs on; AMX in few.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = line + " ";
+      break;
+    }
+  ASSERT_FALSE(flags.empty()) << "no flags line in /proc/cpuinfo";
+  std::string feature;
+  for (auto [llvmName, linuxName] :
+       {std::pair{"xop", "xop"}, {"fma4", "fma4"}, {"amx-tile", "amx_tile"}})
+    if (flags.find(" " + std::string(linuxName) + " ") == std::string::npos) {
+      feature = llvmName;
+      break;
+    }
+  ASSERT_FALSE(feature.empty()) << "this CPU has every candidate: " << flags;
+  const std::string artifact = dir_ / "other-cpu.cleave";
+  ProcessResult compiled =
+      run({CLEAVE_COMPILE_EXE, CLEAVE_SOURCE_DIR "/examples/mlp.mlir",
+           "--micro-batch=32", "--target-features=+" + feature, "-o", artifact},
+          dir_, {}, 300);
+  ASSERT_TRUE(compiled.exited && compiled.exitCode == 0) << compiled.describe();
+  expectError(train(artifact),
+              "other-cpu\\.cleave: compiled for CPU '[^']+', whose features "
+              "([a-z0-9.-]+, )*" +
+                  feature +
+                  "(, [a-z0-9.-]+)* this machine's CPU lacks; compile it with "
+                  "a --target-cpu this machine has");
 }
 
 TEST_F(BadInputTest, ForeignSharedObject) {

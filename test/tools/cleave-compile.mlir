@@ -52,14 +52,18 @@
 // HELP: --compile-to=<phase>
 // HELP: --emit=<string>
 // HELP: --micro-batch=<long>
-// HELP: --optimizer=<string>
+// HELP: --optimizer=<value>
+// HELP-NEXT: =sgd
+// HELP: --reduce=<value>
+// HELP: --target-cpu=<string>
+// HELP: --target-features=<string>
 // NOBATCH: cleave-compile: error: --micro-batch=B is required (B >= 1)
 // PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, llvm
 // MISSING: error: cannot open '{{.+}}does-not-exist.mlir'
 // NOOUT: cleave-compile: error: -o <file> is required to write an artifact
-// OPT: cleave-compile: error: unknown --optimizer value 'rmsprop'; expected sgd, momentum, nesterov, adam or adamw
-// BADLOSS: cleave-compile: error: unknown --loss value 'hinge'; expected cross-entropy, mse or none
-// NEGLR: cleave-compile: error: --lr=-1 is out of range; expected a finite value >= 0
-// BETA: cleave-compile: error: --beta2=1 is out of range; expected 0 <= value < 1
+// OPT: cleave-compile: for the --optimizer option: Cannot find option named 'rmsprop'!
+// BADLOSS: cleave-compile: for the --loss option: Cannot find option named 'hinge'!
+// NEGLR: cleave-compile: error: lr=-1 is out of range; expected a finite value >= 0
+// BETA: cleave-compile: error: beta2=1 is out of range; expected 0 <= value < 1
 // NODIR: cleave-compile: error: cannot write {{.+}}.nodir/m.cleave: directory {{.+}}.nodir does not exist
 // NOMODEL: error: no model function @nope

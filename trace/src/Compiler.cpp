@@ -20,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 namespace cleave::detail {
 
@@ -123,13 +124,12 @@ bool compileGraph(const tg::Graph &graph, int64_t batch,
     return false;
   }
 
-  llvm::SmallString<128> object(artifactPath);
-  object += ".o";
-  bool ok = mlir::succeeded(mlir::cleave::emitObject(*module, object, error)) &&
-            mlir::succeeded(
-                mlir::cleave::linkSharedObject(object, artifactPath, error));
-  llvm::sys::fs::remove(object);
-  return ok;
+  return mlir::succeeded(
+      mlir::cleave::writeArtifact(*module, artifactPath, error));
+}
+
+uint64_t hashKey(const std::string &key) noexcept {
+  return llvm::xxh3_64bits(key);
 }
 
 } // namespace cleave::detail

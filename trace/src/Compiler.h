@@ -32,6 +32,9 @@ bool compileGraph(const mlir::cleave::trace::Graph &graph, int64_t batch,
                   const std::string &artifactPath, const std::string &dumpPath,
                   std::string &error) noexcept;
 
+/// The 64-bit hash of a graph's cache key (LLVM's xxh3).
+uint64_t hashKey(const std::string &key) noexcept;
+
 } // namespace cleave::detail
 
 #endif // CLEAVE_TRACE_COMPILER_H

@@ -303,15 +303,6 @@ std::string serialize(const tg::Graph &g) {
   return out;
 }
 
-uint64_t fnv1a(const std::string &bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 std::string hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -595,7 +586,7 @@ void Tracer::cut(const std::vector<std::shared_ptr<TensorImpl>> &roots,
   Cut c;
   Canonicalizer(c).run(roots, writeBack);
   std::string key = serialize(c.graph);
-  uint64_t hash = fnv1a(key);
+  uint64_t hash = hashKey(key);
   // The batch capacity this run needs (0: nothing is batched).
   int64_t needed = c.graph.isBatched() ? std::max<int64_t>(c.batch, 1) : 0;
 

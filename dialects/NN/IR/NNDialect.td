@@ -59,6 +59,18 @@ def NN_ReductionAttr : EnumAttr<NN_Dialect, NN_Reduction, "reduction"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// Not an attribute: names the loss `cleave-attach-loss` appends (the
+// `loss` option of the pass and of cleave-compile).
+def NN_LossKind : I32EnumAttr<"LossKind",
+    "the per-sample loss a model is trained with", [
+  I32EnumAttrCase<"cross_entropy", 0, "cross-entropy">,
+  I32EnumAttrCase<"mse", 1>,
+  I32EnumAttrCase<"none", 2>
+]> {
+  let cppNamespace = "::mlir::cleave::nn";
+  let genSpecializedAttr = 0;
+}
+
 def NN_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "which form of GELU", [
   I32EnumAttrCase<"none", 0>,

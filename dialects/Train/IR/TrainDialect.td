@@ -86,6 +86,30 @@ def Train_ReduceKindAttr : EnumAttr<Train_Dialect, Train_ReduceKind, "reduce"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// Not attributes: the choices of `cleave-build-train-step` and
+// `cleave-split-step` (their options and cleave-compile's).
+def Train_OptimizerKind : I32EnumAttr<"OptimizerKind",
+    "the update rule the apply graph runs", [
+  I32EnumAttrCase<"sgd", 0>,
+  I32EnumAttrCase<"momentum", 1>,
+  I32EnumAttrCase<"nesterov", 2>,
+  I32EnumAttrCase<"adam", 3>,
+  I32EnumAttrCase<"adamw", 4>
+]> {
+  let cppNamespace = "::mlir::cleave::train";
+  let genSpecializedAttr = 0;
+}
+
+def Train_RankReduction : I32EnumAttr<"RankReduction",
+    "how data-parallel ranks combine their windows", [
+  I32EnumAttrCase<"none", 0>,
+  I32EnumAttrCase<"mean", 1>,
+  I32EnumAttrCase<"adasum", 2>
+]> {
+  let cppNamespace = "::mlir::cleave::train";
+  let genSpecializedAttr = 0;
+}
+
 def Train_InitKind : I32EnumAttr<"InitKind", "how a global is initialised", [
   I32EnumAttrCase<"zeros", 0>,
   I32EnumAttrCase<"ones", 1>,

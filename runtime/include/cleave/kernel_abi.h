@@ -12,8 +12,33 @@
 
 #include <stdint.h>
 
-/** Version of the kernel ABI, equal to the manifest's `abi_version`. */
+/**
+ * Version of the ABI: what an artifact's `cleave_abi_version()` returns and
+ * its manifest's `abi_version` says. The one definition of the number: the
+ * compiler and the runtime both take it from here.
+ */
 #define CLEAVE_KERNEL_ABI_VERSION 1
+
+/*
+ * The symbols every artifact exports (see docs/design/runtime-abi.md), by
+ * the names the runtime looks up and the compiler defines:
+ *
+ *   int32_t     cleave_abi_version(void);   CLEAVE_KERNEL_ABI_VERSION
+ *   const char *cleave_manifest(void);      the manifest, JSON, NUL-ended
+ *   const void *cleave_init_data(void);     initial values of the globals
+ *   void        cleave_entry_<entry>(void *ctx, void **buffers);
+ */
+#define CLEAVE_SYMBOL_ABI_VERSION "cleave_abi_version"
+#define CLEAVE_SYMBOL_MANIFEST "cleave_manifest"
+#define CLEAVE_SYMBOL_INIT_DATA "cleave_init_data"
+#define CLEAVE_SYMBOL_ENTRY_PREFIX "cleave_entry_"
+/** The prefix of every symbol of the ABI. */
+#define CLEAVE_SYMBOL_PREFIX "cleave_"
+
+typedef int32_t (*cleave_abi_version_fn)(void);
+typedef const char *(*cleave_manifest_fn)(void);
+typedef const void *(*cleave_init_data_fn)(void);
+typedef void (*cleave_entry_fn)(void *ctx, void **buffers);
 
 #ifdef __cplusplus
 extern "C" {

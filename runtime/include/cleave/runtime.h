@@ -54,6 +54,8 @@
 #ifndef CLEAVE_RUNTIME_H
 #define CLEAVE_RUNTIME_H
 
+#include "cleave/kernel_abi.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,7 +70,7 @@ extern "C" {
 #endif
 
 /** The artifact ABI version this runtime loads (`cleave_abi_version()`). */
-#define CLEAVE_RUNTIME_ABI_VERSION 1
+#define CLEAVE_RUNTIME_ABI_VERSION CLEAVE_KERNEL_ABI_VERSION
 
 /*===----------------------------------------------------------------------===
  * Status and errors

@@ -209,18 +209,18 @@ uint64_t backend_test::caseSeed(const Case &c, uint64_t extra) {
   return seed;
 }
 
-static TrainingOptions trainingOptions(const Case &c, int64_t batch) {
-  TrainingOptions o;
-  o.loss = c.loss;
+/// The case's options, set from their names as `cleave-opt` spells them.
+static void setTrainingOptions(TrainingPipelineOptions &o, const Case &c,
+                               int64_t batch) {
+  o.loss = *nn::symbolizeEnum<nn::LossKind>(c.loss);
   o.microBatch = batch;
-  o.optimizer = c.optimizer;
+  o.optimizer = *train::symbolizeEnum<train::OptimizerKind>(c.optimizer);
   o.lr = c.lr;
   o.momentum = c.momentum;
   o.weightDecay = c.weightDecay;
   o.clipNorm = c.clipNorm;
   o.accumulate = 1;
-  o.reduce = c.reduce;
-  return o;
+  o.reduce = *train::symbolizeEnum<train::RankReduction>(c.reduce);
 }
 
 OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
@@ -235,7 +235,9 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
   OwningOpRef<ModuleOp> split(model->module->clone());
   test::DiagnosticCollector diags(ctx);
   PassManager pm(ctx);
-  buildTrainingPipeline(pm, trainingOptions(c, model->batch), Phase::Split);
+  TrainingPipelineOptions options;
+  setTrainingOptions(options, c, model->batch);
+  buildTrainingPipeline(pm, options, Phase::Split);
   if (failed(pm.run(*split))) {
     errors = "training pipeline failed:\n" + diags.str();
     return nullptr;
@@ -256,7 +258,7 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   MLIRContext *ctx = split.getContext();
   test::DiagnosticCollector diags(ctx);
   PassManager pm(ctx);
-  buildCpuBackendPipeline(pm, Phase::LLVM);
+  buildCpuBackendPipeline(pm, {}, Phase::LLVM);
   if (failed(pm.run(*lowered))) {
     errors = "CPU back end failed:\n" + diags.str();
     return failure();
@@ -266,7 +268,7 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
     // before code generation.
     OwningOpRef<ModuleOp> bufferized(split.clone());
     PassManager dump(ctx);
-    buildCpuBackendPipeline(dump, Phase::Bufferize);
+    buildCpuBackendPipeline(dump, {}, Phase::Bufferize);
     (void)dump.run(*bufferized);
     std::error_code ec;
     llvm::raw_fd_ostream splitOs((path + ".split.mlir").str(), ec);
@@ -276,16 +278,11 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   }
   seconds["artifact: back end"] += since(start);
   start = std::chrono::steady_clock::now();
-  SmallString<128> object(path);
-  object += ".o";
-  if (failed(emitObject(*lowered, object, errors)))
-    return failure();
-  seconds["artifact: machine code"] += since(start);
-  start = std::chrono::steady_clock::now();
-  LogicalResult linked = linkSharedObject(object, path, errors);
-  seconds["artifact: link"] += since(start);
-  llvm::sys::fs::remove(object);
-  return linked;
+  double codegen = 0;
+  LogicalResult written = writeArtifact(*lowered, path, errors, &codegen);
+  seconds["artifact: machine code"] += codegen;
+  seconds["artifact: link"] += since(start) - codegen;
+  return written;
 }
 
 //===----------------------------------------------------------------------===//

@@ -485,8 +485,8 @@ TEST(BackendOpCoverage, UnsupportedPoolingIsRefusedWithADiagnostic) {
   Model model = m.finish();
   test::DiagnosticCollector diags(ctx.get());
   PassManager pm(ctx.get());
-  TrainingOptions o;
-  o.loss = "none";
+  TrainingPipelineOptions o;
+  o.loss = nn::LossKind::none;
   o.microBatch = 2;
   buildCpuPipeline(pm, o, Phase::Linalg);
   EXPECT_TRUE(failed(pm.run(*model.module)));

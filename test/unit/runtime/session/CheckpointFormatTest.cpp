@@ -63,7 +63,8 @@ TEST(CheckpointFormatTest, LayoutAndRoundTrip) {
   std::string file = slurp(path);
   ASSERT_GE(file.size(), 64u);
   EXPECT_EQ(file.substr(0, 8), "CLEAVECK");
-  EXPECT_EQ(u32At(file, 8), 1u); // format version
+  EXPECT_EQ(u32At(file, 8), kCheckpointFormatVersion);
+  EXPECT_EQ(kCheckpointFormatVersion, 2u);
   EXPECT_EQ(u32At(file, 12), 0u);
   uint64_t indexBytes = u64At(file, 16);
   uint64_t dataBytes = u64At(file, 24);

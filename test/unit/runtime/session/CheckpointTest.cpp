@@ -169,11 +169,17 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
   std::string flippedHeader = good;
   flippedHeader[17] ^= 0x01; // index size
   // A header from the future, with a valid CRC: refused for its version.
-  std::string futureVersion = good;
-  futureVersion[8] = 2;
-  uint32_t crc = uint32_t(
-      ::crc32(0, reinterpret_cast<const Bytef *>(futureVersion.data()), 36));
-  std::memcpy(futureVersion.data() + 36, &crc, sizeof(crc));
+  // Another format version with a valid header CRC: a later one, and 1,
+  // whose model identity was another hash.
+  auto withVersion = [&](char version) {
+    std::string file = good;
+    file[8] = version;
+    uint32_t crc =
+        uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(file.data()), 36));
+    std::memcpy(file.data() + 36, &crc, sizeof(crc));
+    return file;
+  };
+  std::string futureVersion = withVersion(3), pastVersion = withVersion(1);
   std::vector<Case> cases = {
       {good.substr(0, good.size() / 2), CLEAVE_INVALID_CHECKPOINT,
        "truncated checkpoint (" + std::to_string(good.size() / 2) + " bytes"},
@@ -188,7 +194,9 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
       {flippedHeader, CLEAVE_INVALID_CHECKPOINT,
        "corrupt checkpoint (the header fails its CRC32 check)"},
       {futureVersion, CLEAVE_INVALID_CHECKPOINT,
-       "checkpoint format version 2, this runtime reads version 1"},
+       "checkpoint format version 3, this runtime reads version 2"},
+      {pastVersion, CLEAVE_INVALID_CHECKPOINT,
+       "checkpoint format version 1, this runtime reads version 2"},
       {"", CLEAVE_INVALID_CHECKPOINT, "not a Cleave checkpoint (bad magic)"},
       {"PK\x03\x04 some zip file", CLEAVE_INVALID_CHECKPOINT,
        "not a Cleave checkpoint (bad magic)"},

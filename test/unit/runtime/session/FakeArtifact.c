@@ -100,7 +100,8 @@ _Static_assert(SCRATCH_BYTES == B * C * sizeof(float), "scratch size");
 #ifdef FAKE_SGD
 
 static const char kManifest[] =
-    "{\"abi_version\": 1, \"micro_batch\": " STR(B) ", \"accumulate\": 4, "
+    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
+    "\"micro_batch\": " STR(B) ", \"accumulate\": 4, "
     "\"reduce\": \"sum\", \"dtype\": \"f32\","
     "\"globals\": [" COMMON_GLOBALS ","
     "{\"name\": \"fc.weight.momentum\", \"kind\": \"state\", \"of\": "
@@ -138,7 +139,8 @@ static const char kManifest[] =
 static const float kInitData[8] = {0.f, 0.f, 0.f, 0.f, 0.5f, -1.25f, 3.f, 8.f};
 
 static const char kManifest[] =
-    "{\"abi_version\": 1, \"micro_batch\": " STR(B) ", \"accumulate\": 2, "
+    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
+    "\"micro_batch\": " STR(B) ", \"accumulate\": 2, "
     "\"reduce\": \"none\", \"dtype\": \"f32\","
     "\"globals\": [" COMMON_GLOBALS ","
     "{\"name\": \"train.rng\", \"kind\": \"counter\", \"dtype\": \"i64\", "
@@ -230,7 +232,7 @@ static int badCall(void *ctx, void **args, int n) {
   return 0;
 }
 
-int32_t cleave_abi_version(void) { return 1; }
+int32_t cleave_abi_version(void) { return CLEAVE_KERNEL_ABI_VERSION; }
 
 const char *cleave_manifest(void) { return kManifest; }
 

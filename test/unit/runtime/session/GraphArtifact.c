@@ -15,8 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char kManifest[] =
-    "{\"abi_version\": 1, \"kind\": \"graph\","
+    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
+    "\"kind\": \"graph\","
     "\"globals\": ["
     "{\"name\": \"w\", \"kind\": \"param\", \"dtype\": \"f32\", \"shape\": "
     "[4], \"init\": {\"kind\": \"zeros\"}}],"
@@ -43,7 +47,7 @@ static const char kManifest[] =
     "\"b_batched\": false, \"bias\": false, \"activation\": \"none\", "
     "\"accumulate\": false}]}";
 
-int32_t cleave_abi_version(void) { return 1; }
+int32_t cleave_abi_version(void) { return CLEAVE_KERNEL_ABI_VERSION; }
 const char *cleave_manifest(void) { return kManifest; }
 const void *cleave_init_data(void) { return NULL; }
 
