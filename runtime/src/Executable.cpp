@@ -141,7 +141,15 @@ Status Executable::run(size_t index, void *const *args, size_t numArgs) {
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   b.fn(kernelContext_.get(), b.args.data());
-  return Status::success();
+  // The executable keeps no state of its own between runs, so a failed run
+  // leaves nothing to poison: the next one starts with a clean context.
+  Status error = kernelContext_->failed()
+                     ? kernelContext_->error()
+                     : KernelContext::takeErrorWithoutContext();
+  if (error.ok())
+    return Status::success();
+  kernelContext_->clearError();
+  return error.withContext(artifact_->path() + ": entry '" + name + "'");
 }
 
 } // namespace cleave::rt

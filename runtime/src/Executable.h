@@ -58,7 +58,9 @@ public:
 
   /// Runs entry `index` on `args`, one pointer per caller argument. Every
   /// pointer must be non-null and 64-byte aligned (the ABI), except that a
-  /// buffer of zero bytes may be null.
+  /// buffer of zero bytes may be null. If a kernel call of the entry fails,
+  /// returns its error; the caller's outputs and globals are then
+  /// unspecified, and the executable stays usable.
   Status run(size_t index, void *const *args, size_t numArgs);
 
 private:

@@ -446,19 +446,40 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   return Status::success();
 }
 
-void Session::run(EntryKind kind) {
+Status Session::run(EntryKind kind) {
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
   const uint64_t before = totalBytesSent();
   b.fn(kernelContext_.get(), b.args.data());
   windowBytes_ += totalBytesSent() - before;
+  // A kernel that failed recorded why and turned the rest of the entry's
+  // kernel calls into no-ops; the entry's own code ran on regardless, so
+  // the globals are now part old, part new.
+  Status error = kernelContext_->failed()
+                     ? kernelContext_->error()
+                     : KernelContext::takeErrorWithoutContext();
+  if (error.ok())
+    return Status::success();
+  kernelContext_->clearError();
+  failure_ = error.withContext(artifact_->path() + ": " + entryName(kind));
+  return failure_;
+}
+
+Status Session::checkUsable() const {
+  if (failure_.ok())
+    return Status::success();
+  return makeError(CLEAVE_FAILED_PRECONDITION,
+                   "the session is unusable since an entry point failed (",
+                   failure_.message(),
+                   "); destroy it or load a checkpoint into it");
 }
 
 Status Session::microStep(const cleave_batch &batch) {
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
   CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
   int64_t before = *microSteps_;
-  run(EntryKind::MicroStep);
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::MicroStep));
   if (*microSteps_ != before + 1)
     return makeError(CLEAVE_INTERNAL, artifact_->path(),
                      ": micro_step changed train.micro_steps from ", before,
@@ -475,7 +496,7 @@ Status Session::microStep(const cleave_batch &batch) {
 
 Status Session::apply() {
   int64_t stepBefore = *step_;
-  run(EntryKind::ApplyStep);
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
   lastWindowBytes_ = windowBytes_;
   windowBytes_ = 0;
   if (*microSteps_ != 0)
@@ -491,6 +512,7 @@ Status Session::apply() {
 
 Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
   const Manifest &m = manifest_;
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (microSize < 1 || microSize > m.microBatch)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
                      ", expected 1 to ", m.microBatch,
@@ -531,6 +553,7 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
 }
 
 Status Session::flush() {
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (*microSteps_ > 0)
     return apply();
   return Status::success();
@@ -540,9 +563,9 @@ Status Session::eval(const cleave_batch &batch) {
   if (!manifest_.entry(EntryKind::EvalStep).present)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
                      ": the artifact has no eval_step entry");
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
   CLEAVE_RETURN_IF_ERROR(stage(EntryKind::EvalStep, batch));
-  run(EntryKind::EvalStep);
-  return Status::success();
+  return run(EntryKind::EvalStep);
 }
 
 //===----------------------------------------------------------------------===//
@@ -550,6 +573,7 @@ Status Session::eval(const cleave_batch &batch) {
 //===----------------------------------------------------------------------===//
 
 Status Session::setAccumulation(int64_t n) {
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (n < 1)
     return makeError(CLEAVE_INVALID_ARGUMENT, "accumulation count is ", n,
                      ", expected a positive count");
@@ -720,6 +744,11 @@ Status Session::rankZeroStatus(const Status &status) const {
 }
 
 Status Session::saveCheckpoint(const std::string &path) const {
+  // A failed session's globals are half-updated: a checkpoint of them would
+  // resume a run that never was.
+  Status usable = checkUsable();
+  if (numRanks() == 1 && !usable.ok())
+    return usable;
   CheckpointContents c = checkpointContents();
   if (numRanks() == 1)
     return writeCheckpoint(path, c);
@@ -727,8 +756,9 @@ Status Session::saveCheckpoint(const std::string &path) const {
   // 0 alone writes: every other rank's checkpoint image travels to it and
   // goes into its file as the user state peerKey(rank).
   std::string image;
-  Status encoded =
-      rank() == 0 ? Status::success() : encodeCheckpoint(c, image);
+  Status encoded = !usable.ok()  ? usable
+                   : rank() == 0 ? Status::success()
+                                 : encodeCheckpoint(c, image);
   CLEAVE_RETURN_IF_ERROR(agreeOnStatus(encoded));
   std::vector<std::string> images;
   communicator_->gatherBytes(image, images, 0);
@@ -854,6 +884,9 @@ void Session::applyCheckpoint(const CheckpointContents &c,
       userState_.emplace(key, value);
   // Traffic of the restored window before the checkpoint is not known.
   windowBytes_ = 0;
+  // Every global an entry point writes was just overwritten: whatever state
+  // a failed entry left behind is gone.
+  failure_ = Status();
 }
 
 Status Session::loadCheckpoint(const std::string &path) {

@@ -151,7 +151,12 @@ private:
   /// [0, in.indexBound).
   Status checkIndices(const InputDesc &in, const void *data,
                       size_t bytes) const;
-  void run(EntryKind kind);
+  /// Calls entry `kind`. If a kernel call failed in it, the session becomes
+  /// unusable (failure_) and the kernel's error is returned.
+  Status run(EntryKind kind);
+  /// An error if an entry point failed since the session was created or
+  /// last restored from a checkpoint.
+  Status checkUsable() const;
   Status apply();
   /// The index of global `name`, which must have exactly `bytes` bytes.
   Status findGlobalOfSize(std::string_view name, size_t bytes,
@@ -207,6 +212,10 @@ private:
   uint64_t windowBytes_ = 0;
   uint64_t lastWindowBytes_ = 0;
   std::map<std::string, std::string, std::less<>> userState_;
+  /// The error of the entry point that failed, which left the globals part
+  /// updated; ok() while the session is usable. Cleared by loading a
+  /// checkpoint, which replaces every global.
+  Status failure_;
 };
 
 } // namespace cleave::rt

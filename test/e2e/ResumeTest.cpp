@@ -3,12 +3,14 @@
 // A run killed with SIGKILL at any point after a checkpoint exists and then
 // resumed with --resume ends with the same parameters, byte for byte, as the
 // run never interrupted, and with the same metrics records (timings aside).
-// The kill points include the middle of a window, the moment after an
-// epoch's last micro-step (before its flush, evaluation and checkpoint) and a
-// second kill of a resumed run. The deterministic kill points come from
-// cleave-train's testing hook (it sends itself SIGKILL after micro-step K);
-// one test kills the process from outside at whatever point it has reached.
-// Every run uses --limit-train: a few hundred to a few thousand samples.
+// The kill points include every position in a window against every position
+// between two checkpoints, the moment after an epoch's last micro-step
+// (before its flush, evaluation and checkpoint), a checkpoint written but
+// older ones not yet pruned, a checkpoint write cut short, and a second kill
+// of a resumed run. Every kill point is exact: cleave-train's testing hook
+// sends the process SIGKILL right after micro-step K or right after the
+// checkpoint of micro-step K, so no test sleeps or races the process. Every
+// run uses --limit-train=300.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +24,8 @@
 
 #include <signal.h>
 
-#include <chrono>
-#include <random>
+#include <filesystem>
 #include <sstream>
-#include <thread>
 
 namespace cleave::e2e {
 namespace {
@@ -61,8 +61,27 @@ std::vector<std::string> withResume(std::vector<std::string> args) {
   return args;
 }
 
-std::string killAt(int64_t microStep) {
-  return std::string(train::kKillAtEnv) + "=" + std::to_string(microStep);
+/// Where around micro-step K the testing hook kills the run.
+enum class KillPoint {
+  /// Right after micro-step K.
+  MicroStep,
+  /// Right after the checkpoint of micro-step K is on disk, before older
+  /// checkpoints are pruned.
+  Checkpoint,
+};
+
+std::vector<std::string> killAt(int64_t microStep, KillPoint point) {
+  return {std::string(train::kKillAtEnv) + "=" + std::to_string(microStep),
+          std::string(train::kKillPointEnv) + "=" +
+              (point == KillPoint::Checkpoint ? "checkpoint" : "micro-step")};
+}
+
+/// The micro-step counts of the checkpoints in `dir`, oldest first.
+std::vector<int64_t> checkpointSteps(const std::string &dir) {
+  std::vector<int64_t> steps;
+  for (const auto &[microSteps, path] : train::CheckpointDir(dir, 2).list())
+    steps.push_back(microSteps);
+  return steps;
 }
 
 /// The metrics records with what differs between runs removed: timings, and
@@ -96,16 +115,21 @@ protected:
   }
 
   /// Runs `name` with the kill hook at `microStep` and checks it died of
-  /// SIGKILL with a checkpoint on disk.
-  void killedRun(const std::string &name, int64_t microStep, bool resume) {
+  /// SIGKILL with a checkpoint on disk, the newest one taken before the kill
+  /// point.
+  void killedRun(const std::string &name, int64_t microStep, bool resume,
+                 KillPoint point = KillPoint::MicroStep) {
     auto args = smallRun(dir_, name);
     ProcessResult r =
-        run(resume ? withResume(args) : args, dir_, {killAt(microStep)});
+        run(resume ? withResume(args) : args, dir_, killAt(microStep, point));
     ASSERT_FALSE(r.exited) << r.describe();
     ASSERT_EQ(r.signal, SIGKILL) << r.describe();
-    auto checkpoints = train::CheckpointDir(dir_ / (name + ".ckpt"), 2).list();
-    ASSERT_FALSE(checkpoints.empty());
-    EXPECT_LT(checkpoints.back().first, microStep);
+    std::vector<int64_t> steps = checkpointSteps(dir_ / (name + ".ckpt"));
+    ASSERT_FALSE(steps.empty());
+    if (point == KillPoint::MicroStep)
+      EXPECT_LT(steps.back(), microStep);
+    else
+      EXPECT_EQ(steps.back(), microStep);
   }
 
   /// Resumes `name` to the end and compares it with the reference.
@@ -126,12 +150,10 @@ protected:
   std::vector<nlohmann::json> referenceMetrics_;
 };
 
-TEST_F(ResumeTest, KillAtChosenMicroStepsThenResume) {
-  // Right after the first checkpoint; mid-window (micro-step 17 is the 2nd
-  // of window 6); after an epoch's last micro-step, before its flush,
-  // evaluation and checkpoint; early in the second epoch.
-  for (int64_t k : {int64_t(kCheckpointEvery + 1), int64_t(17),
-                    kMicroStepsPerEpoch, kMicroStepsPerEpoch + 3}) {
+TEST_F(ResumeTest, KillAroundAnEpochEndThenResume) {
+  // After an epoch's last micro-step, before its flush, evaluation and
+  // checkpoint; early in the second epoch.
+  for (int64_t k : {kMicroStepsPerEpoch, kMicroStepsPerEpoch + 3}) {
     SCOPED_TRACE("killed after micro-step " + std::to_string(k));
     std::string name = "kill" + std::to_string(k);
     killedRun(name, k, /*resume=*/false);
@@ -139,15 +161,50 @@ TEST_F(ResumeTest, KillAtChosenMicroStepsThenResume) {
   }
 }
 
-TEST_F(ResumeTest, KillAtARandomMicroStepThenResume) {
-  std::random_device device;
-  std::uniform_int_distribution<int64_t> pick(kCheckpointEvery + 1,
-                                              kTotalMicroSteps - 1);
-  int64_t k = pick(device);
-  SCOPED_TRACE("killed after micro-step " + std::to_string(k));
-  std::printf("killing after micro-step %lld\n", (long long)k);
-  killedRun("random", k, false);
-  resumeAndCompare("random");
+TEST_F(ResumeTest, KillAtEveryPhaseOfWindowsAndCheckpointsThenResume) {
+  // Windows of N = 3 and checkpoints every 5 micro-steps repeat together
+  // every 15 micro-steps: micro-steps 6 to 20 are each position in a window
+  // paired with each position after a checkpoint (the 1st to 5th micro-step
+  // since the last one), once.
+  for (int64_t k = kCheckpointEvery + 1; k <= kCheckpointEvery + 15; ++k) {
+    SCOPED_TRACE("killed after micro-step " + std::to_string(k));
+    std::string name = "phase" + std::to_string(k);
+    killedRun(name, k, /*resume=*/false);
+    resumeAndCompare(name);
+  }
+}
+
+TEST_F(ResumeTest, KillAfterACheckpointIsWrittenBeforeOlderOnesGo) {
+  // Killed with checkpoints 5, 10 and 15 on disk, one more than the run
+  // keeps: the resume starts from the newest and prunes the others later.
+  killedRun("unpruned", 15, /*resume=*/false, KillPoint::Checkpoint);
+  EXPECT_EQ(checkpointSteps(dir_ / "unpruned.ckpt"),
+            (std::vector<int64_t>{5, 10, 15}));
+  resumeAndCompare("unpruned");
+  EXPECT_EQ(checkpointSteps(dir_ / "unpruned.ckpt").size(), 2u);
+
+  // At the end of an epoch: after its flush, evaluation, record and
+  // checkpoint.
+  killedRun("epochEnd", kMicroStepsPerEpoch, /*resume=*/false,
+            KillPoint::Checkpoint);
+  resumeAndCompare("epochEnd");
+}
+
+TEST_F(ResumeTest, KillDuringACheckpointWriteThenResume) {
+  // The runtime writes a checkpoint to `path`.tmp and renames it: a kill
+  // during the write leaves a partial `path`.tmp beside the older
+  // checkpoints. That is what the run is left with here: killed right
+  // before checkpoint 20, with the first half of a checkpoint written as
+  // checkpoint 20's temporary file.
+  killedRun("torn", 20, /*resume=*/false);
+  train::CheckpointDir checkpoints(dir_ / "torn.ckpt", 2);
+  const std::string newest = readFile(checkpoints.pathFor(15));
+  ASSERT_FALSE(newest.empty());
+  const std::string tmp = checkpoints.pathFor(20) + ".tmp";
+  writeFile(tmp, newest.substr(0, newest.size() / 2));
+  resumeAndCompare("torn");
+  // The resumed run wrote checkpoint 20 through the same temporary file.
+  EXPECT_FALSE(std::filesystem::exists(tmp));
 }
 
 TEST_F(ResumeTest, KillTheResumedRunTooThenResumeAgain) {
@@ -174,55 +231,6 @@ TEST_F(ResumeTest, ResumingACompletedRunTrainsNothingOrExtendsIt) {
   EXPECT_TRUE(readFile(dir_ / "reference.params") ==
               readFile(dir_ / "three.params"));
   EXPECT_FALSE(readFile(dir_ / "three.params") == reference_);
-}
-
-TEST(ExternalKillTest, KillFromOutsideThenResume) {
-  TempDir dir;
-  // Long enough a run (3 epochs of 3000 samples, 282 micro-steps) that it is
-  // still going when the first checkpoint (after 10 micro-steps) appears: it
-  // is killed at whatever point it has reached 0-20 ms later, most of a
-  // second before it would end on an idle machine.
-  auto args = [&](const std::string &name) {
-    return std::vector<std::string>{
-        CLEAVE_TRAIN_EXE,
-        artifactPath("mlp_b32_n1_adam"),
-        "--data=" + fashionMnistDir(),
-        "--epochs=3",
-        "--accumulate=3",
-        "--limit-train=3000",
-        "--limit-test=64",
-        "--threads=1",
-        "--checkpoint-dir=" + (dir / (name + ".ckpt")),
-        "--checkpoint-every=10",
-        "--save-params=" + (dir / (name + ".params")),
-        "--progress=none"};
-  };
-  ProcessResult ref = run(args("long"), dir);
-  ASSERT_TRUE(ref.exited && ref.exitCode == 0) << ref.describe();
-
-  const std::string out = dir / "killed.out", err = dir / "killed.err";
-  pid_t pid = spawn(args("killed"), out, err);
-  train::CheckpointDir checkpoints(dir / "killed.ckpt", 2);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (checkpoints.list().empty() &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::random_device device;
-  std::this_thread::sleep_for(std::chrono::milliseconds(
-      std::uniform_int_distribution<int>(0, 20)(device)));
-  ::kill(pid, SIGKILL);
-  ProcessResult killed = wait(pid, out, err, 60);
-  ASSERT_FALSE(killed.exited)
-      << "the run ended before it could be killed: " << killed.describe();
-  ASSERT_EQ(killed.signal, SIGKILL) << killed.describe();
-  ASSERT_FALSE(checkpoints.list().empty());
-
-  auto resumeArgs = args("killed");
-  resumeArgs.push_back("--resume");
-  ProcessResult resumed = run(resumeArgs, dir);
-  ASSERT_TRUE(resumed.exited && resumed.exitCode == 0) << resumed.describe();
-  EXPECT_TRUE(readFile(dir / "killed.params") == readFile(dir / "long.params"))
-      << "the resumed run's parameters differ from the uninterrupted run's";
 }
 
 } // namespace

@@ -57,10 +57,15 @@ extern "C" {
  *   (`O = groups * O/groups`, `I = C / groups`).
  * - Outputs are overwritten unless the entry says `accumulate: true`, in which
  *   case the result is added to what the output already holds.
- * - Kernels do not return errors: everything that can be wrong is rejected when
- *   the session is created. A call that does not match its entry (unknown id,
- *   an id of another op, a NULL tensor) is a bug in the caller; the runtime
- *   prints one line naming the kernel to stderr and aborts.
+ * - Kernels do not return errors: everything about a kernel that can be checked
+ *   is checked when the session is created. A call that fails nonetheless (a
+ *   oneDNN error at execution, or a call that does not match its entry: an
+ *   unknown id, an id of another op, a NULL tensor, a bad count; a bug in the
+ *   caller) records one line naming the function and the kernel in `ctx`.
+ *   From then on every call on that `ctx` does nothing (reads and writes no
+ *   tensor, communicates nothing), so generated code simply runs on to the
+ *   end of its entry point, and the runtime returns the error from the call
+ *   that ran the entry point. Nothing aborts.
  * - A context runs one kernel at a time: calls on one `ctx` must not overlap.
  */
 
@@ -139,8 +144,8 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
  * `inputs[i]` and `outputs[i]` are the whole tensor `i` (`sizes[i]` floats)
  * or this rank's shard of it (`ceil(sizes[i] / ranks)` floats), as each
  * says. `ranks` is the number the artifact was compiled for; the job must
- * have exactly that many ranks (the session checks it when it is created, a
- * call that disagrees aborts). With one rank, they copy.
+ * have exactly that many ranks (the session checks it when it is created; a
+ * call that disagrees fails as above). With one rank, they copy.
  */
 
 /**

@@ -12,7 +12,18 @@
  *   calling thread's error message (one line: what, where, what was expected)
  *   is available from cleave_last_error_message() until the next failing call
  *   on that thread. No function aborts, throws or crashes on bad input (NULL
- *   pointers, wrong sizes, unknown names, corrupt files).
+ *   pointers, wrong sizes, unknown names, corrupt files), nor when a kernel
+ *   fails inside an entry point (a oneDNN error, or generated code that
+ *   breaks the kernel ABI): the call that ran the entry point returns the
+ *   kernel's error (CLEAVE_INTERNAL, or CLEAVE_OUT_OF_MEMORY), whose message
+ *   names the entry point, the kernel function and the kernel.
+ * - A session whose entry point failed is left with its globals part updated:
+ *   it becomes unusable. Every later call that would run an entry point or
+ *   write a checkpoint (micro_step, train_batch, flush, eval,
+ *   set_accumulation, save_checkpoint) returns CLEAVE_FAILED_PRECONDITION
+ *   with the original message. Accessors still answer (their values are
+ *   those the failed entry left). Loading a checkpoint, which replaces every
+ *   global, makes the session usable again; so does nothing else.
  * - Outputs are written through pointer arguments, and only on success.
  * - Strings and arrays returned by an artifact (names, shapes, the manifest)
  *   are owned by the artifact and stay valid while it is alive; a session
@@ -281,7 +292,8 @@ CLEAVE_API cleave_status cleave_session_artifact(const cleave_session *session,
                                                  cleave_artifact **artifact);
 
 /** Runs micro_step on `batch` (1 <= samples <= B; shorter batches are padded
- *  and weighted out), then apply_step if the window now holds N micro-steps. */
+ *  and weighted out), then apply_step if the window now holds N micro-steps.
+ *  A kernel failure makes the session unusable (see Conventions). */
 CLEAVE_API cleave_status cleave_session_micro_step(cleave_session *session,
                                                    const cleave_batch *batch);
 
@@ -474,6 +486,9 @@ cleave_executable_arg(const cleave_executable *executable, const char *entry,
  *  must be cleave_executable_num_args). Each pointer must be 64-byte aligned
  *  and hold the argument's dtype and shape, row-major; only a buffer of zero
  *  bytes may be NULL. Inputs are not written; globals are updated in place.
+ *  If a kernel fails, the kernel's error is returned and the outputs and
+ *  globals are unspecified; the executable holds no state of its own, so it
+ *  stays usable.
  */
 CLEAVE_API cleave_status cleave_executable_run(cleave_executable *executable,
                                                const char *entry,

@@ -18,6 +18,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace cleave::rt {
 
@@ -204,5 +205,35 @@ std::string KernelContext::describeKernel(int64_t id) const {
 size_t KernelContext::arenaBytes() const { return impl_->arenaBytes; }
 
 dnnl::stream &KernelContext::stream() { return impl_->stream; }
+
+void KernelContext::fail(Status error) {
+  if (error_.ok())
+    error_ = std::move(error);
+}
+
+namespace {
+// Two variables rather than one thread_local Status: a trivially destructible
+// flag costs the hot path no TLS destructor registration (which allocates),
+// and the Status is only touched once something failed.
+thread_local bool failedWithoutContext = false;
+Status &errorWithoutContext() {
+  thread_local Status error;
+  return error;
+}
+} // namespace
+
+void KernelContext::failWithoutContext(Status error) {
+  if (failedWithoutContext)
+    return;
+  failedWithoutContext = true;
+  errorWithoutContext() = std::move(error);
+}
+
+Status KernelContext::takeErrorWithoutContext() {
+  if (!failedWithoutContext)
+    return Status();
+  failedWithoutContext = false;
+  return std::exchange(errorWithoutContext(), Status());
+}
 
 } // namespace cleave::rt

@@ -4,12 +4,16 @@
 // the manifest's `kernels` array), the stream they run on, the arena that
 // holds their transient memory, and the session's communicator. Generated
 // code receives it as the opaque `void *ctx` of runtime/include/cleave/
-// kernel_abi.h and passes it to every kernel call.
+// kernel_abi.h and passes it to every kernel call. Kernel calls return
+// nothing, so the context also holds the first error one of them hit, for
+// the caller of the entry point to report.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H
 #define CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H
+
+#include "Status.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -61,6 +65,13 @@ public:
 /// afterwards a kernel call binds the caller's pointers, executes and waits,
 /// and allocates nothing.
 ///
+/// A kernel call cannot return an error (kernel_abi.h), and generated code
+/// runs on past a failed one to the end of its entry point. So a call that
+/// fails (a oneDNN error, or a call that breaks the ABI) records its error in
+/// the context, and from then on every kernel call on the context does
+/// nothing, reading no primitive and writing no tensor, until the error is
+/// cleared. The caller of the entry point checks `error()` when it returns.
+///
 /// Not thread-safe: a context runs one kernel at a time (kernels share one
 /// arena of transient memory). Sessions that run concurrently each need their
 /// own context. oneDNN parallelises inside a kernel with OpenMP; the context
@@ -100,11 +111,29 @@ public:
   /// The in-order CPU stream every kernel of this context executes on.
   dnnl::stream &stream();
 
+  /// The first error a kernel call recorded since the context was created or
+  /// last cleared; ok() if none.
+  const Status &error() const { return error_; }
+  bool failed() const { return !error_.ok(); }
+  /// Records `error` unless an error is already recorded: the first one is
+  /// the cause, later ones would be its consequences.
+  void fail(Status error);
+  void clearError() { error_ = Status(); }
+
+  /// Kernel calls made with a NULL `ctx` have no context to record their
+  /// error in: they record it for the calling thread instead (entry points
+  /// run on their caller's thread), first error first, like `fail`.
+  static void failWithoutContext(Status error);
+  /// Returns the calling thread's error of kernel calls with a NULL context
+  /// (ok() if none) and clears it.
+  static Status takeErrorWithoutContext();
+
 private:
   struct Impl;
   explicit KernelContext(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;
+  Status error_;
 };
 
 } // namespace cleave::rt

@@ -3,8 +3,11 @@
 // The extern "C" functions of runtime/include/cleave/kernel_abi.h. Each finds
 // its kernel in the context, runs it and waits. Nothing may throw across the
 // C boundary and the ABI has no error return, so a call that cannot run (a
-// caller bug: everything checkable was checked when the context was created)
-// prints one line naming the kernel and aborts.
+// oneDNN error at execution, or a call that breaks the ABI: everything else
+// was checked when the context was created) records one line naming the
+// function and the kernel in the context (KernelContext::fail). That makes
+// every later call on the context a no-op, and the caller of the entry point
+// returns the error. Nothing here aborts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,18 +21,58 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <new>
 #include <string>
 
 using namespace cleave::rt;
 
 namespace {
 
-[[noreturn]] void die(const char *entry, const std::string &what) {
-  std::fprintf(stderr, "cleave: %s: %s\n", entry, what.c_str());
-  std::fflush(stderr);
-  std::abort();
+/// Records the error `makeError()` builds as the error of `ctx` (the calling
+/// thread's, when `ctx` is NULL). Messages are built only on failure: kernel
+/// calls run for every kernel of every micro-step and must not allocate.
+template <typename MakeError>
+void fail(void *ctx, MakeError &&makeError) noexcept {
+  Status error;
+  try {
+    error = makeError();
+  } catch (...) {
+    // Out of memory while describing the error: the error stays, without
+    // its message (an empty string allocates nothing).
+    error = Status(CLEAVE_OUT_OF_MEMORY, std::string());
+  }
+  if (ctx)
+    static_cast<KernelContext *>(ctx)->fail(std::move(error));
+  else
+    KernelContext::failWithoutContext(std::move(error));
+}
+
+/// An error of `entry` that breaks the ABI: generated code that does not
+/// match its own manifest, hence CLEAVE_INTERNAL.
+Status abiError(const char *entry, const std::string &what) {
+  return Status(CLEAVE_INTERNAL, std::string(entry) + ": " + what);
+}
+
+/// The Status of the exception being handled, raised while `where` ran;
+/// `implementation` (may be empty) names the oneDNN implementation.
+/// Call only from a catch block.
+Status currentException(const std::string &where,
+                        const std::string &implementation = {}) {
+  try {
+    throw;
+  } catch (const dnnl::error &e) {
+    return Status(e.status == dnnl_out_of_memory ? CLEAVE_OUT_OF_MEMORY
+                                                 : CLEAVE_INTERNAL,
+                  where + ": oneDNN error: " + e.what() + " (" +
+                      dnnl_status2str(e.status) + ")" +
+                      (implementation.empty() ? "" : " in " + implementation));
+  } catch (const std::bad_alloc &) {
+    return Status(CLEAVE_OUT_OF_MEMORY, where + ": out of memory");
+  } catch (const std::exception &e) {
+    return Status(CLEAVE_INTERNAL, where + ": " + e.what());
+  } catch (...) {
+    return Status(CLEAVE_INTERNAL, where + ": unknown exception");
+  }
 }
 
 const char *kindName(KernelKind kind) {
@@ -55,33 +98,57 @@ std::string kernelName(const Kernel &kernel) {
   return "kernel " + std::to_string(kernel.id()) + " (" + kernel.op() + ")";
 }
 
+/// The context of a call to `entry`, or null when the call must do nothing:
+/// `ctx` is NULL (recorded as an error) or a call on it failed before.
+/// `kernelId` (-1: none) is named in the error.
+KernelContext *liveContext(const char *entry, void *ctx,
+                           int64_t kernelId = -1) {
+  if (!ctx) {
+    fail(nullptr, [&] {
+      return abiError(entry, (kernelId >= 0
+                                  ? "kernel " + std::to_string(kernelId) + ": "
+                                  : std::string()) +
+                                 "the context is NULL");
+    });
+    return nullptr;
+  }
+  auto *context = static_cast<KernelContext *>(ctx);
+  return context->failed() ? nullptr : context;
+}
+
 /// Finds kernel `id` of `ctx`, checks it belongs to entry point `entry`
 /// (kind `kind`), runs `fn(kernel, stream)` and waits for it. Never throws.
-/// Messages are built only on failure: this runs for every kernel call of
-/// every micro-step, which must not allocate.
 template <typename K, typename Fn>
 void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
               Fn &&fn) noexcept {
-  if (!ctx)
-    die(entry, "kernel " + std::to_string(id) + ": the context is NULL");
-  auto *context = static_cast<KernelContext *>(ctx);
+  KernelContext *context = liveContext(entry, ctx, id);
+  if (!context)
+    return;
   Kernel *kernel = context->kernel(id);
-  if (!kernel)
-    die(entry, "no kernel " + std::to_string(id) + " (the context has " +
-                   std::to_string(context->numKernels()) + ")");
-  if (kernel->kind() != kind)
-    die(entry, kernelName(*kernel) + " is not a " + kindName(kind) + " kernel");
+  if (!kernel) {
+    fail(ctx, [&] {
+      return abiError(entry, "no kernel " + std::to_string(id) +
+                                 " (the context has " +
+                                 std::to_string(context->numKernels()) + ")");
+    });
+    return;
+  }
+  if (kernel->kind() != kind) {
+    fail(ctx, [&] {
+      return abiError(entry, kernelName(*kernel) + " is not a " +
+                                 kindName(kind) + " kernel");
+    });
+    return;
+  }
   try {
     dnnl::stream &stream = context->stream();
     fn(static_cast<K &>(*kernel), stream);
     stream.wait();
-  } catch (const dnnl::error &e) {
-    die(entry, kernelName(*kernel) + ": oneDNN failed: " + e.what() + " (" +
-                   dnnl_status2str(e.status) + ")");
-  } catch (const std::exception &e) {
-    die(entry, kernelName(*kernel) + ": " + e.what());
   } catch (...) {
-    die(entry, kernelName(*kernel) + ": unknown exception");
+    fail(ctx, [&] {
+      return currentException(std::string(entry) + ": " + kernelName(*kernel),
+                              kernel->describe());
+    });
   }
 }
 
@@ -142,36 +209,44 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
 void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
                               float **buffers, const int64_t *sizes) {
   const char *entry = "cleave_cross_rank_reduce";
-  if (!ctx)
-    die(entry, "the context is NULL");
+  KernelContext *context = liveContext(entry, ctx);
+  if (!context)
+    return;
   if (kind != CLEAVE_REDUCE_SUM && kind != CLEAVE_REDUCE_MEAN &&
       kind != CLEAVE_REDUCE_ADASUM)
-    die(entry, "unknown reduction kind " + std::to_string(kind) +
-                   " (expected 0 = sum, 1 = mean, 2 = adasum)");
+    return fail(ctx, [&] {
+      return abiError(entry, "unknown reduction kind " + std::to_string(kind) +
+                                 " (expected 0 = sum, 1 = mean, 2 = adasum)");
+    });
   if (count < 0)
-    die(entry, "negative buffer count " + std::to_string(count));
+    return fail(ctx, [&] {
+      return abiError(entry, "negative buffer count " + std::to_string(count));
+    });
   if (count > 0 && (!buffers || !sizes))
-    die(entry,
-        "NULL buffer or size array for " + std::to_string(count) + " buffers");
+    return fail(ctx, [&] {
+      return abiError(entry, "NULL buffer or size array for " +
+                                 std::to_string(count) + " buffers");
+    });
   // Checked with one rank too, so that a bad call fails the same way whatever
   // the number of ranks.
   for (int64_t i = 0; i < count; ++i)
     if (sizes[i] < 0 || (sizes[i] > 0 && !buffers[i]))
-      die(entry, "buffer " + std::to_string(i) + " of " +
-                     std::to_string(count) + " is invalid (size " +
-                     std::to_string(sizes[i]) +
-                     (buffers[i] ? ")" : ", NULL pointer)"));
-  Communicator *comm = static_cast<KernelContext *>(ctx)->communicator();
+      return fail(ctx, [&] {
+        return abiError(entry, "buffer " + std::to_string(i) + " of " +
+                                   std::to_string(count) +
+                                   " is invalid (size " +
+                                   std::to_string(sizes[i]) +
+                                   (buffers[i] ? ")" : ", NULL pointer)"));
+      });
+  Communicator *comm = context->communicator();
   // One rank: sum, mean and Adasum of a single contribution are that
   // contribution.
   if (!comm)
     return;
   try {
     crossRankReduce(comm, kind, count, buffers, sizes);
-  } catch (const std::exception &e) {
-    die(entry, e.what());
   } catch (...) {
-    die(entry, "unknown exception from the communicator");
+    fail(ctx, [&] { return currentException(entry); });
   }
 }
 
@@ -184,39 +259,56 @@ int64_t shardSize(int64_t size, int32_t ranks) {
 }
 
 /// Checks the arguments of a ZeRO-1 call and that the job has the ranks the
-/// artifact was compiled for; returns the collectives (null: one rank).
-ShardedCollectives *checkSharding(const char *entry, void *ctx, int32_t ranks,
-                                  int64_t count, const float *const *inputs,
-                                  const int64_t *sizes, float *const *outputs,
-                                  bool inputsAreShards) {
-  if (!ctx)
-    die(entry, "the context is NULL");
+/// artifact was compiled for. False when the call must do nothing (an error
+/// is recorded, now or before); otherwise `collectives` is set (null: one
+/// rank).
+bool checkSharding(const char *entry, void *ctx, int32_t ranks, int64_t count,
+                   const float *const *inputs, const int64_t *sizes,
+                   float *const *outputs, bool inputsAreShards,
+                   ShardedCollectives *&collectives) {
+  KernelContext *context = liveContext(entry, ctx);
+  if (!context)
+    return false;
+  auto reject = [&](auto &&what) {
+    fail(ctx, [&] { return abiError(entry, what()); });
+    return false;
+  };
   if (ranks < 1)
-    die(entry, "ranks is " + std::to_string(ranks) + ", expected >= 1");
+    return reject([&] {
+      return "ranks is " + std::to_string(ranks) + ", expected >= 1";
+    });
   if (count < 0)
-    die(entry, "negative tensor count " + std::to_string(count));
+    return reject(
+        [&] { return "negative tensor count " + std::to_string(count); });
   if (count > 0 && (!inputs || !sizes || !outputs))
-    die(entry, "NULL input, size or output array for " + std::to_string(count) +
-                   " tensors");
+    return reject([&] {
+      return "NULL input, size or output array for " + std::to_string(count) +
+             " tensors";
+    });
   for (int64_t i = 0; i < count; ++i) {
     if (sizes[i] < 0)
-      die(entry, "tensor " + std::to_string(i) + " has negative size " +
-                     std::to_string(sizes[i]));
+      return reject([&] {
+        return "tensor " + std::to_string(i) + " has negative size " +
+               std::to_string(sizes[i]);
+      });
     const int64_t shard = shardSize(sizes[i], ranks);
     const int64_t in = inputsAreShards ? shard : sizes[i];
     const int64_t out = inputsAreShards ? sizes[i] : shard;
     if ((in > 0 && !inputs[i]) || (out > 0 && !outputs[i]))
-      die(entry, "tensor " + std::to_string(i) + " of " +
-                     std::to_string(count) + " has a NULL buffer");
+      return reject([&] {
+        return "tensor " + std::to_string(i) + " of " + std::to_string(count) +
+               " has a NULL buffer";
+      });
   }
-  ShardedCollectives *collectives =
-      static_cast<KernelContext *>(ctx)->shardedCollectives();
+  collectives = context->shardedCollectives();
   const int size = collectives ? collectives->size() : 1;
   if (size != ranks)
-    die(entry, "the artifact shards its optimizer state over " +
-                   std::to_string(ranks) + " ranks, the job has " +
-                   std::to_string(size));
-  return collectives;
+    return reject([&] {
+      return "the artifact shards its optimizer state over " +
+             std::to_string(ranks) + " ranks, the job has " +
+             std::to_string(size);
+    });
+  return true;
 }
 
 /// Copies this rank's shard of `size` floats at `whole` to `shard`,
@@ -238,8 +330,10 @@ void runShardedCollective(
     bool inputsAreShards,
     void (ShardedCollectives::*collective)(int64_t, const float *const *,
                                            const int64_t *, float *const *)) {
-  ShardedCollectives *collectives = checkSharding(
-      entry, ctx, ranks, count, inputs, sizes, outputs, inputsAreShards);
+  ShardedCollectives *collectives = nullptr;
+  if (!checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
+                     inputsAreShards, collectives))
+    return;
   if (!collectives) {
     for (int64_t i = 0; i < count; ++i)
       std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
@@ -247,10 +341,8 @@ void runShardedCollective(
   }
   try {
     (collectives->*collective)(count, inputs, sizes, outputs);
-  } catch (const std::exception &e) {
-    die(entry, e.what());
   } catch (...) {
-    die(entry, "unknown exception from the collectives");
+    fail(ctx, [&] { return currentException(entry); });
   }
 }
 
@@ -277,9 +369,10 @@ void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
 void cleave_shard(void *ctx, int32_t ranks, int64_t count,
                   const float *const *inputs, const int64_t *sizes,
                   float *const *outputs) {
-  ShardedCollectives *collectives =
-      checkSharding("cleave_shard", ctx, ranks, count, inputs, sizes, outputs,
-                    /*inputsAreShards=*/false);
+  ShardedCollectives *collectives = nullptr;
+  if (!checkSharding("cleave_shard", ctx, ranks, count, inputs, sizes, outputs,
+                     /*inputsAreShards=*/false, collectives))
+    return;
   const int rank = collectives ? collectives->rank() : 0;
   for (int64_t i = 0; i < count; ++i)
     copyShard(inputs[i], sizes[i], rank, ranks, outputs[i]);

@@ -277,6 +277,9 @@ public:
   TrainSummary run();
 
 private:
+  /// Where the testing hook (kKillPointEnv) fires.
+  enum class KillPoint { MicroStep, Checkpoint };
+
   void load();
   void startOrResume();
   void resume(const std::string &checkpoint);
@@ -294,6 +297,8 @@ private:
   void windowClosed(int64_t microSteps, double rate);
   EvalResult evaluate();
   void checkpoint();
+  /// Signals this process if the testing hook says so at `point`.
+  void maybeKill(KillPoint point);
   void say(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
   const TrainOptions &o_;
@@ -313,9 +318,11 @@ private:
   /// Training samples each rank takes from every epoch: E / R.
   int64_t share_ = 0;
   bool hasLr_ = false;
+  /// The testing hook (kKillAtEnv and friends).
   std::optional<int64_t> killAt_;
   std::optional<int64_t> killRank_;
   int killSignal_ = SIGKILL;
+  KillPoint killPoint_ = KillPoint::MicroStep;
   /// The window a resumed run's --accumulate closed, if it did.
   std::optional<int64_t> closedOnResume_;
 
@@ -409,6 +416,19 @@ void Trainer::load() {
       throw tools::Error(std::string(kKillSignalEnv) + "='" + signal +
                          "' is not KILL or STOP");
   }
+  if (const char *point = std::getenv(kKillPointEnv)) {
+    if (std::strcmp(point, "checkpoint") == 0)
+      killPoint_ = KillPoint::Checkpoint;
+    else if (std::strcmp(point, "micro-step") != 0)
+      throw tools::Error(std::string(kKillPointEnv) + "='" + point +
+                         "' is not micro-step or checkpoint");
+  }
+}
+
+void Trainer::maybeKill(KillPoint point) {
+  if (killAt_ && point == killPoint_ && pos_.microSteps == *killAt_ &&
+      (!killRank_ || *killRank_ == rank_))
+    ::kill(::getpid(), killSignal_);
 }
 
 void Trainer::sumAcrossRanks(double *values, size_t count) {
@@ -731,6 +751,7 @@ void Trainer::checkpoint() {
     session_->setUserState(kStateKey, encodePosition(pos_));
     session_->saveCheckpoint(checkpoints_.pathFor(pos_.microSteps));
   });
+  maybeKill(KillPoint::Checkpoint);
   if (root_)
     checkpoints_.prune();
 }
@@ -775,9 +796,7 @@ void Trainer::runEpoch() {
            std::max(secondsSince(epochTrainStart_), 1e-9);
     if (session_->step() != stepBefore)
       windowClosed(window, rate);
-    if (killAt_ && pos_.microSteps == *killAt_ &&
-        (!killRank_ || *killRank_ == rank_))
-      ::kill(::getpid(), killSignal_);
+    maybeKill(KillPoint::MicroStep);
     if (root_)
       progress_.update(pos_.sample * ranks_,
                        pos_.epochLossSum / double(pos_.epochSamples), rate);

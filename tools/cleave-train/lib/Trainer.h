@@ -73,6 +73,13 @@ inline constexpr const char *kKillRankEnv = "CLEAVE_TRAIN_TEST_KILL_RANK";
 /// With kKillAtEnv: "STOP" sends SIGSTOP instead of SIGKILL, a rank that
 /// hangs rather than dies.
 inline constexpr const char *kKillSignalEnv = "CLEAVE_TRAIN_TEST_KILL_SIGNAL";
+/// With kKillAtEnv: where around micro-step K the signal comes.
+/// "micro-step" (the default): right after micro-step K, before anything
+/// else (its window's metrics record aside). "checkpoint": right after the
+/// checkpoint taken at micro-step K is on disk, before older checkpoints are
+/// pruned; the run must take one there (K a multiple of --checkpoint-every,
+/// or the last micro-step of an epoch), or it is never signalled.
+inline constexpr const char *kKillPointEnv = "CLEAVE_TRAIN_TEST_KILL_POINT";
 
 /// The positions [begin, end) of an epoch's shuffled order that rank `rank`
 /// of `ranks` trains on (the distributed sampler): equal, contiguous,

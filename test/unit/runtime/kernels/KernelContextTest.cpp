@@ -2,7 +2,7 @@
 //
 // KernelContext::create on valid and malformed manifests (every error names
 // the kernel), cleave_cross_rank_reduce with and without a communicator, and
-// the fatal errors of misused entry points.
+// the errors of failing and misused kernel calls, which the context records.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +12,10 @@
 #include "cleave/kernel_abi.h"
 #include "kernels/Kernel.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <functional>
+#include <thread>
 
 using namespace cleave::rt;
 using namespace cleave::rt::test;
@@ -359,37 +362,167 @@ TEST(CrossRankReduce, ForwardsToTheCommunicator) {
   EXPECT_EQ(comm.calls.size(), 2u);
 }
 
-/// Misused entry points cannot return an error: they name the kernel on
-/// stderr and abort.
-TEST(EntryPointDeathTest, UnknownIdWrongKindNullTensorBadReduce) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+/// Runs `call` on a fresh context of `kernels` and returns the error it
+/// recorded.
+template <typename Call> Status errorOf(const json &kernels, Call &&call) {
+  auto ctx = makeContext(kernels);
+  EXPECT_NE(ctx, nullptr);
+  if (!ctx)
+    return Status();
+  EXPECT_FALSE(ctx->failed());
+  call(ctx.get());
+  return ctx->error();
+}
+
+/// A call that breaks the ABI cannot return an error: it records one line
+/// naming the function and the kernel in the context, and the process lives
+/// on.
+TEST(KernelErrors, MisusedCallsAreRecordedInTheContext) {
   json pool = poolEntry("max_pool2d_bwd");
   pool["id"] = 1;
   json bias = matmulEntry(2);
   bias["bias"] = true;
-  auto ctx = makeContext({matmulEntry(0), pool, bias});
-  ASSERT_NE(ctx, nullptr);
+  const json kernels = {matmulEntry(0), pool, bias};
   std::vector<float> buf(256, 1.f);
   float *p = buf.data();
-  EXPECT_DEATH(cleave_kernel_matmul(ctx.get(), 7, p, p, nullptr, p),
-               "cleave_kernel_matmul: no kernel 7 \\(the context has 3\\)");
-  EXPECT_DEATH(cleave_kernel_matmul(ctx.get(), 1, p, p, nullptr, p),
-               "cleave_kernel_matmul: kernel 1 \\(max_pool2d_bwd\\) is not a "
-               "matmul kernel");
-  EXPECT_DEATH(cleave_kernel_pool_fwd(ctx.get(), 1, p, p),
-               "kernel 1 \\(max_pool2d_bwd\\) is not a max_pool2d_fwd or "
-               "avg_pool2d_fwd kernel");
-  EXPECT_DEATH(cleave_kernel_pool_bwd(ctx.get(), 1, nullptr, p, p),
-               "cleave_kernel_pool_bwd: kernel 1 \\(max_pool2d_bwd\\): a NULL "
-               "tensor was passed");
-  EXPECT_DEATH(cleave_kernel_matmul(ctx.get(), 2, p, p, nullptr, p),
-               "kernel 2 \\(matmul\\): the entry has a bias but NULL was "
-               "passed");
-  EXPECT_DEATH(cleave_kernel_matmul(nullptr, 0, p, p, nullptr, p),
-               "cleave_kernel_matmul: kernel 0: the context is NULL");
   int64_t size = 4;
-  EXPECT_DEATH(cleave_cross_rank_reduce(ctx.get(), 3, 1, &p, &size),
-               "cleave_cross_rank_reduce: unknown reduction kind 3");
+  const struct {
+    std::function<void(KernelContext *)> call;
+    const char *message;
+  } cases[] = {
+      {[&](KernelContext *ctx) {
+         cleave_kernel_matmul(ctx, 7, p, p, nullptr, p);
+       },
+       "cleave_kernel_matmul: no kernel 7 (the context has 3)"},
+      {[&](KernelContext *ctx) {
+         cleave_kernel_matmul(ctx, 1, p, p, nullptr, p);
+       },
+       "cleave_kernel_matmul: kernel 1 (max_pool2d_bwd) is not a matmul "
+       "kernel"},
+      {[&](KernelContext *ctx) { cleave_kernel_pool_fwd(ctx, 1, p, p); },
+       "cleave_kernel_pool_fwd: kernel 1 (max_pool2d_bwd) is not a "
+       "max_pool2d_fwd or avg_pool2d_fwd kernel"},
+      {[&](KernelContext *ctx) {
+         cleave_kernel_pool_bwd(ctx, 1, nullptr, p, p);
+       },
+       "cleave_kernel_pool_bwd: kernel 1 (max_pool2d_bwd): a NULL tensor was "
+       "passed for src, diff_dst or diff_src"},
+      {[&](KernelContext *ctx) {
+         cleave_kernel_matmul(ctx, 2, p, p, nullptr, p);
+       },
+       "cleave_kernel_matmul: kernel 2 (matmul): the entry has a bias but "
+       "NULL was passed"},
+      {[&](KernelContext *ctx) {
+         cleave_cross_rank_reduce(ctx, 3, 1, &p, &size);
+       },
+       "cleave_cross_rank_reduce: unknown reduction kind 3 (expected 0 = sum, "
+       "1 = mean, 2 = adasum)"},
+      {[&](KernelContext *ctx) {
+         cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 1, &p, nullptr);
+       },
+       "cleave_cross_rank_reduce: NULL buffer or size array for 1 buffers"},
+      {[&](KernelContext *ctx) {
+         const float *in = p;
+         cleave_shard(ctx, 2, 1, &in, &size, &p);
+       },
+       "cleave_shard: the artifact shards its optimizer state over 2 ranks, "
+       "the job has 1"},
+      {[&](KernelContext *ctx) {
+         const float *in = p;
+         cleave_all_gather(ctx, 0, 1, &in, &size, &p);
+       },
+       "cleave_all_gather: ranks is 0, expected >= 1"},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.message);
+    Status error = errorOf(kernels, c.call);
+    EXPECT_EQ(error.code(), CLEAVE_INTERNAL);
+    EXPECT_EQ(error.message(), c.message);
+  }
+}
+
+/// After a failure every call on the context is a no-op until the error is
+/// cleared, and the first error is the one kept.
+TEST(KernelErrors, AFailedContextDoesNothingAndKeepsTheFirstError) {
+  auto ctx = makeContext(json::array({matmulEntry(0)}));
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> a(4 * 5, 1.f), b(5 * 6, 2.f), c(4 * 6, -1.f);
+  cleave_kernel_matmul(ctx.get(), 9, a.data(), b.data(), nullptr, c.data());
+  ASSERT_TRUE(ctx->failed());
+  const std::string first = ctx->error().message();
+  EXPECT_EQ(first, "cleave_kernel_matmul: no kernel 9 (the context has 1)");
+
+  // A valid call writes nothing; a second bad call does not replace the
+  // first error.
+  cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
+  EXPECT_EQ(c, std::vector<float>(4 * 6, -1.f));
+  cleave_kernel_matmul(ctx.get(), 0, nullptr, b.data(), nullptr, c.data());
+  int64_t size = 1;
+  float *buffer = c.data();
+  cleave_cross_rank_reduce(ctx.get(), 7, 1, &buffer, &size);
+  EXPECT_EQ(ctx->error().message(), first);
+
+  // Cleared, the context works again.
+  ctx->clearError();
+  EXPECT_FALSE(ctx->failed());
+  cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+  EXPECT_EQ(c, std::vector<float>(4 * 6, 10.f));
+}
+
+/// A real oneDNN failure at execution, not one of the runtime's own checks:
+/// executing a primitive on a stream of another engine is refused by oneDNN
+/// with invalid_arguments. The error is recorded with oneDNN's status and
+/// the implementation, the output is untouched, and the process lives on.
+TEST(KernelErrors, OneDnnExecutionErrorIsRecorded) {
+  auto ctx = makeContext(json::array({matmulEntry(0)}));
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> a(4 * 5, 1.f), b(5 * 6, 2.f), c(4 * 6, -1.f);
+  dnnl::stream own = ctx->stream();
+  ctx->stream() = dnnl::stream(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
+  ASSERT_TRUE(ctx->failed());
+  EXPECT_EQ(ctx->error().code(), CLEAVE_INTERNAL);
+  const std::string &message = ctx->error().message();
+  EXPECT_EQ(message.rfind("cleave_kernel_matmul: kernel 0 (matmul): oneDNN "
+                          "error: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("(invalid_arguments) in matmul "), std::string::npos)
+      << message;
+  EXPECT_EQ(c, std::vector<float>(4 * 6, -1.f));
+
+  // The primitives are intact: back on its own stream, the kernel runs.
+  ctx->stream() = own;
+  ctx->clearError();
+  cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+  EXPECT_EQ(c, std::vector<float>(4 * 6, 10.f));
+}
+
+/// With no context to record it in, the error is kept for the calling
+/// thread, first error first, until taken.
+TEST(KernelErrors, NullContextRecordsTheErrorForTheThread) {
+  EXPECT_TRUE(KernelContext::takeErrorWithoutContext().ok());
+  std::vector<float> buf(64, 1.f);
+  float *p = buf.data();
+  cleave_kernel_matmul(nullptr, 4, p, p, nullptr, p);
+  int64_t size = 1;
+  cleave_cross_rank_reduce(nullptr, CLEAVE_REDUCE_SUM, 1, &p, &size);
+  Status error = KernelContext::takeErrorWithoutContext();
+  EXPECT_EQ(error.code(), CLEAVE_INTERNAL);
+  EXPECT_EQ(error.message(),
+            "cleave_kernel_matmul: kernel 4: the context is NULL");
+  EXPECT_TRUE(KernelContext::takeErrorWithoutContext().ok());
+
+  // Per thread: another thread's error is not this one's.
+  std::thread([&] {
+    cleave_cross_rank_reduce(nullptr, CLEAVE_REDUCE_SUM, 1, &p, &size);
+    EXPECT_EQ(KernelContext::takeErrorWithoutContext().message(),
+              "cleave_cross_rank_reduce: the context is NULL");
+  }).join();
+  EXPECT_TRUE(KernelContext::takeErrorWithoutContext().ok());
 }
 
 } // namespace

@@ -56,12 +56,14 @@ protected:
 TEST_F(ExecutableTest, DescribesItsEntries) {
   size_t n = 0;
   ASSERT_EQ(cleave_executable_num_entries(exe, &n), CLEAVE_OK);
-  ASSERT_EQ(n, 2u);
+  ASSERT_EQ(n, 3u);
   const char *name = nullptr;
   ASSERT_EQ(cleave_executable_entry_name(exe, 0, &name), CLEAVE_OK);
   EXPECT_STREQ(name, "axpy");
   ASSERT_EQ(cleave_executable_entry_name(exe, 1, &name), CLEAVE_OK);
   EXPECT_STREQ(name, "matmul");
+  ASSERT_EQ(cleave_executable_entry_name(exe, 2, &name), CLEAVE_OK);
+  EXPECT_STREQ(name, "unknown_kernel");
 
   // Scratch is the executable's: four arguments, not five.
   ASSERT_EQ(cleave_executable_num_args(exe, "axpy", &n), CLEAVE_OK);
@@ -125,6 +127,30 @@ TEST_F(ExecutableTest, EntriesReachTheKernelContext) {
     }
 }
 
+TEST_F(ExecutableTest, AFailingKernelCallIsReturnedAndLeavesItUsable) {
+  Buffer c(4);
+  void *out[] = {c.data};
+  expectError(cleave_executable_run(exe, "unknown_kernel", out, 1),
+              CLEAVE_INTERNAL,
+              std::string("cleave_executable_run: ") + CLEAVE_GRAPH_ARTIFACT +
+                  ": entry 'unknown_kernel': cleave_kernel_matmul: no kernel "
+                  "1 (the context has 1)");
+  // Like compiled code, the entry ran on after the failed call.
+  EXPECT_EQ(c[0], 7.f);
+
+  // The executable holds no state of its own: the next run starts afresh.
+  Buffer a(6), b(6);
+  for (int i = 0; i < 6; ++i) {
+    a[i] = 1;
+    b[i] = 2;
+  }
+  void *args[] = {a.data, b.data, c.data};
+  ASSERT_EQ(cleave_executable_run(exe, "matmul", args, 3), CLEAVE_OK)
+      << cleave_last_error_message();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(c[i], 6.f) << i;
+}
+
 TEST_F(ExecutableTest, RefusesBadArguments) {
   Buffer x(4), a(1), y(4), w(4);
   void *args[] = {x.data, a.data, y.data, w.data};
@@ -162,10 +188,10 @@ TEST_F(ExecutableTest, RefusesBadArguments) {
               "cleave_executable_arg: index 4 is out of range (the artifact "
               "has 4 arguments)");
   const char *name;
-  expectError(cleave_executable_entry_name(exe, 2, &name),
+  expectError(cleave_executable_entry_name(exe, 3, &name),
               CLEAVE_INVALID_ARGUMENT,
-              "cleave_executable_entry_name: index 2 is out of range (the "
-              "artifact has 2 entries)");
+              "cleave_executable_entry_name: index 3 is out of range (the "
+              "artifact has 3 entries)");
   cleave_executable *other = nullptr;
   expectError(cleave_executable_load(nullptr, nullptr, &other),
               CLEAVE_INVALID_ARGUMENT, "cleave_executable_load: path is NULL");

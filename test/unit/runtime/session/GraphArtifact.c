@@ -7,6 +7,8 @@
  *           scratch area it fills (to prove it is there and aligned)
  *   matmul  c = a @ b through the runtime's kernel 0 (to prove the
  *           executable's kernel context reaches the entry)
+ *   unknown_kernel  calls kernel 1, which the manifest does not have (code
+ *           that breaks the kernel ABI), then writes c = 7
  *
  *===----------------------------------------------------------------------===*/
 
@@ -41,6 +43,9 @@ static const char kManifest[] =
     "{\"role\": \"input\", \"name\": \"b\", \"dtype\": \"f32\", \"shape\": "
     "[3, 2]},"
     "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "
+    "[2, 2]}]},"
+    "\"unknown_kernel\": {\"args\": ["
+    "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "
     "[2, 2]}]}},"
     "\"kernels\": [{\"id\": 0, \"op\": \"matmul\", \"batch\": 1, \"m\": 2, "
     "\"k\": 3, \"n\": 2, \"trans_a\": false, \"trans_b\": false, "
@@ -69,4 +74,11 @@ void cleave_entry_axpy(void *ctx, void **args) {
 void cleave_entry_matmul(void *ctx, void **args) {
   cleave_kernel_matmul(ctx, 0, (const float *)args[0], (const float *)args[1],
                        NULL, (float *)args[2]);
+}
+
+void cleave_entry_unknown_kernel(void *ctx, void **args) {
+  float *c = (float *)args[0];
+  cleave_kernel_matmul(ctx, 1, c, c, NULL, c);
+  for (int i = 0; i < 4; ++i)
+    c[i] = 7.f;
 }
