@@ -468,8 +468,7 @@ void Communicator::allreduceSum(double *values, int64_t count) {
   checkAgreement(*transport_, what, fingerprintOf(what, 1, &count),
                  "values being summed",
                  [&] { return std::to_string(count) + " values"; });
-  allreduceView(*transport_, view, 1.0, fusionElems(8), *doubleStaging_,
-                what);
+  allreduceView(*transport_, view, 1.0, fusionElems(8), *doubleStaging_, what);
 }
 
 double Communicator::allreduceSum(double value) {
@@ -479,8 +478,7 @@ double Communicator::allreduceSum(double value) {
 
 int64_t Communicator::checkCount(const char *what, int64_t elements) const {
   if (elements > kMaxCount)
-    fail(std::string("collective '") + what + "': " +
-         std::to_string(elements) +
+    fail(std::string("collective '") + what + "': " + std::to_string(elements) +
          " elements in one MPI call exceed the most this communicator "
          "passes to one (" +
          std::to_string(kMaxCount) + "; MPI counts are int)");
@@ -666,9 +664,8 @@ void Communicator::allGatherShards(int64_t count, const float *const *inputs,
   }
   transport_->addBytesSent(4 * uint64_t(size_ - 1) * uint64_t(perRank));
   transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
-    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-                          shardPack_.data(), static_cast<int>(perRank),
-                          MPI_FLOAT, comm, request);
+    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, shardPack_.data(),
+                          static_cast<int>(perRank), MPI_FLOAT, comm, request);
   });
   for (int q = 0; q < size_; ++q) {
     const float *src = shardPack_.data() + int64_t(q) * perRank;
@@ -710,8 +707,8 @@ void Communicator::broadcast(void *data, int64_t bytes, int root) {
 int64_t Communicator::bytesPerRound() const {
   // A round's blocks, one per rank, are staged together on the root and
   // addressed by `int` displacements.
-  return std::max<int64_t>(
-      1, std::min(kMaxCount, options_.fusionBufferBytes) / size_);
+  return std::max<int64_t>(1, std::min(kMaxCount, options_.fusionBufferBytes) /
+                                  size_);
 }
 
 void Communicator::gatherBytes(const std::string &mine,
@@ -730,8 +727,8 @@ void Communicator::gatherBytes(const std::string &mine,
   header[2 * size_t(rank_)] = uint64_t(root);
   header[2 * size_t(rank_) + 1] = mine.size();
   transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
-    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, header.data(),
-                          2, MPI_UINT64_T, comm, request);
+    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, header.data(), 2,
+                          MPI_UINT64_T, comm, request);
   });
   for (int q = 0; q < size_; ++q)
     if (header[2 * size_t(q)] != uint64_t(root))
@@ -763,8 +760,8 @@ void Communicator::gatherBytes(const std::string &mine,
     const char *send = mine.data() + std::min<int64_t>(at, mine.size());
     transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
       return MPI_Igatherv(send, counts_[size_t(rank_)], MPI_BYTE, recv,
-                          counts_.data(), displs_.data(), MPI_BYTE, root,
-                          comm, request);
+                          counts_.data(), displs_.data(), MPI_BYTE, root, comm,
+                          request);
     });
     if (rank_ == root)
       for (int q = 0; q < size_; ++q)
@@ -834,8 +831,8 @@ void Communicator::scatterBytes(const std::vector<std::string> &parts,
     }
     char *recv = mine.data() + std::min<int64_t>(at, mine.size());
     transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
-      return MPI_Iscatterv(send, counts_.data(), displs_.data(), MPI_BYTE,
-                           recv, counts_[size_t(rank_)], MPI_BYTE, root, comm,
+      return MPI_Iscatterv(send, counts_.data(), displs_.data(), MPI_BYTE, recv,
+                           counts_[size_t(rank_)], MPI_BYTE, root, comm,
                            request);
     });
   }

@@ -38,7 +38,8 @@ public:
     if (begin >= end)
       return nullptr;
     const size_t i = bufferOf(begin);
-    return end > offsets_[i + 1] ? nullptr : buffers_[i] + (begin - offsets_[i]);
+    return end > offsets_[i + 1] ? nullptr
+                                 : buffers_[i] + (begin - offsets_[i]);
   }
 
   /// dst[0, end - begin) = view[begin, end).
