@@ -3,8 +3,8 @@
 // Communicator::reduceScatterShards and allGatherShards on every rank of an
 // mpirun job (R = 1 to 4) against a local reference: tensors of sizes that
 // divide by R, that do not, that are shorter than R and that are empty; the
-// shards' zero padding; the exact byte counts; and the fusion buffer being
-// smaller than the packed vector. Every rank generates every rank's inputs
+// shards' zero padding; the exact byte counts, which do not depend on the
+// fusion buffer. Every rank generates every rank's inputs
 // (seeded by rank), so each can compute the expected sums itself.
 //
 //===----------------------------------------------------------------------===//
@@ -94,7 +94,8 @@ TEST(ShardCollectivesTest, ReduceScatterGivesEachRankItsShardOfTheSum) {
 TEST(ShardCollectivesTest, AllGatherRebuildsTheTensors) {
   Communicator &comm = world();
   const int rank = comm.rank(), ranks = comm.size();
-  // The packed vector exceeds this, so the ring sends it in pieces.
+  // Smaller than the packed vector: it bounds the pieces of sum and mean
+  // only, so neither the result nor the byte count may change.
   const int64_t savedFusion = comm.fusionBufferBytes();
   comm.setFusionBufferBytes(64);
   std::vector<std::vector<float>> shards, out;

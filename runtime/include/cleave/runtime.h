@@ -355,8 +355,10 @@ CLEAVE_API cleave_status cleave_session_rank(const cleave_session *session,
  *  artifact's code during the last completed window (its micro-steps and its
  *  apply_step; 0 before the first), `*total` since the session was created
  *  (also the broadcast of rank 0's initial values and
- *  cleave_session_sum_across_ranks). Both 0 with one rank. Either pointer may
- *  be NULL. */
+ *  cleave_session_sum_across_ranks). Each collective counts what its
+ *  bandwidth-optimal schedule sends (a ring for reductions), exactly, whatever
+ *  algorithm MPI runs (docs/design/distributed.md). Both 0 with one rank.
+ *  Either pointer may be NULL. */
 CLEAVE_API cleave_status cleave_session_bytes_sent(
     const cleave_session *session, uint64_t *last_window, uint64_t *total);
 /** Sums `count` doubles across the ranks of the job, in place: every rank

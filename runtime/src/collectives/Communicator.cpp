@@ -1,14 +1,15 @@
 //===- Communicator.cpp - Cross-rank collectives --------------------------===//
 //
 // Creates communicators (adopting, initialising or bypassing MPI) and maps
-// each collective onto the ring, Adasum and tree algorithms.
+// each collective onto MPI's non-blocking collectives (Adasum onto its own
+// tree), with the argument checks and byte counts they share.
 //
 //===----------------------------------------------------------------------===//
 
 #include "collectives/Communicator.h"
 
 #include "collectives/Adasum.h"
-#include "collectives/Ring.h"
+#include "collectives/FlatView.h"
 #include "collectives/Transport.h"
 
 #include <mpi.h>
@@ -17,7 +18,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <utility>
 
 using namespace cleave::rt;
 
@@ -195,8 +198,8 @@ Communicator::Communicator(const CommunicatorOptions &options,
                            std::shared_ptr<MpiSession> mpi,
                            std::unique_ptr<Transport> transport)
     : options_(options), mpi_(std::move(mpi)), transport_(std::move(transport)),
-      floatStaging_(std::make_unique<RingStaging<float>>()),
-      doubleStaging_(std::make_unique<RingStaging<double>>()),
+      floatStaging_(std::make_unique<StagingBuffers<float>>()),
+      doubleStaging_(std::make_unique<StagingBuffers<double>>()),
       adasumWorkspace_(std::make_unique<AdasumWorkspace>()) {
   if (transport_) {
     rank_ = transport_->rank();
@@ -247,6 +250,163 @@ void Communicator::fail(const std::string &message) const {
   std::_Exit(kCollectiveFailureExitCode);
 }
 
+namespace {
+
+/// MPI counts and displacements are `int`. One MPI call moves at most this
+/// many elements, so that counts and the displacements built from them fit.
+constexpr int64_t kMaxCount = int64_t(1) << 30;
+
+template <typename T> MPI_Datatype mpiType();
+template <> MPI_Datatype mpiType<float>() { return MPI_FLOAT; }
+template <> MPI_Datatype mpiType<double>() { return MPI_DOUBLE; }
+
+/// FNV-1a of the words that describe a collective call: its name and its
+/// arguments' sizes. Ranks whose fingerprints differ called different
+/// collectives or passed different sizes.
+class Fingerprint {
+public:
+  explicit Fingerprint(const char *what) {
+    for (const char *c = what; *c; ++c)
+      mix(static_cast<unsigned char>(*c));
+  }
+  Fingerprint &add(int64_t word) {
+    for (int i = 0; i < 8; ++i)
+      mix(static_cast<unsigned char>(static_cast<uint64_t>(word) >> (8 * i)));
+    return *this;
+  }
+  uint64_t value() const { return hash_; }
+
+private:
+  void mix(unsigned char byte) { hash_ = (hash_ ^ byte) * 1099511628211ull; }
+  uint64_t hash_ = 14695981039346656037ull;
+};
+
+Fingerprint fingerprintOf(const char *what, int64_t count,
+                          const int64_t *sizes) {
+  Fingerprint fingerprint(what);
+  fingerprint.add(count);
+  for (int64_t i = 0; i < count; ++i)
+    fingerprint.add(sizes[i]);
+  return fingerprint;
+}
+
+/// MPI leaves a collective whose ranks pass different counts undefined (it
+/// may hang, truncate or mix data), so every collective whose sizes come
+/// from the caller first checks that all ranks agree on them, and fails
+/// with `subject` and this rank's arguments (`describe()`) otherwise.
+template <typename Describe>
+void checkAgreement(Transport &transport, const char *what,
+                    const Fingerprint &fingerprint, const char *subject,
+                    Describe describe) {
+  if (!transport.agree(what, fingerprint.value()))
+    transport.fail("collective '" + std::string(what) +
+                   "': the ranks disagree on the " + subject +
+                   ": this rank passed " + describe() +
+                   ", another rank other sizes (or called another "
+                   "collective)");
+}
+
+std::string describeBuffers(int64_t count, int64_t elements) {
+  return std::to_string(count) + " buffer(s) of " + std::to_string(elements) +
+         " elements in all";
+}
+
+// The byte counts of Communicator::bytesSent(): what rank `rank` of `size`
+// sends in the bandwidth-optimal schedules, blocks as in shardOf.
+
+/// A ring reduce-scatter of `n` elements sends every block but the rank's
+/// own.
+uint64_t reduceScatterBytes(int64_t n, int rank, int size,
+                            uint64_t elementBytes) {
+  return elementBytes * uint64_t(n - shardOf(n, rank, size).size());
+}
+
+/// A ring all-gather sends every block but the next rank's.
+uint64_t allGatherBytes(int64_t n, int rank, int size, uint64_t elementBytes) {
+  return elementBytes *
+         uint64_t(n - shardOf(n, (rank + 1) % size, size).size());
+}
+
+/// A binomial-tree broadcast sends the data once to each child: with ranks
+/// renumbered so that the root is 0, rank v receives from v minus its lowest
+/// set bit and sends to v + m for the powers of two m below that bit.
+uint64_t broadcastBytes(int64_t bytes, int rank, int root, int size) {
+  const int relative = (rank - root + size) % size;
+  int lowest = 1;
+  while (lowest < size && !(relative & lowest))
+    lowest <<= 1;
+  uint64_t children = 0;
+  for (int m = lowest >> 1; m > 0; m >>= 1)
+    children += relative + m < size ? 1 : 0;
+  return children * uint64_t(bytes);
+}
+
+/// Sums `view` across ranks, in place, and divides the sums by `divisor`
+/// unless it is 1: MPI_Iallreduce over pieces of at most `pieceElems`
+/// elements, each read from its buffer when it lies in one (else packed)
+/// and received into staging.
+template <typename T>
+void allreduceView(Transport &transport, const FlatView<T> &view, T divisor,
+                   int64_t pieceElems, StagingBuffers<T> &staging,
+                   const char *what) {
+  const int64_t n = view.size();
+  const int rank = transport.rank(), size = transport.size();
+  transport.addBytesSent(reduceScatterBytes(n, rank, size, sizeof(T)) +
+                         allGatherBytes(n, rank, size, sizeof(T)));
+  pieceElems = std::min(pieceElems, kMaxCount);
+  for (int64_t begin = 0; begin < n; begin += pieceElems) {
+    const int64_t end = std::min(n, begin + pieceElems);
+    const int count = static_cast<int>(end - begin);
+    const T *send = view.contiguous(begin, end);
+    if (!send) {
+      T *packed = staging.sendOf(count);
+      view.copyOut(begin, end, packed);
+      send = packed;
+    }
+    // Into a separate buffer rather than MPI_IN_PLACE: given MPI_IN_PLACE,
+    // Open MPI's libnbc always reduces to one rank and broadcasts back,
+    // where it would otherwise pick a reduce-scatter / all-gather for large
+    // vectors.
+    T *recv = staging.recvOf(count);
+    transport.collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+      return MPI_Iallreduce(send, recv, count, mpiType<T>(), MPI_SUM, comm,
+                            request);
+    });
+    if (divisor != T(1))
+      for (int i = 0; i < count; ++i)
+        recv[i] /= divisor;
+    view.copyIn(begin, end, recv);
+  }
+}
+
+/// The rounds it takes to move byte strings of `lengths` (one per rank),
+/// each rank's block of a round holding at most `perRound` bytes.
+int64_t roundsFor(const std::vector<int64_t> &lengths, int64_t perRound) {
+  int64_t rounds = 0;
+  for (int64_t length : lengths)
+    rounds = std::max(rounds, (length + perRound - 1) / perRound);
+  return rounds;
+}
+
+/// The counts and displacements of the round that moves bytes [at, at +
+/// perRound) of each string; returns their total.
+int roundBlocks(const std::vector<int64_t> &lengths, int64_t at,
+                int64_t perRound, std::vector<int> &counts,
+                std::vector<int> &displs) {
+  counts.resize(lengths.size());
+  displs.resize(lengths.size());
+  int total = 0;
+  for (size_t q = 0; q < lengths.size(); ++q) {
+    const int64_t left = std::max<int64_t>(0, lengths[q] - at);
+    counts[q] = static_cast<int>(std::min(left, perRound));
+    displs[q] = total;
+    total += counts[q];
+  }
+  return total;
+}
+
+} // namespace
+
 void Communicator::checkBuffers(const char *what, int64_t count,
                                 float *const *buffers,
                                 const int64_t *sizes) const {
@@ -282,10 +442,12 @@ void Communicator::reduceInPlace(ReduceKind kind, int64_t count,
     return;
   }
   FlatView<float> view(count, buffers, sizes);
+  checkAgreement(*transport_, name, fingerprintOf(name, count, sizes),
+                 "tensors being reduced",
+                 [&] { return describeBuffers(count, view.size()); });
   const float divisor = kind == ReduceKind::Mean ? float(size_) : 1.0f;
-  ringReduceScatter(*transport_, view, divisor, fusionElems(4), *floatStaging_,
-                    name);
-  ringAllGather(*transport_, view, fusionElems(4), *floatStaging_, name);
+  allreduceView(*transport_, view, divisor, fusionElems(4), *floatStaging_,
+                name);
 }
 
 void Communicator::reduceInPlace(ReduceKind kind, float *data, int64_t size) {
@@ -293,18 +455,20 @@ void Communicator::reduceInPlace(ReduceKind kind, float *data, int64_t size) {
 }
 
 void Communicator::allreduceSum(double *values, int64_t count) {
+  const char *what = "sum (double)";
   if (count < 0)
-    fail("collective 'sum (double)': negative count " + std::to_string(count));
+    fail(std::string("collective '") + what + "': negative count " +
+         std::to_string(count));
   if (count > 0 && !values)
-    fail("collective 'sum (double)': null buffer of " + std::to_string(count) +
-         " elements");
+    fail(std::string("collective '") + what + "': null buffer of " +
+         std::to_string(count) + " elements");
   if (size_ == 1)
     return;
   FlatView<double> view(1, &values, &count);
-  ringReduceScatter(*transport_, view, 1.0, fusionElems(8), *doubleStaging_,
-                    "sum (double)");
-  ringAllGather(*transport_, view, fusionElems(8), *doubleStaging_,
-                "sum (double)");
+  checkAgreement(*transport_, what, fingerprintOf(what, 1, &count),
+                 "values being summed",
+                 [&] { return std::to_string(count) + " values"; });
+  allreduceView(*transport_, view, 1.0, fusionElems(8), *doubleStaging_, what);
 }
 
 double Communicator::allreduceSum(double value) {
@@ -312,14 +476,46 @@ double Communicator::allreduceSum(double value) {
   return value;
 }
 
+int64_t Communicator::checkCount(const char *what, int64_t elements) const {
+  if (elements > kMaxCount)
+    fail(std::string("collective '") + what + "': " + std::to_string(elements) +
+         " elements in one MPI call exceed the most this communicator "
+         "passes to one (" +
+         std::to_string(kMaxCount) + "; MPI counts are int)");
+  return elements;
+}
+
 void Communicator::reduceScatterSum(int64_t count, float *const *buffers,
                                     const int64_t *sizes) {
-  checkBuffers("reduce-scatter", count, buffers, sizes);
+  const char *what = "reduce-scatter";
+  checkBuffers(what, count, buffers, sizes);
   if (size_ == 1)
     return;
   FlatView<float> view(count, buffers, sizes);
-  ringReduceScatter(*transport_, view, 1.0f, fusionElems(4), *floatStaging_,
-                    "reduce-scatter");
+  const int64_t n = view.size();
+  checkAgreement(*transport_, what, fingerprintOf(what, count, sizes),
+                 "tensors being reduced",
+                 [&] { return describeBuffers(count, n); });
+  if (n == 0)
+    return;
+  checkCount(what, n);
+  counts_.resize(size_t(size_));
+  for (int q = 0; q < size_; ++q)
+    counts_[size_t(q)] = static_cast<int>(shardOf(n, q, size_).size());
+  const ShardRange own = ownedShard(n);
+  transport_->addBytesSent(reduceScatterBytes(n, rank_, size_, 4));
+  const float *send = view.contiguous(0, n);
+  if (!send) {
+    float *packed = floatStaging_->sendOf(n);
+    view.copyOut(0, n, packed);
+    send = packed;
+  }
+  float *recv = floatStaging_->recvOf(own.size());
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Ireduce_scatter(send, recv, counts_.data(), MPI_FLOAT, MPI_SUM,
+                               comm, request);
+  });
+  view.copyIn(own.begin, own.end, recv);
 }
 
 void Communicator::reduceScatterSum(float *data, int64_t size) {
@@ -328,12 +524,41 @@ void Communicator::reduceScatterSum(float *data, int64_t size) {
 
 void Communicator::allGather(int64_t count, float *const *buffers,
                              const int64_t *sizes) {
-  checkBuffers("all-gather", count, buffers, sizes);
+  const char *what = "all-gather";
+  checkBuffers(what, count, buffers, sizes);
   if (size_ == 1)
     return;
   FlatView<float> view(count, buffers, sizes);
-  ringAllGather(*transport_, view, fusionElems(4), *floatStaging_,
-                "all-gather");
+  const int64_t n = view.size();
+  checkAgreement(*transport_, what, fingerprintOf(what, count, sizes),
+                 "tensors being gathered",
+                 [&] { return describeBuffers(count, n); });
+  if (n == 0)
+    return;
+  checkCount(what, n);
+  counts_.resize(size_t(size_));
+  displs_.resize(size_t(size_));
+  for (int q = 0; q < size_; ++q) {
+    const ShardRange shard = shardOf(n, q, size_);
+    counts_[size_t(q)] = static_cast<int>(shard.size());
+    displs_[size_t(q)] = static_cast<int>(shard.begin);
+  }
+  transport_->addBytesSent(allGatherBytes(n, rank_, size_, 4));
+  // In place: each rank's block already sits where it is gathered to.
+  float *whole = view.contiguous(0, n);
+  const bool staged = !whole;
+  if (staged) {
+    whole = floatStaging_->recvOf(n);
+    const ShardRange own = ownedShard(n);
+    view.copyOut(own.begin, own.end, whole + own.begin);
+  }
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole,
+                           counts_.data(), displs_.data(), MPI_FLOAT, comm,
+                           request);
+  });
+  if (staged)
+    view.copyIn(0, n, whole);
 }
 
 void Communicator::allGather(float *data, int64_t size) {
@@ -377,8 +602,16 @@ void Communicator::reduceScatterShards(int64_t count,
       std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
     return;
   }
-  // Rank q's shards of every tensor, then rank q + 1's: the ring's shard of
-  // rank q (shardOf of R * S elements) is then exactly rank q's shards.
+  checkAgreement(*transport_, what, fingerprintOf(what, count, sizes),
+                 "tensors being reduced",
+                 [&] { return describeBuffers(count, perRank * size_); });
+  if (perRank == 0)
+    return;
+  checkCount(what, perRank * size_);
+  // Rank q's shards of every tensor, then rank q + 1's: block q of the R
+  // equal blocks is then exactly rank q's shards, padding included, which is
+  // the layout MPI_Ireduce_scatter_block needs. The padding is zero on
+  // every rank, so it sums to zero.
   shardPack_.assign(size_t(perRank) * size_t(size_), 0.0f);
   for (int q = 0; q < size_; ++q) {
     float *dst = shardPack_.data() + int64_t(q) * perRank;
@@ -390,12 +623,14 @@ void Communicator::reduceScatterShards(int64_t count,
       dst += s;
     }
   }
-  float *packed = shardPack_.data();
-  int64_t total = int64_t(shardPack_.size());
-  FlatView<float> view(1, &packed, &total);
-  ringReduceScatter(*transport_, view, 1.0f, fusionElems(4), *floatStaging_,
-                    what);
-  const float *mine = packed + int64_t(rank_) * perRank;
+  transport_->addBytesSent(4 * uint64_t(size_ - 1) * uint64_t(perRank));
+  float *recv = floatStaging_->recvOf(perRank);
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Ireduce_scatter_block(shardPack_.data(), recv,
+                                     static_cast<int>(perRank), MPI_FLOAT,
+                                     MPI_SUM, comm, request);
+  });
+  const float *mine = recv;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t s = paddedShardSize(sizes[i]);
     std::copy(mine, mine + s, outputs[i]);
@@ -414,6 +649,12 @@ void Communicator::allGatherShards(int64_t count, const float *const *inputs,
       std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
     return;
   }
+  checkAgreement(*transport_, what, fingerprintOf(what, count, sizes),
+                 "tensors being gathered",
+                 [&] { return describeBuffers(count, perRank * size_); });
+  if (perRank == 0)
+    return;
+  checkCount(what, perRank * size_);
   shardPack_.resize(size_t(perRank) * size_t(size_));
   float *own = shardPack_.data() + int64_t(rank_) * perRank;
   for (int64_t i = 0; i < count; ++i) {
@@ -421,12 +662,13 @@ void Communicator::allGatherShards(int64_t count, const float *const *inputs,
     std::copy(inputs[i], inputs[i] + s, own);
     own += s;
   }
-  float *packed = shardPack_.data();
-  int64_t total = int64_t(shardPack_.size());
-  FlatView<float> view(1, &packed, &total);
-  ringAllGather(*transport_, view, fusionElems(4), *floatStaging_, what);
+  transport_->addBytesSent(4 * uint64_t(size_ - 1) * uint64_t(perRank));
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, shardPack_.data(),
+                          static_cast<int>(perRank), MPI_FLOAT, comm, request);
+  });
   for (int q = 0; q < size_; ++q) {
-    const float *src = packed + int64_t(q) * perRank;
+    const float *src = shardPack_.data() + int64_t(q) * perRank;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t s = paddedShardSize(sizes[i]);
       const int64_t begin = std::min(sizes[i], q * s);
@@ -438,6 +680,7 @@ void Communicator::allGatherShards(int64_t count, const float *const *inputs,
 }
 
 void Communicator::broadcast(void *data, int64_t bytes, int root) {
+  const char *what = "broadcast";
   if (bytes < 0 || (bytes > 0 && !data))
     fail("collective 'broadcast': invalid buffer of " + std::to_string(bytes) +
          " bytes");
@@ -446,70 +689,155 @@ void Communicator::broadcast(void *data, int64_t bytes, int root) {
          " is not a rank of " + std::to_string(size_));
   if (size_ == 1)
     return;
-  // Binomial tree over ranks renumbered so that the root is 0: a rank
-  // receives from the rank that differs in its lowest set bit, then forwards
-  // to the ranks below that bit.
-  const int relative = (rank_ - root + size_) % size_;
-  int mask = 1;
-  for (; mask < size_; mask <<= 1) {
-    if (relative & mask) {
-      transport_->recv(data, bytes, (relative - mask + root) % size_,
-                       "broadcast");
-      break;
-    }
+  checkAgreement(*transport_, what, Fingerprint(what).add(bytes).add(root),
+                 "data being broadcast", [&] {
+                   return std::to_string(bytes) + " bytes from root " +
+                          std::to_string(root);
+                 });
+  transport_->addBytesSent(broadcastBytes(bytes, rank_, root, size_));
+  auto *base = static_cast<char *>(data);
+  for (int64_t offset = 0; offset < bytes; offset += kMaxCount) {
+    const int piece = static_cast<int>(std::min(kMaxCount, bytes - offset));
+    transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+      return MPI_Ibcast(base + offset, piece, MPI_BYTE, root, comm, request);
+    });
   }
-  for (mask >>= 1; mask > 0; mask >>= 1)
-    if (relative + mask < size_)
-      transport_->send(data, bytes, (relative + mask + root) % size_,
-                       "broadcast");
+}
+
+int64_t Communicator::bytesPerRound() const {
+  // A round's blocks, one per rank, are staged together on the root and
+  // addressed by `int` displacements.
+  return std::max<int64_t>(1, std::min(kMaxCount, options_.fusionBufferBytes) /
+                                  size_);
 }
 
 void Communicator::gatherBytes(const std::string &mine,
                                std::vector<std::string> &all, int root) {
+  const char *what = "gather";
   if (root < 0 || root >= size_)
     fail("collective 'gather': root " + std::to_string(root) +
          " is not a rank of " + std::to_string(size_));
-  if (rank_ != root) {
-    const uint64_t bytes = mine.size();
-    transport_->send(&bytes, sizeof(bytes), root, "gather");
-    transport_->send(mine.data(), int64_t(bytes), root, "gather");
+  if (size_ == 1) {
+    all.assign(1, mine);
     return;
   }
-  all.assign(size_t(size_), std::string());
-  all[size_t(root)] = mine;
-  for (int r = 0; r < size_; ++r) {
-    if (r == root)
-      continue;
-    uint64_t bytes = 0;
-    transport_->recv(&bytes, sizeof(bytes), r, "gather");
-    all[size_t(r)].resize(size_t(bytes));
-    transport_->recv(all[size_t(r)].data(), int64_t(bytes), r, "gather");
+  // Every rank learns every length (and root), so that all agree on how
+  // many rounds of MPI_Igatherv it takes to move the longest part.
+  std::vector<uint64_t> header(2 * size_t(size_));
+  header[2 * size_t(rank_)] = uint64_t(root);
+  header[2 * size_t(rank_) + 1] = mine.size();
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, header.data(), 2,
+                          MPI_UINT64_T, comm, request);
+  });
+  for (int q = 0; q < size_; ++q)
+    if (header[2 * size_t(q)] != uint64_t(root))
+      fail("collective 'gather': the ranks disagree on the root: rank " +
+           std::to_string(q) + " gathers to " +
+           std::to_string(header[2 * size_t(q)]) + ", this rank to " +
+           std::to_string(root));
+  // The root's own part does not travel.
+  std::vector<int64_t> lengths(static_cast<size_t>(size_));
+  for (int q = 0; q < size_; ++q)
+    lengths[size_t(q)] = q == root ? 0 : int64_t(header[2 * size_t(q) + 1]);
+  if (rank_ == root) {
+    all.assign(size_t(size_), std::string());
+    for (int q = 0; q < size_; ++q)
+      all[size_t(q)].resize(size_t(lengths[size_t(q)]));
+  } else {
+    transport_->addBytesSent(mine.size());
   }
+  const int64_t perRound = bytesPerRound();
+  const int64_t rounds = roundsFor(lengths, perRound);
+  for (int64_t k = 0; k < rounds; ++k) {
+    const int64_t at = k * perRound;
+    const int total = roundBlocks(lengths, at, perRound, counts_, displs_);
+    char *recv = nullptr;
+    if (rank_ == root) {
+      byteStaging_.resize(std::max(byteStaging_.size(), size_t(total)));
+      recv = byteStaging_.data();
+    }
+    const char *send = mine.data() + std::min<int64_t>(at, mine.size());
+    transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+      return MPI_Igatherv(send, counts_[size_t(rank_)], MPI_BYTE, recv,
+                          counts_.data(), displs_.data(), MPI_BYTE, root, comm,
+                          request);
+    });
+    if (rank_ == root)
+      for (int q = 0; q < size_; ++q)
+        if (counts_[size_t(q)] > 0)
+          std::memcpy(all[size_t(q)].data() + at, recv + displs_[size_t(q)],
+                      size_t(counts_[size_t(q)]));
+  }
+  if (rank_ == root)
+    all[size_t(root)] = mine;
 }
 
 void Communicator::scatterBytes(const std::vector<std::string> &parts,
                                 std::string &mine, int root) {
+  const char *what = "scatter";
   if (root < 0 || root >= size_)
     fail("collective 'scatter': root " + std::to_string(root) +
          " is not a rank of " + std::to_string(size_));
-  if (rank_ == root) {
-    if (parts.size() != size_t(size_))
-      fail("collective 'scatter': " + std::to_string(parts.size()) +
-           " parts for " + std::to_string(size_) + " ranks");
-    for (int r = 0; r < size_; ++r) {
-      if (r == root)
-        continue;
-      const uint64_t bytes = parts[size_t(r)].size();
-      transport_->send(&bytes, sizeof(bytes), r, "scatter");
-      transport_->send(parts[size_t(r)].data(), int64_t(bytes), r, "scatter");
-    }
-    mine = parts[size_t(root)];
+  if (rank_ == root && parts.size() != size_t(size_))
+    fail("collective 'scatter': " + std::to_string(parts.size()) +
+         " parts for " + std::to_string(size_) + " ranks");
+  if (size_ == 1) {
+    mine = parts[0];
     return;
   }
-  uint64_t bytes = 0;
-  transport_->recv(&bytes, sizeof(bytes), root, "scatter");
-  mine.resize(size_t(bytes));
-  transport_->recv(mine.data(), int64_t(bytes), root, "scatter");
+  // The lengths are known on the root only. One all-reduce (maximum) of the
+  // root and its complement, and of the lengths (zero except on the root),
+  // checks that all ranks name the same root and tells every rank every
+  // length, so that all agree on the rounds of MPI_Iscatterv.
+  std::vector<uint64_t> header(size_t(size_) + 2, 0);
+  header[0] = uint64_t(root);
+  header[1] = ~uint64_t(root);
+  if (rank_ == root)
+    for (int q = 0; q < size_; ++q)
+      header[2 + size_t(q)] = parts[size_t(q)].size();
+  transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, header.data(),
+                          static_cast<int>(header.size()), MPI_UINT64_T,
+                          MPI_MAX, comm, request);
+  });
+  if (header[0] != ~header[1])
+    fail("collective 'scatter': the ranks disagree on the root (this rank "
+         "scatters from " +
+         std::to_string(root) + ")");
+  std::vector<int64_t> lengths(static_cast<size_t>(size_));
+  uint64_t sent = 0;
+  for (int q = 0; q < size_; ++q) {
+    lengths[size_t(q)] = q == root ? 0 : int64_t(header[2 + size_t(q)]);
+    sent += uint64_t(lengths[size_t(q)]);
+  }
+  if (rank_ == root)
+    transport_->addBytesSent(sent);
+  else
+    mine.resize(size_t(lengths[size_t(rank_)]));
+  const int64_t perRound = bytesPerRound();
+  const int64_t rounds = roundsFor(lengths, perRound);
+  for (int64_t k = 0; k < rounds; ++k) {
+    const int64_t at = k * perRound;
+    const int total = roundBlocks(lengths, at, perRound, counts_, displs_);
+    char *send = nullptr;
+    if (rank_ == root) {
+      byteStaging_.resize(std::max(byteStaging_.size(), size_t(total)));
+      send = byteStaging_.data();
+      for (int q = 0; q < size_; ++q)
+        if (counts_[size_t(q)] > 0)
+          std::memcpy(send + displs_[size_t(q)], parts[size_t(q)].data() + at,
+                      size_t(counts_[size_t(q)]));
+    }
+    char *recv = mine.data() + std::min<int64_t>(at, mine.size());
+    transport_->collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+      return MPI_Iscatterv(send, counts_.data(), displs_.data(), MPI_BYTE, recv,
+                           counts_[size_t(rank_)], MPI_BYTE, root, comm,
+                           request);
+    });
+  }
+  if (rank_ == root)
+    mine = parts[size_t(root)];
 }
 
 void Communicator::barrier() {

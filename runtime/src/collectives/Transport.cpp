@@ -1,4 +1,4 @@
-//===- Transport.cpp - Guarded point-to-point MPI transfers ---------------===//
+//===- Transport.cpp - Guarded MPI operations -----------------------------===//
 //
 // Implements bounded-time waits and the fatal-error path of Transport.
 //
@@ -19,18 +19,28 @@ using namespace cleave::rt;
 
 namespace {
 
-/// All collectives of a communicator share one tag: they are issued in the
-/// same order on every rank and MPI does not reorder messages between a pair
-/// of ranks on one communicator and tag, so messages match by order.
+/// All point-to-point messages of a communicator (Adasum's) share one tag:
+/// they are issued in the same order on every rank and MPI does not reorder
+/// messages between a pair of ranks on one communicator and tag, so messages
+/// match by order. MPI keeps collectives apart from them.
 constexpr int kTag = 0x434c; // "CL"
 
 /// MPI counts are `int`; larger transfers are split into pieces of this size.
 constexpr int64_t kMaxPieceBytes = int64_t(1) << 30;
 
-/// Polls spent spinning before each further poll yields the CPU. Spinning
-/// keeps latency low for the short messages of Adasum's scalar reductions;
-/// yielding matters when ranks oversubscribe the cores (as in tests).
-constexpr unsigned kSpinsBeforeYield = 2000;
+// The wait's backoff. MPI progresses a collective only inside MPI calls on
+// every rank involved, so a rank that sleeps delays the next round of a
+// collective by up to its sleep; a rank that spins takes a core from the
+// kernels of whatever shares it (other ranks when they oversubscribe the
+// cores, as in tests and on small machines, or this rank's OpenMP threads).
+// Polling without pause for a short while keeps the latency of collectives
+// whose peers are ready (Adasum's scalar exchanges, a window's reduction on
+// balanced ranks) that of a spin; after that the peers are late, and sleeps
+// that double from a few tens of microseconds to a millisecond bound both
+// the CPU spent waiting and the delay added once they arrive.
+constexpr std::chrono::microseconds kSpinTime{50};
+constexpr std::chrono::microseconds kFirstSleep{20};
+constexpr std::chrono::microseconds kMaxSleep{1000};
 
 } // namespace
 
@@ -48,18 +58,21 @@ PollResult cleave::rt::pollRequests(int count, MPI_Request *requests,
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   const auto limit = std::chrono::duration<double>(timeoutSeconds);
-  for (unsigned polls = 0;; ++polls) {
+  std::chrono::microseconds sleep = kFirstSleep;
+  for (;;) {
     int done = 0;
     errorCode = MPI_Testall(count, requests, &done, statuses);
     if (errorCode != MPI_SUCCESS)
       return PollResult::Failed;
     if (done)
       return PollResult::Complete;
-    if (polls < kSpinsBeforeYield)
-      continue;
-    std::this_thread::yield();
-    if (Clock::now() - start > limit)
+    const Clock::duration waited = Clock::now() - start;
+    if (waited > limit)
       return PollResult::TimedOut;
+    if (waited < kSpinTime)
+      continue;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(2 * sleep, kMaxSleep);
   }
 }
 
@@ -116,13 +129,20 @@ void Transport::exchange(const void *sendBuf, int64_t sendBytes, int dest,
 }
 
 void Transport::barrier(const char *what) {
-  requests_.assign(1, MPI_REQUEST_NULL);
-  expectedBytes_.assign(1, -1);
-  peers_.assign(1, MPI_PROC_NULL);
-  int rc = MPI_Ibarrier(comm_, &requests_[0]);
-  if (rc != MPI_SUCCESS)
-    failMpi(what, rc, MPI_PROC_NULL);
-  waitAll(what);
+  collective(what, [](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Ibarrier(comm, request);
+  });
+}
+
+bool Transport::agree(const char *what, uint64_t fingerprint) {
+  // The maximum of the fingerprints and of their complements, i.e. the
+  // complement of the minimum: all equal exactly when maximum == minimum.
+  uint64_t extremes[2] = {fingerprint, ~fingerprint};
+  collective(what, [&](MPI_Comm comm, MPI_Request *request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, extremes, 2, MPI_UINT64_T, MPI_MAX,
+                          comm, request);
+  });
+  return extremes[0] == ~extremes[1];
 }
 
 void Transport::waitAll(const char *what) {

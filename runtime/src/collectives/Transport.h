@@ -1,9 +1,10 @@
-//===- Transport.h - Guarded point-to-point MPI transfers -------*- C++ -*-===//
+//===- Transport.h - Guarded MPI operations ---------------------*- C++ -*-===//
 //
-// The one place that talks to MPI for data: non-blocking sends and receives
-// waited on with a bounded-time poll, a byte counter, and the fatal-error path
-// that turns a dead or diverged peer into one clear line and a job abort.
-// Internal to runtime/src/collectives; users go through Communicator.
+// The one place that waits on MPI: non-blocking collectives and point-to-point
+// transfers, each waited on with a bounded-time poll that sleeps between
+// polls, a byte counter, and the fatal-error path that turns a dead or
+// diverged peer into one clear line and a job abort. Internal to
+// runtime/src/collectives; users go through Communicator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,11 +28,15 @@ enum class PollResult { Complete, Failed, TimedOut };
 /// Polls `count` requests with MPI_Testall until they all complete, MPI
 /// reports an error (left in `errorCode`, with per-request codes in
 /// `statuses` when it is MPI_ERR_IN_STATUS) or `timeoutSeconds` pass.
-/// Spins briefly, then yields the CPU between polls.
+/// Polls without pause for a few tens of microseconds, then sleeps between
+/// polls, each sleep twice as long as the one before up to a millisecond, so
+/// that a rank waiting for a late peer leaves its core to the kernels of
+/// others (see the definitions in Transport.cpp for the trade-off).
 PollResult pollRequests(int count, MPI_Request *requests, MPI_Status *statuses,
                         double timeoutSeconds, int &errorCode);
 
-/// Point-to-point transfers on a private MPI communicator.
+/// Non-blocking collectives and point-to-point transfers on a private MPI
+/// communicator.
 ///
 /// Every wait is bounded: requests are polled with MPI_Testall until they
 /// complete, MPI reports an error (the communicator uses MPI_ERRORS_RETURN), or
@@ -40,8 +45,10 @@ PollResult pollRequests(int count, MPI_Request *requests, MPI_Status *statuses,
 /// mpirun terminate every rank. A rank that died or stopped participating
 /// therefore ends the job in bounded time instead of hanging it.
 ///
-/// Received message lengths are checked against the expected ones, so ranks
-/// that disagree on what they reduce fail loudly instead of mixing data.
+/// Received point-to-point lengths are checked against the expected ones, and
+/// agree() lets a collective check that every rank passed the same
+/// arguments, so ranks that disagree on what they reduce fail loudly instead
+/// of mixing data (MPI leaves a collective with mismatched counts undefined).
 ///
 /// Not thread-safe: one thread at a time may use a Transport.
 class Transport {
@@ -59,9 +66,32 @@ public:
   double timeoutSeconds() const { return timeoutSeconds_; }
   void setTimeoutSeconds(double seconds) { timeoutSeconds_ = seconds; }
 
-  /// Payload bytes handed to MPI sends since construction or the last reset.
+  /// Payload bytes this rank sent since construction or the last reset:
+  /// what exchange() handed to MPI sends, plus what addBytesSent() added for
+  /// collectives, whose messages MPI chooses.
   uint64_t bytesSent() const { return bytesSent_; }
   void resetByteCount() { bytesSent_ = 0; }
+  void addBytesSent(uint64_t bytes) { bytesSent_ += bytes; }
+
+  /// Runs one non-blocking collective to completion: `start(comm, &request)`
+  /// issues the MPI_I... call on this transport's communicator and returns
+  /// its error code; the request is then waited on like every other. `what`
+  /// names the collective in error messages.
+  template <typename Start> void collective(const char *what, Start &&start) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc = start(comm_, &request);
+    if (rc != MPI_SUCCESS)
+      failMpi(what, rc, MPI_PROC_NULL);
+    requests_.assign(1, request);
+    expectedBytes_.assign(1, -1);
+    peers_.assign(1, MPI_PROC_NULL);
+    waitAll(what);
+  }
+
+  /// Whether every rank passed the same `fingerprint` (a hash of the
+  /// arguments of the collective about to run): one small all-reduce. Not
+  /// counted in bytesSent().
+  bool agree(const char *what, uint64_t fingerprint);
 
   /// Sends `sendBytes` to `dest` while receiving exactly `recvBytes` from
   /// `source`; returns when both are complete. A zero byte count skips that

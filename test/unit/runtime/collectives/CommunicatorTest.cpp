@@ -2,8 +2,8 @@
 //
 // Runs on every rank (see MpiGTest.h). Inputs are integers small enough that
 // float sums are exact, so results are compared for equality; byte counts
-// are compared with the per-rank formulas the algorithms define, recomputed
-// here from the documented sharding rule.
+// are compared with the per-rank formulas Communicator::bytesSent() defines,
+// recomputed here from the documented sharding rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +121,8 @@ TEST(Communicator, MeanDividesTheExactSumOnce) {
           << "tensor " << t << " element " << j;
 }
 
-// Small messages split every ring step into many pieces, several of which
-// straddle tensor boundaries; results and byte counts must not change.
+// A tiny fusion buffer splits the all-reduce into many pieces, several of
+// which straddle tensor boundaries; results and byte counts must not change.
 TEST(Communicator, SumWithTinyFusionBufferIsUnchanged) {
   cleave::rt::test::ScopedFusionBuffer fusion(40);
   TensorList tensors(kMixedSizes);
@@ -242,6 +242,55 @@ TEST(Communicator, BroadcastFromEveryRoot) {
     for (size_t i = 0; i < payload.size(); ++i)
       wrong += payload[i] != static_cast<unsigned char>(i * 7 + root);
     EXPECT_EQ(wrong, 0) << "bytes differing from root " << root;
+  }
+}
+
+/// The bytes rank `from` hands to rank `to` in a gather or scatter to or
+/// from `root`: lengths from 0 to 40, contents that differ per pair.
+std::string part(int from, int to, int root) {
+  std::string bytes(size_t((from * 13 + to * 7 + root * 3) % 41), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(from * 31 + to * 17 + root + int(i) * 7);
+  return bytes;
+}
+
+// Parts of different lengths, empty ones included, to and from every root;
+// with an 8-byte fusion buffer each part travels in many rounds.
+TEST(Communicator, GatherAndScatterBytesToAndFromEveryRoot) {
+  const int rank = world().rank(), size = world().size();
+  for (int64_t fusionBytes : {int64_t(16) << 20, int64_t(8)}) {
+    cleave::rt::test::ScopedFusionBuffer fusion(fusionBytes);
+    for (int root = 0; root < size; ++root) {
+      const std::string mine = part(rank, root, root);
+      std::vector<std::string> all = {"stale"};
+      world().resetByteCount();
+      world().gatherBytes(mine, all, root);
+      if (rank == root) {
+        EXPECT_EQ(world().bytesSent(), 0u);
+        EXPECT_EQ(all.size(), size_t(size));
+        for (int q = 0; q < size && q < int(all.size()); ++q)
+          EXPECT_EQ(all[size_t(q)], part(q, root, root))
+              << "gathered from rank " << q << " to root " << root
+              << ", fusion buffer " << fusionBytes;
+      } else {
+        EXPECT_EQ(world().bytesSent(), uint64_t(mine.size()));
+      }
+
+      std::vector<std::string> parts;
+      uint64_t scattered = 0;
+      if (rank == root)
+        for (int q = 0; q < size; ++q) {
+          parts.push_back(part(root, q, root));
+          scattered += q == root ? 0 : parts.back().size();
+        }
+      std::string got = "stale";
+      world().resetByteCount();
+      world().scatterBytes(parts, got, root);
+      EXPECT_EQ(got, part(root, rank, root))
+          << "scattered from root " << root << ", fusion buffer "
+          << fusionBytes;
+      EXPECT_EQ(world().bytesSent(), rank == root ? scattered : 0u);
+    }
   }
 }
 

@@ -5,7 +5,9 @@
 //   stall-sum      rank 1 stops participating (it sleeps) before a sum;
 //   stall-barrier  the same before a barrier;
 //   bad-kind       every rank asks for reduction kind 7;
-//   size-mismatch  rank 1 reduces 999 elements where the others reduce 1000.
+//   size-mismatch  rank 1 reduces 999 elements where the others reduce 1000;
+//   broadcast-mismatch
+//                  rank 1 broadcasts 999 bytes where the others broadcast 1000.
 // In every mode the collective must not return; the driver checks that the
 // job exits non-zero, in bounded time, with a message that says why. This
 // program initialises MPI itself, so Communicator::world() adopts it.
@@ -29,7 +31,7 @@ int main(int argc, char **argv) {
   if (argc != 2) {
     std::fprintf(stderr,
                  "usage: %s exit|stall-sum|stall-barrier|bad-kind|"
-                 "size-mismatch\n",
+                 "size-mismatch|broadcast-mismatch\n",
                  argv[0]);
     return 2;
   }
@@ -58,6 +60,9 @@ int main(int argc, char **argv) {
 
   if (mode == "stall-barrier") {
     comm->barrier();
+  } else if (mode == "broadcast-mismatch") {
+    std::vector<char> data(1000, 'x');
+    comm->broadcast(data.data(), rank == 1 ? 999 : 1000, 0);
   } else {
     std::vector<float> data(1000, 1.0f);
     float *buffers[] = {data.data()};
