@@ -4,7 +4,8 @@
 //
 //   offset 0   header, 64 bytes:
 //                char     magic[8]        "CLEAVECK"
-//                uint32   format version  1
+//                uint32   format version  1, or 2 with a learning-rate
+//                                         schedule in the index
 //                uint32   reserved        0
 //                uint64   index bytes
 //                uint64   data bytes
@@ -19,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+
+#include "LrSchedule.h"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -178,6 +181,16 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   for (const auto &[hyper, value] : contents.hyperparameters)
     hypers.push_back({{"name", hyper}, {"value", value}});
   index["hyperparameters"] = std::move(hypers);
+  if (const std::optional<cleave_lr_schedule> &s = contents.lrSchedule)
+    index["lr_schedule"] = {{"kind", lrScheduleKindName(s->kind)},
+                            {"lr", s->lr},
+                            {"min_lr", s->min_lr},
+                            {"warmup_steps", s->warmup_steps},
+                            {"warmup_start_factor", s->warmup_start_factor},
+                            {"total_steps", s->total_steps},
+                            {"step_size", s->step_size},
+                            {"gamma", s->gamma},
+                            {"power", s->power}};
 
   uint64_t offset = 0;
   auto place = [&](const void *data, size_t bytes, json &entry) {
@@ -213,7 +226,7 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   }
   out.dataBytes = offset;
   std::memcpy(out.header, kMagic, sizeof(kMagic));
-  putU32(out.header + 8, kCheckpointFormatVersion);
+  putU32(out.header + 8, contents.lrSchedule ? kCheckpointFormatVersion : 1);
   putU64(out.header + 16, out.index.size());
   putU64(out.header + 24, out.dataBytes);
   putU32(out.header + 32, crc32Of(out.index.data(), out.index.size()));
@@ -382,10 +395,11 @@ Status parseCheckpoint(const std::string &path, std::string image,
   if (getU32(bytes + kHeaderCrcOffset) != crc32Of(bytes, kHeaderCrcOffset))
     return corrupt(path, "the header fails its CRC32 check");
   uint32_t version = getU32(bytes + 8);
-  if (version != kCheckpointFormatVersion)
+  if (version < 1 || version > kCheckpointFormatVersion)
     return makeError(CLEAVE_INVALID_CHECKPOINT, path,
                      ": checkpoint format version ", version,
-                     ", this runtime reads version ", kCheckpointFormatVersion);
+                     ", this runtime reads versions 1 to ",
+                     kCheckpointFormatVersion);
   uint64_t indexBytes = getU64(bytes + 16);
   uint64_t dataBytes = getU64(bytes + 24);
   constexpr uint64_t kLimit = uint64_t(1) << 62;
@@ -427,6 +441,27 @@ Status parseCheckpoint(const std::string &path, std::string image,
     for (const json &h : index.at("hyperparameters"))
       c.hyperparameters.emplace_back(h.at("name").get<std::string>(),
                                      h.at("value").get<double>());
+    if (auto it = index.find("lr_schedule"); it != index.end()) {
+      if (version < 2)
+        return corrupt(path, "a version 1 index has an lr_schedule");
+      std::optional<cleave_lr_schedule_kind> kind =
+          parseLrScheduleKind(it->at("kind").get<std::string>());
+      if (!kind)
+        return corrupt(path, "lr_schedule has an unknown kind");
+      cleave_lr_schedule s;
+      s.kind = *kind;
+      s.lr = it->at("lr").get<double>();
+      s.min_lr = it->at("min_lr").get<double>();
+      s.warmup_steps = it->at("warmup_steps").get<int64_t>();
+      s.warmup_start_factor = it->at("warmup_start_factor").get<double>();
+      s.total_steps = it->at("total_steps").get<int64_t>();
+      s.step_size = it->at("step_size").get<int64_t>();
+      s.gamma = it->at("gamma").get<double>();
+      s.power = it->at("power").get<double>();
+      if (Status valid = validateLrSchedule(s); !valid.ok())
+        return corrupt(path, valid.message());
+      c.lrSchedule = s;
+    }
     for (const json &g : index.at("globals")) {
       CheckpointTensor t;
       t.name = g.at("name").get<std::string>();

@@ -15,14 +15,18 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace cleave::rt {
 
-/// Version of the checkpoint format written by this runtime.
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+/// The newest checkpoint format version, which this runtime writes when a
+/// checkpoint holds a learning-rate schedule: version 2 adds the index key
+/// `lr_schedule`. A checkpoint without one is written as version 1, which
+/// runtimes from before schedules read too; both versions are read.
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
 
 /// A named tensor in a checkpoint; `data` points into the session (when
 /// writing) or into the loaded file (when reading).
@@ -41,6 +45,8 @@ struct CheckpointContents {
   uint64_t seed = 0;
   int64_t accumulate = 1;
   std::vector<std::pair<std::string, double>> hyperparameters;
+  /// The session's schedule (peak lr resolved), if it has one.
+  std::optional<cleave_lr_schedule> lrSchedule;
   std::vector<CheckpointTensor> globals;
   std::map<std::string, std::string> userState;
 };

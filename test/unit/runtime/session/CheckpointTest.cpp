@@ -170,7 +170,7 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
   flippedHeader[17] ^= 0x01; // index size
   // A header from the future, with a valid CRC: refused for its version.
   std::string futureVersion = good;
-  futureVersion[8] = 2;
+  futureVersion[8] = 3;
   uint32_t crc = uint32_t(
       ::crc32(0, reinterpret_cast<const Bytef *>(futureVersion.data()), 36));
   std::memcpy(futureVersion.data() + 36, &crc, sizeof(crc));
@@ -188,7 +188,7 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
       {flippedHeader, CLEAVE_INVALID_CHECKPOINT,
        "corrupt checkpoint (the header fails its CRC32 check)"},
       {futureVersion, CLEAVE_INVALID_CHECKPOINT,
-       "checkpoint format version 2, this runtime reads version 1"},
+       "checkpoint format version 3, this runtime reads versions 1 to 2"},
       {"", CLEAVE_INVALID_CHECKPOINT, "not a Cleave checkpoint (bad magic)"},
       {"PK\x03\x04 some zip file", CLEAVE_INVALID_CHECKPOINT,
        "not a Cleave checkpoint (bad magic)"},
