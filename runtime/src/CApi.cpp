@@ -599,8 +599,9 @@ cleave_status cleave_lr_schedule_value(const cleave_lr_schedule *schedule,
   });
 }
 
-cleave_status cleave_session_set_lr_schedule(
-    cleave_session *session, const cleave_lr_schedule *schedule) {
+cleave_status
+cleave_session_set_lr_schedule(cleave_session *session,
+                               const cleave_lr_schedule *schedule) {
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
     return session->impl->setLrSchedule(schedule);

@@ -78,8 +78,8 @@ Status validateLrSchedule(const cleave_lr_schedule &s) {
     return makeError(CLEAVE_INVALID_ARGUMENT, "lr schedule: unknown kind ",
                      int(s.kind), ", expected 0 to ", int(CLEAVE_LR_ONE_CYCLE));
   auto bad = [&](const char *field, auto value, const char *expected) {
-    return makeError(CLEAVE_INVALID_ARGUMENT, "lr schedule (", name, "): ",
-                     field, " is ", value, ", expected ", expected);
+    return makeError(CLEAVE_INVALID_ARGUMENT, "lr schedule (", name,
+                     "): ", field, " is ", value, ", expected ", expected);
   };
   if (!std::isfinite(s.lr) || s.lr < 0)
     return bad("lr", s.lr, "a finite value >= 0");

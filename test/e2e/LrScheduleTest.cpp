@@ -101,9 +101,9 @@ void expectSuccess(const ProcessResult &r) {
 
 void killAt(const TempDir &dir, const std::vector<std::string> &args,
             int64_t microStep) {
-  ProcessResult r = run(args, dir,
-                        {std::string(train::kKillAtEnv) + "=" +
-                         std::to_string(microStep)});
+  ProcessResult r =
+      run(args, dir,
+          {std::string(train::kKillAtEnv) + "=" + std::to_string(microStep)});
   ASSERT_FALSE(r.exited) << r.describe();
   ASSERT_EQ(r.signal, SIGKILL) << r.describe();
 }

@@ -170,8 +170,8 @@ TEST(TrainOptionsTest, ScheduleAndPlotFlags) {
   EXPECT_EQ(o.schedule->warmupStartFactor, 0.1);
   EXPECT_FALSE(o.schedule->gamma);
   EXPECT_EQ(o.plotPath, "p.svg");
-  o = parseTrain({"m", "--lr-gamma=0.5", "--lr-step-size=3",
-                  "--lr-schedule=step"});
+  o = parseTrain(
+      {"m", "--lr-gamma=0.5", "--lr-step-size=3", "--lr-schedule=step"});
   EXPECT_EQ(o.schedule->kind, "step");
   EXPECT_EQ(o.schedule->gamma, 0.5);
   EXPECT_EQ(o.schedule->stepSize, 3);
@@ -196,9 +196,9 @@ TEST(TrainOptionsTest, ScheduleAndPlotFlags) {
             "every kind but constant)");
   EXPECT_EQ(trainUsageError({"m", "--lr-schedule=cosine", "--total-steps=0"}),
             "--total-steps must be at least 1 (got 0)");
-  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=cosine",
-                             "--warmup-start-factor=2"}),
-            "--warmup-start-factor must be 0 to 1 (got 2)");
+  EXPECT_EQ(
+      trainUsageError({"m", "--lr-schedule=cosine", "--warmup-start-factor=2"}),
+      "--warmup-start-factor must be 0 to 1 (got 2)");
   EXPECT_EQ(trainUsageError({"m", "--plot=p.svg"}),
             "--plot draws the metrics file: it needs --metrics=FILE too");
   EXPECT_EQ(trainUsageError({"m", "--metrics=m", "--plot=p.pdf"}),

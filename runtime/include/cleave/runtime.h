@@ -391,7 +391,8 @@ CLEAVE_API void cleave_lr_schedule_init(cleave_lr_schedule *schedule);
 
 /** The kind's name: "constant", "cosine", "step", "polynomial", "one-cycle"
  *  ("?" if unknown). */
-CLEAVE_API const char *cleave_lr_schedule_kind_name(cleave_lr_schedule_kind kind);
+CLEAVE_API const char *
+cleave_lr_schedule_kind_name(cleave_lr_schedule_kind kind);
 
 /** The learning rate of optimizer step `step` (>= 0) under `schedule`, whose
  *  fields must all be valid (lr included: not NaN). */
@@ -470,12 +471,12 @@ cleave_session_user_state(const cleave_session *session, const char *key,
 /** Writes a checkpoint (every global, N, hyperparameter values, the
  *  learning-rate schedule, the seed, the user state) to `path` atomically:
  *  `path`.tmp is written, fsync'ed and renamed over `path`, then the
- *  directory is fsync'ed. On failure `path` is untouched. In a data-parallel session with more than one rank the call is
- *  collective: every rank's state (accumulators and sharded optimizer state
- *  differ between ranks) is sent to rank 0, which alone writes them all to
- *  its `path` (the other ranks' `path` is not used); every rank returns the
- *  outcome of the write. User-state keys starting with `cleave.rank` are
- *  reserved for this. */
+ *  directory is fsync'ed. On failure `path` is untouched. In a data-parallel
+ *  session with more than one rank the call is collective: every rank's
+ *  state (accumulators and sharded optimizer state differ between ranks) is
+ *  sent to rank 0, which alone writes them all to its `path` (the other
+ *  ranks' `path` is not used); every rank returns the outcome of the write.
+ *  User-state keys starting with `cleave.rank` are reserved for this. */
 CLEAVE_API cleave_status
 cleave_session_save_checkpoint(const cleave_session *session, const char *path);
 /** Restores a checkpoint written by a session of the same model. The file is

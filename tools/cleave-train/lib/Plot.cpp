@@ -25,7 +25,8 @@ std::string findPlotTool() {
   if (const char *tool = std::getenv(kPlotToolEnv); tool && *tool)
     return tool;
   std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", ec);
   std::filesystem::path beside = self.parent_path() / "cleave-plot";
   if (ec || ::access(beside.c_str(), X_OK) != 0)
     throw tools::Error("--plot: cannot find cleave-plot beside " +
@@ -45,8 +46,8 @@ void plotMetrics(const std::string &metricsPath,
     argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  if (int err = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr,
-                              argv.data(), environ))
+  if (int err = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(),
+                              environ))
     throw tools::Error("--plot: cannot run " + tool + " (" +
                        std::strerror(err) + ")");
   int status = 0;

@@ -169,8 +169,8 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
       } else if (n == "--warmup-start-factor") {
         s.warmupStartFactor = nonNegative();
         if (*s.warmupStartFactor > 1)
-          throw UsageError("--warmup-start-factor must be 0 to 1 (got " +
-                           text + ")");
+          throw UsageError("--warmup-start-factor must be 0 to 1 (got " + text +
+                           ")");
       } else if (n == "--min-lr") {
         s.minLr = nonNegative();
       } else if (n == "--lr-gamma") {

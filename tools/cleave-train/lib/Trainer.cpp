@@ -612,14 +612,19 @@ bool Trainer::applySchedule() {
                                      "--lr-schedule to set");
   const TrainOptions::Schedule &flags = *o_.schedule;
   const std::string &kind = flags.kind;
-  cleave_lr_schedule s = cleave::makeLrSchedule(
-      kind == "constant"   ? CLEAVE_LR_CONSTANT
-      : kind == "cosine"   ? CLEAVE_LR_COSINE
-      : kind == "step"     ? CLEAVE_LR_STEP
-      : kind == "one-cycle" ? CLEAVE_LR_ONE_CYCLE
-                            : CLEAVE_LR_POLYNOMIAL); // linear, polynomial
+  // --lr-schedule takes the runtime's kind names, and "linear" for a
+  // polynomial of power 1 (its default).
+  cleave_lr_schedule_kind parsed = CLEAVE_LR_POLYNOMIAL;
+  for (cleave_lr_schedule_kind k :
+       {CLEAVE_LR_CONSTANT, CLEAVE_LR_COSINE, CLEAVE_LR_STEP,
+        CLEAVE_LR_POLYNOMIAL, CLEAVE_LR_ONE_CYCLE})
+    if (kind == cleave_lr_schedule_kind_name(k))
+      parsed = k;
+  cleave_lr_schedule s = cleave::makeLrSchedule(parsed);
   // The peak: --lr, else the checkpoint's peak, else the current lr.
-  s.lr = o_.lr ? *o_.lr : current ? current->lr : session_->hyperparameter("lr");
+  s.lr = o_.lr     ? *o_.lr
+         : current ? current->lr
+                   : session_->hyperparameter("lr");
   s.total_steps = flags.totalSteps
                       ? *flags.totalSteps
                       : plannedSteps(o_.accumulate ? *o_.accumulate
@@ -751,17 +756,17 @@ void Trainer::announce() {
   if (!summary_.resumedFrom) {
     metrics_.openNew(o_.metricsPath);
     metrics_.write(addLr({{"event", "start"},
-                    {"model", o_.artifact},
-                    {"data", o_.dataDir},
-                    {"micro_batch", model_.microBatch},
-                    {"accumulate", n},
-                    {"ranks", ranks_},
-                    {"epochs", o_.epochs},
-                    {"seed", o_.seed},
-                    {"threads", o_.threads},
-                    {"train_samples", train_.size()},
-                    {"test_samples", test_.size()},
-                    {"hyperparameters", hyper}}));
+                          {"model", o_.artifact},
+                          {"data", o_.dataDir},
+                          {"micro_batch", model_.microBatch},
+                          {"accumulate", n},
+                          {"ranks", ranks_},
+                          {"epochs", o_.epochs},
+                          {"seed", o_.seed},
+                          {"threads", o_.threads},
+                          {"train_samples", train_.size()},
+                          {"test_samples", test_.size()},
+                          {"hyperparameters", hyper}}));
     return;
   }
   if (!metrics_.openResumed(o_.metricsPath, pos_.metricsBytes))
@@ -770,13 +775,13 @@ void Trainer::announce() {
                  "written; appending to it\n",
                  o_.metricsPath.c_str(), summary_.resumedFrom->c_str());
   metrics_.write(addLr({{"event", "resume"},
-                  {"checkpoint", *summary_.resumedFrom},
-                  {"epoch", pos_.epoch + 1},
-                  {"sample", pos_.sample},
-                  {"micro_steps", pos_.microSteps},
-                  {"step", session_->step()},
-                  {"accumulate", n},
-                  {"hyperparameters", hyper}}));
+                        {"checkpoint", *summary_.resumedFrom},
+                        {"epoch", pos_.epoch + 1},
+                        {"sample", pos_.sample},
+                        {"micro_steps", pos_.microSteps},
+                        {"step", session_->step()},
+                        {"accumulate", n},
+                        {"hyperparameters", hyper}}));
 }
 
 void Trainer::microStep(int64_t k) {
@@ -964,18 +969,18 @@ void Trainer::runEpoch() {
     std::fflush(out_);
   }
   json epochRecord = {{"event", "epoch"},
-                  {"epoch", r.epoch},
-                  {"epochs", o_.epochs},
-                  {"step", r.steps},
-                  {"micro_steps", pos_.microSteps},
-                  {"train_loss", r.trainLoss},
-                  {"train_samples", share_ * ranks_},
-                  {"test_accuracy", r.testAccuracy},
-                  {"test_loss", r.testLoss},
-                  {"test_samples", test_.size()},
-                  {"samples_per_sec", r.samplesPerSecond},
-                  {"epoch_seconds", r.seconds},
-                  {"elapsed", secondsSince(start_)}};
+                      {"epoch", r.epoch},
+                      {"epochs", o_.epochs},
+                      {"step", r.steps},
+                      {"micro_steps", pos_.microSteps},
+                      {"train_loss", r.trainLoss},
+                      {"train_samples", share_ * ranks_},
+                      {"test_accuracy", r.testAccuracy},
+                      {"test_loss", r.testLoss},
+                      {"test_samples", test_.size()},
+                      {"samples_per_sec", r.samplesPerSecond},
+                      {"epoch_seconds", r.seconds},
+                      {"elapsed", secondsSince(start_)}};
   if (hasLr_)
     epochRecord["lr"] = nextLr();
   metrics_.write(epochRecord);

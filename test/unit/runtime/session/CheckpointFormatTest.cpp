@@ -110,8 +110,8 @@ TEST(CheckpointFormatTest, LayoutAndRoundTrip) {
 /// recomputed, as a writer of that version would have left it.
 std::string withVersion(std::string file, uint32_t version) {
   std::memcpy(file.data() + 8, &version, sizeof(version));
-  uint32_t crc = uint32_t(
-      ::crc32(0, reinterpret_cast<const Bytef *>(file.data()), 36));
+  uint32_t crc =
+      uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(file.data()), 36));
   std::memcpy(file.data() + 36, &crc, sizeof(crc));
   return file;
 }

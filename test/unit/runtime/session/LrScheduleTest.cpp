@@ -25,8 +25,7 @@ namespace {
 const double kPi = std::acos(-1.0);
 
 cleave_lr_schedule schedule(cleave_lr_schedule_kind kind, double lr,
-                            int64_t warmup, int64_t total,
-                            double minLr = 0.0) {
+                            int64_t warmup, int64_t total, double minLr = 0.0) {
   cleave_lr_schedule s = makeLrSchedule(kind);
   s.lr = lr;
   s.warmup_steps = warmup;
@@ -54,9 +53,8 @@ TEST(LrScheduleFormulaTest, ConstantWithAndWithoutLinearWarmup) {
   expectFollows(schedule(CLEAVE_LR_CONSTANT, 0.3, 0, 0), 20,
                 [](int64_t) { return 0.3; });
   // Warmup from 0: 0, 0.06, 0.12, ... reaching 0.3 at step 5 and staying.
-  expectFollows(schedule(CLEAVE_LR_CONSTANT, 0.3, 5, 0), 20, [](int64_t s) {
-    return s < 5 ? 0.3 * double(s) / 5.0 : 0.3;
-  });
+  expectFollows(schedule(CLEAVE_LR_CONSTANT, 0.3, 5, 0), 20,
+                [](int64_t s) { return s < 5 ? 0.3 * double(s) / 5.0 : 0.3; });
   // PyTorch's LinearLR start_factor: the warmup starts at 0.3 / 4.
   cleave_lr_schedule from = schedule(CLEAVE_LR_CONSTANT, 0.3, 4, 0);
   from.warmup_start_factor = 0.25;
@@ -75,10 +73,11 @@ TEST(LrScheduleFormulaTest, CosineWithWarmupAndFloor) {
                   if (s >= total)
                     return floor;
                   double t = double(s - warmup), d = double(total - warmup);
-                  return floor + (lr - floor) * 0.5 * (1 + std::cos(kPi * t / d));
+                  return floor +
+                         (lr - floor) * 0.5 * (1 + std::cos(kPi * t / d));
                 });
   cleave_lr_schedule s = schedule(CLEAVE_LR_COSINE, lr, warmup, total, floor);
-  EXPECT_DOUBLE_EQ(lrScheduleValue(s, warmup), lr); // the peak
+  EXPECT_DOUBLE_EQ(lrScheduleValue(s, warmup), lr);             // the peak
   EXPECT_NEAR(lrScheduleValue(s, 60), (lr + floor) / 2, 1e-15); // half-way
   EXPECT_DOUBLE_EQ(lrScheduleValue(s, total), floor);
   EXPECT_DOUBLE_EQ(lrScheduleValue(s, 1000000000), floor); // stays there
@@ -90,9 +89,8 @@ TEST(LrScheduleFormulaTest, CosineWithoutWarmupAndWithNothingAfterIt) {
     return s >= 8 ? 0.0 : 0.5 * (1 + std::cos(kPi * double(s) / 8.0));
   });
   // total = warmup: the warmup, then the floor at once (no decay steps).
-  expectFollows(schedule(CLEAVE_LR_COSINE, 1.0, 4, 4, 0.1), 8, [](int64_t s) {
-    return s < 4 ? double(s) / 4.0 : 0.1;
-  });
+  expectFollows(schedule(CLEAVE_LR_COSINE, 1.0, 4, 4, 0.1), 8,
+                [](int64_t s) { return s < 4 ? double(s) / 4.0 : 0.1; });
   // total = warmup = 0: the floor from the first step.
   expectFollows(schedule(CLEAVE_LR_COSINE, 1.0, 0, 0, 0.2), 3,
                 [](int64_t) { return 0.2; });
@@ -107,8 +105,8 @@ TEST(LrScheduleFormulaTest, StepDecayAfterWarmupDownToTheFloor) {
       return 0.8 * double(step) / 2.0;
     return std::max(0.01, 0.8 * std::pow(0.5, double((step - 2) / 3)));
   });
-  EXPECT_DOUBLE_EQ(lrScheduleValue(s, 4), 0.8);  // 2 steps after warmup
-  EXPECT_DOUBLE_EQ(lrScheduleValue(s, 5), 0.4);  // the first decay
+  EXPECT_DOUBLE_EQ(lrScheduleValue(s, 4), 0.8);   // 2 steps after warmup
+  EXPECT_DOUBLE_EQ(lrScheduleValue(s, 5), 0.4);   // the first decay
   EXPECT_DOUBLE_EQ(lrScheduleValue(s, 40), 0.01); // the floor
 }
 
@@ -142,8 +140,8 @@ double torchOneCycle(double maxLr, double initialLr, double minLr,
     if (double(step) <= phases[i].endStep || i == 1) {
       double pct = (double(step) - startStep) / (phases[i].endStep - startStep);
       double cosOut = std::cos(kPi * pct) + 1;
-      return phases[i].endLr + (phases[i].startLr - phases[i].endLr) / 2.0 *
-                                   cosOut;
+      return phases[i].endLr +
+             (phases[i].startLr - phases[i].endLr) / 2.0 * cosOut;
     }
     startStep = phases[i].endStep;
   }
@@ -179,7 +177,8 @@ TEST(LrScheduleFormulaTest, InvalidSchedulesAreRefusedWithTheField) {
       {[](auto &s) { s.kind = cleave_lr_schedule_kind(9); }, "unknown kind 9"},
       {[](auto &s) { s.lr = NAN; }, "lr is nan"},
       {[](auto &s) { s.lr = -1; }, "lr is -1"},
-      {[](auto &s) { s.min_lr = 2; }, "min_lr is 2, expected 0 <= min_lr <= lr"},
+      {[](auto &s) { s.min_lr = 2; },
+       "min_lr is 2, expected 0 <= min_lr <= lr"},
       {[](auto &s) { s.warmup_steps = -1; }, "warmup_steps is -1"},
       {[](auto &s) { s.warmup_start_factor = 1.5; }, "warmup_start_factor"},
       {[](auto &s) { s.total_steps = 5; }, "total_steps is 5, expected a "
@@ -221,8 +220,7 @@ TEST(LrScheduleFormulaTest, InvalidSchedulesAreRefusedWithTheField) {
   cleave_lr_schedule s = schedule(CLEAVE_LR_COSINE, 1.0, 10, 100);
   double lr = 0;
   EXPECT_EQ(cleave_lr_schedule_value(&s, -1, &lr), CLEAVE_INVALID_ARGUMENT);
-  EXPECT_EQ(cleave_lr_schedule_value(nullptr, 0, &lr),
-            CLEAVE_INVALID_ARGUMENT);
+  EXPECT_EQ(cleave_lr_schedule_value(nullptr, 0, &lr), CLEAVE_INVALID_ARGUMENT);
   EXPECT_STREQ(cleave_lr_schedule_kind_name(CLEAVE_LR_ONE_CYCLE), "one-cycle");
   EXPECT_STREQ(cleave_lr_schedule_kind_name(cleave_lr_schedule_kind(42)), "?");
 }
@@ -376,7 +374,8 @@ TEST(LrScheduleSessionTest, ACheckpointResumesTheScheduleExactly) {
   EXPECT_EQ(resumed.hyperparameter("lr"), straight.hyperparameter("lr"));
 }
 
-TEST(LrScheduleSessionTest, ACheckpointWithoutAScheduleIsVersionOneAndClearsIt) {
+TEST(LrScheduleSessionTest,
+     ACheckpointWithoutAScheduleIsVersionOneAndClearsIt) {
   Artifact sgd = Artifact::load(CLEAVE_FAKE_SGD);
   const std::string dir = makeTempDir("lr-schedule-none");
   Session plain(sgd, options(5, 2));
