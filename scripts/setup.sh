@@ -18,6 +18,8 @@ packages=(
   libgtest-dev python3-torch python3-onnx libopenblas0-pthread
   # The dataset the main job trains on
   dataset-fashion-mnist
+  # cleave-plot and cleave-train --plot draw metrics with matplotlib
+  python3-matplotlib
 )
 
 missing=()

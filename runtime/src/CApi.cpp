@@ -11,6 +11,7 @@
 
 #include "Artifact.h"
 #include "Executable.h"
+#include "LrSchedule.h"
 #include "Session.h"
 #include "Status.h"
 
@@ -571,6 +572,54 @@ cleave_status cleave_session_hyperparameter(const cleave_session *session,
     CLEAVE_CHECK_ARG(name);
     CLEAVE_CHECK_ARG(value);
     return session->impl->hyperparameter(name, *value);
+  });
+}
+
+void cleave_lr_schedule_init(cleave_lr_schedule *schedule) {
+  if (schedule)
+    *schedule = cleave::rt::defaultLrSchedule();
+}
+
+const char *cleave_lr_schedule_kind_name(cleave_lr_schedule_kind kind) {
+  const char *name = cleave::rt::lrScheduleKindName(kind);
+  return name ? name : "?";
+}
+
+cleave_status cleave_lr_schedule_value(const cleave_lr_schedule *schedule,
+                                       int64_t step, double *lr) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(schedule);
+    CLEAVE_CHECK_ARG(lr);
+    if (step < 0)
+      return makeError(CLEAVE_INVALID_ARGUMENT, function, ": step is ", step,
+                       ", expected an optimizer step >= 0");
+    CLEAVE_RETURN_IF_ERROR(cleave::rt::validateLrSchedule(*schedule));
+    *lr = cleave::rt::lrScheduleValue(*schedule, step);
+    return Status::success();
+  });
+}
+
+cleave_status
+cleave_session_set_lr_schedule(cleave_session *session,
+                               const cleave_lr_schedule *schedule) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    return session->impl->setLrSchedule(schedule);
+  });
+}
+
+cleave_status cleave_session_lr_schedule(const cleave_session *session,
+                                         cleave_lr_schedule *schedule,
+                                         int *active) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(schedule);
+    CLEAVE_CHECK_ARG(active);
+    const std::optional<cleave_lr_schedule> &s = session->impl->lrSchedule();
+    *active = s ? 1 : 0;
+    if (s)
+      *schedule = *s;
+    return Status::success();
   });
 }
 

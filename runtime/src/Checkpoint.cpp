@@ -4,7 +4,7 @@
 //
 //   offset 0   header, 64 bytes:
 //                char     magic[8]        "CLEAVECK"
-//                uint32   format version  2 (kCheckpointFormatVersion)
+//                uint32   format version  3 (kCheckpointFormatVersion)
 //                uint32   reserved        0
 //                uint64   index bytes
 //                uint64   data bytes
@@ -21,6 +21,7 @@
 #include "Checkpoint.h"
 
 #include "Checksum.h"
+#include "LrSchedule.h"
 
 #include <nlohmann/json.hpp>
 
@@ -174,6 +175,16 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   for (const auto &[hyper, value] : contents.hyperparameters)
     hypers.push_back({{"name", hyper}, {"value", value}});
   index["hyperparameters"] = std::move(hypers);
+  if (const std::optional<cleave_lr_schedule> &s = contents.lrSchedule)
+    index["lr_schedule"] = {{"kind", lrScheduleKindName(s->kind)},
+                            {"lr", s->lr},
+                            {"min_lr", s->min_lr},
+                            {"warmup_steps", s->warmup_steps},
+                            {"warmup_start_factor", s->warmup_start_factor},
+                            {"total_steps", s->total_steps},
+                            {"step_size", s->step_size},
+                            {"gamma", s->gamma},
+                            {"power", s->power}};
 
   uint64_t offset = 0;
   auto place = [&](const void *data, size_t bytes, json &entry) {
@@ -421,6 +432,25 @@ Status parseCheckpoint(const std::string &path, std::string image,
     for (const json &h : index.at("hyperparameters"))
       c.hyperparameters.emplace_back(h.at("name").get<std::string>(),
                                      h.at("value").get<double>());
+    if (auto it = index.find("lr_schedule"); it != index.end()) {
+      std::optional<cleave_lr_schedule_kind> kind =
+          parseLrScheduleKind(it->at("kind").get<std::string>());
+      if (!kind)
+        return corrupt(path, "lr_schedule has an unknown kind");
+      cleave_lr_schedule s;
+      s.kind = *kind;
+      s.lr = it->at("lr").get<double>();
+      s.min_lr = it->at("min_lr").get<double>();
+      s.warmup_steps = it->at("warmup_steps").get<int64_t>();
+      s.warmup_start_factor = it->at("warmup_start_factor").get<double>();
+      s.total_steps = it->at("total_steps").get<int64_t>();
+      s.step_size = it->at("step_size").get<int64_t>();
+      s.gamma = it->at("gamma").get<double>();
+      s.power = it->at("power").get<double>();
+      if (Status valid = validateLrSchedule(s); !valid.ok())
+        return corrupt(path, valid.message());
+      c.lrSchedule = s;
+    }
     for (const json &g : index.at("globals")) {
       CheckpointTensor t;
       t.name = g.at("name").get<std::string>();

@@ -15,15 +15,17 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace cleave::rt {
 
-/// Version of the checkpoint format written by this runtime. 2: the model's
-/// identity is its manifest's CRC-32 (it was a 64-bit FNV-1a in 1).
-inline constexpr uint32_t kCheckpointFormatVersion = 2;
+/// The checkpoint format version this runtime writes and reads. 3: the
+/// model's identity is its manifest's CRC-32 (a 64-bit FNV-1a in 1 and 2),
+/// and the index may hold a learning-rate schedule (`lr_schedule`, since 2).
+inline constexpr uint32_t kCheckpointFormatVersion = 3;
 
 /// A named tensor in a checkpoint; `data` points into the session (when
 /// writing) or into the loaded file (when reading).
@@ -42,6 +44,8 @@ struct CheckpointContents {
   uint64_t seed = 0;
   int64_t accumulate = 1;
   std::vector<std::pair<std::string, double>> hyperparameters;
+  /// The session's schedule (peak lr resolved), if it has one.
+  std::optional<cleave_lr_schedule> lrSchedule;
   std::vector<CheckpointTensor> globals;
   std::map<std::string, std::string> userState;
 };

@@ -11,6 +11,7 @@
 
 #include "Checkpoint.h"
 #include "Initializers.h"
+#include "LrSchedule.h"
 #include "collectives/Communicator.h"
 #include "kernels/KernelContext.h"
 
@@ -231,6 +232,7 @@ Status Session::allocateAndInitialize(const Options &options) {
   hyperValues_.resize(m.hypers.size());
   for (size_t i = 0; i < m.hypers.size(); ++i)
     storeHyper(i, m.hypers[i].defaultValue);
+  lrHyper_ = m.findHyper("lr");
   return Status::success();
 }
 
@@ -496,6 +498,9 @@ Status Session::microStep(const cleave_batch &batch) {
 
 Status Session::apply() {
   int64_t stepBefore = *step_;
+  // Also here, not only after each apply: train.step may have been written
+  // through writeGlobal since.
+  syncScheduledLr();
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
   lastWindowBytes_ = windowBytes_;
   windowBytes_ = 0;
@@ -507,6 +512,7 @@ Status Session::apply() {
     return makeError(CLEAVE_INTERNAL, artifact_->path(),
                      ": apply_step changed train.step from ", stepBefore,
                      " to ", *step_, " (expected ", stepBefore + 1, ")");
+  syncScheduledLr();
   return Status::success();
 }
 
@@ -590,8 +596,37 @@ Status Session::setHyperparameter(std::string_view name, double value) {
   if (!std::isfinite(value))
     return makeError(CLEAVE_INVALID_ARGUMENT, "hyperparameter '", name,
                      "': value must be finite");
+  if (lrSchedule_ && index == lrHyper_)
+    return makeError(CLEAVE_FAILED_PRECONDITION,
+                     "hyperparameter 'lr' follows the session's ",
+                     lrScheduleKindName(lrSchedule_->kind),
+                     " learning-rate schedule; set a schedule with another "
+                     "peak lr, or remove the schedule first");
   storeHyper(*index, value);
   return Status::success();
+}
+
+Status Session::setLrSchedule(const cleave_lr_schedule *schedule) {
+  if (!schedule) {
+    lrSchedule_.reset();
+    return Status::success();
+  }
+  if (!lrHyper_)
+    return makeError(CLEAVE_NOT_FOUND, artifact_->path(),
+                     ": the model has no hyperparameter 'lr' for a "
+                     "learning-rate schedule to set");
+  cleave_lr_schedule s = *schedule;
+  if (std::isnan(s.lr))
+    s.lr = hyperValues_[*lrHyper_];
+  CLEAVE_RETURN_IF_ERROR(validateLrSchedule(s));
+  lrSchedule_ = s;
+  syncScheduledLr();
+  return Status::success();
+}
+
+void Session::syncScheduledLr() {
+  if (lrSchedule_)
+    storeHyper(*lrHyper_, lrScheduleValue(*lrSchedule_, *step_));
 }
 
 Status Session::hyperparameter(std::string_view name, double &value) const {
@@ -698,6 +733,7 @@ CheckpointContents Session::checkpointContents() const {
   c.accumulate = accumulate_;
   for (size_t i = 0; i < m.hypers.size(); ++i)
     c.hyperparameters.emplace_back(m.hypers[i].name, hyperValues_[i]);
+  c.lrSchedule = lrSchedule_;
   for (size_t i = 0; i < m.globals.size(); ++i) {
     const GlobalDesc &g = m.globals[i];
     c.globals.push_back(
@@ -848,6 +884,9 @@ Status Session::checkCheckpoint(const CheckpointContents &c,
     if (!seen[i])
       return mismatch("has no value for hyperparameter '" + m.hypers[i].name +
                       "'");
+  if (c.lrSchedule && !lrHyper_)
+    return mismatch("has a learning-rate schedule, but the model has no "
+                    "hyperparameter 'lr'");
   // Between calls a session has 0 <= train.micro_steps < N and a
   // non-negative train.step; anything else (a negative micro_steps would
   // stretch the window silently) is not a state a session wrote.
@@ -876,6 +915,10 @@ void Session::applyCheckpoint(const CheckpointContents &c,
                   plan.sources[i]->bytes);
   for (size_t i = 0; i < plan.hypers.size(); ++i)
     storeHyper(i, plan.hypers[i]);
+  // A checkpoint without a schedule (also one written before schedules
+  // existed) restores a session that has none.
+  lrSchedule_ = c.lrSchedule;
+  syncScheduledLr();
   accumulate_ = c.accumulate;
   seed_ = c.seed;
   userState_.clear();

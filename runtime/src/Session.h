@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,13 @@ public:
 
   Status setHyperparameter(std::string_view name, double value);
   Status hyperparameter(std::string_view name, double &value) const;
+
+  /// Makes hyperparameter `lr` follow `schedule` (null: stop following
+  /// one); a NaN peak lr takes lr's current value.
+  Status setLrSchedule(const cleave_lr_schedule *schedule);
+  const std::optional<cleave_lr_schedule> &lrSchedule() const {
+    return lrSchedule_;
+  }
 
   int64_t microSteps() const { return *microSteps_; }
   int64_t step() const { return *step_; }
@@ -162,6 +170,9 @@ private:
   Status findGlobalOfSize(std::string_view name, size_t bytes,
                           size_t &index) const;
   void storeHyper(size_t index, double value);
+  /// With a schedule, sets `lr` to its value at the current optimizer step:
+  /// the step the next apply_step takes.
+  void syncScheduledLr();
   /// What a checkpoint of this session holds (pointing into the session).
   CheckpointContents checkpointContents() const;
   /// Checks that `c` (read from `path`) is a state of this session, without
@@ -203,6 +214,9 @@ private:
   int64_t *microSteps_ = nullptr;
   int64_t *step_ = nullptr;
   std::vector<double> hyperValues_;
+  /// The index of hyperparameter `lr`, if the model has one.
+  std::optional<size_t> lrHyper_;
+  std::optional<cleave_lr_schedule> lrSchedule_;
   int64_t accumulate_ = 1;
   uint64_t seed_ = 0;
   int numThreads_ = 0;

@@ -154,6 +154,57 @@ TEST(TrainOptionsTest, RejectsBadValues) {
   EXPECT_EQ(trainUsageError({"m", "--data="}), "--data needs a directory");
 }
 
+TEST(TrainOptionsTest, ScheduleAndPlotFlags) {
+  train::TrainOptions o = parseTrain({"m"});
+  EXPECT_FALSE(o.schedule);
+  EXPECT_EQ(o.plotPath, "");
+  o = parseTrain({"m", "--lr-schedule=cosine", "--warmup-steps=5",
+                  "--total-steps", "100", "--min-lr=1e-4",
+                  "--warmup-start-factor=0.1", "--metrics=m.jsonl",
+                  "--plot=p.svg"});
+  ASSERT_TRUE(o.schedule);
+  EXPECT_EQ(o.schedule->kind, "cosine");
+  EXPECT_EQ(o.schedule->warmupSteps, 5);
+  EXPECT_EQ(o.schedule->totalSteps, 100);
+  EXPECT_EQ(o.schedule->minLr, 1e-4);
+  EXPECT_EQ(o.schedule->warmupStartFactor, 0.1);
+  EXPECT_FALSE(o.schedule->gamma);
+  EXPECT_EQ(o.plotPath, "p.svg");
+  o = parseTrain(
+      {"m", "--lr-gamma=0.5", "--lr-step-size=3", "--lr-schedule=step"});
+  EXPECT_EQ(o.schedule->kind, "step");
+  EXPECT_EQ(o.schedule->gamma, 0.5);
+  EXPECT_EQ(o.schedule->stepSize, 3);
+  EXPECT_EQ(parseTrain({"m", "--lr-schedule=polynomial", "--lr-power=2"})
+                .schedule->power,
+            2.0);
+
+  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=exp"}),
+            "invalid value 'exp' for --lr-schedule (expected constant, "
+            "cosine, step, linear, polynomial or one-cycle)");
+  EXPECT_EQ(trainUsageError({"m", "--warmup-steps=3"}),
+            "--warmup-steps, --total-steps and the other schedule options "
+            "need --lr-schedule=KIND");
+  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=cosine", "--lr-gamma=0.5"}),
+            "--lr-gamma does not apply to --lr-schedule=cosine (it applies "
+            "to step)");
+  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=step", "--total-steps=9"}),
+            "--total-steps does not apply to --lr-schedule=step (it applies "
+            "to cosine, linear, polynomial and one-cycle)");
+  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=constant", "--min-lr=1"}),
+            "--min-lr does not apply to --lr-schedule=constant (it applies to "
+            "every kind but constant)");
+  EXPECT_EQ(trainUsageError({"m", "--lr-schedule=cosine", "--total-steps=0"}),
+            "--total-steps must be at least 1 (got 0)");
+  EXPECT_EQ(
+      trainUsageError({"m", "--lr-schedule=cosine", "--warmup-start-factor=2"}),
+      "--warmup-start-factor must be 0 to 1 (got 2)");
+  EXPECT_EQ(trainUsageError({"m", "--plot=p.svg"}),
+            "--plot draws the metrics file: it needs --metrics=FILE too");
+  EXPECT_EQ(trainUsageError({"m", "--metrics=m", "--plot=p.pdf"}),
+            "--plot=p.pdf: the file must end in .png or .svg");
+}
+
 TEST(RunOptionsTest, ParsesAndDefaultsThePrints) {
   Argv a({"m.cleave", "--entry=micro_step", "--input", "labels=1,2",
           "--global=w=0", "--samples=2", "--repeat", "3", "--flush",

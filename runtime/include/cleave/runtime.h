@@ -339,6 +339,95 @@ CLEAVE_API cleave_status cleave_session_set_hyperparameter(
 CLEAVE_API cleave_status cleave_session_hyperparameter(
     const cleave_session *session, const char *name, double *value);
 
+/*===----------------------------------------------------------------------===
+ * Learning-rate schedules
+ *
+ * A schedule makes hyperparameter `lr` a function of the optimizer step: the
+ * session sets it to lr(s) before the apply_step that takes optimizer step s
+ * (s = cleave_session_step() before that apply, counted from 0), and never
+ * per micro-step. Changing N does not stretch or shrink the schedule: it is
+ * indexed by optimizer steps. Nothing is recompiled; the schedule is saved in
+ * checkpoints and restored with them. docs/design/lr-schedules.md gives the
+ * formulas (PyTorch's LinearLR, CosineAnnealingLR, StepLR, PolynomialLR and
+ * OneCycleLR in closed form) and their edge cases.
+ *
+ * Every kind but one-cycle starts with a linear warmup: for s < warmup_steps,
+ *   lr(s) = lr * (f + (1 - f) * s / warmup_steps),  f = warmup_start_factor;
+ * then, with t = s - warmup_steps and D = total_steps - warmup_steps:
+ *   constant    lr
+ *   cosine      min_lr + (lr - min_lr) * (1 + cos(pi * t / D)) / 2, and
+ *               min_lr from step total_steps on
+ *   step        max(min_lr, lr * gamma^floor(t / step_size))
+ *   polynomial  min_lr + (lr - min_lr) * (1 - t / D)^power, and min_lr from
+ *               step total_steps on (power 1: linear decay)
+ *   one-cycle   PyTorch's OneCycleLR (cosine annealing, two phases) with
+ *               max_lr = lr, initial lr = warmup_start_factor * lr, final lr
+ *               = min_lr and pct_start = warmup_steps / total_steps; min_lr
+ *               from step total_steps - 1 on.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum cleave_lr_schedule_kind {
+  CLEAVE_LR_CONSTANT = 0,
+  CLEAVE_LR_COSINE = 1,
+  CLEAVE_LR_STEP = 2,
+  CLEAVE_LR_POLYNOMIAL = 3,
+  CLEAVE_LR_ONE_CYCLE = 4
+} cleave_lr_schedule_kind;
+
+typedef struct cleave_lr_schedule {
+  cleave_lr_schedule_kind kind;
+  /** The peak learning rate, reached at the end of the warmup (one-cycle's
+   *  max_lr). NaN (the default): cleave_session_set_lr_schedule takes the
+   *  session's current value of hyperparameter `lr`. */
+  double lr;
+  /** The floor, 0 <= min_lr <= lr: where cosine and polynomial decay end,
+   *  the least step decay reaches, one-cycle's final learning rate. */
+  double min_lr;
+  /** Steps of linear warmup (>= 0); one-cycle: the steps of its rising phase
+   *  (2 <= warmup_steps < total_steps). */
+  int64_t warmup_steps;
+  /** The warmup starts at warmup_start_factor * lr (0 to 1; default 0). */
+  double warmup_start_factor;
+  /** Cosine, polynomial, one-cycle: the step at which the decay ends
+   *  (>= warmup_steps). Unused by constant and step. */
+  int64_t total_steps;
+  /** Step decay: lr is multiplied by gamma (> 0) every step_size (>= 1)
+   *  steps after the warmup. Defaults 1 and 0.1 (PyTorch's gamma). */
+  int64_t step_size;
+  double gamma;
+  /** Polynomial decay's exponent (> 0; default 1, a linear decay). */
+  double power;
+} cleave_lr_schedule;
+
+/** Sets every field of `schedule` to its default: a constant schedule at the
+ *  session's current lr, without warmup. */
+CLEAVE_API void cleave_lr_schedule_init(cleave_lr_schedule *schedule);
+
+/** The kind's name: "constant", "cosine", "step", "polynomial", "one-cycle"
+ *  ("?" if unknown). */
+CLEAVE_API const char *
+cleave_lr_schedule_kind_name(cleave_lr_schedule_kind kind);
+
+/** The learning rate of optimizer step `step` (>= 0) under `schedule`, whose
+ *  fields must all be valid (lr included: not NaN). */
+CLEAVE_API cleave_status cleave_lr_schedule_value(
+    const cleave_lr_schedule *schedule, int64_t step, double *lr);
+
+/** Makes hyperparameter `lr` follow `schedule` (checked first; the artifact
+ *  must have a hyperparameter `lr`) from the next apply_step on, and sets it
+ *  to the schedule's value at the current step at once, so that
+ *  cleave_session_hyperparameter(session, "lr") always reads the learning
+ *  rate the next optimizer step will use. While a schedule is set,
+ *  cleave_session_set_hyperparameter refuses `lr`. NULL removes the
+ *  schedule; `lr` keeps its current value. */
+CLEAVE_API cleave_status cleave_session_set_lr_schedule(
+    cleave_session *session, const cleave_lr_schedule *schedule);
+
+/** The session's schedule: `*active` is 1 and `*schedule` holds it (with the
+ *  peak lr resolved), or `*active` is 0 and `*schedule` is untouched. */
+CLEAVE_API cleave_status cleave_session_lr_schedule(
+    const cleave_session *session, cleave_lr_schedule *schedule, int *active);
+
 /** Micro-steps in the current window (`train.micro_steps`). */
 CLEAVE_API cleave_status
 cleave_session_micro_steps(const cleave_session *session, int64_t *count);
@@ -395,15 +484,15 @@ CLEAVE_API cleave_status
 cleave_session_user_state(const cleave_session *session, const char *key,
                           const void **value, size_t *bytes);
 
-/** Writes a checkpoint (every global, N, hyperparameter values, the seed, the
- *  user state) to `path` atomically: `path`.tmp is written, fsync'ed and
- *  renamed over `path`, then the directory is fsync'ed. On failure `path` is
- *  untouched. In a data-parallel session with more than one rank the call is
- *  collective: every rank's state (accumulators and sharded optimizer state
- *  differ between ranks) is sent to rank 0, which alone writes them all to
- *  its `path` (the other ranks' `path` is not used); every rank returns the
- *  outcome of the write. User-state keys starting with `cleave.rank` are
- *  reserved for this. */
+/** Writes a checkpoint (every global, N, hyperparameter values, the
+ *  learning-rate schedule, the seed, the user state) to `path` atomically:
+ *  `path`.tmp is written, fsync'ed and renamed over `path`, then the
+ *  directory is fsync'ed. On failure `path` is untouched. In a data-parallel
+ *  session with more than one rank the call is collective: every rank's
+ *  state (accumulators and sharded optimizer state differ between ranks) is
+ *  sent to rank 0, which alone writes them all to its `path` (the other
+ *  ranks' `path` is not used); every rank returns the outcome of the write.
+ *  User-state keys starting with `cleave.rank` are reserved for this. */
 CLEAVE_API cleave_status
 cleave_session_save_checkpoint(const cleave_session *session, const char *path);
 /** Restores a checkpoint written by a session of the same model. The file is

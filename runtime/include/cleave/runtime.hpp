@@ -24,6 +24,7 @@
 #include "cleave/runtime.h"
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -190,6 +191,23 @@ private:
   cleave_artifact *handle_ = nullptr;
 };
 
+/// A learning-rate schedule of `kind` with the C API's defaults for every
+/// other field (peak lr NaN: the session's current lr).
+inline cleave_lr_schedule makeLrSchedule(cleave_lr_schedule_kind kind) {
+  cleave_lr_schedule s;
+  cleave_lr_schedule_init(&s);
+  s.kind = kind;
+  return s;
+}
+
+/// The learning rate of optimizer step `step` under `schedule`.
+inline double lrScheduleValue(const cleave_lr_schedule &schedule,
+                              int64_t step) {
+  double lr = 0;
+  check(cleave_lr_schedule_value(&schedule, step, &lr));
+  return lr;
+}
+
 /// Session options with the C API's defaults.
 struct SessionOptions {
   uint64_t seed = 0;
@@ -323,6 +341,22 @@ public:
     double v = 0;
     check(cleave_session_hyperparameter(handle_, name.c_str(), &v));
     return v;
+  }
+  /// Hyperparameter `lr` follows `schedule` (cleave_session_set_lr_schedule).
+  void setLrSchedule(const cleave_lr_schedule &schedule) {
+    check(cleave_session_set_lr_schedule(handle_, &schedule));
+  }
+  /// `lr` stops following a schedule and keeps its current value.
+  void clearLrSchedule() {
+    check(cleave_session_set_lr_schedule(handle_, nullptr));
+  }
+  std::optional<cleave_lr_schedule> lrSchedule() const {
+    cleave_lr_schedule s;
+    int active = 0;
+    check(cleave_session_lr_schedule(handle_, &s, &active));
+    if (!active)
+      return std::nullopt;
+    return s;
   }
   int64_t microSteps() const {
     int64_t n = 0;

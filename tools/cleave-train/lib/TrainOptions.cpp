@@ -4,6 +4,8 @@
 
 #include "CommandLine.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 
 namespace cleave::train {
@@ -28,6 +30,19 @@ processes train as one data-parallel job (an artifact compiled with
   --accumulate=N         micro-steps per optimizer step (default: artifact's)
   --lr=X                 learning rate (default: the artifact's)
   --hyper NAME=X         any other hyperparameter (repeatable)
+  --lr-schedule=KIND     the learning rate per optimizer step: constant,
+                         cosine, step, linear, polynomial or one-cycle
+                         (default: --lr throughout); --lr is the peak
+  --warmup-steps=K       linear warmup over the first K optimizer steps
+                         (default 0; one-cycle: its rising phase, 30%)
+  --warmup-start-factor=F  the warmup starts at F x lr (default 0;
+                         one-cycle: 1/25)
+  --total-steps=T        where cosine, linear, polynomial and one-cycle
+                         decay ends (default: the run's optimizer steps)
+  --min-lr=X             the floor they decay to (default 0; one-cycle:
+                         lr/25e4)
+  --lr-step-size=K --lr-gamma=G   step: lr x G every K steps (G default 0.1)
+  --lr-power=P           polynomial: the exponent (default 1)
   --threads=T            OpenMP threads of the kernels (default: OpenMP's)
   --metrics=FILE         JSON lines: one per optimizer step and per epoch
   --checkpoint-dir=DIR   checkpoint at every epoch end (and --checkpoint-every)
@@ -39,6 +54,8 @@ processes train as one data-parallel job (an artifact compiled with
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
   --save-params=FILE     write the final parameters (raw, manifest order)
+  --plot=FILE            draw the metrics into FILE (.png or .svg) at the
+                         end (needs --metrics and python3-matplotlib)
   --progress=MODE        auto (default), bar, lines or none
   --quiet                per-epoch results only
   --help                 this text
@@ -60,6 +77,27 @@ ProgressMode parseProgress(const std::string &text) {
     return ProgressMode::None;
   throw UsageError("invalid value '" + text +
                    "' for --progress (expected auto, bar, lines or none)");
+}
+
+const char *const kScheduleKinds[] = {"constant", "cosine",     "step",
+                                      "linear",   "polynomial", "one-cycle"};
+
+/// Refuses schedule flags that the chosen kind does not use.
+void checkSchedule(const TrainOptions::Schedule &s) {
+  auto refuse = [&](bool given, const char *flag, const char *kinds) {
+    if (given)
+      throw UsageError(std::string(flag) + " does not apply to --lr-schedule=" +
+                       s.kind + " (it applies to " + kinds + ")");
+  };
+  const bool decays = s.kind == "cosine" || s.kind == "linear" ||
+                      s.kind == "polynomial" || s.kind == "one-cycle";
+  refuse(s.totalSteps && !decays, "--total-steps",
+         "cosine, linear, polynomial and one-cycle");
+  refuse(s.minLr && s.kind == "constant", "--min-lr",
+         "every kind but constant");
+  refuse(s.stepSize && s.kind != "step", "--lr-step-size", "step");
+  refuse(s.gamma && s.kind != "step", "--lr-gamma", "step");
+  refuse(s.power && s.kind != "polynomial", "--lr-power", "polynomial");
 }
 
 void noValue(const Flag &flag) {
@@ -101,6 +139,53 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
       o.lr = tools::parseDouble(n, text);
       if (*o.lr < 0)
         throw UsageError("--lr must not be negative (got " + text + ")");
+    } else if (n == "--lr-schedule" || n == "--warmup-steps" ||
+               n == "--warmup-start-factor" || n == "--total-steps" ||
+               n == "--min-lr" || n == "--lr-step-size" || n == "--lr-gamma" ||
+               n == "--lr-power") {
+      if (!o.schedule)
+        o.schedule.emplace();
+      TrainOptions::Schedule &s = *o.schedule;
+      std::string text = args.value(f);
+      auto nonNegative = [&] {
+        double v = tools::parseDouble(n, text);
+        if (v < 0)
+          throw UsageError(n + " must not be negative (got " + text + ")");
+        return v;
+      };
+      if (n == "--lr-schedule") {
+        if (std::find(std::begin(kScheduleKinds), std::end(kScheduleKinds),
+                      text) == std::end(kScheduleKinds))
+          throw UsageError("invalid value '" + text +
+                           "' for --lr-schedule (expected constant, cosine, "
+                           "step, linear, polynomial or one-cycle)");
+        s.kind = text;
+      } else if (n == "--warmup-steps") {
+        s.warmupSteps = parseInt(n, text, 0, kMax);
+      } else if (n == "--total-steps") {
+        s.totalSteps = parseInt(n, text, 1, kMax);
+      } else if (n == "--lr-step-size") {
+        s.stepSize = parseInt(n, text, 1, kMax);
+      } else if (n == "--warmup-start-factor") {
+        s.warmupStartFactor = nonNegative();
+        if (*s.warmupStartFactor > 1)
+          throw UsageError("--warmup-start-factor must be 0 to 1 (got " + text +
+                           ")");
+      } else if (n == "--min-lr") {
+        s.minLr = nonNegative();
+      } else if (n == "--lr-gamma") {
+        s.gamma = nonNegative();
+        if (*s.gamma == 0)
+          throw UsageError("--lr-gamma must be positive (got " + text + ")");
+      } else {
+        s.power = nonNegative();
+        if (*s.power == 0)
+          throw UsageError("--lr-power must be positive (got " + text + ")");
+      }
+    } else if (n == "--plot") {
+      o.plotPath = args.value(f);
+      if (o.plotPath.empty())
+        throw UsageError("--plot needs a file name (.png or .svg)");
     } else if (n == "--hyper") {
       o.hyperparameters.push_back(tools::parseNameValue(n, args.value(f)));
     } else if (n == "--threads") {
@@ -158,6 +243,25 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
                      "checkpoints)");
   if (o.checkpointEvery > 0 && o.checkpointDir.empty())
     throw UsageError("--checkpoint-every needs --checkpoint-dir=DIR");
+  if (o.schedule) {
+    if (o.schedule->kind.empty())
+      throw UsageError("--warmup-steps, --total-steps and the other schedule "
+                       "options need --lr-schedule=KIND");
+    checkSchedule(*o.schedule);
+  }
+  if (!o.plotPath.empty()) {
+    auto endsWith = [&](const char *suffix) {
+      const std::string s = suffix;
+      return o.plotPath.size() > s.size() &&
+             o.plotPath.compare(o.plotPath.size() - s.size(), s.size(), s) == 0;
+    };
+    if (!endsWith(".png") && !endsWith(".svg"))
+      throw UsageError("--plot=" + o.plotPath +
+                       ": the file must end in .png or .svg");
+    if (o.metricsPath.empty())
+      throw UsageError("--plot draws the metrics file: it needs "
+                       "--metrics=FILE too");
+  }
   if (o.quiet)
     o.progress = ProgressMode::None;
   return o;

@@ -36,6 +36,14 @@ struct TrainOptions {
   /// Unset: the artifact's (or, on resume, the checkpoint's) N.
   std::optional<int64_t> accumulate;
   std::optional<double> lr;
+  /// --lr-schedule=KIND and the parameters of the schedule; only those
+  /// given are set (defaults depend on the kind and the run: Trainer.cpp).
+  struct Schedule {
+    std::string kind;
+    std::optional<int64_t> warmupSteps, totalSteps, stepSize;
+    std::optional<double> warmupStartFactor, minLr, gamma, power;
+  };
+  std::optional<Schedule> schedule;
   /// `--hyper name=value`, in command-line order (applied after --lr).
   std::vector<std::pair<std::string, double>> hyperparameters;
   /// > 0: OpenMP threads of the kernels; 0: leave OpenMP's setting alone.
@@ -58,6 +66,8 @@ struct TrainOptions {
   bool quiet = false;
   /// Write the final parameters and buffers here (raw, manifest order).
   std::string saveParams;
+  /// Draw the metrics into this .png or .svg when the run ends (cleave-plot).
+  std::string plotPath;
   bool help = false;
 };
 

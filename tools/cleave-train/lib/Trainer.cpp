@@ -6,6 +6,7 @@
 #include "CommandLine.h"
 #include "Error.h"
 #include "Metrics.h"
+#include "Plot.h"
 #include "Progress.h"
 
 #include "data/Dataset.h"
@@ -274,12 +275,15 @@ public:
         checkpoints_(options.checkpointDir, options.keepCheckpoints),
         progress_(options.progress, err) {}
 
+  /// Trains, then draws the metrics if --plot asks (also when training
+  /// fails, to show what it got to).
   TrainSummary run();
 
 private:
   /// Where the testing hook (kKillPointEnv) fires.
   enum class KillPoint { MicroStep, Checkpoint };
 
+  TrainSummary trainAll();
   void load();
   void startOrResume();
   void resume(const std::string &checkpoint);
@@ -291,10 +295,21 @@ private:
   /// failed), so that no rank waits for a failed one in a collective.
   void collectively(const std::function<void()> &step);
   void applyOverrides();
+  /// Sets the schedule --lr-schedule asks for, or gives the checkpoint's a
+  /// new peak --lr; false when neither applies.
+  bool applySchedule();
+  /// The optimizer steps of the whole run with N = `n`: those taken, plus
+  /// one per window of N micro-batches (and per partial window at each
+  /// epoch's end) until the last epoch ends.
+  int64_t plannedSteps(int64_t n) const;
   void announce();
   void runEpoch();
   void microStep(int64_t k);
-  void windowClosed(int64_t microSteps, double rate);
+  /// The learning rate of the next optimizer step (0 without `lr`).
+  double nextLr() const;
+  /// Records the optimizer step that just ended a window of `microSteps`
+  /// micro-steps with learning rate `lr`.
+  void windowClosed(int64_t microSteps, double rate, double lr);
   EvalResult evaluate();
   void checkpoint();
   /// Signals this process if the testing hook says so at `point`.
@@ -323,8 +338,10 @@ private:
   std::optional<int64_t> killRank_;
   int killSignal_ = SIGKILL;
   KillPoint killPoint_ = KillPoint::MicroStep;
-  /// The window a resumed run's --accumulate closed, if it did.
+  /// The window a resumed run's --accumulate closed, if it did, and the
+  /// learning rate of that optimizer step.
   std::optional<int64_t> closedOnResume_;
+  double closedOnResumeLr_ = 0;
 
   Position pos_;
   TrainSummary summary_;
@@ -566,19 +583,123 @@ void Trainer::resume(const std::string &checkpoint) {
 void Trainer::applyOverrides() {
   // On a resumed run only what the command line says explicitly replaces
   // the checkpoint's values; the rest continues as it was.
-  if (o_.lr)
+  if (!applySchedule() && o_.lr)
     session_->setHyperparameter("lr", *o_.lr);
   for (const auto &[name, value] : o_.hyperparameters)
     session_->setHyperparameter(name, value);
   if (o_.accumulate && summary_.resumedFrom) {
     int64_t stepBefore = session_->step();
     int64_t window = session_->microSteps();
+    closedOnResumeLr_ = nextLr();
     session_->setAccumulation(*o_.accumulate);
     // A smaller N than the window already holds ends the window now; its
     // record is written once the metrics file is open.
     if (session_->step() != stepBefore)
       closedOnResume_ = window;
   }
+}
+
+int64_t Trainer::plannedSteps(int64_t n) const {
+  if (pos_.epoch >= o_.epochs)
+    return session_->step();
+  const int64_t b = model_.microBatch;
+  const int64_t perEpoch = (share_ + b - 1) / b; // the last one short
+  auto windows = [&](int64_t microSteps) { return (microSteps + n - 1) / n; };
+  // Every micro-step of an epoch but its last is full, so the position
+  // divides exactly; the current window continues with the new N (ending at
+  // once if it already holds N or more).
+  const int64_t window = session_->microSteps();
+  const int64_t left = perEpoch - pos_.sample / b;
+  const int64_t thisEpoch =
+      window >= n ? 1 + windows(left) : windows(window + left);
+  return session_->step() + thisEpoch +
+         (o_.epochs - pos_.epoch - 1) * windows(perEpoch);
+}
+
+bool Trainer::applySchedule() {
+  std::optional<cleave_lr_schedule> current =
+      hasLr_ ? session_->lrSchedule() : std::nullopt;
+  if (!o_.schedule) {
+    // A resumed run keeps its checkpoint's schedule; --lr moves its peak.
+    if (!current || !o_.lr)
+      return false;
+    current->lr = *o_.lr;
+    session_->setLrSchedule(*current);
+    return true;
+  }
+  if (!hasLr_)
+    throw tools::Error(o_.artifact + " has no hyperparameter 'lr' for "
+                                     "--lr-schedule to set");
+  const TrainOptions::Schedule &flags = *o_.schedule;
+  const std::string &kind = flags.kind;
+  // --lr-schedule takes the runtime's kind names, and "linear" for a
+  // polynomial of power 1 (its default).
+  cleave_lr_schedule_kind parsed = CLEAVE_LR_POLYNOMIAL;
+  for (cleave_lr_schedule_kind k :
+       {CLEAVE_LR_CONSTANT, CLEAVE_LR_COSINE, CLEAVE_LR_STEP,
+        CLEAVE_LR_POLYNOMIAL, CLEAVE_LR_ONE_CYCLE})
+    if (kind == cleave_lr_schedule_kind_name(k))
+      parsed = k;
+  cleave_lr_schedule s = cleave::makeLrSchedule(parsed);
+  // The peak: --lr, else the checkpoint's peak, else the current lr.
+  s.lr = o_.lr     ? *o_.lr
+         : current ? current->lr
+                   : session_->hyperparameter("lr");
+  s.total_steps = flags.totalSteps
+                      ? *flags.totalSteps
+                      : plannedSteps(o_.accumulate ? *o_.accumulate
+                                                   : session_->accumulation());
+  if (s.kind == CLEAVE_LR_ONE_CYCLE) {
+    // PyTorch's OneCycleLR defaults: pct_start 0.3, div_factor 25,
+    // final_div_factor 1e4.
+    s.warmup_steps = std::llround(0.3 * double(s.total_steps));
+    s.warmup_start_factor = 1.0 / 25;
+    s.min_lr = s.lr / 25 / 1e4;
+  }
+  if (flags.warmupSteps)
+    s.warmup_steps = *flags.warmupSteps;
+  if (flags.warmupStartFactor)
+    s.warmup_start_factor = *flags.warmupStartFactor;
+  if (flags.minLr)
+    s.min_lr = *flags.minLr;
+  if (flags.stepSize)
+    s.step_size = *flags.stepSize;
+  if (flags.gamma)
+    s.gamma = *flags.gamma;
+  if (flags.power)
+    s.power = *flags.power;
+  // The schedule replaces the checkpoint's (if any) as a whole.
+  session_->clearLrSchedule();
+  try {
+    session_->setLrSchedule(s);
+  } catch (const cleave::Error &e) {
+    throw tools::Error("--lr-schedule=" + kind + ": " + e.what());
+  }
+  return true;
+}
+
+double Trainer::nextLr() const {
+  return hasLr_ ? session_->hyperparameter("lr") : 0.0;
+}
+
+/// The schedule as the metrics' start and resume records carry it.
+json scheduleJson(const cleave_lr_schedule &s) {
+  json j = {{"kind", cleave_lr_schedule_kind_name(s.kind)},
+            {"lr", s.lr},
+            {"warmup_steps", s.warmup_steps},
+            {"warmup_start_factor", s.warmup_start_factor}};
+  if (s.kind != CLEAVE_LR_CONSTANT)
+    j["min_lr"] = s.min_lr;
+  if (s.kind == CLEAVE_LR_COSINE || s.kind == CLEAVE_LR_POLYNOMIAL ||
+      s.kind == CLEAVE_LR_ONE_CYCLE)
+    j["total_steps"] = s.total_steps;
+  if (s.kind == CLEAVE_LR_STEP) {
+    j["step_size"] = s.step_size;
+    j["gamma"] = s.gamma;
+  }
+  if (s.kind == CLEAVE_LR_POLYNOMIAL)
+    j["power"] = s.power;
+  return j;
 }
 
 void Trainer::announce() {
@@ -599,6 +720,22 @@ void Trainer::announce() {
     hypers += " " + h.name + "=" + value;
   }
   say("hyperparameters:%s\n", hypers.empty() ? " none" : hypers.c_str());
+  const std::optional<cleave_lr_schedule> schedule =
+      hasLr_ ? session_->lrSchedule() : std::nullopt;
+  if (schedule) {
+    std::string text = scheduleJson(*schedule).dump();
+    say("learning-rate schedule: %s\n", text.c_str());
+    const bool hasTotal = schedule->kind == CLEAVE_LR_COSINE ||
+                          schedule->kind == CLEAVE_LR_POLYNOMIAL ||
+                          schedule->kind == CLEAVE_LR_ONE_CYCLE;
+    const int64_t planned = plannedSteps(n);
+    if (hasTotal && summary_.resumedFrom && !o_.schedule &&
+        planned != schedule->total_steps)
+      say("note: the schedule ends at optimizer step %lld, this run at "
+          "%lld; the schedule counts optimizer steps and is kept as it was "
+          "(give --lr-schedule again to recompute --total-steps)\n",
+          (long long)schedule->total_steps, (long long)planned);
+  }
   say("data %s: %lld training and %lld test images of %lldx%lld\n",
       o_.dataDir.c_str(), (long long)train_.size(), (long long)test_.size(),
       (long long)train_.rows, (long long)train_.cols);
@@ -627,20 +764,29 @@ void Trainer::announce() {
   json hyper = json::object();
   for (const auto &h : artifact_->hyperparameters())
     hyper[h.name] = session_->hyperparameter(h.name);
+  // The learning rate of the next optimizer step, and the schedule that
+  // gives it, if any.
+  auto addLr = [&](json record) {
+    if (hasLr_)
+      record["lr"] = nextLr();
+    if (schedule)
+      record["lr_schedule"] = scheduleJson(*schedule);
+    return record;
+  };
   if (!summary_.resumedFrom) {
     metrics_.openNew(o_.metricsPath);
-    metrics_.write({{"event", "start"},
-                    {"model", o_.artifact},
-                    {"data", o_.dataDir},
-                    {"micro_batch", model_.microBatch},
-                    {"accumulate", n},
-                    {"ranks", ranks_},
-                    {"epochs", o_.epochs},
-                    {"seed", o_.seed},
-                    {"threads", o_.threads},
-                    {"train_samples", train_.size()},
-                    {"test_samples", test_.size()},
-                    {"hyperparameters", hyper}});
+    metrics_.write(addLr({{"event", "start"},
+                          {"model", o_.artifact},
+                          {"data", o_.dataDir},
+                          {"micro_batch", model_.microBatch},
+                          {"accumulate", n},
+                          {"ranks", ranks_},
+                          {"epochs", o_.epochs},
+                          {"seed", o_.seed},
+                          {"threads", o_.threads},
+                          {"train_samples", train_.size()},
+                          {"test_samples", test_.size()},
+                          {"hyperparameters", hyper}}));
     return;
   }
   if (!metrics_.openResumed(o_.metricsPath, pos_.metricsBytes))
@@ -648,14 +794,14 @@ void Trainer::announce() {
                  "cleave-train: warning: %s is shorter than when %s was "
                  "written; appending to it\n",
                  o_.metricsPath.c_str(), summary_.resumedFrom->c_str());
-  metrics_.write({{"event", "resume"},
-                  {"checkpoint", *summary_.resumedFrom},
-                  {"epoch", pos_.epoch + 1},
-                  {"sample", pos_.sample},
-                  {"micro_steps", pos_.microSteps},
-                  {"step", session_->step()},
-                  {"accumulate", n},
-                  {"hyperparameters", hyper}});
+  metrics_.write(addLr({{"event", "resume"},
+                        {"checkpoint", *summary_.resumedFrom},
+                        {"epoch", pos_.epoch + 1},
+                        {"sample", pos_.sample},
+                        {"micro_steps", pos_.microSteps},
+                        {"step", session_->step()},
+                        {"accumulate", n},
+                        {"hyperparameters", hyper}}));
 }
 
 void Trainer::microStep(int64_t k) {
@@ -669,7 +815,7 @@ void Trainer::microStep(int64_t k) {
   cleave::check(cleave_session_micro_step(session_->get(), &batch));
 }
 
-void Trainer::windowClosed(int64_t microSteps, double rate) {
+void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
   // Every rank knows whether there are metrics (the same flags), so they
   // all take part in combining the window's loss.
   if (!o_.metricsPath.empty()) {
@@ -689,7 +835,7 @@ void Trainer::windowClosed(int64_t microSteps, double rate) {
       if (ranks_ > 1)
         record["bytes_sent"] = windowBytes;
       if (hasLr_)
-        record["lr"] = session_->hyperparameter("lr");
+        record["lr"] = lr;
       record["samples_per_sec"] = rate;
       record["elapsed"] = secondsSince(start_);
       metrics_.write(record);
@@ -778,6 +924,7 @@ void Trainer::runEpoch() {
     check(trainBatcher_->gather(share + pos_.sample, k));
     const int64_t stepBefore = session_->step();
     const int64_t window = session_->microSteps() + 1;
+    const double lr = nextLr();
     microStep(k);
     const double loss = session_->lastLoss();
     if (!std::isfinite(loss))
@@ -795,7 +942,7 @@ void Trainer::runEpoch() {
     rate = double(epochTrainedHere_ * ranks_) /
            std::max(secondsSince(epochTrainStart_), 1e-9);
     if (session_->step() != stepBefore)
-      windowClosed(window, rate);
+      windowClosed(window, rate, lr);
     maybeKill(KillPoint::MicroStep);
     if (root_)
       progress_.update(pos_.sample * ranks_,
@@ -810,8 +957,9 @@ void Trainer::runEpoch() {
   // step of exactly its samples, so that every epoch ends with all of its
   // samples applied and the evaluation sees them.
   if (int64_t window = session_->microSteps(); window > 0) {
+    const double lr = nextLr();
     session_->flush();
-    windowClosed(window, rate);
+    windowClosed(window, rate, lr);
   }
   if (root_)
     progress_.endEpoch();
@@ -839,19 +987,22 @@ void Trainer::runEpoch() {
                  100.0 * r.testAccuracy, r.samplesPerSecond, r.seconds);
     std::fflush(out_);
   }
-  metrics_.write({{"event", "epoch"},
-                  {"epoch", r.epoch},
-                  {"epochs", o_.epochs},
-                  {"step", r.steps},
-                  {"micro_steps", pos_.microSteps},
-                  {"train_loss", r.trainLoss},
-                  {"train_samples", share_ * ranks_},
-                  {"test_accuracy", r.testAccuracy},
-                  {"test_loss", r.testLoss},
-                  {"test_samples", test_.size()},
-                  {"samples_per_sec", r.samplesPerSecond},
-                  {"epoch_seconds", r.seconds},
-                  {"elapsed", secondsSince(start_)}});
+  json epochRecord = {{"event", "epoch"},
+                      {"epoch", r.epoch},
+                      {"epochs", o_.epochs},
+                      {"step", r.steps},
+                      {"micro_steps", pos_.microSteps},
+                      {"train_loss", r.trainLoss},
+                      {"train_samples", share_ * ranks_},
+                      {"test_accuracy", r.testAccuracy},
+                      {"test_loss", r.testLoss},
+                      {"test_samples", test_.size()},
+                      {"samples_per_sec", r.samplesPerSecond},
+                      {"epoch_seconds", r.seconds},
+                      {"elapsed", secondsSince(start_)}};
+  if (hasLr_)
+    epochRecord["lr"] = nextLr();
+  metrics_.write(epochRecord);
 
   pos_.epoch += 1;
   pos_.sample = 0;
@@ -861,12 +1012,35 @@ void Trainer::runEpoch() {
 }
 
 TrainSummary Trainer::run() {
+  TrainSummary summary;
+  try {
+    summary = trainAll();
+  } catch (...) {
+    if (root_ && !o_.plotPath.empty() && metrics_.isOpen()) {
+      try {
+        plotMetrics(o_.metricsPath, o_.plotPath);
+        std::fprintf(err_, "cleave-train: plotted the metrics so far in %s\n",
+                     o_.plotPath.c_str());
+      } catch (const std::exception &e) {
+        std::fprintf(err_, "cleave-train: warning: %s\n", e.what());
+      }
+    }
+    throw;
+  }
+  if (root_ && !o_.plotPath.empty()) {
+    plotMetrics(o_.metricsPath, o_.plotPath);
+    say("plotted the metrics in %s\n", o_.plotPath.c_str());
+  }
+  return summary;
+}
+
+TrainSummary Trainer::trainAll() {
   load();
   startOrResume();
   applyOverrides();
   announce();
   if (closedOnResume_)
-    windowClosed(*closedOnResume_, 0);
+    windowClosed(*closedOnResume_, 0, closedOnResumeLr_);
   if (pos_.epoch >= o_.epochs)
     say("nothing to train: %s is at the end of epoch %lld (--epochs=%lld)\n",
         summary_.resumedFrom->c_str(), (long long)pos_.epoch,

@@ -324,6 +324,22 @@ TEST_F(EchoTest, RefusesAKernelsTableTheRuntimeCannotBuild) {
       << r.message;
 }
 
+TEST_F(EchoTest, AModelWithoutLrCannotHaveALearningRateSchedule) {
+  json m = echoManifest();
+  m["hyperparameters"] = json::array();
+  m["entries"]["apply_step"]["args"].erase(0); // the lr argument
+  ASSERT_EQ(loadWith(m).status, CLEAVE_OK);
+  Artifact a = Artifact::load(CLEAVE_ECHO_ARTIFACT);
+  Session s(a);
+  cleave_lr_schedule constant = makeLrSchedule(CLEAVE_LR_CONSTANT);
+  constant.lr = 0.1;
+  CallResult r = result(cleave_session_set_lr_schedule(s.get(), &constant));
+  EXPECT_EQ(r.status, CLEAVE_NOT_FOUND);
+  EXPECT_EQ(r.message, std::string(CLEAVE_ECHO_ARTIFACT) +
+                           ": the model has no hyperparameter 'lr' for a "
+                           "learning-rate schedule to set");
+}
+
 TEST_F(EchoTest, AGlobalTooLargeForMemoryIsAStatus) {
   // 2^47 bytes: within the manifest's 2^48 limit, but as large as the whole
   // user address space Linux hands out on x86-64, so it can never be mapped;

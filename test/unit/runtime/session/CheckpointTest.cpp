@@ -179,7 +179,7 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
     std::memcpy(file.data() + 36, &crc, sizeof(crc));
     return file;
   };
-  std::string futureVersion = withVersion(3), pastVersion = withVersion(1);
+  std::string futureVersion = withVersion(4), pastVersion = withVersion(2);
   std::vector<Case> cases = {
       {good.substr(0, good.size() / 2), CLEAVE_INVALID_CHECKPOINT,
        "truncated checkpoint (" + std::to_string(good.size() / 2) + " bytes"},
@@ -194,9 +194,9 @@ TEST_F(CheckpointTest, RefusesCorruptTruncatedAndForeignFiles) {
       {flippedHeader, CLEAVE_INVALID_CHECKPOINT,
        "corrupt checkpoint (the header fails its CRC32 check)"},
       {futureVersion, CLEAVE_INVALID_CHECKPOINT,
-       "checkpoint format version 3, this runtime reads version 2"},
+       "checkpoint format version 4, this runtime reads version 3"},
       {pastVersion, CLEAVE_INVALID_CHECKPOINT,
-       "checkpoint format version 1, this runtime reads version 2"},
+       "checkpoint format version 2, this runtime reads version 3"},
       {"", CLEAVE_INVALID_CHECKPOINT, "not a Cleave checkpoint (bad magic)"},
       {"PK\x03\x04 some zip file", CLEAVE_INVALID_CHECKPOINT,
        "not a Cleave checkpoint (bad magic)"},

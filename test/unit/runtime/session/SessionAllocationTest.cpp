@@ -109,4 +109,29 @@ TEST(SessionAllocation, TheTrainingLoopAllocatesNothing) {
   EXPECT_GT(count, 20);
 }
 
+TEST(SessionAllocation, ALearningRateScheduleAllocatesNothing) {
+  Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD);
+  Session session(artifact, {/*seed=*/0, /*accumulate=*/2});
+  cleave_lr_schedule cosine = makeLrSchedule(CLEAVE_LR_COSINE);
+  cosine.warmup_steps = 5;
+  cosine.total_steps = 30;
+  session.setLrSchedule(cosine);
+  Data data = makeData(kMicroBatch, 2);
+  Batch batch = data.batch();
+  cleave_batch b = batch.view();
+  cleave_session *h = session.get();
+  double lr = 0;
+  ASSERT_EQ(cleave_session_micro_step(h, &b), CLEAVE_OK); // warm-up
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(cleave_session_micro_step(h, &b), CLEAVE_OK);
+    ASSERT_EQ(cleave_session_hyperparameter(h, "lr", &lr), CLEAVE_OK);
+  }
+  ASSERT_EQ(cleave_session_flush(h), CLEAVE_OK);
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(session.step(), 21);
+}
+
 } // namespace
