@@ -230,7 +230,7 @@ Status parseNpy(const std::string &name, const uint8_t *bytes, size_t size,
                              : "shape") +
                "'");
 
-  ElementType type;
+  ElementType type = ElementType::U8;
   CLEAVE_RETURN_IF_ERROR(parseDescr(name, descr, type));
   if (fortranOrder)
     return makeError(CLEAVE_INVALID_ARGUMENT, name,
