@@ -103,7 +103,7 @@ double seconds(std::chrono::steady_clock::time_point since) {
 
 /// Top-1 accuracy on `test`: the forward pass traced under NoGradGuard, one
 /// graph for every batch (the last one padded).
-double evaluate(cleave::Module &model, const cleave::data::ImageDataset &test,
+double evaluate(cleave::Module &model, const cleave::data::Dataset &test,
                 cleave::data::MicroBatcher &batcher) {
   cleave::NoGradGuard noGrad;
   int64_t correct = 0;
@@ -111,8 +111,9 @@ double evaluate(cleave::Module &model, const cleave::data::ImageDataset &test,
     int64_t k = std::min(batcher.capacity(), test.size() - start);
     if (!batcher.gatherRange(start, k).ok())
       std::abort(); // in range by construction
-    cleave::Tensor x = cleave::Tensor::fromBatch(batcher.images(),
-                                                 {k, 1, test.rows, test.cols});
+    cleave::Tensor x = cleave::Tensor::fromBatch(
+        batcher.inputs(),
+        {k, 1, test.inputs.sampleShape[0], test.inputs.sampleShape[1]});
     cleave::Tensor logits = model(x);
     cleave::mark_step();
     std::vector<float> z = logits.toFloatVector();
@@ -135,7 +136,7 @@ int main(int argc, char **argv) {
   if (!parse(argc, argv, o))
     return 2;
 
-  cleave::data::ImageDataset train, test;
+  cleave::data::Dataset train, test;
   cleave::data::DatasetOptions dataOptions;
   dataOptions.limit = o.limit;
   for (auto [split, out] : {std::pair(cleave::data::Split::Train, &train),
@@ -180,7 +181,8 @@ int main(int argc, char **argv) {
         if (!batcher->gather(order.data() + first, k).ok())
           std::abort(); // in range by construction
         cleave::Tensor x = cleave::Tensor::fromBatch(
-            batcher->images(), {k, 1, train.rows, train.cols});
+            batcher->inputs(),
+            {k, 1, train.inputs.sampleShape[0], train.inputs.sampleShape[1]});
         cleave::Tensor y = cleave::Tensor::fromBatch(batcher->labels(), {k});
 
         cleave::Tensor loss = cleave::cross_entropy(model(x), y) / N;

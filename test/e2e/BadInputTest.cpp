@@ -73,13 +73,14 @@ protected:
 
 TEST_F(BadInputTest, MissingDataDirectory) {
   expectError(train(model_, {"--data=" + (dir_ / "nowhere")}),
-              "nowhere: cannot open the data directory \\(No such file or "
+              "nowhere: cannot open the dataset \\(No such file or "
               "directory\\)$");
 }
 
 TEST_F(BadInputTest, DataPathIsAFile) {
   expectError(train(model_, {"--data=" + model_}),
-              "mlp_b32_n2_sgd.cleave: not a directory");
+              "mlp_b32_n2_sgd.cleave: not a dataset \\(expected an \\.npz "
+              "file");
 }
 
 TEST_F(BadInputTest, MissingDataFile) {
@@ -133,14 +134,16 @@ TEST_F(BadInputTest, LabelOutOfRange) {
 
 TEST_F(BadInputTest, LabelCountMismatch) {
   replaceDataFile("train-labels-idx1-ubyte", makeIdx(63, 28, 28).labels);
-  expectError(train(model_), "63 labels for the 64 images of .*"
+  expectError(train(model_), "63 labels for the 64 samples of .*"
                              "train-images-idx3-ubyte\\.gz");
 }
 
 TEST_F(BadInputTest, WrongImageSize) {
   writeDataset(data_, 64, 32, 32, 32, /*gzip=*/true);
-  expectError(train(model_), "mlp_b32_n2_sgd\\.cleave expects images of "
-                             "28x28, the dataset has 32x32");
+  expectError(train(model_),
+              "mlp_b32_n2_sgd\\.cleave: input 'image' takes "
+              "samples of \\[1, 28, 28\\], the data has "
+              "\\[32, 32\\] \\(.*train-images-idx3-ubyte\\.gz\\)$");
 }
 
 //===----------------------------------------------------------------------===//

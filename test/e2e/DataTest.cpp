@@ -131,25 +131,26 @@ TEST(IdxTest, RejectsBadGzip) {
 TEST(DatasetTest, LoadsBothSplitsAndLimits) {
   TempDir dir;
   writeDataset(dir.path(), 30, 12, 6, 5, /*gzip=*/true);
-  data::ImageDataset train, test;
+  data::Dataset train, test;
   data::DatasetOptions options;
   ASSERT_TRUE(
       data::loadIdxDataset(dir.path(), data::Split::Train, options, train)
           .ok());
+  EXPECT_EQ(train.format, "idx");
   EXPECT_EQ(train.size(), 30);
-  EXPECT_EQ(train.rows, 6);
-  EXPECT_EQ(train.cols, 5);
+  EXPECT_EQ(train.inputs.sampleShape, (std::vector<int64_t>{6, 5}));
+  EXPECT_EQ(train.inputs.type, data::ElementType::U8);
   EXPECT_EQ(train.numClasses, 10);
-  EXPECT_EQ(train.labels[13], 3);
-  EXPECT_EQ(train.pixels.size(), 30u * 30u);
-  EXPECT_TRUE(contains(train.imagesPath, "train-images-idx3-ubyte.gz"));
+  EXPECT_EQ(train.targets.row(13)[0], 3);
+  EXPECT_EQ(train.targets.count, 30);
+  EXPECT_TRUE(contains(train.inputs.source, "train-images-idx3-ubyte.gz"));
 
   options.limit = 7;
   ASSERT_TRUE(
       data::loadIdxDataset(dir.path(), data::Split::Test, options, test).ok());
   EXPECT_EQ(test.size(), 7);
-  EXPECT_EQ(test.pixels.size(), 7u * 30u);
-  EXPECT_TRUE(contains(test.labelsPath, "t10k-labels-idx1-ubyte.gz"));
+  EXPECT_EQ(test.targets.count, 7);
+  EXPECT_TRUE(contains(test.targets.source, "t10k-labels-idx1-ubyte.gz"));
 
   // A plain file is preferred to its .gz (no inflating).
   IdxFiles plain = makeIdx(3, 6, 5);
@@ -163,7 +164,7 @@ TEST(DatasetTest, LoadsBothSplitsAndLimits) {
 
 TEST(DatasetTest, ReportsMissingAndInconsistentFiles) {
   TempDir dir;
-  data::ImageDataset out;
+  data::Dataset out;
   data::DatasetOptions options;
   auto load = [&](data::Split split) {
     rt::Status s = data::loadIdxDataset(dir.path(), split, options, out);
@@ -181,7 +182,7 @@ TEST(DatasetTest, ReportsMissingAndInconsistentFiles) {
   writeFile(dir / "train-images-idx3-ubyte", f.images);
   writeFile(dir / "train-labels-idx1-ubyte", makeIdx(19, 4, 4).labels);
   EXPECT_TRUE(
-      contains(load(data::Split::Train), "19 labels for the 20 images"));
+      contains(load(data::Split::Train), "19 labels for the 20 samples"));
 
   std::string labels = f.labels;
   labels[8 + 13] = 10;
@@ -246,33 +247,39 @@ TEST(ShuffleTest, UniformBelowIsInRangeAndCoversIt) {
 }
 
 TEST(MicroBatcherTest, GathersNormalisedAlignedRows) {
-  data::ImageDataset ds;
-  ds.rows = 2;
-  ds.cols = 3;
-  ds.numClasses = 10;
+  std::vector<uint8_t> pixels, labels;
   for (int i = 0; i < 4; ++i) {
     for (int p = 0; p < 6; ++p)
-      ds.pixels.push_back(uint8_t(i * 50 + p));
-    ds.labels.push_back(uint8_t(9 - i));
+      pixels.push_back(uint8_t(i * 50 + p));
+    labels.push_back(uint8_t(9 - i));
   }
+  data::Dataset ds;
+  ds.inputs.type = data::ElementType::U8;
+  ds.inputs.sampleShape = {2, 3};
+  ds.inputs.count = 4;
+  ds.inputs.data = pixels.data();
+  ds.targets.type = data::ElementType::U8;
+  ds.targets.count = 4;
+  ds.targets.data = labels.data();
+  ds.numClasses = 10;
   std::unique_ptr<data::MicroBatcher> b;
   ASSERT_TRUE(data::MicroBatcher::create(ds, 3, b).ok());
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->images()) % 64, 0u);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->labels()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->inputs()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->targets()) % 64, 0u);
 
   const uint32_t order[] = {3, 0};
   ASSERT_TRUE(b->gather(order, 2).ok());
   EXPECT_EQ(b->samples(), 2);
-  EXPECT_EQ(b->imageBytes(), 2u * 6u * sizeof(float));
-  EXPECT_EQ(b->labelBytes(), 2u * sizeof(int64_t));
-  EXPECT_EQ(b->images()[0], 150.0f / 255.0f);
-  EXPECT_EQ(b->images()[6 + 5], 5.0f / 255.0f);
+  EXPECT_EQ(b->inputBytes(), 2u * 6u * sizeof(float));
+  EXPECT_EQ(b->targetBytes(), 2u * sizeof(int64_t));
+  EXPECT_EQ(b->inputs()[0], 150.0f / 255.0f);
+  EXPECT_EQ(b->inputs()[6 + 5], 5.0f / 255.0f);
   EXPECT_EQ(b->labels()[0], 6);
   EXPECT_EQ(b->labels()[1], 9);
 
   ASSERT_TRUE(b->gatherRange(1, 3).ok());
   EXPECT_EQ(b->labels()[2], 6);
-  EXPECT_EQ(b->images()[0], 50.0f / 255.0f);
+  EXPECT_EQ(b->inputs()[0], 50.0f / 255.0f);
 
   const uint32_t bad[] = {4};
   EXPECT_TRUE(

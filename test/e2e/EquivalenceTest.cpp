@@ -7,7 +7,8 @@
 // stepping once per batch, from the same initial parameters on the same
 // samples. Also a flushed partial window (k < N micro-batches), a ragged one
 // (a short last micro-batch), N changed at run time on the same session
-// without recompiling, and train_batch splitting a large batch itself. Fashion-MNIST test images are the data.
+// without recompiling, and train_batch splitting a large batch itself.
+// Fashion-MNIST test images are the data.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +122,8 @@ protected:
   void microStep(cleave::Session &session, int64_t first, int64_t k) {
     ASSERT_TRUE(batcher_->gatherRange(first, k).ok());
     cleave::Batch batch(k);
-    batch.add(batcher_->images(), batcher_->imageBytes())
-        .add(batcher_->labels(), batcher_->labelBytes());
+    batch.add(batcher_->inputs(), batcher_->inputBytes())
+        .add(batcher_->labels(), batcher_->targetBytes());
     session.microStep(batch);
   }
 
@@ -158,7 +159,7 @@ protected:
     std::printf("largest relative difference: %.3g\n", worst_);
   }
 
-  data::ImageDataset dataset_;
+  data::Dataset dataset_;
   std::unique_ptr<data::MicroBatcher> batcher_;
   std::optional<cleave::Artifact> small_, big_;
   std::optional<cleave::Session> accumulating_, reference_;
@@ -230,8 +231,8 @@ TEST_P(EquivalenceTest, TrainBatchSplitsLikeFeedingMicroBatches) {
   auto trainBatch = [&](int64_t first, int64_t k) {
     ASSERT_TRUE(batcher_->gatherRange(first, k).ok());
     cleave::Batch batch(k);
-    batch.add(batcher_->images(), batcher_->imageBytes())
-        .add(batcher_->labels(), batcher_->labelBytes());
+    batch.add(batcher_->inputs(), batcher_->inputBytes())
+        .add(batcher_->labels(), batcher_->targetBytes());
     accumulating_->trainBatch(batch, kSmall);
     microStep(*reference_, first, k);
     for (int64_t start = 0; start < k; start += kSmall)

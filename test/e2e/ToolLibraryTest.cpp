@@ -151,7 +151,7 @@ TEST(TrainOptionsTest, RejectsBadValues) {
             "--checkpoint-every needs --checkpoint-dir=DIR");
   EXPECT_EQ(trainUsageError({"a", "b"}),
             "unexpected argument 'b' (cleave-train trains one MODEL.cleave)");
-  EXPECT_EQ(trainUsageError({"m", "--data="}), "--data needs a directory");
+  EXPECT_EQ(trainUsageError({"m", "--data="}), "--data needs a directory or file");
 }
 
 TEST(TrainOptionsTest, ScheduleAndPlotFlags) {

@@ -15,7 +15,7 @@
 
 // OUT:      model {{.*}}.cleave: micro-batch 32, accumulate 3 (96 samples per optimizer step)
 // OUT-NEXT: hyperparameters: lr=0.01 weight_decay=0
-// OUT-NEXT: data /usr/share/datasets/fashion-mnist: 200 training and 64 test images of 28x28
+// OUT-NEXT: data /usr/share/datasets/fashion-mnist (idx): 200 training and 64 test samples of uint8 [28, 28], labels 0..9
 // OUT-NEXT: epoch 1/2: loss {{[0-9]+\.[0-9]+}}, test accuracy {{[0-9]+\.[0-9]+}}%, {{[0-9]+}} samples/s, {{[0-9.]+}} s
 // OUT-NEXT: epoch 2/2: loss {{[0-9]+\.[0-9]+}}, test accuracy {{[0-9]+\.[0-9]+}}%, {{[0-9]+}} samples/s, {{[0-9.]+}} s
 // OUT-NEXT: trained 2 epochs in {{[0-9.]+}} s (6 optimizer steps); test accuracy {{[0-9.]+}}%

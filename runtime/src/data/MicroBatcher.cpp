@@ -1,4 +1,4 @@
-//===- MicroBatcher.cpp - Micro-batches of an image dataset ---------------===//
+//===- MicroBatcher.cpp - Micro-batches of a dataset ----------------------===//
 
 #include "MicroBatcher.h"
 
@@ -24,38 +24,106 @@ void *alignedZeroed(size_t bytes) {
 
 } // namespace
 
-Status MicroBatcher::create(const ImageDataset &dataset, int64_t capacity,
+Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
                             std::unique_ptr<MicroBatcher> &out,
-                            PixelNormalization normalization) {
+                            Normalization normalization) {
   if (capacity < 1)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro-batch size ", capacity,
                      " is not positive");
+  const SampleArray &x = dataset.inputs;
+  if (x.type != ElementType::U8 && x.type != ElementType::F32)
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": ",
+                     elementTypeName(x.type),
+                     " inputs (expected uint8 or float32)");
+  const int64_t channels = std::max<int64_t>(channelsOf(x.sampleShape), 1);
+  if (!normalization.isIdentity() &&
+      (int64_t(normalization.mean.size()) != channels ||
+       normalization.std.size() != normalization.mean.size()))
+    return makeError(CLEAVE_INVALID_ARGUMENT, "a normalisation of ",
+                     normalization.mean.size(), " channels for inputs of ",
+                     channels, " (", x.source, ")");
   // Bounded so that the buffer sizes below (rounded up to the alignment)
   // cannot overflow.
-  const size_t rowBytes = size_t(dataset.pixelsPerImage()) * sizeof(float);
-  if (uint64_t(capacity) > (uint64_t(1) << 48) / std::max<size_t>(rowBytes, 8))
+  const size_t rowBytes = size_t(x.sampleElements()) * sizeof(float);
+  const size_t targetRowBytes =
+      dataset.hasClassLabels()
+          ? sizeof(int64_t)
+          : size_t(dataset.targets.sampleElements()) * sizeof(float);
+  const size_t widest = std::max({rowBytes, targetRowBytes, size_t(8)});
+  if (uint64_t(capacity) > (uint64_t(1) << 48) / widest)
     return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate a micro-batch of ",
-                     capacity, " images of ", rowBytes, " bytes");
-  std::unique_ptr<MicroBatcher> batcher(
-      new MicroBatcher(dataset, capacity, normalization));
-  batcher->images_.reset(
+                     capacity, " samples of ", rowBytes, " bytes");
+  std::unique_ptr<MicroBatcher> b(new MicroBatcher(dataset, capacity));
+  b->plane_ = x.sampleElements() / channels;
+  b->targetRowBytes_ = targetRowBytes;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float mean =
+        normalization.isIdentity() ? 0.0f : normalization.mean[c];
+    const float std = normalization.isIdentity() ? 1.0f : normalization.std[c];
+    b->mean_.push_back(mean);
+    b->std_.push_back(std);
+    // The same expression for every byte as for the value it stands for,
+    // so that a table lookup is bit for bit the computation.
+    if (x.type == ElementType::U8)
+      for (int p = 0; p < 256; ++p)
+        b->byteTable_.push_back((pixelToFloat(uint8_t(p)) - mean) / std);
+  }
+  b->inputs_.reset(
       static_cast<float *>(alignedZeroed(size_t(capacity) * rowBytes)));
-  batcher->labels_.reset(static_cast<int64_t *>(
-      alignedZeroed(size_t(capacity) * sizeof(int64_t))));
-  if (!batcher->images_ || !batcher->labels_)
+  b->targets_.reset(alignedZeroed(size_t(capacity) * targetRowBytes));
+  if (!b->inputs_ || !b->targets_)
     return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate a micro-batch of ",
-                     capacity, " images");
-  out = std::move(batcher);
+                     capacity, " samples");
+  out = std::move(b);
   return Status::success();
 }
 
-void MicroBatcher::copySample(int64_t row, uint32_t index) {
-  const int64_t pixels = dataset_.pixelsPerImage();
-  const uint8_t *src = dataset_.pixels.data() + int64_t(index) * pixels;
-  float *dst = images_.get() + row * pixels;
-  for (int64_t i = 0; i < pixels; ++i)
-    dst[i] = normalization_.apply(src[i]);
-  labels_.get()[row] = dataset_.labels[index];
+void MicroBatcher::copySample(int64_t row, int64_t index) {
+  const SampleArray &x = dataset_.inputs;
+  const int64_t elements = x.sampleElements();
+  const uint8_t *src = x.row(index);
+  float *dst = inputs_.get() + row * elements;
+  const int64_t channels = int64_t(mean_.size());
+  if (x.type == ElementType::U8) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float *table = byteTable_.data() + 256 * c;
+      for (int64_t i = c * plane_; i < (c + 1) * plane_; ++i)
+        dst[i] = table[src[i]];
+    }
+  } else {
+    // Rows of a mapped .npy need not be aligned for float: copied as bytes.
+    std::memcpy(dst, src, size_t(elements) * sizeof(float));
+    for (int64_t c = 0; c < channels; ++c) {
+      if (mean_[c] == 0.0f && std_[c] == 1.0f)
+        continue;
+      for (int64_t i = c * plane_; i < (c + 1) * plane_; ++i)
+        dst[i] = (dst[i] - mean_[c]) / std_[c];
+    }
+  }
+
+  const SampleArray &y = dataset_.targets;
+  const uint8_t *label = y.row(index);
+  uint8_t *target =
+      static_cast<uint8_t *>(targets_.get()) + size_t(row) * targetRowBytes_;
+  int64_t value = 0;
+  switch (y.type) {
+  case ElementType::U8:
+    value = *label;
+    break;
+  case ElementType::I32: {
+    int32_t v;
+    std::memcpy(&v, label, sizeof(v));
+    value = v;
+    break;
+  }
+  case ElementType::I64:
+    std::memcpy(&value, label, sizeof(value));
+    break;
+  case ElementType::F32:
+    std::memcpy(target, label, targetRowBytes_);
+    return;
+  }
+  std::memcpy(target, &value, sizeof(value));
 }
 
 Status MicroBatcher::gather(const uint32_t *indices, int64_t k) {
@@ -82,7 +150,7 @@ Status MicroBatcher::gatherRange(int64_t first, int64_t k) {
                      first + k, ") are out of range (the dataset has ",
                      dataset_.size(), " samples)");
   for (int64_t i = 0; i < k; ++i)
-    copySample(i, uint32_t(first + i));
+    copySample(i, first + i);
   samples_ = k;
   return Status::success();
 }

@@ -1,11 +1,12 @@
-//===- MicroBatcher.h - Micro-batches of an image dataset -------*- C++ -*-===//
+//===- MicroBatcher.h - Micro-batches of a dataset --------------*- C++ -*-===//
 //
 // Gathers the samples of one micro-batch, in any order, into two contiguous
-// 64-byte aligned buffers in the layout of a Cleave artifact's inputs:
-// images as f32 (PixelNormalization: p / 255, optionally standardised;
-// [k, rows * cols], which is also the byte layout of [k, 1, rows, cols]) and
-// labels as i64 [k]. A full micro-batch in these buffers is read by the
-// runtime without a copy; a short one (k < B) is padded by the runtime.
+// 64-byte aligned buffers in the layout of a Cleave artifact's inputs: the
+// inputs as f32 [k, elements per sample] (Normalization applied; also the
+// byte layout of any per-sample shape of that many elements), and the
+// targets as i64 [k] (class labels) or f32 [k, elements per target]. A full
+// micro-batch in these buffers is read by the runtime without a copy; a
+// short one (k < B) is padded by the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,10 +25,11 @@ namespace cleave::data {
 class MicroBatcher {
 public:
   /// A batcher of up to `capacity` samples of `dataset`, which must outlive
-  /// it; pixels become inputs through `normalization`.
-  static rt::Status create(const ImageDataset &dataset, int64_t capacity,
+  /// it; inputs are mapped through `normalization` (one mean and std per
+  /// channel of the inputs, or none).
+  static rt::Status create(const Dataset &dataset, int64_t capacity,
                            std::unique_ptr<MicroBatcher> &out,
-                           PixelNormalization normalization = {});
+                           Normalization normalization = {});
 
   /// Gathers samples `indices[0..k)` (1 <= k <= capacity, each index below
   /// dataset.size()) into rows 0..k-1.
@@ -38,28 +40,38 @@ public:
   int64_t capacity() const { return capacity_; }
   /// The number of samples of the last gather.
   int64_t samples() const { return samples_; }
-  const float *images() const { return images_.get(); }
-  const int64_t *labels() const { return labels_.get(); }
-  size_t imageBytes() const {
-    return size_t(samples_) * size_t(dataset_.pixelsPerImage()) * sizeof(float);
+  const float *inputs() const { return inputs_.get(); }
+  size_t inputBytes() const {
+    return size_t(samples_) * size_t(dataset_.inputs.sampleElements()) *
+           sizeof(float);
   }
-  size_t labelBytes() const { return size_t(samples_) * sizeof(int64_t); }
+  /// i64 class labels or f32 targets.
+  const void *targets() const { return targets_.get(); }
+  size_t targetBytes() const { return size_t(samples_) * targetRowBytes_; }
+  /// The targets as class labels (only for a dataset with class labels).
+  const int64_t *labels() const {
+    return static_cast<const int64_t *>(targets());
+  }
 
 private:
-  MicroBatcher(const ImageDataset &dataset, int64_t capacity,
-               PixelNormalization normalization)
-      : dataset_(dataset), capacity_(capacity), normalization_(normalization) {}
-  void copySample(int64_t row, uint32_t index);
+  MicroBatcher(const Dataset &dataset, int64_t capacity)
+      : dataset_(dataset), capacity_(capacity) {}
+  void copySample(int64_t row, int64_t index);
 
   struct Free {
     void operator()(void *p) const { std::free(p); }
   };
-  const ImageDataset &dataset_;
+  const Dataset &dataset_;
   int64_t capacity_;
-  PixelNormalization normalization_;
+  /// Per channel: the float of every byte value (normalised), for byte
+  /// inputs; the scale and shift of each channel for float inputs.
+  std::vector<float> byteTable_;
+  std::vector<float> mean_, std_;
+  int64_t plane_ = 0;
+  size_t targetRowBytes_ = 0;
   int64_t samples_ = 0;
-  std::unique_ptr<float, Free> images_;
-  std::unique_ptr<int64_t, Free> labels_;
+  std::unique_ptr<float, Free> inputs_;
+  std::unique_ptr<void, Free> targets_;
 };
 
 } // namespace cleave::data

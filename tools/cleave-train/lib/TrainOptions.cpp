@@ -17,13 +17,14 @@ using tools::UsageError;
 const char *trainUsage() {
   return R"(usage: cleave-train MODEL.cleave [options]
 
-Trains a Cleave artifact (made by cleave-compile) on MNIST-style idx files:
-shuffles, feeds micro-batches, applies the optimizer every N micro-steps,
-evaluates test accuracy after each epoch. Under `mpirun -np R` the R
+Trains a Cleave artifact (made by cleave-compile) on a dataset: shuffles,
+feeds micro-batches, applies the optimizer every N micro-steps, evaluates
+the test split after each epoch. Under `mpirun -np R` the R
 processes train as one data-parallel job (an artifact compiled with
 --reduce=mean or --reduce=adasum; see docs/user/distributed.md).
 
-  --data=DIR             idx files, gzipped or plain
+  --data=PATH            MNIST idx files or CIFAR-10 binary batches in a
+                         directory, NumPy x/y arrays in .npy or .npz files
                          (default /usr/share/datasets/fashion-mnist)
   --epochs=E             epochs to train (default 1)
   --seed=S               seeds the initial parameters and shuffle (default 0)
@@ -50,7 +51,8 @@ processes train as one data-parallel job (an artifact compiled with
   --keep-checkpoints=K   checkpoints kept in the directory (default 2)
   --resume               continue from the newest checkpoint in --checkpoint-dir
   --normalize=MODE       standard (default): inputs standardised with the
-                         training images' mean and std; none: pixel / 255
+                         training split's mean and std per channel; none:
+                         pixel / 255, float inputs as they are
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
   --save-params=FILE     write the final parameters (raw, manifest order)
@@ -127,7 +129,7 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
     } else if (n == "--data") {
       o.dataDir = args.value(f);
       if (o.dataDir.empty())
-        throw UsageError("--data needs a directory");
+        throw UsageError("--data needs a directory or file");
     } else if (n == "--epochs") {
       o.epochs = parseInt(n, args.value(f), 1, 1000000);
     } else if (n == "--seed") {

@@ -29,6 +29,7 @@ enum class ProgressMode {
 
 struct TrainOptions {
   std::string artifact;
+  /// A dataset directory or .npz file (data/Dataset.h lists the formats).
   std::string dataDir = kDefaultDataDir;
   int64_t epochs = 1;
   /// Seeds the parameter initialisers and the shuffle.
@@ -55,8 +56,8 @@ struct TrainOptions {
   /// Checkpoints kept in checkpointDir (the newest ones).
   int64_t keepCheckpoints = 2;
   bool resume = false;
-  /// Standardise inputs with the training images' mean and std (else the
-  /// model sees pixel / 255).
+  /// Standardise inputs with the training split's mean and std per channel
+  /// (else the model sees pixel / 255, or float inputs as they are).
   bool standardize = true;
   /// > 0: use only the first K samples of the split.
   int64_t limitTrain = 0;

@@ -11,6 +11,7 @@
 
 #include "data/Dataset.h"
 #include "data/MicroBatcher.h"
+#include "data/Npy.h"
 #include "data/Shuffle.h"
 
 #include <signal.h>
@@ -41,12 +42,7 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+using data::shapeString;
 
 const char *dtypeName(cleave_dtype dtype) { return cleave_dtype_name(dtype); }
 
@@ -63,16 +59,21 @@ void check(const rt::Status &status) {
 struct ModelInterface {
   int64_t microBatch = 0;
   /// Indices into the artifact's user inputs (cleave_artifact_input order).
-  size_t imageInput = 0, labelsInput = 0;
-  cleave::TensorInfo image, labels;
-  /// eval_step's output and its number of classes.
+  size_t inputIndex = 0, targetIndex = 0;
+  cleave::TensorInfo input, target;
+  /// A classifier takes i64 class labels and predicts [B, classes] logits;
+  /// otherwise the model regresses f32 targets (an mse loss) and predicts
+  /// values of the targets' shape.
+  bool classifier = true;
+  /// eval_step's output and, for a classifier, its number of classes.
   std::string prediction;
   int64_t classes = 0;
 };
 
 /// Checks the parts of the interface that do not depend on the data: one f32
-/// image input and one i64 [B] label input, and an eval_step with one f32
-/// [B, C] output.
+/// input, and either i64 [B] labels and an eval_step with one f32 [B, C]
+/// output, or f32 targets (named "targets", as cleave-compile --loss=mse
+/// names them) and an eval_step with one output of their shape.
 ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path) {
   ModelInterface m;
@@ -85,81 +86,125 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
   if (inputs.size() != 2)
     throw tools::Error(path + " has " + std::to_string(inputs.size()) +
                        " data inputs (" + listed +
-                       "); cleave-train feeds exactly two: images (f32) and "
-                       "labels (i64 [B])");
-  bool firstIsLabels = inputs[0].dtype == CLEAVE_DTYPE_I64;
-  m.labelsInput = firstIsLabels ? 0 : 1;
-  m.imageInput = 1 - m.labelsInput;
-  m.image = inputs[m.imageInput];
-  m.labels = inputs[m.labelsInput];
-  if (m.labels.dtype != CLEAVE_DTYPE_I64 || m.labels.shape.size() != 1)
-    throw tools::Error(path + " has no label input of type i64 [" +
-                       std::to_string(m.microBatch) +
-                       "] (its inputs: " + listed +
-                       "); cleave-train trains classifiers on class "
-                       "indices");
-  if (m.image.dtype != CLEAVE_DTYPE_F32)
-    throw tools::Error(path + ": image input '" + m.image.name + "' is " +
-                       dtypeName(m.image.dtype) +
-                       ", cleave-train feeds f32 images");
+                       "); cleave-train feeds exactly two: the inputs (f32) "
+                       "and the labels (i64 [B]) or targets (f32)");
+  auto isTargets = [](const cleave::TensorInfo &t) {
+    return t.dtype == CLEAVE_DTYPE_I64 ||
+           (t.dtype == CLEAVE_DTYPE_F32 && t.name == "targets");
+  };
+  m.targetIndex = isTargets(inputs[0]) ? 0 : 1;
+  m.inputIndex = 1 - m.targetIndex;
+  m.input = inputs[m.inputIndex];
+  m.target = inputs[m.targetIndex];
+  m.classifier = m.target.dtype == CLEAVE_DTYPE_I64;
+  if (!isTargets(m.target) || (m.classifier && m.target.shape.size() != 1) ||
+      (!m.classifier && m.target.shape.empty()))
+    throw tools::Error(
+        path + " has no label input of type i64 [" +
+        std::to_string(m.microBatch) +
+        "] and no f32 input named 'targets' (its inputs: " + listed +
+        "); cleave-train trains classifiers on class indices "
+        "and regressions (--loss=mse) on float targets");
+  if (m.input.dtype != CLEAVE_DTYPE_F32 || m.input.shape.empty())
+    throw tools::Error(path + ": input '" + m.input.name + "' is " +
+                       dtypeName(m.input.dtype) + " " +
+                       shapeString(m.input.shape) +
+                       ", cleave-train feeds f32 [B, ...] inputs");
 
   if (!artifact.hasEntry("eval_step"))
     throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
-                              "to evaluate test accuracy)");
+                              "to evaluate the test split)");
   std::vector<cleave::TensorInfo> outputs = artifact.outputs("eval_step");
-  if (outputs.size() != 1 || outputs[0].dtype != CLEAVE_DTYPE_F32 ||
-      outputs[0].shape.size() != 2 || outputs[0].shape[0] != m.microBatch ||
-      outputs[0].shape[1] < 1)
-    throw tools::Error(
-        path + ": eval_step must have one output of type f32 [" +
-        std::to_string(m.microBatch) +
-        ", classes] (the prediction) for cleave-train to evaluate it");
+  if (m.classifier) {
+    if (outputs.size() != 1 || outputs[0].dtype != CLEAVE_DTYPE_F32 ||
+        outputs[0].shape.size() != 2 || outputs[0].shape[0] != m.microBatch ||
+        outputs[0].shape[1] < 1)
+      throw tools::Error(
+          path + ": eval_step must have one output of type f32 [" +
+          std::to_string(m.microBatch) +
+          ", classes] (the prediction) for cleave-train to evaluate it");
+    m.classes = outputs[0].shape[1];
+  } else if (outputs.size() != 1 || outputs[0].dtype != CLEAVE_DTYPE_F32 ||
+             outputs[0].shape != m.target.shape) {
+    throw tools::Error(path + ": eval_step must have one output of type f32 " +
+                       shapeString(m.target.shape) +
+                       " (the prediction, shaped as the targets) for "
+                       "cleave-train to evaluate it");
+  }
   m.prediction = outputs[0].name;
-  m.classes = outputs[0].shape[1];
   return m;
 }
 
-/// Checks that the images of `dataset` are what the artifact takes:
-/// [B, 1, H, W], [B, H, W] or [B, H*W].
-void checkImages(const ModelInterface &m, const data::ImageDataset &dataset,
-                 const std::string &path) {
-  const std::vector<int64_t> &s = m.image.shape;
-  const std::string have =
-      std::to_string(dataset.rows) + "x" + std::to_string(dataset.cols);
-  auto sizeMismatch = [&](int64_t h, int64_t w) {
-    return tools::Error(path + " expects images of " + std::to_string(h) + "x" +
-                        std::to_string(w) + ", the dataset has " + have + " (" +
-                        dataset.imagesPath + ")");
-  };
-  if (s.size() == 4) {
-    if (s[1] != 1)
-      throw tools::Error(path + " expects images of " + std::to_string(s[1]) +
-                         "x" + std::to_string(s[2]) + "x" +
-                         std::to_string(s[3]) + " (" + std::to_string(s[1]) +
-                         " channels), the dataset has grey " + have +
-                         " images (" + dataset.imagesPath + ")");
-    if (s[2] != dataset.rows || s[3] != dataset.cols)
-      throw sizeMismatch(s[2], s[3]);
-  } else if (s.size() == 3) {
-    if (s[1] != dataset.rows || s[2] != dataset.cols)
-      throw sizeMismatch(s[1], s[2]);
-  } else if (s.size() == 2) {
-    if (s[1] != dataset.pixelsPerImage())
-      throw tools::Error(path + " expects " + std::to_string(s[1]) +
-                         " values per image, the dataset's " + have +
-                         " images have " +
-                         std::to_string(dataset.pixelsPerImage()) + " (" +
-                         dataset.imagesPath + ")");
-  } else {
-    throw tools::Error(path + ": image input '" + m.image.name +
-                       "' has shape " + shapeString(s) +
-                       "; cleave-train feeds [B, 1, H, W], [B, H, W] or "
-                       "[B, H*W]");
+/// `shape` without its dimensions of size 1.
+std::vector<int64_t> squeezed(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s;
+  for (int64_t d : shape)
+    if (d != 1)
+      s.push_back(d);
+  return s;
+}
+
+/// Whether rows of `data` feed a tensor whose per-sample shape is `model`:
+/// the same shape up to dimensions of size 1 ([28, 28] feeds [1, 28, 28]),
+/// or either is a flat vector of the same number of elements ([3, 32, 32]
+/// feeds [3072], [784] feeds [1, 28, 28]).
+bool feeds(const std::vector<int64_t> &data,
+           const std::vector<int64_t> &model) {
+  int64_t dataElements = 1, modelElements = 1;
+  for (int64_t d : data)
+    dataElements *= d;
+  for (int64_t d : model)
+    modelElements *= d;
+  if (dataElements != modelElements)
+    return false;
+  return squeezed(data) == squeezed(model) || squeezed(data).size() <= 1 ||
+         squeezed(model).size() <= 1;
+}
+
+/// Checks that `dataset` is what the artifact takes: inputs of the model's
+/// per-sample shape (feeds), and class labels in range for a classifier or
+/// f32 targets of the model's shape for a regression.
+void checkData(const ModelInterface &m, const data::Dataset &dataset,
+               const std::string &path) {
+  const data::SampleArray &x = dataset.inputs, &y = dataset.targets;
+  const std::vector<int64_t> sample(m.input.shape.begin() + 1,
+                                    m.input.shape.end());
+  if (!feeds(x.sampleShape, sample)) {
+    std::vector<int64_t> a = x.sampleShape, b = sample;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    throw tools::Error(
+        path + ": input '" + m.input.name + "' takes samples of " +
+        shapeString(sample) + ", the data has " + shapeString(x.sampleShape) +
+        " (" + x.source + ")" +
+        (a == b && x.sampleShape.size() == 3
+             ? "; channels-last data must be transposed to channels-first"
+             : ""));
   }
-  if (m.classes < dataset.numClasses)
-    throw tools::Error(path + " predicts " + std::to_string(m.classes) +
-                       " classes, the dataset has " +
-                       std::to_string(dataset.numClasses));
+  if (m.classifier) {
+    if (!dataset.hasClassLabels())
+      throw tools::Error(path + " is a classifier (i64 labels), the data has " +
+                         std::string(data::elementTypeName(y.type)) +
+                         " targets of shape " + shapeString(y.shape()) + " (" +
+                         y.source + "; expected integer class labels [N])");
+    if (m.classes < dataset.numClasses)
+      throw tools::Error(path + " predicts " + std::to_string(m.classes) +
+                         " classes, the dataset has " +
+                         std::to_string(dataset.numClasses));
+    return;
+  }
+  const std::vector<int64_t> target(m.target.shape.begin() + 1,
+                                    m.target.shape.end());
+  if (dataset.hasClassLabels())
+    throw tools::Error(path + " regresses f32 targets of " +
+                       shapeString(target) + " per sample, the data has " +
+                       data::elementTypeName(y.type) + " labels (" + y.source +
+                       "; expected float32 targets)");
+  if (!feeds(y.sampleShape, target))
+    throw tools::Error(path + ": input '" + m.target.name +
+                       "' takes targets of " + shapeString(target) +
+                       " per sample, the data has " +
+                       shapeString(y.sampleShape) + " (" + y.source + ")");
 }
 
 //===----------------------------------------------------------------------===//
@@ -325,7 +370,7 @@ private:
   std::optional<cleave::Artifact> artifact_;
   std::optional<cleave::Session> session_;
   ModelInterface model_;
-  data::ImageDataset train_, test_;
+  data::Dataset train_, test_;
   std::unique_ptr<data::MicroBatcher> trainBatcher_, testBatcher_;
   bool root_ = true;
   /// This process's rank and the job's size (0 and 1 without mpirun).
@@ -386,25 +431,36 @@ void Trainer::load() {
                          "' (it has: " + (list.empty() ? "none" : list) + ")");
     }
 
+  data::DataFormat format;
+  check(data::detectFormat(o_.dataDir, format));
   data::DatasetOptions trainOptions, testOptions;
+  // idx and CIFAR-10 datasets have 10 classes; NumPy labels may be any of
+  // the model's.
+  const bool numpy = format == data::DataFormat::NpzFile ||
+                     format == data::DataFormat::NpzDir ||
+                     format == data::DataFormat::NpyDir;
+  if (numpy && model_.classifier)
+    trainOptions.numClasses = testOptions.numClasses = model_.classes;
   trainOptions.limit = o_.limitTrain;
   testOptions.limit = o_.limitTest;
-  check(data::loadIdxDataset(o_.dataDir, data::Split::Train, trainOptions,
-                             train_));
-  checkImages(model_, train_, o_.artifact);
   check(
-      data::loadIdxDataset(o_.dataDir, data::Split::Test, testOptions, test_));
-  if (test_.rows != train_.rows || test_.cols != train_.cols)
-    throw tools::Error(
-        test_.imagesPath + ": images of " + std::to_string(test_.rows) + "x" +
-        std::to_string(test_.cols) + ", the training images are " +
-        std::to_string(train_.rows) + "x" + std::to_string(train_.cols));
+      data::loadDataset(o_.dataDir, data::Split::Train, trainOptions, train_));
+  checkData(model_, train_, o_.artifact);
+  check(data::loadDataset(o_.dataDir, data::Split::Test, testOptions, test_));
+  for (auto [a, b] : {std::pair(&test_.inputs, &train_.inputs),
+                      std::pair(&test_.targets, &train_.targets)})
+    if (a->type != b->type || a->sampleShape != b->sampleShape)
+      throw tools::Error(a->source + ": " + data::elementTypeName(a->type) +
+                         " samples of " + shapeString(a->sampleShape) +
+                         ", the training split has " +
+                         data::elementTypeName(b->type) + " " +
+                         shapeString(b->sampleShape) + " (" + b->source + ")");
   if (train_.size() > int64_t(UINT32_MAX))
-    throw tools::Error(train_.imagesPath + ": more than 2^32 samples");
+    throw tools::Error(train_.inputs.source + ": more than 2^32 samples");
   // Test inputs are standardised with the training statistics.
-  data::PixelNormalization normalization;
+  data::Normalization normalization;
   if (o_.standardize)
-    normalization = data::standardization(train_);
+    check(data::standardization(train_, normalization));
   check(data::MicroBatcher::create(train_, model_.microBatch, trainBatcher_,
                                    normalization));
   check(data::MicroBatcher::create(test_, model_.microBatch, testBatcher_,
@@ -545,12 +601,11 @@ void Trainer::startOrResume() {
   // Rank 0 tells the others which checkpoint the job resumes from (its
   // micro-step count, or -1 for none); they only name it in messages.
   double picked =
-      !root_ ? 0.0
-      : newest
-          ? double(CheckpointDir::parseAnyName(
-                       std::filesystem::path(*newest).filename().string())
-                       ->microSteps)
-          : -1.0;
+      !root_   ? 0.0
+      : newest ? double(CheckpointDir::parseAnyName(
+                            std::filesystem::path(*newest).filename().string())
+                            ->microSteps)
+               : -1.0;
   sumAcrossRanks(&picked, 1);
   if (picked < 0) {
     say("no checkpoint in %s: starting a new run\n", o_.checkpointDir.c_str());
@@ -736,9 +791,14 @@ void Trainer::announce() {
           "(give --lr-schedule again to recompute --total-steps)\n",
           (long long)schedule->total_steps, (long long)planned);
   }
-  say("data %s: %lld training and %lld test images of %lldx%lld\n",
-      o_.dataDir.c_str(), (long long)train_.size(), (long long)test_.size(),
-      (long long)train_.rows, (long long)train_.cols);
+  say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
+      o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
+      (long long)test_.size(), data::elementTypeName(train_.inputs.type),
+      shapeString(train_.inputs.sampleShape).c_str(),
+      train_.hasClassLabels()
+          ? ("labels 0.." + std::to_string(train_.numClasses - 1)).c_str()
+          : ("float32 targets of " + shapeString(train_.targets.sampleShape))
+                .c_str());
   if (ranks_ > 1) {
     const std::string reduce =
         json::parse(artifact_->manifest()).value("reduce", "none");
@@ -807,10 +867,10 @@ void Trainer::announce() {
 void Trainer::microStep(int64_t k) {
   const void *data[2];
   size_t bytes[2];
-  data[model_.imageInput] = trainBatcher_->images();
-  bytes[model_.imageInput] = trainBatcher_->imageBytes();
-  data[model_.labelsInput] = trainBatcher_->labels();
-  bytes[model_.labelsInput] = trainBatcher_->labelBytes();
+  data[model_.inputIndex] = trainBatcher_->inputs();
+  bytes[model_.inputIndex] = trainBatcher_->inputBytes();
+  data[model_.targetIndex] = trainBatcher_->targets();
+  bytes[model_.targetIndex] = trainBatcher_->targetBytes();
   cleave_batch batch{k, 2, data, bytes};
   cleave::check(cleave_session_micro_step(session_->get(), &batch));
 }
@@ -846,10 +906,11 @@ void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
 }
 
 EvalResult Trainer::evaluate() {
-  // Each rank evaluates its part of the test set; the counts are summed.
+  // Each rank evaluates its part of the test set; the sums are combined.
   const int64_t b = model_.microBatch, n = test_.size();
   const int64_t begin = n * rank_ / ranks_, end = n * (rank_ + 1) / ranks_;
   const int64_t classes = model_.classes;
+  const int64_t targetElements = test_.targets.sampleElements();
   int64_t correct = 0;
   double lossSum = 0;
   for (int64_t first = begin; first < end; first += b) {
@@ -857,10 +918,10 @@ EvalResult Trainer::evaluate() {
     check(testBatcher_->gatherRange(first, k));
     const void *data[2];
     size_t bytes[2];
-    data[model_.imageInput] = testBatcher_->images();
-    bytes[model_.imageInput] = testBatcher_->imageBytes();
-    data[model_.labelsInput] = testBatcher_->labels();
-    bytes[model_.labelsInput] = testBatcher_->labelBytes();
+    data[model_.inputIndex] = testBatcher_->inputs();
+    bytes[model_.inputIndex] = testBatcher_->inputBytes();
+    data[model_.targetIndex] = testBatcher_->targets();
+    bytes[model_.targetIndex] = testBatcher_->targetBytes();
     cleave_batch batch{k, 2, data, bytes};
     cleave::check(cleave_session_eval(session_->get(), &batch));
     const void *out = nullptr;
@@ -869,6 +930,22 @@ EvalResult Trainer::evaluate() {
                                         model_.prediction.c_str(), &out,
                                         &outBytes));
     const float *pred = static_cast<const float *>(out);
+    if (!model_.classifier) {
+      // The per-sample loss of nn.mse_loss: the mean squared difference
+      // over the target's elements.
+      const float *targets =
+          static_cast<const float *>(testBatcher_->targets());
+      for (int64_t r = 0; r < k; ++r) {
+        double sum = 0;
+        for (int64_t i = r * targetElements; i < (r + 1) * targetElements;
+             ++i) {
+          const double d = double(pred[i]) - double(targets[i]);
+          sum += d * d;
+        }
+        lossSum += sum / double(targetElements);
+      }
+      continue;
+    }
     const int64_t *labels = testBatcher_->labels();
     for (int64_t r = 0; r < k; ++r) {
       const float *row = pred + r * classes;
@@ -883,7 +960,8 @@ EvalResult Trainer::evaluate() {
   }
   double sums[2] = {double(correct), lossSum};
   sumAcrossRanks(sums, 2);
-  return {sums[0] / double(n), sums[1] / double(n)};
+  return {model_.classifier ? sums[0] / double(n) : std::nan(""),
+          sums[1] / double(n)};
 }
 
 void Trainer::checkpoint() {
@@ -980,11 +1058,16 @@ void Trainer::runEpoch() {
   summary_.epochs.push_back(r);
 
   if (root_) {
+    char result[64];
+    if (model_.classifier)
+      std::snprintf(result, sizeof(result), "test accuracy %.2f%%",
+                    100.0 * r.testAccuracy);
+    else
+      std::snprintf(result, sizeof(result), "test loss %.4f", r.testLoss);
     std::fprintf(out_,
-                 "epoch %lld/%lld: loss %.4f, test accuracy %.2f%%, %.0f "
-                 "samples/s, %.1f s\n",
-                 (long long)r.epoch, (long long)o_.epochs, r.trainLoss,
-                 100.0 * r.testAccuracy, r.samplesPerSecond, r.seconds);
+                 "epoch %lld/%lld: loss %.4f, %s, %.0f samples/s, %.1f s\n",
+                 (long long)r.epoch, (long long)o_.epochs, r.trainLoss, result,
+                 r.samplesPerSecond, r.seconds);
     std::fflush(out_);
   }
   json epochRecord = {{"event", "epoch"},
@@ -994,12 +1077,13 @@ void Trainer::runEpoch() {
                       {"micro_steps", pos_.microSteps},
                       {"train_loss", r.trainLoss},
                       {"train_samples", share_ * ranks_},
-                      {"test_accuracy", r.testAccuracy},
                       {"test_loss", r.testLoss},
                       {"test_samples", test_.size()},
                       {"samples_per_sec", r.samplesPerSecond},
                       {"epoch_seconds", r.seconds},
                       {"elapsed", secondsSince(start_)}};
+  if (model_.classifier)
+    epochRecord["test_accuracy"] = r.testAccuracy;
   if (hasLr_)
     epochRecord["lr"] = nextLr();
   metrics_.write(epochRecord);
@@ -1050,12 +1134,16 @@ TrainSummary Trainer::trainAll() {
   summary_.optimizerSteps = session_->step();
   if (root_ && !o_.saveParams.empty())
     saveParameters(*session_, o_.saveParams);
-  if (!summary_.epochs.empty())
-    say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test accuracy "
-        "%.2f%%\n",
+  if (!summary_.epochs.empty()) {
+    const EpochResult &last = summary_.epochs.back();
+    say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test %s "
+        "%.*f%s\n",
         summary_.epochs.size(), summary_.epochs.size() == 1 ? "" : "s",
         secondsSince(start_), (long long)summary_.optimizerSteps,
-        100.0 * summary_.epochs.back().testAccuracy);
+        model_.classifier ? "accuracy" : "loss", model_.classifier ? 2 : 4,
+        model_.classifier ? 100.0 * last.testAccuracy : last.testLoss,
+        model_.classifier ? "%" : "");
+  }
   return summary_;
 }
 

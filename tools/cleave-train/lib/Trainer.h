@@ -1,11 +1,13 @@
 //===- Trainer.h - cleave-train's training loop -----------------*- C++ -*-===//
 //
-// Trains an artifact on an MNIST-style dataset through the runtime's public
-// API: loads and checks the artifact against the data, shuffles each epoch
-// (data/Shuffle.h), feeds micro-batches of the artifact's size (the last one
-// of an epoch short: the runtime pads it), flushes the partial window at each
-// epoch's end, evaluates test accuracy, writes metrics and checkpoints, and
-// resumes from a checkpoint exactly where it stopped.
+// Trains an artifact on a dataset (idx, CIFAR-10, .npy/.npz; data/Dataset.h)
+// through the runtime's public API: loads and checks the artifact against the
+// data, shuffles each epoch (data/Shuffle.h), feeds micro-batches of the
+// artifact's size (the last one of an epoch short: the runtime pads it),
+// flushes the partial window at each epoch's end, evaluates the test split
+// (accuracy of a classifier, mean squared error of a regression), writes
+// metrics and checkpoints, and resumes from a checkpoint exactly where it
+// stopped.
 //
 // The trainer's position is part of every checkpoint (the session's user
 // state, key "cleave-train"), next to the session's own state, so that a
@@ -41,9 +43,11 @@ struct EpochResult {
   /// Mean per-sample training loss over the epoch, on every rank's samples
   /// (all of it, also the part trained before a resume).
   double trainLoss = 0;
-  /// Fraction of test samples whose prediction's argmax is the label.
+  /// Fraction of test samples whose prediction's argmax is the label (NaN
+  /// for a regression, which has no accuracy).
   double testAccuracy = 0;
-  /// Mean cross-entropy of the test predictions taken as logits.
+  /// Mean cross-entropy of the test predictions taken as logits, or for a
+  /// regression the mean per-sample squared error (nn.mse_loss's).
   double testLoss = 0;
   /// Training samples per second of the job (all ranks) in this epoch
   /// (evaluation excluded).
