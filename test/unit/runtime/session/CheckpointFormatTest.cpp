@@ -153,7 +153,8 @@ TEST(CheckpointFormatTest, ALearningRateScheduleRoundTrips) {
 
   // Versions 1 and 2 named the model by another hash: refused as such.
   for (uint32_t old : {1u, 2u}) {
-    std::string path = tempPath("schedule-v" + std::to_string(old) + ".ckpt");
+    std::string path =
+        tempPath(("schedule-v" + std::to_string(old) + ".ckpt").c_str());
     std::ofstream(path, std::ios::binary) << withVersion(file, old);
     st = readCheckpoint(path, loaded);
     EXPECT_EQ(st.code(), CLEAVE_INVALID_CHECKPOINT);
