@@ -5,7 +5,7 @@
 // label]: with lr = 1 one SGD step sets the bias to -0.1 except 0.9 at the
 // label.
 //
-// REQUIRES: cleave-runtime-tools
+// REQUIRES: cleave-runtime
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=4 --accumulate=2 -o %t.mlp.cleave
 
 // RUN: cleave-run %t.mlp.cleave --global fc3.weight=0 --global fc3.bias=0 \
