@@ -31,7 +31,7 @@ using train::TrainDialect;
 
 namespace {
 
-constexpr StringLiteral kMicroStepsCounter = "train.micro_steps";
+constexpr StringLiteral kMicroStepsCounter = TrainDialect::kMicroStepsGlobal;
 
 /// Returns a short description of a value for diagnostics.
 std::string describe(func::FuncOp f, Value v) {
