@@ -45,4 +45,4 @@ llvm_config.add_tool_substitutions(
     [config.llvm_tools_dir])
 # Tests that pipe through several tools (cleave-compile ... | cleave-run)
 # also find them on PATH, this build's first.
-llvm_config.with_environment("PATH", cleave_bin, append_path=False)
+llvm_config.with_environment("PATH", cleave_bin, append_path=True)
