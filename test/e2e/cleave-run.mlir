@@ -15,9 +15,10 @@
 // EVAL-NEXT: [1] 0 0 0 0 0 0 0 0 0 0
 // EVAL-NOT:  [2]
 
-// Two real samples of label 3 in a micro-batch of 4: the two padding rows
-// (label 0, weight 0) must not move the bias of class 0 differently. N = 2:
-// the micro-step only accumulates; the flush applies.
+// Two real samples of label 3 in a micro-batch of 4: the runtime pads with
+// two copies of the last sample at weight 0, which count for nothing (the
+// loss and gradients are those of the two samples). N = 2: the micro-step
+// only accumulates; the flush applies.
 // RUN: cleave-run %t.mlp.cleave --entry=micro_step --global fc3.weight=0 \
 // RUN:   --global fc3.bias=0 --input image=0.25 --input labels=3 --samples=2 \
 // RUN:   --hyper lr=1 --print=loss --print=step --print=micro_steps \
