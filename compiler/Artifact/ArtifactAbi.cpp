@@ -27,8 +27,10 @@ struct EmitArtifactAbiPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    auto manifest = module->getAttrOfType<StringAttr>(rt::RtDialect::kManifestJsonAttr);
-    auto entries = module->getAttrOfType<ArrayAttr>(rt::RtDialect::kEntriesAttr);
+    auto manifest =
+        module->getAttrOfType<StringAttr>(rt::RtDialect::kManifestJsonAttr);
+    auto entries =
+        module->getAttrOfType<ArrayAttr>(rt::RtDialect::kEntriesAttr);
     if (!manifest || !entries) {
       module.emitError("no manifest; run cleave-write-manifest first");
       return signalPassFailure();
@@ -105,7 +107,8 @@ struct EmitArtifactAbiPass
     text.push_back('\0');
     exportBytes("cleave_manifest", "__cleave_manifest", b.getStringAttr(text),
                 text.size());
-    if (auto data = module->getAttrOfType<DenseElementsAttr>(rt::RtDialect::kInitDataAttr)) {
+    if (auto data = module->getAttrOfType<DenseElementsAttr>(
+            rt::RtDialect::kInitDataAttr)) {
       exportBytes("cleave_init_data", "__cleave_init_data", data,
                   data.getNumElements());
     } else {

@@ -115,9 +115,9 @@ struct WriteManifestPass
       }
       // Argument 0 is the kernel context, not part of the list.
       if (abi.size() + 1 != f.getNumArguments()) {
-        f.emitError() << rt::RtDialect::kAbiAttr << " lists "
-            << abi.size() << " arguments, the function takes "
-            << f.getNumArguments() << " besides the kernel context";
+        f.emitError() << rt::RtDialect::kAbiAttr << " lists " << abi.size()
+                      << " arguments, the function takes "
+                      << f.getNumArguments() << " besides the kernel context";
         return signalPassFailure();
       }
       json::Array args;
@@ -176,7 +176,8 @@ struct WriteManifestPass
     root["inputs"] = std::move(inputs);
     if (floatType)
       root["dtype"] = *dtypeName(floatType);
-    if (auto kernels = module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr))
+    if (auto kernels =
+            module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr))
       root["kernels"] = toJson(kernels);
     else
       root["kernels"] = json::Array();

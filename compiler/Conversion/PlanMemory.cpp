@@ -137,7 +137,8 @@ struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
       buf.alloc.replaceAllUsesWith(view);
       buf.alloc.erase();
     }
-    SmallVector<Attribute> abi(f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr).getValue());
+    SmallVector<Attribute> abi(
+        f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr).getValue());
     Builder attrs(ctx);
     abi.push_back(attrs.getDictionaryAttr(
         {attrs.getNamedAttr("role", attrs.getStringAttr("scratch")),

@@ -153,7 +153,8 @@ struct BuildTrainStepPass
           return grad.emitError("the train.rng argument must be tensor<i64>, "
                                 "got ")
                  << type;
-        if (failed(add(TrainDialect::kRngGlobal, GlobalKind::counter, type, {}, {})))
+        if (failed(add(TrainDialect::kRngGlobal, GlobalKind::counter, type, {},
+                       {})))
           return failure();
       }
     }
@@ -323,8 +324,8 @@ struct BuildTrainStepPass
     }
 
     auto counterType = RankedTensorType::get({}, b.getI64Type());
-    Value t = train::LoadOp::create(b, loc, counterType,
-                                    TrainDialect::kStepGlobal);
+    Value t =
+        train::LoadOp::create(b, loc, counterType, TrainDialect::kStepGlobal);
     Value one = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
     Value t1 = arith::AddIOp::create(b, loc, t, one);

@@ -413,8 +413,8 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         if (failed(remap(b, step, operand, before, writes, map, &op)))
           return failure();
       if (auto load = dyn_cast<train::LoadOp>(op))
-        if (failed(checkLoadInApply(load, /*rematerialised=*/false, writes,
-                                    &op)))
+        if (failed(
+                checkLoadInApply(load, /*rematerialised=*/false, writes, &op)))
           return failure();
       if (FlatSymbolRefAttr global = writtenGlobal(&op))
         writes.inApply.try_emplace(global.getAttr(), &op);

@@ -298,14 +298,15 @@ TEST_P(EquivalenceTest, ShortMicroBatchIsPaddedWithItsLastRowAtWeightZero) {
   ASSERT_EQ(dirty.step(), 1);
   for (const std::string &name : params_) {
     std::vector<float> a = dirty.readGlobal<float>(name);
-    ASSERT_TRUE(std::all_of(a.begin(), a.end(),
-                            [](float v) { return std::isfinite(v); }))
-        << name;
+    ASSERT_TRUE(std::all_of(a.begin(), a.end(), [](float v) {
+      return std::isfinite(v);
+    })) << name;
     EXPECT_EQ(a, exact.readGlobal<float>(name)) << name;
   }
 
   dirty.eval(firstK(images, labels));
-  std::vector<float> prediction = dirty.output<float>("eval_step", "prediction");
+  std::vector<float> prediction =
+      dirty.output<float>("eval_step", "prediction");
   ASSERT_EQ(prediction.size() % kSmall, 0u);
   const size_t classes = prediction.size() / kSmall;
   for (int64_t row = k; row < kSmall; ++row)

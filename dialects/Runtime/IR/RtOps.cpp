@@ -85,8 +85,8 @@ LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a function attribute";
     auto entries = dyn_cast<ArrayAttr>(value);
     if (!entries)
-      return op->emitError() << "'" << name << "' must be an array, got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' must be an array, got " << value;
     for (auto [i, entry] : llvm::enumerate(entries))
       if (failed(verifyAbiEntry(op, i, entry)))
         return failure();
@@ -100,21 +100,22 @@ LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
   if (name == kKernelsAttr) {
     auto kernels = dyn_cast<ArrayAttr>(value);
     if (!kernels || !llvm::all_of(kernels, llvm::IsaPred<DictionaryAttr>))
-      return op->emitError() << "'" << name
-                             << "' must be an array of dictionaries, got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' must be an array of dictionaries, got "
+             << value;
     return success();
   }
   if (name == kManifestJsonAttr) {
     auto text = dyn_cast<StringAttr>(value);
     if (!text)
-      return op->emitError() << "'" << name << "' must be a string, got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' must be a string, got " << value;
     // The runtime parses it; a broken one must not reach an artifact.
     llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
     if (!json)
-      return op->emitError() << "'" << name << "' is not JSON: "
-                             << llvm::toString(json.takeError());
+      return op->emitError()
+             << "'" << name
+             << "' is not JSON: " << llvm::toString(json.takeError());
     if (!json->getAsObject())
       return op->emitError() << "'" << name << "' must be a JSON object";
     return success();
@@ -122,8 +123,8 @@ LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
   if (name == kEntriesAttr) {
     auto entries = dyn_cast<ArrayAttr>(value);
     if (!entries || !llvm::all_of(entries, llvm::IsaPred<StringAttr>))
-      return op->emitError() << "'" << name
-                             << "' must be an array of strings, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be an array of strings, got " << value;
     return success();
   }
   auto data = dyn_cast<DenseIntElementsAttr>(value);

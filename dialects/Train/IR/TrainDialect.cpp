@@ -118,7 +118,8 @@ bool TrainDialect::isTrainingEntry(StringRef name) {
 /// The runtime makes an entry's name part of the symbol cleave_entry_<name>.
 static bool isIdentifier(StringRef name) {
   return !name.empty() && !llvm::isDigit(name.front()) &&
-         llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+         llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 static bool isNonEmptyString(Attribute value) {
@@ -198,8 +199,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a function attribute";
     if (name == kGradientOfAttr) {
       if (!isa<FlatSymbolRefAttr>(value))
-        return op->emitError() << "'" << name
-                               << "' must name a function, got " << value;
+        return op->emitError()
+               << "'" << name << "' must name a function, got " << value;
       return success();
     }
     auto entry = dyn_cast<StringAttr>(value);
@@ -228,8 +229,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a module attribute";
     auto manifest = dyn_cast<DictionaryAttr>(value);
     if (!manifest)
-      return op->emitError() << "'" << name << "' must be a dictionary, got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' must be a dictionary, got " << value;
     return verifyManifest(op, manifest);
   }
   if (isArgAttr(name) || isResultAttr(name))
@@ -247,8 +248,7 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   Attribute value = attr.getValue();
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func || region != 0)
-    return op->emitError() << "'" << name
-                           << "' belongs on a function argument";
+    return op->emitError() << "'" << name << "' belongs on a function argument";
   auto emitError = [&]() -> InFlightDiagnostic {
     return op->emitError() << "argument #" << index << ": '" << name << "' ";
   };
@@ -277,8 +277,7 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
       return emitError() << "bounds a data input; the argument has no '"
                          << kInputAttr << "'";
     if (tensor && !isa<IntegerType>(tensor.getElementType()))
-      return emitError() << "bounds integer inputs, the argument is "
-                         << tensor;
+      return emitError() << "bounds integer inputs, the argument is " << tensor;
     return success();
   }
   if (name == kDefaultAttr) {
@@ -334,6 +333,6 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (func.getArgAttr(i, kParamAttr) == value)
       return success();
-  return emitError() << "names no argument of the function with '"
-                     << kParamAttr << " = " << value << "'";
+  return emitError() << "names no argument of the function with '" << kParamAttr
+                     << " = " << value << "'";
 }
