@@ -5,6 +5,7 @@ import os
 
 import lit.formats
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "Cleave"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -23,5 +24,25 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
-tool_dirs = [os.path.join(config.cleave_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["cleave-opt", "cleave-compile"], tool_dirs)
+# Every tool a RUN line names must exist: a missing one is a broken build or
+# setup, which must fail the suite rather than turn whole directories
+# UNSUPPORTED. The Cleave tools are looked up in this build's bin directory
+# only, so that an installed or stale copy elsewhere is never tested instead;
+# check-cleave-lit builds them all first (test/CMakeLists.txt), and the ctest
+# `lit` test runs after the full build. The runtime tools exist exactly when
+# the build has the runtime; without it their tests are unsupported by
+# configuration, through the `cleave-runtime` feature.
+cleave_bin = os.path.join(config.cleave_obj_root, "bin")
+cleave_tools = list(config.cleave_compiler_tools)
+if config.cleave_enable_runtime:
+    cleave_tools += config.cleave_runtime_tools
+    config.available_features.add("cleave-runtime")
+llvm_config.add_tool_substitutions(
+    [ToolSubst(tool, unresolved="fatal") for tool in cleave_tools],
+    [cleave_bin])
+llvm_config.add_tool_substitutions(
+    [ToolSubst(tool, unresolved="fatal") for tool in ("split-file", "llvm-nm")],
+    [config.llvm_tools_dir])
+# Tests that pipe through several tools (cleave-compile ... | cleave-run)
+# also find them on PATH, this build's first.
+llvm_config.with_environment("PATH", cleave_bin, append_path=True)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Artifact/Passes.h"
+#include "dialects/Runtime/IR/RtOps.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/IR/Builders.h"
@@ -27,8 +28,10 @@ struct EmitArtifactAbiPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    auto manifest = module->getAttrOfType<StringAttr>("cleave.manifest_json");
-    auto entries = module->getAttrOfType<ArrayAttr>("cleave.entries");
+    auto manifest =
+        module->getAttrOfType<StringAttr>(rt::RtDialect::kManifestJsonAttr);
+    auto entries =
+        module->getAttrOfType<ArrayAttr>(rt::RtDialect::kEntriesAttr);
     if (!manifest || !entries) {
       module.emitError("no manifest; run cleave-write-manifest first");
       return signalPassFailure();
@@ -107,8 +110,8 @@ struct EmitArtifactAbiPass
     text.push_back('\0');
     exportBytes(CLEAVE_SYMBOL_MANIFEST, "__cleave_manifest",
                 b.getStringAttr(text), text.size());
-    if (auto data =
-            module->getAttrOfType<DenseElementsAttr>("cleave.init_data")) {
+    if (auto data = module->getAttrOfType<DenseElementsAttr>(
+            rt::RtDialect::kInitDataAttr)) {
       exportBytes(CLEAVE_SYMBOL_INIT_DATA, "__cleave_init_data", data,
                   data.getNumElements());
     } else {
@@ -119,9 +122,9 @@ struct EmitArtifactAbiPass
       LLVM::ReturnOp::create(b, loc,
                              LLVM::ZeroOp::create(b, loc, ptr).getResult());
     }
-    module->removeAttr("cleave.manifest_json");
-    module->removeAttr("cleave.init_data");
-    module->removeAttr("cleave.entries");
+    module->removeAttr(rt::RtDialect::kManifestJsonAttr);
+    module->removeAttr(rt::RtDialect::kInitDataAttr);
+    module->removeAttr(rt::RtDialect::kEntriesAttr);
   }
 };
 

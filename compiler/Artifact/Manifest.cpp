@@ -8,6 +8,7 @@
 
 #include "compiler/Artifact/Passes.h"
 #include "compiler/Artifact/Target.h"
+#include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
@@ -100,7 +101,7 @@ struct WriteManifestPass
     root["target"] = json::Object{{"cpu", target->cpu},
                                   {"features", std::move(targetFeatureList)}};
     module->setAttr(
-        kTargetAttr,
+        rt::RtDialect::kTargetAttr,
         DictionaryAttr::get(
             &getContext(),
             {NamedAttribute(StringAttr::get(&getContext(), "cpu"),
@@ -129,19 +130,19 @@ struct WriteManifestPass
     SmallVector<Attribute> entryNames;
     Type floatType;
     for (auto f : module.getOps<func::FuncOp>()) {
-      auto abi = f->getAttrOfType<ArrayAttr>("cleave.abi");
+      auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
       if (!abi)
         continue;
       auto name = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
       if (!name) {
-        f.emitError("has cleave.abi but no train.entry");
+        f.emitError("has rt.abi but no train.entry");
         return signalPassFailure();
       }
       // Argument 0 is the kernel context, not part of the list.
       if (abi.size() + 1 != f.getNumArguments()) {
-        f.emitError("cleave.abi lists ")
-            << abi.size() << " arguments, the function takes "
-            << f.getNumArguments() << " besides the kernel context";
+        f.emitError() << rt::RtDialect::kAbiAttr << " lists " << abi.size()
+                      << " arguments, the function takes "
+                      << f.getNumArguments() << " besides the kernel context";
         return signalPassFailure();
       }
       json::Array args;
@@ -151,7 +152,7 @@ struct WriteManifestPass
         auto type = dyn_cast<MemRefType>(f.getArgumentTypes()[1 + i]);
         if (!roleAttr || !type) {
           f.emitError("argument #")
-              << i + 1 << " needs a memref type and a cleave.abi entry with "
+              << i + 1 << " needs a memref type and a rt.abi entry with "
               << "a role";
           return signalPassFailure();
         }
@@ -200,7 +201,8 @@ struct WriteManifestPass
     root["inputs"] = std::move(inputs);
     if (floatType)
       root["dtype"] = *dtypeName(floatType);
-    if (auto kernels = module->getAttrOfType<ArrayAttr>("cleave.kernels"))
+    if (auto kernels =
+            module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr))
       root["kernels"] = toJson(kernels);
     else
       root["kernels"] = json::Array();
@@ -209,17 +211,17 @@ struct WriteManifestPass
     llvm::raw_string_ostream os(text);
     os << json::Value(std::move(root));
     Builder b(&getContext());
-    module->setAttr("cleave.manifest_json", b.getStringAttr(text));
-    module->setAttr("cleave.entries", b.getArrayAttr(entryNames));
+    module->setAttr(rt::RtDialect::kManifestJsonAttr, b.getStringAttr(text));
+    module->setAttr(rt::RtDialect::kEntriesAttr, b.getArrayAttr(entryNames));
     if (!initData.empty()) {
       auto type = RankedTensorType::get({(int64_t)initData.size()},
                                         b.getIntegerType(8));
-      module->setAttr("cleave.init_data",
+      module->setAttr(rt::RtDialect::kInitDataAttr,
                       DenseElementsAttr::getFromRawBuffer(type, initData));
     }
     for (auto g : llvm::make_early_inc_range(module.getOps<train::GlobalOp>()))
       g.erase();
-    module->removeAttr("cleave.kernels");
+    module->removeAttr(rt::RtDialect::kKernelsAttr);
     module->removeAttr(train::TrainDialect::kManifestAttr);
   }
 

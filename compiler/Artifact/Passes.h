@@ -7,6 +7,7 @@
 #ifndef CLEAVE_COMPILER_ARTIFACT_PASSES_H
 #define CLEAVE_COMPILER_ARTIFACT_PASSES_H
 
+#include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/Pass.h"

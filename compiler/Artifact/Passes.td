@@ -15,20 +15,21 @@ def CleaveWriteManifest : Pass<"cleave-write-manifest", "::mlir::ModuleOp"> {
     Runs once entry points have their final arguments (after
     `cleave-plan-memory` and `cleave-lower-runtime-calls`). Writes the
     manifest of `docs/design/runtime-abi.md` as JSON into the module's
-    `cleave.manifest_json` attribute: globals with kinds, shapes and
+    `rt.manifest_json` attribute: globals with kinds, shapes and
     initialisers, hyperparameters with their defaults, data inputs, each
     entry point's argument list, the kernel table and the split's
     `train.manifest` (accumulation count, reduction, warnings). Exact initial
     values (elements attributes) are packed, 64-byte aligned, into
-    `cleave.init_data`. The `train.global` ops are then erased.
+    `rt.init_data`. The `train.global` ops are then erased.
 
     The target CPU (`target-cpu`, default `host`: this machine's, and
     `target-features` on top of it) is resolved here to an LLVM CPU name and
     every feature it enables; the manifest's `target` records them, so the
     runtime can refuse an artifact that needs features its machine lacks,
-    and the `cleave.target` module attribute hands them to code generation.
+    and the `rt.target` module attribute hands them to code generation.
   }];
-  let dependentDialects = ["::mlir::cleave::train::TrainDialect"];
+  let dependentDialects = ["::mlir::cleave::train::TrainDialect",
+                           "::mlir::cleave::rt::RtDialect"];
   let options = [
     Option<"targetCpu", "target-cpu", "std::string", /*default=*/"\"host\"",
            "The CPU to generate code for: an LLVM CPU name (x86-64-v3, "
@@ -48,10 +49,11 @@ def CleaveEmitArtifactAbi : Pass<"cleave-emit-artifact-abi",
     and one bare pointer per argument), adds `cleave_entry_<name>(ptr ctx,
     ptr args)` for each entry point, which loads each argument pointer from
     the `args` array and calls the entry, plus `cleave_abi_version`,
-    `cleave_manifest` (the `cleave.manifest_json` attribute) and
-    `cleave_init_data` (the `cleave.init_data` attribute, or null).
+    `cleave_manifest` (the `rt.manifest_json` attribute) and
+    `cleave_init_data` (the `rt.init_data` attribute, or null).
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cleave::rt::RtDialect"];
 }
 
 #endif // CLEAVE_ARTIFACT_PASSES

@@ -86,13 +86,13 @@ FailureOr<CpuTarget> cleave::resolveCpuTarget(StringRef cpu, StringRef features,
 }
 
 FailureOr<CpuTarget> cleave::targetOf(ModuleOp module, std::string &error) {
-  auto attr = module->getAttrOfType<DictionaryAttr>(kTargetAttr);
+  auto attr = module->getAttrOfType<DictionaryAttr>(rt::RtDialect::kTargetAttr);
   if (!attr)
     return resolveCpuTarget("host", "", error);
   auto cpu = attr.getAs<StringAttr>("cpu");
   auto features = attr.getAs<ArrayAttr>("features");
   if (!cpu || !features) {
-    error = std::string(kTargetAttr) +
+    error = std::string(rt::RtDialect::kTargetAttr) +
             " needs a string 'cpu' and an array of strings 'features'";
     return failure();
   }
@@ -101,7 +101,8 @@ FailureOr<CpuTarget> cleave::targetOf(ModuleOp module, std::string &error) {
   for (Attribute f : features) {
     auto s = dyn_cast<StringAttr>(f);
     if (!s) {
-      error = std::string(kTargetAttr) + " features must be strings";
+      error =
+          std::string(rt::RtDialect::kTargetAttr) + " features must be strings";
       return failure();
     }
     out.features.push_back(s.str());

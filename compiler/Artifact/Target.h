@@ -11,6 +11,7 @@
 #ifndef CLEAVE_COMPILER_ARTIFACT_TARGET_H
 #define CLEAVE_COMPILER_ARTIFACT_TARGET_H
 
+#include "dialects/Runtime/IR/RtOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include <string>
@@ -36,10 +37,6 @@ struct CpuTarget {
 /// feature LLVM does not know.
 FailureOr<CpuTarget> resolveCpuTarget(StringRef cpu, StringRef features,
                                       std::string &error);
-
-/// The module attribute `cleave-write-manifest` records the target in, and
-/// code generation reads.
-inline constexpr StringLiteral kTargetAttr = "cleave.target";
 
 /// The target recorded on `module`, or the host when there is none (IR that
 /// did not come through cleave-write-manifest).

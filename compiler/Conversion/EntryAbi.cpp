@@ -284,7 +284,7 @@ struct LowerEntryAbiPass
                                         DictionaryAttr::get(ctx));
     f.setAllArgAttrs(noAttrs);
     f.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
-    f->setAttr("cleave.abi", attrs.getArrayAttr(abi));
+    f->setAttr(rt::RtDialect::kAbiAttr, attrs.getArrayAttr(abi));
     return success();
   }
 

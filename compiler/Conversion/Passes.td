@@ -45,7 +45,7 @@ def CleaveLowerEntryAbi : Pass<"cleave-lower-entry-abi", "::mlir::ModuleOp"> {
     `eval_step`) to take the kernel context (`!llvm.ptr`) followed by one
     memref per data input, hyperparameter, output and referenced global, in
     that order, and to return nothing; the order is recorded in the
-    function's `cleave.abi` attribute for the manifest. Inputs and
+    function's `rt.abi` attribute for the manifest. Inputs and
     hyperparameters are read through `bufferization.to_tensor restrict`;
     each global is read once and its final value written back with
     `bufferization.materialize_in_destination`, so that bufferization updates
@@ -57,7 +57,8 @@ def CleaveLowerEntryAbi : Pass<"cleave-lower-entry-abi", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::cleave::rt::RtDialect"];
 }
 
 def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
@@ -66,7 +67,7 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
   let description = [{
     Assigns each `rt.kernel` an id, records its complete description (shapes
     and attributes, as `runtime-abi.md` specifies) in the module's
-    `cleave.kernels` table, and replaces it with a call to the matching
+    `rt.kernels` table, and replaces it with a call to the matching
     `cleave_kernel_*` function, passing the entry point's kernel context and
     raw pointers. Operands that are not contiguous row-major are copied to
     a contiguous buffer first. `rt.cross_rank_reduce` becomes a call to
@@ -84,14 +85,15 @@ def CleavePlanMemory : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
   let description = [{
     Replaces each static `memref.alloc` of an entry point by a `memref.view`
     into a scratch arena passed as a new last argument (`memref<Nxi8>`,
-    recorded in `cleave.abi` with its size). Offsets come from a static plan:
+    recorded in `rt.abi` with its size). Offsets come from a static plan:
     buffers whose live ranges (first to last use, following view-like
     aliases) do not overlap share memory; each offset is 64-byte aligned.
     Matching `memref.dealloc`s are erased. The arena is allocated once per
     session, so a step allocates nothing. Fails on dynamic allocations.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cleave::rt::RtDialect"];
 }
 
 #endif // CLEAVE_CONVERSION_PASSES

@@ -45,7 +45,7 @@ int64_t elementBytes(Type t) {
 struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (f->hasAttr("cleave.abi") && failed(plan(f)))
+      if (f->hasAttr(rt::RtDialect::kAbiAttr) && failed(plan(f)))
         return signalPassFailure();
   }
 
@@ -137,12 +137,13 @@ struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
       buf.alloc.replaceAllUsesWith(view);
       buf.alloc.erase();
     }
-    SmallVector<Attribute> abi(f->getAttrOfType<ArrayAttr>("cleave.abi").getValue());
+    SmallVector<Attribute> abi(
+        f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr).getValue());
     Builder attrs(ctx);
     abi.push_back(attrs.getDictionaryAttr(
         {attrs.getNamedAttr("role", attrs.getStringAttr("scratch")),
          attrs.getNamedAttr("bytes", attrs.getI64IntegerAttr(arena))}));
-    f->setAttr("cleave.abi", attrs.getArrayAttr(abi));
+    f->setAttr(rt::RtDialect::kAbiAttr, attrs.getArrayAttr(abi));
     return success();
   }
 };

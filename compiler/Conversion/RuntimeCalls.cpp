@@ -111,7 +111,8 @@ struct LowerRuntimeCallsPass
     });
     if (r.wasInterrupted())
       return signalPassFailure();
-    module->setAttr("cleave.kernels", ArrayAttr::get(&getContext(), table));
+    module->setAttr(rt::RtDialect::kKernelsAttr,
+                    ArrayAttr::get(&getContext(), table));
   }
 
   /// Declares (once) an external function of the ABI.

@@ -39,7 +39,7 @@ namespace {
 bool isStateArg(func::FuncOp f, unsigned i) {
   return f.getArgAttr(i, TrainDialect::kParamAttr) ||
          f.getArgAttr(i, TrainDialect::kBufferAttr) ||
-         f.getArgAttr(i, "train.rng");
+         f.getArgAttr(i, TrainDialect::kRngAttr);
 }
 
 struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {

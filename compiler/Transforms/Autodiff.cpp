@@ -92,7 +92,7 @@ public:
       auto name = func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr);
       resultAttrs.push_back(DictionaryAttr::get(
           func.getContext(),
-          {b.getNamedAttr("train.grad_of", name)}));
+          {b.getNamedAttr(TrainDialect::kGradOfAttr, name)}));
     }
     ret->setOperands(results);
     func.setFunctionType(FunctionType::get(
@@ -208,7 +208,7 @@ struct AutodiffPass : cleave::impl::CleaveAutodiffBase<AutodiffPass> {
           targets.push_back(f);
         continue;
       }
-      if (f.isExternal() || f->hasAttr("train.gradient_of") ||
+      if (f.isExternal() || f->hasAttr(TrainDialect::kGradientOfAttr) ||
           f.getNumResults() == 0)
         continue;
       auto first = dyn_cast<RankedTensorType>(f.getResultTypes()[0]);
@@ -230,7 +230,7 @@ struct AutodiffPass : cleave::impl::CleaveAutodiffBase<AutodiffPass> {
         return signalPassFailure();
       auto grad = cast<func::FuncOp>(f->clone());
       grad.setSymName((f.getSymName() + "_grad").str());
-      grad->setAttr("train.gradient_of", FlatSymbolRefAttr::get(f));
+      grad->setAttr(TrainDialect::kGradientOfAttr, FlatSymbolRefAttr::get(f));
       symbols.insert(grad, std::next(Block::iterator(f)));
       if (failed(ReverseSweep(grad, f.getSymName()).run()))
         return signalPassFailure();

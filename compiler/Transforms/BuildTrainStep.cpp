@@ -69,8 +69,8 @@ ArgRole classify(func::FuncOp f, unsigned i) {
     return {ArgRole::Param, p.str()};
   if (auto p = f.getArgAttrOfType<StringAttr>(i, TrainDialect::kBufferAttr))
     return {ArgRole::Buffer, p.str()};
-  if (f.getArgAttr(i, "train.rng"))
-    return {ArgRole::Rng, "train.rng"};
+  if (f.getArgAttr(i, TrainDialect::kRngAttr))
+    return {ArgRole::Rng, TrainDialect::kRngGlobal.str()};
   return {};
 }
 
@@ -93,7 +93,8 @@ struct BuildTrainStepPass
     OptimizerSpec spec = optimizerSpec();
     func::FuncOp grad, model = module.lookupSymbol<func::FuncOp>(this->model);
     for (auto f : module.getOps<func::FuncOp>())
-      if (auto of = f->getAttrOfType<FlatSymbolRefAttr>("train.gradient_of"))
+      if (auto of = f->getAttrOfType<FlatSymbolRefAttr>(
+              TrainDialect::kGradientOfAttr))
         if (of.getValue() == "loss")
           grad = f;
     if (!grad) {
@@ -198,11 +199,12 @@ struct BuildTrainStepPass
           return grad.emitError("the train.rng argument must be tensor<i64>, "
                                 "got ")
                  << type;
-        if (failed(add("train.rng", GlobalKind::counter, type, {}, {})))
+        if (failed(add(TrainDialect::kRngGlobal, GlobalKind::counter, type, {},
+                       {})))
           return failure();
       }
     }
-    return add("train.step", GlobalKind::counter,
+    return add(TrainDialect::kStepGlobal, GlobalKind::counter,
                RankedTensorType::get({}, b.getI64Type()), {}, {});
   }
 
@@ -228,13 +230,14 @@ struct BuildTrainStepPass
                                b.getI64IntegerAttr(0).getValue())));
           break;
         }
-        Value seed = train::LoadOp::create(b, loc, arg.getType(), "train.rng");
+        Value seed = train::LoadOp::create(b, loc, arg.getType(),
+                                           TrainDialect::kRngGlobal);
         Value one = arith::ConstantOp::create(
             b, loc,
             DenseElementsAttr::get(cast<ShapedType>(arg.getType()),
                                    b.getI64IntegerAttr(1).getValue()));
         train::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, seed, one),
-                               "train.rng");
+                               TrainDialect::kRngGlobal);
         map.map(arg, seed);
         break;
       }
@@ -336,8 +339,8 @@ struct BuildTrainStepPass
       if (auto buf = grad.getResultAttrOfType<StringAttr>(
               i, TrainDialect::kBufferAttr)) {
         train::StoreOp::create(b, loc, v, buf.getValue());
-      } else if (auto of =
-                     grad.getResultAttrOfType<StringAttr>(i, "train.grad_of")) {
+      } else if (auto of = grad.getResultAttrOfType<StringAttr>(
+                     i, TrainDialect::kGradOfAttr)) {
         grads.push_back(v);
         targets.push_back(FlatSymbolRefAttr::get(ctx, of.getValue()));
       }
@@ -371,12 +374,13 @@ struct BuildTrainStepPass
     }
 
     auto counterType = RankedTensorType::get({}, b.getI64Type());
-    Value t = train::LoadOp::create(b, loc, counterType, "train.step");
+    Value t =
+        train::LoadOp::create(b, loc, counterType, TrainDialect::kStepGlobal);
     Value one = arith::ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
     Value t1 = arith::AddIOp::create(b, loc, t, one);
-    train::StoreOp::create(b, loc, t1, "train.step");
+    train::StoreOp::create(b, loc, t1, TrainDialect::kStepGlobal);
 
     for (auto [g, target] : llvm::zip(normalised, targets)) {
       StringRef name = cast<FlatSymbolRefAttr>(target).getValue();

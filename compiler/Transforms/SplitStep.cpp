@@ -60,7 +60,7 @@ LogicalResult cleave::verifyOptions(const CleaveSplitStepOptions &options,
 
 namespace {
 
-constexpr StringLiteral kMicroStepsCounter = "train.micro_steps";
+constexpr StringLiteral kMicroStepsCounter = TrainDialect::kMicroStepsGlobal;
 
 /// Returns a short description of a value for diagnostics.
 std::string describe(func::FuncOp f, Value v) {
@@ -73,6 +73,23 @@ std::string describe(func::FuncOp f, Value v) {
   return "the result of '" + v.getDefiningOp()->getName().getStringRef().str() +
          "'";
 }
+
+/// The global `op` writes (train.store, train.accumulate), if any.
+FlatSymbolRefAttr writtenGlobal(Operation *op) {
+  if (auto store = dyn_cast<train::StoreOp>(op))
+    return store.getGlobalAttr();
+  if (auto acc = dyn_cast<train::AccumulateOp>(op))
+    return acc.getGlobalAttr();
+  return {};
+}
+
+/// The writes to globals the split has to order loads against: those before
+/// the cut, which @micro_step runs once per micro-batch, and those after it
+/// already cloned into @apply_step. The first write of each global.
+struct GlobalWrites {
+  llvm::DenseMap<StringAttr, Operation *> beforeCut;
+  llvm::DenseMap<StringAttr, Operation *> inApply;
+};
 
 struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
   using CleaveSplitStepBase::CleaveSplitStepBase;
@@ -118,10 +135,13 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     train::WindowSumOp cut = cuts.front();
 
     llvm::DenseSet<Operation *> before;
+    GlobalWrites writes;
     for (Operation &op : body) {
       if (&op == cut.getOperation())
         break;
       before.insert(&op);
+      if (FlatSymbolRefAttr global = writtenGlobal(&op))
+        writes.beforeCut.try_emplace(global.getAttr(), &op);
     }
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     for (Value v : ret.getOperands())
@@ -143,7 +163,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     }
     b.setInsertionPoint(step);
     if (failed(buildMicro(b, step, cut, before, accumulators)) ||
-        failed(buildApply(b, step, cut, before, accumulators,
+        failed(buildApply(b, step, cut, before, writes, accumulators,
                           sharding ? &*sharding : nullptr)))
       return failure();
     writeManifest(step);
@@ -281,10 +301,58 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
            !isa<train::WindowSumOp>(op);
   }
 
+  /// Refuses a load that @apply_step would run where it reads another value
+  /// than in the step: a global written before the cut holds, in
+  /// @apply_step, what the last micro-step wrote, not the value of the one
+  /// step that the load reads (nor a value of the window); and a load
+  /// rematerialised after a write in @apply_step reads the updated value
+  /// where the step read the old one.
+  LogicalResult checkLoadInApply(train::LoadOp load, bool rematerialised,
+                                 const GlobalWrites &writes, Operation *user) {
+    StringAttr global = load.getGlobalAttr().getAttr();
+    if (Operation *write = writes.beforeCut.lookup(global)) {
+      InFlightDiagnostic diag = load.emitOpError("reads @")
+                                << global.getValue();
+      if (rematerialised)
+        diag << ", which '" << write->getName()
+             << "' writes before the cut, and its value is used after the "
+                "cut: cleave-split-step would rematerialise the load in "
+                "@apply_step, where it reads what the last micro-step wrote "
+                "rather than this micro-batch's value; route the value "
+                "through train.window_sum";
+      else
+        diag << " after the cut, but '" << write->getName()
+             << "' writes it before the cut: in @apply_step the load would "
+                "read what the last micro-step wrote, not a value of the "
+                "whole window";
+      diag.attachNote(write->getLoc()) << "written here, before the cut";
+      if (rematerialised)
+        diag.attachNote(user->getLoc()) << "used here, after the cut";
+      return diag;
+    }
+    if (!rematerialised)
+      return success();
+    if (Operation *write = writes.inApply.lookup(global)) {
+      InFlightDiagnostic diag =
+          load.emitOpError("reads @")
+          << global.getValue() << " before the cut, and its value is used "
+          << "after '" << write->getName()
+          << "' updates it: cleave-split-step would rematerialise the load in "
+             "@apply_step after that write, where it reads the updated value "
+             "instead of the one the step read; use the value before the "
+             "write";
+      diag.attachNote(write->getLoc()) << "written here, after the cut";
+      diag.attachNote(user->getLoc()) << "used here, after the write";
+      return diag;
+    }
+    return success();
+  }
+
   /// Maps a value that `user`, after the cut, depends on: rematerialises
   /// what it can. Errors are reported at `user`, the op after the cut.
   LogicalResult remap(OpBuilder &b, func::FuncOp step, Value v,
-                      const llvm::DenseSet<Operation *> &before, IRMapping &map,
+                      const llvm::DenseSet<Operation *> &before,
+                      const GlobalWrites &writes, IRMapping &map,
                       Operation *user) {
     if (map.contains(v))
       return success();
@@ -303,8 +371,11 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       diag.attachNote(def->getLoc()) << "computed here, before the cut";
       return diag;
     }
+    if (auto load = dyn_cast<train::LoadOp>(def))
+      if (failed(checkLoadInApply(load, /*rematerialised=*/true, writes, user)))
+        return failure();
     for (Value operand : def->getOperands())
-      if (failed(remap(b, step, operand, before, map, user)))
+      if (failed(remap(b, step, operand, before, writes, map, user)))
         return failure();
     b.clone(*def, map);
     return success();
@@ -315,6 +386,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
   LogicalResult buildApply(OpBuilder &b, func::FuncOp step,
                            train::WindowSumOp cut,
                            const llvm::DenseSet<Operation *> &before,
+                           GlobalWrites &writes,
                            ArrayRef<FlatSymbolRefAttr> accumulators,
                            ShardedApplyBuilder *sharding) {
     SmallVector<unsigned> args;
@@ -353,8 +425,14 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       if (!after || isa<func::ReturnOp>(op))
         continue;
       for (Value operand : op.getOperands())
-        if (failed(remap(b, step, operand, before, map, &op)))
+        if (failed(remap(b, step, operand, before, writes, map, &op)))
           return failure();
+      if (auto load = dyn_cast<train::LoadOp>(op))
+        if (failed(
+                checkLoadInApply(load, /*rematerialised=*/false, writes, &op)))
+          return failure();
+      if (FlatSymbolRefAttr global = writtenGlobal(&op))
+        writes.inApply.try_emplace(global.getAttr(), &op);
       if (sharding) {
         if (failed(sharding->cloneSharded(b, op, map)))
           return failure();

@@ -18,8 +18,8 @@
 // CHECK: llvm.mlir.global internal constant @__cleave_init_data(dense<[1, 2, 3, 4]> : tensor<4xi8>)
 // CHECK-LABEL: llvm.func @cleave_init_data() -> !llvm.ptr
 // CHECK: llvm.mlir.addressof @__cleave_init_data
-// CHECK-NOT: cleave.manifest_json
-module attributes {cleave.entries = ["micro_step"], cleave.manifest_json = "{}", cleave.init_data = dense<[1, 2, 3, 4]> : tensor<4xi8>} {
+// CHECK-NOT: rt.manifest_json
+module attributes {rt.entries = ["micro_step"], rt.manifest_json = "{}", rt.init_data = dense<[1, 2, 3, 4]> : tensor<4xi8>} {
   llvm.func @micro_step(%ctx: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr) {
     llvm.return
   }
@@ -31,7 +31,7 @@ module attributes {cleave.entries = ["micro_step"], cleave.manifest_json = "{}",
 // CHECK-LABEL: llvm.func @cleave_init_data() -> !llvm.ptr
 // CHECK: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: llvm.return %[[NULL]]
-module attributes {cleave.entries = [], cleave.manifest_json = "{}"} {
+module attributes {rt.entries = [], rt.manifest_json = "{}"} {
 }
 
 // -----
@@ -43,7 +43,7 @@ module {
 // -----
 
 // expected-error @+1 {{entry point @eval_step was not lowered to the LLVM dialect}}
-module attributes {cleave.entries = ["eval_step"], cleave.manifest_json = "{}"} {
+module attributes {rt.entries = ["eval_step"], rt.manifest_json = "{}"} {
   func.func @eval_step() {
     return
   }
@@ -51,7 +51,7 @@ module attributes {cleave.entries = ["eval_step"], cleave.manifest_json = "{}"} 
 
 // -----
 
-module attributes {cleave.entries = ["eval_step"], cleave.manifest_json = "{}"} {
+module attributes {rt.entries = ["eval_step"], rt.manifest_json = "{}"} {
   // expected-error @+1 {{entry points must take only pointers (lower with bare-pointer memrefs)}}
   llvm.func @eval_step(%x: i64) {
     llvm.return

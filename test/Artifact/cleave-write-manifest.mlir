@@ -9,9 +9,9 @@
 // inputs, hyperparameter defaults, every entry's argument list and the kernel
 // table. Exact initial values go to the init data, 64-byte aligned; a splat
 // is stored expanded (3.0f = 0x40400000).
-// CHECK: module attributes {cleave.entries = ["micro_step", "apply_step"]
-// CHECK-SAME: cleave.init_data = dense<[0, 0, -128, 63, 0, 0, 0, 64, {{(0, )+}}0, 0, 64, 64, 0, 0, 64, 64]> : tensor<72xi8>
-// CHECK-SAME: cleave.manifest_json = "{\22abi_version\22:1,\22accumulate\22:4,\22dtype\22:\22f32\22,
+// CHECK: module attributes {rt.entries = ["micro_step", "apply_step"]
+// CHECK-SAME: rt.init_data = dense<[0, 0, -128, 63, 0, 0, 0, 64, {{(0, )+}}0, 0, 64, 64, 0, 0, 64, 64]> : tensor<72xi8>
+// CHECK-SAME: rt.manifest_json = "{\22abi_version\22:1,\22accumulate\22:4,\22dtype\22:\22f32\22,
 // CHECK-SAME: \22globals\22:[{\22dtype\22:\22f32\22,\22init\22:{\22hi\22:1,\22kind\22:\22uniform\22,\22lo\22:-1},\22kind\22:\22param\22,\22name\22:\22w\22,\22shape\22:[2,2]}
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22init\22:{\22bytes\22:8,\22kind\22:\22data\22,\22offset\22:0},\22kind\22:\22param\22,\22name\22:\22v\22,\22shape\22:[2]}
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22init\22:{\22bytes\22:8,\22kind\22:\22data\22,\22offset\22:64},\22kind\22:\22buffer\22,\22name\22:\22s\22,\22shape\22:[2]}
@@ -21,38 +21,38 @@
 // CHECK-SAME: \22kernels\22:[{\22id\22:0,\22op\22:\22matmul\22,\22trans_a\22:false}]
 // CHECK-SAME: \22micro_batch\22:8,\22reduce\22:\22none\22,\22sealed\22:true,
 // The target CPU and every feature it implies (sse4.2 with x86-64-v2, not
-// avx), handed to code generation as cleave.target too.
+// avx), handed to code generation as rt.target too.
 // CHECK-SAME: \22target\22:{\22cpu\22:\22x86-64-v2\22,\22features\22:[
 // CHECK-SAME: \22sse4.2\22
 // CHECK-SAME: ]},\22warnings\22:[]}"
-// CHECK-SAME: cleave.target = {cpu = "x86-64-v2", features = [
+// CHECK-SAME: rt.target = {cpu = "x86-64-v2", features = [
 // The train globals and the consumed module attributes are gone.
 // CHECK-NOT: train.global
-// CHECK-NOT: cleave.kernels
-module attributes {cleave.kernels = [{id = 0 : i64, op = "matmul", trans_a = false}], train.manifest = {accumulate = 4 : i64, reduce = "none", warnings = []}} {
+// CHECK-NOT: rt.kernels
+module attributes {rt.kernels = [{id = 0 : i64, op = "matmul", trans_a = false}], train.manifest = {accumulate = 4 : i64, reduce = "none", warnings = []}} {
   train.global param @w : tensor<2x2xf32> = #train.init<uniform, -1.0, 1.0>
   train.global param @v : tensor<2xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
   train.global buffer @s : tensor<2xf32> = dense<3.0> : tensor<2xf32>
   train.global accumulator @w.grad of @w : tensor<2x2xf32>
   train.global counter @train.step : tensor<i64>
-  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", cleave.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
     return
   }
-  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>) attributes {train.entry = "apply_step", cleave.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}]} {
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}]} {
     return
   }
 }
 
 // -----
 
-// expected-error @+1 {{has cleave.abi but no train.entry}}
-func.func @orphan(%ctx: !llvm.ptr) attributes {cleave.abi = []} {
+// expected-error @+1 {{has rt.abi but no train.entry}}
+func.func @orphan(%ctx: !llvm.ptr) attributes {rt.abi = []} {
   return
 }
 
 // -----
 
-func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf16>) attributes {train.entry = "micro_step", cleave.abi = [{name = "x", role = "input"}]} {
+func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf16>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}]} {
   return
 }
 // expected-error @-3 {{argument #1 has an element type the runtime does not support: 'memref<2xf16>'}}

@@ -9,7 +9,7 @@ train.global counter @train.micro_steps : tensor<i64>
 // module order; each global is read once and written back once.
 // CHECK-LABEL: func.func @micro_step
 // CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr, %[[X:.+]]: memref<2x8xf32>, %[[DY:.+]]: memref<2x4xf32>, %[[LOSS:.+]]: memref<f32>, %[[W:.+]]: memref<4x8xf32>, %[[WG:.+]]: memref<4x8xf32>, %[[N:.+]]: memref<f32>, %[[C:.+]]: memref<i64>)
-// CHECK-SAME: cleave.abi = [{name = "x", role = "input"}, {name = "dy", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {name = "train.samples", role = "global"}, {name = "train.micro_steps", role = "global"}]
+// CHECK-SAME: rt.abi = [{name = "x", role = "input"}, {name = "dy", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {name = "train.samples", role = "global"}, {name = "train.micro_steps", role = "global"}]
 // Read-only state is not writable.
 // CHECK: bufferization.to_tensor %[[W]] restrict : memref<4x8xf32>
 // CHECK: %[[ACC:.+]] = bufferization.to_tensor %[[WG]] restrict writable
@@ -43,7 +43,7 @@ func.func @micro_step(%x: tensor<2x8xf32> {train.input = "x"}, %dy: tensor<2x4xf
 // fill of the buffer, and a store followed by a load forwards the value.
 // CHECK-LABEL: func.func @apply_step
 // CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr, %[[LR:.+]]: memref<f32>, %[[W:.+]]: memref<4x8xf32>, %[[WG:.+]]: memref<4x8xf32>)
-// CHECK-SAME: cleave.abi = [{default = 5.000000e-01 : f64, name = "lr", role = "hyper"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}]
+// CHECK-SAME: rt.abi = [{default = 5.000000e-01 : f64, name = "lr", role = "hyper"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}]
 // CHECK: %[[GT:.+]] = bufferization.to_tensor %[[WG]] restrict writable
 // CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[GT]] : tensor<4x8xf32>)
 // CHECK: bufferization.materialize_in_destination %[[Z]] in restrict writable %[[WG]]

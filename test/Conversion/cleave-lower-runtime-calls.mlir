@@ -2,7 +2,7 @@
 
 // Each kernel gets an id into the module's table, which describes it fully,
 // and becomes a call through the kernel ABI with raw pointers.
-// CHECK: module attributes {cleave.kernels = [
+// CHECK: module attributes {rt.kernels = [
 // CHECK-SAME: {accumulate = false, activation = "relu", b_batched = false, batch = 1 : i64, bias = true, entry = "micro_step", id = 0 : i64, k = 16 : i64, m = 8 : i64, n = 4 : i64, op = "matmul", trans_a = false, trans_b = true}
 // CHECK-SAME: {accumulate = true, activation = "none", b_batched = false, batch = 1 : i64, bias = false, entry = "micro_step", id = 1 : i64, k = 8 : i64, m = 4 : i64, n = 16 : i64, op = "matmul", trans_a = true, trans_b = false}
 // CHECK-SAME: {c = 3 : i64, count_include_pad = false, dilations = array<i64: 1, 1>, entry = "micro_step", h = 8 : i64, id = 2 : i64, kernel = array<i64: 2, 2>, n = 2 : i64, oh = 4 : i64, op = "avg_pool2d_bwd", ow = 4 : i64, padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, w = 8 : i64}

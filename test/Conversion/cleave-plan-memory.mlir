@@ -4,7 +4,7 @@
 // after %a's last use and reuses its bytes. 4x16xf32 is 256 bytes.
 // CHECK-LABEL: func.func @reuse
 // CHECK-SAME: %[[ARENA:[a-z0-9]+]]: memref<512xi8>
-// CHECK-SAME: cleave.abi = [{name = "x", role = "input"}, {bytes = 512 : i64, role = "scratch"}]
+// CHECK-SAME: rt.abi = [{name = "x", role = "input"}, {bytes = 512 : i64, role = "scratch"}]
 // CHECK-NOT: memref.alloc
 // CHECK-DAG: %[[OFF_A:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[A:.+]] = memref.view %[[ARENA]][%[[OFF_A]]][] : memref<512xi8> to memref<4x16xf32>
@@ -14,7 +14,7 @@
 // CHECK: %[[C:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<512xi8> to memref<4x16xf32>
 // CHECK: memref.copy %[[B]], %[[C]]
 // CHECK-NOT: memref.dealloc
-func.func @reuse(%ctx: !llvm.ptr, %x: memref<4x16xf32>) attributes {cleave.abi = [{name = "x", role = "input"}]} {
+func.func @reuse(%ctx: !llvm.ptr, %x: memref<4x16xf32>) attributes {rt.abi = [{name = "x", role = "input"}]} {
   %a = memref.alloc() : memref<4x16xf32>
   memref.copy %x, %a : memref<4x16xf32> to memref<4x16xf32>
   %b = memref.alloc() : memref<4x16xf32>
@@ -32,7 +32,7 @@ func.func @reuse(%ctx: !llvm.ptr, %x: memref<4x16xf32>) attributes {cleave.abi =
 // CHECK-LABEL: func.func @through_view
 // CHECK-SAME: memref<128xi8>
 // CHECK-SAME: {bytes = 128 : i64, role = "scratch"}
-func.func @through_view(%ctx: !llvm.ptr, %x: memref<2x3xf32>) attributes {cleave.abi = []} {
+func.func @through_view(%ctx: !llvm.ptr, %x: memref<2x3xf32>) attributes {rt.abi = []} {
   %a = memref.alloc() : memref<2x3xf32>
   %v = memref.collapse_shape %a [[0, 1]] : memref<2x3xf32> into memref<6xf32>
   %b = memref.alloc() : memref<2x3xf32>
@@ -55,7 +55,7 @@ func.func @helper() {
 
 // -----
 
-func.func @dynamic(%ctx: !llvm.ptr, %n: index) attributes {cleave.abi = []} {
+func.func @dynamic(%ctx: !llvm.ptr, %n: index) attributes {rt.abi = []} {
   // expected-error @+1 {{is not a static top-level allocation; entry points must not allocate dynamically}}
   %a = memref.alloc(%n) : memref<?xf32>
   return

@@ -4,6 +4,7 @@
 // RUN: cleave-opt %t/step.mlir --cleave-split-step=reduce=adasum | FileCheck %s --check-prefix=ADASUM
 // RUN: cleave-opt %t/warnings.mlir --verify-diagnostics --cleave-split-step | FileCheck %s --check-prefix=WARN
 // RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics --cleave-split-step
+// RUN: cleave-opt %t/writes.mlir --verify-diagnostics --cleave-split-step | FileCheck %s --check-prefix=WRITES
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step=reduce=ring 2>&1 | FileCheck %s --check-prefix=BAD-REDUCE
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step=accumulate=0 2>&1 | FileCheck %s --check-prefix=BAD-ACCUMULATE
 
@@ -289,6 +290,98 @@ func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> at
   // expected-error @+1 {{'train.window_sum' op accumulator name 'w.grad' is taken}}
   %0 = train.window_sum %x {targets = [@w]} : tensor<4xf32>
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// A global written before the cut holds, in @apply_step, what the last
+// micro-step wrote: a load of it cannot be recomputed there.
+train.global buffer @m : tensor<4xf32>
+train.global param @p : tensor<4xf32>
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  // expected-note @+1 {{written here, before the cut}}
+  train.store %x, @m : tensor<4xf32>
+  // expected-error @+1 {{'train.load' op reads @m, which 'train.store' writes before the cut, and its value is used after the cut: cleave-split-step would rematerialise the load in @apply_step, where it reads what the last micro-step wrote rather than this micro-batch's value; route the value through train.window_sum}}
+  %m = train.load @m : tensor<4xf32>
+  %0 = train.window_sum %x : tensor<4xf32>
+  // expected-note @+1 {{used here, after the cut}}
+  %1 = nn.add %0, %m : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  train.store %1, @p : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// The same when the load itself comes after the cut.
+train.global accumulator @m : tensor<4xf32>
+train.global param @p : tensor<4xf32>
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  // expected-note @+1 {{written here, before the cut}}
+  train.accumulate %x, @m : tensor<4xf32>
+  %0 = train.window_sum %x : tensor<4xf32>
+  // expected-error @+1 {{'train.load' op reads @m after the cut, but 'train.accumulate' writes it before the cut: in @apply_step the load would read what the last micro-step wrote, not a value of the whole window}}
+  %m = train.load @m : tensor<4xf32>
+  %1 = nn.add %0, %m : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  train.store %1, @p : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A load before the cut is recomputed in @apply_step where its value is
+// first used; after the update of its global it would read the new value.
+train.global param @w : tensor<4xf32>
+train.global buffer @d : tensor<4xf32>
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<4xf32> attributes {train.entry = "step"} {
+  // expected-error @+1 {{'train.load' op reads @w before the cut, and its value is used after 'train.store' updates it: cleave-split-step would rematerialise the load in @apply_step after that write, where it reads the updated value instead of the one the step read; use the value before the write}}
+  %w = train.load @w : tensor<4xf32>
+  %0 = train.window_sum %x {targets = [@w]} : tensor<4xf32>
+  // expected-note @+1 {{written here, after the cut}}
+  train.store %0, @w : tensor<4xf32>
+  // expected-note @+1 {{used here, after the write}}
+  %1 = nn.sub %0, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  train.store %1, @d : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+//--- writes.mlir
+
+// Writes the split keeps in order: a global written and read again before
+// the cut stays in @micro_step (a dropout seed advanced per micro-batch); a
+// load before the cut whose value is first used before the update after the
+// cut is recomputed before that update, and later users share it.
+// WRITES-LABEL: func.func @micro_step(
+// WRITES: train.load @train.rng
+// WRITES: train.store %{{.+}}, @train.rng
+// WRITES: %[[AGAIN:.+]] = train.load @train.rng
+// WRITES: nn.dropout %{{.+}}, %[[AGAIN]]
+// WRITES-LABEL: func.func @apply_step(
+// WRITES: %[[W:.+]] = train.load @w :
+// WRITES: %[[NW:.+]] = nn.sub %[[W]], %{{.+}}
+// WRITES: train.store %[[NW]], @w
+// WRITES-NOT: train.load @w :
+// WRITES: %[[D:.+]] = nn.sub %[[NW]], %[[W]]
+// WRITES: train.store %[[D]], @d
+
+train.global param @w : tensor<4xf32>
+train.global buffer @d : tensor<4xf32>
+train.global counter @train.rng : tensor<i64>
+func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<f32> attributes {train.entry = "step"} {
+  %seed = train.load @train.rng : tensor<i64>
+  %one = arith.constant dense<1> : tensor<i64>
+  %next = arith.addi %seed, %one : tensor<i64>
+  train.store %next, @train.rng : tensor<i64>
+  %again = train.load @train.rng : tensor<i64>
+  // expected-warning @+1 {{dropout draws a new mask for each micro-batch, so the masks differ from one large batch}}
+  %y = nn.dropout %x, %again {ratio = 0.5} : tensor<4xf32>, tensor<i64> -> tensor<4xf32>
+  %l = nn.reduce_sum %y [] : tensor<4xf32> -> tensor<f32>
+  %w = train.load @w : tensor<4xf32>
+  %0 = train.window_sum %y {targets = [@w]} : tensor<4xf32>
+  %nw = nn.sub %w, %0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  train.store %nw, @w : tensor<4xf32>
+  %d = nn.sub %nw, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  train.store %d, @d : tensor<4xf32>
+  return %l : tensor<f32>
 }
 
 //--- zero.mlir

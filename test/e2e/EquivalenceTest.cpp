@@ -7,8 +7,9 @@
 // stepping once per batch, from the same initial parameters on the same
 // samples. Also a flushed partial window (k < N micro-batches), a ragged one
 // (a short last micro-batch), N changed at run time on the same session
-// without recompiling, and train_batch splitting a large batch itself.
-// Fashion-MNIST test images are the data.
+// without recompiling, train_batch splitting a large batch itself, and what
+// the runtime pads a short micro-batch with. Fashion-MNIST test images are
+// the data.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 namespace cleave::e2e {
@@ -252,6 +254,69 @@ TEST_P(EquivalenceTest, TrainBatchSplitsLikeFeedingMicroBatches) {
               byHand.readGlobal<float>(name))
         << name;
   EXPECT_EQ(byHand.step(), 2);
+}
+
+TEST_P(EquivalenceTest, ShortMicroBatchIsPaddedWithItsLastRowAtWeightZero) {
+  // docs/design/runtime.md, "Inputs, padding and alignment": of a short
+  // micro-batch the runtime reads exactly the k rows the caller passes,
+  // stages them and fills rows k..B-1 with the last of them, at sample
+  // weight 0. So whatever lies in the caller's memory past its k rows (NaN,
+  // labels out of range) changes nothing, bit for bit, and eval_step
+  // predicts for each padding row what it predicts for the last real one.
+  constexpr int64_t k = 5;
+  ASSERT_TRUE(batcher_->gatherRange(0, kSmall).ok());
+  const size_t pixels = batcher_->imageBytes() / sizeof(float) / kSmall;
+  std::vector<float> images(batcher_->images(),
+                            batcher_->images() + kSmall * pixels);
+  std::vector<int64_t> labels(batcher_->labels(), batcher_->labels() + kSmall);
+  std::vector<float> exactImages(images.begin(), images.begin() + k * pixels);
+  std::vector<int64_t> exactLabels(labels.begin(), labels.begin() + k);
+  std::fill(images.begin() + k * pixels, images.end(),
+            std::numeric_limits<float>::quiet_NaN());
+  std::fill(labels.begin() + k, labels.end(), int64_t(1) << 40);
+  auto firstK = [&](const std::vector<float> &x,
+                    const std::vector<int64_t> &y) {
+    cleave::Batch batch(k);
+    batch.add(x.data(), k * pixels * sizeof(float))
+        .add(y.data(), k * sizeof(int64_t));
+    return batch;
+  };
+
+  cleave::SessionOptions o;
+  o.seed = 7;
+  cleave::Session exact(*small_, o), dirty(*small_, o);
+  for (const auto &[name, value] : GetParam().hyperparameters) {
+    exact.setHyperparameter(name, value);
+    dirty.setHyperparameter(name, value);
+  }
+  exact.microStep(firstK(exactImages, exactLabels));
+  dirty.microStep(firstK(images, labels));
+  ASSERT_TRUE(std::isfinite(dirty.lastLoss()));
+  EXPECT_EQ(dirty.lastLoss(), exact.lastLoss());
+  exact.flush();
+  dirty.flush();
+  ASSERT_EQ(dirty.step(), 1);
+  for (const std::string &name : params_) {
+    std::vector<float> a = dirty.readGlobal<float>(name);
+    ASSERT_TRUE(std::all_of(a.begin(), a.end(), [](float v) {
+      return std::isfinite(v);
+    })) << name;
+    EXPECT_EQ(a, exact.readGlobal<float>(name)) << name;
+  }
+
+  dirty.eval(firstK(images, labels));
+  std::vector<float> prediction =
+      dirty.output<float>("eval_step", "prediction");
+  ASSERT_EQ(prediction.size() % kSmall, 0u);
+  const size_t classes = prediction.size() / kSmall;
+  for (int64_t row = k; row < kSmall; ++row)
+    for (size_t c = 0; c < classes; ++c) {
+      // Rows of one GEMM need not round alike, hence not bit for bit.
+      float last = prediction[(k - 1) * classes + c];
+      EXPECT_NEAR(prediction[row * classes + c], last,
+                  1e-5 * std::max(1.0f, std::fabs(last)))
+          << "row " << row << ", class " << c;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EquivalenceTest,

@@ -5,7 +5,7 @@
 // label]: with lr = 1 one SGD step sets the bias to -0.1 except 0.9 at the
 // label.
 //
-// REQUIRES: cleave-runtime-tools
+// REQUIRES: cleave-runtime
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=4 --accumulate=2 -o %t.mlp.cleave
 
 // RUN: cleave-run %t.mlp.cleave --global fc3.weight=0 --global fc3.bias=0 \
@@ -15,9 +15,10 @@
 // EVAL-NEXT: [1] 0 0 0 0 0 0 0 0 0 0
 // EVAL-NOT:  [2]
 
-// Two real samples of label 3 in a micro-batch of 4: the two padding rows
-// (label 0, weight 0) must not move the bias of class 0 differently. N = 2:
-// the micro-step only accumulates; the flush applies.
+// Two real samples of label 3 in a micro-batch of 4: the runtime pads with
+// two copies of the last sample at weight 0, which count for nothing (the
+// loss and gradients are those of the two samples). N = 2: the micro-step
+// only accumulates; the flush applies.
 // RUN: cleave-run %t.mlp.cleave --entry=micro_step --global fc3.weight=0 \
 // RUN:   --global fc3.bias=0 --input image=0.25 --input labels=3 --samples=2 \
 // RUN:   --hyper lr=1 --print=loss --print=step --print=micro_steps \

@@ -2,7 +2,7 @@
 // Fashion-MNIST: 200 samples in micro-batches of 32 (6 full and one of 8) with
 // N = 3 make windows of 3, 3 and a flushed 1 per epoch.
 //
-// REQUIRES: cleave-runtime-tools, fashion-mnist
+// REQUIRES: cleave-runtime, fashion-mnist
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=3 -o %t.cleave
 // RUN: rm -rf %t.ckpt
 // RUN: cleave-train %t.cleave --epochs=2 --limit-train=200 --limit-test=64 \

@@ -21,17 +21,17 @@
 // V2-SAME: \22popcnt\22
 // V2-SAME: \22sse4.2\22
 // V2-NOT: avx
-// V2: cleave.target = {cpu = "x86-64-v2", features = [
+// V2: rt.target = {cpu = "x86-64-v2", features = [
 
 // EXTRA: \22target\22:{\22cpu\22:\22x86-64-v2\22,\22features\22:[
 // EXTRA-SAME: \22avx\22,\22avx2\22
 // EXTRA-NOT: \22popcnt\22
-// EXTRA: cleave.target
+// EXTRA: rt.target
 
 // The host's CPU by its LLVM name, never "host".
 // HOST: \22target\22:{\22cpu\22:\22
 // HOST-NOT: \22cpu\22:\22host\22
-// HOST: cleave.target
+// HOST: rt.target
 
 // RAN: eval_step.prediction: f32 [4, 10]
 

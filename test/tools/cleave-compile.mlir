@@ -32,7 +32,7 @@
 // SPLIT: func.func @apply_step(
 // LINALG: rt.kernel matmul
 // LINALG: linalg.generic
-// BUF: cleave.manifest_json
+// BUF: rt.manifest_json
 // BUF: call @cleave_kernel_matmul
 // BUF-NOT: tensor<
 // LLVM: llvm.func @cleave_entry_micro_step(

@@ -2,7 +2,7 @@
 // batch divide by the sum of the per-sample weights (the number of real
 // samples), never by the compiled capacity.
 
-// RUN: %cleave_trace_ir mse-mean | FileCheck %s
+// RUN: cleave-trace-ir mse-mean | FileCheck %s
 
 // CHECK-LABEL: func.func @graph(
 // CHECK-SAME:    %[[X:arg[0-9]+]]: tensor<3x16xf32> {train.input = "in0"}, %[[T:arg[0-9]+]]: tensor<3x2xf32> {train.input = "in1"}, %[[W:arg[0-9]+]]: tensor<3xf32> {train.input = "weights"}) -> (tensor<f32> {train.output = "out0"}, tensor<f32> {train.output = "out1"})

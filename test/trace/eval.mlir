@@ -2,7 +2,7 @@
 // prediction is an output of the batch capacity, and with no batch
 // reduction there is no per-sample weights input.
 
-// RUN: %cleave_trace_ir conv-eval | FileCheck %s
+// RUN: cleave-trace-ir conv-eval | FileCheck %s
 
 // CHECK-LABEL: func.func @graph(
 // CHECK-SAME:    %[[X:arg[0-9]+]]: tensor<5x1x6x6xf32> {train.input = "in0"}) -> (tensor<5x3xf32> {train.output = "out0"})

@@ -4,7 +4,7 @@
 // @micro_step; the batch is the compiled capacity and the losses weight
 // samples by the per-sample weights.
 
-// RUN: %cleave_trace_ir micro-step | FileCheck %s
+// RUN: cleave-trace-ir micro-step | FileCheck %s
 
 // CHECK-LABEL: module attributes {train.manifest = {kind = "graph"}}
 // CHECK-DAG:   train.global param @[[W1:param[0-9]+]] : tensor<12x16xf32>

@@ -2,9 +2,9 @@
 // parameters, gradients and state, hyperparameters as scalar inputs (never
 // constants), results stored back in place, gradients zeroed.
 
-// RUN: %cleave_trace_ir sgd-step | FileCheck %s --check-prefix=SGD
-// RUN: %cleave_trace_ir momentum-step | FileCheck %s --check-prefix=MOMENTUM
-// RUN: %cleave_trace_ir adam-step | FileCheck %s --check-prefix=ADAM
+// RUN: cleave-trace-ir sgd-step | FileCheck %s --check-prefix=SGD
+// RUN: cleave-trace-ir momentum-step | FileCheck %s --check-prefix=MOMENTUM
+// RUN: cleave-trace-ir adam-step | FileCheck %s --check-prefix=ADAM
 
 // SGD-LABEL: func.func @graph(
 // SGD-SAME:    %[[LR:arg[0-9]+]]: tensor<f32> {train.input = "in0"}, %[[WD:arg[0-9]+]]: tensor<f32> {train.input = "in1"}) attributes {train.entry = "graph"}

@@ -484,7 +484,7 @@ LogicalResult GraphImporter::buildSignature() {
   if (needsRng) {
     types.push_back(RankedTensorType::get({}, builder.getI64Type()));
     attrs.push_back(DictionaryAttr::get(
-        &context, {named("train.rng", UnitAttr::get(&context))}));
+        &context, {named(TrainDialect::kRngAttr, UnitAttr::get(&context))}));
     locs.push_back(UnknownLoc::get(&context));
   }
 

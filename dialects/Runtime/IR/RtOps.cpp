@@ -1,7 +1,8 @@
 //===- RtOps.cpp - Calls into the Cleave runtime --------------------------===//
 //
-// The rt dialect: verification, memory effects and bufferization of the
-// destination-passing ops that become runtime calls.
+// The rt dialect: verification of its ops and rt.* attributes, memory
+// effects and bufferization of the destination-passing ops that become
+// runtime calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,9 +12,13 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -34,6 +39,112 @@ void RtDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialects/Runtime/IR/RtAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// rt.* attributes
+//===----------------------------------------------------------------------===//
+
+/// One rt.abi entry: a dictionary with a known role and its fields.
+static LogicalResult verifyAbiEntry(Operation *op, unsigned i,
+                                    Attribute entry) {
+  auto emitError = [&]() -> InFlightDiagnostic {
+    return op->emitError() << "'" << RtDialect::kAbiAttr << "' entry #" << i
+                           << " ";
+  };
+  auto dict = dyn_cast<DictionaryAttr>(entry);
+  if (!dict)
+    return emitError() << "must be a dictionary, got " << entry;
+  auto role = dict.getAs<StringAttr>("role");
+  if (!role)
+    return emitError() << "has no string 'role'";
+  if (role.getValue() == "scratch") {
+    auto bytes = dict.getAs<IntegerAttr>("bytes");
+    if (!bytes || bytes.getValue().isNegative())
+      return emitError() << "(scratch) needs a non-negative integer 'bytes'";
+    return success();
+  }
+  if (!llvm::is_contained({"input", "hyper", "output", "global"},
+                          role.getValue()))
+    return emitError() << "has unknown role " << role
+                       << "; expected input, hyper, output, global or "
+                          "scratch";
+  auto name = dict.getAs<StringAttr>("name");
+  if (!name || name.empty())
+    return emitError() << "(" << role.getValue()
+                       << ") needs a non-empty string 'name'";
+  return success();
+}
+
+LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute value = attr.getValue();
+  if (name == kAbiAttr) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name << "' is a function attribute";
+    auto entries = dyn_cast<ArrayAttr>(value);
+    if (!entries)
+      return op->emitError()
+             << "'" << name << "' must be an array, got " << value;
+    for (auto [i, entry] : llvm::enumerate(entries))
+      if (failed(verifyAbiEntry(op, i, entry)))
+        return failure();
+    return success();
+  }
+  if (name != kKernelsAttr && name != kManifestJsonAttr &&
+      name != kEntriesAttr && name != kInitDataAttr && name != kTargetAttr)
+    return op->emitError() << "unknown attribute '" << name << "'";
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << name << "' is a module attribute";
+  if (name == kKernelsAttr) {
+    auto kernels = dyn_cast<ArrayAttr>(value);
+    if (!kernels || !llvm::all_of(kernels, llvm::IsaPred<DictionaryAttr>))
+      return op->emitError()
+             << "'" << name << "' must be an array of dictionaries, got "
+             << value;
+    return success();
+  }
+  if (name == kManifestJsonAttr) {
+    auto text = dyn_cast<StringAttr>(value);
+    if (!text)
+      return op->emitError()
+             << "'" << name << "' must be a string, got " << value;
+    // The runtime parses it; a broken one must not reach an artifact.
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+    if (!json)
+      return op->emitError()
+             << "'" << name
+             << "' is not JSON: " << llvm::toString(json.takeError());
+    if (!json->getAsObject())
+      return op->emitError() << "'" << name << "' must be a JSON object";
+    return success();
+  }
+  if (name == kEntriesAttr) {
+    auto entries = dyn_cast<ArrayAttr>(value);
+    if (!entries || !llvm::all_of(entries, llvm::IsaPred<StringAttr>))
+      return op->emitError()
+             << "'" << name << "' must be an array of strings, got " << value;
+    return success();
+  }
+  if (name == kTargetAttr) {
+    auto target = dyn_cast<DictionaryAttr>(value);
+    auto features = target ? target.getAs<ArrayAttr>("features") : nullptr;
+    if (!target || !target.getAs<StringAttr>("cpu") || !features ||
+        !llvm::all_of(features, llvm::IsaPred<StringAttr>) ||
+        target.size() != 2)
+      return op->emitError() << "'" << name
+                             << "' must be {cpu = \"name\", features = "
+                                "[strings]}, got "
+                             << value;
+    return success();
+  }
+  auto data = dyn_cast<DenseIntElementsAttr>(value);
+  if (!data || !data.getElementType().isInteger(8) ||
+      data.getType().getRank() != 1)
+    return op->emitError() << "'" << name
+                           << "' must be a 1-D tensor of i8 (bytes)";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

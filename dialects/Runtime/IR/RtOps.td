@@ -27,8 +27,37 @@ def Rt_Dialect : Dialect {
     bufferized form into calls through the kernel ABI
     (`runtime/include/cleave/kernel_abi.h`), each with an id into the
     artifact's kernel table.
+
+    Attributes carry the runtime's view of the program down to the
+    artifact; the dialect verifies each and refuses any other `rt.*` name:
+    `rt.abi` on an entry function lists its arguments as the runtime passes
+    them, and on the module `rt.kernels` is the kernel table, and
+    `rt.manifest_json`, `rt.entries` and `rt.init_data` are what
+    `cleave-write-manifest` hands to `cleave-emit-artifact-abi`, and
+    `rt.target` what it hands to code generation.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    // Every rt.* attribute, named once; RtOps.cpp verifies each.
+
+    /// On an entry function: one dictionary per runtime argument (after the
+    /// kernel context), with a `role` (input, hyper, output, global,
+    /// scratch) and the role's fields.
+    static constexpr ::llvm::StringLiteral kAbiAttr = "rt.abi";
+    /// On the module: the kernel table, one dictionary per kernel id.
+    static constexpr ::llvm::StringLiteral kKernelsAttr = "rt.kernels";
+    /// On the module: the manifest's JSON text.
+    static constexpr ::llvm::StringLiteral kManifestJsonAttr =
+        "rt.manifest_json";
+    /// On the module: the names of the entry points, in manifest order.
+    static constexpr ::llvm::StringLiteral kEntriesAttr = "rt.entries";
+    /// On the module: the bytes of the globals' initial values.
+    static constexpr ::llvm::StringLiteral kInitDataAttr = "rt.init_data";
+    /// On the module: the CPU code is generated for, `{cpu = "name",
+    /// features = ["f", ...]}` (compiler/Artifact/Target.h).
+    static constexpr ::llvm::StringLiteral kTargetAttr = "rt.target";
+  }];
 }
 
 def Rt_KernelKind : I32EnumAttr<"KernelKind", "runtime kernel", [

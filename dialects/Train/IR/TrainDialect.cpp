@@ -1,13 +1,18 @@
 //===- TrainDialect.cpp - The train dialect -------------------------------===//
 //
-// Registers the train dialect and implements #train.init.
+// Registers the train dialect, implements #train.init and verifies the
+// train.* attributes of functions, their arguments and results, and modules.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Train/IR/TrainDialect.h"
 #include "dialects/Train/IR/TrainOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -98,4 +103,236 @@ void InitializerAttr::print(AsmPrinter &printer) const {
     printer.printFloat(p);
   }
   printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// train.* attributes
+//===----------------------------------------------------------------------===//
+
+bool TrainDialect::isTrainingEntry(StringRef name) {
+  static constexpr StringLiteral kEntries[] = {"step", "micro_step",
+                                               "apply_step", "eval_step"};
+  return llvm::is_contained(kEntries, name);
+}
+
+/// The runtime makes an entry's name part of the symbol cleave_entry_<name>.
+static bool isIdentifier(StringRef name) {
+  return !name.empty() && !llvm::isDigit(name.front()) &&
+         llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+static bool isNonEmptyString(Attribute value) {
+  auto s = dyn_cast<StringAttr>(value);
+  return s && !s.empty();
+}
+
+static bool isPositiveInteger(Attribute value) {
+  auto i = dyn_cast<IntegerAttr>(value);
+  return i && !isa<BoolAttr>(value) && i.getValue().isStrictlyPositive();
+}
+
+/// The argument attributes that say what an argument is; one per argument.
+static constexpr StringLiteral kArgRoles[] = {
+    TrainDialect::kInputAttr, TrainDialect::kHyperAttr,
+    TrainDialect::kParamAttr, TrainDialect::kBufferAttr,
+    TrainDialect::kRngAttr};
+
+static bool isArgAttr(StringRef name) {
+  return llvm::is_contained(kArgRoles, name) ||
+         name == TrainDialect::kIndexBoundAttr ||
+         name == TrainDialect::kDefaultAttr || name == TrainDialect::kInitAttr;
+}
+
+static bool isResultAttr(StringRef name) {
+  return name == TrainDialect::kOutputAttr ||
+         name == TrainDialect::kBufferAttr || name == TrainDialect::kGradOfAttr;
+}
+
+/// The entries train.manifest may hold: each becomes a key of the
+/// artifact's manifest, which the runtime parses.
+static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
+  for (NamedAttribute entry : manifest) {
+    StringRef key = entry.getName().strref();
+    Attribute value = entry.getValue();
+    StringRef expected;
+    bool ok;
+    if (key == "kind") {
+      auto s = dyn_cast<StringAttr>(value);
+      ok = s && s.getValue() == "graph";
+      expected = "\"graph\"";
+    } else if (key == "accumulate" || key == "ranks") {
+      ok = isPositiveInteger(value);
+      expected = "a positive integer";
+    } else if (key == "reduce") {
+      auto s = dyn_cast<StringAttr>(value);
+      ok = s && llvm::is_contained({"none", "mean", "adasum"}, s.getValue());
+      expected = "\"none\", \"mean\" or \"adasum\"";
+    } else if (key == "shard_optimizer_state" ||
+               key == "reduce_every_micro_step") {
+      ok = isa<BoolAttr>(value);
+      expected = "a bool";
+    } else if (key == "warnings") {
+      auto array = dyn_cast<ArrayAttr>(value);
+      ok = array && llvm::all_of(array, llvm::IsaPred<DictionaryAttr>);
+      expected = "an array of dictionaries";
+    } else {
+      return op->emitError()
+             << "unknown '" << TrainDialect::kManifestAttr << "' entry '" << key
+             << "'; expected kind, accumulate, reduce, ranks, "
+                "shard_optimizer_state, reduce_every_micro_step or warnings";
+    }
+    if (!ok)
+      return op->emitError()
+             << "'" << TrainDialect::kManifestAttr << "' entry '" << key
+             << "' must be " << expected << ", got " << value;
+  }
+  return success();
+}
+
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute value = attr.getValue();
+  if (name == kEntryAttr || name == kGradientOfAttr) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name << "' is a function attribute";
+    if (name == kGradientOfAttr) {
+      if (!isa<FlatSymbolRefAttr>(value))
+        return op->emitError()
+               << "'" << name << "' must name a function, got " << value;
+      return success();
+    }
+    auto entry = dyn_cast<StringAttr>(value);
+    if (!entry || !isIdentifier(entry.getValue()))
+      return op->emitError()
+             << "'" << name
+             << "' must be an entry name (letters, digits and '_', not "
+                "starting with a digit), got "
+             << value;
+    // A traced graph module (manifest kind "graph") names its entries
+    // freely; a training module has the four of the training ABI. Without a
+    // manifest (before the split, or once the artifact holds it) any name
+    // the runtime accepts passes.
+    auto module = op->getParentOfType<ModuleOp>();
+    auto manifest =
+        module ? module->getAttrOfType<DictionaryAttr>(kManifestAttr) : nullptr;
+    if (manifest && !manifest.get("kind") && !isTrainingEntry(entry))
+      return op->emitError() << "'" << name
+                             << "' of a training module must be step, "
+                                "micro_step, apply_step or eval_step, got "
+                             << value;
+    return success();
+  }
+  if (name == kManifestAttr) {
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << name << "' is a module attribute";
+    auto manifest = dyn_cast<DictionaryAttr>(value);
+    if (!manifest)
+      return op->emitError()
+             << "'" << name << "' must be a dictionary, got " << value;
+    return verifyManifest(op, manifest);
+  }
+  if (isArgAttr(name) || isResultAttr(name))
+    return op->emitError() << "'" << name
+                           << "' belongs on a function argument or result, "
+                              "not on an operation";
+  return op->emitError() << "unknown attribute '" << name << "'";
+}
+
+LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned region,
+                                                     unsigned index,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute value = attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || region != 0)
+    return op->emitError() << "'" << name << "' belongs on a function argument";
+  auto emitError = [&]() -> InFlightDiagnostic {
+    return op->emitError() << "argument #" << index << ": '" << name << "' ";
+  };
+  auto has = [&](StringRef other) {
+    return static_cast<bool>(func.getArgAttr(index, other));
+  };
+  auto tensor = dyn_cast<RankedTensorType>(func.getArgumentTypes()[index]);
+
+  if (llvm::is_contained(kArgRoles, name)) {
+    if (name == kRngAttr ? !isa<UnitAttr>(value) : !isNonEmptyString(value))
+      return emitError() << "must be "
+                         << (name == kRngAttr ? "a unit attribute"
+                                              : "a non-empty string")
+                         << ", got " << value;
+    for (StringRef other : kArgRoles)
+      if (other != name && has(other))
+        return emitError() << "and '" << other
+                           << "' both say what the argument is; it has one "
+                              "role";
+    return success();
+  }
+  if (name == kIndexBoundAttr) {
+    if (!isPositiveInteger(value))
+      return emitError() << "must be a positive integer, got " << value;
+    if (!has(kInputAttr))
+      return emitError() << "bounds a data input; the argument has no '"
+                         << kInputAttr << "'";
+    if (tensor && !isa<IntegerType>(tensor.getElementType()))
+      return emitError() << "bounds integer inputs, the argument is " << tensor;
+    return success();
+  }
+  if (name == kDefaultAttr) {
+    if (!isa<FloatAttr>(value) &&
+        !(isa<IntegerAttr>(value) && !isa<BoolAttr>(value)))
+      return emitError() << "must be a number, got " << value;
+    if (!has(kHyperAttr))
+      return emitError() << "is a hyperparameter's default; the argument has "
+                            "no '"
+                         << kHyperAttr << "'";
+    return success();
+  }
+  if (name == kInitAttr) {
+    // An initialiser, or the exact initial value (an ONNX initializer).
+    auto elements = dyn_cast<ElementsAttr>(value);
+    if (!isa<InitializerAttr>(value) && !elements)
+      return emitError() << "must be a #train.init or an elements attribute, "
+                            "got "
+                         << value;
+    if (elements && tensor && elements.getType() != tensor)
+      return emitError() << "has type " << elements.getType()
+                         << ", the argument is " << tensor;
+    if (!has(kParamAttr) && !has(kBufferAttr))
+      return emitError() << "initialises a global; the argument has neither '"
+                         << kParamAttr << "' nor '" << kBufferAttr << "'";
+    return success();
+  }
+  if (isResultAttr(name))
+    return emitError() << "belongs on a function result";
+  return emitError() << "is not a train argument attribute";
+}
+
+LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned region,
+                                                        unsigned index,
+                                                        NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute value = attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || region != 0)
+    return op->emitError() << "'" << name << "' belongs on a function result";
+  auto emitError = [&]() -> InFlightDiagnostic {
+    return op->emitError() << "result #" << index << ": '" << name << "' ";
+  };
+  if (!isResultAttr(name))
+    return isArgAttr(name) ? emitError() << "belongs on a function argument"
+                           : emitError() << "is not a train result attribute";
+  if (!isNonEmptyString(value))
+    return emitError() << "must be a non-empty string, got " << value;
+  if (name != kGradOfAttr)
+    return success();
+  // The gradient of a parameter the function takes.
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kParamAttr) == value)
+      return success();
+  return emitError() << "names no argument of the function with '" << kParamAttr
+                     << " = " << value << "'";
 }

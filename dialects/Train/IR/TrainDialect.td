@@ -31,29 +31,62 @@ def Train_Dialect : Dialect {
       values;
     - `train.clip_by_global_norm` and `train.cross_rank_reduce`.
 
-    Function attributes tie the graphs to the runtime: `train.entry` names an
-    entry point (`step`, `micro_step`, `apply_step`, `eval_step`); argument
-    attributes `train.input`, `train.hyper` (with `train.default`) and
-    `train.param` (with `train.init`) say what each argument is.
+    Attributes tie the graphs to the runtime; the dialect verifies each and
+    refuses any other `train.*` name:
+
+    - on a function, `train.entry` names an entry point (`step`,
+      `micro_step`, `apply_step`, `eval_step`, or any identifier in a traced
+      graph module) and `train.gradient_of` the function it differentiates;
+    - on a function argument, `train.input` (with `train.index_bound` on
+      integer inputs), `train.hyper` (with `train.default`), `train.param`
+      and `train.buffer` (with `train.init`) say what the argument is, and
+      `train.rng` marks the random seed;
+    - on a function result, `train.output` names an output, `train.buffer`
+      the buffer it updates and `train.grad_of` the parameter it is the
+      gradient of;
+    - on the module, `train.manifest` holds what the artifact's manifest
+      records beside the graphs (accumulation, reduction, warnings).
   }];
   let useDefaultAttributePrinterParser = 1;
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::arith::ArithDialect"];
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
-    // Attribute names shared by passes, tools and the artifact writer.
+    // Every train.* attribute, named once for passes, tools and the artifact
+    // writer; TrainDialect.cpp verifies each where it may appear.
+
+    // Function attributes.
     static constexpr ::llvm::StringLiteral kEntryAttr = "train.entry";
+    static constexpr ::llvm::StringLiteral kGradientOfAttr =
+        "train.gradient_of";
+    // Function argument attributes.
     static constexpr ::llvm::StringLiteral kInputAttr = "train.input";
     /// On an integer input: every element must lie in [0, bound) (class
     /// labels, embedding indices); the runtime checks it.
     static constexpr ::llvm::StringLiteral kIndexBoundAttr =
         "train.index_bound";
-    static constexpr ::llvm::StringLiteral kOutputAttr = "train.output";
     static constexpr ::llvm::StringLiteral kHyperAttr = "train.hyper";
     static constexpr ::llvm::StringLiteral kDefaultAttr = "train.default";
     static constexpr ::llvm::StringLiteral kParamAttr = "train.param";
     static constexpr ::llvm::StringLiteral kBufferAttr = "train.buffer";
     static constexpr ::llvm::StringLiteral kInitAttr = "train.init";
+    static constexpr ::llvm::StringLiteral kRngAttr = "train.rng";
+    // Function result attributes (and kBufferAttr).
+    static constexpr ::llvm::StringLiteral kOutputAttr = "train.output";
+    static constexpr ::llvm::StringLiteral kGradOfAttr = "train.grad_of";
+    // Module attributes.
     static constexpr ::llvm::StringLiteral kManifestAttr = "train.manifest";
+
+    // Globals whose names the runtime knows (runtime/src/Manifest.cpp).
+    static constexpr ::llvm::StringLiteral kStepGlobal = "train.step";
+    static constexpr ::llvm::StringLiteral kMicroStepsGlobal =
+        "train.micro_steps";
+    static constexpr ::llvm::StringLiteral kRngGlobal = "train.rng";
+
+    /// Whether `name` is an entry point of a training artifact.
+    static bool isTrainingEntry(::llvm::StringRef name);
   }];
 }
 
