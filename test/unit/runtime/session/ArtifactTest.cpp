@@ -203,8 +203,8 @@ TEST(ArtifactTest, AnArtifactOutlivesItsHandleWhileSessionsUseIt) {
 
 /// A valid manifest for the echo artifact: a one-parameter model.
 json echoManifest() {
-  return json::parse(R"({
-    "abi_version": 1, "micro_batch": 4, "accumulate": 2, "reduce": "none",
+  json m = json::parse(R"({
+    "micro_batch": 4, "accumulate": 2, "reduce": "none",
     "dtype": "f32",
     "globals": [
       {"name": "w", "kind": "param", "dtype": "f32", "shape": [2, 3],
@@ -231,6 +231,8 @@ json echoManifest() {
     },
     "kernels": []
   })");
+  m["abi_version"] = CLEAVE_KERNEL_ABI_VERSION;
+  return m;
 }
 
 class EchoTest : public ::testing::Test {
@@ -279,7 +281,7 @@ TEST_F(EchoTest, RefusesANullManifest) {
 }
 
 TEST_F(EchoTest, RefusesAManifestThatIsNotJson) {
-  text = "{\"abi_version\": 1, \"micro_batch\": ";
+  text = "{\"micro_batch\": ";
   set(text.c_str(), 1);
   CallResult r = load(CLEAVE_ECHO_ARTIFACT);
   EXPECT_EQ(r.status, CLEAVE_INVALID_ARTIFACT);

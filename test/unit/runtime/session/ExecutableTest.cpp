@@ -229,8 +229,8 @@ TEST(ExecutableKindTest, TrainingAndGraphArtifactsDoNotMix) {
 //===----------------------------------------------------------------------===//
 
 json graphManifest() {
-  return json::parse(R"({
-    "abi_version": 1, "kind": "graph",
+  json m = json::parse(R"({
+    "kind": "graph",
     "globals": [
       {"name": "p", "kind": "param", "dtype": "f32", "shape": [2, 3],
        "init": {"kind": "zeros"}},
@@ -246,6 +246,8 @@ json graphManifest() {
     },
     "kernels": []
   })");
+  m["abi_version"] = CLEAVE_KERNEL_ABI_VERSION;
+  return m;
 }
 
 class GraphManifestTest : public ::testing::Test {

@@ -24,6 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 enum { FAULT_NONE, FAULT_MICRO_STEP, FAULT_APPLY_STEP, FAULT_EVAL_STEP };
 
 static int fault = FAULT_NONE;
@@ -32,7 +35,8 @@ void fault_set(int where) { fault = where; }
 
 /* clang-format off */
 static const char kManifest[] =
-    "{\"abi_version\": 1, \"micro_batch\": 2, \"accumulate\": 2, "
+    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
+    "\"micro_batch\": 2, \"accumulate\": 2, "
     "\"reduce\": \"sum\", \"dtype\": \"f32\","
     "\"globals\": ["
     "{\"name\": \"w\", \"kind\": \"param\", \"dtype\": \"f32\", \"shape\": "
@@ -76,7 +80,7 @@ static const char kManifest[] =
     "\"warnings\": []}";
 /* clang-format on */
 
-int32_t cleave_abi_version(void) { return 1; }
+int32_t cleave_abi_version(void) { return CLEAVE_KERNEL_ABI_VERSION; }
 const char *cleave_manifest(void) { return kManifest; }
 const void *cleave_init_data(void) { return NULL; }
 
