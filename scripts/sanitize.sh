@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The sanitizer build: Cleave compiled by clang-14 with ASan, UBSan and
+# libFuzzer's coverage into ${CLEAVE_SANITIZE_BUILD_DIR:-build-asan}, its
+# tests, and its fuzz targets (docs/design/fuzzing-and-sanitizers.md).
+#
+#   sanitize.sh build [targets...]   configure (once) and build
+#   sanitize.sh test [ctest args...] every test but the fuzzing runs and the
+#                                    excluded labels below
+#   sanitize.sh fuzz [ctest args...] each fuzz target for CLEAVE_FUZZ_TIME
+#                                    seconds (60), two at a time
+#
+# Any sanitizer report aborts the process that made it, so the test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${CLEAVE_SANITIZE_BUILD_DIR:-build-asan}
+jobs=${CLEAVE_JOBS:-$(nproc)}
+
+# Reports abort (UBSan: -fno-sanitize-recover=all at compile time), with
+# stacks. LSan: leaks inside third-party libraries only are suppressed; the
+# file says why for each.
+sanitizer_env() {
+  export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  export LSAN_OPTIONS="suppressions=$PWD/test/sanitizers/lsan.supp:print_suppressions=0"
+  export OMP_NUM_THREADS=1
+  export CLEAVE_REQUIRE_TORCH=1
+}
+
+command=${1:-}
+shift || true
+case "$command" in
+build)
+  if [ ! -f "$build/build.ninja" ]; then
+    launcher=()
+    if command -v ccache >/dev/null; then
+      launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    fi
+    # -O1: what the sanitizers' documentation recommends, and it compiles
+    # faster than -O3; line tables name the source lines in reports.
+    cmake -G Ninja -S . -B "$build" "${launcher[@]}" \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+      -DCLEAVE_SANITIZE=ON -DCLEAVE_ENABLE_FUZZERS=ON \
+      -DCLEAVE_ENABLE_BENCH=OFF \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+  fi
+  ninja -C "$build" -j "$jobs" "$@"
+  ;;
+test)
+  sanitizer_env
+  # Excluded (the design doc says why): the fuzzing runs (stage `fuzz`),
+  # "slow" (the 3-epoch accuracy run) and "torch" (PyTorch oracles).
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" \
+    -LE '^(fuzz|slow|torch)$' "$@"
+  ;;
+fuzz)
+  sanitizer_env
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^fuzz$' "$@"
+  ;;
+*)
+  echo "usage: $0 build|test|fuzz [args...]" >&2
+  exit 2
+  ;;
+esac
