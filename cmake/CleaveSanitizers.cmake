@@ -90,7 +90,8 @@ function(cleave_add_fuzzer name)
   add_test(NAME fuzz.${name}
     COMMAND ${name}
             -max_total_time=${ARG_TIME} -timeout=10 -rss_limit_mb=2048
-            -print_final_stats=1 -artifact_prefix=${work}/crashes/
+            -print_final_stats=1 -print_funcs=0
+            -artifact_prefix=${work}/crashes/
             ${work}/corpus ${ARG_CORPUS})
   math(EXPR limit "${ARG_TIME} + 120")
   set_tests_properties(fuzz.${name} PROPERTIES
