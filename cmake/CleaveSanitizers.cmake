@@ -33,9 +33,7 @@ set(CLEAVE_SANITIZER_FLAGS
   -fno-omit-frame-pointer
 )
 add_compile_options(${CLEAVE_SANITIZER_FLAGS})
-# -fsanitize-link-c++-runtime: C executables (the embedding example) load
-# libcleave_runtime.so, whose C++ code needs UBSan's C++ handlers.
-add_link_options(-fsanitize=address,undefined -fsanitize-link-c++-runtime)
+add_link_options(-fsanitize=address,undefined)
 if(CLEAVE_ENABLE_FUZZERS)
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()

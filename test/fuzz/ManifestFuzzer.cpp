@@ -1,13 +1,16 @@
 //===- ManifestFuzzer.cpp - Fuzzing the manifest parser -------------------===//
 //
 // Feeds arbitrary text to parseManifest, which validates every field of an
-// artifact's manifest before a session or an executable trusts it. A
-// manifest it accepts must be one the rest of the runtime can rely on: the
-// checks below are the invariants the session indexes with.
+// artifact's manifest before a session or an executable trusts it, then
+// gives an accepted manifest's kernel table to KernelContext::create, as
+// session creation does. A manifest parseManifest accepts must be one the
+// rest of the runtime can rely on: the checks below are the invariants the
+// session indexes with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Manifest.h"
+#include "kernels/KernelContext.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -74,5 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (const GraphArgDesc &arg : entry.args)
       if (arg.role != ArgRole::Scratch)
         checkTensor(arg.tensor);
+  // A refused kernel table says why.
+  std::string error;
+  if (!KernelContext::create(manifest.kernels, error))
+    require(!error.empty());
   return 0;
 }
