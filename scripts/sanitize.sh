@@ -16,10 +16,14 @@ build=${CLEAVE_SANITIZE_BUILD_DIR:-build-asan}
 jobs=${CLEAVE_JOBS:-$(nproc)}
 
 # Reports abort (UBSan: -fno-sanitize-recover=all at compile time), with
-# stacks. LSan: leaks inside third-party libraries only are suppressed; the
-# file says why for each.
+# stacks. allow_user_poisoning=0: LLVM's headers poison and unpoison
+# BumpPtrAllocator slabs when compiled with ASan, but Debian's libMLIR is not,
+# so memory our inlined copies poisoned is then used by the library's copies
+# (a false use-after-poison); real heap errors are still found. LSan: leaks
+# inside third-party libraries only are suppressed; the file says why for
+# each. The design doc says all of this in more detail.
 sanitizer_env() {
-  export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+  export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:allow_user_poisoning=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   export LSAN_OPTIONS="suppressions=$PWD/test/sanitizers/lsan.supp:print_suppressions=0"
   export OMP_NUM_THREADS=1
@@ -55,8 +59,17 @@ test)
   sanitizer_env
   # Excluded (the design doc says why): the fuzzing runs (stage `fuzz`),
   # "slow" (the 3-epoch accuracy run) and "torch" (PyTorch oracles).
+  rc=0
   ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-    -LE '^(fuzz|slow|torch)$' "$@"
+    -LE '^(fuzz|slow|torch|mpi)$' "$@" || rc=$?
+  # Under mpirun, without LeakSanitizer: OpenMPI's components are dlopened
+  # and built without frame pointers, so their leaks at MPI_Finalize come
+  # with one-frame stacks in "<unknown module>" that no suppression can
+  # attribute. ASan's memory errors and UBSan stay on.
+  ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^mpi$' "$@" ||
+    rc=$?
+  exit $rc
   ;;
 fuzz)
   sanitizer_env

@@ -147,7 +147,8 @@ def checkpoint_seeds(build):
                 key, value = line.rstrip("\n").split("=", 1)
                 cache[key.split(":")[0]] = value
     compiler = cache.get("CMAKE_C_COMPILER", "cc")
-    flags = ["-fsanitize=address,undefined"] \
+    flags = ["-fsanitize=address,undefined", "-fsanitize-link-c++-runtime",
+             "-lstdc++"] \
         if cache.get("CLEAVE_SANITIZE") == "ON" else []
     lib = os.path.join(build, "lib")
     with tempfile.TemporaryDirectory() as tmp:
