@@ -73,7 +73,17 @@ test)
   ;;
 fuzz)
   sanitizer_env
-  ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^fuzz$' "$@"
+  rc=0
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^fuzz$' "$@" ||
+    rc=$?
+  # What each target did, from libFuzzer's final statistics.
+  awk '/ Testing: fuzz\./ { name = $3 }
+       /^stat::number_of_executed_units/ { runs[name] = $2 }
+       /^stat::new_units_added/ { added[name] = $2 }
+       /^stat::average_exec_per_sec/ { rate[name] = $2 }
+       END { for (n in runs) printf "fuzz: %-28s %9d executions (%d/s), %d new inputs\n", n, runs[n], rate[n], added[n] }' \
+    "$build/Testing/Temporary/LastTest.log" | sort
+  exit $rc
   ;;
 *)
   echo "usage: $0 build|test|fuzz [args...]" >&2
