@@ -183,6 +183,12 @@ Status checkSeal(const std::string &path, int fd, uint64_t size,
 
 } // namespace
 
+Status checkArtifactFile(const std::string &path, int fd, uint64_t size,
+                         bool &sealed) {
+  CLEAVE_RETURN_IF_ERROR(checkElf(path, fd, size));
+  return checkSeal(path, fd, size, sealed);
+}
+
 Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                       ArtifactKind expected) {
   if (path.empty())
@@ -200,8 +206,7 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
       }
     } closer{fd};
     CLEAVE_RETURN_IF_ERROR(opened);
-    CLEAVE_RETURN_IF_ERROR(checkElf(path, fd, size));
-    CLEAVE_RETURN_IF_ERROR(checkSeal(path, fd, size, sealed));
+    CLEAVE_RETURN_IF_ERROR(checkArtifactFile(path, fd, size, sealed));
   }
 
   std::shared_ptr<Artifact> artifact(new Artifact());

@@ -20,6 +20,14 @@
 
 namespace cleave::rt {
 
+/// The checks Artifact::load makes before dlopen maps the file: the `size`
+/// bytes of `fd` (the file `path`, named in errors) are an ELF shared object
+/// for this machine whose headers and segments lie inside the file, and its
+/// checksum seal, if it ends with one, matches (`sealed` says whether it
+/// does). Separate so that the fuzz target can run them on any bytes.
+Status checkArtifactFile(const std::string &path, int fd, uint64_t size,
+                         bool &sealed);
+
 /// `void cleave_entry_<name>(void *ctx, void **args)`.
 using EntryFn = cleave_entry_fn;
 

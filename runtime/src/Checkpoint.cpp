@@ -336,6 +336,25 @@ Status readFile(const std::string &path, std::string &out) {
   return Status::success();
 }
 
+/// `v` as an integer; false if it is not one. nlohmann's get<int64_t>() and
+/// get<uint64_t>() also convert floating-point numbers, with a cast that is
+/// undefined behaviour when the value is out of range (1e300 in a forged
+/// index).
+bool integerOf(const json &v, uint64_t &out) {
+  if (!v.is_number_unsigned())
+    return false;
+  out = v.get<uint64_t>();
+  return true;
+}
+bool integerOf(const json &v, int64_t &out) {
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() &&
+       v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
+    return false;
+  out = v.get<int64_t>();
+  return true;
+}
+
 /// Reads the `offset`/`bytes`/`crc32` of a blob and checks its CRC.
 Status locateBlob(const std::string &path, const json &entry,
                   const std::string &what, const std::string &data,
@@ -427,8 +446,10 @@ Status parseCheckpoint(const std::string &path, std::string image,
                      [](unsigned char ch) { return std::isxdigit(ch) != 0; }))
       return corrupt(path, "manifest_hash is not 16 hex digits");
     c.manifestHash = std::strtoull(hash.c_str(), nullptr, 16);
-    c.seed = index.at("seed").get<uint64_t>();
-    c.accumulate = index.at("accumulate").get<int64_t>();
+    if (!integerOf(index.at("seed"), c.seed))
+      return corrupt(path, "seed is not a non-negative integer");
+    if (!integerOf(index.at("accumulate"), c.accumulate))
+      return corrupt(path, "accumulate is not an integer");
     for (const json &h : index.at("hyperparameters"))
       c.hyperparameters.emplace_back(h.at("name").get<std::string>(),
                                      h.at("value").get<double>());
@@ -458,7 +479,16 @@ Status parseCheckpoint(const std::string &path, std::string image,
       if (!dtype)
         return corrupt(path, "global '" + t.name + "' has an unknown dtype");
       t.dtype = *dtype;
-      t.shape = g.at("shape").get<std::vector<int64_t>>();
+      const json &shape = g.at("shape");
+      if (!shape.is_array())
+        return corrupt(path, "global '" + t.name + "' has no shape list");
+      for (const json &d : shape) {
+        int64_t dim;
+        if (!integerOf(d, dim))
+          return corrupt(path, "global '" + t.name +
+                                   "' has a shape that is not integers");
+        t.shape.push_back(dim);
+      }
       const char *data;
       CLEAVE_RETURN_IF_ERROR(locateBlob(path, g, "global '" + t.name + "'",
                                         file, dataStart, data, t.bytes));

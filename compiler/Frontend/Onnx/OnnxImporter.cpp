@@ -69,16 +69,22 @@ static LogicalResult checkSupported(const onnx::GraphProto &graph,
 }
 
 OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context, StringRef path) {
-  context.loadDialect<arith::ArithDialect, func::FuncDialect, nn::NNDialect,
-                      train::TrainDialect>();
-  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file) {
-    emitError(fileLoc) << error;
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
     return {};
   }
-  StringRef bytes = file->getBuffer();
+  return importOnnx(context, llvm::MemoryBufferRef(file->getBuffer(), path));
+}
+
+OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context,
+                                         llvm::MemoryBufferRef buffer) {
+  context.loadDialect<arith::ArithDialect, func::FuncDialect, nn::NNDialect,
+                      train::TrainDialect>();
+  StringRef path = buffer.getBufferIdentifier();
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  StringRef bytes = buffer.getBuffer();
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBufferRef.h"
 
 namespace mlir::cleave {
 
@@ -47,6 +48,11 @@ namespace mlir::cleave {
 /// shape computations) are emitted through the context's diagnostics, at
 /// locations named after the ONNX node, and yield a null module.
 OwningOpRef<ModuleOp> importOnnx(MLIRContext &context, llvm::StringRef path);
+
+/// Imports the ONNX model held in `buffer`, named by its identifier in
+/// diagnostics; otherwise as importOnnx of a path.
+OwningOpRef<ModuleOp> importOnnx(MLIRContext &context,
+                                 llvm::MemoryBufferRef buffer);
 
 } // namespace mlir::cleave
 

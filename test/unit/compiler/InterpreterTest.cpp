@@ -635,7 +635,10 @@ TEST_F(InterpreterTest, AdamAndAdamWMatchPyTorch) {
   adamw.decoupled = true;
   Tensor p = f64({2}, adam.param), m = f64({2}, {0, 0}), v = m;
   Tensor pw = p, mw = m, vw = v;
-  for (auto [step, grad] : llvm::enumerate(grads)) {
+  for (size_t step = 0; step < grads.size(); ++step) {
+    // An index, not llvm::enumerate's structured binding: a lambda cannot
+    // capture one before C++20, and Clang (the sanitizer build) refuses.
+    const std::vector<double> &grad = grads[step];
     auto call = [&](const Tensor &param, const Tensor &exp, const Tensor &sq) {
       return runF(src, {param, f64({2}, grad), exp, sq,
                         Tensor::fromInts(DType::i64, {}, {int64_t(step) + 1}),

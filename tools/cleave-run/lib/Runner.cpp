@@ -330,7 +330,10 @@ void run(const RunOptions &o, std::FILE *out) {
   // The batch: k rows of every user input, zeros unless given.
   const std::vector<cleave::TensorInfo> inputs = artifact.inputs();
   std::vector<std::vector<unsigned char>> storage(inputs.size());
-  for (const auto &[name, spec] : o.inputs)
+  // Not a structured binding: before C++20 a lambda cannot capture one
+  // (Clang refuses; the sanitizer build compiles with Clang).
+  for (const auto &input : o.inputs) {
+    const std::string &name = input.first;
     if (std::none_of(inputs.begin(), inputs.end(),
                      [&](const auto &in) { return in.name == name; })) {
       std::string list;
@@ -339,6 +342,7 @@ void run(const RunOptions &o, std::FILE *out) {
       throw tools::Error(o.artifact + " has no data input '" + name +
                          "' (its inputs: " + list + ")");
     }
+  }
   cleave::Batch batch(k);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const size_t rowElements =

@@ -208,4 +208,67 @@ TEST(CheckpointFormatTest, ADirectoryIsNotACheckpoint) {
   EXPECT_EQ(s.message(), dir + ": not a regular file");
 }
 
+/// A checkpoint file holding `index` and no data, with valid CRC32s: what a
+/// forged or buggy writer could produce.
+std::string imageWithIndex(const std::string &index) {
+  std::string image(64, '\0');
+  auto put32 = [&](size_t at, uint32_t v) { std::memcpy(&image[at], &v, 4); };
+  auto put64 = [&](size_t at, uint64_t v) { std::memcpy(&image[at], &v, 8); };
+  std::memcpy(&image[0], "CLEAVECK", 8);
+  put32(8, 1);
+  put64(16, index.size());
+  put64(24, 0);
+  put32(32, uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(index.data()),
+                             uInt(index.size()))));
+  put32(36, uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(image.data()),
+                             36)));
+  image += index;
+  image.resize((image.size() + 63) / 64 * 64, '\0');
+  return image;
+}
+
+// Found with the fuzz-checkpoint target (test/fuzz): an index number that is
+// not an integer of the field's type was converted by a cast that is
+// undefined out of range (UBSan aborts on "seed": 1e300). It is refused,
+// naming the field.
+TEST(CheckpointFormatTest, NumbersMustBeIntegersOfTheirType) {
+  const std::string head = R"({"manifest_hash":"0123456789abcdef",)";
+  const std::string tail = R"("hyperparameters":[],"user_state":[]})";
+  struct Case {
+    std::string fields, error;
+  } cases[] = {
+      {R"("seed":1e300,"accumulate":1,"globals":[],)",
+       "seed is not a non-negative integer"},
+      {R"("seed":-1,"accumulate":1,"globals":[],)",
+       "seed is not a non-negative integer"},
+      {R"("seed":1,"accumulate":-1e300,"globals":[],)",
+       "accumulate is not an integer"},
+      {R"("seed":1,"accumulate":18446744073709551615,"globals":[],)",
+       "accumulate is not an integer"},
+      {R"("seed":1,"accumulate":1,"globals":[{"name":"w","dtype":"f32",)"
+       R"("shape":[1e300],"offset":0,"bytes":0,"crc32":0}],)",
+       "global 'w' has a shape that is not integers"},
+      {R"("seed":1,"accumulate":1,"globals":[{"name":"w","dtype":"f32",)"
+       R"("shape":3,"offset":0,"bytes":0,"crc32":0}],)",
+       "global 'w' has no shape list"},
+  };
+  for (const Case &c : cases) {
+    LoadedCheckpoint loaded;
+    Status s =
+        parseCheckpoint("x.ckpt", imageWithIndex(head + c.fields + tail), loaded);
+    EXPECT_EQ(s.code(), CLEAVE_INVALID_CHECKPOINT) << c.fields;
+    EXPECT_EQ(s.message(), "x.ckpt: corrupt checkpoint (" + c.error + ")")
+        << c.fields;
+  }
+  // The same index with integers loads.
+  LoadedCheckpoint loaded;
+  Status s = parseCheckpoint(
+      "x.ckpt",
+      imageWithIndex(head + R"("seed":7,"accumulate":2,"globals":[],)" + tail),
+      loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(loaded.contents().seed, 7u);
+  EXPECT_EQ(loaded.contents().accumulate, 2);
+}
+
 } // namespace

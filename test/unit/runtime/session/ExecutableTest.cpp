@@ -24,10 +24,13 @@ using nlohmann::json;
 
 namespace {
 
-/// 64-byte aligned floats, as the ABI requires of every buffer.
+/// 64-byte aligned floats, as the ABI requires of every buffer. The size
+/// passed to aligned_alloc must be a multiple of the alignment (C11; ASan
+/// refuses any other).
 struct Buffer {
   explicit Buffer(size_t n)
-      : data(static_cast<float *>(std::aligned_alloc(64, 64 + n * 4))) {}
+      : data(static_cast<float *>(
+            std::aligned_alloc(64, (64 + n * 4 + 63) / 64 * 64))) {}
   ~Buffer() { std::free(data); }
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;

@@ -1,0 +1,85 @@
+//===- ManifestFuzzer.cpp - Fuzzing the manifest parser -------------------===//
+//
+// Feeds arbitrary text to parseManifest, which validates every field of an
+// artifact's manifest before a session or an executable trusts it, then
+// gives an accepted manifest's kernel table to KernelContext::create, as
+// session creation does. A manifest parseManifest accepts must be one the
+// rest of the runtime can rely on: the checks below are the invariants the
+// session indexes with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+#include "kernels/KernelContext.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+using namespace cleave::rt;
+
+namespace {
+
+void require(bool condition) {
+  if (!condition)
+    std::abort();
+}
+
+void checkTensor(const TensorDesc &t) {
+  int64_t elements = 1;
+  for (int64_t d : t.shape) {
+    require(d >= 0);
+    elements *= d;
+  }
+  require(elements == t.numElements);
+  require(t.bytes == size_t(t.numElements) * dtypeSize(t.dtype));
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string_view text(reinterpret_cast<const char *>(data), size);
+  Manifest manifest;
+  Status status = parseManifest(text, manifest);
+  if (!status.ok())
+    return 0;
+  for (const GlobalDesc &g : manifest.globals)
+    checkTensor(g);
+  for (const InputDesc &in : manifest.inputs)
+    checkTensor(in);
+  if (manifest.kind == ArtifactKind::Training) {
+    require(manifest.stepGlobal < manifest.globals.size());
+    require(manifest.microStepsGlobal < manifest.globals.size());
+    for (const EntryDesc &entry : manifest.entries) {
+      if (!entry.present)
+        continue;
+      for (const ArgDesc &arg : entry.args) {
+        switch (arg.role) {
+        case ArgRole::Input:
+          require(arg.index < manifest.inputs.size());
+          break;
+        case ArgRole::Output:
+          require(arg.index < entry.outputs.size());
+          break;
+        case ArgRole::Global:
+          require(arg.index < manifest.globals.size());
+          break;
+        case ArgRole::Hyper:
+          require(arg.index < manifest.hypers.size());
+          break;
+        case ArgRole::Scratch:
+          break;
+        }
+      }
+    }
+  }
+  for (const GraphEntryDesc &entry : manifest.graphEntries)
+    for (const GraphArgDesc &arg : entry.args)
+      if (arg.role != ArgRole::Scratch)
+        checkTensor(arg.tensor);
+  // A refused kernel table says why.
+  std::string error;
+  if (!KernelContext::create(manifest.kernels, error))
+    require(!error.empty());
+  return 0;
+}
