@@ -192,6 +192,42 @@ def idx_seeds():
           gzip.compress(labels[6:], mtime=0))
 
 
+def npy_seeds():
+    """Tiny arrays of every dtype the reader takes, as .npy and inside .npz
+    archives (stored and deflated, as np.savez and np.savez_compressed write
+    them), and a two-record CIFAR-10 batch."""
+    import io
+    import numpy as np
+    directory = clean("npy")
+    arrays = {
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "u8": np.arange(8, dtype=np.uint8).reshape(2, 2, 2),
+        "i64": np.array([3, 1], dtype=np.int64),
+        "i32": np.array([2], dtype=np.int32),
+    }
+    for name, a in arrays.items():
+        f = io.BytesIO()
+        np.save(f, a)
+        write(directory, name + ".npy", f.getvalue())
+    # As np.savez / np.savez_compressed lay them out, with a fixed
+    # modification time so that reruns write the same bytes.
+    import zipfile
+    for name, method in (("stored", zipfile.ZIP_STORED),
+                         ("deflated", zipfile.ZIP_DEFLATED)):
+        f = io.BytesIO()
+        with zipfile.ZipFile(f, "w", compression=method) as z:
+            for member, a in (("x.npy", arrays["f32"]),
+                              ("y.npy", arrays["i64"])):
+                data = io.BytesIO()
+                np.save(data, a)
+                info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = method
+                z.writestr(info, data.getvalue())
+        write(directory, name + ".npz", f.getvalue())
+    record = bytes([3]) + bytes(range(256)) * 12
+    write(directory, "cifar.bin", record + bytes([9]) + record[1:])
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
@@ -201,6 +237,7 @@ def main():
     artifact_file_seeds(build)
     checkpoint_seeds(build)
     idx_seeds()
+    npy_seeds()
 
 
 if __name__ == "__main__":
