@@ -37,6 +37,10 @@ cleave_tools = list(config.cleave_compiler_tools)
 if config.cleave_enable_runtime:
     cleave_tools += config.cleave_runtime_tools
     config.available_features.add("cleave-runtime")
+    # The tracing frontend is a build option (CLEAVE_ENABLE_TRACE; the
+    # sanitizer build turns it off), not something a machine may lack.
+    if config.cleave_enable_trace:
+        config.available_features.add("cleave-trace")
 llvm_config.add_tool_substitutions(
     [ToolSubst(tool, unresolved="fatal") for tool in cleave_tools],
     [cleave_bin])
