@@ -140,8 +140,7 @@ int cleave::compileMain(int argc, char **argv) {
   // of checks, for this tool and for `cleave-opt --cleave-cpu-pipeline`.
   TrainingPipelineOptions training;
   training.addToCommandLine(opts.category);
-  auto unbind =
-      llvm::make_scope_exit([&] { training.removeFromCommandLine(); });
+  llvm::scope_exit unbind([&] { training.removeFromCommandLine(); });
   cl::HideUnrelatedOptions(opts.category);
   cl::ParseCommandLineOptions(
       argc, argv,
