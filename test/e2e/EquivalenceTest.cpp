@@ -265,9 +265,9 @@ TEST_P(EquivalenceTest, ShortMicroBatchIsPaddedWithItsLastRowAtWeightZero) {
   // predicts for each padding row what it predicts for the last real one.
   constexpr int64_t k = 5;
   ASSERT_TRUE(batcher_->gatherRange(0, kSmall).ok());
-  const size_t pixels = batcher_->imageBytes() / sizeof(float) / kSmall;
-  std::vector<float> images(batcher_->images(),
-                            batcher_->images() + kSmall * pixels);
+  const size_t pixels = batcher_->inputBytes() / sizeof(float) / kSmall;
+  const float *inputs = batcher_->inputs();
+  std::vector<float> images(inputs, inputs + kSmall * pixels);
   std::vector<int64_t> labels(batcher_->labels(), batcher_->labels() + kSmall);
   std::vector<float> exactImages(images.begin(), images.begin() + k * pixels);
   std::vector<int64_t> exactLabels(labels.begin(), labels.begin() + k);

@@ -4,7 +4,7 @@
 // runtime's refusal of an artifact whose features this machine lacks is in
 // BadInputTest.ArtifactForAnotherCpu.)
 //
-// REQUIRES: cleave-runtime-tools
+// REQUIRES: cleave-runtime
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=4 --target-cpu=x86-64-v2 --compile-to=bufferize | FileCheck %s --check-prefix=V2
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=4 --target-cpu=x86-64-v2 --target-features=+avx2,-popcnt --compile-to=bufferize | FileCheck %s --check-prefix=EXTRA
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=4 --compile-to=bufferize | FileCheck %s --check-prefix=HOST
