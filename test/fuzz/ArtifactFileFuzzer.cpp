@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Artifact.h"
+#include "Checksum.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,9 +26,9 @@ using namespace cleave::rt;
 
 namespace {
 
-// docs/design/runtime-abi.md: "CLVSEAL1", then the number of bytes before
-// the seal and their FNV-1a hash, little-endian u64s.
-constexpr char kSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '1'};
+// docs/design/runtime-abi.md: "CLVSEAL2", then the number of bytes before
+// the seal and their CRC-32, little-endian u64s.
+constexpr char kSealMagic[8] = {'C', 'L', 'V', 'S', 'E', 'A', 'L', '2'};
 constexpr size_t kSealBytes = 24;
 
 void putLe64(uint8_t *p, uint64_t v) {
@@ -64,9 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           0) {
     uint64_t covered = size - kSealBytes;
     putLe64(&bytes[covered + 8], covered);
-    putLe64(&bytes[covered + 16],
-            fnv1a64(std::string_view(reinterpret_cast<const char *>(data),
-                                     covered)));
+    putLe64(&bytes[covered + 16], crc32(data, covered));
     check(bytes);
   }
   return 0;

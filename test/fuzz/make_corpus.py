@@ -98,7 +98,7 @@ def artifact_file_seeds(build):
     with open(os.path.join(build, "test/distributed/artifacts/"
                            "none_b8_n2_momentum.cleave"), "rb") as f:
         sealed = f.read()
-    if sealed[-24:-16] != b"CLVSEAL1":
+    if sealed[-24:-16] != b"CLVSEAL2":
         raise SystemExit("the compiled artifact has no seal")
     write(directory, "sealed.cleave", sealed)
     write(directory, "unsealed.cleave", sealed[:-24])

@@ -355,7 +355,7 @@ TEST(LrScheduleSessionTest, ACheckpointResumesTheScheduleExactly) {
   first.setLrSchedule(cycle);
   feed(first, 0, 14);
   first.saveCheckpoint(dir + "/run.ckpt");
-  EXPECT_EQ(formatVersion(dir + "/run.ckpt"), 2u);
+  EXPECT_EQ(formatVersion(dir + "/run.ckpt"), 3u);
   Session resumed(sgd, options(99, 1));
   resumed.loadCheckpoint(dir + "/run.ckpt");
   std::optional<cleave_lr_schedule> restored = resumed.lrSchedule();
@@ -374,15 +374,14 @@ TEST(LrScheduleSessionTest, ACheckpointResumesTheScheduleExactly) {
   EXPECT_EQ(resumed.hyperparameter("lr"), straight.hyperparameter("lr"));
 }
 
-TEST(LrScheduleSessionTest,
-     ACheckpointWithoutAScheduleIsVersionOneAndClearsIt) {
+TEST(LrScheduleSessionTest, ACheckpointWithoutAScheduleClearsIt) {
   Artifact sgd = Artifact::load(CLEAVE_FAKE_SGD);
   const std::string dir = makeTempDir("lr-schedule-none");
   Session plain(sgd, options(5, 2));
   plain.setHyperparameter("lr", 0.25);
   plain.saveCheckpoint(dir + "/plain.ckpt");
-  // Readable by runtimes from before schedules existed.
-  EXPECT_EQ(formatVersion(dir + "/plain.ckpt"), 1u);
+  // The same format, without the lr_schedule key.
+  EXPECT_EQ(formatVersion(dir + "/plain.ckpt"), 3u);
 
   Session scheduled(sgd, options(5, 2));
   scheduled.setLrSchedule(schedule(CLEAVE_LR_COSINE, 1.0, 2, 10));
