@@ -215,7 +215,7 @@ std::string imageWithIndex(const std::string &index) {
   auto put32 = [&](size_t at, uint32_t v) { std::memcpy(&image[at], &v, 4); };
   auto put64 = [&](size_t at, uint64_t v) { std::memcpy(&image[at], &v, 8); };
   std::memcpy(&image[0], "CLEAVECK", 8);
-  put32(8, 1);
+  put32(8, kCheckpointFormatVersion);
   put64(16, index.size());
   put64(24, 0);
   put32(32, uint32_t(::crc32(0, reinterpret_cast<const Bytef *>(index.data()),
