@@ -22,6 +22,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -232,9 +233,11 @@ int checkMain(int argc, char **argv) {
         return fail(error);
       if (opts.verbose)
         llvm::errs() << "cleave-check: compiled " << path << " in "
-                     << std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count()
+                     << llvm::format("%.2f",
+                                     std::chrono::duration<double>(
+                                         std::chrono::steady_clock::now() -
+                                         start)
+                                         .count())
                      << " s\n";
     }
   }

@@ -385,6 +385,12 @@ CheckResult compareArtifacts(const CheckOptions &o) {
     if (isModelState(g.kind))
       compared.push_back(g);
   }
+  for (const cleave::HyperparameterInfo &h : accumulating.hyperparameters()) {
+    if (h.name == "eps")
+      result.eps = a.hyperparameter("eps");
+    if (h.name == "lr")
+      result.lr = a.hyperparameter("lr");
+  }
   std::vector<std::vector<double>> initial;
   for (const cleave::GlobalInfo &g : compared)
     initial.push_back(readTensor(a, g));
@@ -443,37 +449,48 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
                "optimizer step\n"
                "reference:    micro-batch %lld, 1 micro-step per optimizer "
                "step\n"
-               "data:         %lld windows of %lld samples, %s\n",
+               "data:         %lld window%s of %lld samples, %s\n",
                (long long)r.microBatch, (long long)r.accumulate,
                (long long)(r.microBatch * r.accumulate), (long long)windows,
+               windows == 1 ? "" : "s",
                (long long)(r.microBatch * r.accumulate), r.data.c_str());
   for (const cleave::WarningInfo &w : r.splitObservable)
     std::fprintf(out, "split-observable: %s at %s: %s\n", w.op.c_str(),
                  w.loc.c_str(), w.message.c_str());
 
+  // A table of fixed-width columns: the name, then one per window.
   size_t nameWidth = std::strlen("relative difference");
   for (const Difference &d : r.differences)
     nameWidth = std::max(nameWidth, d.name.size() + 2);
-  std::fprintf(out, "%-*s", int(nameWidth), "relative difference");
+  auto cell = [](std::string &line, size_t width, const std::string &text) {
+    line += text;
+    line.append(width > text.size() ? width - text.size() : 1, ' ');
+  };
+  auto emit = [&](std::string line) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    std::fprintf(out, "%s\n", line.c_str());
+  };
+  std::string header;
+  cell(header, nameWidth + 2, "relative difference");
   for (int64_t w = 0; w < windows; ++w)
-    std::fprintf(out, "  window %-3lld", (long long)w + 1);
-  std::fprintf(out, "\n");
+    cell(header, 12, "window " + std::to_string(w + 1));
+  emit(header);
   bool marked = false;
   for (const Difference &d : r.differences) {
-    std::fprintf(out, "  %-*s", int(nameWidth - 2), d.name.c_str());
+    std::string line;
+    cell(line, nameWidth + 2, "  " + d.name);
     for (double v : d.perWindow) {
       bool over = rank(v) > rtol;
       marked |= over;
-      std::fprintf(out, "  %-9s%s", format(v).c_str(), over ? "*" : " ");
+      cell(line, 12, format(v) + (over ? "*" : ""));
     }
-    std::fprintf(out, "\n");
+    emit(line);
   }
   if (marked)
     std::fprintf(out, "(* exceeds --rtol=%s)\n", format(rtol).c_str());
   if (!r.parametersMoved)
-    std::fprintf(out, "note: no parameter changed in %lld windows (a "
-                      "learning rate of 0?): their agreement shows nothing\n",
-                 (long long)windows);
+    std::fprintf(out, "note: no parameter changed (a learning rate of 0?): "
+                      "the agreement shows nothing\n");
 
   const std::string where = r.largestName + ", window " +
                             std::to_string(r.largestWindow + 1);
@@ -489,6 +506,14 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
                  format(rtol).c_str());
     break;
   case Verdict::Mismatch:
+    if (r.eps && r.lr && *r.eps > 0)
+      std::fprintf(out,
+                   "note: Adam moves a parameter by about lr*g/(|g| + eps): "
+                   "near g = 0 it amplifies the float32 rounding of the "
+                   "gradient by up to lr/eps = %s; if only Adam disagrees, "
+                   "--eps=1e-4 checks the split without most of that "
+                   "(docs/user/cleave-check.md)\n",
+                   format(*r.lr / *r.eps).c_str());
     std::fprintf(out,
                  "mismatch: %lld micro-batches of %lld do not give the update "
                  "of one batch of %lld; largest relative difference %s (%s) "

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,9 @@ struct CheckResult {
   /// Whether any parameter or buffer changed at all: two runs that never
   /// move (a learning rate of 0) agree trivially.
   bool parametersMoved = false;
+  /// Adam's epsilon and learning rate, if the optimizer has an epsilon
+  /// (adam, adamw): the report explains its amplification of rounding.
+  std::optional<double> eps, lr;
 };
 
 /// The relative difference of two tensors: max |a - b| over
