@@ -25,8 +25,8 @@ using checker::CheckOptions;
 using checker::CheckResult;
 using checker::Verdict;
 
-CheckOptions pair(const std::string &accumulating,
-                  const std::string &reference, int64_t windows = 3) {
+CheckOptions pair(const std::string &accumulating, const std::string &reference,
+                  int64_t windows = 3) {
   CheckOptions o;
   o.accumulating = artifactPath(accumulating);
   o.reference = artifactPath(reference);

@@ -6,4 +6,6 @@
 
 #include "CheckMain.h"
 
-int main(int argc, char **argv) { return cleave::checker::checkMain(argc, argv); }
+int main(int argc, char **argv) {
+  return cleave::checker::checkMain(argc, argv);
+}

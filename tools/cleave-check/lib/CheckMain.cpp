@@ -158,25 +158,24 @@ int checkMain(int argc, char **argv) {
     return fail("--micro-batch=B is required (B >= 1)");
   if (n < 2)
     return fail("--accumulate=N must be at least 2 (with N = 1 both runs "
-                 "are the same artifact), got " +
-                 llvm::Twine(n));
+                "are the same artifact), got " +
+                llvm::Twine(n));
   if (b > std::numeric_limits<int64_t>::max() / n)
-    return fail("--micro-batch=" + llvm::Twine(b) + " times --accumulate=" +
-                 llvm::Twine(n) + " overflows");
+    return fail("--micro-batch=" + llvm::Twine(b) +
+                " times --accumulate=" + llvm::Twine(n) + " overflows");
   if (opts.windows < 1)
     return fail("--windows=K must be at least 1, got " +
-                 llvm::Twine(int64_t(opts.windows)));
+                llvm::Twine(int64_t(opts.windows)));
   if (!(opts.rtol > 0) || !std::isfinite(opts.rtol)) {
     char value[32];
     std::snprintf(value, sizeof(value), "%g", double(opts.rtol));
-    return fail(llvm::Twine("--rtol must be a positive number, got ") +
-                value);
+    return fail(llvm::Twine("--rtol must be a positive number, got ") + value);
   }
   if (training.ranks > 1)
     return fail("--ranks=" + llvm::Twine(int64_t(training.ranks)) +
-                 ": cleave-check runs both artifacts in one process; check "
-                 "the split with --ranks=0 (the cross-rank reduction is "
-                 "the same for both runs)");
+                ": cleave-check runs both artifacts in one process; check "
+                "the split with --ranks=0 (the cross-rank reduction is "
+                "the same for both runs)");
   std::string invalid;
   if (failed(training.verify([&](const llvm::Twine &m) { invalid = m.str(); })))
     return fail(invalid);
@@ -210,7 +209,8 @@ int checkMain(int argc, char **argv) {
     // artifact's manifest instead.
     mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
       return mlir::success(!opts.verbose &&
-                           d.getSeverity() == mlir::DiagnosticSeverity::Warning);
+                           d.getSeverity() ==
+                               mlir::DiagnosticSeverity::Warning);
     });
 
     mlir::OwningOpRef<mlir::ModuleOp> model =
@@ -228,16 +228,16 @@ int checkMain(int argc, char **argv) {
       if (failed(mlir::cleave::lowerModel(*module, training, std::nullopt,
                                           /*verbose=*/false)))
         return fail("cannot compile " + opts.model + " for micro-batch " +
-                     llvm::Twine(microBatch) + " (see above)");
+                    llvm::Twine(microBatch) + " (see above)");
       if (failed(mlir::cleave::writeArtifact(*module, path, error)))
         return fail(error);
       if (opts.verbose)
         llvm::errs() << "cleave-check: compiled " << path << " in "
-                     << llvm::format("%.2f",
-                                     std::chrono::duration<double>(
-                                         std::chrono::steady_clock::now() -
-                                         start)
-                                         .count())
+                     << llvm::format(
+                            "%.2f",
+                            std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count())
                      << " s\n";
     }
   }

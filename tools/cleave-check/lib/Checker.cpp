@@ -124,8 +124,8 @@ void checkPair(const cleave::Artifact &accumulating,
       return s;
     };
     throw tools::Error(o.accumulating + " and " + o.reference +
-                       " take different inputs (" + list(a) + " vs " +
-                       list(r) + ")");
+                       " take different inputs (" + list(a) + " vs " + list(r) +
+                       ")");
   }
   std::map<std::string, cleave::GlobalInfo> theirs;
   for (const cleave::GlobalInfo &g : reference.globals())
@@ -302,8 +302,8 @@ public:
                          std::to_string(needed) + " (fewer --windows?)");
     data::Normalization normalization;
     check(data::standardization(dataset_, normalization));
-    check(data::MicroBatcher::create(dataset_, samples, batcher_,
-                                     normalization));
+    check(
+        data::MicroBatcher::create(dataset_, samples, batcher_, normalization));
     format_ = data::formatName(format);
   }
 
@@ -380,8 +380,7 @@ CheckResult compareArtifacts(const CheckOptions &o) {
     bool copy = isModelState(g.kind) || g.kind == CLEAVE_GLOBAL_STATE;
     auto it = referenceBytes.find(g.tensor.name);
     if (copy && it != referenceBytes.end() && it->second == g.tensor.bytes)
-      b.writeGlobal(g.tensor.name,
-                    a.readGlobal<unsigned char>(g.tensor.name));
+      b.writeGlobal(g.tensor.name, a.readGlobal<unsigned char>(g.tensor.name));
     if (isModelState(g.kind))
       compared.push_back(g);
   }
@@ -406,22 +405,19 @@ CheckResult compareArtifacts(const CheckOptions &o) {
     b.trainBatch(batch, window);
     for (const cleave::Session *s : {&a, &b})
       if (s->step() != w + 1)
-        throw tools::Error(
-            (s == &a ? o.accumulating : o.reference) + " took " +
-            std::to_string(s->step()) + " optimizer steps in " +
-            std::to_string(w + 1) + " windows (a window is " +
-            std::to_string(s == &a ? result.accumulate : 1) +
-            " micro-steps there)");
+        throw tools::Error((s == &a ? o.accumulating : o.reference) + " took " +
+                           std::to_string(s->step()) + " optimizer steps in " +
+                           std::to_string(w + 1) + " windows (a window is " +
+                           std::to_string(s == &a ? result.accumulate : 1) +
+                           " micro-steps there)");
     double lossA = a.lastLoss(), lossB = b.lastLoss();
     result.lossAccumulating.push_back(lossA);
     result.lossReference.push_back(lossB);
-    result.differences[0].perWindow.push_back(
-        relativeDifference(std::vector<double>{lossA},
-                           std::vector<double>{lossB}));
+    result.differences[0].perWindow.push_back(relativeDifference(
+        std::vector<double>{lossA}, std::vector<double>{lossB}));
     for (size_t i = 0; i < compared.size(); ++i)
-      result.differences[i + 1].perWindow.push_back(
-          relativeDifference(readTensor(a, compared[i]),
-                             readTensor(b, compared[i])));
+      result.differences[i + 1].perWindow.push_back(relativeDifference(
+          readTensor(a, compared[i]), readTensor(b, compared[i])));
     for (const Difference &d : result.differences)
       if (rank(d.perWindow.back()) > rank(result.largest)) {
         result.largest = d.perWindow.back();
@@ -492,8 +488,8 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
     std::fprintf(out, "note: no parameter changed (a learning rate of 0?): "
                       "the agreement shows nothing\n");
 
-  const std::string where = r.largestName + ", window " +
-                            std::to_string(r.largestWindow + 1);
+  const std::string where =
+      r.largestName + ", window " + std::to_string(r.largestWindow + 1);
   switch (r.verdict) {
   case Verdict::Agree:
     std::fprintf(out,
@@ -529,8 +525,8 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
                  "exceeds --rtol=%s, and the model has %zu split-observable "
                  "op%s (above) whose results depend on the micro-batch; not "
                  "counted as a mismatch, and not a proof of equivalence\n",
-                 format(r.largest).c_str(), where.c_str(),
-                 format(rtol).c_str(), r.splitObservable.size(),
+                 format(r.largest).c_str(), where.c_str(), format(rtol).c_str(),
+                 r.splitObservable.size(),
                  r.splitObservable.size() == 1 ? "" : "s");
     break;
   }

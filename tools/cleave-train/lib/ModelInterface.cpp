@@ -105,8 +105,7 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
 }
 
 data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
-                                       data::DataFormat format,
-                                       int64_t limit) {
+                                       data::DataFormat format, int64_t limit) {
   data::DatasetOptions options;
   const bool numpy = format == data::DataFormat::NpzFile ||
                      format == data::DataFormat::NpzDir ||

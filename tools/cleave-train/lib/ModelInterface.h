@@ -44,8 +44,7 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
 /// CIFAR-10 datasets have 10 classes, NumPy labels may be any of the
 /// model's; `limit` as DatasetOptions::limit.
 data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
-                                       data::DataFormat format,
-                                       int64_t limit);
+                                       data::DataFormat format, int64_t limit);
 
 /// Checks that `dataset` is what the artifact at `path` takes: inputs of the
 /// model's per-sample shape (up to dimensions of size 1, or flattened), and
