@@ -28,9 +28,10 @@ namespace cleave::checker {
 /// The default --rtol. float32 sums the N*B per-sample gradients in another
 /// order in the two runs: each window's gradient differs by a few float32
 /// rounding errors (~1e-7 of its terms), which K windows of updates
-/// compound. 1e-4 leaves three orders of magnitude for that at K <= 10 and
-/// is still three orders below what a wrong split produces (a gradient
-/// scaled by N, a window applied early, a lost micro-batch: 1e-2 and up).
+/// compound (the example LeNet with momentum reaches 2e-5 after 10
+/// windows). 1e-4 keeps a margin above that for K <= 10 and stays orders
+/// of magnitude below what a wrong split produces (a gradient scaled by N,
+/// a window applied early, a lost micro-batch: 1e-2 and up).
 inline constexpr double kDefaultRtol = 1e-4;
 
 struct CheckOptions {
