@@ -1,0 +1,58 @@
+//===- ModelInterface.h - What an artifact takes and predicts ---*- C++ -*-===//
+//
+// The artifact interface cleave-train (and cleave-check --data) feeds from a
+// dataset: one f32 input and class labels or regression targets, checked
+// against the artifact and against the data before any training.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TOOLS_MODELINTERFACE_H
+#define CLEAVE_TOOLS_MODELINTERFACE_H
+
+#include "cleave/runtime.hpp"
+#include "data/Dataset.h"
+
+#include <cstdint>
+#include <string>
+
+namespace cleave::train {
+
+/// Which of the artifact's inputs and outputs carry what.
+struct ModelInterface {
+  int64_t microBatch = 0;
+  /// Indices into the artifact's user inputs (cleave_artifact_input order).
+  size_t inputIndex = 0, targetIndex = 0;
+  cleave::TensorInfo input, target;
+  /// A classifier takes i64 class labels and predicts [B, classes] logits;
+  /// otherwise the model regresses f32 targets (an mse loss) and predicts
+  /// values of the targets' shape.
+  bool classifier = true;
+  /// eval_step's output and, for a classifier, its number of classes.
+  std::string prediction;
+  int64_t classes = 0;
+};
+
+/// Checks the parts of the interface that do not depend on the data: one f32
+/// input, and either i64 [B] labels and an eval_step with one f32 [B, C]
+/// output, or f32 targets (named "targets", as cleave-compile --loss=mse
+/// names them) and an eval_step with one output of their shape. `path`
+/// names the artifact in errors. Throws tools::Error.
+ModelInterface inspectModel(const cleave::Artifact &artifact,
+                            const std::string &path);
+
+/// How to load the dataset at `dataPath` (of `format`) for `m`: idx and
+/// CIFAR-10 datasets have 10 classes, NumPy labels may be any of the
+/// model's; `limit` as DatasetOptions::limit.
+data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
+                                       data::DataFormat format, int64_t limit);
+
+/// Checks that `dataset` is what the artifact at `path` takes: inputs of the
+/// model's per-sample shape (up to dimensions of size 1, or flattened), and
+/// class labels in range for a classifier or f32 targets of the model's
+/// shape for a regression. Throws tools::Error.
+void checkData(const ModelInterface &m, const data::Dataset &dataset,
+               const std::string &path);
+
+} // namespace cleave::train
+
+#endif // CLEAVE_TOOLS_MODELINTERFACE_H
