@@ -63,6 +63,8 @@ struct ConvertNNToLinalgPass
                            scf::SCFDialect, rt::RtDialect, func::FuncDialect>();
     target.addIllegalDialect<nn::NNDialect>();
     target.addIllegalOp<train::SgdOp, train::MomentumOp, train::AdamOp,
+                        train::RmspropOp, train::AdagradOp, train::LambOp,
+                        train::LarsOp,
                         train::ClipByGlobalNormOp, train::CrossRankReduceOp,
                         train::ReduceScatterOp, train::AllGatherOp,
                         train::ShardOp, train::WindowSumOp>();
