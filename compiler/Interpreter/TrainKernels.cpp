@@ -247,8 +247,8 @@ LogicalResult runRmsprop(train::RmspropOp op, Frame &f) {
     MutableArrayRef<T> po = newP.data<T>(), so = newSq.data<T>();
     for (size_t i = 0; i < pv.size(); ++i) {
       T gi = gv[i] + static_cast<T>(wd) * pv[i];
-      so[i] = static_cast<T>(alpha) * sv[i] +
-              static_cast<T>(1.0 - alpha) * gi * gi;
+      so[i] =
+          static_cast<T>(alpha) * sv[i] + static_cast<T>(1.0 - alpha) * gi * gi;
       po[i] = pv[i] - static_cast<T>(lr) * gi /
                           (std::sqrt(so[i]) + static_cast<T>(eps));
     }

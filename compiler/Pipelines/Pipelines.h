@@ -60,9 +60,11 @@ struct TrainingPipelineOptions
                     llvm::cl::init(0.01)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("Default momentum"),
                           llvm::cl::init(0.9)};
-  Option<double> beta1{*this, "beta1", llvm::cl::desc("Default Adam/LAMB beta1"),
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("Default Adam/LAMB beta1"),
                        llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::desc("Default Adam/LAMB beta2"),
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("Default Adam/LAMB beta2"),
                        llvm::cl::init(0.999)};
   Option<double> eps{
       *this, "eps",

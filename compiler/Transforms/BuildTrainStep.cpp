@@ -461,9 +461,9 @@ struct BuildTrainStepPass
       }
       case OptimizerKind::adagrad: {
         Value sum = train::LoadOp::create(b, loc, type, slot("sum"));
-        auto upd = train::AdagradOp::create(
-            b, loc, p, g, sum, t1, hyper("lr"), hyper("lr_decay"),
-            hyper("eps"), hyper("weight_decay"));
+        auto upd = train::AdagradOp::create(b, loc, p, g, sum, t1, hyper("lr"),
+                                            hyper("lr_decay"), hyper("eps"),
+                                            hyper("weight_decay"));
         train::StoreOp::create(b, loc, upd.getNewParam(), name);
         train::StoreOp::create(b, loc, upd.getNewSum(), slot("sum"));
         break;
@@ -471,10 +471,10 @@ struct BuildTrainStepPass
       case OptimizerKind::lamb: {
         Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
         Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
-        auto upd = train::LambOp::create(
-            b, loc, p, g, m, v, t1, hyper("lr"), hyper("beta1"),
-            hyper("beta2"), hyper("eps"), hyper("weight_decay"),
-            isExcludedFromAdaptation(type));
+        auto upd = train::LambOp::create(b, loc, p, g, m, v, t1, hyper("lr"),
+                                         hyper("beta1"), hyper("beta2"),
+                                         hyper("eps"), hyper("weight_decay"),
+                                         isExcludedFromAdaptation(type));
         train::StoreOp::create(b, loc, upd.getNewParam(), name);
         train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
         train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));

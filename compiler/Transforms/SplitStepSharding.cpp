@@ -187,10 +187,10 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
            << " optimizer cannot run with shard-optimizer-state (ZeRO-1)";
   auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
   bool elementwise =
-      clip || isa<train::SgdOp, train::MomentumOp, train::AdamOp,
-                  train::RmspropOp, train::AdagradOp, nn::AddOp,
-                  nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
-                  nn::PowOp, nn::ExpOp, nn::LogOp>(op);
+      clip ||
+      isa<train::SgdOp, train::MomentumOp, train::AdamOp, train::RmspropOp,
+          train::AdagradOp, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
+          nn::NegOp, nn::SqrtOp, nn::PowOp, nn::ExpOp, nn::LogOp>(op);
   if (!elementwise)
     return op.emitOpError("uses a shard of a gradient or optimizer state "
                           "but is not elementwise; it cannot run on "

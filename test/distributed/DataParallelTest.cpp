@@ -224,8 +224,7 @@ SessionOptions local(uint64_t seed) {
 /// test/e2e/EquivalenceTest.cpp).
 void setHyperparameters(Session &session, const std::string &optimizer) {
   // The adaptive rules move every element by about lr a step.
-  if (optimizer == "adam" || optimizer == "rmsprop" ||
-      optimizer == "adagrad") {
+  if (optimizer == "adam" || optimizer == "rmsprop" || optimizer == "adagrad") {
     session.setHyperparameter("lr", 1e-3);
     session.setHyperparameter("eps", 1e-4);
   } else {

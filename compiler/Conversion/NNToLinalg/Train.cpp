@@ -163,8 +163,8 @@ Value sumOfSquares(OpBuilder &rw, Location loc, ValueRange inputs,
 /// The layer-wise trust ratio `num / den` in f64, 1 where `pnorm` or
 /// `other` (the norm the ratio compares it with) is 0, as in the reference
 /// LAMB and LARS implementations.
-Value trustRatio(OpBuilder &b, Location loc, Value num, Value den,
-                 Value pnorm, Value other) {
+Value trustRatio(OpBuilder &b, Location loc, Value num, Value den, Value pnorm,
+                 Value other) {
   Type f64 = b.getF64Type();
   Value zero = scalar(b, loc, 0.0, f64), one = scalar(b, loc, 1.0, f64);
   auto positive = [&](Value v) {
@@ -209,8 +209,8 @@ struct RmspropLowering : OpRewritePattern<RmspropOp> {
         [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
           Value p = a[1], sq = a[2];
           Value g = addf(b, l, a[0], mulf(b, l, wd, p));
-          Value nsq =
-              addf(b, l, mulf(b, l, alpha, sq), mulf(b, l, c, mulf(b, l, g, g)));
+          Value nsq = addf(b, l, mulf(b, l, alpha, sq),
+                           mulf(b, l, c, mulf(b, l, g, g)));
           Value avg = addf(b, l, math::SqrtOp::create(b, l, nsq), eps);
           Value upd = arith::DivFOp::create(b, l, mulf(b, l, lr, g), avg);
           return {subf(b, l, p, upd), nsq};
@@ -235,10 +235,9 @@ struct AdagradLowering : OpRewritePattern<AdagradOp> {
     Value one = scalar(rw, loc, 1.0, f64);
     Value step = arith::SIToFPOp::create(rw, loc, f64,
                                          extractScalar(rw, loc, op.getStep()));
-    Value decay = addf(
-        rw, loc, one,
-        mulf(rw, loc, subf(rw, loc, step, one),
-             w.wide(extractScalar(rw, loc, op.getLrDecay()))));
+    Value decay = addf(rw, loc, one,
+                       mulf(rw, loc, subf(rw, loc, step, one),
+                            w.wide(extractScalar(rw, loc, op.getLrDecay()))));
     Value clr = w.narrow(arith::DivFOp::create(
         rw, loc, w.wide(extractScalar(rw, loc, op.getLr())), decay));
     auto r = updateInPlace(
@@ -261,8 +260,7 @@ struct AdagradLowering : OpRewritePattern<AdagradOp> {
 /// stored), then the parameter.
 struct LambLowering : OpRewritePattern<LambOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LambOp op,
-                                PatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(LambOp op, PatternRewriter &rw) const override {
     Location loc = op.getLoc();
     Type et = cast<RankedTensorType>(op.getParam().getType()).getElementType();
     Widen w{rw, loc, et};
@@ -277,8 +275,10 @@ struct LambLowering : OpRewritePattern<LambOp> {
     Value step = arith::SIToFPOp::create(rw, loc, f64,
                                          extractScalar(rw, loc, op.getStep()));
     Value one = scalar(rw, loc, 1.0, f64);
-    Value bc1 = subf(rw, loc, one, math::PowFOp::create(rw, loc, w.wide(b1), step));
-    Value bc2 = subf(rw, loc, one, math::PowFOp::create(rw, loc, w.wide(b2), step));
+    Value bc1 =
+        subf(rw, loc, one, math::PowFOp::create(rw, loc, w.wide(b1), step));
+    Value bc2 =
+        subf(rw, loc, one, math::PowFOp::create(rw, loc, w.wide(b2), step));
     Value invBc1 = w.narrow(arith::DivFOp::create(rw, loc, one, bc1));
     Value bc2Sqrt = w.narrow(math::SqrtOp::create(rw, loc, bc2));
     Value c1 = w.narrow(subf(rw, loc, one, w.wide(b1)));
@@ -303,10 +303,11 @@ struct LambLowering : OpRewritePattern<LambOp> {
     };
     Value scale = lr;
     if (adapt) {
-      Value pnorm = math::SqrtOp::create(
-          rw, loc,
-          sumOfSquares(rw, loc, {op.getParam()},
-                       [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+      Value pnorm =
+          math::SqrtOp::create(rw, loc,
+                               sumOfSquares(rw, loc, {op.getParam()},
+                                            [](OpBuilder &, Location,
+                                               ValueRange a) { return a[0]; }));
       Value rnorm = math::SqrtOp::create(
           rw, loc,
           sumOfSquares(rw, loc, {op.getParam(), moments[0], moments[1]},
@@ -320,7 +321,8 @@ struct LambLowering : OpRewritePattern<LambOp> {
         rw, loc, {moments[0], moments[1]}, {op.getParam()},
         [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
           Value p = a[2];
-          return {subf(b, l, p, mulf(b, l, scale, direction(b, l, p, a[0], a[1])))};
+          return {
+              subf(b, l, p, mulf(b, l, scale, direction(b, l, p, a[0], a[1])))};
         });
     rw.replaceOp(op, {r[0], moments[0], moments[1]});
     return success();
@@ -331,8 +333,7 @@ struct LambLowering : OpRewritePattern<LambOp> {
 /// and the momentum buffer in one loop.
 struct LarsLowering : OpRewritePattern<LarsOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LarsOp op,
-                                PatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(LarsOp op, PatternRewriter &rw) const override {
     Location loc = op.getLoc();
     Type et = cast<RankedTensorType>(op.getParam().getType()).getElementType();
     Widen w{rw, loc, et};
@@ -349,8 +350,8 @@ struct LarsLowering : OpRewritePattern<LarsOp> {
       Value gnorm = math::SqrtOp::create(
           rw, loc, sumOfSquares(rw, loc, {op.getGrad()}, identity));
       Value wpn = mulf(rw, loc, w.wide(wd), pnorm);
-      Value num = mulf(rw, loc, w.wide(extractScalar(rw, loc, op.getEta())),
-                       pnorm);
+      Value num =
+          mulf(rw, loc, w.wide(extractScalar(rw, loc, op.getEta())), pnorm);
       trust = w.narrow(
           trustRatio(rw, loc, num, addf(rw, loc, gnorm, wpn), pnorm, gnorm));
     }
@@ -382,8 +383,10 @@ struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
     Type f64 = rw.getF64Type();
     Value total;
     for (Value g : op.getGrads()) {
-      Value s = sumOfSquares(rw, loc, {g}, [](OpBuilder &, Location,
-                                              ValueRange a) { return a[0]; });
+      Value s =
+          sumOfSquares(rw, loc, {g}, [](OpBuilder &, Location, ValueRange a) {
+            return a[0];
+          });
       total = total ? addf(rw, loc, total, s) : s;
     }
     if (op.getAcrossRanks()) {

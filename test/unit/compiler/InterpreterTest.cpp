@@ -702,7 +702,7 @@ TEST_F(InterpreterTest, RmspropAndAdagradMatchPyTorch) {
       return %0, %1, %2, %3 : tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>
     })mlir";
   std::vector<std::vector<double>> grads = {{0.5, -0.1}, {0.2, 0.3}, {-1, 2}};
-  TorchRmspropAdagrad ref{0.1,     0.9,     0.5,     1e-8,  0.01,
+  TorchRmspropAdagrad ref{0.1,     0.9,    0.5,     1e-8,  0.01,
                           {1, -2}, {0, 0}, {1, -2}, {0, 0}};
   Tensor p = f64({2}, ref.rmsParam), sq = f64({2}, {0, 0}), q = p, s = sq;
   for (auto [step, grad] : llvm::enumerate(grads)) {
@@ -721,8 +721,8 @@ TEST_F(InterpreterTest, RmspropAndAdagradMatchPyTorch) {
   }
   expectError(src,
               {p, f64({2}, {1, 1}), sq, q, s,
-               Tensor::fromInts(DType::i64, {}, {0}), scalar(0.1),
-               scalar(0.9), scalar(0), scalar(1e-8), scalar(0)},
+               Tensor::fromInts(DType::i64, {}, {0}), scalar(0.1), scalar(0.9),
+               scalar(0), scalar(1e-8), scalar(0)},
               "step must be >= 1");
 }
 
@@ -799,7 +799,8 @@ TEST_F(InterpreterTest, LarsMatchesItsDefinition) {
       return %0, %1, %2, %3 : tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>
     })mlir";
   const double lr = 0.5, mom = 0.9, eta = 0.02, wd = 0.01;
-  std::vector<double> param = {3, 0, -4}, grad = {0.6, 0.8, 0}, buf = {0.1, 0, 0};
+  std::vector<double> param = {3, 0, -4}, grad = {0.6, 0.8, 0},
+                      buf = {0.1, 0, 0};
   std::vector<Tensor> r =
       runF(src, {f64({3}, param), f64({3}, grad), f64({3}, buf), scalar(lr),
                  scalar(mom), scalar(eta), scalar(wd)});
