@@ -84,14 +84,17 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
     the model function, builds:
 
     - a `train.global` for every parameter and buffer (with its initialiser),
-      for the optimizer state (`momentum_buffer`, or `exp_avg` and
-      `exp_avg_sq`) and for the optimizer step counter;
+      for the optimizer state (`momentum_buffer`, `exp_avg` and
+      `exp_avg_sq`, `square_avg` or `sum`: docs/design/optimizers.md) and for
+      the optimizer step counter;
     - `@train_step(inputs..., hyperparameters...) -> loss`: loads the state,
       runs forward and backward, stores buffer updates, passes the gradients
       of the summed loss and the sample count through `train.window_sum`,
       divides by the count, optionally clips by global norm, advances the step
       counter and applies the optimizer. Hyperparameters are arguments marked
-      `train.hyper` with their `train.default`, never constants;
+      `train.hyper` with their `train.default`, never constants. For `lamb`
+      and `lars`, parameters of rank <= 1 (biases, normalisation weights)
+      get `no_adapt`: no weight decay, no trust ratio;
     - `@eval_step(inputs...) -> prediction`: the model with parameters
       loaded, batch normalisation in inference mode and dropout removed.
 
