@@ -230,6 +230,174 @@ LogicalResult runAdam(train::AdamOp op, Frame &f) {
   return success();
 }
 
+LogicalResult runRmsprop(train::RmspropOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &sq = f.get(op.getSquareAvg());
+  if (failed(checkLike(op, "grad", g, p)) ||
+      failed(checkLike(op, "square_avg", sq, p)))
+    return failure();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double alpha = f.get(op.getAlpha()).getDouble(0);
+  double eps = f.get(op.getEps()).getDouble(0);
+  double wd = f.get(op.getWeightDecay()).getDouble(0);
+  Tensor newP(p.getDType(), p.getShape()), newSq(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), sv = sq.data<T>();
+    MutableArrayRef<T> po = newP.data<T>(), so = newSq.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T gi = gv[i] + static_cast<T>(wd) * pv[i];
+      so[i] =
+          static_cast<T>(alpha) * sv[i] + static_cast<T>(1.0 - alpha) * gi * gi;
+      po[i] = pv[i] - static_cast<T>(lr) * gi /
+                          (std::sqrt(so[i]) + static_cast<T>(eps));
+    }
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewSquareAvg(), std::move(newSq));
+  return success();
+}
+
+/// The optimizer step counter of `op`, which starts at 1.
+FailureOr<int64_t> getStep(Operation *op, Frame &f, Value stepValue) {
+  int64_t step = f.get(stepValue).getInt(0);
+  if (step < 1) {
+    op->emitOpError("step must be >= 1 (the first update is step 1), got ")
+        << step;
+    return failure();
+  }
+  return step;
+}
+
+LogicalResult runAdagrad(train::AdagradOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &sum = f.get(op.getSum());
+  if (failed(checkLike(op, "grad", g, p)) ||
+      failed(checkLike(op, "sum", sum, p)))
+    return failure();
+  FailureOr<int64_t> step = getStep(op, f, op.getStep());
+  if (failed(step))
+    return failure();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double lrDecay = f.get(op.getLrDecay()).getDouble(0);
+  double eps = f.get(op.getEps()).getDouble(0);
+  double wd = f.get(op.getWeightDecay()).getDouble(0);
+  double clr = lr / (1.0 + static_cast<double>(*step - 1) * lrDecay);
+  Tensor newP(p.getDType(), p.getShape()), newSum(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), sv = sum.data<T>();
+    MutableArrayRef<T> po = newP.data<T>(), so = newSum.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T gi = gv[i] + static_cast<T>(wd) * pv[i];
+      so[i] = sv[i] + gi * gi;
+      po[i] = pv[i] - static_cast<T>(clr) * gi /
+                          (std::sqrt(so[i]) + static_cast<T>(eps));
+    }
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewSum(), std::move(newSum));
+  return success();
+}
+
+/// The L2 norm of a whole tensor, accumulated in double.
+double l2Norm(const Tensor &t) {
+  double sq = 0;
+  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i)
+    sq += t.getDouble(i) * t.getDouble(i);
+  return std::sqrt(sq);
+}
+
+/// The layer-wise trust ratio, 1 where either norm is 0.
+double trustRatio(double num, double den, double pnorm, double other) {
+  return pnorm > 0 && other > 0 ? num / den : 1.0;
+}
+
+LogicalResult runLamb(train::LambOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &m = f.get(op.getM()), &v = f.get(op.getV());
+  if (failed(checkLike(op, "grad", g, p)) || failed(checkLike(op, "m", m, p)) ||
+      failed(checkLike(op, "v", v, p)))
+    return failure();
+  FailureOr<int64_t> step = getStep(op, f, op.getStep());
+  if (failed(step))
+    return failure();
+  bool adapt = !op.getNoAdapt();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double b1 = f.get(op.getBeta1()).getDouble(0);
+  double b2 = f.get(op.getBeta2()).getDouble(0);
+  double eps = f.get(op.getEps()).getDouble(0);
+  double wd = adapt ? f.get(op.getWeightDecay()).getDouble(0) : 0.0;
+  double bc1 = 1.0 - std::pow(b1, static_cast<double>(*step));
+  double bc2Sqrt = std::sqrt(1.0 - std::pow(b2, static_cast<double>(*step)));
+  Tensor newP(p.getDType(), p.getShape()), newM(p.getDType(), p.getShape()),
+      newV(p.getDType(), p.getShape()), r(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), mv = m.data<T>(),
+                vv = v.data<T>();
+    MutableArrayRef<T> mo = newM.data<T>(), vo = newV.data<T>(),
+                       ro = r.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T gi = gv[i];
+      mo[i] = static_cast<T>(b1) * mv[i] + static_cast<T>(1.0 - b1) * gi;
+      vo[i] = static_cast<T>(b2) * vv[i] + static_cast<T>(1.0 - b2) * gi * gi;
+      T denom =
+          std::sqrt(vo[i]) / static_cast<T>(bc2Sqrt) + static_cast<T>(eps);
+      ro[i] = mo[i] * static_cast<T>(1.0 / bc1) / denom +
+              static_cast<T>(wd) * pv[i];
+    }
+  });
+  double trust = 1.0;
+  if (adapt) {
+    double pnorm = l2Norm(p), rnorm = l2Norm(r);
+    trust = trustRatio(pnorm, rnorm, pnorm, rnorm);
+  }
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), rv = r.data<T>();
+    MutableArrayRef<T> po = newP.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i)
+      po[i] = pv[i] - static_cast<T>(lr * trust) * rv[i];
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewM(), std::move(newM));
+  f.set(op.getNewV(), std::move(newV));
+  return success();
+}
+
+LogicalResult runLars(train::LarsOp op, Frame &f) {
+  const Tensor &p = f.get(op.getParam()), &g = f.get(op.getGrad()),
+               &buf = f.get(op.getBuf());
+  if (failed(checkLike(op, "grad", g, p)) ||
+      failed(checkLike(op, "buf", buf, p)))
+    return failure();
+  bool adapt = !op.getNoAdapt();
+  double lr = f.get(op.getLr()).getDouble(0);
+  double mom = f.get(op.getMomentum()).getDouble(0);
+  double eta = f.get(op.getEta()).getDouble(0);
+  double wd = adapt ? f.get(op.getWeightDecay()).getDouble(0) : 0.0;
+  double trust = 1.0;
+  if (adapt) {
+    double pnorm = l2Norm(p), gnorm = l2Norm(g);
+    trust = trustRatio(eta * pnorm, gnorm + wd * pnorm, pnorm, gnorm);
+  }
+  Tensor newP(p.getDType(), p.getShape()), newBuf(p.getDType(), p.getShape());
+  dispatchFloat(p.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> pv = p.data<T>(), gv = g.data<T>(), bv = buf.data<T>();
+    MutableArrayRef<T> po = newP.data<T>(), bo = newBuf.data<T>();
+    for (size_t i = 0; i < pv.size(); ++i) {
+      T d = static_cast<T>(trust) * (gv[i] + static_cast<T>(wd) * pv[i]);
+      bo[i] = static_cast<T>(mom) * bv[i] + d;
+      po[i] = pv[i] - static_cast<T>(lr) * bo[i];
+    }
+  });
+  f.set(op.getNewParam(), std::move(newP));
+  f.set(op.getNewBuf(), std::move(newBuf));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping
 //===----------------------------------------------------------------------===//
@@ -324,6 +492,10 @@ void kernels::registerTrainKernels(KernelTable &t) {
   t.add<train::SgdOp, runSgd>();
   t.add<train::MomentumOp, runMomentum>();
   t.add<train::AdamOp, runAdam>();
+  t.add<train::RmspropOp, runRmsprop>();
+  t.add<train::AdagradOp, runAdagrad>();
+  t.add<train::LambOp, runLamb>();
+  t.add<train::LarsOp, runLars>();
   t.add<train::ClipByGlobalNormOp, runClipByGlobalNorm>();
   t.add<arith::ConstantOp, runConstant>();
   t.add<arith::AddIOp, runAddI>();

@@ -61,6 +61,9 @@ TrainingPipelineOptions::buildTrainStepOptions() const {
   o.beta1 = beta1;
   o.beta2 = beta2;
   o.eps = eps;
+  o.alpha = alpha;
+  o.lrDecay = lrDecay;
+  o.eta = eta;
   o.weightDecay = weightDecay;
   o.clipNorm = clipNorm;
   return o;
@@ -90,6 +93,19 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
       failed(verifyOptions(buildTrainStepOptions(), error)) ||
       failed(verifyOptions(splitStepOptions(), error)))
     return failure();
+  // The one choice that spans two passes: layer-wise trust ratios need the
+  // norms of whole parameters, which ZeRO-1 splits across ranks
+  // (docs/design/optimizers.md). cleave-split-step refuses the ops too;
+  // this names the options before anything is compiled.
+  if (shardOptimizerState && (optimizer == train::OptimizerKind::lamb ||
+                              optimizer == train::OptimizerKind::lars)) {
+    error(Twine("optimizer=") + train::stringifyOptimizerKind(optimizer) +
+          " cannot run with shard-optimizer-state (ZeRO-1): its layer-wise "
+          "trust ratio needs the norms of whole parameters, which are "
+          "sharded across ranks; use adam, adamw, rmsprop, adagrad, sgd or "
+          "momentum with ZeRO-1");
+    return failure();
+  }
   std::string message;
   if (failed(resolveCpuTarget(targetCpu, targetFeatures, message))) {
     error(message);

@@ -60,12 +60,25 @@ struct TrainingPipelineOptions
                     llvm::cl::init(0.01)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("Default momentum"),
                           llvm::cl::init(0.9)};
-  Option<double> beta1{*this, "beta1", llvm::cl::desc("Default Adam beta1"),
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("Default Adam/LAMB beta1"),
                        llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::desc("Default Adam beta2"),
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("Default Adam/LAMB beta2"),
                        llvm::cl::init(0.999)};
-  Option<double> eps{*this, "eps", llvm::cl::desc("Default Adam epsilon"),
-                     llvm::cl::init(1e-8)};
+  Option<double> eps{
+      *this, "eps",
+      llvm::cl::desc("Default epsilon (adam, adamw, rmsprop, adagrad, lamb)"),
+      llvm::cl::init(1e-8)};
+  Option<double> alpha{*this, "alpha",
+                       llvm::cl::desc("Default RMSprop smoothing constant"),
+                       llvm::cl::init(0.99)};
+  Option<double> lrDecay{*this, "lr-decay",
+                         llvm::cl::desc("Default Adagrad learning-rate decay"),
+                         llvm::cl::init(0.0)};
+  Option<double> eta{*this, "eta",
+                     llvm::cl::desc("Default LARS trust coefficient"),
+                     llvm::cl::init(0.001)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Default weight decay"),
                              llvm::cl::init(0.0)};

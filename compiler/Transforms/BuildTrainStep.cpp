@@ -34,7 +34,9 @@ using train::TrainDialect;
 LogicalResult cleave::verifyOptions(const CleaveBuildTrainStepOptions &options,
                                     function_ref<void(const Twine &)> error) {
   // PyTorch's optimizers' rules: every default is finite and >= 0, and the
-  // Adam betas are < 1. The runtime checks the values it is given the same
+  // Adam/LAMB betas and the RMSprop alpha are < 1 (PyTorch allows alpha = 1,
+  // which never updates the square average from zero: every step divides
+  // by eps). The runtime checks the values it is given the same
   // way.
   for (auto [name, value, below] :
        {std::tuple{"lr", options.lr, HUGE_VAL},
@@ -42,6 +44,9 @@ LogicalResult cleave::verifyOptions(const CleaveBuildTrainStepOptions &options,
         std::tuple{"beta1", options.beta1, 1.0},
         std::tuple{"beta2", options.beta2, 1.0},
         std::tuple{"eps", options.eps, HUGE_VAL},
+        std::tuple{"alpha", options.alpha, 1.0},
+        std::tuple{"lr-decay", options.lrDecay, HUGE_VAL},
+        std::tuple{"eta", options.eta, HUGE_VAL},
         std::tuple{"weight-decay", options.weightDecay, HUGE_VAL},
         std::tuple{"clip-norm", options.clipNorm, HUGE_VAL}}) {
     if (value >= 0 && value < below)
@@ -72,6 +77,15 @@ ArgRole classify(func::FuncOp f, unsigned i) {
   if (f.getArgAttr(i, TrainDialect::kRngAttr))
     return {ArgRole::Rng, TrainDialect::kRngGlobal.str()};
   return {};
+}
+
+/// The exclusion rule of the layer-wise optimizers (lamb, lars): tensors of
+/// rank <= 1 (biases, normalisation scales and shifts) take no weight decay
+/// and no trust ratio, the common large-batch practice
+/// (docs/design/optimizers.md); the rank is what the graph knows without
+/// layer names.
+bool isExcludedFromAdaptation(Type type) {
+  return cast<RankedTensorType>(type).getRank() <= 1;
 }
 
 /// The optimizer's per-parameter state slots and hyperparameters.
@@ -132,6 +146,9 @@ struct BuildTrainStepPass
     o.beta1 = beta1;
     o.beta2 = beta2;
     o.eps = eps;
+    o.alpha = alpha;
+    o.lrDecay = lrDecay;
+    o.eta = eta;
     o.weightDecay = weightDecay;
     o.clipNorm = clipNorm;
     return o;
@@ -150,8 +167,21 @@ struct BuildTrainStepPass
       break;
     case OptimizerKind::adam:
     case OptimizerKind::adamw:
+    case OptimizerKind::lamb:
       s.state = {"exp_avg", "exp_avg_sq"};
       s.hypers.append({{"beta1", beta1}, {"beta2", beta2}, {"eps", eps}});
+      break;
+    case OptimizerKind::rmsprop:
+      s.state = {"square_avg"};
+      s.hypers.append({{"alpha", alpha}, {"eps", eps}});
+      break;
+    case OptimizerKind::adagrad:
+      s.state = {"sum"};
+      s.hypers.append({{"lr_decay", lrDecay}, {"eps", eps}});
+      break;
+    case OptimizerKind::lars:
+      s.state = {"momentum_buffer"};
+      s.hypers.append({{"momentum", momentum}, {"eta", eta}});
       break;
     }
     s.hypers.push_back({"weight_decay", weightDecay});
@@ -417,6 +447,48 @@ struct BuildTrainStepPass
         train::StoreOp::create(b, loc, upd.getNewParam(), name);
         train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
         train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+        break;
+      }
+      case OptimizerKind::rmsprop: {
+        Value sq = train::LoadOp::create(b, loc, type, slot("square_avg"));
+        auto upd = train::RmspropOp::create(b, loc, p, g, sq, hyper("lr"),
+                                            hyper("alpha"), hyper("eps"),
+                                            hyper("weight_decay"));
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewSquareAvg(),
+                               slot("square_avg"));
+        break;
+      }
+      case OptimizerKind::adagrad: {
+        Value sum = train::LoadOp::create(b, loc, type, slot("sum"));
+        auto upd = train::AdagradOp::create(b, loc, p, g, sum, t1, hyper("lr"),
+                                            hyper("lr_decay"), hyper("eps"),
+                                            hyper("weight_decay"));
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewSum(), slot("sum"));
+        break;
+      }
+      case OptimizerKind::lamb: {
+        Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
+        Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
+        auto upd = train::LambOp::create(b, loc, p, g, m, v, t1, hyper("lr"),
+                                         hyper("beta1"), hyper("beta2"),
+                                         hyper("eps"), hyper("weight_decay"),
+                                         isExcludedFromAdaptation(type));
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
+        train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+        break;
+      }
+      case OptimizerKind::lars: {
+        Value buf =
+            train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
+        auto upd = train::LarsOp::create(
+            b, loc, p, g, buf, hyper("lr"), hyper("momentum"), hyper("eta"),
+            hyper("weight_decay"), isExcludedFromAdaptation(type));
+        train::StoreOp::create(b, loc, upd.getNewParam(), name);
+        train::StoreOp::create(b, loc, upd.getNewBuf(),
+                               slot("momentum_buffer"));
         break;
       }
       }

@@ -84,14 +84,17 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
     the model function, builds:
 
     - a `train.global` for every parameter and buffer (with its initialiser),
-      for the optimizer state (`momentum_buffer`, or `exp_avg` and
-      `exp_avg_sq`) and for the optimizer step counter;
+      for the optimizer state (`momentum_buffer`, `exp_avg` and
+      `exp_avg_sq`, `square_avg` or `sum`: docs/design/optimizers.md) and for
+      the optimizer step counter;
     - `@train_step(inputs..., hyperparameters...) -> loss`: loads the state,
       runs forward and backward, stores buffer updates, passes the gradients
       of the summed loss and the sample count through `train.window_sum`,
       divides by the count, optionally clips by global norm, advances the step
       counter and applies the optimizer. Hyperparameters are arguments marked
-      `train.hyper` with their `train.default`, never constants;
+      `train.hyper` with their `train.default`, never constants. For `lamb`
+      and `lars`, parameters of rank <= 1 (biases, normalisation weights)
+      get `no_adapt`: no weight decay, no trust ratio;
     - `@eval_step(inputs...) -> prediction`: the model with parameters
       loaded, batch normalisation in inference mode and dropout removed.
 
@@ -111,13 +114,19 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
     Option<"lr", "lr", "double", /*default=*/"0.01",
            "Default learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
-           "Default momentum (momentum, nesterov)">,
+           "Default momentum (momentum, nesterov, lars)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9",
-           "Default beta1 (adam, adamw)">,
+           "Default beta1 (adam, adamw, lamb)">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999",
-           "Default beta2 (adam, adamw)">,
+           "Default beta2 (adam, adamw, lamb)">,
     Option<"eps", "eps", "double", /*default=*/"1e-8",
-           "Default epsilon (adam, adamw)">,
+           "Default epsilon (adam, adamw, rmsprop, adagrad, lamb)">,
+    Option<"alpha", "alpha", "double", /*default=*/"0.99",
+           "Default smoothing constant (rmsprop)">,
+    Option<"lrDecay", "lr-decay", "double", /*default=*/"0.0",
+           "Default learning-rate decay (adagrad)">,
+    Option<"eta", "eta", "double", /*default=*/"0.001",
+           "Default trust coefficient (lars)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "Default weight decay">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",

@@ -178,11 +178,19 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
     return success();
   }
 
+  // The layer-wise optimizers scale each update by norms of the whole
+  // parameter; a shard's norms would give each rank its own trust ratio.
+  if (isa<train::LambOp, train::LarsOp>(op))
+    return op.emitOpError("needs the norms of whole parameters (the layer-wise "
+                          "trust ratio); the ")
+           << (isa<train::LambOp>(op) ? "lamb" : "lars")
+           << " optimizer cannot run with shard-optimizer-state (ZeRO-1)";
   auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
   bool elementwise =
-      clip || isa<train::SgdOp, train::MomentumOp, train::AdamOp, nn::AddOp,
-                  nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
-                  nn::PowOp, nn::ExpOp, nn::LogOp>(op);
+      clip ||
+      isa<train::SgdOp, train::MomentumOp, train::AdamOp, train::RmspropOp,
+          train::AdagradOp, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
+          nn::NegOp, nn::SqrtOp, nn::PowOp, nn::ExpOp, nn::LogOp>(op);
   if (!elementwise)
     return op.emitOpError("uses a shard of a gradient or optimizer state "
                           "but is not elementwise; it cannot run on "

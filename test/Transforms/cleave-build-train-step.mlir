@@ -4,7 +4,14 @@
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=nesterov momentum=0.5" | FileCheck %s --check-prefixes=MOM,MOM-NESTEROV
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step=optimizer=adam | FileCheck %s --check-prefixes=ADAM,ADAM-PLAIN
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=adamw lr=0.5 beta1=0.75 beta2=0.875 eps=0.25 weight-decay=0.125" | FileCheck %s --check-prefixes=ADAM,ADAMW
+// RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=rmsprop alpha=0.5 eps=0.25" | FileCheck %s --check-prefix=RMSPROP
+// RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=adagrad lr-decay=0.125" | FileCheck %s --check-prefix=ADAGRAD
+// RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lamb weight-decay=0.125" | FileCheck %s --check-prefix=LAMB
+// RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lars eta=0.02" | FileCheck %s --check-prefix=LARS
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step=clip-norm=2.0 | FileCheck %s --check-prefix=CLIP
+// RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=rmsprop alpha=1" 2>&1 | FileCheck %s --check-prefix=BAD-ALPHA
+// RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lars eta=-1" 2>&1 | FileCheck %s --check-prefix=BAD-ETA
+// RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=adagrad lr-decay=-0.5" 2>&1 | FileCheck %s --check-prefix=BAD-LR-DECAY
 // RUN: cleave-opt %t/state.mlir --cleave-build-train-step | FileCheck %s --check-prefix=STATE
 // RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics --cleave-build-train-step
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BAD-OPTIMIZER
@@ -12,6 +19,9 @@
 
 // BAD-OPTIMIZER: for the --optimizer option: Cannot find option named 'lion'!
 // NO-MODEL: error: no model function @nope
+// BAD-ALPHA: error: alpha=1 is out of range; expected 0 <= value < 1
+// BAD-ETA: error: eta=-1 is out of range; expected a finite value >= 0
+// BAD-LR-DECAY: error: lr-decay=-0.5 is out of range; expected a finite value >= 0
 
 //--- model.mlir
 
@@ -127,6 +137,71 @@
 // ADAM: train.store %[[NEWV]], @w.exp_avg_sq :
 // ADAM: train.adam
 // ADAM-PLAIN-NOT: decoupled
+
+// RMSPROP: train.global param @w
+// RMSPROP-NEXT: train.global state @w.square_avg of @w : tensor<3x4xf32>
+// RMSPROP-NEXT: train.global param @b
+// RMSPROP-NEXT: train.global state @b.square_avg of @b : tensor<3xf32>
+// RMSPROP-LABEL: func.func @train_step(
+// RMSPROP-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"},
+// RMSPROP-SAME: %[[A:[^:]+]]: tensor<f32> {train.default = 5.000000e-01 : f64, train.hyper = "alpha"},
+// RMSPROP-SAME: %[[EPS:[^:]+]]: tensor<f32> {train.default = 2.500000e-01 : f64, train.hyper = "eps"},
+// RMSPROP-SAME: %[[WD:[^:]+]]: tensor<f32> {train.default = 0.000000e+00 : f64, train.hyper = "weight_decay"})
+// RMSPROP: train.store %{{.+}}, @train.step
+// RMSPROP: %[[W:.+]] = train.load @w :
+// RMSPROP: %[[SQ:.+]] = train.load @w.square_avg
+// RMSPROP: %[[NEWW:.+]], %[[NEWSQ:.+]] = train.rmsprop %[[W]], %{{.+}}, %[[SQ]] lr %[[LR]] alpha %[[A]] eps %[[EPS]] weight_decay %[[WD]] : tensor<3x4xf32>, tensor<f32>
+// RMSPROP: train.store %[[NEWW]], @w :
+// RMSPROP: train.store %[[NEWSQ]], @w.square_avg
+
+// Adagrad's learning-rate decay counts optimizer steps.
+// ADAGRAD: train.global state @w.sum of @w : tensor<3x4xf32>
+// ADAGRAD-LABEL: func.func @train_step(
+// ADAGRAD-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"},
+// ADAGRAD-SAME: %[[D:[^:]+]]: tensor<f32> {train.default = 1.250000e-01 : f64, train.hyper = "lr_decay"},
+// ADAGRAD-SAME: %[[EPS:[^:]+]]: tensor<f32> {train.default = 1.000000e-08 : f64, train.hyper = "eps"},
+// ADAGRAD-SAME: %[[WD:[^:]+]]: tensor<f32> {train.default = 0.000000e+00 : f64, train.hyper = "weight_decay"})
+// ADAGRAD: %[[STEP:.+]] = train.load @train.step
+// ADAGRAD: %[[T:.+]] = arith.addi %[[STEP]]
+// ADAGRAD: %[[W:.+]] = train.load @w :
+// ADAGRAD: %[[S:.+]] = train.load @w.sum
+// ADAGRAD: %[[NEWW:.+]], %[[NEWS:.+]] = train.adagrad %[[W]], %{{.+}}, %[[S]] step %[[T]] lr %[[LR]] lr_decay %[[D]] eps %[[EPS]] weight_decay %[[WD]] : tensor<3x4xf32>, tensor<f32>
+// ADAGRAD: train.store %[[NEWW]], @w :
+// ADAGRAD: train.store %[[NEWS]], @w.sum
+
+// The layer-wise optimizers exempt tensors of rank <= 1 (the bias) from weight
+// decay and the trust ratio: no_adapt.
+// LAMB: train.global state @w.exp_avg of @w
+// LAMB: train.global state @w.exp_avg_sq of @w
+// LAMB-LABEL: func.func @train_step(
+// LAMB-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"},
+// LAMB-SAME: %[[B1:[^:]+]]: tensor<f32> {train.default = 9.000000e-01 : f64, train.hyper = "beta1"},
+// LAMB-SAME: %[[B2:[^:]+]]: tensor<f32> {train.default = 0.99899999999999999 : f64, train.hyper = "beta2"},
+// LAMB-SAME: %[[EPS:[^:]+]]: tensor<f32> {train.default = 1.000000e-08 : f64, train.hyper = "eps"},
+// LAMB-SAME: %[[WD:[^:]+]]: tensor<f32> {train.default = 1.250000e-01 : f64, train.hyper = "weight_decay"})
+// LAMB: %[[T:.+]] = arith.addi
+// LAMB: %[[W:.+]] = train.load @w :
+// LAMB: %[[M:.+]] = train.load @w.exp_avg :
+// LAMB: %[[V:.+]] = train.load @w.exp_avg_sq :
+// LAMB: %[[NEWW:.+]], %[[NEWM:.+]], %[[NEWV:.+]] = train.lamb %[[W]], %{{.+}}, %[[M]], %[[V]] step %[[T]] lr %[[LR]] betas %[[B1]], %[[B2]] eps %[[EPS]] weight_decay %[[WD]] : tensor<3x4xf32>, tensor<f32>
+// LAMB: train.store %[[NEWW]], @w :
+// LAMB: train.store %[[NEWM]], @w.exp_avg :
+// LAMB: train.store %[[NEWV]], @w.exp_avg_sq :
+// LAMB: train.lamb %{{.+}} weight_decay %[[WD]] {no_adapt} : tensor<3xf32>, tensor<f32>
+
+// LARS: train.global state @w.momentum_buffer of @w
+// LARS-LABEL: func.func @train_step(
+// LARS-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"},
+// LARS-SAME: %[[M:[^:]+]]: tensor<f32> {train.default = 9.000000e-01 : f64, train.hyper = "momentum"},
+// LARS-SAME: %[[ETA:[^:]+]]: tensor<f32> {train.default = 2.000000e-02 : f64, train.hyper = "eta"},
+// LARS-SAME: %[[WD:[^:]+]]: tensor<f32> {train.default = 0.000000e+00 : f64, train.hyper = "weight_decay"})
+// LARS: train.store %{{.+}}, @train.step
+// LARS: %[[W:.+]] = train.load @w :
+// LARS: %[[BUF:.+]] = train.load @w.momentum_buffer
+// LARS: %[[NEWW:.+]], %[[NEWBUF:.+]] = train.lars %[[W]], %{{.+}}, %[[BUF]] lr %[[LR]] momentum %[[M]] eta %[[ETA]] weight_decay %[[WD]] : tensor<3x4xf32>, tensor<f32>
+// LARS: train.store %[[NEWW]], @w :
+// LARS: train.store %[[NEWBUF]], @w.momentum_buffer
+// LARS: train.lars %{{.+}} {no_adapt} : tensor<3xf32>, tensor<f32>
 
 // With clip-norm, the normalised gradients are clipped with a max norm
 // hyperparameter before the optimizer uses them.

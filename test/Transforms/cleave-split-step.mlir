@@ -522,3 +522,41 @@ func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
   %w4 = train.sgd %w3, %s#0 lr %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
   return %n : tensor<f32>
 }
+
+// -----
+
+// LAMB and LARS scale each update by norms of the whole parameter, which a
+// rank holding a shard does not have.
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global state @w.exp_avg of @w : tensor<3x4xf32>
+train.global state @w.exp_avg_sq of @w : tensor<3x4xf32>
+train.global counter @train.step : tensor<i64>
+func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:2 = train.window_sum %w, %n {targets = [@w, "samples"]} : tensor<3x4xf32>, tensor<f32>
+  %t = train.load @train.step : tensor<i64>
+  %m = train.load @w.exp_avg : tensor<3x4xf32>
+  %v = train.load @w.exp_avg_sq : tensor<3x4xf32>
+  // expected-error @+1 {{'train.lamb' op needs the norms of whole parameters (the layer-wise trust ratio); the lamb optimizer cannot run with shard-optimizer-state (ZeRO-1)}}
+  %w2, %m2, %v2 = train.lamb %w, %s#0, %m, %v step %t lr %lr betas %lr, %lr eps %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global state @w.momentum_buffer of @w : tensor<3x4xf32>
+func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-3 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:2 = train.window_sum %w, %n {targets = [@w, "samples"]} : tensor<3x4xf32>, tensor<f32>
+  %b = train.load @w.momentum_buffer : tensor<3x4xf32>
+  // expected-error @+1 {{'train.lars' op needs the norms of whole parameters (the layer-wise trust ratio); the lars optimizer cannot run with shard-optimizer-state (ZeRO-1)}}
+  %w2, %b2 = train.lars %w, %s#0, %b lr %lr momentum %lr eta %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  return %n : tensor<f32>
+}

@@ -429,13 +429,16 @@ TEST_P(Oracle, MatchesPyTorch) {
 
 // The cases of oracle.py: each model with SGD, momentum and Adam; SGD with
 // weight decay, Nesterov, AdamW and MSE once each; ragged micro-batches in a
-// short window on two models. (The batch-norm study runs the others.)
+// short window on two models; RMSprop, Adagrad, LAMB and LARS. (The batch-norm
+// study runs the others.)
 const char *const kCases[] = {
-    "mlp_sgd_wd",        "mlp_nesterov",     "mlp_adam",
-    "mlp_momentum_mse",  "lenet_sgd",        "lenet_momentum",
-    "lenet_adam_ragged", "cnn_bn_sgd",       "cnn_bn_momentum",
-    "cnn_bn_adam",       "transformer_sgd",  "transformer_momentum",
-    "transformer_adam",  "transformer_adamw"};
+    "mlp_sgd_wd",        "mlp_nesterov",      "mlp_adam",
+    "mlp_momentum_mse",  "lenet_sgd",         "lenet_momentum",
+    "lenet_adam_ragged", "cnn_bn_sgd",        "cnn_bn_momentum",
+    "cnn_bn_adam",       "transformer_sgd",   "transformer_momentum",
+    "transformer_adam",  "transformer_adamw", "mlp_rmsprop",
+    "cnn_bn_adagrad",    "mlp_lamb",          "transformer_lamb",
+    "cnn_bn_lars",       "transformer_lars"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

@@ -185,6 +185,21 @@ CASES = {
     "transformer_adam": case("transformer", "adam", lr=0.01),
     "transformer_adamw": case("transformer", "adamw", windows=RAGGED,
                               lr=0.01, weight_decay=0.1),
+    # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
+    # float64 references below (docs/design/optimizers.md), on models whose
+    # biases and normalisation weights exercise the exclusion rule.
+    "mlp_rmsprop": case("mlp", "rmsprop", lr=0.01, alpha=0.9,
+                        weight_decay=0.01),
+    "cnn_bn_adagrad": case("cnn_bn", "adagrad", windows=RAGGED, lr=0.01,
+                           lr_decay=0.1, eps=1e-10, weight_decay=1e-3),
+    "mlp_lamb": case("mlp", "lamb", lr=0.01, weight_decay=0.01, eps=1e-6),
+    "transformer_lamb": case("transformer", "lamb", windows=RAGGED, lr=0.01,
+                             beta1=0.8, beta2=0.99, weight_decay=0.1,
+                             eps=1e-6),
+    "cnn_bn_lars": case("cnn_bn", "lars", lr=0.1, momentum=0.9, eta=0.02,
+                        weight_decay=1e-3),
+    "transformer_lars": case("transformer", "lars", lr=0.1, momentum=0.9,
+                             eta=0.02, weight_decay=0.01),
     # The batch-norm study (the OracleBatchNorm tests of OracleTest.cpp): two
     # cases above on one micro-batch of 12 per window instead of three of 4.
     "cnn_bn_sgd_big": case("cnn_bn", "sgd", windows=BIG, micro_batch=12,
@@ -200,7 +215,88 @@ CASES = {
 
 # The cleave-compile flag of each hyperparameter.
 FLAGS = {"lr": "--lr", "momentum": "--momentum", "beta1": "--beta1",
-         "beta2": "--beta2", "eps": "--eps", "weight_decay": "--weight-decay"}
+         "beta2": "--beta2", "eps": "--eps", "weight_decay": "--weight-decay",
+         "alpha": "--alpha", "lr_decay": "--lr-decay", "eta": "--eta"}
+
+
+def excluded(p):
+    """The exclusion rule of LAMB and LARS: tensors of rank <= 1 (biases,
+    normalisation weights) take no weight decay and no trust ratio."""
+    return p.dim() <= 1
+
+
+def trust_ratio(num, den, p_norm, other_norm):
+    """num / den, or 1 where either norm is 0."""
+    if p_norm > 0 and other_norm > 0:
+        return num / den
+    return torch.ones((), dtype=torch.float64)
+
+
+class Lamb(torch.optim.Optimizer):
+    """LAMB, You et al. 2019 ("Large Batch Optimization for Deep Learning",
+    algorithm 2), in float64:
+    m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+    r = m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
+    p -= lr * (||p|| / ||r||) * r, the ratio 1 where a norm is 0."""
+
+    def __init__(self, params, lr, betas, eps, weight_decay):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps,
+                                      weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["m"] = torch.zeros_like(p, dtype=torch.float64)
+                    state["v"] = torch.zeros_like(p, dtype=torch.float64)
+                state["step"] += 1
+                t = state["step"]
+                g, w = p.grad.double(), p.double()
+                m, v = state["m"], state["v"]
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                r = (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() +
+                                           group["eps"])
+                trust = torch.ones((), dtype=torch.float64)
+                if not excluded(p):
+                    r = r + group["weight_decay"] * w
+                    p_norm, r_norm = w.norm(), r.norm()
+                    trust = trust_ratio(p_norm, r_norm, p_norm, r_norm)
+                p.copy_(w - group["lr"] * trust * r)
+
+
+class Lars(torch.optim.Optimizer):
+    """LARS, You et al. 2017 ("Large Batch Training of Convolutional
+    Networks"), as kakaobrain/torchlars applies it to SGD with momentum, in
+    float64: trust = eta ||p|| / (||g|| + wd ||p||) (1 where a norm is 0);
+    d = trust (g + wd p); buf = momentum buf + d; p -= lr buf."""
+
+    def __init__(self, params, lr, momentum, eta, weight_decay):
+        super().__init__(params, dict(lr=lr, momentum=momentum, eta=eta,
+                                      weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["buf"] = torch.zeros_like(p, dtype=torch.float64)
+                g, w = p.grad.double(), p.double()
+                d = g
+                if not excluded(p):
+                    wd = group["weight_decay"]
+                    p_norm, g_norm = w.norm(), g.norm()
+                    trust = trust_ratio(group["eta"] * p_norm,
+                                        g_norm + wd * p_norm, p_norm, g_norm)
+                    d = trust * (g + wd * w)
+                buf = state["buf"]
+                buf.mul_(group["momentum"]).add_(d)
+                p.copy_(w - group["lr"] * buf)
 
 
 def make_optimizer(name, params, h):
@@ -218,6 +314,18 @@ def make_optimizer(name, params, h):
     if name == "adamw":
         return torch.optim.AdamW(params, lr=h["lr"], betas=betas, eps=eps,
                                  weight_decay=wd)
+    if name == "rmsprop":
+        return torch.optim.RMSprop(params, lr=h["lr"], alpha=h.get("alpha", 0.99),
+                                   eps=eps, weight_decay=wd)
+    if name == "adagrad":
+        return torch.optim.Adagrad(params, lr=h["lr"],
+                                   lr_decay=h.get("lr_decay", 0.0), eps=eps,
+                                   weight_decay=wd)
+    if name == "lamb":
+        return Lamb(params, lr=h["lr"], betas=betas, eps=eps, weight_decay=wd)
+    if name == "lars":
+        return Lars(params, lr=h["lr"], momentum=h.get("momentum", 0.9),
+                    eta=h.get("eta", 0.001), weight_decay=wd)
     raise ValueError(f"unknown optimizer {name}")
 
 

@@ -13,11 +13,13 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=bogus 2>&1 | FileCheck %s --check-prefix=PHASE
 // RUN: not cleave-compile %t.does-not-exist.mlir --micro-batch=8 -o %t.y 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 2>&1 | FileCheck %s --check-prefix=NOOUT
-// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --compile-to=split 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=lion --compile-to=split 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --loss=hinge -o %t.hinge.cleave 2>&1 | FileCheck %s --check-prefix=BADLOSS
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 -o %t.nodir/m.cleave 2>&1 | FileCheck %s --check-prefix=NODIR
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --lr=-1 -o %t.lr.cleave 2>&1 | FileCheck %s --check-prefix=NEGLR
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=adam --beta2=1 -o %t.beta.cleave 2>&1 | FileCheck %s --check-prefix=BETA
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=lamb --reduce=mean --ranks=2 --shard-optimizer-state -o %t.lamb.cleave 2>&1 | FileCheck %s --check-prefix=LAMB-ZERO
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --reduce=mean --ranks=2 --shard-optimizer-state --compile-to=split | FileCheck %s --check-prefix=RMSPROP-ZERO
 // A diagnostic from the pipeline is one message, not followed by the module.
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --model=nope -o %t.nope.cleave 2>&1 | FileCheck %s --check-prefix=NOMODEL --implicit-check-not="see current operation"
 
@@ -61,9 +63,14 @@
 // PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, llvm
 // MISSING: error: cannot open '{{.+}}does-not-exist.mlir'
 // NOOUT: cleave-compile: error: -o <file> is required to write an artifact
-// OPT: cleave-compile: for the --optimizer option: Cannot find option named 'rmsprop'!
+// OPT: cleave-compile: for the --optimizer option: Cannot find option named 'lion'!
 // BADLOSS: cleave-compile: for the --loss option: Cannot find option named 'hinge'!
 // NEGLR: cleave-compile: error: lr=-1 is out of range; expected a finite value >= 0
 // BETA: cleave-compile: error: beta2=1 is out of range; expected 0 <= value < 1
 // NODIR: cleave-compile: error: cannot write {{.+}}.nodir/m.cleave: directory {{.+}}.nodir does not exist
 // NOMODEL: error: no model function @nope
+// LAMB-ZERO: cleave-compile: error: optimizer=lamb cannot run with shard-optimizer-state (ZeRO-1): its layer-wise trust ratio needs the norms of whole parameters, which are sharded across ranks
+// RMSPROP-ZERO: train.global state @fc1.weight.square_avg of @fc1.weight shards 2
+// RMSPROP-ZERO: train.reduce_scatter
+// RMSPROP-ZERO: train.rmsprop {{.+}} : tensor<{{[0-9]+}}xf32>, tensor<f32>
+// RMSPROP-ZERO: train.all_gather

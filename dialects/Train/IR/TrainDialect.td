@@ -26,9 +26,11 @@ def Train_Dialect : Dialect {
     - `train.window_sum`, the cut between per-micro-batch work and per-window
       work: in a single step it is the identity, and `cleave-split-step`
       replaces it by accumulation buffers;
-    - optimizer updates (`train.sgd`, `train.momentum`, `train.adam`) as pure
-      elementwise functions of parameter, gradient, state and hyperparameter
-      values;
+    - optimizer updates (`train.sgd`, `train.momentum`, `train.adam`,
+      `train.rmsprop`, `train.adagrad`, `train.lamb`, `train.lars`) as pure
+      functions of parameter, gradient, state and hyperparameter values
+      (elementwise but for the per-tensor norms of `train.lamb` and
+      `train.lars`);
     - `train.clip_by_global_norm` and `train.cross_rank_reduce`.
 
     Attributes tie the graphs to the runtime; the dialect verifies each and
@@ -127,7 +129,11 @@ def Train_OptimizerKind : I32EnumAttr<"OptimizerKind",
   I32EnumAttrCase<"momentum", 1>,
   I32EnumAttrCase<"nesterov", 2>,
   I32EnumAttrCase<"adam", 3>,
-  I32EnumAttrCase<"adamw", 4>
+  I32EnumAttrCase<"adamw", 4>,
+  I32EnumAttrCase<"rmsprop", 5>,
+  I32EnumAttrCase<"adagrad", 6>,
+  I32EnumAttrCase<"lamb", 7>,
+  I32EnumAttrCase<"lars", 8>
 ]> {
   let cppNamespace = "::mlir::cleave::train";
   let genSpecializedAttr = 0;

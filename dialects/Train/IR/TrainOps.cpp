@@ -217,6 +217,22 @@ LogicalResult AdamOp::verify() {
   return checkHyperType(*this, getParam().getType(), getLr().getType());
 }
 
+LogicalResult RmspropOp::verify() {
+  return checkHyperType(*this, getParam().getType(), getLr().getType());
+}
+
+LogicalResult AdagradOp::verify() {
+  return checkHyperType(*this, getParam().getType(), getLr().getType());
+}
+
+LogicalResult LambOp::verify() {
+  return checkHyperType(*this, getParam().getType(), getLr().getType());
+}
+
+LogicalResult LarsOp::verify() {
+  return checkHyperType(*this, getParam().getType(), getLr().getType());
+}
+
 LogicalResult ClipByGlobalNormOp::verify() {
   if (getGrads().empty())
     return emitOpError("needs at least one gradient");

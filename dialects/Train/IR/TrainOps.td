@@ -255,6 +255,131 @@ def Train_AdamOp : Train_Op<"adam", [Pure,
   let hasVerifier = 1;
 }
 
+//===- train.rmsprop ------------------------------------------------------===//
+def Train_RmspropOp : Train_Op<"rmsprop", [Pure,
+    AllTypesMatch<["param", "grad", "square_avg", "new_param",
+                   "new_square_avg"]>,
+    AllTypesMatch<["lr", "alpha", "eps", "weight_decay"]>]> {
+  let summary = "RMSprop update";
+  let description = [{
+    As `torch.optim.RMSprop` with `momentum=0, centered=False`:
+    `g' = grad + wd * param; s' = alpha * s + (1 - alpha) * g'^2;
+    param' = param - lr * g' / (sqrt(s') + eps)`. The square average starts
+    at zero, as in PyTorch.
+
+    ```mlir
+    %p2, %s2 = train.rmsprop %p, %g, %s lr %lr alpha %a eps %eps weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$square_avg, Train_FloatScalar:$lr,
+                       Train_FloatScalar:$alpha, Train_FloatScalar:$eps,
+                       Train_FloatScalar:$weight_decay);
+  let results = (outs Train_FloatTensor:$new_param,
+                      Train_FloatTensor:$new_square_avg);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $square_avg `lr` $lr `alpha` $alpha `eps` $eps
+    `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.adagrad ------------------------------------------------------===//
+def Train_AdagradOp : Train_Op<"adagrad", [Pure,
+    AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>,
+    AllTypesMatch<["lr", "lr_decay", "eps", "weight_decay"]>]> {
+  let summary = "Adagrad update";
+  let description = [{
+    As `torch.optim.Adagrad` with `initial_accumulator_value=0`, for optimizer
+    step `step` (1 for the first update):
+    `clr = lr / (1 + (step - 1) * lr_decay); g' = grad + wd * param;
+    sum' = sum + g'^2; param' = param - clr * g' / (sqrt(sum') + eps)`.
+
+    ```mlir
+    %p2, %s2 = train.adagrad %p, %g, %s step %t lr %lr lr_decay %d eps %eps weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$sum, Train_StepScalar:$step,
+                       Train_FloatScalar:$lr, Train_FloatScalar:$lr_decay,
+                       Train_FloatScalar:$eps, Train_FloatScalar:$weight_decay);
+  let results = (outs Train_FloatTensor:$new_param, Train_FloatTensor:$new_sum);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $sum `step` $step `lr` $lr `lr_decay` $lr_decay `eps`
+    $eps `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.lamb ---------------------------------------------------------===//
+def Train_LambOp : Train_Op<"lamb", [Pure,
+    AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>,
+    AllTypesMatch<["lr", "beta1", "beta2", "eps", "weight_decay"]>]> {
+  let summary = "LAMB update (layer-wise adaptive Adam)";
+  let description = [{
+    LAMB (You et al. 2019, "Large Batch Optimization for Deep Learning",
+    algorithm 2), for optimizer step `step` (1 for the first update):
+    `m' = b1 m + (1 - b1) grad; v' = b2 v + (1 - b2) grad^2;
+    r = (m' / (1 - b1^step)) / (sqrt(v' / (1 - b2^step)) + eps) + wd * param;
+    trust = |param| / |r|` (L2 norms over the whole tensor; 1 where either
+    is 0); `param' = param - lr * trust * r`.
+
+    With `no_adapt` (set for tensors the exclusion rule exempts, see
+    docs/design/optimizers.md) there is no weight decay and `trust = 1`. The
+    norms span the whole parameter, so the op cannot run on a shard.
+
+    ```mlir
+    %p2, %m2, %v2 = train.lamb %p, %g, %m, %v step %t lr %lr betas %b1, %b2 eps %eps weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$m, Train_FloatTensor:$v,
+                       Train_StepScalar:$step, Train_FloatScalar:$lr,
+                       Train_FloatScalar:$beta1, Train_FloatScalar:$beta2,
+                       Train_FloatScalar:$eps, Train_FloatScalar:$weight_decay,
+                       UnitAttr:$no_adapt);
+  let results = (outs Train_FloatTensor:$new_param, Train_FloatTensor:$new_m,
+                      Train_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `step` $step `lr` $lr `betas` $beta1 `,`
+    $beta2 `eps` $eps `weight_decay` $weight_decay attr-dict `:` type($param)
+    `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===- train.lars ---------------------------------------------------------===//
+def Train_LarsOp : Train_Op<"lars", [Pure,
+    AllTypesMatch<["param", "grad", "buf", "new_param", "new_buf"]>,
+    AllTypesMatch<["lr", "momentum", "eta", "weight_decay"]>]> {
+  let summary = "LARS update (layer-wise adaptive SGD with momentum)";
+  let description = [{
+    LARS (You et al. 2017, "Large Batch Training of Convolutional Networks")
+    in the form of the common PyTorch implementations (kakaobrain/torchlars):
+    `trust = eta * |param| / (|grad| + wd * |param|)` (L2 norms over the
+    whole tensor; 1 where either norm is 0); `d = trust * (grad + wd * param);
+    buf' = momentum * buf + d; param' = param - lr * buf'`.
+
+    With `no_adapt` (set for tensors the exclusion rule exempts, see
+    docs/design/optimizers.md) there is no weight decay and `trust = 1`. The
+    norms span the whole parameter, so the op cannot run on a shard.
+
+    ```mlir
+    %p2, %b2 = train.lars %p, %g, %b lr %lr momentum %m eta %eta weight_decay %wd : tensor<10x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$buf, Train_FloatScalar:$lr,
+                       Train_FloatScalar:$momentum, Train_FloatScalar:$eta,
+                       Train_FloatScalar:$weight_decay, UnitAttr:$no_adapt);
+  let results = (outs Train_FloatTensor:$new_param, Train_FloatTensor:$new_buf);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $buf `lr` $lr `momentum` $momentum `eta` $eta
+    `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping and reduction
 //===----------------------------------------------------------------------===//

@@ -300,6 +300,38 @@ func.func @adam_hyper_element_type(%p: tensor<4xf32>, %t: tensor<i64>, %h: tenso
 
 // -----
 
+func.func @rmsprop_hyper_element_type(%p: tensor<4xf32>, %h: tensor<f64>) {
+  // expected-error @+1 {{'train.rmsprop' op hyperparameters have element type 'f64', expected 'f32' as the parameter}}
+  %0:2 = train.rmsprop %p, %p, %p lr %h alpha %h eps %h weight_decay %h : tensor<4xf32>, tensor<f64>
+  return
+}
+
+// -----
+
+func.func @adagrad_sum_type(%p: tensor<4xf32>, %s: tensor<3xf32>, %t: tensor<i64>, %h: tensor<f32>) {
+  // expected-error @+1 {{'train.adagrad' op failed to verify that all of {param, grad, sum, new_param, new_sum} have same type}}
+  %0:2 = "train.adagrad"(%p, %p, %s, %t, %h, %h, %h, %h) : (tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lamb_step_type(%p: tensor<4xf32>, %t: tensor<f32>, %h: tensor<f32>) {
+  // expected-error @+1 {{'train.lamb' op operand #4 must be 0D tensor of 64-bit signless integer values, but got 'tensor<f32>'}}
+  %0:3 = "train.lamb"(%p, %p, %p, %p, %t, %h, %h, %h, %h, %h) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lars_hyper_element_type(%p: tensor<4xf64>, %h: tensor<f32>) {
+  // expected-error @+1 {{'train.lars' op hyperparameters have element type 'f32', expected 'f64' as the parameter}}
+  %0:2 = train.lars %p, %p, %p lr %h momentum %h eta %h weight_decay %h : tensor<4xf64>, tensor<f32>
+  return
+}
+
+// -----
+
 func.func @adam_step_type(%p: tensor<4xf32>, %t: tensor<f32>, %h: tensor<f32>) {
   // expected-error @+1 {{'train.adam' op operand #4 must be 0D tensor of 64-bit signless integer values, but got 'tensor<f32>'}}
   %0:3 = "train.adam"(%p, %p, %p, %p, %t, %h, %h, %h, %h, %h) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)

@@ -82,6 +82,18 @@ func.func @optimizers(%p: tensor<10x4xf32>, %g: tensor<10x4xf32>, %s: tensor<10x
   %4:3 = train.adam %p, %g, %s, %s step %t lr %lr betas %h, %h eps %h weight_decay %h : tensor<10x4xf32>, tensor<f32>
   // CHECK: train.adam %[[P]], %[[G]], %[[S]], %[[S]] step %[[T]] lr %[[LR]] betas %[[H]], %[[H]] eps %[[H]] weight_decay %[[H]] {decoupled} : tensor<10x4xf32>, tensor<f32>
   %5:3 = train.adam %p, %g, %s, %s step %t lr %lr betas %h, %h eps %h weight_decay %h {decoupled} : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.rmsprop %[[P]], %[[G]], %[[S]] lr %[[LR]] alpha %[[H]] eps %[[H]] weight_decay %[[H]] : tensor<10x4xf32>, tensor<f32>
+  %6:2 = train.rmsprop %p, %g, %s lr %lr alpha %h eps %h weight_decay %h : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.adagrad %[[P]], %[[G]], %[[S]] step %[[T]] lr %[[LR]] lr_decay %[[H]] eps %[[H]] weight_decay %[[H]] : tensor<10x4xf32>, tensor<f32>
+  %7:2 = train.adagrad %p, %g, %s step %t lr %lr lr_decay %h eps %h weight_decay %h : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.lamb %[[P]], %[[G]], %[[S]], %[[S]] step %[[T]] lr %[[LR]] betas %[[H]], %[[H]] eps %[[H]] weight_decay %[[H]] : tensor<10x4xf32>, tensor<f32>
+  %8:3 = train.lamb %p, %g, %s, %s step %t lr %lr betas %h, %h eps %h weight_decay %h : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.lamb %[[P]], %[[G]], %[[S]], %[[S]] step %[[T]] lr %[[LR]] betas %[[H]], %[[H]] eps %[[H]] weight_decay %[[H]] {no_adapt} : tensor<10x4xf32>, tensor<f32>
+  %9:3 = train.lamb %p, %g, %s, %s step %t lr %lr betas %h, %h eps %h weight_decay %h {no_adapt} : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.lars %[[P]], %[[G]], %[[S]] lr %[[LR]] momentum %[[H]] eta %[[H]] weight_decay %[[H]] : tensor<10x4xf32>, tensor<f32>
+  %10:2 = train.lars %p, %g, %s lr %lr momentum %h eta %h weight_decay %h : tensor<10x4xf32>, tensor<f32>
+  // CHECK: train.lars %[[D]], %[[D]], %[[D]] lr %[[LR64]] momentum %[[LR64]] eta %[[LR64]] weight_decay %[[LR64]] {no_adapt} : tensor<3xf64>, tensor<f64>
+  %11:2 = train.lars %d, %d, %d lr %lr64 momentum %lr64 eta %lr64 weight_decay %lr64 {no_adapt} : tensor<3xf64>, tensor<f64>
   return
 }
 

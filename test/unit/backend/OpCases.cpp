@@ -561,7 +561,10 @@ const std::vector<Case> &backend_test::allCases() {
       k.name = std::move(name);
       k.build = std::move(build);
       k.optimizer = std::move(optimizer);
-      if (k.optimizer == "adam" || k.optimizer == "adamw")
+      // The adaptive rules move each element by about lr a step.
+      if (k.optimizer == "adam" || k.optimizer == "adamw" ||
+          k.optimizer == "rmsprop" || k.optimizer == "adagrad" ||
+          k.optimizer == "lamb")
         k.lr = 0.01;
       else if (k.optimizer != "sgd")
         k.lr = 0.05;
@@ -584,6 +587,12 @@ const std::vector<Case> &backend_test::allCases() {
     add("layer_norm", layerNorm, "nesterov");
     add("dropout", dropout, "adamw");
     add("embedding", embedding, "sgd");
+    // The other optimizers on models with weights and rank-1 parameters
+    // (which lamb and lars exempt from weight decay and the trust ratio).
+    add("linear_rmsprop", linear, "rmsprop");
+    add("conv_adagrad", conv, "adagrad");
+    add("layer_norm_lamb", layerNorm, "lamb");
+    add("batch_norm_lars", batchNorm, "lars")->minShortBatch = 2;
     Case *mlp = add(
         "mlp", [](MLIRContext *ctx, std::mt19937_64 &) {
           return example(ctx, "mlp.mlir", 6);

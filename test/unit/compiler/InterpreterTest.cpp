@@ -671,6 +671,163 @@ TEST_F(InterpreterTest, AdamAndAdamWMatchPyTorch) {
               "step must be >= 1");
 }
 
+/// torch.optim.RMSprop (momentum 0, not centred) and torch.optim.Adagrad
+/// (`_single_tensor_rmsprop`, `_single_tensor_adagrad`), written out as
+/// PyTorch does them.
+struct TorchRmspropAdagrad {
+  double lr, alpha, lrDecay, eps, weightDecay;
+  std::vector<double> rmsParam, squareAvg, adaParam, sum;
+  int step = 0;
+
+  void update(const std::vector<double> &grad) {
+    ++step;
+    double clr = lr / (1 + (step - 1) * lrDecay);
+    for (size_t i = 0; i < grad.size(); ++i) {
+      double g = grad[i] + weightDecay * rmsParam[i];
+      squareAvg[i] = alpha * squareAvg[i] + (1 - alpha) * g * g;
+      rmsParam[i] -= lr * g / (std::sqrt(squareAvg[i]) + eps);
+      double ga = grad[i] + weightDecay * adaParam[i];
+      sum[i] += ga * ga;
+      adaParam[i] -= clr * ga / (std::sqrt(sum[i]) + eps);
+    }
+  }
+};
+
+TEST_F(InterpreterTest, RmspropAndAdagradMatchPyTorch) {
+  const char *src = R"mlir(
+    func.func @f(%p: tensor<2xf64>, %g: tensor<2xf64>, %sq: tensor<2xf64>,
+                 %q: tensor<2xf64>, %s: tensor<2xf64>, %t: tensor<i64>,
+                 %lr: tensor<f64>, %alpha: tensor<f64>, %decay: tensor<f64>,
+                 %eps: tensor<f64>, %wd: tensor<f64>)
+        -> (tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>) {
+      %0, %1 = train.rmsprop %p, %g, %sq lr %lr alpha %alpha eps %eps weight_decay %wd : tensor<2xf64>, tensor<f64>
+      %2, %3 = train.adagrad %q, %g, %s step %t lr %lr lr_decay %decay eps %eps weight_decay %wd : tensor<2xf64>, tensor<f64>
+      return %0, %1, %2, %3 : tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>
+    })mlir";
+  std::vector<std::vector<double>> grads = {{0.5, -0.1}, {0.2, 0.3}, {-1, 2}};
+  TorchRmspropAdagrad ref{0.1,     0.9,    0.5,     1e-8,  0.01,
+                          {1, -2}, {0, 0}, {1, -2}, {0, 0}};
+  Tensor p = f64({2}, ref.rmsParam), sq = f64({2}, {0, 0}), q = p, s = sq;
+  for (auto [step, grad] : llvm::enumerate(grads)) {
+    std::vector<Tensor> r =
+        runF(src, {p, f64({2}, grad), sq, q, s,
+                   Tensor::fromInts(DType::i64, {}, {int64_t(step) + 1}),
+                   scalar(0.1), scalar(0.9), scalar(0.5), scalar(1e-8),
+                   scalar(0.01)});
+    ASSERT_EQ(r.size(), 4u);
+    ref.update(grad);
+    p = r[0], sq = r[1], q = r[2], s = r[3];
+    expectTensor(p, {2}, ref.rmsParam);
+    expectTensor(sq, {2}, ref.squareAvg);
+    expectTensor(q, {2}, ref.adaParam);
+    expectTensor(s, {2}, ref.sum);
+  }
+  expectError(src,
+              {p, f64({2}, {1, 1}), sq, q, s,
+               Tensor::fromInts(DType::i64, {}, {0}), scalar(0.1), scalar(0.9),
+               scalar(0), scalar(1e-8), scalar(0)},
+              "step must be >= 1");
+}
+
+double l2(const std::vector<double> &x) {
+  double s = 0;
+  for (double v : x)
+    s += v * v;
+  return std::sqrt(s);
+}
+
+TEST_F(InterpreterTest, LambMatchesItsDefinition) {
+  const char *src = R"mlir(
+    func.func @f(%p: tensor<2x2xf64>, %g: tensor<2x2xf64>, %m: tensor<2x2xf64>,
+                 %v: tensor<2x2xf64>, %t: tensor<i64>, %lr: tensor<f64>,
+                 %b1: tensor<f64>, %b2: tensor<f64>, %eps: tensor<f64>,
+                 %wd: tensor<f64>)
+        -> (tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>) {
+      %0, %1, %2 = train.lamb %p, %g, %m, %v step %t lr %lr betas %b1, %b2 eps %eps weight_decay %wd : tensor<2x2xf64>, tensor<f64>
+      %3, %4, %5 = train.lamb %p, %g, %m, %v step %t lr %lr betas %b1, %b2 eps %eps weight_decay %wd {no_adapt} : tensor<2x2xf64>, tensor<f64>
+      return %0, %1, %2, %3 : tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>
+    })mlir";
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-6, wd = 0.01;
+  std::vector<double> param = {1, -2, 0.5, 3}, m(4, 0), v(4, 0);
+  std::vector<std::vector<double>> grads = {
+      {0.5, -0.1, 0.2, 0.3}, {0.2, 0.3, -1, 2}, {-1, 2, 0.1, 0.1}};
+  Tensor p = f64({2, 2}, param), mt = f64({2, 2}, m), vt = mt;
+  for (auto [i, grad] : llvm::enumerate(grads)) {
+    int step = i + 1;
+    std::vector<Tensor> r =
+        runF(src, {p, f64({2, 2}, grad), mt, vt,
+                   Tensor::fromInts(DType::i64, {}, {step}), scalar(lr),
+                   scalar(b1), scalar(b2), scalar(eps), scalar(wd)});
+    ASSERT_EQ(r.size(), 4u);
+    // You et al. 2019, algorithm 2, for one layer.
+    std::vector<double> update(4), plain(4), next(4), nextPlain(4);
+    for (int j = 0; j < 4; ++j) {
+      m[j] = b1 * m[j] + (1 - b1) * grad[j];
+      v[j] = b2 * v[j] + (1 - b2) * grad[j] * grad[j];
+      plain[j] = m[j] / (1 - std::pow(b1, step)) /
+                 (std::sqrt(v[j] / (1 - std::pow(b2, step))) + eps);
+      update[j] = plain[j] + wd * param[j];
+    }
+    double trust = l2(param) / l2(update);
+    EXPECT_NE(trust, 1.0);
+    for (int j = 0; j < 4; ++j) {
+      next[j] = param[j] - lr * trust * update[j];
+      nextPlain[j] = param[j] - lr * plain[j];
+    }
+    expectTensor(r[1], {2, 2}, m);
+    expectTensor(r[2], {2, 2}, v);
+    expectTensor(r[3], {2, 2}, nextPlain);
+    expectTensor(r[0], {2, 2}, next);
+    param = next;
+    p = r[0], mt = r[1], vt = r[2];
+  }
+  // A zero parameter has no scale to adapt to: the trust ratio is 1.
+  std::vector<Tensor> r =
+      runF(src, {f64({2, 2}, {0, 0, 0, 0}), f64({2, 2}, {1, -1, 1, -1}),
+                 f64({2, 2}, {0, 0, 0, 0}), f64({2, 2}, {0, 0, 0, 0}),
+                 Tensor::fromInts(DType::i64, {}, {1}), scalar(lr), scalar(b1),
+                 scalar(b2), scalar(0), scalar(wd)});
+  ASSERT_EQ(r.size(), 4u);
+  expectTensor(r[0], {2, 2}, {-lr, lr, -lr, lr});
+}
+
+TEST_F(InterpreterTest, LarsMatchesItsDefinition) {
+  const char *src = R"mlir(
+    func.func @f(%p: tensor<3xf64>, %g: tensor<3xf64>, %buf: tensor<3xf64>,
+                 %lr: tensor<f64>, %mom: tensor<f64>, %eta: tensor<f64>,
+                 %wd: tensor<f64>)
+        -> (tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>) {
+      %0, %1 = train.lars %p, %g, %buf lr %lr momentum %mom eta %eta weight_decay %wd : tensor<3xf64>, tensor<f64>
+      %2, %3 = train.lars %p, %g, %buf lr %lr momentum %mom eta %eta weight_decay %wd {no_adapt} : tensor<3xf64>, tensor<f64>
+      return %0, %1, %2, %3 : tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>
+    })mlir";
+  const double lr = 0.5, mom = 0.9, eta = 0.02, wd = 0.01;
+  std::vector<double> param = {3, 0, -4}, grad = {0.6, 0.8, 0},
+                      buf = {0.1, 0, 0};
+  std::vector<Tensor> r =
+      runF(src, {f64({3}, param), f64({3}, grad), f64({3}, buf), scalar(lr),
+                 scalar(mom), scalar(eta), scalar(wd)});
+  ASSERT_EQ(r.size(), 4u);
+  // |p| = 5, |g| = 1: trust = 0.02 * 5 / (1 + 0.01 * 5).
+  double trust = eta * 5 / (1 + wd * 5);
+  std::vector<double> newBuf(3), newP(3), plainBuf(3), plainP(3);
+  for (int j = 0; j < 3; ++j) {
+    newBuf[j] = mom * buf[j] + trust * (grad[j] + wd * param[j]);
+    newP[j] = param[j] - lr * newBuf[j];
+    plainBuf[j] = mom * buf[j] + grad[j];
+    plainP[j] = param[j] - lr * plainBuf[j];
+  }
+  expectTensor(r[0], {3}, newP);
+  expectTensor(r[1], {3}, newBuf);
+  expectTensor(r[2], {3}, plainP);
+  expectTensor(r[3], {3}, plainBuf);
+  // A zero gradient leaves the trust ratio at 1 (no division by zero).
+  r = runF(src, {f64({3}, param), f64({3}, {0, 0, 0}), f64({3}, {0, 0, 0}),
+                 scalar(lr), scalar(mom), scalar(eta), scalar(wd)});
+  ASSERT_EQ(r.size(), 4u);
+  expectTensor(r[0], {3}, {3 - lr * wd * 3, 0, -4 + lr * wd * 4});
+}
+
 TEST_F(InterpreterTest, ClipByGlobalNorm) {
   const char *src = R"mlir(
     func.func @f(%a: tensor<2xf64>, %b: tensor<1xf64>, %c: tensor<f64>) -> (tensor<2xf64>, tensor<1xf64>, tensor<f64>) {

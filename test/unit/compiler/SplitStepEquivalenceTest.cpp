@@ -129,6 +129,13 @@ std::vector<Scenario> allScenarios() {
       {"nesterov", "optimizer=nesterov lr=0.1 momentum=0.9 weight-decay=0.01"},
       {"adam", "optimizer=adam lr=0.01 weight-decay=0.01"},
       {"adamw", "optimizer=adamw lr=0.01 weight-decay=0.1"},
+      {"rmsprop", "optimizer=rmsprop lr=0.01 alpha=0.9 weight-decay=0.01"},
+      {"adagrad",
+       "optimizer=adagrad lr=0.05 lr-decay=0.1 eps=1e-10 weight-decay=0.01"},
+      // Norm-based: each window's trust ratio must come from the whole
+      // window's gradient.
+      {"lamb", "optimizer=lamb lr=0.01 weight-decay=0.01 eps=1e-6"},
+      {"lars", "optimizer=lars lr=0.1 momentum=0.9 eta=0.02 weight-decay=0.01"},
   };
   std::vector<Scenario> out;
   for (const Model &m : kModels) {
