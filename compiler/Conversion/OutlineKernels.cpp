@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -148,6 +149,11 @@ struct OutlineKernelsPass
     // unit attribute on func.func is dropped there).
     kernel->setAttr("passthrough",
                     builder.getArrayAttr({builder.getStringAttr("noinline")}));
+    // Private to the artifact: not exported by the shared object (a
+    // private func.func would otherwise get external linkage).
+    kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
+                                        builder.getContext(),
+                                        LLVM::Linkage::Internal));
     // Renames on a clash with an existing symbol.
     symbols.insert(kernel);
     anchor = kernel;

@@ -105,7 +105,8 @@ def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
     function takes the memrefs and scalars the op reads from its caller;
     constants, and view ops whose result has no static shape and layout,
     are cloned into it instead. Kernels carry `passthrough = ["noinline"]`
-    so that LLVM does not inline them back.
+    so that LLVM does not inline them back, and internal linkage so that the
+    artifact does not export them.
 
     Why: LLVM's function passes (dominator trees, scalar evolution) grow
     faster than linearly with the size of a function, and an entry point
@@ -113,7 +114,8 @@ def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
     compile time linear in the model. Fails on an op that reads a value that
     cannot cross a bare-pointer call and is not a view.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // CLEAVE_CONVERSION_PASSES

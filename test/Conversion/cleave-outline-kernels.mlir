@@ -14,11 +14,11 @@
 // CHECK-NOT: linalg.
 // CHECK-NOT: arith.constant
 // CHECK: return
-// CHECK: func.func private @step_kernel0(%[[A:.+]]: memref<4x8xf32>) attributes {passthrough = ["noinline"]}
+// CHECK: func.func private @step_kernel0(%[[A:.+]]: memref<4x8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.0
 // CHECK-NEXT: linalg.fill ins(%[[ZERO]] : f32) outs(%[[A]] : memref<4x8xf32>)
 // CHECK-NEXT: return
-// CHECK: func.func private @step_kernel1(%[[IN:[a-z0-9]+]]: memref<4x8xf32>, %[[OUT:[a-z0-9]+]]: memref<4x8xf32>, %[[SCALE:[a-z0-9]+]]: f32) attributes {passthrough = ["noinline"]}
+// CHECK: func.func private @step_kernel1(%[[IN:[a-z0-9]+]]: memref<4x8xf32>, %[[OUT:[a-z0-9]+]]: memref<4x8xf32>, %[[SCALE:[a-z0-9]+]]: f32) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NEXT: linalg.generic
 // CHECK-SAME: ins(%[[IN]] : memref<4x8xf32>) outs(%[[OUT]] : memref<4x8xf32>)
 // CHECK: arith.mulf %{{.+}}, %[[SCALE]]
