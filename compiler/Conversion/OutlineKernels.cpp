@@ -140,7 +140,8 @@ struct OutlineKernelsPass
     for (Value v : arguments)
       types.push_back(v.getType());
     auto kernel = func::FuncOp::create(
-        builder, op->getLoc(), (f.getSymName() + "_kernel" + Twine(index++)).str(),
+        builder, op->getLoc(),
+        (f.getSymName() + "_kernel" + Twine(index++)).str(),
         builder.getFunctionType(types, {}));
     kernel.setPrivate();
     // LLVM would inline a private function called once straight back into
@@ -151,9 +152,9 @@ struct OutlineKernelsPass
                     builder.getArrayAttr({builder.getStringAttr("noinline")}));
     // Private to the artifact: not exported by the shared object (a
     // private func.func would otherwise get external linkage).
-    kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
-                                        builder.getContext(),
-                                        LLVM::Linkage::Internal));
+    kernel->setAttr(
+        "llvm.linkage",
+        LLVM::LinkageAttr::get(builder.getContext(), LLVM::Linkage::Internal));
     // Renames on a clash with an existing symbol.
     symbols.insert(kernel);
     anchor = kernel;
