@@ -23,6 +23,8 @@ packages=(
   dataset-fashion-mnist
   # cleave-plot and cleave-train --plot draw metrics with matplotlib
   python3-matplotlib
+  # bench/compile_time.py exports torchvision's resnet18 and efficientnet_b0
+  python3-torchvision
 )
 
 missing=()

@@ -96,4 +96,26 @@ def CleavePlanMemory : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
                            "::mlir::cleave::rt::RtDialect"];
 }
 
+def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Move each bufferized linalg op into a function of its own";
+  let description = [{
+    Replaces every linalg op of a function with two or more of them (after
+    bufferization: no results, memref operands) by a `func.call` to a new
+    private function `@<function>_kernel<i>` that holds only that op. The
+    function takes the memrefs and scalars the op reads from its caller;
+    constants, and view ops whose result has no static shape and layout,
+    are cloned into it instead. Kernels carry `passthrough = ["noinline"]`
+    so that LLVM does not inline them back, and internal linkage so that the
+    artifact does not export them.
+
+    Why: LLVM's function passes (dominator trees, scalar evolution) grow
+    faster than linearly with the size of a function, and an entry point
+    holds every loop nest of a model's training step; small functions keep
+    compile time linear in the model. Fails on an op that reads a value that
+    cannot cross a bare-pointer call and is not a view.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // CLEAVE_CONVERSION_PASSES

@@ -204,6 +204,9 @@ void cleave::buildCpuBackendPipeline(OpPassManager &pm,
   pm.addPass(createCleaveWriteManifest(target));
   if (stopAfter == Phase::Bufferize)
     return;
+  // One small function per loop nest: LLVM's O3 is not linear in the size
+  // of a function, and an entry point holds every nest of the model.
+  pm.addPass(createCleaveOutlineKernels());
   // Loops, then the LLVM dialect. LLVM's O3 vectorises the loops later.
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -8,6 +8,8 @@
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=llvm | FileCheck %s --check-prefix=LLVM
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --emit=dot -o %t.dot && FileCheck %s --check-prefix=DOT < %t.dot
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 -o %t.cleave && llvm-nm -D --defined-only %t.cleave | FileCheck %s --check-prefix=SYMS
+// RUN: llvm-nm -D --defined-only %t.cleave | FileCheck %s --check-prefix=EXPORTS
+// RUN: llvm-nm --defined-only %t.cleave | FileCheck %s --check-prefix=KERNELS
 // RUN: cleave-compile --help | FileCheck %s --check-prefix=HELP
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir -o %t.x 2>&1 | FileCheck %s --check-prefix=NOBATCH
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=bogus 2>&1 | FileCheck %s --check-prefix=PHASE
@@ -50,6 +52,10 @@
 // SYMS-DAG: T cleave_entry_micro_step
 // SYMS-DAG: T cleave_init_data
 // SYMS-DAG: T cleave_manifest
+// Loop nests are outlined (cleave-outline-kernels) into local functions
+// that the artifact does not export.
+// EXPORTS-NOT: _kernel
+// KERNELS: t micro_step_kernel0
 // HELP: --accumulate=<long>
 // HELP: --compile-to=<phase>
 // HELP: --emit=<string>

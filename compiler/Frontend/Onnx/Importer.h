@@ -171,6 +171,8 @@ public:
   Location nodeLoc(const onnx::NodeProto &node, unsigned index);
 
 private:
+  FailureOr<SmallVector<SymInt>> computeSymbolicShape(Value v, Location loc);
+
   LogicalResult classifyInitializers();
   LogicalResult buildSignature();
   LogicalResult importNodes();
@@ -197,6 +199,13 @@ private:
   int64_t dropoutStreams = 0;
   SmallVector<std::pair<Value, Value>> bufferUpdates;
   DenseMap<Attribute, Value> materialized;
+  /// symbolicShape's answers. Without them a shape is recomputed from the
+  /// graph input on every query, and ops that combine two dynamic operands
+  /// (a squeeze-and-excitation block's Mul) double the walk at each level:
+  /// EfficientNet-B0 never finished importing. Nothing is erased while
+  /// nodes are imported (recomposition runs afterwards), so a value's
+  /// shape never changes.
+  DenseMap<Value, SmallVector<SymInt>> symbolicShapes;
 };
 
 //===----------------------------------------------------------------------===//

@@ -57,6 +57,17 @@ static FailureOr<SymInt> exactRatio(ArrayRef<SymInt> dividend,
 
 FailureOr<SmallVector<SymInt>> GraphImporter::symbolicShape(Value v,
                                                             Location loc) {
+  if (auto it = symbolicShapes.find(v); it != symbolicShapes.end())
+    return it->second;
+  // Failures are not kept: each query reports its own error.
+  FailureOr<SmallVector<SymInt>> shape = computeSymbolicShape(v, loc);
+  if (succeeded(shape))
+    symbolicShapes[v] = *shape;
+  return shape;
+}
+
+FailureOr<SmallVector<SymInt>>
+GraphImporter::computeSymbolicShape(Value v, Location loc) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<SymInt> shape;
   for (int64_t d : type.getShape())

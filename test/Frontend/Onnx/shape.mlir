@@ -3,6 +3,8 @@
 //
 // RUN: %python %S/Inputs/make_model.py flatten %t.flatten.onnx
 // RUN: cleave-opt --import-onnx %t.flatten.onnx | FileCheck %s --check-prefix=FLATTEN
+// RUN: %python %S/Inputs/make_model.py swish_chain %t.swish.onnx
+// RUN: cleave-opt --import-onnx %t.swish.onnx | FileCheck %s --check-prefix=SWISH
 // RUN: %python %S/Inputs/make_model.py reshape %t.reshape.onnx
 // RUN: cleave-opt --import-onnx %t.reshape.onnx | FileCheck %s --check-prefix=RESHAPE
 // RUN: %python %S/Inputs/make_model.py shape_reshape %t.shape.onnx
@@ -23,6 +25,12 @@
 // RUN: cleave-opt --import-onnx %t.gather.onnx | FileCheck %s --check-prefix=GATHER
 // RUN: %python %S/Inputs/make_model.py constant_identity_cast %t.cast.onnx
 // RUN: cleave-opt --import-onnx %t.cast.onnx | FileCheck %s --check-prefix=CAST
+
+// A shape asked for at the end of a long chain whose every link reads the
+// previous value twice is found once per value, not once per path.
+// SWISH-LABEL: func.func @forward(
+// SWISH-COUNT-64: nn.mul
+// SWISH:         nn.flatten %{{.+}} : tensor<?x2x3xf32> -> tensor<?x6xf32>
 
 // FLATTEN-LABEL: func.func @forward(
 // FLATTEN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"}) -> tensor<?x12xf32>

@@ -193,6 +193,21 @@ def flatten():
 
 
 @model
+def swish_chain():
+    """64 x = x * sigmoid(x), then a Flatten that asks for the symbolic
+    shape: each Mul reaches the input along two paths, 2^64 in all if
+    shapes are recomputed per query instead of remembered per value."""
+    nodes, x = [], "x"
+    for i in range(64):
+        nodes.append(node("Sigmoid", [x], [f"s{i}"]))
+        nodes.append(node("Mul", [x, f"s{i}"], [f"m{i}"]))
+        x = f"m{i}"
+    nodes.append(node("Flatten", [x], ["y"], axis=1))
+    return graph(nodes, [value("x", F, [BATCH, 2, 3])],
+                 [value("y", F, [None, 6])])
+
+
+@model
 def reshape():
     return graph([node("Reshape", ["x", "shape"], ["y"])],
                  [value("x", F, [BATCH, 2, 3, 4])],
