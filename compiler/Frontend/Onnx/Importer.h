@@ -177,6 +177,7 @@ private:
   LogicalResult buildReturn();
   FailureOr<RankedTensorType>
   convertInputType(const onnx::ValueInfoProto &input);
+  FailureOr<SmallVector<SymInt>> computeSymbolicShape(Value v, Location loc);
 
   MLIRContext &context;
   const onnx::GraphProto &graph;
@@ -197,6 +198,9 @@ private:
   int64_t dropoutStreams = 0;
   SmallVector<std::pair<Value, Value>> bufferUpdates;
   DenseMap<Attribute, Value> materialized;
+  /// Memoised `symbolicShape`: a value reached along many paths (each
+  /// `x * gate(x)` doubles them) is walked once.
+  DenseMap<Value, SmallVector<SymInt>> symbolicShapes;
 };
 
 //===----------------------------------------------------------------------===//

@@ -57,6 +57,18 @@ static FailureOr<SymInt> exactRatio(ArrayRef<SymInt> dividend,
 
 FailureOr<SmallVector<SymInt>> GraphImporter::symbolicShape(Value v,
                                                             Location loc) {
+  auto it = symbolicShapes.find(v);
+  if (it != symbolicShapes.end())
+    return it->second;
+  FailureOr<SmallVector<SymInt>> shape = computeSymbolicShape(v, loc);
+  // Failures are not kept: they have emitted at the first caller's node.
+  if (succeeded(shape))
+    symbolicShapes.try_emplace(v, *shape);
+  return shape;
+}
+
+FailureOr<SmallVector<SymInt>>
+GraphImporter::computeSymbolicShape(Value v, Location loc) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<SymInt> shape;
   for (int64_t d : type.getShape())
