@@ -16,6 +16,8 @@ packages=(
   # Tests and benchmarks: GoogleTest, PyTorch and ONNX as oracles, OpenBLAS
   # so PyTorch's GEMMs run on a real BLAS
   libgtest-dev python3-torch python3-onnx libopenblas0-pthread
+  # torchvision's classifiers (mobilenet, squeezenet) as ONNX import tests
+  python3-torchvision
   # The dataset the main job trains on
   dataset-fashion-mnist
   # cleave-plot and cleave-train --plot draw metrics with matplotlib
