@@ -209,8 +209,8 @@ LogicalResult importClip(NodeImporter &n) {
     return failure();
   // ONNX sets every element to max here; no exporter writes such a Clip.
   if (*lo > *hi)
-    return n.emitError() << "Clip min " << *lo << " is greater than max "
-                         << *hi << ", which is not supported";
+    return n.emitError() << "Clip min " << *lo << " is greater than max " << *hi
+                         << ", which is not supported";
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(x))
     return failure();
@@ -236,8 +236,8 @@ FailureOr<Value> hardSigmoid(NodeImporter &n, Value x, double alpha,
       n.create<nn::AddOp>(scaled->getResult(), scalar(beta));
   if (failed(shifted))
     return failure();
-  FailureOr<nn::ClampOp> clamped = n.create<nn::ClampOp>(
-      shifted->getResult(), APFloat(0.0), APFloat(1.0));
+  FailureOr<nn::ClampOp> clamped =
+      n.create<nn::ClampOp>(shifted->getResult(), APFloat(0.0), APFloat(1.0));
   if (failed(clamped))
     return failure();
   return clamped->getResult();
