@@ -19,6 +19,8 @@ packages=(
   # The sanitizer build and the fuzz targets (scripts/sanitize.sh): Clang
   # with its ASan, UBSan and libFuzzer runtimes
   clang-14 libclang-rt-14-dev
+  # torchvision's classifiers (mobilenet, squeezenet) as ONNX import tests
+  python3-torchvision
   # The dataset the main job trains on
   dataset-fashion-mnist
   # cleave-plot and cleave-train --plot draw metrics with matplotlib

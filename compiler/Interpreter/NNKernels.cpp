@@ -154,6 +154,19 @@ LogicalResult runLeakyRelu(nn::LeakyReluOp op, Frame &f) {
     return x >= 0 ? x : static_cast<T>(alpha) * x;
   });
 }
+LogicalResult runClamp(nn::ClampOp op, Frame &f) {
+  double lo = op.getMin().convertToDouble();
+  double hi = op.getMax().convertToDouble();
+  return runUnary(op, f, [lo, hi](auto x) {
+    using T = decltype(x);
+    // Comparisons rather than std::clamp, so that NaN passes through.
+    if (x < static_cast<T>(lo))
+      return static_cast<T>(lo);
+    if (x > static_cast<T>(hi))
+      return static_cast<T>(hi);
+    return x;
+  });
+}
 LogicalResult runGelu(nn::GeluOp op, Frame &f) {
   bool tanhForm = op.getApproximate() == nn::GeluApproximation::tanh;
   return runUnary(op, f, [tanhForm](auto x) {
@@ -177,6 +190,15 @@ LogicalResult runLeakyReluGrad(nn::LeakyReluGradOp op, Frame &f) {
   return runActivationGrad(op, f, [alpha](auto g, auto x) {
     using T = decltype(g);
     return x > 0 ? g : static_cast<T>(alpha) * g;
+  });
+}
+// clamp' is 0 at the bounds, as PyTorch's hardtanh' (see nn.clamp).
+LogicalResult runClampGrad(nn::ClampGradOp op, Frame &f) {
+  double lo = op.getMin().convertToDouble();
+  double hi = op.getMax().convertToDouble();
+  return runActivationGrad(op, f, [lo, hi](auto g, auto x) {
+    using T = decltype(g);
+    return x > static_cast<T>(lo) && x < static_cast<T>(hi) ? g : T(0);
   });
 }
 LogicalResult runGeluGrad(nn::GeluGradOp op, Frame &f) {
@@ -887,9 +909,11 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::PowOp, runPow>();
   t.add<nn::LeakyReluOp, runLeakyRelu>();
   t.add<nn::GeluOp, runGelu>();
+  t.add<nn::ClampOp, runClamp>();
   t.add<nn::ReluGradOp, runReluGrad>();
   t.add<nn::LeakyReluGradOp, runLeakyReluGrad>();
   t.add<nn::GeluGradOp, runGeluGrad>();
+  t.add<nn::ClampGradOp, runClampGrad>();
   t.add<nn::MatmulOp, runMatmul>();
   t.add<nn::LinearOp, runLinear>();
   t.add<nn::ReshapeOp, runReshape>();

@@ -199,6 +199,16 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
         return select(b, l, arith::CmpFPredicate::OGE, x, cst(b, l, 0.0, x),
                       x, scaled);
       });
+  patterns.add<UnaryLowering<ClampOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ClampOp op) -> Value {
+        // Selects rather than minimumf/maximumf: NaN passes through either
+        // way, and infinite bounds need no special case.
+        Value x = a[0];
+        Value lo = cst(b, l, op.getMin().convertToDouble(), x);
+        Value hi = cst(b, l, op.getMax().convertToDouble(), x);
+        Value above = select(b, l, arith::CmpFPredicate::OGT, x, hi, hi, x);
+        return select(b, l, arith::CmpFPredicate::OLT, x, lo, lo, above);
+      });
   patterns.add<UnaryLowering<GeluOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, GeluOp op) -> Value {
         return gelu(b, l, a[0], op.getApproximate());
@@ -216,6 +226,16 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
             b, l, a[0], cst(b, l, op.getAlpha().convertToDouble(), a[0]));
         return select(b, l, arith::CmpFPredicate::OGT, a[1],
                       cst(b, l, 0.0, a[1]), a[0], scaled);
+      });
+  patterns.add<UnaryLowering<ClampGradOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, ClampGradOp op) -> Value {
+        // Zero at the bounds, as nn.clamp documents.
+        Value x = a[1], zero = cst(b, l, 0.0, a[0]);
+        Value lo = cst(b, l, op.getMin().convertToDouble(), x);
+        Value hi = cst(b, l, op.getMax().convertToDouble(), x);
+        Value inside =
+            select(b, l, arith::CmpFPredicate::OLT, x, hi, a[0], zero);
+        return select(b, l, arith::CmpFPredicate::OGT, x, lo, inside, zero);
       });
   patterns.add<UnaryLowering<GeluGradOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, GeluGradOp op) -> Value {

@@ -12,6 +12,7 @@
 #include "dialects/NN/IR/NNOps.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -181,6 +182,96 @@ LogicalResult importLeakyRelu(NodeImporter &n) {
   return n.createOutput<nn::LeakyReluOp>(*x, APFloat(*alpha));
 }
 
+/// The bound of a Clip node at input `i`, or `dflt` when the input is absent.
+FailureOr<double> clipBound(NodeImporter &n, unsigned i, StringRef what,
+                            double dflt) {
+  if (!n.hasInput(i))
+    return dflt;
+  FailureOr<double> bound = n.constantScalar(i, what);
+  if (failed(bound))
+    return failure();
+  if (std::isnan(*bound))
+    return n.emitError() << "Clip " << what << " ('" << n.inputName(i)
+                         << "') is NaN";
+  return *bound;
+}
+
+/// Clip from opset 11 on takes its bounds as optional inputs; `nn.clamp`
+/// needs them at compile time, as every exporter writes them (ReLU6,
+/// hardtanh, clamp with numbers).
+LogicalResult importClip(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  double inf = std::numeric_limits<double>::infinity();
+  FailureOr<double> lo = clipBound(n, 1, "min", -inf);
+  FailureOr<double> hi = clipBound(n, 2, "max", inf);
+  if (failed(lo) || failed(hi))
+    return failure();
+  // ONNX sets every element to max here; no exporter writes such a Clip.
+  if (*lo > *hi)
+    return n.emitError() << "Clip min " << *lo << " is greater than max " << *hi
+                         << ", which is not supported";
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  return n.createOutput<nn::ClampOp>(*x, APFloat(*lo), APFloat(*hi));
+}
+
+/// `clamp(alpha * x + beta, 0, 1)` as nn ops: a multiply-add that linalg
+/// fuses with the clamp. Its gradient is 0 where the clamp saturates, at
+/// the bounds included, as PyTorch's hardsigmoid backward.
+FailureOr<Value> hardSigmoid(NodeImporter &n, Value x, double alpha,
+                             double beta) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  auto scalar = [&](double v) {
+    auto type = RankedTensorType::get({}, elt);
+    return n.getGraph().materialize(
+        DenseElementsAttr::get(type, FloatAttr::get(elt, v).getValue()),
+        n.getLoc());
+  };
+  FailureOr<nn::MulOp> scaled = n.create<nn::MulOp>(x, scalar(alpha));
+  if (failed(scaled))
+    return failure();
+  FailureOr<nn::AddOp> shifted =
+      n.create<nn::AddOp>(scaled->getResult(), scalar(beta));
+  if (failed(shifted))
+    return failure();
+  FailureOr<nn::ClampOp> clamped =
+      n.create<nn::ClampOp>(shifted->getResult(), APFloat(0.0), APFloat(1.0));
+  if (failed(clamped))
+    return failure();
+  return clamped->getResult();
+}
+
+LogicalResult importHardSigmoid(NodeImporter &n) {
+  if (failed(n.checkAttrs({"alpha", "beta"})))
+    return failure();
+  FailureOr<double> alpha = n.getFloat("alpha", 0.2);
+  FailureOr<double> beta = n.getFloat("beta", 0.5);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(alpha) || failed(beta) || failed(x))
+    return failure();
+  FailureOr<Value> y = hardSigmoid(n, *x, *alpha, *beta);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
+  return success();
+}
+
+/// `x * hardsigmoid(x)` with alpha 1/6 and beta 1/2. Its gradient differs
+/// from PyTorch's hardswish backward only at x = -3 and x = 3.
+LogicalResult importHardSwish(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> gate = hardSigmoid(n, *x, 1.0 / 6.0, 0.5);
+  if (failed(gate))
+    return failure();
+  return n.createOutput<nn::MulOp>(*x, *gate);
+}
+
 /// Softmax and LogSoftmax from opset 13 on normalise along one axis.
 template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
@@ -215,6 +306,9 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Log"] = {importUnary<nn::LogOp>};
   table["Neg"] = {importUnary<nn::NegOp>};
   table["LeakyRelu"] = {importLeakyRelu};
+  table["Clip"] = {importClip, 13, 1u << 1 | 1u << 2};
+  table["HardSigmoid"] = {importHardSigmoid};
+  table["HardSwish"] = {importHardSwish, 14};
   table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
 }

@@ -160,6 +160,15 @@ LogicalResult LeakyReluOp::buildVJP(OpBuilder &b, ValueRange dys,
   });
 }
 
+LogicalResult ClampOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                ArrayRef<bool> needed,
+                                SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    return ClampGradOp::create(b, getLoc(), dys[0], getInput(), getMinAttr(),
+                               getMaxAttr());
+  });
+}
+
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange dys,
                                ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {

@@ -522,6 +522,29 @@ LogicalResult ReduceMaxGradOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Clamp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyClampBounds(Operation *op, APFloat min,
+                                       APFloat max) {
+  if (min.isNaN() || max.isNaN())
+    return op->emitOpError("bounds must not be NaN");
+  if (min.compare(max) == APFloat::cmpGreaterThan)
+    return op->emitOpError("min ")
+           << min.convertToDouble() << " is greater than max "
+           << max.convertToDouble();
+  return success();
+}
+
+LogicalResult ClampOp::verify() {
+  return verifyClampBounds(*this, getMin(), getMax());
+}
+
+LogicalResult ClampGradOp::verify() {
+  return verifyClampBounds(*this, getMin(), getMax());
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax and losses
 //===----------------------------------------------------------------------===//
 

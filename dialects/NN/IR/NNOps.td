@@ -110,6 +110,26 @@ def NN_PowOp : NN_UnaryOp<"pow", "x ^ exponent", (ins F64Attr:$exponent)> {
 //===- nn.leaky_relu ------------------------------------------------------===//
 def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x >= 0 ? x : alpha * x",
                                 (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+//===- nn.clamp -----------------------------------------------------------===//
+def NN_ClampOp : NN_UnaryOp<"clamp", "min(max(x, min), max)",
+                            (ins F64Attr:$min, F64Attr:$max)> {
+  let description = [{
+    Clamps every element to `[min, max]` (ONNX `Clip`, PyTorch `clamp`,
+    `hardtanh` and `relu6`). A bound may be infinite, for a one-sided clamp;
+    `min <= max`. NaN elements stay NaN.
+
+    The gradient passes where `min < x < max` and is 0 elsewhere, at the
+    bounds included: PyTorch's `hardtanh` and `relu6` backward (and
+    `nn.relu`'s at 0). PyTorch's `clamp` backward passes it at the bounds
+    too; the two differ only on inputs exactly at a bound.
+
+    ```mlir
+    %0 = nn.clamp %x, 0.0, 6.0 : tensor<32x512xf32>
+    ```
+  }];
+  let assemblyFormat = "$input `,` $min `,` $max attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
 //===- nn.gelu ------------------------------------------------------------===//
 def NN_GeluOp : NN_UnaryOp<"gelu",
     "x * Phi(x), Phi the standard normal CDF (erf form) or its tanh approximation",
@@ -142,6 +162,14 @@ def NN_ReluGradOp : NN_ActivationGradOp<"relu_grad", "relu">;
 //===- nn.leaky_relu_grad -------------------------------------------------===//
 def NN_LeakyReluGradOp : NN_ActivationGradOp<"leaky_relu_grad", "leaky_relu",
     (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+//===- nn.clamp_grad ------------------------------------------------------===//
+def NN_ClampGradOp : NN_ActivationGradOp<"clamp_grad", "clamp",
+    (ins F64Attr:$min, F64Attr:$max)> {
+  let assemblyFormat = [{
+    $grad `,` $input `,` $min `,` $max attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
 //===- nn.gelu_grad -------------------------------------------------------===//
 def NN_GeluGradOp : NN_ActivationGradOp<"gelu_grad", "gelu",
     (ins DefaultValuedAttr<NN_GeluApproximationAttr,

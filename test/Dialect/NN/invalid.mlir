@@ -889,3 +889,19 @@ func.func @embedding_grad_rows(%dy: tensor<4x8xf32>, %ids: tensor<4xi64>) {
   %0 = nn.embedding_grad %dy, %ids {num_embeddings = -1} : tensor<4x8xf32>, tensor<4xi64> -> tensor<1x8xf32>
   return
 }
+
+// -----
+
+func.func @clamp_inverted_bounds(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.clamp' op min 2.000000e+00 is greater than max 1.000000e+00}}
+  %0 = nn.clamp %x, 2.0, 1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @clamp_grad_nan_bound(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.clamp_grad' op bounds must not be NaN}}
+  %0 = nn.clamp_grad %dy, %x, 0x7FF8000000000000, 1.0 : tensor<4xf32>
+  return
+}

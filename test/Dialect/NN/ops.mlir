@@ -47,6 +47,10 @@ func.func @unary(%x: tensor<8x16xf32>, %y: tensor<?x3xf64>) {
   %11 = nn.gelu %x : tensor<8x16xf32>
   // CHECK: nn.gelu %[[X]] {approximate = #nn.gelu_approximation<tanh>} : tensor<8x16xf32>
   %12 = nn.gelu %x {approximate = #nn.gelu_approximation<tanh>} : tensor<8x16xf32>
+  // CHECK: nn.clamp %[[X]], 0.000000e+00, 6.000000e+00 : tensor<8x16xf32>
+  %13 = nn.clamp %x, 0.0, 6.0 : tensor<8x16xf32>
+  // CHECK: nn.clamp %[[Y]], 0xFFF0000000000000, 1.000000e+00 : tensor<?x3xf64>
+  %14 = nn.clamp %y, 0xFFF0000000000000, 1.0 : tensor<?x3xf64>
   return
 }
 
@@ -63,6 +67,8 @@ func.func @activation_grads(%dy: tensor<8x16xf32>, %x: tensor<8x16xf32>) {
   %3 = nn.gelu_grad %dy, %x : tensor<8x16xf32>
   // CHECK: nn.gelu_grad %[[DY]], %[[X]] {approximate = #nn.gelu_approximation<tanh>} : tensor<8x16xf32>
   %4 = nn.gelu_grad %dy, %x {approximate = #nn.gelu_approximation<tanh>} : tensor<8x16xf32>
+  // CHECK: nn.clamp_grad %[[DY]], %[[X]], -1.000000e+00, 1.000000e+00 : tensor<8x16xf32>
+  %5 = nn.clamp_grad %dy, %x, -1.0, 1.0 : tensor<8x16xf32>
   return
 }
 

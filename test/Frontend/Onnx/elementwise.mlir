@@ -13,6 +13,10 @@
 // RUN: cleave-opt --import-onnx %t.fold.onnx | FileCheck %s --check-prefix=FOLD
 // RUN: %python %S/Inputs/make_model.py unary %t.unary.onnx
 // RUN: cleave-opt --import-onnx %t.unary.onnx | FileCheck %s --check-prefix=UNARY
+// RUN: %python %S/Inputs/make_model.py clip %t.clip.onnx
+// RUN: cleave-opt --import-onnx %t.clip.onnx | FileCheck %s --check-prefix=CLIP
+// RUN: %python %S/Inputs/make_model.py hard_activations %t.hard.onnx
+// RUN: cleave-opt --import-onnx %t.hard.onnx | FileCheck %s --check-prefix=HARD
 // RUN: %python %S/Inputs/make_model.py softmax %t.softmax.onnx
 // RUN: cleave-opt --import-onnx %t.softmax.onnx | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %python %S/Inputs/make_model.py gelu %t.gelu.onnx
@@ -58,6 +62,37 @@
 // UNARY:         %[[H:.+]] = nn.neg %[[G]] : tensor<?x4xf32>
 // UNARY:         %[[I:.+]] = nn.leaky_relu %[[H]] {alpha = 2.000000e-01 : f64} : tensor<?x4xf32>
 // UNARY:         return %[[I]]
+
+// Clip's bounds are constants (Constant nodes or initializers, never
+// parameters); an absent bound is infinite.
+// CLIP-LABEL: func.func @forward(
+// CLIP-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4xf32> {train.input = "x"}) -> tensor<?x4xf32>
+// CLIP-NEXT:    %[[A:.+]] = nn.clamp %[[X]], 0.000000e+00, 6.000000e+00 : tensor<?x4xf32>
+// CLIP-NEXT:    %[[B:.+]] = nn.clamp %[[A]], 0xFFF0000000000000, 2.500000e+00 : tensor<?x4xf32>
+// CLIP-NEXT:    %[[C:.+]] = nn.clamp %[[B]], -1.000000e+00, 0x7FF0000000000000 : tensor<?x4xf32>
+// CLIP-NEXT:    %[[D:.+]] = nn.clamp %[[C]], 0xFFF0000000000000, 0x7FF0000000000000 : tensor<?x4xf32>
+// CLIP-NEXT:    return %[[D]]
+
+// HardSigmoid is clamp(alpha * x + beta, 0, 1) (alpha 0.2, beta 0.5 by
+// default); HardSwish is x * HardSigmoid(x) with alpha 1/6.
+// HARD-LABEL: func.func @forward(
+// HARD-SAME:  %[[X:[a-z0-9_]+]]: tensor<?x4xf32>
+// HARD-DAG:     %[[A1:.+]] = arith.constant dense<2.000000e-01> : tensor<f32>
+// HARD-DAG:     %[[B1:.+]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// HARD-DAG:     %[[A2:.+]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// HARD-DAG:     %[[B2:.+]] = arith.constant dense<3.750000e-01> : tensor<f32>
+// HARD-DAG:     %[[SIXTH:.+]] = arith.constant dense<0.166666672> : tensor<f32>
+// HARD:         %[[M1:.+]] = nn.mul %[[X]], %[[A1]]
+// HARD:         %[[S1:.+]] = nn.add %[[M1]], %[[B1]]
+// HARD:         %[[G1:.+]] = nn.clamp %[[S1]], 0.000000e+00, 1.000000e+00 : tensor<?x4xf32>
+// HARD:         %[[M2:.+]] = nn.mul %[[G1]], %[[A2]]
+// HARD:         %[[S2:.+]] = nn.add %[[M2]], %[[B2]]
+// HARD:         %[[G2:.+]] = nn.clamp %[[S2]], 0.000000e+00, 1.000000e+00 : tensor<?x4xf32>
+// HARD:         %[[M3:.+]] = nn.mul %[[G2]], %[[SIXTH]]
+// HARD:         %[[S3:.+]] = nn.add %[[M3]], %[[B1]]
+// HARD:         %[[G3:.+]] = nn.clamp %[[S3]], 0.000000e+00, 1.000000e+00 : tensor<?x4xf32>
+// HARD:         %[[Y:.+]] = nn.mul %[[G2]], %[[G3]] : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+// HARD:         return %[[Y]]
 
 // Opset 13 softmax normalises along one axis (LogSoftmax's default -1).
 // SOFTMAX-LABEL: func.func @forward(

@@ -33,6 +33,10 @@
 // RUN: not cleave-opt --import-onnx %t.cast.onnx 2>&1 | FileCheck %s --check-prefix=CAST
 // RUN: %python %S/Inputs/make_model.py dropout_mask %t.mask.onnx
 // RUN: not cleave-opt --import-onnx %t.mask.onnx 2>&1 | FileCheck %s --check-prefix=MASK
+// RUN: %python %S/Inputs/make_model.py clip_runtime_bound %t.clip.onnx
+// RUN: not cleave-opt --import-onnx %t.clip.onnx 2>&1 | FileCheck %s --check-prefix=CLIP
+// RUN: %python %S/Inputs/make_model.py clip_inverted %t.clip2.onnx
+// RUN: not cleave-opt --import-onnx %t.clip2.onnx 2>&1 | FileCheck %s --check-prefix=CLIP-INVERTED
 // RUN: %python %S/Inputs/make_model.py bad_gemm %t.gemm.onnx
 // RUN: not cleave-opt --import-onnx %t.gemm.onnx 2>&1 | FileCheck %s --check-prefix=INFER
 
@@ -80,6 +84,12 @@
 
 // MASK: error: Dropout's mask output ('mask') is not supported
 // MASK-NEXT: note: while importing ONNX node 'y' (Dropout, opset 13)
+
+// CLIP: error: Clip min ('lo') must be a compile-time constant
+// CLIP-NEXT: note: while importing ONNX node 'y' (Clip, opset 13)
+
+// CLIP-INVERTED: error: Clip min 2.000000e+00 is greater than max 1.000000e+00, which is not supported
+// CLIP-INVERTED-NEXT: note: while importing ONNX node 'y' (Clip, opset 13)
 
 // nn.linear's own type inference speaks; the note names the ONNX node.
 // INFER: error: bias must be [2], got [5]

@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "test/unit/compiler/TestSupport.h"
 
 using namespace mlir;
@@ -50,6 +52,10 @@ struct Ops {
   }
   Value leakyRelu(Value x, double alpha) {
     return nn::LeakyReluOp::create(b(), l(), x, llvm::APFloat(alpha));
+  }
+  Value clamp(Value x, double lo, double hi) {
+    return nn::ClampOp::create(b(), l(), x, llvm::APFloat(lo),
+                               llvm::APFloat(hi));
   }
   Value gelu(Value x, GeluApproximation a) {
     return nn::GeluOp::create(b(), l(), x, a);
@@ -197,6 +203,9 @@ Model unary(MLIRContext *ctx, std::mt19937_64 &rng) {
   m.observe("pow_1_7", o.pow(pz, 1.7));
   m.observe("leaky_relu", o.leakyRelu(z, 0.2));
   m.observe("leaky_relu_default", o.leakyRelu(z, 0.01));
+  m.observe("clamp", o.clamp(z, -0.2, 0.3));
+  m.observe("clamp_lower_only",
+            o.clamp(z, -0.1, std::numeric_limits<double>::infinity()));
   m.observe("gelu", o.gelu(z, GeluApproximation::none));
   m.observe("gelu_tanh", o.gelu(z, GeluApproximation::tanh));
   return m.finish();

@@ -17,9 +17,10 @@
 // 1e-4 for every element within three orders of magnitude of the tensor's
 // largest, and an absolute error of 1e-7 of that largest below it.
 //
-// Inputs are drawn away from the kinks of relu, leaky_relu and max (|x| in
-// [0.2, 1], continuous values so ties have probability zero), and positive
-// where the op needs it (log, sqrt, pow 0.5, running variances).
+// Inputs are drawn away from the kinks of relu, leaky_relu, clamp (at +-0.5)
+// and max (|x| in [0.2, 1], continuous values so ties have probability
+// zero), and positive where the op needs it (log, sqrt, pow 0.5, running
+// variances).
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +145,12 @@ std::vector<GradCase> allCases() {
                  Draw::Positive));
   c.push_back(unary("leaky_relu", "leaky_relu", "3x4", Draw::Signed,
                     " {alpha = 0.1 : f64}"));
+  // Bounds at +-0.5 put some elements inside and some clamped.
+  c.push_back(fn("clamp", {P("x", "3x4")},
+                 "%y = nn.clamp %x, -0.5, 0.5 : " + T("3x4"), T("3x4")));
+  c.push_back(fn("clamp_upper_only", {P("x", "3x4")},
+                 "%y = nn.clamp %x, 0xFFF0000000000000, 0.5 : " + T("3x4"),
+                 T("3x4")));
   c.push_back(unary("gelu_erf", "gelu", "3x4"));
   c.push_back(unary("gelu_tanh", "gelu", "3x4", Draw::Signed,
                     " {approximate = #nn.gelu_approximation<tanh>}"));
