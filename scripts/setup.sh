@@ -19,14 +19,13 @@ packages=(
   # The sanitizer build and the fuzz targets (scripts/sanitize.sh): Clang
   # with its ASan, UBSan and libFuzzer runtimes
   clang-14 libclang-rt-14-dev
-  # torchvision's classifiers (mobilenet, squeezenet) as ONNX import tests
+  # torchvision's classifiers: ONNX import tests (mobilenet, squeezenet) and
+  # bench/compile_time.py (resnet18, efficientnet_b0)
   python3-torchvision
   # The dataset the main job trains on
   dataset-fashion-mnist
   # cleave-plot and cleave-train --plot draw metrics with matplotlib
   python3-matplotlib
-  # bench/compile_time.py exports torchvision's resnet18 and efficientnet_b0
-  python3-torchvision
 )
 
 missing=()
