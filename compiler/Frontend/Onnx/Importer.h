@@ -179,7 +179,6 @@ private:
   LogicalResult buildReturn();
   FailureOr<RankedTensorType>
   convertInputType(const onnx::ValueInfoProto &input);
-  FailureOr<SmallVector<SymInt>> computeSymbolicShape(Value v, Location loc);
 
   MLIRContext &context;
   const onnx::GraphProto &graph;
