@@ -12,6 +12,8 @@
 #include "collectives/FlatView.h"
 #include "collectives/Transport.h"
 
+#include "Checksum.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -260,25 +262,26 @@ template <typename T> MPI_Datatype mpiType();
 template <> MPI_Datatype mpiType<float>() { return MPI_FLOAT; }
 template <> MPI_Datatype mpiType<double>() { return MPI_DOUBLE; }
 
-/// FNV-1a of the words that describe a collective call: its name and its
-/// arguments' sizes. Ranks whose fingerprints differ called different
-/// collectives or passed different sizes.
+/// The CRC-32 (the runtime's one checksum, Checksum.h) of the words that
+/// describe a collective call: its name and its arguments' sizes. Ranks
+/// whose fingerprints differ called different collectives or passed
+/// different sizes.
 class Fingerprint {
 public:
-  explicit Fingerprint(const char *what) {
-    for (const char *c = what; *c; ++c)
-      mix(static_cast<unsigned char>(*c));
-  }
+  explicit Fingerprint(const char *what)
+      : crc_(crc32(what, std::strlen(what))) {}
   Fingerprint &add(int64_t word) {
+    unsigned char bytes[8];
     for (int i = 0; i < 8; ++i)
-      mix(static_cast<unsigned char>(static_cast<uint64_t>(word) >> (8 * i)));
+      bytes[i] =
+          static_cast<unsigned char>(static_cast<uint64_t>(word) >> (8 * i));
+    crc_ = crc32(bytes, sizeof(bytes), crc_);
     return *this;
   }
-  uint64_t value() const { return hash_; }
+  uint64_t value() const { return crc_; }
 
 private:
-  void mix(unsigned char byte) { hash_ = (hash_ ^ byte) * 1099511628211ull; }
-  uint64_t hash_ = 14695981039346656037ull;
+  uint32_t crc_;
 };
 
 Fingerprint fingerprintOf(const char *what, int64_t count,
