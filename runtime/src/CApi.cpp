@@ -17,9 +17,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
+#include <type_traits>
 
 using cleave::rt::Artifact;
 using cleave::rt::Executable;
@@ -581,8 +583,12 @@ void cleave_lr_schedule_init(cleave_lr_schedule *schedule) {
 }
 
 const char *cleave_lr_schedule_kind_name(cleave_lr_schedule_kind kind) {
-  const char *name = cleave::rt::lrScheduleKindName(kind);
-  return name ? name : "?";
+  // A C caller may pass any int; compare it as one before using the enum.
+  std::underlying_type_t<cleave_lr_schedule_kind> raw;
+  std::memcpy(&raw, &kind, sizeof(raw));
+  if (raw < CLEAVE_LR_CONSTANT || raw > CLEAVE_LR_ONE_CYCLE)
+    return "?";
+  return cleave::rt::lrScheduleKindName(kind);
 }
 
 cleave_status cleave_lr_schedule_value(const cleave_lr_schedule *schedule,

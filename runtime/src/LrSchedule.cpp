@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace cleave::rt {
 
@@ -73,10 +75,15 @@ parseLrScheduleKind(std::string_view name) {
 }
 
 Status validateLrSchedule(const cleave_lr_schedule &s) {
-  const char *name = lrScheduleKindName(s.kind);
-  if (!name)
+  // A C caller may store any int in the enum field; reading it as the C++
+  // enum before the range check would be undefined.
+  std::underlying_type_t<cleave_lr_schedule_kind> raw;
+  std::memcpy(&raw, &s.kind, sizeof(raw));
+  if (raw < CLEAVE_LR_CONSTANT || raw > CLEAVE_LR_ONE_CYCLE)
     return makeError(CLEAVE_INVALID_ARGUMENT, "lr schedule: unknown kind ",
-                     int(s.kind), ", expected 0 to ", int(CLEAVE_LR_ONE_CYCLE));
+                     int64_t(raw), ", expected 0 to ",
+                     int(CLEAVE_LR_ONE_CYCLE));
+  const char *name = lrScheduleKindName(s.kind);
   auto bad = [&](const char *field, auto value, const char *expected) {
     return makeError(CLEAVE_INVALID_ARGUMENT, "lr schedule (", name,
                      "): ", field, " is ", value, ", expected ", expected);
