@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Idx.h"
+#include "MappedFile.h"
 
 #include <zlib.h>
 
@@ -41,29 +42,17 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 }
 
 Status readFile(const std::string &path, std::vector<uint8_t> &out) {
-  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is
-  // refused below as not a regular file.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return makeError(CLEAVE_IO_ERROR, path, ": cannot open (",
-                     std::strerror(errno), ")");
+  int fd = -1;
+  uint64_t size = 0;
+  CLEAVE_RETURN_IF_ERROR(openRegularFile(path, fd, size));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return makeError(CLEAVE_IO_ERROR, path, ": cannot stat (",
-                     std::strerror(errno), ")");
-  if (S_ISDIR(st.st_mode))
-    return makeError(CLEAVE_IO_ERROR, path,
-                     ": is a directory, expected a file");
-  if (!S_ISREG(st.st_mode))
-    return makeError(CLEAVE_IO_ERROR, path, ": not a regular file");
-  if (uint64_t(st.st_size) > kMaxIdxBytes)
-    return makeError(CLEAVE_INVALID_ARGUMENT, path, ": ", st.st_size,
+  if (size > kMaxIdxBytes)
+    return makeError(CLEAVE_INVALID_ARGUMENT, path, ": ", size,
                      " bytes is too large for an idx file");
-  out.resize(size_t(st.st_size));
+  out.resize(size_t(size));
   size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::read(fd, out.data() + done, out.size() - done);

@@ -21,6 +21,12 @@
 
 namespace cleave::data {
 
+/// Opens the regular file at `path` for reading into `fd` (the caller
+/// closes it) and gives its `size`. Errors name the file: it cannot be
+/// opened or stat'ed, is a directory, or is not a regular file (a FIFO is
+/// refused without waiting for a writer).
+rt::Status openRegularFile(const std::string &path, int &fd, uint64_t &size);
+
 class MappedFile {
 public:
   /// Maps the regular file at `path`. Errors name the file: it cannot be
