@@ -53,6 +53,9 @@ build)
       -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
       -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
   fi
+  # The build runs the sanitized cleave-compile to make the tests'
+  # artifacts, so it needs the same options as the tests.
+  sanitizer_env
   ninja -C "$build" -j "$jobs" "$@"
   ;;
 test)
