@@ -32,6 +32,12 @@
 #define CLEAVE_SYMBOL_MANIFEST "cleave_manifest"
 #define CLEAVE_SYMBOL_INIT_DATA "cleave_init_data"
 #define CLEAVE_SYMBOL_ENTRY_PREFIX "cleave_entry_"
+/**
+ * Artifacts for the `cuda` target only: the CUDA stream (a `CUstream`) the
+ * entry point that received `ctx` enqueues its work on. Generated code passes
+ * it to every kernel launch; see docs/design/gpu.md.
+ */
+#define CLEAVE_SYMBOL_GPU_STREAM "cleave_gpu_stream"
 /** The prefix of every symbol of the ABI. */
 #define CLEAVE_SYMBOL_PREFIX "cleave_"
 
@@ -39,6 +45,7 @@ typedef int32_t (*cleave_abi_version_fn)(void);
 typedef const char *(*cleave_manifest_fn)(void);
 typedef const void *(*cleave_init_data_fn)(void);
 typedef void (*cleave_entry_fn)(void *ctx, void **buffers);
+typedef void *(*cleave_gpu_stream_fn)(void *ctx);
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,6 +128,14 @@ void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
  */
 void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
                             const float *diff_dst, float *diff_src);
+
+/**
+ * The CUDA stream of `ctx` (a `CUstream`, NULL for the default stream), for
+ * artifacts compiled for the `cuda` target. Every pointer such an artifact's
+ * entry points receive, and passes on to the kernels below, is a device
+ * pointer; an entry point only enqueues work on this stream.
+ */
+void *cleave_gpu_stream(void *ctx);
 
 /** Values of `kind` for cleave_cross_rank_reduce. */
 #define CLEAVE_REDUCE_SUM 0
