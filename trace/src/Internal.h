@@ -164,6 +164,13 @@ public:
   /// The IR mark_step would compile now.
   std::string pendingIR();
 
+  /// The GradAccumulator that exists, if any. While one does, backward()
+  /// weights each gradient by the number of samples of its loss's batch and
+  /// notes that number in `backwardBatches`, which the accumulator's step()
+  /// consumes.
+  const GradAccumulator *accumulator = nullptr;
+  std::vector<int64_t> backwardBatches;
+
   trace::Stats &stats() { return stats_; }
   trace::Options &options() { return options_; }
   Cache &cache() { return *cache_; }

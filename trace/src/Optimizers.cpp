@@ -165,4 +165,177 @@ void Adam::step() {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Clipping
+//===----------------------------------------------------------------------===//
+
+Tensor clip_grad_norm_(const std::vector<Tensor> &params, double maxNorm) {
+  if (!std::isfinite(maxNorm) || maxNorm <= 0)
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "clip_grad_norm_: max_norm must be a finite positive number, got " +
+             std::to_string(maxNorm));
+  NoGradGuard noGrad;
+  const Type scalar{DType::F32, {}, false};
+  std::vector<std::shared_ptr<TensorImpl>> grads;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].defined() || params[i].impl()->role != Role::Parameter)
+      fail(CLEAVE_INVALID_ARGUMENT,
+           "clip_grad_norm_: params[" + std::to_string(i) +
+               "] is not a parameter");
+    if (params[i].impl()->grad)
+      grads.push_back(params[i].impl()->grad);
+  }
+  if (grads.empty())
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "clip_grad_norm_: no parameter has a gradient (call backward() "
+         "first)");
+  // n = sqrt(sum of squares); scale = min(1, c / (n + 1e-6)), written as
+  // c / (c + relu(n + 1e-6 - c)) with the ops a trace has: the two agree
+  // exactly when n + 1e-6 <= c (scale 1) and otherwise (c / (n + 1e-6)).
+  Node::Use squares;
+  for (const std::shared_ptr<TensorImpl> &g : grads) {
+    Node::Use gv = valueOf(g);
+    Node::Use sq = {recordNode(tg::OpKind::Mul, {gv, gv}, {g->type}, {}, {},
+                               false),
+                    0};
+    Node::Use sum = {
+        recordNode(tg::OpKind::ReduceSum, {sq}, {scalar}, {0}, {}, false), 0};
+    squares = squares.node ? Node::Use{recordNode(tg::OpKind::Add,
+                                                  {squares, sum}, {scalar},
+                                                  {}, {}, false),
+                                       0}
+                           : sum;
+  }
+  Tensor result = record(tg::OpKind::Sqrt, {squares}, {scalar}, {}, {},
+                         /*differentiableOp=*/false)[0];
+  Node::Use norm = result.impl()->pending;
+  Node::Use c = hyper(maxNorm);
+  Node::Use eps = {
+      recordNode(tg::OpKind::Constant, {}, {scalar}, {}, {1e-6}, false), 0};
+  Node::Use padded = {
+      recordNode(tg::OpKind::Add, {norm, eps}, {scalar}, {}, {}, false), 0};
+  Node::Use excess = {
+      recordNode(tg::OpKind::Sub, {padded, c}, {scalar}, {}, {}, false), 0};
+  Node::Use over = {
+      recordNode(tg::OpKind::Relu, {excess}, {scalar}, {}, {}, false), 0};
+  Node::Use denom = {
+      recordNode(tg::OpKind::Add, {c, over}, {scalar}, {}, {}, false), 0};
+  Node::Use scale = {
+      recordNode(tg::OpKind::Div, {c, denom}, {scalar}, {}, {}, false), 0};
+  for (const std::shared_ptr<TensorImpl> &g : grads)
+    assign(g, {recordNode(tg::OpKind::Mul, {valueOf(g), scale}, {g->type}, {},
+                          {}, false),
+               0});
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// GradAccumulator
+//===----------------------------------------------------------------------===//
+
+GradAccumulator::GradAccumulator(Optimizer &optimizer, int64_t n,
+                                 GradAccumulatorOptions options)
+    : optimizer_(optimizer), n_(n), options_(std::move(options)) {
+  Tracer &tracer = Tracer::get();
+  if (n < 1)
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator: n (micro-steps per window) must be >= 1, got " +
+             std::to_string(n));
+  if (options_.clipNorm < 0 || !std::isfinite(options_.clipNorm))
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator: clipNorm must be a finite number >= 0 (0: no "
+         "clipping), got " +
+             std::to_string(options_.clipNorm));
+  if (tracer.accumulator)
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator: another accumulator exists; one at a time");
+  if (options_.schedule) {
+    if (std::isnan(options_.schedule->lr))
+      options_.schedule->lr = optimizer.lr();
+    // Checks every field now rather than at the first update.
+    (void)lrScheduleValue(*options_.schedule, 0);
+  }
+  tracer.accumulator = this;
+  tracer.backwardBatches.clear();
+}
+
+GradAccumulator::~GradAccumulator() {
+  Tracer &tracer = Tracer::get();
+  if (tracer.accumulator == this) {
+    tracer.accumulator = nullptr;
+    tracer.backwardBatches.clear();
+  }
+}
+
+bool GradAccumulator::step() {
+  Tracer &tracer = Tracer::get();
+  if (tracer.backwardBatches.empty())
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator::step: no loss.backward() since the last step()");
+  int64_t samples = tracer.backwardBatches.front();
+  for (int64_t k : tracer.backwardBatches)
+    if (k != samples)
+      fail(CLEAVE_INVALID_ARGUMENT,
+           "GradAccumulator::step: the backward() calls of one micro-step "
+           "saw batches of " +
+               std::to_string(samples) + " and " + std::to_string(k) +
+               " samples; a micro-step is one batch");
+  tracer.backwardBatches.clear();
+  mark_step();
+  ++microSteps_;
+  windowSamples_ += samples;
+  if (microSteps_ < n_)
+    return false;
+  update();
+  return true;
+}
+
+bool GradAccumulator::flush() {
+  if (!Tracer::get().backwardBatches.empty())
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator::flush: a loss.backward() is pending; call step() "
+         "first");
+  if (microSteps_ == 0)
+    return false;
+  update();
+  return true;
+}
+
+void GradAccumulator::set_accumulate(int64_t n) {
+  if (n < 1)
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator::set_accumulate: n must be >= 1, got " +
+             std::to_string(n));
+  if (microSteps_ != 0)
+    fail(CLEAVE_INVALID_ARGUMENT,
+         "GradAccumulator::set_accumulate: the current window has " +
+             std::to_string(microSteps_) +
+             " micro-steps; change n after an update (or flush() first)");
+  n_ = n;
+}
+
+void GradAccumulator::update() {
+  {
+    NoGradGuard noGrad;
+    // The gradients hold sums over the window's samples: divide by their
+    // count, an input of the graph.
+    Node::Use inverse = hyper(1.0 / double(windowSamples_));
+    for (const Tensor &p : optimizer_.params())
+      if (const std::shared_ptr<TensorImpl> &g = p.impl()->grad)
+        assign(g, {recordNode(tg::OpKind::Mul, {valueOf(g), inverse},
+                              {g->type}, {}, {}, false),
+                   0});
+  }
+  if (options_.clipNorm > 0)
+    clip_grad_norm_(optimizer_.params(), options_.clipNorm);
+  if (options_.schedule)
+    optimizer_.set_lr(lrScheduleValue(*options_.schedule, optimizerSteps_));
+  optimizer_.step();
+  optimizer_.zero_grad();
+  mark_step();
+  microSteps_ = 0;
+  windowSamples_ = 0;
+  ++optimizerSteps_;
+}
+
 } // namespace cleave

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace cleave {
@@ -531,6 +532,26 @@ void Tensor::backward() const {
           found.insert(u.node.get()).second)
         params.push_back(u.node);
 
+  // Under a GradAccumulator the gradient is that of k * loss, k the number
+  // of samples of the loss's batch (GradAccumulator in trace.h says why). k
+  // is an input of the graph: a short batch does not change its structure.
+  Tracer &tracer = Tracer::get();
+  Node::Use weight;
+  if (tracer.accumulator) {
+    std::optional<int64_t> samples;
+    for (const Node *n : reached)
+      for (const Node::Use &u : n->operands)
+        if (const Type &t = u.node->results[u.result]; t.batched)
+          samples = t.shape[0];
+    if (!samples)
+      invalid("backward",
+              "a GradAccumulator weights each micro-step by its number of "
+              "samples, but this loss does not depend on a batch (make the "
+              "data with Tensor::fromBatch)");
+    tracer.backwardBatches.push_back(*samples);
+    weight = hyperLeaf(double(*samples), DType::F32);
+  }
+
   NoGradGuard noGrad;
   for (const std::shared_ptr<Node> &leaf : params) {
     std::shared_ptr<TensorImpl> param = leaf->source.lock();
@@ -543,8 +564,13 @@ void Tensor::backward() const {
     std::shared_ptr<Node> g =
         recordNode(tg::OpKind::Gradient, {self.pending, {leaf, 0}},
                    {param->type}, {}, {}, false);
+    Node::Use gradient = {g, 0};
+    if (weight.node)
+      gradient = {recordNode(tg::OpKind::Mul, {gradient, weight},
+                             {param->type}, {}, {}, false),
+                  0};
     std::shared_ptr<Node> sum =
-        recordNode(tg::OpKind::Add, {valueOf(param->grad), {g, 0}},
+        recordNode(tg::OpKind::Add, {valueOf(param->grad), gradient},
                    {param->type}, {}, {}, false);
     assign(param->grad, {sum, 0});
   }

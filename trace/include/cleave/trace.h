@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -447,6 +448,87 @@ public:
         double beta2 = 0.999, double eps = 1e-8, double weightDecay = 1e-2)
       : Adam(std::move(params), lr, beta1, beta2, eps, weightDecay,
              /*decoupled=*/true) {}
+};
+
+/// torch.nn.utils.clip_grad_norm_: with `n` the L2 norm of the gradients of
+/// all `params` together (those that have one), multiplies every gradient by
+/// min(1, maxNorm / (n + 1e-6)) and returns `n` (pending). `maxNorm` is an
+/// input of the graph, not a constant: changing it never recompiles.
+Tensor clip_grad_norm_(const std::vector<Tensor> &params, double maxNorm);
+
+//===----------------------------------------------------------------------===//
+// Gradient accumulation
+//===----------------------------------------------------------------------===//
+
+struct GradAccumulatorOptions {
+  /// > 0: the window's gradient is clipped to this global L2 norm
+  /// (clip_grad_norm_) before the update, as cleave-compile --clip-norm.
+  double clipNorm = 0.0;
+  /// The learning rate of each optimizer step, from the runtime's schedules
+  /// (cleave/runtime.h: makeLrSchedule, docs/design/lr-schedules.md),
+  /// indexed by optimizer steps. A NaN peak `lr` takes the optimizer's lr
+  /// when the accumulator is made.
+  std::optional<cleave_lr_schedule> schedule;
+};
+
+/// Gradient accumulation over windows of `n` micro-batches, exact for any
+/// micro-batch sizes (the shape of MindSpore's `Accumulator`):
+///
+///   cleave::GradAccumulator acc(opt, N);
+///   for (each micro-batch x, y of k_i samples) {
+///     cleave::Tensor loss = cleave::cross_entropy(model(x), y);  // a mean
+///     loss.backward();
+///     acc.step();          // graph 1 every call; graph 2 every N-th call
+///   }
+///   acc.flush();           // the last, partial window, if any
+///
+/// While an accumulator exists, loss.backward() adds the gradient of
+/// k_i * loss, where k_i is the number of samples of the micro-batch the
+/// loss was computed from: the sum of the per-sample gradients when the
+/// loss is their mean (PyTorch's default reduction). The update then
+/// divides by the window's sample count K = sum of k_i, so a window of
+/// ragged micro-batches (a short last one, a partial window at the end of
+/// an epoch) steps with the gradient of its mean loss over all K samples,
+/// as one batch of K samples would; the hand-written `loss / N` is exact
+/// only when every micro-batch is full. K, the clip norm and the learning
+/// rate are inputs of the graphs: a whole run compiles two graphs.
+///
+/// One accumulator at a time; the optimizer must outlive it.
+class GradAccumulator {
+public:
+  GradAccumulator(Optimizer &optimizer, int64_t n,
+                  GradAccumulatorOptions options = {});
+  ~GradAccumulator();
+  GradAccumulator(const GradAccumulator &) = delete;
+  GradAccumulator &operator=(const GradAccumulator &) = delete;
+
+  /// Ends a micro-step, after loss.backward(): runs it (mark_step), and when
+  /// it is the n-th of its window, the update (scale by 1/K, clip, schedule,
+  /// optimizer step, zero_grad, mark_step). Returns whether it updated.
+  bool step();
+  /// Updates from the micro-steps of an unfinished window, if there are any
+  /// (the end of an epoch). Returns whether it updated.
+  bool flush();
+
+  /// Micro-steps in the current window, and their samples.
+  int64_t microSteps() const { return microSteps_; }
+  int64_t windowSamples() const { return windowSamples_; }
+  /// Optimizer steps taken (the schedule's index).
+  int64_t optimizerSteps() const { return optimizerSteps_; }
+  int64_t accumulate() const { return n_; }
+  /// A new window length, from the next window on (the current one must be
+  /// empty: call it after an update).
+  void set_accumulate(int64_t n);
+
+private:
+  void update();
+
+  Optimizer &optimizer_;
+  int64_t n_;
+  GradAccumulatorOptions options_;
+  int64_t microSteps_ = 0;
+  int64_t windowSamples_ = 0;
+  int64_t optimizerSteps_ = 0;
 };
 
 //===----------------------------------------------------------------------===//
