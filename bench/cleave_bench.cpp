@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
   cleave_artifact_num_inputs(artifact.get(), &count);
   std::mt19937 rng(0);
   std::normal_distribution<float> normal;
+  // Class labels and token ids must lie below their input's index_bound.
+  const char *manifestText = nullptr;
+  cleave_artifact_manifest(artifact.get(), &manifestText);
+  nlohmann::json manifest = nlohmann::json::parse(manifestText);
   for (size_t i = 0; i < count; ++i) {
     cleave_tensor_info info;
     cleave_artifact_input(artifact.get(), i, &info);
@@ -57,11 +62,11 @@ Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
       bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
                    reinterpret_cast<unsigned char *>(v.data() + elements));
     } else if (info.dtype == CLEAVE_DTYPE_I64) {
-      // Class labels: the last dimension of the prediction is not known
-      // here; 0..9 fits every classifier Cleave ships.
+      // Class labels or token ids: spread over [0, index_bound).
+      int64_t bound = manifest["inputs"][i].value("index_bound", int64_t(10));
       std::vector<int64_t> v(elements);
       for (size_t k = 0; k < elements; ++k)
-        v[k] = int64_t(k % 10);
+        v[k] = int64_t(k) % bound;
       bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
                    reinterpret_cast<unsigned char *>(v.data() + elements));
     } else {

@@ -202,9 +202,16 @@ struct WriteManifestPass
     if (floatType)
       root["dtype"] = *dtypeName(floatType);
     if (auto kernels =
-            module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr))
+            module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr)) {
       root["kernels"] = toJson(kernels);
-    else
+      // What the kernels multiply in, for tools and readers; the runtime
+      // goes by each kernel's own `math`.
+      bool bf16 = llvm::any_of(kernels, [](Attribute k) {
+        auto math = cast<DictionaryAttr>(k).getAs<StringAttr>("math");
+        return math && math.getValue() == "bf16";
+      });
+      root["precision"] = bf16 ? "bf16" : "f32";
+    } else
       root["kernels"] = json::Array();
 
     std::string text;

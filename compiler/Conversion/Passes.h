@@ -7,6 +7,7 @@
 #ifndef CLEAVE_COMPILER_CONVERSION_PASSES_H
 #define CLEAVE_COMPILER_CONVERSION_PASSES_H
 
+#include "dialects/Common/EnumOption.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

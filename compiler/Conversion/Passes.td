@@ -72,7 +72,18 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
     raw pointers. Operands that are not contiguous row-major are copied to
     a contiguous buffer first. `rt.cross_rank_reduce` becomes a call to
     `cleave_cross_rank_reduce`. Runs after bufferization.
+
+    With `precision=bf16` every matmul and convolution entry of the table
+    says `"math": "bf16"`: the runtime multiplies in bfloat16 with f32
+    accumulation, on the same f32 buffers.
   }];
+  let options = [
+    Option<"precision", "precision", "::mlir::cleave::rt::KernelPrecision",
+           /*default=*/"::mlir::cleave::rt::KernelPrecision::f32",
+           "What matmuls and convolutions multiply in: f32 or bf16 (f32 "
+           "accumulation and f32 buffers either way)",
+           "::mlir::cleave::enumValues<::mlir::cleave::rt::KernelPrecision>()">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",

@@ -87,6 +87,8 @@ ArrayRef<int64_t> shapeOf(Value v) {
 
 struct LowerRuntimeCallsPass
     : cleave::impl::CleaveLowerRuntimeCallsBase<LowerRuntimeCallsPass> {
+  using CleaveLowerRuntimeCallsBase::CleaveLowerRuntimeCallsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Attribute> table;
@@ -301,6 +303,14 @@ struct LowerRuntimeCallsPass
       break;
     }
     }
+    // Pooling only compares and averages: rounding its inputs would lose
+    // precision and win nothing.
+    bool computeBound = fn.name == kMatmul.name || fn.name == kConvFwd.name ||
+                        fn.name == kConvBwdData.name ||
+                        fn.name == kConvBwdWeights.name;
+    if (precision == rt::KernelPrecision::bf16 && computeBound)
+      entry.set("math", b.getStringAttr(rt::stringifyKernelPrecision(
+                            rt::KernelPrecision::bf16)));
     table.push_back(entry.getDictionary(b.getContext()));
 
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());

@@ -87,6 +87,13 @@ TrainingPipelineOptions::writeManifestOptions() const {
   return o;
 }
 
+CleaveLowerRuntimeCallsOptions
+TrainingPipelineOptions::lowerRuntimeCallsOptions() const {
+  CleaveLowerRuntimeCallsOptions o;
+  o.precision = precision;
+  return o;
+}
+
 LogicalResult
 TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
   if (failed(verifyOptions(attachLossOptions(), error)) ||
@@ -107,8 +114,22 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
     return failure();
   }
   std::string message;
-  if (failed(resolveCpuTarget(targetCpu, targetFeatures, message))) {
+  FailureOr<CpuTarget> target =
+      resolveCpuTarget(targetCpu, targetFeatures, message);
+  if (failed(target)) {
     error(message);
+    return failure();
+  }
+  // oneDNN 2.6 has bf16 matmul and convolution kernels only for AVX512-BF16
+  // (and AMX); without them it would fall back to reference code tens of
+  // times slower than f32, which is no use for a speed option.
+  if (precision == rt::KernelPrecision::bf16 &&
+      !llvm::is_contained(target->features, "avx512bf16")) {
+    error(Twine("precision=bf16 needs AVX512-BF16, which the target CPU '") +
+          target->cpu +
+          "' does not have; compile for a CPU that has it (--target-cpu="
+          "znver4, sapphirerapids, cooperlake, or "
+          "--target-features=+avx512bf16) and run it on one");
     return failure();
   }
   return success();
@@ -173,12 +194,13 @@ void cleave::buildCpuPipeline(OpPassManager &pm,
   buildTrainingPipeline(pm, o, std::min(stopAfter, Phase::Split));
   if (stopAfter <= Phase::Split)
     return;
-  buildCpuBackendPipeline(pm, o.writeManifestOptions(), stopAfter);
+  buildCpuBackendPipeline(pm, o.writeManifestOptions(), stopAfter,
+                          o.lowerRuntimeCallsOptions());
 }
 
-void cleave::buildCpuBackendPipeline(OpPassManager &pm,
-                                     const CleaveWriteManifestOptions &target,
-                                     Phase stopAfter) {
+void cleave::buildCpuBackendPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels) {
   // Compute-bound ops to oneDNN kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.
@@ -197,7 +219,7 @@ void cleave::buildCpuBackendPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   cleanup(pm);
   // Kernels become ABI calls with ids into the kernel table.
-  pm.addPass(createCleaveLowerRuntimeCalls());
+  pm.addPass(createCleaveLowerRuntimeCalls(kernels));
   // Every temporary lives in the session's scratch arena.
   pm.addPass(createCleavePlanMemory());
   // The runtime's view of the artifact.

@@ -9,6 +9,7 @@
 #define CLEAVE_COMPILER_PIPELINES_PIPELINES_H
 
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Common/EnumOption.h"
 #include "mlir/Pass/PassManager.h"
@@ -133,11 +134,22 @@ struct TrainingPipelineOptions
                      "in LLVM's syntax (+avx512f,-avx512fp16)"),
       llvm::cl::init("")};
 
+  Option<rt::KernelPrecision> precision{
+      *this, "precision",
+      llvm::cl::desc("What matmuls and convolutions (forward and backward) "
+                     "multiply in: f32, or bf16 (bfloat16 inputs, f32 "
+                     "accumulation; parameters, gradient accumulators, "
+                     "optimizer state and everything else stay f32). bf16 "
+                     "needs a target CPU with AVX512-BF16"),
+      llvm::cl::init(rt::KernelPrecision::f32),
+      enumValues<rt::KernelPrecision>()};
+
   /// The options of each training pass.
   CleaveAttachLossOptions attachLossOptions() const;
   CleaveBuildTrainStepOptions buildTrainStepOptions() const;
   CleaveSplitStepOptions splitStepOptions() const;
   CleaveWriteManifestOptions writeManifestOptions() const;
+  CleaveLowerRuntimeCallsOptions lowerRuntimeCallsOptions() const;
 
   /// Runs the passes' own option checks, so that a tool can refuse bad
   /// options before it reads a model; `error` gets the first problem.
@@ -165,7 +177,8 @@ void buildCpuPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,
 /// also used by frontends that emit entry points directly (the tracer).
 void buildCpuBackendPipeline(OpPassManager &pm,
                              const CleaveWriteManifestOptions &target = {},
-                             Phase stopAfter = Phase::LLVM);
+                             Phase stopAfter = Phase::LLVM,
+                             const CleaveLowerRuntimeCallsOptions &kernels = {});
 
 /// Registers `cleave-train-pipeline` and `cleave-cpu-pipeline`.
 void registerPipelines();

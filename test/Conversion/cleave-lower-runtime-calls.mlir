@@ -1,4 +1,11 @@
 // RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-lower-runtime-calls | FileCheck %s
+// RUN: cleave-opt %s --split-input-file --verify-diagnostics --cleave-lower-runtime-calls=precision=bf16 | FileCheck %s --check-prefix=BF16
+
+// precision=bf16 marks the matmuls (and convolutions), never pooling.
+// BF16: module attributes {rt.kernels = [
+// BF16-SAME: {accumulate = false, activation = "relu", b_batched = false, batch = 1 : i64, bias = true, entry = "micro_step", id = 0 : i64, k = 16 : i64, m = 8 : i64, math = "bf16", n = 4 : i64, op = "matmul", trans_a = false, trans_b = true}
+// BF16-SAME: {accumulate = true, activation = "none", b_batched = false, batch = 1 : i64, bias = false, entry = "micro_step", id = 1 : i64, k = 8 : i64, m = 4 : i64, math = "bf16", n = 16 : i64, op = "matmul", trans_a = true, trans_b = false}
+// BF16-SAME: {c = 3 : i64, count_include_pad = false, dilations = array<i64: 1, 1>, entry = "micro_step", h = 8 : i64, id = 2 : i64, kernel = array<i64: 2, 2>, n = 2 : i64, oh = 4 : i64, op = "avg_pool2d_bwd"
 
 // Each kernel gets an id into the module's table, which describes it fully,
 // and becomes a call through the kernel ABI with raw pointers.

@@ -77,6 +77,18 @@ def Rt_KernelKindAttr : EnumAttr<Rt_Dialect, Rt_KernelKind, "kernel_kind"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// What the compute-bound kernels (matmul, convolutions) multiply in. `bf16`:
+// their inputs are rounded to bfloat16 and the products accumulated in f32
+// into f32 outputs; every buffer of the ABI stays f32 (docs/design/
+// mixed-precision.md).
+def Rt_KernelPrecision : I32EnumAttr<"KernelPrecision", "kernel precision", [
+  I32EnumAttrCase<"f32", 0>,
+  I32EnumAttrCase<"bf16", 1>
+]> {
+  let cppNamespace = "::mlir::cleave::rt";
+  let genSpecializedAttr = 0;
+}
+
 def Rt_ReduceKind : I32EnumAttr<"ReduceKind", "cross-rank reduction", [
   I32EnumAttrCase<"sum", 0>,
   I32EnumAttrCase<"mean", 1>,

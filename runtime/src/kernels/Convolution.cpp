@@ -59,15 +59,23 @@ double paddingFactor(const dnnl::memory::desc &desc) {
 /// The primitive descriptor of `kind` for `g`, with every operand in `fmt`
 /// (`any` or the plain tags). `relu`/`bias` only apply to the forward kind.
 dnnl::primitive_desc makeConvPd(KernelKind kind, const ConvGeometry &g,
-                                bool any, bool bias, bool relu,
+                                bool any, bool bias, bool relu, bool bf16,
                                 const dnnl::engine &engine) {
-  auto desc = [&](const dims &d, tag plain) {
-    return dnnl::memory::desc(d, dnnl::memory::data_type::f32,
-                              any ? tag::any : plain);
+  using dt = dnnl::memory::data_type;
+  auto desc = [&](const dims &d, tag plain, dt type) {
+    return dnnl::memory::desc(d, type, any ? tag::any : plain);
   };
-  dnnl::memory::desc src = desc(g.src, tag::nchw);
-  dnnl::memory::desc wei = desc(g.wei, g.weiTag);
-  dnnl::memory::desc dst = desc(g.dst, tag::nchw);
+  // bf16: the primitive's inputs are bfloat16 (the staging reorders round
+  // them), its output f32 (products accumulated in f32). Which operands are
+  // inputs depends on the direction.
+  dt in = bf16 ? dt::bf16 : dt::f32;
+  bool fwd = kind == KernelKind::ConvolutionForward;
+  bool bwdData = kind == KernelKind::ConvolutionBackwardData;
+  dnnl::memory::desc src = desc(g.src, tag::nchw, bwdData ? dt::f32 : in);
+  dnnl::memory::desc wei =
+      desc(g.wei, g.weiTag,
+           kind == KernelKind::ConvolutionBackwardWeights ? dt::f32 : in);
+  dnnl::memory::desc dst = desc(g.dst, tag::nchw, fwd ? dt::f32 : in);
   dnnl::memory::desc biasDesc(g.bias, dnnl::memory::data_type::f32, tag::x);
   const auto direct = dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
@@ -88,10 +96,13 @@ dnnl::primitive_desc makeConvPd(KernelKind kind, const ConvGeometry &g,
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);
   }
 
-  // Backward primitives need the forward they differentiate as a hint.
+  // Backward primitives need the forward they differentiate as a hint (in
+  // bf16 mode, oneDNN's bf16 training recipe: bf16 inputs and output).
   dnnl::convolution_forward::primitive_desc hint(
-      dnnl::convolution_forward::desc(training, direct, src, wei, dst,
-                                      g.strides, g.dilates, g.padL, g.padR),
+      dnnl::convolution_forward::desc(
+          training, direct, desc(g.src, tag::nchw, in),
+          desc(g.wei, g.weiTag, in), desc(g.dst, tag::nchw, in), g.strides,
+          g.dilates, g.padL, g.padR),
       engine);
   if (kind == KernelKind::ConvolutionBackwardData)
     return dnnl::convolution_backward_data::primitive_desc(
@@ -140,6 +151,7 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
   }
   if (kind == KernelKind::ConvolutionBackwardWeights)
     accumulate = spec.boolean("accumulate");
+  bool bf16 = spec.bf16Math();
   spec.finish();
 
   if (c % groups != 0 || o % groups != 0)
@@ -172,15 +184,19 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
 
   ConvArgs args = convArgs(kind);
   dnnl::primitive_desc pd =
-      makeConvPd(kind, g, /*any=*/true, hasBias_, relu, env.engine);
+      makeConvPd(kind, g, /*any=*/true, hasBias_, relu, bf16, env.engine);
   double worst = 1;
   for (int arg : {args.in0, args.in1, args.out})
     worst = std::max(worst,
                      paddingFactor(pd.query_md(dnnl::query::exec_arg_md, arg)));
   blocked_ = worst <= kMaxPaddingFactor;
   if (!blocked_)
-    pd = makeConvPd(kind, g, /*any=*/false, hasBias_, relu, env.engine);
+    pd = makeConvPd(kind, g, /*any=*/false, hasBias_, relu, bf16, env.engine);
   impl_ = pd.impl_info_str();
+  if (bf16 && impl_.find("ref") != std::string::npos)
+    spec.fail("oneDNN has no bf16 " + op() + " for this CPU and shape (it "
+              "chose '" + impl_ + "'); bf16 artifacts need AVX512-BF16");
+  bf16_ = bf16;
 
   // Plain descriptors of the caller's tensors, per argument id.
   auto plain = [&](int arg) {
@@ -230,7 +246,8 @@ std::string ConvolutionKernel::describe() const {
   int staged = in0_.staged() + in1_.staged() + out_.staged();
   return op() + " " + impl_ + ", " +
          (blocked_ ? "oneDNN's layouts" : "plain layouts") + ", " +
-         std::to_string(staged) + " of 3 operands staged";
+         std::to_string(staged) + " of 3 operands staged" +
+         (bf16_ ? ", bf16 inputs" : "");
 }
 
 } // namespace cleave::rt

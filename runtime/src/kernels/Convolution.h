@@ -47,6 +47,7 @@ private:
   std::optional<Step> conv_;
   std::string impl_;
   bool blocked_ = false;
+  bool bf16_ = false;
 };
 
 } // namespace cleave::rt

@@ -123,6 +123,16 @@ std::string KernelSpec::choice(const char *key,
        expected);
 }
 
+std::string KernelSpec::choice(const char *key,
+                               std::initializer_list<const char *> allowed,
+                               const char *fallback) {
+  if (!entry_.contains(key)) {
+    seen_.insert(key);
+    return fallback;
+  }
+  return choice(key, allowed);
+}
+
 void KernelSpec::finish() const {
   for (auto it = entry_.begin(); it != entry_.end(); ++it)
     if (!seen_.count(it.key()))

@@ -57,6 +57,13 @@ public:
   /// A string field whose value must be one of `allowed`.
   std::string choice(const char *key,
                      std::initializer_list<const char *> allowed);
+  /// An optional choice: `fallback` when absent.
+  std::string choice(const char *key,
+                     std::initializer_list<const char *> allowed,
+                     const char *fallback);
+  /// The optional `math` field of the compute-bound kernels: whether they
+  /// multiply in bfloat16 ("bf16") or f32 ("f32", the default).
+  bool bf16Math() { return choice("math", {"f32", "bf16"}, "f32") == "bf16"; }
 
   /// Marks `key` as known without reading it (it was read elsewhere).
   void accept(const char *key) { seen_.insert(key); }

@@ -34,6 +34,7 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   hasBias_ = spec.boolean("bias");
   bool relu = spec.choice("activation", {"none", "relu"}) == "relu";
   bool accumulate = spec.boolean("accumulate");
+  bool bf16 = spec.bf16Math();
   spec.finish();
   // C += act(AB + bias) is not what accumulation means for any gradient, and
   // ruling it out keeps the post-op chain a plain sum.
@@ -73,18 +74,34 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   dnnl::primitive_attr attr = makeAttr();
   attr.set_post_ops(ops);
 
+  // bf16: the primitive reads dense bfloat16 copies of A and B (rounded by
+  // the staging reorders, which also apply the transposes) and writes f32,
+  // accumulating in f32; bias, post-ops and C stay f32.
+  auto bf16Copy = [&](const dnnl::memory::desc &d) {
+    dnnl::memory::dims dims = d.dims();
+    return dnnl::memory::desc(dims, dnnl::memory::data_type::bf16,
+                              dims.size() == 3
+                                  ? dnnl::memory::format_tag::abc
+                                  : dnnl::memory::format_tag::ab);
+  };
+  dnnl::memory::desc aWanted = bf16 ? bf16Copy(aDesc) : aDesc;
+  dnnl::memory::desc bWanted = bf16 ? bf16Copy(bDesc) : bDesc;
   dnnl::matmul::desc desc =
-      hasBias_ ? dnnl::matmul::desc(aDesc, bDesc, biasDesc, cDesc)
-               : dnnl::matmul::desc(aDesc, bDesc, cDesc);
+      hasBias_ ? dnnl::matmul::desc(aWanted, bWanted, biasDesc, cDesc)
+               : dnnl::matmul::desc(aWanted, bWanted, cDesc);
   dnnl::matmul::primitive_desc pd(desc, attr, env.engine);
   impl_ = pd.impl_info_str();
+  if (bf16 && impl_.find("ref") != std::string::npos)
+    spec.fail("oneDNN has no bf16 matmul for this CPU (it chose '" + impl_ +
+              "'); bf16 artifacts need AVX512-BF16");
 
-  a_ = unboundMemory(aDesc, env.engine);
-  b_ = unboundMemory(bDesc, env.engine);
+  using Role = Operand::Role;
+  a_ = Operand(Role::Input, aDesc, aWanted, env);
+  b_ = Operand(Role::Input, bDesc, bWanted, env);
   c_ = unboundMemory(cDesc, env.engine);
   matmul_.emplace(dnnl::matmul(pd), pd, env);
-  matmul_->args[DNNL_ARG_SRC] = a_;
-  matmul_->args[DNNL_ARG_WEIGHTS] = b_;
+  matmul_->args[DNNL_ARG_SRC] = a_.forPrimitive();
+  matmul_->args[DNNL_ARG_WEIGHTS] = b_.forPrimitive();
   matmul_->args[DNNL_ARG_DST] = c_;
   if (hasBias_) {
     bias_ = unboundMemory(biasDesc, env.engine);
@@ -98,14 +115,18 @@ void MatmulKernel::run(dnnl::stream &stream, const float *a, const float *b,
     throw std::invalid_argument("a NULL tensor was passed for a, b or c");
   if (hasBias_ && !bias)
     throw std::invalid_argument("the entry has a bias but NULL was passed");
-  a_.set_data_handle(const_cast<float *>(a));
-  b_.set_data_handle(const_cast<float *>(b));
+  a_.bind(a);
+  b_.bind(b);
   c_.set_data_handle(c);
   if (hasBias_)
     bias_.set_data_handle(const_cast<float *>(bias));
+  a_.stageIn(stream);
+  b_.stageIn(stream);
   matmul_->execute(stream);
 }
 
-std::string MatmulKernel::describe() const { return "matmul " + impl_; }
+std::string MatmulKernel::describe() const {
+  return "matmul " + impl_ + (a_.staged() ? ", bf16 inputs" : "");
+}
 
 } // namespace cleave::rt

@@ -31,7 +31,9 @@ public:
 
 private:
   bool hasBias_ = false;
-  dnnl::memory a_, b_, bias_, c_;
+  /// A and B, staged into bf16 copies when the entry multiplies in bf16.
+  Operand a_, b_;
+  dnnl::memory bias_, c_;
   std::optional<Step> matmul_;
   std::string impl_;
 };

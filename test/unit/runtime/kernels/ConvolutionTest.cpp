@@ -11,6 +11,8 @@
 
 #include "cleave/kernel_abi.h"
 
+#include <tuple>
+
 using namespace cleave::rt;
 using namespace cleave::rt::test;
 
@@ -233,6 +235,78 @@ TEST(Convolution, TrainingSequenceSharesArena) {
     EXPECT_TRUE(matches(dst, refDst)) << "step " << step;
     EXPECT_TRUE(matches(diffSrc, refSrc)) << "step " << step;
     EXPECT_TRUE(matches(diffWei, refWei)) << "step " << step;
+  }
+}
+
+/// `"math": "bf16"` in all three directions, blocked and plain layouts:
+/// the result is (to f32 accumulation error) the convolution of the
+/// bf16-rounded inputs, the accumulated weight gradient adds into the f32
+/// buffer, and the result is within kBf16RelTol of the exact one but not
+/// within f32 tolerance of it.
+TEST(Convolution, Bf16RoundsInputsAndAccumulatesInF32) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(15);
+  const int64_t configs[][3] = {{1, 16, 16}, {1, 3, 8}, {2, 8, 16}};
+  for (const auto &cfg : configs) {
+    ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+    t.kh = t.kw = 3;
+    t.dh = t.dw = 1;
+    t.pt = t.pl = t.pb = t.pr = 1;
+    t.h = t.w = 8;
+    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+    fwd["bias"] = true;
+    fwd["activation"] = "none";
+    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
+    nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
+    bwdW["accumulate"] = true;
+    for (nlohmann::json *e : {&fwd, &bwdData, &bwdW})
+      (*e)["math"] = "bf16";
+    SCOPED_TRACE(fwd.dump());
+    auto ctx = makeContext({fwd, bwdData, bwdW});
+    ASSERT_NE(ctx, nullptr);
+    for (int64_t id = 0; id < 3; ++id)
+      EXPECT_NE(ctx->describeKernel(id).find("bf16 inputs"),
+                std::string::npos)
+          << ctx->describeKernel(id);
+
+    auto src = randomVector(t.srcSize(), rng);
+    auto wei = randomVector(t.weiSize(), rng);
+    auto bias = randomVector(t.o, rng);
+    auto diffDst = randomVector(t.dstSize(), rng);
+    auto diffWei = randomVector(t.weiSize(), rng, 1.f, 3.f);
+    std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
+                       rDiffDst = roundedToBf16(diffDst);
+    // [0]: from the rounded inputs, [1]: exact.
+    Reference dst[2] = {Reference(t.dstSize()), Reference(t.dstSize())};
+    Reference dSrc[2] = {Reference(t.srcSize()), Reference(t.srcSize())};
+    Reference dWei[2] = {Reference(t.weiSize()), Reference(t.weiSize())};
+    for (int r = 0; r < 2; ++r) {
+      const std::vector<float> &s = r ? src : rSrc, &w = r ? wei : rWei,
+                               &dd = r ? diffDst : rDiffDst;
+      for (size_t i = 0; i < diffWei.size(); ++i)
+        dWei[r].add(i, diffWei[i]);
+      for (size_t d = 0; d < t.dstSize(); ++d)
+        dst[r].add(d, bias[(d / (t.oh() * t.ow())) % t.o]);
+      t.forEachTap([&](size_t si, size_t wi, size_t di) {
+        dst[r].add(di, double(s[si]) * w[wi]);
+        dSrc[r].add(si, double(dd[di]) * w[wi]);
+        dWei[r].add(wi, double(s[si]) * dd[di]);
+      });
+    }
+    std::vector<float> out(t.dstSize()), outSrc(t.srcSize());
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(),
+                             bias.data(), out.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst.data(), wei.data(),
+                                  outSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), diffDst.data(),
+                                     diffWei.data());
+    for (auto [got, refs, name] :
+         {std::tuple{&out, dst, "fwd"}, std::tuple{&outSrc, dSrc, "bwd_data"},
+          std::tuple{&diffWei, dWei, "bwd_weights"}}) {
+      EXPECT_TRUE(matches(*got, refs[0])) << name;
+      EXPECT_TRUE(matches(*got, refs[1], kBf16RelTol)) << name;
+      EXPECT_FALSE(matches(*got, refs[1])) << name;
+    }
   }
 }
 

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -98,6 +100,45 @@ inline void applyRelu(Reference &ref) {
   for (double &v : ref.value)
     v = std::max(v, 0.0);
 }
+
+/// Relative tolerance of a bf16 kernel against the exact (unrounded) result:
+/// each input is rounded to 8 significant bits (relative error <= 2^-9), so
+/// each product is off by at most about 2^-8 of its magnitude; 2^-7 leaves
+/// room for the f32 accumulation on top.
+constexpr double kBf16RelTol = 0x1p-7;
+
+/// `x` rounded to the nearest bfloat16 (ties to even), as a float: what
+/// oneDNN's f32-to-bf16 reorder produces for finite values.
+inline float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+inline std::vector<float> roundedToBf16(std::vector<float> v) {
+  for (float &x : v)
+    x = roundToBf16(x);
+  return v;
+}
+
+/// Whether this CPU has AVX512-BF16, which bf16 kernels need.
+inline bool hostHasBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0)
+      return line.find(" avx512_bf16") != std::string::npos;
+  return false;
+}
+
+#define CLEAVE_SKIP_WITHOUT_BF16()                                             \
+  do {                                                                         \
+    if (!::cleave::rt::test::hostHasBf16())                                    \
+      GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in "          \
+                      "/proc/cpuinfo), which bf16 kernels need";               \
+  } while (false)
 
 } // namespace cleave::rt::test
 

@@ -193,4 +193,51 @@ TEST(Matmul, ManyKernelsInOneContext) {
     }
 }
 
+/// `"math": "bf16"`: the kernel must compute exactly (to f32 accumulation
+/// error) the product of the bf16-rounded inputs, with bias, ReLU and the
+/// accumulated C in f32; within kBf16RelTol of the exact product; and not
+/// within f32 tolerance of it (or the entry was not honoured).
+TEST(Matmul, Bf16RoundsInputsAndAccumulatesInF32) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(6);
+  int variant = 0;
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool bBatched : {false, true}) {
+        ++variant;
+        bool accumulate = variant % 3 == 0;
+        bool relu = !accumulate && variant % 2 == 0;
+        MatmulCase t{randomInt(rng, 1, 3),
+                     randomInt(rng, 4, 40),
+                     randomInt(rng, 16, 90),
+                     randomInt(rng, 4, 40),
+                     transA,
+                     transB,
+                     bBatched,
+                     /*bias=*/!accumulate,
+                     relu,
+                     accumulate};
+        nlohmann::json entry = t.entry(0);
+        entry["math"] = "bf16";
+        SCOPED_TRACE(entry.dump());
+        auto ctx = makeContext(nlohmann::json::array({entry}));
+        ASSERT_NE(ctx, nullptr);
+        EXPECT_NE(ctx->describeKernel(0).find("bf16 inputs"),
+                  std::string::npos)
+            << ctx->describeKernel(0);
+        auto a = randomVector(t.batch * t.m * t.k, rng);
+        auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
+        auto bias = randomVector(t.n, rng);
+        auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
+        Reference rounded = referenceMatmul(t, roundedToBf16(a),
+                                            roundedToBf16(b), bias, c);
+        Reference exact = referenceMatmul(t, a, b, bias, c);
+        cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(),
+                             t.bias ? bias.data() : nullptr, c.data());
+        EXPECT_TRUE(matches(c, rounded));
+        EXPECT_TRUE(matches(c, exact, kBf16RelTol));
+        EXPECT_FALSE(matches(c, exact));
+      }
+}
+
 } // namespace

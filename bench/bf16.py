@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""bf16 mixed precision against f32: Cleave's samples/s with
+`--precision=bf16` and with the default f32, same model, micro-batch, N and
+thread count, in the same run (cleave-bench drives each artifact as
+cleave-train does).
+
+    /usr/bin/python3 bench/bf16.py --build=build --threads=1 --seconds=4
+
+Models: examples/mlp.mlir, examples/lenet.mlir and the ONNX transformer test
+model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
+micro-batches 32 and 256, N = 4. Prints a Markdown table with the CPU's name
+and whether it has AVX512-BF16 (without it there is nothing to measure: the
+compiler refuses bf16 for such a target).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def has_bf16():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return " avx512_bf16" in line
+    return False
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--accumulate", type=int, default=4)
+    p.add_argument("--micro-batches", default="32,256")
+    a = p.parse_args()
+    if not has_bf16():
+        sys.exit("bf16.py: this CPU has no AVX512-BF16; bf16 artifacts cannot "
+                 "run here")
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    bin_dir = os.path.join(a.build, "bin")
+    with tempfile.TemporaryDirectory() as tmp:
+        block = os.path.join(tmp, "block.onnx")
+        subprocess.run(["/usr/bin/python3", os.path.join(
+            ROOT, "test", "Frontend", "Onnx", "Inputs", "make_model.py"),
+            "torch_block17", block], check=True)
+        models = [("MLP 784-512-512-10", os.path.join(ROOT, "examples",
+                                                        "mlp.mlir")),
+                  ("LeNet", os.path.join(ROOT, "examples", "lenet.mlir")),
+                  ("transformer block (d 16, T 8)", block)]
+        rows = []
+        for name, source in models:
+            for b in [int(x) for x in a.micro_batches.split(",")]:
+                speed = {}
+                for precision in ("f32", "bf16"):
+                    out = os.path.join(tmp, f"m_{precision}.cleave")
+                    subprocess.run(
+                        [os.path.join(bin_dir, "cleave-compile"), source,
+                         f"--micro-batch={b}", f"--accumulate={a.accumulate}",
+                         "--optimizer=sgd", f"--precision={precision}",
+                         "-o", out], check=True, capture_output=True)
+                    load = os.getloadavg()[0]
+                    result = subprocess.run(
+                        [os.path.join(bin_dir, "cleave-bench"), out,
+                         f"--seconds={a.seconds}"], env=env, check=True,
+                        capture_output=True, text=True).stdout
+                    speed[precision] = json.loads(
+                        result.strip().splitlines()[-1])["samples_per_second"]
+                    print(f"  [load {load:.1f}] {name} b{b} {precision}: "
+                          f"{speed[precision]:.0f} samples/s", file=sys.stderr)
+                rows.append((name, b, speed["f32"], speed["bf16"]))
+    print(f"\n{cpu_name()}, AVX512-BF16, {a.threads} thread(s), N = "
+          f"{a.accumulate}\n")
+    print("| model | micro-batch | f32 samples/s | bf16 samples/s | bf16 / f32 |")
+    print("|---|---|---|---|---|")
+    for name, b, f32, bf16 in rows:
+        print(f"| {name} | {b} | {f32:,.0f} | {bf16:,.0f} | {bf16 / f32:.2f} × |")
+
+
+if __name__ == "__main__":
+    main()
