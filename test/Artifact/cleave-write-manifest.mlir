@@ -19,7 +19,8 @@
 // CHECK-SAME: \22hyperparameters\22:[{\22default\22:0.01,\22name\22:\22lr\22}]
 // CHECK-SAME: \22inputs\22:[{\22dtype\22:\22f32\22,\22name\22:\22x\22,\22shape\22:[8,2]},{\22dtype\22:\22i64\22,\22name\22:\22labels\22,\22shape\22:[8]},{\22dtype\22:\22f32\22,\22name\22:\22weights\22,\22role\22:\22sample_weights\22,\22shape\22:[8]}]
 // CHECK-SAME: \22kernels\22:[{\22id\22:0,\22op\22:\22matmul\22,\22trans_a\22:false}]
-// CHECK-SAME: \22micro_batch\22:8,\22reduce\22:\22none\22,\22sealed\22:true,
+// What the kernels multiply in (no entry says "math": bf16).
+// CHECK-SAME: \22micro_batch\22:8,\22precision\22:\22f32\22,\22reduce\22:\22none\22,\22sealed\22:true,
 // The target CPU and every feature it implies (sse4.2 with x86-64-v2, not
 // avx), handed to code generation as rt.target too.
 // CHECK-SAME: \22target\22:{\22cpu\22:\22x86-64-v2\22,\22features\22:[
