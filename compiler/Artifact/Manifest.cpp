@@ -180,6 +180,8 @@ struct WriteManifestPass
             in["role"] = "sample_weights";
           if (Attribute bound = d.get("index_bound"))
             in["index_bound"] = toJson(bound);
+          if (Attribute ignore = d.get("ignore_index"))
+            in["ignore_index"] = toJson(ignore);
           inputs.push_back(std::move(in));
         }
         if (name.getValue() == "apply_step" && role == "hyper")

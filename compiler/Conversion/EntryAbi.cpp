@@ -169,6 +169,9 @@ struct LowerEntryAbiPass
         if (Attribute bound =
                 f.getArgAttr(i, TrainDialect::kIndexBoundAttr))
           entry.set("index_bound", bound);
+        if (Attribute ignore =
+                f.getArgAttr(i, TrainDialect::kIgnoreIndexAttr))
+          entry.set("ignore_index", ignore);
         abi.push_back(entry.getDictionary(ctx));
       } else {
         return f.emitError("argument #")

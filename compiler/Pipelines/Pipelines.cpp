@@ -48,6 +48,7 @@ CleaveAttachLossOptions TrainingPipelineOptions::attachLossOptions() const {
   o.function = model;
   o.loss = loss;
   o.microBatch = microBatch;
+  o.ignoreIndex = ignoreIndex;
   return o;
 }
 

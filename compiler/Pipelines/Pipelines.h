@@ -53,6 +53,13 @@ struct TrainingPipelineOptions
       *this, "micro-batch",
       llvm::cl::desc("Samples per micro-step (0 keeps the model's batch)"),
       llvm::cl::init(0)};
+  Option<int64_t> ignoreIndex{
+      *this, "ignore-index",
+      llvm::cl::desc("Cross-entropy per token ([batch, tokens, classes] "
+                     "logits): the label of tokens that are not predicted, "
+                     "such as padding; they count for nothing, and the window "
+                     "is normalised by its number of real tokens"),
+      llvm::cl::init(-100)};
   Option<train::OptimizerKind> optimizer{
       *this, "optimizer", llvm::cl::desc("The update rule"),
       llvm::cl::init(train::OptimizerKind::sgd),

@@ -93,6 +93,7 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     o.function = function;
     o.loss = loss;
     o.microBatch = microBatch;
+    o.ignoreIndex = ignoreIndex;
     return o;
   }
 
@@ -162,10 +163,47 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     };
 
     Value perSample;
-    if (loss == nn::LossKind::cross_entropy) {
+    // The shape of the weights: one per sample, or one per token.
+    SmallVector<int64_t> weightShape = {batch};
+    if (loss == nn::LossKind::cross_entropy && predType.getRank() > 2) {
+      // Token-level: flatten the tokens into rows for nn.cross_entropy and
+      // fold the per-token losses back into the labels' shape.
+      ArrayRef<int64_t> logitShape = predType.getShape();
+      weightShape.assign(logitShape.begin(), logitShape.end() - 1);
+      if (ShapedType::isDynamicShape(logitShape))
+        return f.emitError("token-level cross-entropy needs static logits "
+                           "(set --micro-batch), got ")
+               << predType;
+      int64_t rows = ShapedType::getNumElements(weightShape);
+      int64_t classes = logitShape.back();
+      auto i64 = IntegerType::get(ctx, 64);
+      NamedAttribute attrs[] = {
+          NamedAttribute(StringAttr::get(ctx, TrainDialect::kInputAttr),
+                         StringAttr::get(ctx, "labels")),
+          NamedAttribute(StringAttr::get(ctx, TrainDialect::kIgnoreIndexAttr),
+                         IntegerAttr::get(i64, ignoreIndex))};
+      unsigned idx = f.getNumArguments();
+      if (failed(f.insertArgument(idx, RankedTensorType::get(weightShape, i64),
+                                  DictionaryAttr::get(ctx, attrs), loc)))
+        return failure();
+      Value labels = f.getArgument(idx);
+      Value flatLogits = nn::ReshapeOp::create(
+          b, loc, RankedTensorType::get({rows, classes}, elt), pred,
+          ArrayRef<int64_t>{rows, classes});
+      Value flatLabels = nn::ReshapeOp::create(
+          b, loc, RankedTensorType::get({rows}, i64), labels,
+          ArrayRef<int64_t>{rows});
+      Value perToken = nn::CrossEntropyOp::create(b, loc, flatLogits,
+                                                  flatLabels,
+                                                  nn::Reduction::none);
+      perSample = nn::ReshapeOp::create(
+          b, loc, RankedTensorType::get(weightShape, elt), perToken,
+          weightShape);
+    } else if (loss == nn::LossKind::cross_entropy) {
       if (predType.getRank() != 2)
-        return f.emitError("cross-entropy needs [batch, classes] logits, "
-                           "the prediction is ")
+        return f.emitError("cross-entropy needs [batch, classes] logits "
+                           "(or [batch, tokens, classes] for a loss per "
+                           "token), the prediction is ")
                << predType;
       Value labels = addInput(
           RankedTensorType::get({batch}, IntegerType::get(ctx, 64)), "labels");
@@ -182,12 +220,23 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
                << predType;
       perSample = pred;
     }
-    Value weights = addInput(RankedTensorType::get({batch}, elt), "weights");
+    Value weights = addInput(RankedTensorType::get(weightShape, elt), "weights");
     // Batch statistics must not see the padding of a short micro-batch.
-    f.walk([&](nn::BatchNormOp bn) {
-      if (bn.getTraining() && !bn.getSampleWeights())
-        bn.getSampleWeightsMutable().assign(weights);
+    WalkResult bnWalk = f.walk([&](nn::BatchNormOp bn) {
+      if (!bn.getTraining() || bn.getSampleWeights())
+        return WalkResult::advance();
+      if (weightShape.size() != 1) {
+        bn.emitError("batch normalisation needs one weight per sample, but "
+                     "a loss per token weighs tokens; token-level "
+                     "cross-entropy does not support training-mode batch "
+                     "normalisation");
+        return WalkResult::interrupt();
+      }
+      bn.getSampleWeightsMutable().assign(weights);
+      return WalkResult::advance();
     });
+    if (bnWalk.wasInterrupted())
+      return failure();
     Value weighted = nn::MulOp::create(b, loc, perSample, weights);
     Value total =
         nn::ReduceSumOp::create(b, loc, weighted, ArrayRef<int64_t>{}, false);

@@ -311,10 +311,13 @@ struct BuildTrainStepPass
                  << " of @loss has no train.input name; run "
                     "cleave-attach-loss";
         argTypes.push_back(grad.getArgumentTypes()[i]);
-        argAttrs.push_back(DictionaryAttr::get(
-            ctx,
-            {NamedAttribute(StringAttr::get(ctx, TrainDialect::kInputAttr),
-                            grad.getArgAttr(i, TrainDialect::kInputAttr))}));
+        NamedAttrList attrs;
+        attrs.set(TrainDialect::kInputAttr,
+                  grad.getArgAttr(i, TrainDialect::kInputAttr));
+        if (Attribute ignore =
+                grad.getArgAttr(i, TrainDialect::kIgnoreIndexAttr))
+          attrs.set(TrainDialect::kIgnoreIndexAttr, ignore);
+        argAttrs.push_back(attrs.getDictionary(ctx));
       } else if (role.kind == ArgRole::Param) {
         Type t = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
         if (elt && t != elt)

@@ -32,6 +32,15 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
     accumulates. The same weights go to every training-mode
     `nn.batch_norm`, so that padding does not enter batch statistics.
     `@loss` returns that scalar first, then the buffer updates.
+
+    Token-level cross-entropy: when the prediction has more than two
+    dimensions (`[B, T, ..., classes]`, a language model's logits), the
+    labels are `[B, T, ...]` (marked `train.ignore_index`) and so are the
+    weights: one per token, 1 for a real token of a real sample whose label
+    is not `ignore-index`, else 0 (the runtime fills them). `@loss` is then
+    the sum of the real tokens' losses, and the window's "sample" count the
+    number of real tokens, so the window normalisation is exact for any mix
+    of sequence lengths and padding.
   }];
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::func::FuncDialect"];
@@ -44,6 +53,9 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
            "::mlir::cleave::enumValues<::mlir::cleave::nn::LossKind>()">,
     Option<"microBatch", "micro-batch", "int64_t", /*default=*/"0",
            "Batch size to specialise to (0 keeps the model's)">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "Token-level cross-entropy: the label value of tokens that are "
+           "not predicted (padding)">,
   ];
 }
 

@@ -539,6 +539,16 @@ cleave_status cleave_session_last_loss(const cleave_session *session,
   });
 }
 
+cleave_status cleave_session_last_count(const cleave_session *session,
+                                        int64_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(count);
+    *count = session->impl->lastCount();
+    return Status::success();
+  });
+}
+
 cleave_status cleave_session_set_accumulation(cleave_session *session,
                                               int64_t n) {
   return guarded(__func__, [&](const char *function) -> Status {

@@ -171,7 +171,9 @@ private:
       return error(join(path, key),
                    min == 0   ? "must be a non-negative integer"
                    : min == 1 ? "must be a positive integer"
-                              : "must be an integer >= " + std::to_string(min));
+                   : min == std::numeric_limits<int64_t>::min()
+                       ? "must be an integer"
+                       : "must be an integer >= " + std::to_string(min));
     out = v->get<int64_t>();
     return Status::success();
   }
@@ -729,9 +731,10 @@ Status ManifestParser::parseInputs(const json &root) {
         return error(join(path, "role"),
                      "'sample_weights' is already the role of inputs[" +
                          std::to_string(*m.sampleWeightsInput) + "]");
-      if (!isFloat(desc.dtype) || desc.shape.size() != 1)
-        return error(path, "(sample weights) must be f32 or f64 of shape [" +
-                               std::to_string(m.microBatch) + "]");
+      // [B], or the token labels' shape (checked below, once every input
+      // is known).
+      if (!isFloat(desc.dtype))
+        return error(path, "(sample weights) must be f32 or f64");
       desc.sampleWeights = true;
       m.sampleWeightsInput = i;
     } else {
@@ -746,7 +749,41 @@ Status ManifestParser::parseInputs(const json &root) {
         return error(join(path, "index_bound"),
                      "is only allowed on an i32 or i64 input");
     }
+    const json *ignore;
+    CLEAVE_RETURN_IF_ERROR(field(in, path, "ignore_index", false, ignore));
+    if (ignore) {
+      int64_t value = 0;
+      CLEAVE_RETURN_IF_ERROR(getInt(in, path, "ignore_index",
+                                    std::numeric_limits<int64_t>::min(),
+                                    value));
+      if (desc.indexBound == 0 || desc.shape.size() < 2)
+        return error(join(path, "ignore_index"),
+                     "is only allowed on token labels: an integer input with "
+                     "an index_bound and a token dimension");
+      if (m.tokenLabelsInput)
+        return error(join(path, "ignore_index"),
+                     "is already on inputs[" +
+                         std::to_string(*m.tokenLabelsInput) + "]");
+      desc.ignoreIndex = value;
+      m.tokenLabelsInput = i;
+    }
     m.inputs.push_back(std::move(desc));
+  }
+  // Sample weights: one per sample, or one per token of the token labels.
+  if (m.sampleWeightsInput) {
+    const InputDesc &w = m.inputs[*m.sampleWeightsInput];
+    std::vector<int64_t> expected = {m.microBatch};
+    if (m.tokenLabelsInput)
+      expected = m.inputs[*m.tokenLabelsInput].shape;
+    if (w.shape != expected) {
+      std::string dims;
+      for (int64_t d : expected)
+        dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      return error(index("inputs", *m.sampleWeightsInput),
+                   "(sample weights) must have shape [" + dims + "]" +
+                       (m.tokenLabelsInput ? ", the token labels' shape"
+                                           : ""));
+    }
   }
   return Status::success();
 }

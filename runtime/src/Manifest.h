@@ -98,6 +98,9 @@ struct InputDesc : TensorDesc {
   /// For class labels and embedding indices: every element must lie in
   /// [0, indexBound) (`"index_bound"`; 0: no bound).
   int64_t indexBound = 0;
+  /// Token labels (`"ignore_index"`): elements equal to this value are not
+  /// predicted; they get sample weight 0 and need not lie in the bound.
+  std::optional<int64_t> ignoreIndex;
 };
 
 struct HyperDesc {
@@ -192,6 +195,9 @@ struct Manifest {
   /// sample-weights input), in manifest order.
   std::vector<size_t> userInputs;
   std::optional<size_t> sampleWeightsInput;
+  /// The input with `ignore_index` (token labels), whose shape the sample
+  /// weights then have: one weight per token rather than per sample.
+  std::optional<size_t> tokenLabelsInput;
   std::array<EntryDesc, kNumEntryKinds> entries;
   /// The entries of a Graph artifact, in manifest order.
   std::vector<GraphEntryDesc> graphEntries;

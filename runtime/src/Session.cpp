@@ -370,12 +370,33 @@ namespace {
 /// [0, bound), if any.
 template <typename T>
 std::optional<std::pair<size_t, int64_t>>
-firstOutOfRange(const void *data, size_t count, int64_t bound) {
+firstOutOfRange(const void *data, size_t count, int64_t bound,
+                std::optional<int64_t> ignore) {
   const T *v = static_cast<const T *>(data);
   for (size_t i = 0; i < count; ++i)
-    if (v[i] < 0 || int64_t(v[i]) >= bound)
+    if ((v[i] < 0 || int64_t(v[i]) >= bound) &&
+        !(ignore && int64_t(v[i]) == *ignore))
       return std::make_pair(i, int64_t(v[i]));
   return std::nullopt;
+}
+
+/// Token weights: 1 for each token of the first `samples` rows whose label
+/// is not `ignore`, 0 for the rest; returns how many are 1.
+template <typename Label, typename Weight>
+int64_t fillTokenWeights(const void *labels, void *weights, int64_t rows,
+                         int64_t tokensPerRow, int64_t samples,
+                         int64_t ignore) {
+  const Label *l = static_cast<const Label *>(labels);
+  Weight *w = static_cast<Weight *>(weights);
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < tokensPerRow; ++t) {
+      int64_t i = r * tokensPerRow + t;
+      bool real = r < samples && int64_t(l[i]) != ignore;
+      w[i] = real ? Weight(1) : Weight(0);
+      count += real;
+    }
+  return count;
 }
 } // namespace
 
@@ -384,13 +405,19 @@ Status Session::checkIndices(const InputDesc &in, const void *data,
   // Generated code clamps indices (it never reads out of bounds); a value
   // outside the range would silently train on another class or row.
   auto bad = in.dtype == DType::I64
-                 ? firstOutOfRange<int64_t>(data, bytes / 8, in.indexBound)
-                 : firstOutOfRange<int32_t>(data, bytes / 4, in.indexBound);
+                 ? firstOutOfRange<int64_t>(data, bytes / 8, in.indexBound,
+                                            in.ignoreIndex)
+                 : firstOutOfRange<int32_t>(data, bytes / 4, in.indexBound,
+                                            in.ignoreIndex);
   if (!bad)
     return Status::success();
   return makeError(CLEAVE_INVALID_ARGUMENT, "batch: input '", in.name,
                    "' element ", bad->first, " is ", bad->second,
                    ", expected 0 to ", in.indexBound - 1,
+                   in.ignoreIndex
+                       ? " or the ignore index " +
+                             std::to_string(*in.ignoreIndex)
+                       : std::string(),
                    " (a class label or an index into ", in.indexBound,
                    " rows)");
 }
@@ -430,8 +457,34 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
       std::memcpy(dst + size_t(r) * row, last, row);
     inputPtrs_[idx] = dst;
   }
-  if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
-      weightsSamples_ != samples) {
+  if (m.sampleWeightsInput && m.tokenLabelsInput &&
+      e.usesInput[*m.sampleWeightsInput]) {
+    // One weight per token, from this micro-batch's labels: the window is
+    // normalised by its number of real tokens.
+    const InputDesc &labels = m.inputs[*m.tokenLabelsInput];
+    const InputDesc &weights = m.inputs[*m.sampleWeightsInput];
+    int64_t perRow = labels.numElements / b;
+    const void *l = inputPtrs_[*m.tokenLabelsInput];
+    void *w = inputs_[*m.sampleWeightsInput].data();
+    int64_t ignore = *labels.ignoreIndex;
+    bool wide = labels.dtype == DType::I64;
+    bool f64 = weights.dtype == DType::F64;
+    lastCount_ =
+        wide ? (f64 ? fillTokenWeights<int64_t, double>(l, w, b, perRow,
+                                                        samples, ignore)
+                    : fillTokenWeights<int64_t, float>(l, w, b, perRow,
+                                                       samples, ignore))
+             : (f64 ? fillTokenWeights<int32_t, double>(l, w, b, perRow,
+                                                        samples, ignore)
+                    : fillTokenWeights<int32_t, float>(l, w, b, perRow,
+                                                       samples, ignore));
+    weightsSamples_ = -1;
+    if (lastCount_ == 0 && kind == EntryKind::MicroStep)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
+                       labels.name, "' is the ignore index ", ignore,
+                       ": the micro-batch has nothing to learn from");
+  } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
+             weightsSamples_ != samples) {
     void *w = inputs_[*m.sampleWeightsInput].data();
     for (int64_t i = 0; i < b; ++i) {
       double v = i < samples ? 1.0 : 0.0;
@@ -442,6 +495,8 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
     }
     weightsSamples_ = samples;
   }
+  if (!m.tokenLabelsInput)
+    lastCount_ = samples;
   Binding &binding = bindings_[static_cast<size_t>(kind)];
   for (const auto &[arg, input] : binding.inputArgs)
     binding.args[arg] = inputPtrs_[input];
@@ -490,7 +545,7 @@ Status Session::microStep(const cleave_batch &batch) {
   lastLossSum_ = readScalar(
       manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype,
       b.outputs[manifest_.lossOutput].data());
-  lastLoss_ = lastLossSum_ / double(batch.samples);
+  lastLoss_ = lastLossSum_ / double(lastCount_);
   if (*microSteps_ >= accumulate_)
     return apply();
   return Status::success();
@@ -540,6 +595,7 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
   cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
                      sliceBytes_.data()};
   double lossSum = 0.0;
+  int64_t count = 0;
   // Advancing by the slice, not by microSize, keeps `start` <= samples: an
   // artifact without user inputs accepts any sample count, up to INT64_MAX.
   for (int64_t start = 0; start < batch.samples; start += slice.samples) {
@@ -552,9 +608,11 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
     }
     CLEAVE_RETURN_IF_ERROR(microStep(slice));
     lossSum += lastLossSum_;
+    count += lastCount_;
   }
   lastLossSum_ = lossSum;
-  lastLoss_ = lossSum / double(batch.samples);
+  lastCount_ = count;
+  lastLoss_ = lossSum / double(count);
   return Status::success();
 }
 

@@ -101,6 +101,7 @@ public:
   int64_t step() const { return *step_; }
   /// Mean per-sample loss of the last microStep / trainBatch (NaN before).
   double lastLoss() const { return lastLoss_; }
+  int64_t lastCount() const { return lastCount_; }
   uint64_t seed() const { return seed_; }
   int rank() const;
   int numRanks() const;
@@ -222,6 +223,9 @@ private:
   int numThreads_ = 0;
   double lastLoss_;
   double lastLossSum_ = 0.0;
+  /// What the last micro-step's (or train_batch's) loss is a mean over: its
+  /// real samples, or its real tokens for token labels.
+  int64_t lastCount_ = 0;
   /// Bytes sent by the entry points of the current window so far.
   uint64_t windowBytes_ = 0;
   uint64_t lastWindowBytes_ = 0;

@@ -3,6 +3,7 @@
 // RUN: cleave-opt %t/mse.mlir --cleave-attach-loss=loss=mse | FileCheck %s --check-prefix=MSE
 // RUN: cleave-opt %t/none.mlir --split-input-file --verify-diagnostics --cleave-attach-loss="loss=none function=model" | FileCheck %s --check-prefix=NONE
 // RUN: cleave-opt %t/batch-norm.mlir --cleave-attach-loss=micro-batch=4 | FileCheck %s --check-prefix=BN
+// RUN: cleave-opt %t/tokens.mlir --split-input-file --verify-diagnostics --cleave-attach-loss="micro-batch=4 ignore-index=-1" | FileCheck %s --check-prefix=TOK
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=loss=hinge 2>&1 | FileCheck %s --check-prefix=BAD-LOSS
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=micro-batch=-2 2>&1 | FileCheck %s --check-prefix=BAD-BATCH
 // RUN: not cleave-opt %t/mse.mlir --cleave-attach-loss=function=nope 2>&1 | FileCheck %s --check-prefix=NO-FUNCTION
@@ -153,9 +154,45 @@ func.func @forward(%x: tensor<?x4xf32>, %l: tensor<8xi64>) -> tensor<8xi64> {
 
 // -----
 
-// expected-error @+1 {{cross-entropy needs [batch, classes] logits, the prediction is 'tensor<8x2x3xf32>'}}
-func.func @forward(%x: tensor<?x2x3xf32>) -> tensor<?x2x3xf32> {
-  return %x : tensor<?x2x3xf32>
+// expected-error @+1 {{cross-entropy needs [batch, classes] logits (or [batch, tokens, classes] for a loss per token), the prediction is 'tensor<8xf32>'}}
+func.func @forward(%x: tensor<?xf32>) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+
+//--- tokens.mlir
+
+// Logits [B, T, V]: a loss per token. Labels and weights are [B, T]; the
+// labels carry the ignore index; tokens are folded into rows for the
+// cross-entropy and back.
+// TOK-LABEL: func.func @loss(
+// TOK-SAME: %[[IDS:[^:]+]]: tensor<4x6xi64> {train.input = "ids"}
+// TOK-SAME: %[[LABELS:[^:]+]]: tensor<4x6xi64> {train.ignore_index = -1 : i64, train.input = "labels"}
+// TOK-SAME: %[[WEIGHTS:[^:]+]]: tensor<4x6xf32> {train.input = "weights"})
+// TOK: %[[LOGITS:.+]] = nn.linear
+// TOK: %[[ROWS:.+]] = nn.reshape %[[LOGITS]] [24, 5] : tensor<4x6x5xf32> -> tensor<24x5xf32>
+// TOK: %[[FLAT:.+]] = nn.reshape %[[LABELS]] [24] : tensor<4x6xi64> -> tensor<24xi64>
+// TOK: %[[TOKLOSS:.+]] = nn.cross_entropy %[[ROWS]], %[[FLAT]] {{.+}} : tensor<24x5xf32>, tensor<24xi64> -> tensor<24xf32>
+// TOK: %[[PER:.+]] = nn.reshape %[[TOKLOSS]] [4, 6] : tensor<24xf32> -> tensor<4x6xf32>
+// TOK: %[[W:.+]] = nn.mul %[[PER]], %[[WEIGHTS]] : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+// TOK: nn.reduce_sum %[[W]] [] : tensor<4x6xf32> -> tensor<f32>
+func.func @forward(%ids: tensor<?x6xi64> {train.input = "ids"},
+                   %e: tensor<5x3xf32> {train.param = "embed"},
+                   %w: tensor<5x3xf32> {train.param = "head"}) -> tensor<?x6x5xf32> {
+  %0 = nn.embedding %ids, %e : tensor<?x6xi64>, tensor<5x3xf32> -> tensor<?x6x3xf32>
+  %1 = nn.linear %0, %w : tensor<?x6x3xf32>, tensor<5x3xf32> -> tensor<?x6x5xf32>
+  return %1 : tensor<?x6x5xf32>
+}
+
+// -----
+
+// Batch statistics weigh samples, a loss per token weighs tokens.
+func.func @forward(%x: tensor<?x2x6xf32>, %g: tensor<2xf32> {train.param = "g"},
+                   %b: tensor<2xf32> {train.param = "b"},
+                   %m: tensor<2xf32> {train.buffer = "m"},
+                   %v: tensor<2xf32> {train.buffer = "v"}) -> tensor<?x2x6xf32> {
+  // expected-error @+1 {{batch normalisation needs one weight per sample, but a loss per token weighs tokens}}
+  %y, %nm, %nv = nn.batch_norm %x, %g, %b, %m, %v {training} : tensor<?x2x6xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<?x2x6xf32>, tensor<2xf32>, tensor<2xf32>
+  return %y : tensor<?x2x6xf32>
 }
 
 //--- batch-norm.mlir

@@ -304,9 +304,10 @@ bool trainCleave(const Case &c, CleaveRun &out) {
       for (const Input *i : order)
         batch.add(i->data.data() + start * i->rowBytes(), size * i->rowBytes());
       session.microStep(batch);
-      // last_loss is the mean over the micro-batch's real samples.
-      lossSum += session.lastLoss() * size;
-      samples += size;
+      // last_loss is the mean over the micro-batch's real samples (real
+      // tokens, for a loss per token), last_count their number.
+      lossSum += session.lastLoss() * double(session.lastCount());
+      samples += session.lastCount();
       start += size;
     }
     if (static_cast<int64_t>(window.size()) < c.accumulate)
@@ -438,7 +439,8 @@ const char *const kCases[] = {
     "cnn_bn_adam",       "transformer_sgd",   "transformer_momentum",
     "transformer_adam",  "transformer_adamw", "mlp_rmsprop",
     "cnn_bn_adagrad",    "mlp_lamb",          "transformer_lamb",
-    "cnn_bn_lars",       "transformer_lars"};
+    "cnn_bn_lars",       "transformer_lars",  "gpt_sgd",
+    "gpt_adam"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

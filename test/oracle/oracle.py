@@ -129,13 +129,54 @@ class Block(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class Gpt(nn.Module):
+    """A GPT-style causal decoder: token and position embeddings, one
+    pre-norm block of causal single-head self-attention and a GELU MLP, a
+    final layer norm and an untied head over the vocabulary: next-token
+    logits [B, T, vocab], trained with a cross-entropy per token. The causal
+    mask is a constant of the graph (-1e4 above the diagonal: exp() of it is
+    exactly 0 in float32, as -inf would be, without inf arithmetic)."""
+
+    def __init__(self, vocab=20, dim=16, hidden=32, tokens=6):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(0.1 * torch.randn(tokens, dim))
+        self.ln1 = nn.LayerNorm(dim)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim, bias=False)
+        self.v = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.lnf = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab)
+        # A plain tensor, neither parameter nor buffer: a graph constant.
+        self.causal = torch.triu(torch.full((tokens, tokens), -1e4), 1)
+
+    def forward(self, ids):
+        x = self.embed(ids) + self.pos
+        h = self.ln1(x)
+        scores = self.q(h) @ self.k(h).transpose(1, 2) / h.shape[-1] ** 0.5
+        scores = scores + self.causal
+        x = x + self.proj(torch.softmax(scores, dim=-1) @ self.v(h))
+        x = x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+        return self.head(self.lnf(x))
+
+
+# The label of tokens a language model is not trained to predict (padding):
+# PyTorch's default ignore_index, and cleave-compile's.
+IGNORE = -100
+
 # name: (constructor, input name, per-sample shape, input kind, classes,
-#        opset)
+#        opset). Input kind "lm": token ids in, a label per token out, some
+#        of them IGNORE (sequences of different lengths, padded).
 MODELS = {
     "mlp": (mlp, "image", (1, 8, 8), "image", 10, 13),
     "lenet": (LeNet, "image", (1, 12, 12), "image", 10, 13),
     "cnn_bn": (BnCnn, "image", (1, 12, 12), "image", 10, 13),
     "transformer": (Block, "ids", (6,), "tokens", 4, 17),
+    "gpt": (Gpt, "ids", (6,), "lm", 20, 14),
 }
 
 # ---------------------------------------------------------------------------
@@ -200,6 +241,11 @@ CASES = {
                         weight_decay=1e-3),
     "transformer_lars": case("transformer", "lars", lr=0.1, momentum=0.9,
                              eta=0.02, weight_decay=0.01),
+    # A causal decoder with a loss per token: windows normalised by their
+    # real tokens, sequences padded to different lengths, a short last
+    # micro-batch.
+    "gpt_sgd": case("gpt", "sgd", windows=RAGGED, lr=0.5),
+    "gpt_adam": case("gpt", "adam", windows=RAGGED, lr=0.01),
     # The batch-norm study (the OracleBatchNorm tests of OracleTest.cpp): two
     # cases above on one micro-batch of 12 per window instead of three of 4.
     "cnn_bn_sgd_big": case("cnn_bn", "sgd", windows=BIG, micro_batch=12,
@@ -376,7 +422,8 @@ def run(case_name, out_dir):
     torch.manual_seed(seed)
     module = build()
     total = sum(map(sum, windows))
-    if kind == "tokens":
+    lm = kind == "lm"
+    if kind in ("tokens", "lm"):
         vocab = module.embed.num_embeddings
         data = torch.randint(0, vocab, (total,) + sample_shape)
     else:
@@ -384,6 +431,16 @@ def run(case_name, out_dir):
     mse = spec["loss"] == "mse"
     if mse:
         targets = torch.randn(total, classes)
+    elif lm:
+        # The next token of each position, and padding after a random
+        # length of at least 2 tokens (the last position has no next token).
+        tokens = sample_shape[0]
+        targets = torch.full((total, tokens), IGNORE, dtype=torch.int64)
+        lengths = torch.randint(2, tokens + 1, (total,))
+        for i in range(total):
+            n = int(lengths[i])
+            targets[i, :n - 1] = data[i, 1:n]
+            data[i, n:] = 0  # padding ids, never a target
     else:
         targets = torch.randint(0, classes, (total,))
 
@@ -395,7 +452,15 @@ def run(case_name, out_dir):
     def sum_of_losses(out, target):
         if mse:  # Cleave's per-sample MSE: the mean over the features
             return ((out - target) ** 2).mean(dim=1).sum()
+        if lm:  # the sum over the real tokens
+            return nn.functional.cross_entropy(
+                out.reshape(-1, out.shape[-1]), target.reshape(-1),
+                ignore_index=IGNORE, reduction="sum")
         return nn.functional.cross_entropy(out, target, reduction="sum")
+
+    def count(target):
+        """What the window's loss is a mean over: samples, or real tokens."""
+        return int((target != IGNORE).sum()) if lm else target.shape[0]
 
     def pad(x):
         rows = spec["micro_batch"] - x.shape[0]
@@ -404,7 +469,7 @@ def run(case_name, out_dir):
     optimizer = make_optimizer(spec["optimizer"], module.parameters(), hyper)
     losses, start = [], 0
     for window in windows:
-        samples = sum(window)
+        samples = count(targets[start:start + sum(window)])
         optimizer.zero_grad()
         loss_sum = 0.0
         for size in window:
@@ -430,7 +495,7 @@ def run(case_name, out_dir):
     for name in sorted(runtime):
         lines.append(f"hyper {name} {hyper[name]!r}")
 
-    dtype = "i64" if kind == "tokens" else "f32"
+    dtype = "i64" if kind in ("tokens", "lm") else "f32"
     write_raw(os.path.join(directory, "input.bin"), data)
     lines.append(f"input {input_name} {dtype} input.bin "
                  f"{data[0].numel()}")

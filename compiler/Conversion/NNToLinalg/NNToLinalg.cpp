@@ -40,10 +40,21 @@ void annotateIndexBounds(func::FuncOp f) {
     if (!f.getArgAttr(arg.getArgNumber(), train::TrainDialect::kInputAttr))
       continue;
     std::optional<int64_t> least;
-    for (Operation *user : arg.getUsers())
-      if (std::optional<int64_t> b = bound(arg, user);
-          b && !ShapedType::isDynamic(*b))
-        least = least ? std::min(*least, *b) : *b;
+    // Reshapes keep the values (token labels are folded into rows before
+    // their cross-entropy): follow them.
+    SmallVector<Value> values = {arg};
+    while (!values.empty()) {
+      Value v = values.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (isa<nn::ReshapeOp, nn::FlattenOp>(user)) {
+          values.push_back(user->getResult(0));
+          continue;
+        }
+        if (std::optional<int64_t> b = bound(v, user);
+            b && !ShapedType::isDynamic(*b))
+          least = least ? std::min(*least, *b) : *b;
+      }
+    }
     if (least)
       f.setArgAttr(arg.getArgNumber(), train::TrainDialect::kIndexBoundAttr,
                    IntegerAttr::get(IntegerType::get(f.getContext(), 64),

@@ -232,12 +232,16 @@ def NN_ReshapeOp : NN_DiffOp<"reshape", [InferTypeOpAdaptor]> {
     `shape` lists the new dimensions; at most one entry may be -1, meaning
     "whatever makes the element count match". Row-major element order is kept.
 
+    Integer tensors (token labels folded into rows for a loss per token)
+    reshape too; they carry no gradient.
+
     ```mlir
     %0 = nn.reshape %x [-1, 784] : tensor<32x1x28x28xf32> -> tensor<32x784xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,
+                       DenseI64ArrayAttr:$shape);
+  let results = (outs RankedTensorOf<[F32, F64, I32, I64]>:$result);
   let assemblyFormat = [{
     $input $shape attr-dict `:` type($input) `->` type($result)
   }];

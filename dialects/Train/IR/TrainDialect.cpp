@@ -141,6 +141,7 @@ static constexpr StringLiteral kArgRoles[] = {
 static bool isArgAttr(StringRef name) {
   return llvm::is_contained(kArgRoles, name) ||
          name == TrainDialect::kIndexBoundAttr ||
+         name == TrainDialect::kIgnoreIndexAttr ||
          name == TrainDialect::kDefaultAttr || name == TrainDialect::kInitAttr;
 }
 
@@ -278,6 +279,21 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                          << kInputAttr << "'";
     if (tensor && !isa<IntegerType>(tensor.getElementType()))
       return emitError() << "bounds integer inputs, the argument is " << tensor;
+    return success();
+  }
+  if (name == kIgnoreIndexAttr) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || isa<BoolAttr>(value) || !i.getType().isInteger(64))
+      return emitError() << "must be an i64 integer, got " << value;
+    if (!has(kInputAttr))
+      return emitError() << "marks token labels, a data input; the argument "
+                            "has no '"
+                         << kInputAttr << "'";
+    if (tensor && (!isa<IntegerType>(tensor.getElementType()) ||
+                   tensor.getRank() < 2))
+      return emitError() << "marks token labels ([batch, tokens] integers), "
+                            "the argument is "
+                         << tensor;
     return success();
   }
   if (name == kDefaultAttr) {

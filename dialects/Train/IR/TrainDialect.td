@@ -69,6 +69,10 @@ def Train_Dialect : Dialect {
     /// labels, embedding indices); the runtime checks it.
     static constexpr ::llvm::StringLiteral kIndexBoundAttr =
         "train.index_bound";
+    /// On token labels ([batch, tokens...] integers): elements equal to this
+    /// value are not predicted (padding); the runtime gives them weight 0.
+    static constexpr ::llvm::StringLiteral kIgnoreIndexAttr =
+        "train.ignore_index";
     static constexpr ::llvm::StringLiteral kHyperAttr = "train.hyper";
     static constexpr ::llvm::StringLiteral kDefaultAttr = "train.default";
     static constexpr ::llvm::StringLiteral kParamAttr = "train.param";

@@ -323,9 +323,18 @@ CLEAVE_API cleave_status cleave_session_output(const cleave_session *session,
                                                size_t *bytes);
 
 /** The mean per-sample loss of the last cleave_session_micro_step (or of all
- *  samples of the last cleave_session_train_batch); NaN before the first. */
+ *  samples of the last cleave_session_train_batch); NaN before the first.
+ *  For an artifact with token labels (a loss per token, inputs with
+ *  `ignore_index`), the mean over the real tokens: those of real samples
+ *  whose label is not the ignore index. */
 CLEAVE_API cleave_status cleave_session_last_loss(const cleave_session *session,
                                                   double *loss);
+
+/** What cleave_session_last_loss is a mean over: the real samples of the
+ *  last micro-step (or train_batch), or their real tokens for token labels;
+ *  0 before the first. The window's normaliser is the sum of these counts. */
+CLEAVE_API cleave_status
+cleave_session_last_count(const cleave_session *session, int64_t *count);
 
 /** Sets the accumulation count N (>= 1). If the current window already holds N
  *  or more micro-steps, apply_step runs at once. */

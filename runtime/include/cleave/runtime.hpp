@@ -308,6 +308,12 @@ public:
     check(cleave_session_last_loss(handle_, &loss));
     return loss;
   }
+  /// What lastLoss() is a mean over: samples, or tokens for token labels.
+  int64_t lastCount() const {
+    int64_t count = 0;
+    check(cleave_session_last_count(handle_, &count));
+    return count;
+  }
   /// Bytes this rank sent through the artifact's collectives in the last
   /// completed window (cleave_session_bytes_sent).
   uint64_t bytesSentLastWindow() const {

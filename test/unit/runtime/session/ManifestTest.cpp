@@ -73,6 +73,20 @@ json validManifest() {
   return m;
 }
 
+TEST(ManifestTest, TokenLabelsWeighTokens) {
+  json j = validManifest();
+  j["inputs"][1]["shape"] = json::array({8, 4});
+  j["inputs"][1]["ignore_index"] = -100;
+  j["inputs"][2]["shape"] = json::array({8, 4});
+  Manifest m;
+  Status s = parseManifest(j.dump(), m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(m.tokenLabelsInput.has_value());
+  EXPECT_EQ(*m.tokenLabelsInput, 1u);
+  EXPECT_EQ(m.inputs[1].ignoreIndex, std::optional<int64_t>(-100));
+  EXPECT_EQ(m.inputs[1].rowBytes, 4u * 8u);
+}
+
 TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   std::string text = validManifest().dump();
   Manifest m;
@@ -328,7 +342,27 @@ const BadCase kBadCases[] = {
     {"IndexBoundOnFloats", [](json &m) { m["inputs"][0]["index_bound"] = 3; },
      "inputs[0].index_bound is only allowed on an i32 or i64 input"},
     {"SampleWeightsDtype", [](json &m) { m["inputs"][2]["dtype"] = "i64"; },
-     "inputs[2] (sample weights) must be f32 or f64 of shape [8]"},
+     "inputs[2] (sample weights) must be f32 or f64"},
+    {"SampleWeightsShape",
+     [](json &m) { m["inputs"][2]["shape"] = json::array({8, 2}); },
+     "inputs[2] (sample weights) must have shape [8]"},
+    {"IgnoreIndexOnClassLabels",
+     [](json &m) { m["inputs"][1]["ignore_index"] = -100; },
+     "inputs[1].ignore_index is only allowed on token labels: an integer "
+     "input with an index_bound and a token dimension"},
+    {"IgnoreIndexNotInteger",
+     [](json &m) {
+       m["inputs"][1]["shape"] = json::array({8, 4});
+       m["inputs"][1]["ignore_index"] = "pad";
+     },
+     "inputs[1].ignore_index must be an integer"},
+    {"TokenWeightsShape",
+     [](json &m) {
+       m["inputs"][1]["shape"] = json::array({8, 4});
+       m["inputs"][1]["ignore_index"] = -100;
+     },
+     "inputs[2] (sample weights) must have shape [8, 4], the token labels' "
+     "shape"},
     {"EntriesNotObject", [](json &m) { m["entries"] = json::array(); },
      "entries must be an object"},
     {"UnknownEntry",
