@@ -66,6 +66,13 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
   m.input = inputs[m.inputIndex];
   m.target = inputs[m.targetIndex];
   m.classifier = m.target.dtype == CLEAVE_DTYPE_I64;
+  if (m.classifier && m.target.shape.size() > 1)
+    throw tools::Error(
+        path + " takes token labels " + shapeString(m.target.shape) +
+        " (a loss per token); cleave-train trains classifiers and "
+        "regressions only. Train it through the runtime API "
+        "(cleave::Session::microStep with [B, T] ids and labels, "
+        "docs/design/split.md)");
   if (!isTargets(m.target) || (m.classifier && m.target.shape.size() != 1) ||
       (!m.classifier && m.target.shape.empty()))
     throw tools::Error(
