@@ -193,7 +193,7 @@ struct Manifest {
   std::optional<TargetDesc> target;
   /// `"device"`: absent means the CPU. A `cuda` artifact passes device
   /// pointers to its entry points and launches its kernels through the
-  /// runtime's mgpu* functions (docs/design/gpu.md).
+  /// runtime's mgpu* functions (docs/design/gpu-runtime.md).
   DeviceKind device = DeviceKind::Cpu;
   /// `cuda` only: the architectures the artifact has a cubin for, in the
   /// order the compiler was given them, and the one whose PTX it embeds

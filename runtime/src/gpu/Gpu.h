@@ -6,8 +6,8 @@
 // The runtime never links CUDA: the driver (libcuda.so.1), cuBLASLt and
 // cuDNN are loaded with dlopen when the first cuda session is created, so a
 // runtime built with CUDA support still runs on machines without it, and
-// refuses a cuda artifact there with one line. docs/design/gpu.md,
-// "Runtime", describes the design.
+// refuses a cuda artifact there with one line. docs/design/gpu-runtime.md
+// describes the design.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +63,7 @@ class Gpu {
 public:
   /// Opens GPU `ordinal` for a session of an artifact whose GPU code is
   /// `cubins` and `ptx`. The errors are the one-line refusals of
-  /// docs/design/gpu.md: no driver, no device, no such device, no code for
+  /// docs/design/gpu-runtime.md: no driver, no device, no such device, no code for
   /// this GPU, or kNoCudaSupport.
   static Status open(int ordinal, const std::vector<GpuArch> &cubins,
                      const std::optional<GpuArch> &ptx,

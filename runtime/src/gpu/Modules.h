@@ -47,7 +47,7 @@ private:
 
 extern "C" {
 // The exports of upstream MLIR's CudaRuntimeWrappers.cpp a cuda artifact
-// calls (docs/design/gpu.md lists the contract).
+// calls (docs/design/gpu-runtime.md lists the contract).
 CLEAVE_MGPU_EXPORT void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
 CLEAVE_MGPU_EXPORT void *mgpuModuleLoadJIT(void *data, int optLevel);
 CLEAVE_MGPU_EXPORT void mgpuModuleUnload(void *module);
