@@ -39,6 +39,8 @@ trap 'rm -rf "$work"' EXIT
 die() { echo "gpu-check: $*" >&2; exit 1; }
 
 # --- the carried folder ---------------------------------------------------
+[ -d "$carry" ] || die "$carry does not exist: run scripts/gpu-check-prepare.sh first, and carry it"
+carry=$(cd "$carry" && pwd)
 [ -f "$carry/MANIFEST.sha256" ] ||
   die "$carry/MANIFEST.sha256 is missing: run scripts/gpu-check-prepare.sh first, and carry $carry"
 (cd "$carry" && sha256sum --quiet -c MANIFEST.sha256) ||
@@ -46,7 +48,7 @@ die() { echo "gpu-check: $*" >&2; exit 1; }
 grep -q 'cuda_artifacts=1' "$carry/PREPARED" ||
   { [ $dry = 1 ] && echo "gpu-check: note: $carry has no cuda artifacts (prepared with --cpu-only)"; } ||
   die "$carry was prepared with --cpu-only: no cuda artifacts"
-cleave_env=(env "LD_LIBRARY_PATH=$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+cleave_env=(env "LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 train="$carry/bin/cleave-train" bench="$carry/bin/cleave-bench"
 for tool in "$train" "$bench"; do
   missing=$("${cleave_env[@]}" ldd "$tool" | grep 'not found' || true)
@@ -61,7 +63,7 @@ cuda_libs() {
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && dirs+=("$d")
   done
-  while read -r d; do dirs+=("$d"); done < <("$python" - <<'PY' 2>/dev/null
+  while read -r d; do [ -n "$d" ] && dirs+=("$d"); done < <("$python" - <<'PY' 2>/dev/null
 import glob, os, site
 roots = site.getsitepackages() + [site.getusersitepackages()]
 seen = set()
@@ -92,7 +94,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 "$python" -c 'import torch; assert torch.cuda.is_available(), "no CUDA in torch"' ||
   die "$python has no PyTorch with CUDA"
 extra=$(cuda_libs)
-cleave_env=(env "LD_LIBRARY_PATH=$PWD/$carry/lib${extra:+:$extra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+cleave_env=(env "LD_LIBRARY_PATH=$carry/lib${extra:+:$extra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 device=$("$python" -c 'import torch; print(torch.cuda.get_device_name(0))')
 rows=() failed=0
 row() { rows+=("$(printf '| %s | %s | %s | %s |' "$@")"); }

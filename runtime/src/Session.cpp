@@ -695,6 +695,8 @@ Status Session::run(EntryKind kind) {
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
+  if (gpu_)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
   const uint64_t before = totalBytesSent();
   {
     // Launch errors of a cuda artifact's kernels go to this context.

@@ -115,6 +115,7 @@ public:
 
   const std::string &description() const override { return description_; }
   void *stream() const override { return stream_; }
+  Status makeCurrent() override { return current(); }
 
   Status allocate(size_t bytes, const std::string &what,
                   void *&out) override {

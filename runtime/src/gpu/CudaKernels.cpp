@@ -58,6 +58,9 @@ namespace {
 
 #define CLEAVE_CUBLASLT_FUNCTIONS(X)                                           \
   X(cublasLtCreate)                                                            \
+  X(cublasLtDestroy)                                                           \
+  X(cublasLtMatmulDescDestroy)                                                 \
+  X(cublasLtMatrixLayoutDestroy)                                               \
   X(cublasLtGetStatusString)                                                   \
   X(cublasLtMatmulDescCreate)                                                  \
   X(cublasLtMatmulDescSetAttribute)                                            \
@@ -72,6 +75,12 @@ namespace {
 #define CLEAVE_CUDNN_FUNCTIONS(X)                                              \
   X(cudnnGetVersion)                                                           \
   X(cudnnCreate)                                                               \
+  X(cudnnDestroy)                                                              \
+  X(cudnnDestroyTensorDescriptor)                                              \
+  X(cudnnDestroyFilterDescriptor)                                              \
+  X(cudnnDestroyConvolutionDescriptor)                                         \
+  X(cudnnDestroyActivationDescriptor)                                          \
+  X(cudnnDestroyPoolingDescriptor)                                             \
   X(cudnnSetStream)                                                            \
   X(cudnnGetErrorString)                                                       \
   X(cudnnCreateTensorDescriptor)                                               \
@@ -302,6 +311,15 @@ public:
     workspace_ = result.workspaceSize;
   }
 
+  ~CudaMatmul() override {
+    const CublasLt &lt = *libs_.lt;
+    for (cublasLtMatrixLayout_t l : {aLayout_, bLayout_, cLayout_})
+      if (l)
+        lt.cublasLtMatrixLayoutDestroy(l);
+    if (desc_)
+      lt.cublasLtMatmulDescDestroy(desc_);
+  }
+
   size_t workspaceBytes() const override { return workspace_; }
 
   Status run(const float *a, const float *b, const float *bias, float *c,
@@ -501,6 +519,19 @@ public:
     }
   }
 
+  ~CudnnConvolution() override {
+    const Cudnn &dnn = *libs_.dnn;
+    for (cudnnTensorDescriptor_t t : {src_, dst_, bias_})
+      if (t)
+        dnn.cudnnDestroyTensorDescriptor(t);
+    if (wei_)
+      dnn.cudnnDestroyFilterDescriptor(wei_);
+    if (conv_)
+      dnn.cudnnDestroyConvolutionDescriptor(conv_);
+    if (act_)
+      dnn.cudnnDestroyActivationDescriptor(act_);
+  }
+
   size_t workspaceBytes() const override { return workspace_; }
 
   Status run(const float *in0, const float *in1, const float *bias, float *out,
@@ -556,13 +587,17 @@ public:
   }
 
 private:
+  /// The heuristics' first deterministic choice: a checkpoint resumed on
+  /// the same GPU must continue bit for bit, which algorithms that sum with
+  /// atomics (some backward ones) do not.
   template <typename Perf>
   static decltype(Perf::algo) pick(KernelSpec &spec, const Perf *perf,
                                    int found) {
     for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+          perf[i].determinism == CUDNN_DETERMINISTIC)
         return perf[i].algo;
-    spec.fail("cuDNN has no algorithm for this convolution");
+    spec.fail("cuDNN has no deterministic algorithm for this convolution");
   }
 
   Libraries &libs_;
@@ -640,6 +675,15 @@ public:
       workspace_ = size_t(n * c * oh * ow) * sizeof(float);
   }
 
+  ~CudnnPooling() override {
+    const Cudnn &dnn = *libs_.dnn;
+    for (cudnnTensorDescriptor_t t : {src_, dst_})
+      if (t)
+        dnn.cudnnDestroyTensorDescriptor(t);
+    if (pool_)
+      dnn.cudnnDestroyPoolingDescriptor(pool_);
+  }
+
   size_t workspaceBytes() const override { return workspace_; }
 
   Status forward(const float *src, float *dst) {
@@ -695,9 +739,14 @@ private:
 class CudaKernels final : public DeviceKernels {
 public:
   CudaKernels(const CudaDriver &driver, Gpu &gpu) : libs_{driver, gpu} {}
-  // Descriptors and handles are small and live as long as the process's
-  // libraries; they are not destroyed one by one (a session's end must not
-  // fail on a driver that is already shutting down).
+  ~CudaKernels() override {
+    // The kernels' descriptors first, then the handles they were made with.
+    kernels_.clear();
+    if (libs_.ltHandle)
+      libs_.lt->cublasLtDestroy(libs_.ltHandle);
+    if (libs_.dnnHandle)
+      libs_.dnn->cudnnDestroy(libs_.dnnHandle);
+  }
 
   Status build(const nlohmann::json &kernels) {
     if (!kernels.is_array())
@@ -857,6 +906,7 @@ private:
   }
 
   /// Kernel `id` if it is of `kind`; else null with lookupError_ set.
+  /// (Every id of a built table has a kernel.)
   template <typename K>
   K *find(int64_t id, KernelKind kind, const char *what) {
     if (id < 0 || uint64_t(id) >= kernels_.size()) {

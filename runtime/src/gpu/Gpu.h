@@ -74,6 +74,10 @@ public:
   virtual const std::string &description() const = 0;
   /// The session's CUstream, what cleave_gpu_stream returns.
   virtual void *stream() const = 0;
+  /// Makes the device's context current on the calling thread: before an
+  /// entry point runs, whose launches and library calls use the current
+  /// context (other sessions, on other GPUs, may have changed it).
+  virtual Status makeCurrent() = 0;
 
   /// Zero-initialised device memory, aligned to kDeviceAlignment (at least
   /// one alignment unit, so that empty tensors get a distinct pointer).
