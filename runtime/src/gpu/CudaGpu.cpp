@@ -48,9 +48,9 @@ Status openDevice(const CudaDriver &d, int ordinal, DeviceInfo &out) {
     return makeError(CLEAVE_FAILED_PRECONDITION, "no CUDA device ", ordinal,
                      " (this machine has ", count, ": 0 to ", count - 1, ")");
   DeviceInfo info;
-  CLEAVE_RETURN_IF_ERROR(d.check(d.cuDeviceGet(&info.device, ordinal),
-                                 "cannot open CUDA device " +
-                                     std::to_string(ordinal)));
+  CLEAVE_RETURN_IF_ERROR(
+      d.check(d.cuDeviceGet(&info.device, ordinal),
+              "cannot open CUDA device " + std::to_string(ordinal)));
   CLEAVE_RETURN_IF_ERROR(d.check(
       d.cuDeviceGetAttribute(&info.arch.major,
                              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -66,10 +66,9 @@ Status openDevice(const CudaDriver &d, int ordinal, DeviceInfo &out) {
   char name[256] = {};
   if (d.cuDeviceGetName(name, sizeof(name) - 1, info.device) == CUDA_SUCCESS)
     info.name = name;
-  CLEAVE_RETURN_IF_ERROR(
-      d.check(d.cuDevicePrimaryCtxRetain(&info.context, info.device),
-              "cannot create a context on CUDA device " +
-                  std::to_string(ordinal)));
+  CLEAVE_RETURN_IF_ERROR(d.check(
+      d.cuDevicePrimaryCtxRetain(&info.context, info.device),
+      "cannot create a context on CUDA device " + std::to_string(ordinal)));
   devices.emplace(ordinal, info);
   out = info;
   return Status::success();
@@ -117,8 +116,7 @@ public:
   void *stream() const override { return stream_; }
   Status makeCurrent() override { return current(); }
 
-  Status allocate(size_t bytes, const std::string &what,
-                  void *&out) override {
+  Status allocate(size_t bytes, const std::string &what, void *&out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     size_t rounded = deviceAlignedSize(bytes == 0 ? 1 : bytes);
     CUdeviceptr p = 0;
@@ -145,10 +143,10 @@ public:
                         void *&out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     void *p = nullptr;
-    CLEAVE_RETURN_IF_ERROR(d_.check(
-        d_.cuMemHostAlloc(&p, bytes == 0 ? 1 : bytes, 0),
-        "cannot allocate " + std::to_string(bytes) +
-            " bytes of page-locked host memory for " + what));
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuMemHostAlloc(&p, bytes == 0 ? 1 : bytes, 0),
+                 "cannot allocate " + std::to_string(bytes) +
+                     " bytes of page-locked host memory for " + what));
     pinned_.push_back(p);
     out = p;
     return Status::success();

@@ -241,8 +241,8 @@ public:
     int64_t count = fold ? 1 : batch;
     auto check = [&](cublasStatus_t s, const char *call) {
       if (s != CUBLAS_STATUS_SUCCESS)
-        spec.fail(std::string("cuBLASLt: ") + call + " failed: " +
-                  lt.cublasLtGetStatusString(s));
+        spec.fail(std::string("cuBLASLt: ") + call +
+                  " failed: " + lt.cublasLtGetStatusString(s));
     };
     check(lt.cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "cublasLtMatmulDescCreate");
@@ -258,8 +258,9 @@ public:
     cublasLtEpilogue_t epilogue =
         hasBias_ ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-    check(lt.cublasLtMatmulDescSetAttribute(
-              desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+    check(lt.cublasLtMatmulDescSetAttribute(desc_,
+                                            CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                            &epilogue, sizeof(epilogue)),
           "setting the epilogue");
     if (hasBias_) {
       cudaDataType_t biasType = CUDA_R_32F;
@@ -344,9 +345,9 @@ public:
         cLayout_, c, cLayout_, &algo_, workspace, workspaceBytes,
         static_cast<cudaStream_t>(libs_.gpu.stream()));
     if (s != CUBLAS_STATUS_SUCCESS)
-      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
-                       ": cublasLtMatmul failed: ",
-                       lt.cublasLtGetStatusString(s));
+      return makeError(
+          CLEAVE_INTERNAL, kernelName(id, op),
+          ": cublasLtMatmul failed: ", lt.cublasLtGetStatusString(s));
     return Status::success();
   }
 
@@ -383,8 +384,8 @@ public:
   CudnnCheck(const Cudnn &dnn, KernelSpec &spec) : dnn_(dnn), spec_(spec) {}
   void operator()(cudnnStatus_t s, const char *call) const {
     if (s != CUDNN_STATUS_SUCCESS)
-      spec_.fail(std::string("cuDNN: ") + call + " failed: " +
-                 dnn_.cudnnGetErrorString(s));
+      spec_.fail(std::string("cuDNN: ") + call +
+                 " failed: " + dnn_.cudnnGetErrorString(s));
   }
 
 private:
@@ -394,10 +395,9 @@ private:
 
 Status cudnnError(const Cudnn &dnn, cudnnStatus_t s, int64_t id,
                   const std::string &op, const char *call) {
-  return makeError(s == CUDNN_STATUS_ALLOC_FAILED ? CLEAVE_OUT_OF_MEMORY
-                                                  : CLEAVE_INTERNAL,
-                   kernelName(id, op), ": ", call, " failed: ",
-                   dnn.cudnnGetErrorString(s));
+  return makeError(
+      s == CUDNN_STATUS_ALLOC_FAILED ? CLEAVE_OUT_OF_MEMORY : CLEAVE_INTERNAL,
+      kernelName(id, op), ": ", call, " failed: ", dnn.cudnnGetErrorString(s));
 }
 
 class CudnnConvolution final : public CudaKernel {
@@ -422,8 +422,8 @@ public:
     spec.finish();
     if (c % groups != 0 || o % groups != 0)
       spec.fail("'groups' (" + std::to_string(groups) +
-                ") must divide both 'c' (" + std::to_string(c) +
-                ") and 'o' (" + std::to_string(o) + ")");
+                ") must divide both 'c' (" + std::to_string(c) + ") and 'o' (" +
+                std::to_string(o) + ")");
     checkWindowedShape(spec, h, w, oh, ow, {kh, kw}, strides, padding,
                        dilations);
     spec.elementCount("src", {n, c, h, w});
@@ -432,10 +432,14 @@ public:
 
     const Cudnn &dnn = *libs.dnn;
     CudnnCheck check(dnn, spec);
-    check(dnn.cudnnCreateTensorDescriptor(&src_), "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&dst_), "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateFilterDescriptor(&wei_), "cudnnCreateFilterDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&src_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&bias_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateFilterDescriptor(&wei_),
+          "cudnnCreateFilterDescriptor");
     check(dnn.cudnnCreateConvolutionDescriptor(&conv_),
           "cudnnCreateConvolutionDescriptor");
     const auto f32 = CUDNN_DATA_FLOAT;
@@ -461,8 +465,8 @@ public:
     check(dnn.cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH),
           "cudnnSetConvolutionMathType");
     int dn = 0, dc = 0, dh = 0, dw = 0;
-    check(dnn.cudnnGetConvolution2dForwardOutputDim(conv_, src_, wei_, &dn,
-                                                    &dc, &dh, &dw),
+    check(dnn.cudnnGetConvolution2dForwardOutputDim(conv_, src_, wei_, &dn, &dc,
+                                                    &dh, &dw),
           "cudnnGetConvolution2dForwardOutputDim");
     checkCudnnPadding(spec, padding, dh, dw, oh, ow);
     if (relu_) {
@@ -485,8 +489,8 @@ public:
                 &found, perf),
             "cudnnGetConvolutionForwardAlgorithm_v7");
       fwd_ = pick(spec, perf, found);
-      check(dnn.cudnnGetConvolutionForwardWorkspaceSize(hd, src_, wei_, conv_,
-                                                        dst_, fwd_, &workspace_),
+      check(dnn.cudnnGetConvolutionForwardWorkspaceSize(
+                hd, src_, wei_, conv_, dst_, fwd_, &workspace_),
             "cudnnGetConvolutionForwardWorkspaceSize");
       break;
     }
@@ -643,8 +647,10 @@ public:
     }
     const Cudnn &dnn = *libs.dnn;
     CudnnCheck check(dnn, spec);
-    check(dnn.cudnnCreateTensorDescriptor(&src_), "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&dst_), "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&src_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+          "cudnnCreateTensorDescriptor");
     check(dnn.cudnnCreatePoolingDescriptor(&pool_),
           "cudnnCreatePoolingDescriptor");
     check(dnn.cudnnSetTensor4dDescriptor(src_, CUDNN_TENSOR_NCHW,
@@ -659,15 +665,15 @@ public:
         max ? CUDNN_POOLING_MAX_DETERMINISTIC
             : (includePad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                           : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
-    check(dnn.cudnnSetPooling2dDescriptor(
-              pool_, mode, CUDNN_NOT_PROPAGATE_NAN, int(kernel[0]),
-              int(kernel[1]), int(padding[0]), int(padding[1]),
-              int(strides[0]), int(strides[1])),
+    check(dnn.cudnnSetPooling2dDescriptor(pool_, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                          int(kernel[0]), int(kernel[1]),
+                                          int(padding[0]), int(padding[1]),
+                                          int(strides[0]), int(strides[1])),
           "cudnnSetPooling2dDescriptor");
     int dn = 0, dc = 0, dh = 0, dw = 0;
-    check(dnn.cudnnGetPooling2dForwardOutputDim(pool_, src_, &dn, &dc, &dh,
-                                                &dw),
-          "cudnnGetPooling2dForwardOutputDim");
+    check(
+        dnn.cudnnGetPooling2dForwardOutputDim(pool_, src_, &dn, &dc, &dh, &dw),
+        "cudnnGetPooling2dForwardOutputDim");
     checkCudnnPadding(spec, padding, dh, dw, oh, ow);
     // Backward wants the forward output: max pooling recomputes it into the
     // workspace, average pooling never reads it (nor src).
@@ -765,10 +771,10 @@ public:
                                      "'id' and a string 'op'")};
         int64_t id = entry["id"].get<int64_t>();
         if (id < 0 || uint64_t(id) >= kernels.size() || kernels_[id])
-          throw BuildError{makeError(
-              CLEAVE_INVALID_ARTIFACT, where, ": id ", id,
-              " is out of range or repeated (ids must be 0..",
-              kernels.size() - 1, ")")};
+          throw BuildError{
+              makeError(CLEAVE_INVALID_ARTIFACT, where, ": id ", id,
+                        " is out of range or repeated (ids must be 0..",
+                        kernels.size() - 1, ")")};
         std::string op = entry["op"].get<std::string>();
         KernelSpec spec(entry, id, op);
         kernels_[id] = buildOne(spec, op);
@@ -783,8 +789,8 @@ public:
       bytes = std::max(bytes, k->workspaceBytes());
     workspaceBytes_ = bytes;
     if (bytes > 0)
-      CLEAVE_RETURN_IF_ERROR(libs_.gpu.allocate(
-          bytes, "the kernels' workspace", workspace_));
+      CLEAVE_RETURN_IF_ERROR(
+          libs_.gpu.allocate(bytes, "the kernels' workspace", workspace_));
     return Status::success();
   }
 
@@ -842,10 +848,10 @@ private:
       const char *name;
       KernelKind kind;
     };
-    for (Conv c : {Conv{"conv2d_fwd", KernelKind::ConvolutionForward},
-                   Conv{"conv2d_bwd_data", KernelKind::ConvolutionBackwardData},
-                   Conv{"conv2d_bwd_weights",
-                        KernelKind::ConvolutionBackwardWeights}})
+    for (Conv c :
+         {Conv{"conv2d_fwd", KernelKind::ConvolutionForward},
+          Conv{"conv2d_bwd_data", KernelKind::ConvolutionBackwardData},
+          Conv{"conv2d_bwd_weights", KernelKind::ConvolutionBackwardWeights}})
       if (op == c.name) {
         loadCudnn(spec);
         return std::make_unique<CudnnConvolution>(spec, libs_, c.kind);
@@ -907,8 +913,7 @@ private:
 
   /// Kernel `id` if it is of `kind`; else null with lookupError_ set.
   /// (Every id of a built table has a kernel.)
-  template <typename K>
-  K *find(int64_t id, KernelKind kind, const char *what) {
+  template <typename K> K *find(int64_t id, KernelKind kind, const char *what) {
     if (id < 0 || uint64_t(id) >= kernels_.size()) {
       lookupError_ = makeError(CLEAVE_INTERNAL, "no kernel ", id,
                                " (the context has ", kernels_.size(), ")");

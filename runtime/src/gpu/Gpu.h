@@ -63,8 +63,8 @@ class Gpu {
 public:
   /// Opens GPU `ordinal` for a session of an artifact whose GPU code is
   /// `cubins` and `ptx`. The errors are the one-line refusals of
-  /// docs/design/gpu-runtime.md: no driver, no device, no such device, no code for
-  /// this GPU, or kNoCudaSupport.
+  /// docs/design/gpu-runtime.md: no driver, no device, no such device, no code
+  /// for this GPU, or kNoCudaSupport.
   static Status open(int ordinal, const std::vector<GpuArch> &cubins,
                      const std::optional<GpuArch> &ptx,
                      std::unique_ptr<Gpu> &out);

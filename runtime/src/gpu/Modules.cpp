@@ -95,7 +95,8 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
 }
 
 void *mgpuModuleLoadJIT(void *data, int optLevel) {
-  Module *m = newModule(data, data ? std::strlen(static_cast<char *>(data)) : 0);
+  Module *m =
+      newModule(data, data ? std::strlen(static_cast<char *>(data)) : 0);
   if (m) {
     m->jit = true;
     m->optLevel = optLevel;
@@ -111,7 +112,8 @@ void mgpuModuleUnload(void *module) {
   // Contexts are primary contexts the runtime never releases, so each
   // module can still be unloaded from its own. Errors here (the driver shut
   // down at process exit) have no one to go to.
-  if (const CudaDriver *d = m->loaded.empty() ? nullptr : CudaDriver::loaded()) {
+  if (const CudaDriver *d =
+          m->loaded.empty() ? nullptr : CudaDriver::loaded()) {
     CUcontext previous = nullptr;
     d->cuCtxGetCurrent(&previous);
     for (Module::Loaded &l : m->loaded)
@@ -184,8 +186,9 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     if (r != CUDA_SUCCESS) {
       fail(Status(CLEAVE_INTERNAL, std::string("mgpuModuleGetFunction: no "
                                                "kernel '") +
-                                       name + "' in the artifact's GPU "
-                                              "module: " +
+                                       name +
+                                       "' in the artifact's GPU "
+                                       "module: " +
                                        d->describe(r)));
       return nullptr;
     }
@@ -233,12 +236,12 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   if (d->cuFuncGetName)
     d->cuFuncGetName(&name, f);
   fail(Status(CLEAVE_INTERNAL,
-              std::string("mgpuLaunchKernel: kernel '") +
-                  (name ? name : "?") + "' (grid " + std::to_string(gridX) +
-                  "x" + std::to_string(gridY) + "x" + std::to_string(gridZ) +
+              std::string("mgpuLaunchKernel: kernel '") + (name ? name : "?") +
+                  "' (grid " + std::to_string(gridX) + "x" +
+                  std::to_string(gridY) + "x" + std::to_string(gridZ) +
                   ", block " + std::to_string(blockX) + "x" +
-                  std::to_string(blockY) + "x" + std::to_string(blockZ) +
-                  ", " + std::to_string(smem) +
+                  std::to_string(blockY) + "x" + std::to_string(blockZ) + ", " +
+                  std::to_string(smem) +
                   " bytes of shared memory): " + d->describe(r)));
 #endif
 }

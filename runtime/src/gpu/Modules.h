@@ -52,10 +52,12 @@ CLEAVE_MGPU_EXPORT void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
 CLEAVE_MGPU_EXPORT void *mgpuModuleLoadJIT(void *data, int optLevel);
 CLEAVE_MGPU_EXPORT void mgpuModuleUnload(void *module);
 CLEAVE_MGPU_EXPORT void *mgpuModuleGetFunction(void *module, const char *name);
-CLEAVE_MGPU_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
+CLEAVE_MGPU_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
+                                         intptr_t gridY, intptr_t gridZ,
+                                         intptr_t blockX, intptr_t blockY,
+                                         intptr_t blockZ, int32_t smem,
+                                         void *stream, void **params,
+                                         void **extra, size_t paramsCount);
 }
 
 #endif // CLEAVE_RUNTIME_GPU_MODULES_H

@@ -22,15 +22,15 @@
 
 static fake_cuda_stats_t stats;
 static int failSync;
-static struct fake_context {
-  int device;
-} contexts[2] = {{0}, {1}};
+static struct fake_context { int device; } contexts[2] = {{0}, {1}};
 static __thread CUcontext current;
 
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
 void fake_cuda_fail_sync(int fail) { failSync = fail; }
 
-CUresult cuInit(unsigned int flags) { return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+CUresult cuInit(unsigned int flags) {
+  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 CUresult cuDriverGetVersion(int *version) {
   *version = CUDA_VERSION;
   return CUDA_SUCCESS;

@@ -28,8 +28,8 @@ std::vector<GpuArch> arches(std::initializer_list<const char *> names) {
 }
 
 /// "ok", or the error of checkGpuCode.
-std::string check(const char *device, std::initializer_list<const char *> cubins,
-                  const char *ptx) {
+std::string check(const char *device,
+                  std::initializer_list<const char *> cubins, const char *ptx) {
   Status s = checkGpuCode(sm(device), arches(cubins),
                           ptx ? std::optional<GpuArch>(sm(ptx)) : std::nullopt);
   if (s.ok())
