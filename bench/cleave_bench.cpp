@@ -102,9 +102,8 @@ double deviceUsedMib() {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: cleave-bench model.cleave [--accumulate=N] "
-                 "[--seconds=S] [--device=cpu|cuda[:K]]\n");
+    std::fprintf(stderr, "usage: cleave-bench model.cleave [--accumulate=N] "
+                         "[--seconds=S] [--device=cpu|cuda[:K]]\n");
     return 2;
   }
   int64_t n = 0;

@@ -459,8 +459,9 @@ cleave_status cleave_session_create(cleave_artifact *artifact,
                          options->device,
                          ", expected CLEAVE_DEVICE_CPU (0) or "
                          "CLEAVE_DEVICE_CUDA (1)");
-      opts.device = options->device == CLEAVE_DEVICE_CUDA ? cleave::rt::DeviceKind::Cuda
-                                                          : cleave::rt::DeviceKind::Cpu;
+      opts.device = options->device == CLEAVE_DEVICE_CUDA
+                        ? cleave::rt::DeviceKind::Cuda
+                        : cleave::rt::DeviceKind::Cpu;
       opts.deviceOrdinal = options->device_ordinal;
     }
     std::unique_ptr<Session> session;

@@ -328,15 +328,14 @@ Status ManifestParser::parseDevice(const json &root) {
   CLEAVE_RETURN_IF_ERROR(field(root, "", "gpu_arches", false, arches));
   CLEAVE_RETURN_IF_ERROR(field(root, "", "ptx_arch", false, ptx));
   if (device) {
-    const std::string name = device->is_string() ? device->get<std::string>()
-                                                 : device->dump();
+    const std::string name =
+        device->is_string() ? device->get<std::string>() : device->dump();
     if (name == "cuda")
       m.device = DeviceKind::Cuda;
     else if (name != "cpu")
-      return error("device", "must be \"cpu\" or \"cuda\" (got " +
-                                 (device->is_string() ? "'" + name + "'"
-                                                      : name) +
-                                 ")");
+      return error("device",
+                   "must be \"cpu\" or \"cuda\" (got " +
+                       (device->is_string() ? "'" + name + "'" : name) + ")");
   }
   if (m.device == DeviceKind::Cpu) {
     if (arches)
@@ -362,14 +361,12 @@ Status ManifestParser::parseDevice(const json &root) {
                        a.dump() + ")");
     for (const GpuArch &seen : m.gpuArches)
       if (seen.name() == arch->name())
-        return error(index("gpu_arches", i),
-                     "repeats " + arch->name());
+        return error(index("gpu_arches", i), "repeats " + arch->name());
     m.gpuArches.push_back(*arch);
   }
   if (ptx) {
     std::optional<GpuArch> arch =
-        ptx->is_string() ? parseGpuArch(ptx->get<std::string>())
-                         : std::nullopt;
+        ptx->is_string() ? parseGpuArch(ptx->get<std::string>()) : std::nullopt;
     if (!arch || arch->specific)
       return error("ptx_arch",
                    "must be an SM architecture without the 'a' suffix, such "

@@ -175,8 +175,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                        options.deviceOrdinal, ", expected 0 or more");
     // Before anything is allocated: on a machine without a driver, a GPU or
     // code for its architecture this is the one line the caller gets.
-    Status opened = Gpu::open(options.deviceOrdinal, m.gpuArches, m.ptxArch,
-                              session->gpu_);
+    Status opened =
+        Gpu::open(options.deviceOrdinal, m.gpuArches, m.ptxArch, session->gpu_);
     if (!opened.ok())
       return opened.withContext(path);
     session->alignment_ = kDeviceAlignment;
@@ -219,7 +219,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     Status built = session->gpu_->createKernels(m.kernels, kernels);
     if (!built.ok())
       return built.withContext(path + ": kernels");
-    session->kernelContext_ = KernelContext::createForDevice(std::move(kernels));
+    session->kernelContext_ =
+        KernelContext::createForDevice(std::move(kernels));
   } else {
     std::string error;
     session->kernelContext_ = KernelContext::create(m.kernels, error);
@@ -287,9 +288,9 @@ Status Session::allocateOnDevice() {
   const Manifest &m = manifest_;
   deviceGlobals_.resize(m.globals.size());
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(gpu_->allocate(
-        m.globals[i].bytes, "global '" + m.globals[i].name + "'",
-        deviceGlobals_[i]));
+    CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.globals[i].bytes,
+                                          "global '" + m.globals[i].name + "'",
+                                          deviceGlobals_[i]));
   deviceInputs_.resize(m.inputs.size());
   for (int slot = 0; slot < 2; ++slot)
     staging_[slot].resize(m.inputs.size());
@@ -325,8 +326,8 @@ Status Session::reserveLossSlots(size_t slots) {
 Status Session::pushState() {
   const Manifest &m = manifest_;
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(
-        gpu_->upload(deviceGlobals_[i], globals_[i].data(), m.globals[i].bytes));
+    CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceGlobals_[i], globals_[i].data(),
+                                        m.globals[i].bytes));
   CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceHypers_, hyperSlots_.data(),
                                       m.hypers.size() * alignment_));
   return gpu_->synchronize();
@@ -428,10 +429,10 @@ Status Session::bindEntries() {
             gpu_->allocate(e.outputs[i].bytes, what, b.deviceOutputs.back()));
       }
     }
-    auto *hypers = static_cast<unsigned char *>(gpu_ ? deviceHypers_
-                                                     : hyperSlots_.data());
-    auto *scratch = static_cast<unsigned char *>(gpu_ ? deviceScratch_
-                                                      : scratch_.data());
+    auto *hypers =
+        static_cast<unsigned char *>(gpu_ ? deviceHypers_ : hyperSlots_.data());
+    auto *scratch =
+        static_cast<unsigned char *>(gpu_ ? deviceScratch_ : scratch_.data());
     size_t scratchOffset = 0;
     for (const ArgDesc &a : e.args) {
       void *ptr = nullptr;
@@ -809,8 +810,8 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
                      sliceBytes_.data()};
   if (gpu_) {
     // One loss slot per micro-batch; summed when the loss is asked for.
-    CLEAVE_RETURN_IF_ERROR(reserveLossSlots(
-        size_t((batch.samples + microSize - 1) / microSize)));
+    CLEAVE_RETURN_IF_ERROR(
+        reserveLossSlots(size_t((batch.samples + microSize - 1) / microSize)));
     lossCount_ = 0;
     lossSamples_ = batch.samples;
     inTrainBatch_ = true;
@@ -987,8 +988,8 @@ Status Session::output(std::string_view entry, std::string_view name,
       bytes = e.outputs[i].bytes;
       if (gpu_) {
         CLEAVE_RETURN_IF_ERROR(checkUsable());
-        CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
-            b.outputs[i].data(), b.deviceOutputs[i], bytes)));
+        CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+            gpu_->download(b.outputs[i].data(), b.deviceOutputs[i], bytes)));
         return noteDeviceError(gpu_->synchronize());
       }
       return Status::success();

@@ -274,10 +274,7 @@ typedef struct cleave_session_options {
 } cleave_session_options;
 
 /** Values of cleave_session_options.device. */
-enum {
-  CLEAVE_DEVICE_CPU = 0,
-  CLEAVE_DEVICE_CUDA = 1
-};
+enum { CLEAVE_DEVICE_CPU = 0, CLEAVE_DEVICE_CUDA = 1 };
 
 /** Sets every field of `options` to its default. */
 CLEAVE_API void cleave_session_options_init(cleave_session_options *options);

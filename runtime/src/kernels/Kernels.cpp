@@ -175,7 +175,8 @@ bool onDevice(const char *entry, void *ctx, Fn &&fn) noexcept {
   }
   if (!status.ok())
     fail(ctx, [&] {
-      return Status(status.code(), std::string(entry) + ": " + status.message());
+      return Status(status.code(),
+                    std::string(entry) + ": " + status.message());
     });
   return true;
 }
@@ -187,7 +188,7 @@ extern "C" {
 void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
                           const float *bias, float *c) {
   if (onDevice("cleave_kernel_matmul", ctx,
-                 [&](DeviceKernels &d) { return d.matmul(id, a, b, bias, c); }))
+               [&](DeviceKernels &d) { return d.matmul(id, a, b, bias, c); }))
     return;
   dispatch<MatmulKernel>(
       "cleave_kernel_matmul", ctx, id, KernelKind::Matmul,
@@ -196,8 +197,10 @@ void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
 
 void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
                               const float *wei, const float *bias, float *dst) {
-  if (onDevice("cleave_kernel_conv2d_fwd", ctx,
-                 [&](DeviceKernels &d) { return d.convolution(int(KernelKind::ConvolutionForward), id, src, wei, bias, dst); }))
+  if (onDevice("cleave_kernel_conv2d_fwd", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionForward), id, src, wei,
+                             bias, dst);
+      }))
     return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_fwd", ctx, id,
                               KernelKind::ConvolutionForward,
@@ -208,8 +211,10 @@ void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
 
 void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
                                    const float *wei, float *diff_src) {
-  if (onDevice("cleave_kernel_conv2d_bwd_data", ctx,
-                 [&](DeviceKernels &d) { return d.convolution(int(KernelKind::ConvolutionBackwardData), id, diff_dst, wei, nullptr, diff_src); }))
+  if (onDevice("cleave_kernel_conv2d_bwd_data", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionBackwardData), id,
+                             diff_dst, wei, nullptr, diff_src);
+      }))
     return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_data", ctx, id,
                               KernelKind::ConvolutionBackwardData,
@@ -220,8 +225,10 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
 
 void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
                                       const float *diff_dst, float *diff_wei) {
-  if (onDevice("cleave_kernel_conv2d_bwd_weights", ctx,
-                 [&](DeviceKernels &d) { return d.convolution(int(KernelKind::ConvolutionBackwardWeights), id, src, diff_dst, nullptr, diff_wei); }))
+  if (onDevice("cleave_kernel_conv2d_bwd_weights", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionBackwardWeights), id,
+                             src, diff_dst, nullptr, diff_wei);
+      }))
     return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_weights", ctx, id,
                               KernelKind::ConvolutionBackwardWeights,
@@ -233,7 +240,7 @@ void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
 void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
                             float *dst) {
   if (onDevice("cleave_kernel_pool_fwd", ctx,
-                 [&](DeviceKernels &d) { return d.poolForward(id, src, dst); }))
+               [&](DeviceKernels &d) { return d.poolForward(id, src, dst); }))
     return;
   dispatch<PoolingKernel>(
       "cleave_kernel_pool_fwd", ctx, id, KernelKind::PoolingForward,
@@ -242,8 +249,9 @@ void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
 
 void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
                             const float *diff_dst, float *diff_src) {
-  if (onDevice("cleave_kernel_pool_bwd", ctx,
-                 [&](DeviceKernels &d) { return d.poolBackward(id, src, diff_dst, diff_src); }))
+  if (onDevice("cleave_kernel_pool_bwd", ctx, [&](DeviceKernels &d) {
+        return d.poolBackward(id, src, diff_dst, diff_src);
+      }))
     return;
   dispatch<PoolingKernel>("cleave_kernel_pool_bwd", ctx, id,
                           KernelKind::PoolingBackward,
