@@ -170,6 +170,10 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                      "--device=cpu) or compile with --target=cuda");
   }
   if (m.device == DeviceKind::Cuda) {
+    // CLEAVE_CUDA_GRAPHS=0 turns graph replay off, for debugging (every
+    // launch is then a driver call that a profiler sees).
+    const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
+    session->useGraphs_ = !graphs || std::string_view(graphs) != "0";
     if (options.deviceOrdinal < 0)
       return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
                        options.deviceOrdinal, ", expected 0 or more");
@@ -693,18 +697,18 @@ double Session::lastLoss() const {
 }
 
 Status Session::run(EntryKind kind) {
+  if (gpu_)
+    return runOnDevice(kind);
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
-  if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
   const uint64_t before = totalBytesSent();
-  {
-    // Launch errors of a cuda artifact's kernels go to this context.
-    GpuLaunchScope scope(gpu_ ? kernelContext_.get() : nullptr);
-    b.fn(kernelContext_.get(), b.args.data());
-  }
+  b.fn(kernelContext_.get(), b.args.data());
   windowBytes_ += totalBytesSent() - before;
+  return entryResult(kind);
+}
+
+Status Session::entryResult(EntryKind kind) {
   // A kernel that failed recorded why and turned the rest of the entry's
   // kernel calls into no-ops; the entry's own code ran on regardless, so
   // the globals are now part old, part new.
@@ -716,6 +720,52 @@ Status Session::run(EntryKind kind) {
   kernelContext_->clearError();
   failure_ = error.withContext(artifact_->path() + ": " + entryName(kind));
   return failure_;
+}
+
+Status Session::runOnDevice(EntryKind kind) {
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
+  auto enqueue = [&] {
+    // Launch errors of the artifact's kernels go to this context.
+    GpuLaunchScope scope(kernelContext_.get());
+    b.fn(kernelContext_.get(), b.args.data());
+  };
+  auto launchFailed = [&](const Status &status) {
+    failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
+    return failure_;
+  };
+  if (graphs_[k]) {
+    Status launched = gpu_->launchGraph(graphs_[k]);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // The first runs load the kernel modules and let the libraries set
+  // themselves up; then the entry's work (it only enqueues, on arguments
+  // that never change) is captured once and replayed as one graph launch.
+  // eval_step runs directly: it is not in the training loop.
+  const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
+                       !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
+  if (!capture || !gpu_->beginCapture().ok()) {
+    noGraph_[k] = noGraph_[k] || capture;
+    enqueue();
+    return entryResult(kind);
+  }
+  enqueue();
+  void *graph = nullptr;
+  Status ended = gpu_->endCapture(graph);
+  if (ended.ok() && !kernelContext_->failed()) {
+    graphs_[k] = graph;
+    Status launched = gpu_->launchGraph(graph);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // Nothing of the entry ran, and a call that failed during the capture
+  // may have failed because of it: the entry runs directly, now and from
+  // now on, and a real error shows again.
+  kernelContext_->clearError();
+  (void)KernelContext::takeErrorWithoutContext();
+  noGraph_[k] = true;
+  enqueue();
+  return entryResult(kind);
 }
 
 Status Session::checkUsable() const {

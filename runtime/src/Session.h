@@ -193,6 +193,11 @@ private:
   /// Calls entry `kind`. If a kernel call failed in it, the session becomes
   /// unusable (failure_) and the kernel's error is returned.
   Status run(EntryKind kind);
+  /// run() on a GPU: enqueues the entry's work, or replays its CUDA graph.
+  Status runOnDevice(EntryKind kind);
+  /// The error a kernel call of entry `kind` recorded, which makes the
+  /// session unusable; success if there is none.
+  Status entryResult(EntryKind kind);
   /// An error if an entry point failed since the session was created or
   /// last restored from a checkpoint.
   Status checkUsable() const;
@@ -261,6 +266,14 @@ private:
   /// Samples lastLoss_ is the mean over.
   int64_t lossSamples_ = 0;
   bool inTrainBatch_ = false;
+  /// CUDA graphs, per entry kind: the graph its work is replayed from once
+  /// captured (owned by gpu_), the runs before the capture, and whether
+  /// capturing it failed (it then always runs directly).
+  static constexpr int64_t kGraphWarmupRuns = 2;
+  bool useGraphs_ = false;
+  std::array<void *, kNumEntryKinds> graphs_{};
+  std::array<int64_t, kNumEntryKinds> directRuns_{};
+  std::array<bool, kNumEntryKinds> noGraph_{};
   std::array<Binding, kNumEntryKinds> bindings_;
   /// Where each input's data is for the current call: the caller's memory or
   /// inputs_[i].

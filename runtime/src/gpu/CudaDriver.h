@@ -56,7 +56,13 @@ namespace cleave::rt {
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                            \
+  X(cuStreamBeginCapture)                                                      \
+  X(cuStreamEndCapture)                                                        \
+  X(cuGraphInstantiate)                                                        \
+  X(cuGraphLaunch)                                                             \
+  X(cuGraphDestroy)                                                            \
+  X(cuGraphExecDestroy)
 
 /// The entry points of libcuda.so.1. Loaded once per process and never
 /// unloaded (CUDA objects of every session refer into it).

@@ -89,6 +89,8 @@ public:
       return;
     if (stream_)
       d_.cuStreamSynchronize(stream_);
+    for (CUgraphExec g : graphs_)
+      d_.cuGraphExecDestroy(g);
     for (CUevent &e : events_)
       if (e)
         d_.cuEventDestroy(e);
@@ -205,6 +207,35 @@ public:
                     description_ + ": the GPU failed");
   }
 
+  Status beginCapture() override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(
+        d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
+        description_ + ": cannot capture a CUDA graph");
+  }
+
+  Status endCapture(void *&graph) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    CUgraph captured = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuStreamEndCapture(stream_, &captured),
+                 description_ + ": capturing a CUDA graph failed"));
+    CUgraphExec exec = nullptr;
+    CUresult r = d_.cuGraphInstantiate(&exec, captured, 0);
+    d_.cuGraphDestroy(captured);
+    CLEAVE_RETURN_IF_ERROR(d_.check(
+        r, description_ + ": cannot instantiate a captured CUDA graph"));
+    graphs_.push_back(exec);
+    graph = exec;
+    return Status::success();
+  }
+
+  Status launchGraph(void *graph) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuGraphLaunch(static_cast<CUgraphExec>(graph), stream_),
+                    description_ + ": cannot launch a CUDA graph");
+  }
+
   Status createKernels(const nlohmann::json &kernels,
                        std::unique_ptr<DeviceKernels> &out) override {
     CLEAVE_RETURN_IF_ERROR(current());
@@ -227,6 +258,7 @@ private:
   CUstream stream_ = nullptr;
   CUevent events_[2] = {nullptr, nullptr};
   bool recorded_[2] = {false, false};
+  std::vector<CUgraphExec> graphs_;
   std::vector<CUdeviceptr> device_;
   std::vector<void *> pinned_;
 };

@@ -104,6 +104,16 @@ public:
   /// Waits for the last recording of event `slot` (at once if none).
   virtual Status waitEvent(int slot) = 0;
 
+  /// CUDA graphs: the work enqueued between beginCapture and endCapture
+  /// is recorded instead of run, and becomes a graph that launchGraph
+  /// replays with one call (the Gpu owns it). Capture is "relaxed", so the
+  /// libraries may do what they need to on the side. endCapture fails, and
+  /// discards what was recorded, if anything enqueued could not be
+  /// captured.
+  virtual Status beginCapture() = 0;
+  virtual Status endCapture(void *&graph) = 0;
+  virtual Status launchGraph(void *graph) = 0;
+
   /// The kernel library of the manifest's `kernels` array on this GPU
   /// (cuBLASLt matmuls, cuDNN convolutions and pooling, each with its
   /// algorithm and workspace chosen here, once), or an error naming the

@@ -283,7 +283,8 @@ static void logits(const float *W, const float *b, const float *x, float *z) {
   }
 }
 
-void cleave_entry_micro_step(void *ctx, void **args) {
+/* The micro-step on micro_step's arguments `args`; a NaN loss if `bad`. */
+static void microStepBody(void **args, int bad) {
   const float *x = (const float *)args[0];
   const int64_t *labels = (const int64_t *)args[1];
   const float *w = (const float *)args[2];
@@ -298,7 +299,6 @@ void cleave_entry_micro_step(void *ctx, void **args) {
   int64_t *rng = (int64_t *)args[10];
 #endif
   float *probs = (float *)args[NUM_MICRO_ARGS - 1]; /* scratch */
-  int bad = badCall(ctx, args, NUM_MICRO_ARGS);
 
   double total = 0.0;
   float weightSum = 0.f;
@@ -344,6 +344,51 @@ void cleave_entry_micro_step(void *ctx, void **args) {
 #endif
 }
 
+#ifdef FAKE_CUDA
+/* The fake module's kernels, as the fake driver calls them: params[0]
+ * points to the entry's `args`, params[1] to an int64_t `bad` (CUDA passes
+ * each argument by address; the fake driver's graphs copy both as 8-byte
+ * values). All the work of the entry points is in them, as in a compiled
+ * cuda artifact, so that replaying a captured graph redoes all of it. */
+static void sgdUpdate(void **args, int bad);
+static void microStepKernel(void **params) {
+  microStepBody(*(void ***)params[0], (int)*(const int64_t *)params[1]);
+}
+static void sgdKernel(void **params) {
+  sgdUpdate(*(void ***)params[0], (int)*(const int64_t *)params[1]);
+}
+static const fake_cuda_kernel kKernels[] = {{"micro_step", microStepKernel},
+                                            {"sgd_update", sgdKernel}};
+static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 2, kKernels};
+static void *module;
+
+/* What MLIR's gpu.binary lowering emits: load at dlopen, unload at dlclose. */
+__attribute__((constructor)) static void loadModule(void) {
+  module = mgpuModuleLoad(&kModule, sizeof(kModule));
+}
+__attribute__((destructor)) static void unloadModule(void) {
+  mgpuModuleUnload(module);
+}
+
+/* One launch of kernel `name` on the entry's stream, the way MLIR's
+ * lowering of gpu.launch_func does it. */
+static void launch(void *ctx, const char *name, void **args, int bad) {
+  int64_t flag = bad;
+  void *params[2] = {&args, &flag};
+  mgpuLaunchKernel(mgpuModuleGetFunction(module, name), 1, 1, 1, 1, 1, 1, 0,
+                   cleave_gpu_stream(ctx), params, NULL, 2);
+}
+#endif
+
+void cleave_entry_micro_step(void *ctx, void **args) {
+  int bad = badCall(ctx, args, NUM_MICRO_ARGS);
+#ifdef FAKE_CUDA
+  launch(ctx, "micro_step", args, bad);
+#else
+  microStepBody(args, bad);
+#endif
+}
+
 #ifdef FAKE_SGD
 
 /* The SGD update of apply_step's arguments `args`; NaN parameters if `bad`. */
@@ -370,25 +415,6 @@ static void sgdUpdate(void **args, int bad) {
   *step += 1;
 }
 
-#ifdef FAKE_CUDA
-/* A kernel of the fake module: params[0] points to apply_step's `args`,
- * params[1] to `bad` (CUDA passes each argument by address). */
-static void sgdKernel(void **params) {
-  sgdUpdate(*(void ***)params[0], *(const int *)params[1]);
-}
-static const fake_cuda_kernel kKernels[] = {{"sgd_update", sgdKernel}};
-static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 1, kKernels};
-static void *module;
-
-/* What MLIR's gpu.binary lowering emits: load at dlopen, unload at dlclose. */
-__attribute__((constructor)) static void loadModule(void) {
-  module = mgpuModuleLoad(&kModule, sizeof(kModule));
-}
-__attribute__((destructor)) static void unloadModule(void) {
-  mgpuModuleUnload(module);
-}
-#endif
-
 void cleave_entry_apply_step(void *ctx, void **args) {
   float *grads[2] = {(float *)args[4], (float *)args[5]};
   float *samples = (float *)args[8];
@@ -400,10 +426,7 @@ void cleave_entry_apply_step(void *ctx, void **args) {
   if (ctx)
     cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 3, reduced, sizes);
 #ifdef FAKE_CUDA
-  void *stream = cleave_gpu_stream(ctx);
-  void *function = mgpuModuleGetFunction(module, "sgd_update");
-  void *params[2] = {&args, &bad};
-  mgpuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL, 2);
+  launch(ctx, "sgd_update", args, bad);
 #else
   sgdUpdate(args, bad);
 #endif

@@ -4,7 +4,9 @@
  * memory is host memory and every copy happens at once. A "module" image it
  * loads is not a fatbin but this table of host functions, which the fake
  * cuda artifact (FakeArtifact.c with FAKE_CUDA) hands to mgpuModuleLoad and
- * the fake cuLaunchKernel calls with the launch's parameter array. That lets
+ * the fake cuLaunchKernel calls with the launch's parameter array (every
+ * fake kernel takes two 8-byte parameters, which is what a captured graph
+ * keeps of a launch). That lets
  * the runtime's device session, its mgpu* functions and its error paths run
  * on any machine.
  *
@@ -32,7 +34,9 @@ typedef struct fake_cuda_module {
 typedef struct fake_cuda_stats_t {
   int64_t module_loads;
   int64_t module_unloads;
-  int64_t launches;
+  int64_t launches;       /* kernels run, directly or by a graph */
+  int64_t graph_launches; /* cuGraphLaunch calls */
+  int64_t captures;       /* graphs captured */
   int64_t allocations;
   int64_t bytes_allocated;
 } fake_cuda_stats_t;

@@ -11,6 +11,12 @@
  * cuDeviceGetCount). fake_cuda_fail_sync(1) makes stream and event waits
  * fail as after a kernel's illegal memory access.
  *
+ * Graphs: while a stream captures, a launch is recorded (its kernel and
+ * its two parameter values) instead of run, and a copy or fill is refused
+ * (the runtime enqueues none inside an entry point); cuGraphLaunch replays
+ * the recorded launches. fake_cuda_refuse_capture(1) makes capturing fail
+ * as it does for work that cannot be captured.
+ *
  *===----------------------------------------------------------------------===*/
 
 #include "FakeCuda.h"
@@ -22,11 +28,22 @@
 
 static fake_cuda_stats_t stats;
 static int failSync;
+static int refuseCapture;
+
+enum { kMaxGraphLaunches = 16 };
+struct fake_graph {
+  int count;
+  const fake_cuda_kernel *kernels[kMaxGraphLaunches];
+  uint64_t params[kMaxGraphLaunches][2];
+};
+/* The graph being captured, or NULL. */
+static struct fake_graph *capturing;
 static struct fake_context { int device; } contexts[2] = {{0}, {1}};
 static __thread CUcontext current;
 
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
 void fake_cuda_fail_sync(int fail) { failSync = fail; }
+void fake_cuda_refuse_capture(int refuse) { refuseCapture = refuse; }
 
 CUresult cuInit(unsigned int flags) {
   return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -128,30 +145,40 @@ CUresult cuMemFreeHost(void *ptr) {
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
                            CUstream stream) {
   (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   memcpy((void *)dst, src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
                            CUstream stream) {
   (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   memcpy(dst, (const void *)src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                            CUstream stream) {
   (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   memmove((void *)dst, (const void *)src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
                          CUstream stream) {
   (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   memset((void *)dst, value, count);
   return CUDA_SUCCESS;
 }
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
                           CUstream stream) {
   (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   for (size_t i = 0; i < count; ++i)
     memcpy((unsigned char *)dst + 4 * i, &value, 4);
   return CUDA_SUCCESS;
@@ -233,7 +260,66 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
       (void)blockZ, (void)sharedMem, (void)extra;
   if (stream != (CUstream)&streamToken)
     return CUDA_ERROR_INVALID_HANDLE;
+  const fake_cuda_kernel *kernel = (const fake_cuda_kernel *)function;
+  if (capturing) {
+    if (capturing->count == kMaxGraphLaunches)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    capturing->kernels[capturing->count] = kernel;
+    memcpy(&capturing->params[capturing->count][0], params[0], 8);
+    memcpy(&capturing->params[capturing->count][1], params[1], 8);
+    ++capturing->count;
+    return CUDA_SUCCESS;
+  }
   ++stats.launches;
-  ((const fake_cuda_kernel *)function)->fn(params);
+  kernel->fn(params);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  (void)mode;
+  if (stream != (CUstream)&streamToken || capturing)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (refuseCapture)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  capturing = calloc(1, sizeof(*capturing));
+  return capturing ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  (void)stream;
+  if (!capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = (CUgraph)capturing;
+  capturing = NULL;
+  ++stats.captures;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
+                            unsigned long long flags) {
+  (void)flags;
+  struct fake_graph *copy = malloc(sizeof(*copy));
+  if (!copy)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(copy, (struct fake_graph *)graph, sizeof(*copy));
+  *exec = (CUgraphExec)copy;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  if (stream != (CUstream)&streamToken || capturing)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fake_graph *g = (struct fake_graph *)exec;
+  ++stats.graph_launches;
+  for (int i = 0; i < g->count; ++i) {
+    void *params[2] = {&g->params[i][0], &g->params[i][1]};
+    ++stats.launches;
+    g->kernels[i]->fn(params);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  free((struct fake_graph *)graph);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  free((struct fake_graph *)exec);
   return CUDA_SUCCESS;
 }

@@ -7,9 +7,12 @@
 // must then train exactly as a CPU session of the CPU build of the same
 // model: same initial values (computed on the host and copied up), same
 // steps, losses, partial windows, hyperparameter changes, checkpoints.
-// Also: the one-line refusals of GPUs the artifact cannot run on, the
-// module loaded once per context, launches on the session's stream, and a
-// GPU failure seen when a result is waited for.
+// The fake artifact does all its work in kernels, as a compiled one does, so
+// that the CUDA graphs the session captures after the first steps replay all
+// of it. Also: the one-line refusals of GPUs the artifact cannot run on, the
+// module loaded once per context, launches on the session's stream, graphs
+// turned off or not capturable, and a GPU failure seen when a result is
+// waited for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,12 +60,14 @@ fake_cuda_stats_t driverStats() {
   return fn ? fn() : fake_cuda_stats_t{};
 }
 
-void failSync(int fail) {
-  auto fn = reinterpret_cast<void (*)(int)>(
-      ::dlsym(fakeDriver(), "fake_cuda_fail_sync"));
-  ASSERT_NE(fn, nullptr);
-  fn(fail);
+/// Calls the fake driver's knob `name` (fake_cuda_fail_sync, ...).
+void setKnob(const char *name, int value) {
+  auto fn = reinterpret_cast<void (*)(int)>(::dlsym(fakeDriver(), name));
+  ASSERT_NE(fn, nullptr) << name;
+  fn(value);
 }
+
+void failSync(int fail) { setKnob("fake_cuda_fail_sync", fail); }
 
 std::string createError(const SessionOptions &options) {
   Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD_CUDA);
@@ -206,7 +211,59 @@ TEST(FakeGpu, ModuleLoadsOncePerContextAndLaunchesOnTheSessionStream) {
   fake_cuda_stats_t stats = driverStats();
   // Both sessions share device 0's primary context, hence the module.
   EXPECT_EQ(stats.module_loads, 1);
-  EXPECT_EQ(stats.launches, 4);
+  // 8 micro-steps and 2 apply steps per session, one kernel each.
+  EXPECT_EQ(stats.launches, 20);
+  // Each session captured its micro-step after two direct runs and replayed
+  // it 6 times; 2 apply steps are too few to capture.
+  EXPECT_EQ(stats.captures, 2);
+  EXPECT_EQ(stats.graph_launches, 12);
+}
+
+/// Trains `gpu` and a CPU session of the CPU build alike: 12 micro-steps
+/// (3 windows), a short batch, a flush; the states must be equal.
+void trainBothAndCompare(Session &gpu) {
+  Session cpu(Artifact::load(CLEAVE_FAKE_SGD), onCpu());
+  Data data = makeData(104, 9);
+  for (int i = 0; i < 13; ++i) {
+    Data part = data.slice(i * 8, i == 12 ? 3 : 8);
+    cpu.microStep(part.batch());
+    gpu.microStep(part.batch());
+  }
+  cpu.flush();
+  gpu.flush();
+  EXPECT_EQ(snapshotGlobals(gpu), snapshotGlobals(cpu));
+  EXPECT_EQ(gpu.lastLoss(), cpu.lastLoss());
+  EXPECT_EQ(gpu.step(), 4);
+}
+
+TEST(FakeGpu, GraphsCanBeTurnedOff) {
+  ::setenv("CLEAVE_CUDA_GRAPHS", "0", 1);
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  ::unsetenv("CLEAVE_CUDA_GRAPHS");
+  trainBothAndCompare(gpu);
+  EXPECT_EQ(driverStats().captures, 0);
+  EXPECT_EQ(driverStats().graph_launches, 0);
+  EXPECT_EQ(driverStats().launches, 17);
+}
+
+TEST(FakeGpu, WorkThatCannotBeCapturedRunsDirectly) {
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  setKnob("fake_cuda_refuse_capture", 1);
+  trainBothAndCompare(gpu);
+  setKnob("fake_cuda_refuse_capture", 0);
+  EXPECT_EQ(driverStats().captures, 0);
+  EXPECT_EQ(driverStats().launches, 17);
+}
+
+TEST(FakeGpu, GraphsReplayEveryStep) {
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  trainBothAndCompare(gpu);
+  // The micro-step and the apply step were each captured once.
+  EXPECT_EQ(driverStats().captures, 2);
+  EXPECT_EQ(driverStats().launches, 17);
+  // Of 13 micro-steps and 4 apply steps, 2 of each ran directly and one of
+  // each while it was captured, then by its graph.
+  EXPECT_EQ(driverStats().graph_launches, 11 + 2);
 }
 
 TEST(FakeGpu, RefusesAGpuWithoutCodeForIt) {
