@@ -21,7 +21,7 @@
 # intact, that the tools find their libraries, and what would run; it starts
 # nothing on a GPU. Exit status: 0 when every check passed, 1 otherwise.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 carry=.gpu-check seconds=3 dry=0
 for a in "$@"; do
