@@ -5,12 +5,19 @@
 // object: ms per micro-step (apply excluded), ms per apply step, samples/s of
 // the steady training loop with accumulation N, and peak RSS.
 //
-//   cleave-bench model.cleave --accumulate=N --seconds=S
+//   cleave-bench model.cleave --accumulate=N --seconds=S [--device=cuda[:K]]
+//
+// On a GPU (an artifact compiled with --target=cuda) a micro-step only
+// enqueues work, so every timed phase ends by waiting for the GPU (asking
+// for the loss), and the JSON also has the device memory in use at the end
+// (the CUDA driver's cuMemGetInfo: total minus free, the whole GPU), which
+// is the session's peak: a session allocates everything when it is created.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/runtime.hpp"
 
+#include <dlfcn.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -63,7 +70,10 @@ Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
                    reinterpret_cast<unsigned char *>(v.data() + elements));
     } else if (info.dtype == CLEAVE_DTYPE_I64) {
       // Class labels or token ids: spread over [0, index_bound).
-      int64_t bound = manifest["inputs"][i].value("index_bound", int64_t(10));
+      int64_t bound = 10;
+      for (const nlohmann::json &in : manifest["inputs"])
+        if (in.value("name", "") == info.name)
+          bound = in.value("index_bound", bound);
       std::vector<int64_t> v(elements);
       for (size_t k = 0; k < elements; ++k)
         v[k] = int64_t(k) % bound;
@@ -81,30 +91,57 @@ Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
   return d;
 }
 
+/// MiB of memory in use on the current CUDA device (the driver's view of
+/// the whole GPU), or -1 if the driver cannot say. The runtime made its
+/// context current on this thread.
+double deviceUsedMib() {
+  void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver)
+    return -1;
+  using MemGetInfo = int (*)(size_t *, size_t *);
+  auto fn = reinterpret_cast<MemGetInfo>(::dlsym(driver, "cuMemGetInfo_v2"));
+  size_t free = 0, total = 0;
+  if (!fn || fn(&free, &total) != 0)
+    return -1;
+  return double(total - free) / (1024.0 * 1024.0);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: cleave-bench model.cleave [--accumulate=N] "
-                 "[--seconds=S]\n");
+    std::fprintf(stderr, "usage: cleave-bench model.cleave [--accumulate=N] "
+                         "[--seconds=S] [--device=cpu|cuda[:K]]\n");
     return 2;
   }
   int64_t n = 0;
   double budget = 3.0;
+  cleave::SessionOptions options;
   for (int i = 2; i < argc; ++i) {
     if (!std::strncmp(argv[i], "--accumulate=", 13))
       n = std::atoll(argv[i] + 13);
     else if (!std::strncmp(argv[i], "--seconds=", 10))
       budget = std::atof(argv[i] + 10);
+    else if (!std::strcmp(argv[i], "--device=cpu"))
+      options.device = CLEAVE_DEVICE_CPU;
+    else if (!std::strcmp(argv[i], "--device=cuda"))
+      options.device = CLEAVE_DEVICE_CUDA;
+    else if (!std::strncmp(argv[i], "--device=cuda:", 14)) {
+      options.device = CLEAVE_DEVICE_CUDA;
+      options.deviceOrdinal = std::atoi(argv[i] + 14);
+    } else {
+      std::fprintf(stderr, "cleave-bench: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
   }
+  const bool gpu = options.device == CLEAVE_DEVICE_CUDA;
   try {
     cleave::Artifact artifact = cleave::Artifact::load(argv[1]);
     int64_t b = 0;
     cleave_artifact_micro_batch(artifact.get(), &b);
     if (n <= 0)
       cleave_artifact_accumulate(artifact.get(), &n);
-    cleave::Session session(artifact);
+    cleave::Session session(artifact, options);
     Data data = makeData(artifact, b);
 
     // Micro-steps alone: a window that never fills.
@@ -119,6 +156,8 @@ int main(int argc, char **argv) {
       session.microStep(data.batch);
       ++micro;
     }
+    // Waits for the GPU; a no-op on the CPU.
+    (void)session.lastLoss();
     double microMs = seconds(t0, Clock::now()) / double(micro) * 1e3;
 
     // Apply steps alone: flush one-micro-step windows and time the flush.
@@ -127,8 +166,14 @@ int main(int argc, char **argv) {
     auto t1 = Clock::now();
     while (seconds(t1, Clock::now()) < budget / 3 || applies < 10) {
       session.microStep(data.batch);
+      (void)session.lastLoss();
       auto a = Clock::now();
       session.flush();
+      if (gpu) {
+        // The apply step's own work: wait for it (through a read of the
+        // step counter, which waits for the stream).
+        (void)session.readGlobal<int64_t>("train.step");
+      }
       applySum += seconds(a, Clock::now());
       ++applies;
     }
@@ -143,15 +188,19 @@ int main(int argc, char **argv) {
       session.microStep(data.batch);
       ++steps;
     }
+    (void)session.lastLoss();
     double samplesPerSecond = double(steps * b) / seconds(t2, Clock::now());
 
     rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
                 "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "
-                "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f}\n",
+                "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f",
                 (long long)b, (long long)n, microMs, applyMs, samplesPerSecond,
                 usage.ru_maxrss / 1024.0);
+    if (gpu)
+      std::printf(", \"device_used_mib\": %.1f", deviceUsedMib());
+    std::printf("}\n");
   } catch (const cleave::Error &e) {
     std::fprintf(stderr, "cleave-bench: error: %s\n", e.what());
     return 1;

@@ -8,6 +8,12 @@ torch calls sgemm_ from it) and nn.Conv2d to oneDNN (torch's mkldnn backend).
 Prints one JSON object like cleave-bench's.
 
     /usr/bin/python3 bench/pytorch_ref.py mlp --micro-batch=32 --accumulate=4 --threads=1
+
+With --device=cuda the model and data live on the GPU, every timed phase
+ends with torch.cuda.synchronize(), and the JSON also has the peak of
+torch.cuda.max_memory_allocated (PyTorch's tensors, not its cache or the
+CUDA context). --compile runs the model through torch.compile first
+(scripts/gpu-check.sh reports it where it works).
 """
 import argparse
 import json
@@ -38,14 +44,23 @@ def main():
     p.add_argument("--accumulate", type=int, default=4)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--compile", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    net = model(a.model)
+    dev = torch.device(a.device)
+    net = model(a.model).to(dev)
+    if a.compile:
+        net = torch.compile(net)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     b, n = a.micro_batch, a.accumulate
-    x = torch.randn(b, 1, 28, 28)
-    y = torch.arange(b) % 10
+    x = torch.randn(b, 1, 28, 28, device=dev)
+    y = torch.arange(b, device=dev) % 10
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
     window = float(b * n)
 
@@ -60,17 +75,23 @@ def main():
     for _ in range(20):
         micro()
     apply()
+    sync()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     budget = a.seconds / 3
     count, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < budget:
         micro()
         count += 1
+    sync()
     micro_ms = (time.perf_counter() - t0) / count * 1e3
     apply_s, applies, t1 = 0.0, 0, time.perf_counter()
     while time.perf_counter() - t1 < budget or applies < 10:
         micro()
+        sync()
         s = time.perf_counter()
         apply()
+        sync()
         apply_s += time.perf_counter() - s
         applies += 1
     apply_ms = apply_s / applies * 1e3
@@ -80,13 +101,18 @@ def main():
         steps += 1
         if steps % n == 0:
             apply()
+    sync()
     sps = steps * b / (time.perf_counter() - t2)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"micro_batch": b, "accumulate": n,
-                      "ms_per_micro_step": round(micro_ms, 4),
-                      "ms_per_apply_step": round(apply_ms, 4),
-                      "samples_per_second": round(sps, 1),
-                      "peak_rss_mib": round(rss, 1)}))
+    out = {"micro_batch": b, "accumulate": n,
+           "ms_per_micro_step": round(micro_ms, 4),
+           "ms_per_apply_step": round(apply_ms, 4),
+           "samples_per_second": round(sps, 1),
+           "peak_rss_mib": round(rss, 1)}
+    if dev.type == "cuda":
+        out["device_peak_mib"] = round(
+            torch.cuda.max_memory_allocated() / 2**20, 1)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -437,6 +437,8 @@ void cleave_session_options_init(cleave_session_options *options) {
   options->accumulate = 0;
   options->num_threads = 0;
   options->distributed = 0;
+  options->device = CLEAVE_DEVICE_CPU;
+  options->device_ordinal = 0;
 }
 
 cleave_status cleave_session_create(cleave_artifact *artifact,
@@ -451,6 +453,16 @@ cleave_status cleave_session_create(cleave_artifact *artifact,
       opts.accumulate = options->accumulate;
       opts.numThreads = options->num_threads;
       opts.distributed = options->distributed != 0;
+      if (options->device != CLEAVE_DEVICE_CPU &&
+          options->device != CLEAVE_DEVICE_CUDA)
+        return makeError(CLEAVE_INVALID_ARGUMENT, "options: device is ",
+                         options->device,
+                         ", expected CLEAVE_DEVICE_CPU (0) or "
+                         "CLEAVE_DEVICE_CUDA (1)");
+      opts.device = options->device == CLEAVE_DEVICE_CUDA
+                        ? cleave::rt::DeviceKind::Cuda
+                        : cleave::rt::DeviceKind::Cpu;
+      opts.deviceOrdinal = options->device_ordinal;
     }
     std::unique_ptr<Session> session;
     CLEAVE_RETURN_IF_ERROR(Session::create(artifact->impl, opts, session));

@@ -54,6 +54,11 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
   if (m.kind != ArtifactKind::Graph)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact->path(),
                      ": not a graph artifact");
+  if (m.device != DeviceKind::Cpu)
+    return makeError(CLEAVE_FAILED_PRECONDITION, artifact->path(),
+                     ": graph artifacts run on the CPU only (this one is "
+                     "compiled for ",
+                     deviceKindName(m.device), ")");
   if (options.numThreads < 0)
     return makeError(CLEAVE_INVALID_ARGUMENT, "options: num_threads is ",
                      options.numThreads,

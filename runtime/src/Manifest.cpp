@@ -98,6 +98,34 @@ const char *artifactKindName(ArtifactKind kind) {
   return "?";
 }
 
+const char *deviceKindName(DeviceKind kind) {
+  return kind == DeviceKind::Cuda ? "cuda" : "cpu";
+}
+
+std::string GpuArch::name() const {
+  return "sm_" + std::to_string(major) + std::to_string(minor) +
+         (specific ? "a" : "");
+}
+
+std::optional<GpuArch> parseGpuArch(std::string_view text) {
+  if (text.substr(0, 3) != "sm_")
+    return std::nullopt;
+  std::string_view digits = text.substr(3);
+  GpuArch arch;
+  if (!digits.empty() && digits.back() == 'a') {
+    arch.specific = true;
+    digits.remove_suffix(1);
+  }
+  // The minor version is the last digit (sm_100 is 10.0, sm_120 is 12.0).
+  if (digits.size() < 2 || digits.size() > 3 || digits.front() == '0' ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  arch.minor = digits.back() - '0';
+  arch.major = std::stoi(std::string(digits.substr(0, digits.size() - 1)));
+  return arch;
+}
+
 std::optional<EntryKind> parseEntryName(std::string_view name) {
   for (size_t i = 0; i < kNumEntryKinds; ++i)
     if (name == entryName(static_cast<EntryKind>(i)))
@@ -249,6 +277,7 @@ private:
 
   Status parseKind(const json &root);
   Status parseTarget(const json &root);
+  Status parseDevice(const json &root);
   Status parseDataParallel(const json &root);
   Status parseGraph(const json &root);
   Status parseGraphEntries(const json &root);
@@ -292,6 +321,64 @@ Status ManifestParser::parseTarget(const json &root) {
   return Status::success();
 }
 
+/// `device`, and for `cuda` the architectures of its GPU code: `gpu_arches`
+/// (required, at least one, no repeats) and `ptx_arch` (optional). Which of
+/// them a GPU can run is decided when a session is created (gpu/GpuArch.h).
+Status ManifestParser::parseDevice(const json &root) {
+  const json *device, *arches, *ptx;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "device", false, device));
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "gpu_arches", false, arches));
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "ptx_arch", false, ptx));
+  if (device) {
+    const std::string name =
+        device->is_string() ? device->get<std::string>() : device->dump();
+    if (name == "cuda")
+      m.device = DeviceKind::Cuda;
+    else if (name != "cpu")
+      return error("device",
+                   "must be \"cpu\" or \"cuda\" (got " +
+                       (device->is_string() ? "'" + name + "'" : name) + ")");
+  }
+  if (m.device == DeviceKind::Cpu) {
+    if (arches)
+      return error("gpu_arches", "is only valid with \"device\": \"cuda\"");
+    if (ptx)
+      return error("ptx_arch", "is only valid with \"device\": \"cuda\"");
+    return Status::success();
+  }
+  const char *what = "must be a non-empty list of SM architectures "
+                     "(\"sm_80\", \"sm_90a\", ...)";
+  if (!arches)
+    return error("gpu_arches", "is missing (a \"cuda\" artifact names the "
+                               "architectures of its cubins)");
+  if (!arches->is_array() || arches->empty())
+    return error("gpu_arches", what);
+  for (size_t i = 0; i < arches->size(); ++i) {
+    const json &a = (*arches)[i];
+    std::optional<GpuArch> arch =
+        a.is_string() ? parseGpuArch(a.get<std::string>()) : std::nullopt;
+    if (!arch)
+      return error(index("gpu_arches", i),
+                   "must be an SM architecture such as \"sm_80\" (got " +
+                       a.dump() + ")");
+    for (const GpuArch &seen : m.gpuArches)
+      if (seen.name() == arch->name())
+        return error(index("gpu_arches", i), "repeats " + arch->name());
+    m.gpuArches.push_back(*arch);
+  }
+  if (ptx) {
+    std::optional<GpuArch> arch =
+        ptx->is_string() ? parseGpuArch(ptx->get<std::string>()) : std::nullopt;
+    if (!arch || arch->specific)
+      return error("ptx_arch",
+                   "must be an SM architecture without the 'a' suffix, such "
+                   "as \"sm_80\" (got " +
+                       ptx->dump() + ")");
+    m.ptxArch = *arch;
+  }
+  return Status::success();
+}
+
 Status ManifestParser::parse(const json &root) {
   if (!root.is_object())
     return makeError(CLEAVE_INVALID_ARTIFACT,
@@ -309,6 +396,7 @@ Status ManifestParser::parse(const json &root) {
     m.sealed = sealed->get<bool>();
   }
   CLEAVE_RETURN_IF_ERROR(parseTarget(root));
+  CLEAVE_RETURN_IF_ERROR(parseDevice(root));
   CLEAVE_RETURN_IF_ERROR(parseKind(root));
   if (m.kind == ArtifactKind::Graph)
     return parseGraph(root);

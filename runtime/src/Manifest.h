@@ -168,6 +168,22 @@ struct TargetDesc {
   std::vector<std::string> features;
 };
 
+/// What executes an artifact's entry points (`"device"`).
+enum class DeviceKind : uint8_t { Cpu, Cuda };
+const char *deviceKindName(DeviceKind kind);
+
+/// An SM architecture of the manifest's `gpu_arches` and `ptx_arch`
+/// (`"sm_80"`, or `"sm_90a"` for code that runs on that exact GPU only).
+struct GpuArch {
+  int major = 0, minor = 0;
+  /// The `a` suffix: architecture-specific features, no compatibility with
+  /// any other GPU.
+  bool specific = false;
+  std::string name() const;
+};
+/// Parses `sm_<major><minor>[a]`; nullopt if `text` is not of that form.
+std::optional<GpuArch> parseGpuArch(std::string_view text);
+
 /// Everything the manifest says, validated. A Graph artifact sets only
 /// `kind`, `abiVersion`, `globals`, `graphEntries`, `kernels`, `warnings`,
 /// `text` and `hash`.
@@ -178,6 +194,15 @@ struct Manifest {
   bool sealed = false;
   /// Absent in artifacts that do not record it (hand-written test ones).
   std::optional<TargetDesc> target;
+  /// `"device"`: absent means the CPU. A `cuda` artifact passes device
+  /// pointers to its entry points and launches its kernels through the
+  /// runtime's mgpu* functions (docs/design/gpu-runtime.md).
+  DeviceKind device = DeviceKind::Cpu;
+  /// `cuda` only: the architectures the artifact has a cubin for, in the
+  /// order the compiler was given them, and the one whose PTX it embeds
+  /// (absent: none).
+  std::vector<GpuArch> gpuArches;
+  std::optional<GpuArch> ptxArch;
   int64_t microBatch = 0;
   int64_t accumulate = 0;
   ReduceMode reduce = ReduceMode::None;

@@ -13,6 +13,9 @@
 #include "Initializers.h"
 #include "LrSchedule.h"
 #include "collectives/Communicator.h"
+#include "gpu/Gpu.h"
+#include "gpu/GpuArch.h"
+#include "gpu/Modules.h"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>
@@ -154,6 +157,34 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   std::unique_ptr<Session> session(new Session(std::move(artifact)));
   const Manifest &m = session->manifest_;
   const std::string &path = session->artifact_->path();
+  if (m.device != options.device) {
+    if (m.device == DeviceKind::Cuda)
+      return makeError(CLEAVE_FAILED_PRECONDITION, path,
+                       ": compiled for CUDA GPUs (",
+                       describeGpuCode(m.gpuArches, m.ptxArch),
+                       "), but the session is on the CPU; create it on a "
+                       "cuda device (cleave-train --device=cuda)");
+    return makeError(CLEAVE_FAILED_PRECONDITION, path,
+                     ": compiled for the CPU, but the session is on a CUDA "
+                     "GPU; create it on the cpu device (cleave-train "
+                     "--device=cpu) or compile with --target=cuda");
+  }
+  if (m.device == DeviceKind::Cuda) {
+    // CLEAVE_CUDA_GRAPHS=0 turns graph replay off, for debugging (every
+    // launch is then a driver call that a profiler sees).
+    const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
+    session->useGraphs_ = !graphs || std::string_view(graphs) != "0";
+    if (options.deviceOrdinal < 0)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
+                       options.deviceOrdinal, ", expected 0 or more");
+    // Before anything is allocated: on a machine without a driver, a GPU or
+    // code for its architecture this is the one line the caller gets.
+    Status opened =
+        Gpu::open(options.deviceOrdinal, m.gpuArches, m.ptxArch, session->gpu_);
+    if (!opened.ok())
+      return opened.withContext(path);
+    session->alignment_ = kDeviceAlignment;
+  }
   CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
   session->numThreads_ = options.numThreads;
@@ -182,11 +213,25 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                             : " (not distributed: set the distributed option "
                               "and launch the job with mpirun -np ",
         options.distributed ? "" : std::to_string(m.ranks) + ")");
-  {
+  if (session->gpu_ && session->numRanks() > 1)
+    return makeError(CLEAVE_FAILED_PRECONDITION, path,
+                     ": data-parallel training on GPUs (NCCL) is not "
+                     "implemented yet; this job has ",
+                     session->numRanks(), " ranks, run one process");
+  if (session->gpu_) {
+    std::unique_ptr<DeviceKernels> kernels;
+    Status built = session->gpu_->createKernels(m.kernels, kernels);
+    if (!built.ok())
+      return built.withContext(path + ": kernels");
+    session->kernelContext_ =
+        KernelContext::createForDevice(std::move(kernels));
+  } else {
     std::string error;
     session->kernelContext_ = KernelContext::create(m.kernels, error);
     if (!session->kernelContext_)
       return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
+  }
+  {
     session->kernelContext_->setCommunicator(session->communicator_.get());
     session->kernelContext_->setShardedCollectives(
         session->shardedCollectives_.get());
@@ -227,37 +272,146 @@ Status Session::allocateAndInitialize(const Options &options) {
   sliceData_.resize(m.userInputs.size());
   sliceBytes_.resize(m.userInputs.size());
 
-  if (!hyperSlots_.allocate(m.hypers.size() * kBufferAlignment))
-    return outOfMemory(m.hypers.size() * kBufferAlignment, "hyperparameters");
+  if (!hyperSlots_.allocate(m.hypers.size() * alignment_))
+    return outOfMemory(m.hypers.size() * alignment_, "hyperparameters");
+  if (gpu_)
+    CLEAVE_RETURN_IF_ERROR(allocateOnDevice());
   hyperValues_.resize(m.hypers.size());
   for (size_t i = 0; i < m.hypers.size(); ++i)
     storeHyper(i, m.hypers[i].defaultValue);
   lrHyper_ = m.findHyper("lr");
+  if (gpu_) {
+    // The initial values go up once; creation waits for them so that a GPU
+    // failure is reported here.
+    CLEAVE_RETURN_IF_ERROR(pushState());
+  }
   return Status::success();
+}
+
+Status Session::allocateOnDevice() {
+  const Manifest &m = manifest_;
+  deviceGlobals_.resize(m.globals.size());
+  for (size_t i = 0; i < m.globals.size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.globals[i].bytes,
+                                          "global '" + m.globals[i].name + "'",
+                                          deviceGlobals_[i]));
+  deviceInputs_.resize(m.inputs.size());
+  for (int slot = 0; slot < 2; ++slot)
+    staging_[slot].resize(m.inputs.size());
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string what = "input '" + m.inputs[i].name + "'";
+    CLEAVE_RETURN_IF_ERROR(
+        gpu_->allocate(m.inputs[i].bytes, what, deviceInputs_[i]));
+    for (int slot = 0; slot < 2; ++slot) {
+      void *p = nullptr;
+      CLEAVE_RETURN_IF_ERROR(gpu_->allocatePinned(m.inputs[i].bytes, what, p));
+      staging_[slot][i] = static_cast<unsigned char *>(p);
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.hypers.size() * alignment_,
+                                        "hyperparameters", deviceHypers_));
+  return reserveLossSlots(1);
+}
+
+Status Session::reserveLossSlots(size_t slots) {
+  if (slots <= lossCapacity_)
+    return Status::success();
+  // The old slots stay allocated (the GPU owns them until the session
+  // ends): a copy into them may still be in flight.
+  size_t capacity = std::max(slots, 2 * lossCapacity_);
+  void *p = nullptr;
+  CLEAVE_RETURN_IF_ERROR(
+      gpu_->allocatePinned(capacity * sizeof(double), "the losses", p));
+  lossSlots_ = static_cast<unsigned char *>(p);
+  lossCapacity_ = capacity;
+  return Status::success();
+}
+
+Status Session::pushState() {
+  const Manifest &m = manifest_;
+  for (size_t i = 0; i < m.globals.size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceGlobals_[i], globals_[i].data(),
+                                        m.globals[i].bytes));
+  CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceHypers_, hyperSlots_.data(),
+                                      m.hypers.size() * alignment_));
+  return gpu_->synchronize();
+}
+
+Status Session::pullGlobals() const {
+  const Manifest &m = manifest_;
+  const int64_t microSteps = *microSteps_, step = *step_;
+  for (size_t i = 0; i < m.globals.size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+        globals_[i].data(), deviceGlobals_[i], m.globals[i].bytes)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
+  // The entries advance the counters on the device; the session counts
+  // the same steps on the host. They must agree.
+  if (*microSteps_ != microSteps || *step_ != step) {
+    Status error = makeError(
+        CLEAVE_INTERNAL, artifact_->path(), ": on ", gpu_->description(),
+        " train.micro_steps is ", *microSteps_, " and train.step ", *step_,
+        ", the session counted ", microSteps, " and ", step,
+        " (the entry points do not advance them as the ABI says)");
+    *microSteps_ = microSteps;
+    *step_ = step;
+    return noteDeviceError(error);
+  }
+  return Status::success();
+}
+
+Status Session::noteDeviceError(Status error) const {
+  if (!error.ok() && failure_.ok())
+    failure_ = error;
+  return error;
+}
+
+std::string Session::deviceDescription() const {
+  return gpu_ ? gpu_->description() : std::string("the CPU");
 }
 
 void Session::storeHyper(size_t index, double value) {
   hyperValues_[index] = value;
-  void *slot = hyperSlots_.data() + index * kBufferAlignment;
+  void *slot = hyperSlots_.data() + index * alignment_;
   if (manifest_.dtype == DType::F64)
     *static_cast<double *>(slot) = value;
   else
     *static_cast<float *>(slot) = static_cast<float>(value);
+  if (!gpu_ || !deviceHypers_)
+    return;
+  // A fill takes its value when it is enqueued, so the new value reaches
+  // the device in stream order, after the work that read the old one.
+  uint32_t words[2];
+  size_t count = manifest_.dtype == DType::F64 ? 2 : 1;
+  std::memcpy(words, slot, count * 4);
+  auto *dst = static_cast<unsigned char *>(deviceHypers_) + index * alignment_;
+  for (size_t w = 0; w < count; ++w)
+    if (Status s = gpu_->fill32(dst + 4 * w, words[w], 1); !s.ok()) {
+      // storeHyper has callers that cannot fail; the session is unusable
+      // from here, and says why at its next call.
+      (void)noteDeviceError(s);
+      return;
+    }
 }
 
 Status Session::bindEntries() {
   const Manifest &m = manifest_;
   // Entries never run concurrently, so they share one scratch area, sized for
   // the hungriest entry.
+  auto aligned = [&](uint64_t bytes) {
+    return gpu_ ? deviceAlignedSize(bytes) : alignedSize(bytes);
+  };
   size_t scratchBytes = 0;
   for (const EntryDesc &e : m.entries) {
     size_t total = 0;
     for (const ArgDesc &a : e.args)
       if (a.role == ArgRole::Scratch)
-        total += alignedSize(a.scratchBytes);
+        total += aligned(a.scratchBytes);
     scratchBytes = std::max(scratchBytes, total);
   }
-  if (!scratch_.allocate(scratchBytes))
+  if (gpu_)
+    CLEAVE_RETURN_IF_ERROR(
+        gpu_->allocate(scratchBytes, "scratch", deviceScratch_));
+  else if (!scratch_.allocate(scratchBytes))
     return outOfMemory(scratchBytes, "scratch");
 
   for (size_t k = 0; k < kNumEntryKinds; ++k) {
@@ -268,31 +422,41 @@ Status Session::bindEntries() {
     Binding &b = bindings_[k];
     b.fn = artifact_->entry(kind);
     b.outputs.resize(e.outputs.size());
-    for (size_t i = 0; i < e.outputs.size(); ++i)
+    for (size_t i = 0; i < e.outputs.size(); ++i) {
+      const std::string what = std::string("output '") + e.outputs[i].name +
+                               "' of " + entryName(kind);
       if (!b.outputs[i].allocate(e.outputs[i].bytes))
-        return outOfMemory(e.outputs[i].bytes, std::string("output '") +
-                                                   e.outputs[i].name + "' of " +
-                                                   entryName(kind));
+        return outOfMemory(e.outputs[i].bytes, what);
+      if (gpu_) {
+        b.deviceOutputs.emplace_back();
+        CLEAVE_RETURN_IF_ERROR(
+            gpu_->allocate(e.outputs[i].bytes, what, b.deviceOutputs.back()));
+      }
+    }
+    auto *hypers =
+        static_cast<unsigned char *>(gpu_ ? deviceHypers_ : hyperSlots_.data());
+    auto *scratch =
+        static_cast<unsigned char *>(gpu_ ? deviceScratch_ : scratch_.data());
     size_t scratchOffset = 0;
     for (const ArgDesc &a : e.args) {
       void *ptr = nullptr;
       switch (a.role) {
       case ArgRole::Input:
         b.inputArgs.emplace_back(b.args.size(), a.index);
-        ptr = inputs_[a.index].data();
+        ptr = gpu_ ? deviceInputs_[a.index] : inputs_[a.index].data();
         break;
       case ArgRole::Output:
-        ptr = b.outputs[a.index].data();
+        ptr = gpu_ ? b.deviceOutputs[a.index] : b.outputs[a.index].data();
         break;
       case ArgRole::Global:
-        ptr = globals_[a.index].data();
+        ptr = gpu_ ? deviceGlobals_[a.index] : globals_[a.index].data();
         break;
       case ArgRole::Hyper:
-        ptr = hyperSlots_.data() + a.index * kBufferAlignment;
+        ptr = hypers + a.index * alignment_;
         break;
       case ArgRole::Scratch:
-        ptr = scratch_.data() + scratchOffset;
-        scratchOffset += alignedSize(a.scratchBytes);
+        ptr = scratch + scratchOffset;
+        scratchOffset += aligned(a.scratchBytes);
         break;
       }
       b.args.push_back(ptr);
@@ -383,7 +547,7 @@ firstOutOfRange(const void *data, size_t count, int64_t bound,
 /// Token weights: 1 for each token of the first `samples` rows whose label
 /// is not `ignore`, 0 for the rest; returns how many are 1.
 template <typename Label, typename Weight>
-int64_t fillTokenWeights(const void *labels, void *weights, int64_t rows,
+int64_t fillTokenWeightsOf(const void *labels, void *weights, int64_t rows,
                          int64_t tokensPerRow, int64_t samples,
                          int64_t ignore) {
   const Label *l = static_cast<const Label *>(labels);
@@ -422,6 +586,31 @@ Status Session::checkIndices(const InputDesc &in, const void *data,
                    " rows)");
 }
 
+Status Session::fillTokenWeights(const void *labels, void *weights,
+                                 int64_t samples, EntryKind kind) {
+  const Manifest &m = manifest_;
+  const InputDesc &l = m.inputs[*m.tokenLabelsInput];
+  const InputDesc &w = m.inputs[*m.sampleWeightsInput];
+  const int64_t b = m.microBatch, perRow = l.numElements / b;
+  const int64_t ignore = *l.ignoreIndex;
+  const bool wide = l.dtype == DType::I64, f64 = w.dtype == DType::F64;
+  lastCount_ =
+      wide ? (f64 ? fillTokenWeightsOf<int64_t, double>(
+                        labels, weights, b, perRow, samples, ignore)
+                  : fillTokenWeightsOf<int64_t, float>(labels, weights, b,
+                                                       perRow, samples, ignore))
+           : (f64 ? fillTokenWeightsOf<int32_t, double>(
+                        labels, weights, b, perRow, samples, ignore)
+                  : fillTokenWeightsOf<int32_t, float>(
+                        labels, weights, b, perRow, samples, ignore));
+  weightsSamples_ = -1;
+  if (lastCount_ == 0 && kind == EntryKind::MicroStep)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
+                     l.name, "' is the ignore index ", ignore,
+                     ": the micro-batch has nothing to learn from");
+  return Status::success();
+}
+
 Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   const Manifest &m = manifest_;
   int64_t samples = batch.samples;
@@ -432,6 +621,8 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
                      " but the artifact has no sample-weights input, so "
                      "every micro-batch must have exactly ",
                      b, " samples");
+  if (gpu_)
+    return stageOnDevice(kind, batch);
   const EntryDesc &e = m.entry(kind);
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
@@ -461,28 +652,9 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
       e.usesInput[*m.sampleWeightsInput]) {
     // One weight per token, from this micro-batch's labels: the window is
     // normalised by its number of real tokens.
-    const InputDesc &labels = m.inputs[*m.tokenLabelsInput];
-    const InputDesc &weights = m.inputs[*m.sampleWeightsInput];
-    int64_t perRow = labels.numElements / b;
-    const void *l = inputPtrs_[*m.tokenLabelsInput];
-    void *w = inputs_[*m.sampleWeightsInput].data();
-    int64_t ignore = *labels.ignoreIndex;
-    bool wide = labels.dtype == DType::I64;
-    bool f64 = weights.dtype == DType::F64;
-    lastCount_ =
-        wide ? (f64 ? fillTokenWeights<int64_t, double>(l, w, b, perRow,
-                                                        samples, ignore)
-                    : fillTokenWeights<int64_t, float>(l, w, b, perRow,
-                                                       samples, ignore))
-             : (f64 ? fillTokenWeights<int32_t, double>(l, w, b, perRow,
-                                                        samples, ignore)
-                    : fillTokenWeights<int32_t, float>(l, w, b, perRow,
-                                                       samples, ignore));
-    weightsSamples_ = -1;
-    if (lastCount_ == 0 && kind == EntryKind::MicroStep)
-      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
-                       labels.name, "' is the ignore index ", ignore,
-                       ": the micro-batch has nothing to learn from");
+    CLEAVE_RETURN_IF_ERROR(
+        fillTokenWeights(inputPtrs_[*m.tokenLabelsInput],
+                         inputs_[*m.sampleWeightsInput].data(), samples, kind));
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
              weightsSamples_ != samples) {
     void *w = inputs_[*m.sampleWeightsInput].data();
@@ -503,13 +675,112 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   return Status::success();
 }
 
+namespace {
+/// Writes `samples` rows of `rowBytes` from `src` to `dst`, then repeats the
+/// last row up to `rows` (see stage()).
+void copyPadded(unsigned char *dst, const void *src, int64_t samples,
+                int64_t rows, size_t rowBytes) {
+  if (samples > 0 && rowBytes > 0)
+    std::memcpy(dst, src, size_t(samples) * rowBytes);
+  const unsigned char *last =
+      static_cast<const unsigned char *>(src) + size_t(samples - 1) * rowBytes;
+  for (int64_t r = samples; r < rows; ++r)
+    std::memcpy(dst + size_t(r) * rowBytes, last, rowBytes);
+}
+} // namespace
+
+Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
+  const Manifest &m = manifest_;
+  const EntryDesc &e = m.entry(kind);
+  const int64_t samples = batch.samples, b = m.microBatch;
+  // The copies out of this set of pinned buffers were enqueued two batches
+  // ago; usually they are long done and this does not wait.
+  const int slot = stagingSlot_;
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->waitEvent(slot)));
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    size_t idx = m.userInputs[j];
+    if (!e.usesInput[idx])
+      continue;
+    const InputDesc &in = m.inputs[idx];
+    copyPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes);
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->upload(deviceInputs_[idx], staging_[slot][idx], in.bytes)));
+  }
+  if (m.sampleWeightsInput && m.tokenLabelsInput &&
+      e.usesInput[*m.sampleWeightsInput]) {
+    // One weight per token, from the staged labels (stage() says why).
+    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(
+        staging_[slot][*m.tokenLabelsInput],
+        staging_[slot][*m.sampleWeightsInput], samples, kind));
+    size_t idx = *m.sampleWeightsInput;
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->upload(
+        deviceInputs_[idx], staging_[slot][idx], m.inputs[idx].bytes)));
+  } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
+             weightsSamples_ != samples) {
+    size_t idx = *m.sampleWeightsInput;
+    unsigned char *w = staging_[slot][idx];
+    for (int64_t i = 0; i < b; ++i) {
+      double v = i < samples ? 1.0 : 0.0;
+      if (m.inputs[idx].dtype == DType::F64)
+        reinterpret_cast<double *>(w)[i] = v;
+      else
+        reinterpret_cast<float *>(w)[i] = float(v);
+    }
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->upload(deviceInputs_[idx], w, m.inputs[idx].bytes)));
+    weightsSamples_ = samples;
+  }
+  if (!m.tokenLabelsInput)
+    lastCount_ = samples;
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->recordEvent(slot)));
+  stagingSlot_ = 1 - slot;
+  return Status::success();
+}
+
+Status Session::enqueueLossCopy() {
+  const TensorDesc &loss =
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput];
+  if (lossCount_ >= lossCapacity_)
+    CLEAVE_RETURN_IF_ERROR(reserveLossSlots(lossCount_ + 1));
+  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+      gpu_->download(lossSlots_ + lossCount_ * sizeof(double),
+                     b.deviceOutputs[manifest_.lossOutput], loss.bytes)));
+  ++lossCount_;
+  lossPending_ = true;
+  return Status::success();
+}
+
+double Session::lastLoss() const {
+  if (!lossPending_)
+    return lastLoss_;
+  lossPending_ = false;
+  if (!noteDeviceError(gpu_->synchronize()).ok()) {
+    lastLoss_ = std::numeric_limits<double>::quiet_NaN();
+    return lastLoss_;
+  }
+  const DType dtype =
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype;
+  double sum = 0.0;
+  for (size_t i = 0; i < lossCount_; ++i)
+    sum += readScalar(dtype, lossSlots_ + i * sizeof(double));
+  lastLoss_ = sum / double(lossSamples_);
+  return lastLoss_;
+}
+
 Status Session::run(EntryKind kind) {
+  if (gpu_)
+    return runOnDevice(kind);
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
   const uint64_t before = totalBytesSent();
   b.fn(kernelContext_.get(), b.args.data());
   windowBytes_ += totalBytesSent() - before;
+  return entryResult(kind);
+}
+
+Status Session::entryResult(EntryKind kind) {
   // A kernel that failed recorded why and turned the rest of the entry's
   // kernel calls into no-ops; the entry's own code ran on regardless, so
   // the globals are now part old, part new.
@@ -521,6 +792,52 @@ Status Session::run(EntryKind kind) {
   kernelContext_->clearError();
   failure_ = error.withContext(artifact_->path() + ": " + entryName(kind));
   return failure_;
+}
+
+Status Session::runOnDevice(EntryKind kind) {
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
+  auto enqueue = [&] {
+    // Launch errors of the artifact's kernels go to this context.
+    GpuLaunchScope scope(kernelContext_.get());
+    b.fn(kernelContext_.get(), b.args.data());
+  };
+  auto launchFailed = [&](const Status &status) {
+    failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
+    return failure_;
+  };
+  if (graphs_[k]) {
+    Status launched = gpu_->launchGraph(graphs_[k]);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // The first runs load the kernel modules and let the libraries set
+  // themselves up; then the entry's work (it only enqueues, on arguments
+  // that never change) is captured once and replayed as one graph launch.
+  // eval_step runs directly: it is not in the training loop.
+  const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
+                       !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
+  if (!capture || !gpu_->beginCapture().ok()) {
+    noGraph_[k] = noGraph_[k] || capture;
+    enqueue();
+    return entryResult(kind);
+  }
+  enqueue();
+  void *graph = nullptr;
+  Status ended = gpu_->endCapture(graph);
+  if (ended.ok() && !kernelContext_->failed()) {
+    graphs_[k] = graph;
+    Status launched = gpu_->launchGraph(graph);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // Nothing of the entry ran, and a call that failed during the capture
+  // may have failed because of it: the entry runs directly, now and from
+  // now on, and a real error shows again.
+  kernelContext_->clearError();
+  (void)KernelContext::takeErrorWithoutContext();
+  noGraph_[k] = true;
+  enqueue();
+  return entryResult(kind);
 }
 
 Status Session::checkUsable() const {
@@ -537,6 +854,20 @@ Status Session::microStep(const cleave_batch &batch) {
   CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
   int64_t before = *microSteps_;
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::MicroStep));
+  if (gpu_) {
+    // The counters advance on the device; the session counts along rather
+    // than waiting for them (pullGlobals checks they agree).
+    ++*microSteps_;
+    if (!inTrainBatch_) {
+      lossCount_ = 0;
+      lossSamples_ = 0;
+    }
+    lossSamples_ += lastCount_;
+    CLEAVE_RETURN_IF_ERROR(enqueueLossCopy());
+    if (*microSteps_ >= accumulate_)
+      return apply();
+    return Status::success();
+  }
   if (*microSteps_ != before + 1)
     return makeError(CLEAVE_INTERNAL, artifact_->path(),
                      ": micro_step changed train.micro_steps from ", before,
@@ -559,6 +890,12 @@ Status Session::apply() {
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
   lastWindowBytes_ = windowBytes_;
   windowBytes_ = 0;
+  if (gpu_) {
+    *microSteps_ = 0;
+    ++*step_;
+    syncScheduledLr();
+    return Status::success();
+  }
   if (*microSteps_ != 0)
     return makeError(CLEAVE_INTERNAL, artifact_->path(),
                      ": apply_step left train.micro_steps at ", *microSteps_,
@@ -594,6 +931,29 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
                      "input to pad the last micro-batch");
   cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
                      sliceBytes_.data()};
+  if (gpu_) {
+    // One loss slot per micro-batch; summed when the loss is asked for.
+    CLEAVE_RETURN_IF_ERROR(
+        reserveLossSlots(size_t((batch.samples + microSize - 1) / microSize)));
+    lossCount_ = 0;
+    lossSamples_ = 0;
+    inTrainBatch_ = true;
+    Status status;
+    for (int64_t start = 0; status.ok() && start < batch.samples;
+         start += slice.samples) {
+      slice.samples = std::min(microSize, batch.samples - start);
+      for (size_t j = 0; j < m.userInputs.size(); ++j) {
+        size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
+        const auto *base = static_cast<const unsigned char *>(batch.data[j]);
+        sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
+        sliceBytes_[j] = size_t(slice.samples) * rowBytes;
+      }
+      status = microStep(slice);
+    }
+    inTrainBatch_ = false;
+    lastCount_ = lossSamples_;
+    return status;
+  }
   double lossSum = 0.0;
   int64_t count = 0;
   // Advancing by the slice, not by microSize, keeps `start` <= samples: an
@@ -712,6 +1072,12 @@ Status Session::readGlobal(std::string_view name, void *dst,
                            size_t bytes) const {
   size_t index = 0;
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
+  if (gpu_ && bytes > 0) {
+    CLEAVE_RETURN_IF_ERROR(checkUsable());
+    CLEAVE_RETURN_IF_ERROR(
+        noteDeviceError(gpu_->download(dst, deviceGlobals_[index], bytes)));
+    return noteDeviceError(gpu_->synchronize());
+  }
   if (bytes > 0)
     std::memcpy(dst, globals_[index].data(), bytes);
   return Status::success();
@@ -721,8 +1087,17 @@ Status Session::writeGlobal(std::string_view name, const void *src,
                             size_t bytes) {
   size_t index = 0;
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
+  if (gpu_)
+    CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (bytes > 0)
     std::memcpy(globals_[index].data(), src, bytes);
+  if (gpu_ && bytes > 0) {
+    // The host copy is what goes up (counters stay in step with it), and
+    // it must not change before the copy is done.
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->upload(deviceGlobals_[index], globals_[index].data(), bytes)));
+    return noteDeviceError(gpu_->synchronize());
+  }
   return Status::success();
 }
 
@@ -735,8 +1110,15 @@ Status Session::output(std::string_view entry, std::string_view name,
   const EntryDesc &e = manifest_.entry(*kind);
   for (size_t i = 0; i < e.outputs.size(); ++i)
     if (e.outputs[i].name == name) {
-      data = bindings_[size_t(*kind)].outputs[i].data();
+      const Binding &b = bindings_[size_t(*kind)];
+      data = b.outputs[i].data();
       bytes = e.outputs[i].bytes;
+      if (gpu_) {
+        CLEAVE_RETURN_IF_ERROR(checkUsable());
+        CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+            gpu_->download(b.outputs[i].data(), b.deviceOutputs[i], bytes)));
+        return noteDeviceError(gpu_->synchronize());
+      }
       return Status::success();
     }
   return makeError(CLEAVE_NOT_FOUND, "entry '", entry, "' has no output '",
@@ -843,6 +1225,10 @@ Status Session::saveCheckpoint(const std::string &path) const {
   Status usable = checkUsable();
   if (numRanks() == 1 && !usable.ok())
     return usable;
+  // A GPU session's state is on the device: bring it into the host copies
+  // the checkpoint is written from (GPU sessions have one rank).
+  if (gpu_)
+    CLEAVE_RETURN_IF_ERROR(pullGlobals());
   CheckpointContents c = checkpointContents();
   if (numRanks() == 1)
     return writeCheckpoint(path, c);
@@ -997,6 +1383,15 @@ Status Session::loadCheckpoint(const std::string &path) {
     CLEAVE_RETURN_IF_ERROR(readCheckpoint(path, loaded));
     CLEAVE_RETURN_IF_ERROR(checkCheckpoint(loaded.contents(), path, plan));
     applyCheckpoint(loaded.contents(), plan);
+    if (gpu_) {
+      // Whatever the GPU was doing is finished or failed; the restored
+      // state replaces it.
+      lossPending_ = false;
+      Status pushed = pushState();
+      if (!pushed.ok())
+        failure_ = pushed;
+      return pushed;
+    }
     return Status::success();
   }
   // Rank 0 reads the job's file and hands every other rank its part; no

@@ -30,6 +30,7 @@
 namespace cleave::rt {
 
 class Communicator;
+class Gpu;
 class KernelContext;
 class ShardedCollectives;
 
@@ -63,6 +64,11 @@ public:
     int numThreads = 0;
     /// Attach a communicator over MPI_COMM_WORLD.
     bool distributed = false;
+    /// What runs the entry points: must be what the artifact was compiled
+    /// for (its manifest's `device`).
+    DeviceKind device = DeviceKind::Cpu;
+    /// Which GPU, for DeviceKind::Cuda.
+    int deviceOrdinal = 0;
   };
 
   static Status create(std::shared_ptr<const Artifact> artifact,
@@ -100,7 +106,11 @@ public:
   int64_t microSteps() const { return *microSteps_; }
   int64_t step() const { return *step_; }
   /// Mean per-sample loss of the last microStep / trainBatch (NaN before).
-  double lastLoss() const { return lastLoss_; }
+  /// On a GPU the loss stays on the device until asked for: this waits for
+  /// the GPU (and is NaN, the session unusable, if the GPU failed).
+  double lastLoss() const;
+  /// What lastLoss() is a mean over: real samples, or real tokens for token
+  /// labels.
   int64_t lastCount() const { return lastCount_; }
   uint64_t seed() const { return seed_; }
   int rank() const;
@@ -116,8 +126,8 @@ public:
 
   Status readGlobal(std::string_view name, void *dst, size_t bytes) const;
   Status writeGlobal(std::string_view name, const void *src, size_t bytes);
-  /// The storage of global `index` (manifest order).
-  void *globalData(size_t index) const { return globals_[index].data(); }
+  /// Where the session runs: "the CPU" or the GPU's description.
+  std::string deviceDescription() const;
 
   /// The buffer of output `name` of entry `entry` as last written.
   Status output(std::string_view entry, std::string_view name,
@@ -144,11 +154,38 @@ private:
     /// (position in `args`, index into Manifest::inputs).
     std::vector<std::pair<size_t, size_t>> inputArgs;
     std::vector<AlignedBuffer> outputs;
+    /// On a GPU: the outputs as the entry writes them (`outputs` then holds
+    /// their host copies, made when asked for).
+    std::vector<void *> deviceOutputs;
   };
 
   explicit Session(std::shared_ptr<const Artifact> artifact);
   Status allocateAndInitialize(const Options &options);
+  /// The device twins of the globals, inputs and hyperparameter slots, and
+  /// the pinned staging buffers (GPU sessions).
+  Status allocateOnDevice();
   Status bindEntries();
+  /// stage() on a GPU: the batch goes through a pinned buffer to the
+  /// device inputs, asynchronously.
+  /// Token labels: fills one sample weight per token from `labels` (the
+  /// staged micro-batch) into `weights` and sets lastCount_.
+  Status fillTokenWeights(const void *labels, void *weights, int64_t samples,
+                          EntryKind kind);
+  Status stageOnDevice(EntryKind kind, const cleave_batch &batch);
+  /// The loss of the micro-step just enqueued, copied back asynchronously
+  /// into the next loss slot.
+  Status enqueueLossCopy();
+  /// Room for `slots` losses in lossSlots_.
+  Status reserveLossSlots(size_t slots);
+  /// Copies every global from the device into globals_ (GPU sessions) and
+  /// checks the counters the entries advanced against the session's
+  /// bookkeeping.
+  Status pullGlobals() const;
+  /// Copies globals_ and the hyperparameter values to the device and waits.
+  Status pushState();
+  /// Records a failed GPU operation outside an entry point: the session
+  /// becomes unusable, as after a failed entry.
+  Status noteDeviceError(Status error) const;
 
   /// Checks `batch` against the inputs entry `kind` reads and makes the
   /// entry's input arguments point at the (padded) data.
@@ -163,6 +200,11 @@ private:
   /// Calls entry `kind`. If a kernel call failed in it, the session becomes
   /// unusable (failure_) and the kernel's error is returned.
   Status run(EntryKind kind);
+  /// run() on a GPU: enqueues the entry's work, or replays its CUDA graph.
+  Status runOnDevice(EntryKind kind);
+  /// The error a kernel call of entry `kind` recorded, which makes the
+  /// session unusable; success if there is none.
+  Status entryResult(EntryKind kind);
   /// An error if an entry point failed since the session was created or
   /// last restored from a checkpoint.
   Status checkUsable() const;
@@ -196,12 +238,49 @@ private:
   std::unique_ptr<Communicator> communicator_;
   /// The ZeRO-1 collectives of generated code, over communicator_.
   std::unique_ptr<ShardedCollectives> shardedCollectives_;
+  /// The GPU of a cuda session (null on the CPU). Declared before
+  /// kernelContext_, whose device kernels use its stream and memory.
+  std::unique_ptr<Gpu> gpu_;
   std::unique_ptr<KernelContext> kernelContext_;
 
+  /// The globals; on a GPU their host copy, current at creation, after a
+  /// checkpoint is saved or loaded and for the counters, which the session
+  /// advances itself instead of reading them back.
   std::vector<AlignedBuffer> globals_;
   std::vector<AlignedBuffer> inputs_;
   AlignedBuffer hyperSlots_;
   AlignedBuffer scratch_;
+  /// Alignment of the buffers carved out of one allocation: kBufferAlignment
+  /// on the CPU, kDeviceAlignment on a GPU.
+  size_t alignment_ = kBufferAlignment;
+
+  // GPU sessions only: device memory (owned by gpu_) and pinned staging.
+  std::vector<void *> deviceGlobals_;
+  std::vector<void *> deviceInputs_;
+  void *deviceHypers_ = nullptr;
+  void *deviceScratch_ = nullptr;
+  /// Two sets of pinned input buffers, alternated, so that a batch is
+  /// written into one while the copy from the other may still be running.
+  std::array<std::vector<unsigned char *>, 2> staging_;
+  int stagingSlot_ = 0;
+  /// Pinned slots the micro-steps' losses are copied back into (8 bytes
+  /// each): one per micro-step of the last microStep / trainBatch.
+  unsigned char *lossSlots_ = nullptr;
+  size_t lossCapacity_ = 0;
+  size_t lossCount_ = 0;
+  /// The losses in lossSlots_ have not been summed into lastLoss_ yet.
+  mutable bool lossPending_ = false;
+  /// Samples lastLoss_ is the mean over.
+  int64_t lossSamples_ = 0;
+  bool inTrainBatch_ = false;
+  /// CUDA graphs, per entry kind: the graph its work is replayed from once
+  /// captured (owned by gpu_), the runs before the capture, and whether
+  /// capturing it failed (it then always runs directly).
+  static constexpr int64_t kGraphWarmupRuns = 2;
+  bool useGraphs_ = false;
+  std::array<void *, kNumEntryKinds> graphs_{};
+  std::array<int64_t, kNumEntryKinds> directRuns_{};
+  std::array<bool, kNumEntryKinds> noGraph_{};
   std::array<Binding, kNumEntryKinds> bindings_;
   /// Where each input's data is for the current call: the caller's memory or
   /// inputs_[i].
@@ -221,7 +300,7 @@ private:
   int64_t accumulate_ = 1;
   uint64_t seed_ = 0;
   int numThreads_ = 0;
-  double lastLoss_;
+  mutable double lastLoss_;
   double lastLossSum_ = 0.0;
   /// What the last micro-step's (or train_batch's) loss is a mean over: its
   /// real samples, or its real tokens for token labels.
@@ -232,8 +311,9 @@ private:
   std::map<std::string, std::string, std::less<>> userState_;
   /// The error of the entry point that failed, which left the globals part
   /// updated; ok() while the session is usable. Cleared by loading a
-  /// checkpoint, which replaces every global.
-  Status failure_;
+  /// checkpoint, which replaces every global. Also set by a GPU failure
+  /// seen while waiting for a result (in const members too).
+  mutable Status failure_;
 };
 
 } // namespace cleave::rt

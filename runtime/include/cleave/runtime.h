@@ -263,7 +263,18 @@ typedef struct cleave_session_options {
    *  if needed and attaches a communicator that the artifact's cross-rank
    *  reduction uses. 0 (the default): one rank, MPI is not touched. */
   int32_t distributed;
+  /** What runs the entry points: CLEAVE_DEVICE_CPU (the default) or
+   *  CLEAVE_DEVICE_CUDA. It must be what the artifact was compiled for;
+   *  otherwise, and where a cuda session cannot run (no driver, no GPU, no
+   *  code for the GPU's architecture, a runtime built without CUDA), creating
+   *  the session fails with CLEAVE_FAILED_PRECONDITION and one line. */
+  int32_t device;
+  /** Which GPU (CUDA device ordinal) for CLEAVE_DEVICE_CUDA. Default 0. */
+  int32_t device_ordinal;
 } cleave_session_options;
+
+/** Values of cleave_session_options.device. */
+enum { CLEAVE_DEVICE_CPU = 0, CLEAVE_DEVICE_CUDA = 1 };
 
 /** Sets every field of `options` to its default. */
 CLEAVE_API void cleave_session_options_init(cleave_session_options *options);

@@ -214,6 +214,9 @@ struct SessionOptions {
   int64_t accumulate = 0;
   int32_t numThreads = 0;
   bool distributed = false;
+  /// CLEAVE_DEVICE_CPU or CLEAVE_DEVICE_CUDA.
+  int32_t device = CLEAVE_DEVICE_CPU;
+  int32_t deviceOrdinal = 0;
 };
 
 /// Pointers to `samples` rows of each user input, in artifact input order. A
@@ -256,6 +259,8 @@ public:
     opts.accumulate = options.accumulate;
     opts.num_threads = options.numThreads;
     opts.distributed = options.distributed ? 1 : 0;
+    opts.device = options.device;
+    opts.device_ordinal = options.deviceOrdinal;
     check(cleave_session_create(artifact.get(), &opts, &handle_));
   }
   Session(Session &&other) noexcept : handle_(other.handle_) {

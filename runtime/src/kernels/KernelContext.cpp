@@ -181,6 +181,14 @@ KernelContext::create(const nlohmann::json &kernels, std::string &error) {
   return std::unique_ptr<KernelContext>(new KernelContext(std::move(impl)));
 }
 
+std::unique_ptr<KernelContext>
+KernelContext::createForDevice(std::unique_ptr<DeviceKernels> kernels) {
+  std::unique_ptr<KernelContext> context(
+      new KernelContext(std::make_unique<Impl>()));
+  context->device_ = std::move(kernels);
+  return context;
+}
+
 void KernelContext::setCommunicator(Communicator *comm) { impl_->comm = comm; }
 Communicator *KernelContext::communicator() const { return impl_->comm; }
 void KernelContext::setShardedCollectives(ShardedCollectives *collectives) {

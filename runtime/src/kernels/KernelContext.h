@@ -61,6 +61,33 @@ public:
                          const int64_t *sizes, float *const *outputs) = 0;
 };
 
+/// The kernel library of a session whose entry points run on a GPU
+/// (`"device": "cuda"`): the same kernel table and semantics as the oneDNN
+/// kernels, on device pointers, enqueued on the session's stream. Created
+/// by the GPU layer (gpu/Gpu.h), which checks every entry when the session
+/// is created; a call returns what went wrong instead of recording it, and
+/// the C entry points record it in the context as they do for oneDNN.
+class DeviceKernels {
+public:
+  virtual ~DeviceKernels() = default;
+  /// The CUstream every call enqueues on (cleave_gpu_stream).
+  virtual void *stream() const = 0;
+  virtual Status matmul(int64_t id, const float *a, const float *b,
+                        const float *bias, float *c) = 0;
+  /// `kind` is one of the three convolution kinds (Kernel.h); the operands
+  /// are in the entry point's order, as for ConvolutionKernel::run.
+  virtual Status convolution(int kind, int64_t id, const float *in0,
+                             const float *in1, const float *bias,
+                             float *out) = 0;
+  virtual Status poolForward(int64_t id, const float *src, float *dst) = 0;
+  virtual Status poolBackward(int64_t id, const float *src,
+                              const float *diffDst, float *diffSrc) = 0;
+  /// Device-to-device copy and zero fill of `floats` floats, for the
+  /// single-rank ZeRO-1 calls (cleave_shard and friends copy).
+  virtual Status copy(float *dst, const float *src, int64_t floats) = 0;
+  virtual Status zero(float *dst, int64_t floats) = 0;
+};
+
 /// All oneDNN state of one session. Creating it creates every primitive;
 /// afterwards a kernel call binds the caller's pointers, executes and waits,
 /// and allocates nothing.
@@ -84,6 +111,10 @@ public:
   /// be exactly 0 .. size-1.
   static std::unique_ptr<KernelContext> create(const nlohmann::json &kernels,
                                                std::string &error);
+  /// A context whose kernels run on a GPU: no oneDNN primitive is created,
+  /// every kernel call goes to `kernels`.
+  static std::unique_ptr<KernelContext>
+  createForDevice(std::unique_ptr<DeviceKernels> kernels);
   ~KernelContext();
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
@@ -107,6 +138,9 @@ public:
   /// Bytes of transient memory (staging copies, workspaces, scratchpads)
   /// shared by all kernels, allocated once by `create`.
   size_t arenaBytes() const;
+
+  /// The GPU kernels of a context made by createForDevice, else null.
+  DeviceKernels *device() const { return device_.get(); }
 
   /// The in-order CPU stream every kernel of this context executes on.
   dnnl::stream &stream();
@@ -133,6 +167,7 @@ private:
   explicit KernelContext(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<DeviceKernels> device_;
   Status error_;
 };
 

@@ -152,12 +152,44 @@ void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
   }
 }
 
+/// Runs `fn(kernels)` when `ctx` is a GPU context (KernelContext::device)
+/// and returns true; false (nothing done) for a CPU context or a NULL one,
+/// which `dispatch` then handles. The device kernels check the id and kind
+/// of the call themselves and return their error, recorded here as the CPU
+/// path records its own.
+template <typename Fn>
+bool onDevice(const char *entry, void *ctx, Fn &&fn) noexcept {
+  if (!ctx)
+    return false;
+  auto *context = static_cast<KernelContext *>(ctx);
+  DeviceKernels *kernels = context->device();
+  if (!kernels)
+    return false;
+  if (context->failed())
+    return true;
+  Status status;
+  try {
+    status = fn(*kernels);
+  } catch (...) {
+    status = currentException(entry);
+  }
+  if (!status.ok())
+    fail(ctx, [&] {
+      return Status(status.code(),
+                    std::string(entry) + ": " + status.message());
+    });
+  return true;
+}
+
 } // namespace
 
 extern "C" {
 
 void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
                           const float *bias, float *c) {
+  if (onDevice("cleave_kernel_matmul", ctx,
+               [&](DeviceKernels &d) { return d.matmul(id, a, b, bias, c); }))
+    return;
   dispatch<MatmulKernel>(
       "cleave_kernel_matmul", ctx, id, KernelKind::Matmul,
       [&](MatmulKernel &k, dnnl::stream &s) { k.run(s, a, b, bias, c); });
@@ -165,6 +197,11 @@ void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
 
 void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
                               const float *wei, const float *bias, float *dst) {
+  if (onDevice("cleave_kernel_conv2d_fwd", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionForward), id, src, wei,
+                             bias, dst);
+      }))
+    return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_fwd", ctx, id,
                               KernelKind::ConvolutionForward,
                               [&](ConvolutionKernel &k, dnnl::stream &s) {
@@ -174,6 +211,11 @@ void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
 
 void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
                                    const float *wei, float *diff_src) {
+  if (onDevice("cleave_kernel_conv2d_bwd_data", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionBackwardData), id,
+                             diff_dst, wei, nullptr, diff_src);
+      }))
+    return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_data", ctx, id,
                               KernelKind::ConvolutionBackwardData,
                               [&](ConvolutionKernel &k, dnnl::stream &s) {
@@ -183,6 +225,11 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
 
 void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
                                       const float *diff_dst, float *diff_wei) {
+  if (onDevice("cleave_kernel_conv2d_bwd_weights", ctx, [&](DeviceKernels &d) {
+        return d.convolution(int(KernelKind::ConvolutionBackwardWeights), id,
+                             src, diff_dst, nullptr, diff_wei);
+      }))
+    return;
   dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_weights", ctx, id,
                               KernelKind::ConvolutionBackwardWeights,
                               [&](ConvolutionKernel &k, dnnl::stream &s) {
@@ -192,6 +239,9 @@ void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
 
 void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
                             float *dst) {
+  if (onDevice("cleave_kernel_pool_fwd", ctx,
+               [&](DeviceKernels &d) { return d.poolForward(id, src, dst); }))
+    return;
   dispatch<PoolingKernel>(
       "cleave_kernel_pool_fwd", ctx, id, KernelKind::PoolingForward,
       [&](PoolingKernel &k, dnnl::stream &s) { k.forward(s, src, dst); });
@@ -199,6 +249,10 @@ void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
 
 void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
                             const float *diff_dst, float *diff_src) {
+  if (onDevice("cleave_kernel_pool_bwd", ctx, [&](DeviceKernels &d) {
+        return d.poolBackward(id, src, diff_dst, diff_src);
+      }))
+    return;
   dispatch<PoolingKernel>("cleave_kernel_pool_bwd", ctx, id,
                           KernelKind::PoolingBackward,
                           [&](PoolingKernel &k, dnnl::stream &s) {
@@ -335,6 +389,14 @@ void runShardedCollective(
                      inputsAreShards, collectives))
     return;
   if (!collectives) {
+    if (DeviceKernels *device = static_cast<KernelContext *>(ctx)->device()) {
+      for (int64_t i = 0; i < count; ++i)
+        if (Status s = device->copy(outputs[i], inputs[i], sizes[i]); !s.ok())
+          return fail(ctx, [&] {
+            return Status(s.code(), std::string(entry) + ": " + s.message());
+          });
+      return;
+    }
     for (int64_t i = 0; i < count; ++i)
       std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
     return;
@@ -374,8 +436,32 @@ void cleave_shard(void *ctx, int32_t ranks, int64_t count,
                      /*inputsAreShards=*/false, collectives))
     return;
   const int rank = collectives ? collectives->rank() : 0;
+  // Device contexts have one rank (the session refuses more): a shard is
+  // the whole tensor.
+  if (DeviceKernels *device = static_cast<KernelContext *>(ctx)->device()) {
+    for (int64_t i = 0; i < count; ++i)
+      if (Status s = device->copy(outputs[i], inputs[i], sizes[i]); !s.ok())
+        return fail(ctx, [&] {
+          return Status(s.code(), std::string("cleave_shard: ") + s.message());
+        });
+    return;
+  }
   for (int64_t i = 0; i < count; ++i)
     copyShard(inputs[i], sizes[i], rank, ranks, outputs[i]);
 }
 
 } // extern "C"
+
+extern "C" void *cleave_gpu_stream(void *ctx) {
+  const char *entry = "cleave_gpu_stream";
+  KernelContext *context = liveContext(entry, ctx);
+  if (!context)
+    return nullptr;
+  if (DeviceKernels *device = context->device())
+    return device->stream();
+  fail(ctx, [&] {
+    return abiError(entry, "the session runs on the CPU (a cuda artifact in "
+                           "a CPU session; the session refuses those)");
+  });
+  return nullptr;
+}

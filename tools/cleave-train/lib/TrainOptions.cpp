@@ -45,6 +45,8 @@ processes train as one data-parallel job (an artifact compiled with
   --lr-step-size=K --lr-gamma=G   step: lr x G every K steps (G default 0.1)
   --lr-power=P           polynomial: the exponent (default 1)
   --threads=T            OpenMP threads of the kernels (default: OpenMP's)
+  --device=D             cpu (default) or cuda[:K] (GPU K, default 0): must
+                         be what the artifact was compiled for (--target)
   --metrics=FILE         JSON lines: one per optimizer step and per epoch
   --checkpoint-dir=DIR   checkpoint at every epoch end (and --checkpoint-every)
   --checkpoint-every=K   also checkpoint every K micro-steps
@@ -190,6 +192,20 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
         throw UsageError("--plot needs a file name (.png or .svg)");
     } else if (n == "--hyper") {
       o.hyperparameters.push_back(tools::parseNameValue(n, args.value(f)));
+    } else if (n == "--device") {
+      const std::string text = args.value(f);
+      if (text == "cpu") {
+        o.cuda = false;
+      } else if (text == "cuda") {
+        o.cuda = true;
+        o.deviceOrdinal = 0;
+      } else if (text.rfind("cuda:", 0) == 0) {
+        o.cuda = true;
+        o.deviceOrdinal = int32_t(parseInt(n, text.substr(5), 0, 1 << 20));
+      } else {
+        throw UsageError("invalid value '" + text +
+                         "' for --device (expected cpu, cuda or cuda:K)");
+      }
     } else if (n == "--threads") {
       o.threads = int32_t(parseInt(n, args.value(f), 1, 4096));
     } else if (n == "--metrics") {

@@ -49,6 +49,10 @@ struct TrainOptions {
   std::vector<std::pair<std::string, double>> hyperparameters;
   /// > 0: OpenMP threads of the kernels; 0: leave OpenMP's setting alone.
   int32_t threads = 0;
+  /// --device=cpu (default) or cuda[:K]: where the artifact's entry points
+  /// run; it must be what the artifact was compiled for.
+  bool cuda = false;
+  int32_t deviceOrdinal = 0;
   std::string metricsPath;
   std::string checkpointDir;
   /// > 0: also checkpoint every this many micro-steps.

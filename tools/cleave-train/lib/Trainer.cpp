@@ -387,6 +387,8 @@ void Trainer::startOrResume() {
   cleave::SessionOptions options;
   options.seed = o_.seed;
   options.numThreads = o_.threads;
+  options.device = o_.cuda ? CLEAVE_DEVICE_CUDA : CLEAVE_DEVICE_CPU;
+  options.deviceOrdinal = o_.deviceOrdinal;
   if (o_.accumulate)
     options.accumulate = *o_.accumulate;
   // Under mpirun the ranks form one data-parallel job; otherwise this is a

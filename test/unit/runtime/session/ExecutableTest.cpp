@@ -296,6 +296,17 @@ TEST_F(GraphManifestTest, NeedsNoneOfTheTrainingFields) {
   EXPECT_EQ(r.status, CLEAVE_OK) << r.message;
 }
 
+TEST_F(GraphManifestTest, RunsOnTheCpuOnly) {
+  json m = graphManifest();
+  m["device"] = "cuda";
+  m["gpu_arches"] = {"sm_90"};
+  CallResult r = loadWith(m);
+  EXPECT_EQ(r.status, CLEAVE_FAILED_PRECONDITION);
+  EXPECT_EQ(r.message, std::string(CLEAVE_ECHO_ARTIFACT) +
+                           ": graph artifacts run on the CPU only (this one "
+                           "is compiled for cuda)");
+}
+
 TEST_F(GraphManifestTest, RefusesWhatItCannotRun) {
   json m = graphManifest();
   m["kind"] = "inference";

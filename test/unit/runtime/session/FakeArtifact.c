@@ -15,6 +15,12 @@
  *    applies a dropout mask to the inputs drawn from a hash of train.rng, which
  *    it advances (so resuming needs train.rng restored); extra buffers
  *    exercise every initialiser kind, including `data`.
+ *  - FAKE_SGD with FAKE_CUDA: the SGD model as a `"device": "cuda"`
+ *    artifact for the fake CUDA driver (FakeCudaDriver.c), whose device
+ *    memory is host memory: a global constructor hands a module to
+ *    mgpuModuleLoad, as MLIR's lowering does, and apply_step runs its
+ *    update as a kernel of that module, launched with mgpuLaunchKernel on
+ *    cleave_gpu_stream(ctx).
  *
  * Every pointer the runtime passes must be 64-byte aligned and ctx non-NULL;
  * otherwise the fake poisons its results with NaN so that tests notice.
@@ -33,6 +39,29 @@
 
 #if defined(FAKE_SGD) == defined(FAKE_ADAM)
 #error "define exactly one of FAKE_SGD and FAKE_ADAM"
+#endif
+#if defined(FAKE_CUDA) && !defined(FAKE_SGD)
+#error "FAKE_CUDA needs FAKE_SGD"
+#endif
+
+#ifdef FAKE_CUDA
+#include "FakeCuda.h"
+
+#include <stddef.h>
+
+/* The runtime's exports of MLIR's CUDA runtime wrappers. */
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+#define DEVICE_FIELDS                                                          \
+  "\"device\": \"cuda\", \"gpu_arches\": [\"sm_80\", \"sm_90\"], "            \
+  "\"ptx_arch\": \"sm_80\", "
+#else
+#define DEVICE_FIELDS ""
 #endif
 
 #define STR_(x) #x
@@ -100,7 +129,7 @@ _Static_assert(SCRATCH_BYTES == B * C * sizeof(float), "scratch size");
 #ifdef FAKE_SGD
 
 static const char kManifest[] =
-    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
+    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", " DEVICE_FIELDS
     "\"micro_batch\": " STR(B) ", \"accumulate\": 4, "
     "\"reduce\": \"sum\", \"dtype\": \"f32\","
     "\"globals\": [" COMMON_GLOBALS ","
@@ -254,7 +283,8 @@ static void logits(const float *W, const float *b, const float *x, float *z) {
   }
 }
 
-void cleave_entry_micro_step(void *ctx, void **args) {
+/* The micro-step on micro_step's arguments `args`; a NaN loss if `bad`. */
+static void microStepBody(void **args, int bad) {
   const float *x = (const float *)args[0];
   const int64_t *labels = (const int64_t *)args[1];
   const float *w = (const float *)args[2];
@@ -269,7 +299,6 @@ void cleave_entry_micro_step(void *ctx, void **args) {
   int64_t *rng = (int64_t *)args[10];
 #endif
   float *probs = (float *)args[NUM_MICRO_ARGS - 1]; /* scratch */
-  int bad = badCall(ctx, args, NUM_MICRO_ARGS);
 
   double total = 0.0;
   float weightSum = 0.f;
@@ -315,9 +344,55 @@ void cleave_entry_micro_step(void *ctx, void **args) {
 #endif
 }
 
+#ifdef FAKE_CUDA
+/* The fake module's kernels, as the fake driver calls them: params[0]
+ * points to the entry's `args`, params[1] to an int64_t `bad` (CUDA passes
+ * each argument by address; the fake driver's graphs copy both as 8-byte
+ * values). All the work of the entry points is in them, as in a compiled
+ * cuda artifact, so that replaying a captured graph redoes all of it. */
+static void sgdUpdate(void **args, int bad);
+static void microStepKernel(void **params) {
+  microStepBody(*(void ***)params[0], (int)*(const int64_t *)params[1]);
+}
+static void sgdKernel(void **params) {
+  sgdUpdate(*(void ***)params[0], (int)*(const int64_t *)params[1]);
+}
+static const fake_cuda_kernel kKernels[] = {{"micro_step", microStepKernel},
+                                            {"sgd_update", sgdKernel}};
+static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 2, kKernels};
+static void *module;
+
+/* What MLIR's gpu.binary lowering emits: load at dlopen, unload at dlclose. */
+__attribute__((constructor)) static void loadModule(void) {
+  module = mgpuModuleLoad(&kModule, sizeof(kModule));
+}
+__attribute__((destructor)) static void unloadModule(void) {
+  mgpuModuleUnload(module);
+}
+
+/* One launch of kernel `name` on the entry's stream, the way MLIR's
+ * lowering of gpu.launch_func does it. */
+static void launch(void *ctx, const char *name, void **args, int bad) {
+  int64_t flag = bad;
+  void *params[2] = {&args, &flag};
+  mgpuLaunchKernel(mgpuModuleGetFunction(module, name), 1, 1, 1, 1, 1, 1, 0,
+                   cleave_gpu_stream(ctx), params, NULL, 2);
+}
+#endif
+
+void cleave_entry_micro_step(void *ctx, void **args) {
+  int bad = badCall(ctx, args, NUM_MICRO_ARGS);
+#ifdef FAKE_CUDA
+  launch(ctx, "micro_step", args, bad);
+#else
+  microStepBody(args, bad);
+#endif
+}
+
 #ifdef FAKE_SGD
 
-void cleave_entry_apply_step(void *ctx, void **args) {
+/* The SGD update of apply_step's arguments `args`; NaN parameters if `bad`. */
+static void sgdUpdate(void **args, int bad) {
   float lr = *(const float *)args[0];
   float mu = *(const float *)args[1];
   float *params[2] = {(float *)args[2], (float *)args[3]};
@@ -326,13 +401,7 @@ void cleave_entry_apply_step(void *ctx, void **args) {
   float *samples = (float *)args[8];
   int64_t *step = (int64_t *)args[9];
   int64_t *microSteps = (int64_t *)args[10];
-  const int64_t sizes[3] = {C * D, C, 1};
-  int bad = badCall(ctx, args, NUM_APPLY_ARGS);
-
-  /* The window's gradient sums and sample counts of all ranks. */
-  float *reduced[3] = {grads[0], grads[1], samples};
-  if (ctx)
-    cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 3, reduced, sizes);
+  const int64_t sizes[2] = {C * D, C};
   float inv = *samples > 0.f ? 1.f / *samples : 0.f;
   for (int t = 0; t < 2; ++t)
     for (int64_t j = 0; j < sizes[t]; ++j) {
@@ -344,6 +413,23 @@ void cleave_entry_apply_step(void *ctx, void **args) {
   *samples = 0.f;
   *microSteps = 0;
   *step += 1;
+}
+
+void cleave_entry_apply_step(void *ctx, void **args) {
+  float *grads[2] = {(float *)args[4], (float *)args[5]};
+  float *samples = (float *)args[8];
+  const int64_t sizes[3] = {C * D, C, 1};
+  int bad = badCall(ctx, args, NUM_APPLY_ARGS);
+
+  /* The window's gradient sums and sample counts of all ranks. */
+  float *reduced[3] = {grads[0], grads[1], samples};
+  if (ctx)
+    cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 3, reduced, sizes);
+#ifdef FAKE_CUDA
+  launch(ctx, "sgd_update", args, bad);
+#else
+  sgdUpdate(args, bad);
+#endif
 }
 
 #else /* FAKE_ADAM */

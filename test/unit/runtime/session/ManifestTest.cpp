@@ -146,6 +146,43 @@ TEST(ManifestTest, OptionalPartsMayBeAbsent) {
   EXPECT_FALSE(out.samplesGlobal);
 }
 
+TEST(ManifestTest, DeviceIsTheCpuUnlessSaid) {
+  Manifest out;
+  ASSERT_TRUE(parseManifest(validManifest().dump(), out).ok());
+  EXPECT_EQ(out.device, DeviceKind::Cpu);
+  EXPECT_TRUE(out.gpuArches.empty());
+  EXPECT_FALSE(out.ptxArch);
+  json m = validManifest();
+  m["device"] = "cpu";
+  ASSERT_TRUE(parseManifest(m.dump(), out).ok());
+  EXPECT_EQ(out.device, DeviceKind::Cpu);
+}
+
+TEST(ManifestTest, CudaArtifactsNameTheirGpuCode) {
+  json m = validManifest();
+  m["device"] = "cuda";
+  m["gpu_arches"] = {"sm_80", "sm_90a", "sm_100"};
+  m["ptx_arch"] = "sm_80";
+  Manifest out;
+  Status s = parseManifest(m.dump(), out);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(out.device, DeviceKind::Cuda);
+  ASSERT_EQ(out.gpuArches.size(), 3u);
+  EXPECT_EQ(out.gpuArches[0].major, 8);
+  EXPECT_EQ(out.gpuArches[0].minor, 0);
+  EXPECT_FALSE(out.gpuArches[0].specific);
+  EXPECT_TRUE(out.gpuArches[1].specific);
+  EXPECT_EQ(out.gpuArches[1].name(), "sm_90a");
+  EXPECT_EQ(out.gpuArches[2].major, 10);
+  EXPECT_EQ(out.gpuArches[2].minor, 0);
+  ASSERT_TRUE(out.ptxArch);
+  EXPECT_EQ(out.ptxArch->name(), "sm_80");
+  // PTX is optional.
+  m.erase("ptx_arch");
+  ASSERT_TRUE(parseManifest(m.dump(), out).ok());
+  EXPECT_FALSE(out.ptxArch);
+}
+
 struct BadCase {
   const char *name;
   std::function<void(json &)> mutate;
@@ -418,6 +455,45 @@ const BadCase kBadCases[] = {
            {{"role", "input"}, {"name", "x"}});
      },
      "entries.apply_step takes input 'x' (apply_step runs without data)"},
+    {"DeviceUnknown", [](json &m) { m["device"] = "tpu"; },
+     "device must be \"cpu\" or \"cuda\" (got 'tpu')"},
+    {"DeviceNotString", [](json &m) { m["device"] = 1; },
+     "device must be \"cpu\" or \"cuda\" (got 1)"},
+    {"GpuArchesOnCpu", [](json &m) { m["gpu_arches"] = {"sm_80"}; },
+     "gpu_arches is only valid with \"device\": \"cuda\""},
+    {"PtxArchOnCpu", [](json &m) { m["ptx_arch"] = "sm_80"; },
+     "ptx_arch is only valid with \"device\": \"cuda\""},
+    {"GpuArchesMissing", [](json &m) { m["device"] = "cuda"; },
+     "gpu_arches is missing (a \"cuda\" artifact names the architectures "
+     "of its cubins)"},
+    {"GpuArchesEmpty",
+     [](json &m) {
+       m["device"] = "cuda";
+       m["gpu_arches"] = json::array();
+     },
+     "gpu_arches must be a non-empty list of SM architectures (\"sm_80\", "
+     "\"sm_90a\", ...)"},
+    {"GpuArchMalformed",
+     [](json &m) {
+       m["device"] = "cuda";
+       m["gpu_arches"] = {"sm_80", "compute_90"};
+     },
+     "gpu_arches[1] must be an SM architecture such as \"sm_80\" (got "
+     "\"compute_90\")"},
+    {"GpuArchRepeated",
+     [](json &m) {
+       m["device"] = "cuda";
+       m["gpu_arches"] = {"sm_80", "sm_80"};
+     },
+     "gpu_arches[1] repeats sm_80"},
+    {"PtxArchSpecific",
+     [](json &m) {
+       m["device"] = "cuda";
+       m["gpu_arches"] = {"sm_90a"};
+       m["ptx_arch"] = "sm_90a";
+     },
+     "ptx_arch must be an SM architecture without the 'a' suffix, such as "
+     "\"sm_80\" (got \"sm_90a\")"},
     {"KernelsMissing", [](json &m) { m.erase("kernels"); },
      "kernels is missing"},
     {"KernelNotObject", [](json &m) { m["kernels"] = json::array({1}); },

@@ -1,0 +1,283 @@
+//===- CudaGpu.cpp - A session's hold on a CUDA device --------------------===//
+//
+// The Gpu of gpu/Gpu.h on the CUDA driver API. Each device is used through
+// its primary context, retained once per process and never released:
+// sessions on one GPU share it (as the CUDA runtime API would), and the
+// modules the mgpu* functions load into it (gpu/Modules.cpp) stay valid for
+// as long as the artifact that owns them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpu/CudaDriver.h"
+#include "gpu/CudaKernels.h"
+#include "gpu/Gpu.h"
+#include "gpu/GpuArch.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace cleave::rt {
+
+bool runtimeHasCuda() { return true; }
+
+namespace {
+
+/// A device as the process sees it, opened once.
+struct DeviceInfo {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  GpuArch arch;
+  std::string name;
+};
+
+Status openDevice(const CudaDriver &d, int ordinal, DeviceInfo &out) {
+  static std::mutex mutex;
+  static std::map<int, DeviceInfo> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = devices.find(ordinal); it != devices.end()) {
+    out = it->second;
+    return Status::success();
+  }
+  int count = 0;
+  CLEAVE_RETURN_IF_ERROR(
+      d.check(d.cuDeviceGetCount(&count), "cannot count the CUDA devices"));
+  if (count == 0)
+    return makeError(CLEAVE_FAILED_PRECONDITION, "no CUDA device");
+  if (ordinal < 0 || ordinal >= count)
+    return makeError(CLEAVE_FAILED_PRECONDITION, "no CUDA device ", ordinal,
+                     " (this machine has ", count, ": 0 to ", count - 1, ")");
+  DeviceInfo info;
+  CLEAVE_RETURN_IF_ERROR(
+      d.check(d.cuDeviceGet(&info.device, ordinal),
+              "cannot open CUDA device " + std::to_string(ordinal)));
+  CLEAVE_RETURN_IF_ERROR(d.check(
+      d.cuDeviceGetAttribute(&info.arch.major,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                             info.device),
+      "cannot read the compute capability of CUDA device " +
+          std::to_string(ordinal)));
+  CLEAVE_RETURN_IF_ERROR(d.check(
+      d.cuDeviceGetAttribute(&info.arch.minor,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                             info.device),
+      "cannot read the compute capability of CUDA device " +
+          std::to_string(ordinal)));
+  char name[256] = {};
+  if (d.cuDeviceGetName(name, sizeof(name) - 1, info.device) == CUDA_SUCCESS)
+    info.name = name;
+  CLEAVE_RETURN_IF_ERROR(d.check(
+      d.cuDevicePrimaryCtxRetain(&info.context, info.device),
+      "cannot create a context on CUDA device " + std::to_string(ordinal)));
+  devices.emplace(ordinal, info);
+  out = info;
+  return Status::success();
+}
+
+class CudaGpu final : public Gpu {
+public:
+  CudaGpu(const CudaDriver &d, DeviceInfo info, int ordinal)
+      : d_(d), info_(std::move(info)) {
+    description_ = "GPU " + std::to_string(ordinal) + " (" +
+                   (info_.name.empty() ? "unnamed" : info_.name) + ", " +
+                   info_.arch.name() + ")";
+  }
+
+  ~CudaGpu() override {
+    // Nothing to report an error to: free what can be freed.
+    if (d_.cuCtxSetCurrent(info_.context) != CUDA_SUCCESS)
+      return;
+    if (stream_)
+      d_.cuStreamSynchronize(stream_);
+    for (CUgraphExec g : graphs_)
+      d_.cuGraphExecDestroy(g);
+    for (CUevent &e : events_)
+      if (e)
+        d_.cuEventDestroy(e);
+    if (stream_)
+      d_.cuStreamDestroy(stream_);
+    for (CUdeviceptr p : device_)
+      d_.cuMemFree(p);
+    for (void *p : pinned_)
+      d_.cuMemFreeHost(p);
+  }
+
+  Status init() {
+    CLEAVE_RETURN_IF_ERROR(current());
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
+                 description_ + ": cannot create a stream"));
+    for (CUevent &e : events_)
+      CLEAVE_RETURN_IF_ERROR(
+          d_.check(d_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
+                   description_ + ": cannot create an event"));
+    return Status::success();
+  }
+
+  const std::string &description() const override { return description_; }
+  void *stream() const override { return stream_; }
+  Status makeCurrent() override { return current(); }
+
+  Status allocate(size_t bytes, const std::string &what, void *&out) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    size_t rounded = deviceAlignedSize(bytes == 0 ? 1 : bytes);
+    CUdeviceptr p = 0;
+    CUresult r = d_.cuMemAlloc(&p, rounded);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      size_t free = 0, total = 0;
+      d_.cuMemGetInfo(&free, &total);
+      return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", rounded,
+                       " bytes on ", description_, " for ", what, " (",
+                       free >> 20, " of ", total >> 20,
+                       " MiB free); compile with a smaller --micro-batch");
+    }
+    CLEAVE_RETURN_IF_ERROR(d_.check(r, description_ + ": cannot allocate " +
+                                           std::to_string(rounded) +
+                                           " bytes for " + what));
+    device_.push_back(p);
+    CLEAVE_RETURN_IF_ERROR(d_.check(d_.cuMemsetD8Async(p, 0, rounded, stream_),
+                                    description_ + ": cannot clear " + what));
+    out = reinterpret_cast<void *>(p);
+    return Status::success();
+  }
+
+  Status allocatePinned(size_t bytes, const std::string &what,
+                        void *&out) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    void *p = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuMemHostAlloc(&p, bytes == 0 ? 1 : bytes, 0),
+                 "cannot allocate " + std::to_string(bytes) +
+                     " bytes of page-locked host memory for " + what));
+    pinned_.push_back(p);
+    out = p;
+    return Status::success();
+  }
+
+  Status upload(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemcpyHtoDAsync(ptr(dst), src, bytes, stream_),
+                    description_ + ": copy to the GPU");
+  }
+
+  Status download(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemcpyDtoHAsync(dst, ptr(src), bytes, stream_),
+                    description_ + ": copy from the GPU");
+  }
+
+  Status copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, stream_),
+                    description_ + ": copy on the GPU");
+  }
+
+  Status fill32(void *dst, uint32_t value, size_t count) override {
+    if (count == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemsetD32Async(ptr(dst), value, count, stream_),
+                    description_ + ": fill on the GPU");
+  }
+
+  Status synchronize() override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuStreamSynchronize(stream_),
+                    description_ + ": the GPU failed");
+  }
+
+  Status recordEvent(int slot) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    recorded_[slot] = true;
+    return d_.check(d_.cuEventRecord(events_[slot], stream_),
+                    description_ + ": cannot record an event");
+  }
+
+  Status waitEvent(int slot) override {
+    if (!recorded_[slot])
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuEventSynchronize(events_[slot]),
+                    description_ + ": the GPU failed");
+  }
+
+  Status beginCapture() override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(
+        d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
+        description_ + ": cannot capture a CUDA graph");
+  }
+
+  Status endCapture(void *&graph) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    CUgraph captured = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuStreamEndCapture(stream_, &captured),
+                 description_ + ": capturing a CUDA graph failed"));
+    CUgraphExec exec = nullptr;
+    CUresult r = d_.cuGraphInstantiate(&exec, captured, 0);
+    d_.cuGraphDestroy(captured);
+    CLEAVE_RETURN_IF_ERROR(d_.check(
+        r, description_ + ": cannot instantiate a captured CUDA graph"));
+    graphs_.push_back(exec);
+    graph = exec;
+    return Status::success();
+  }
+
+  Status launchGraph(void *graph) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuGraphLaunch(static_cast<CUgraphExec>(graph), stream_),
+                    description_ + ": cannot launch a CUDA graph");
+  }
+
+  Status createKernels(const nlohmann::json &kernels,
+                       std::unique_ptr<DeviceKernels> &out) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return createCudaKernels(d_, *this, kernels, out);
+  }
+
+private:
+  static CUdeviceptr ptr(const void *p) {
+    return reinterpret_cast<CUdeviceptr>(p);
+  }
+  /// Makes the device's context current on the calling thread.
+  Status current() {
+    return d_.check(d_.cuCtxSetCurrent(info_.context),
+                    description_ + ": cannot make its context current");
+  }
+
+  const CudaDriver &d_;
+  DeviceInfo info_;
+  std::string description_;
+  CUstream stream_ = nullptr;
+  CUevent events_[2] = {nullptr, nullptr};
+  bool recorded_[2] = {false, false};
+  std::vector<CUgraphExec> graphs_;
+  std::vector<CUdeviceptr> device_;
+  std::vector<void *> pinned_;
+};
+
+} // namespace
+
+Status Gpu::open(int ordinal, const std::vector<GpuArch> &cubins,
+                 const std::optional<GpuArch> &ptx, std::unique_ptr<Gpu> &out) {
+  std::string error;
+  const CudaDriver *d = CudaDriver::get(error);
+  if (!d)
+    return makeError(CLEAVE_FAILED_PRECONDITION, error);
+  DeviceInfo info;
+  CLEAVE_RETURN_IF_ERROR(openDevice(*d, ordinal, info));
+  CLEAVE_RETURN_IF_ERROR(checkGpuCode(info.arch, cubins, ptx));
+  auto gpu = std::make_unique<CudaGpu>(*d, std::move(info), ordinal);
+  CLEAVE_RETURN_IF_ERROR(gpu->init());
+  out = std::move(gpu);
+  return Status::success();
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,949 @@
+//===- CudaKernels.cpp - The kernel library on cuBLASLt and cuDNN ---------===//
+//
+// See CudaKernels.h. How each kernel maps onto the libraries:
+//
+// matmul: cuBLASLt is column-major, the ABI row-major. A row-major [M, N]
+//   matrix is the same memory as a column-major [N, M] one, so C = op(A)
+//   op(B) is computed as the column-major C^T = op(B)^T op(A)^T: cuBLASLt's
+//   first operand is the ABI's B, its second the ABI's A, and the bias
+//   ([N], one per row of C^T) is cuBLASLt's BIAS epilogue, fused with ReLU
+//   (RELU_BIAS). `accumulate` is beta = 1 with C as both input and output.
+//   Compute is CUBLAS_COMPUTE_32F (IEEE fp32, no TF32), so results match
+//   the CPU to rounding. A batch without a batched B and without trans_a
+//   folds into the rows, as on the CPU; otherwise the batch is a strided
+//   batch, with stride 0 for a shared B.
+// conv2d: cuDNN convolutions in NCHW/OIHW, cross-correlation, fp32 FMA math
+//   (CUDNN_FMA_MATH: no TF32), groups through the group count. Forward adds
+//   the bias with cudnnAddTensor and applies ReLU with
+//   cudnnActivationForward, in place; bwd_weights accumulates with beta = 1.
+//   Algorithms come from cuDNN's heuristics (the _v7 queries), once.
+// pooling: cudnnPoolingForward / Backward; max pooling backward recomputes
+//   the forward output into the workspace (the ABI passes the forward input,
+//   cuDNN wants the output too), like the oneDNN kernel.
+//
+// cuDNN's legacy descriptors take one padding per dimension and no pooling
+// dilation. The ABI's padding is top, left, bottom, right: an entry is
+// accepted when cuDNN's output size with padding (top, left) is the entry's
+// output size, which makes every window the same (the bottom and right
+// padding the entry declares is then either equal to cuDNN's or never
+// reached). Otherwise, and for pooling with a dilation, the kernel is
+// refused when the session is created.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpu/CudaKernels.h"
+
+#include "gpu/CudaDriver.h"
+#include "gpu/Gpu.h"
+#include "kernels/Kernel.h"
+#include "kernels/KernelContext.h"
+#include "kernels/KernelSpec.h"
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace cleave::rt {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The libraries, loaded once per process
+//===----------------------------------------------------------------------===//
+
+#define CLEAVE_CUBLASLT_FUNCTIONS(X)                                           \
+  X(cublasLtCreate)                                                            \
+  X(cublasLtDestroy)                                                           \
+  X(cublasLtMatmulDescDestroy)                                                 \
+  X(cublasLtMatrixLayoutDestroy)                                               \
+  X(cublasLtGetStatusString)                                                   \
+  X(cublasLtMatmulDescCreate)                                                  \
+  X(cublasLtMatmulDescSetAttribute)                                            \
+  X(cublasLtMatrixLayoutCreate)                                                \
+  X(cublasLtMatrixLayoutSetAttribute)                                          \
+  X(cublasLtMatmulPreferenceCreate)                                            \
+  X(cublasLtMatmulPreferenceSetAttribute)                                      \
+  X(cublasLtMatmulPreferenceDestroy)                                           \
+  X(cublasLtMatmulAlgoGetHeuristic)                                            \
+  X(cublasLtMatmul)
+
+#define CLEAVE_CUDNN_FUNCTIONS(X)                                              \
+  X(cudnnGetVersion)                                                           \
+  X(cudnnCreate)                                                               \
+  X(cudnnDestroy)                                                              \
+  X(cudnnDestroyTensorDescriptor)                                              \
+  X(cudnnDestroyFilterDescriptor)                                              \
+  X(cudnnDestroyConvolutionDescriptor)                                         \
+  X(cudnnDestroyActivationDescriptor)                                          \
+  X(cudnnDestroyPoolingDescriptor)                                             \
+  X(cudnnSetStream)                                                            \
+  X(cudnnGetErrorString)                                                       \
+  X(cudnnCreateTensorDescriptor)                                               \
+  X(cudnnSetTensor4dDescriptor)                                                \
+  X(cudnnCreateFilterDescriptor)                                               \
+  X(cudnnSetFilter4dDescriptor)                                                \
+  X(cudnnCreateConvolutionDescriptor)                                          \
+  X(cudnnSetConvolution2dDescriptor)                                           \
+  X(cudnnSetConvolutionGroupCount)                                             \
+  X(cudnnSetConvolutionMathType)                                               \
+  X(cudnnGetConvolution2dForwardOutputDim)                                     \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)                                    \
+  X(cudnnGetConvolutionForwardWorkspaceSize)                                   \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                               \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize)                              \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                             \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                            \
+  X(cudnnConvolutionForward)                                                   \
+  X(cudnnConvolutionBackwardData)                                              \
+  X(cudnnConvolutionBackwardFilter)                                            \
+  X(cudnnAddTensor)                                                            \
+  X(cudnnCreateActivationDescriptor)                                           \
+  X(cudnnSetActivationDescriptor)                                              \
+  X(cudnnActivationForward)                                                    \
+  X(cudnnCreatePoolingDescriptor)                                              \
+  X(cudnnSetPooling2dDescriptor)                                               \
+  X(cudnnGetPooling2dForwardOutputDim)                                         \
+  X(cudnnPoolingForward)                                                       \
+  X(cudnnPoolingBackward)
+
+struct CublasLt {
+#define CLEAVE_MEMBER(name) decltype(&::name) name = nullptr;
+  CLEAVE_CUBLASLT_FUNCTIONS(CLEAVE_MEMBER)
+};
+struct Cudnn {
+  CLEAVE_CUDNN_FUNCTIONS(CLEAVE_MEMBER)
+#undef CLEAVE_MEMBER
+};
+
+/// Loads `library` and resolves `T`'s functions through `resolve`, once.
+template <typename T, typename Resolve>
+const T *loadLibrary(const char *library, const char *what, Resolve resolve,
+                     std::string &error) {
+  static T table;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    void *handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      failure = std::string(what) + " is not available (" + library +
+                " not found; it comes with the CUDA 13 toolkit)";
+      return;
+    }
+    const char *missing = resolve(handle, table);
+    if (missing)
+      failure = std::string(library) + " has no " + missing +
+                " (a different major version?)";
+  });
+  if (!failure.empty()) {
+    error = failure;
+    return nullptr;
+  }
+  return &table;
+}
+
+const CublasLt *cublasLt(std::string &error) {
+  return loadLibrary<CublasLt>(
+      "libcublasLt.so.13", "cuBLASLt",
+      [](void *h, CublasLt &t) -> const char * {
+#define CLEAVE_RESOLVE(name)                                                   \
+  t.name = reinterpret_cast<decltype(t.name)>(::dlsym(h, #name));              \
+  if (!t.name)                                                                 \
+    return #name;
+        CLEAVE_CUBLASLT_FUNCTIONS(CLEAVE_RESOLVE)
+        return nullptr;
+      },
+      error);
+}
+
+const Cudnn *cudnn(std::string &error) {
+  return loadLibrary<Cudnn>(
+      "libcudnn.so.9", "cuDNN",
+      [](void *h, Cudnn &t) -> const char * {
+        CLEAVE_CUDNN_FUNCTIONS(CLEAVE_RESOLVE)
+#undef CLEAVE_RESOLVE
+        return nullptr;
+      },
+      error);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// Thrown while kernels are built; the message names the kernel.
+struct BuildError {
+  Status status;
+};
+
+std::string kernelName(int64_t id, const std::string &op) {
+  return "kernel " + std::to_string(id) + " (" + op + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+struct Libraries {
+  const CudaDriver &driver;
+  Gpu &gpu;
+  const CublasLt *lt = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  const Cudnn *dnn = nullptr;
+  cudnnHandle_t dnnHandle = nullptr;
+};
+
+/// The largest workspace cuBLASLt may use for one matmul; the shared
+/// workspace is sized for the hungriest kernel.
+constexpr size_t kMaxMatmulWorkspace = size_t(32) << 20;
+
+class CudaKernel {
+public:
+  CudaKernel(KernelKind kind, int64_t id, std::string op)
+      : kind(kind), id(id), op(std::move(op)) {}
+  virtual ~CudaKernel() = default;
+  /// Bytes of the shared workspace the kernel uses.
+  virtual size_t workspaceBytes() const = 0;
+
+  KernelKind kind;
+  int64_t id;
+  std::string op;
+};
+
+class CudaMatmul final : public CudaKernel {
+public:
+  CudaMatmul(KernelSpec &spec, Libraries &libs)
+      : CudaKernel(KernelKind::Matmul, spec.id(), spec.op()), libs_(libs) {
+    int64_t batch = spec.integer("batch", 1);
+    int64_t m = spec.integer("m", 1);
+    int64_t k = spec.integer("k", 1);
+    int64_t n = spec.integer("n", 1);
+    bool transA = spec.boolean("trans_a");
+    bool transB = spec.boolean("trans_b");
+    bool bBatched = spec.boolean("b_batched");
+    hasBias_ = spec.boolean("bias");
+    bool relu = spec.choice("activation", {"none", "relu"}) == "relu";
+    accumulate_ = spec.boolean("accumulate");
+    spec.finish();
+    if (accumulate_ && (relu || hasBias_))
+      spec.fail("'accumulate' requires 'activation': 'none' and 'bias': false");
+    spec.elementCount("a", {batch, m, k});
+    spec.elementCount("b", {bBatched ? batch : 1, k, n});
+    spec.elementCount("c", {batch, m, n});
+
+    const CublasLt &lt = *libs.lt;
+    bool fold = !bBatched && !transA;
+    int64_t rows = fold ? batch * m : m;
+    int64_t count = fold ? 1 : batch;
+    auto check = [&](cublasStatus_t s, const char *call) {
+      if (s != CUBLAS_STATUS_SUCCESS)
+        spec.fail(std::string("cuBLASLt: ") + call +
+                  " failed: " + lt.cublasLtGetStatusString(s));
+    };
+    check(lt.cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+    // cuBLASLt's A is the ABI's B (see the file comment).
+    cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(lt.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA,
+                                            &opA, sizeof(opA)),
+          "setting TRANSA");
+    check(lt.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB,
+                                            &opB, sizeof(opB)),
+          "setting TRANSB");
+    cublasLtEpilogue_t epilogue =
+        hasBias_ ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                 : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+    check(lt.cublasLtMatmulDescSetAttribute(desc_,
+                                            CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                            &epilogue, sizeof(epilogue)),
+          "setting the epilogue");
+    if (hasBias_) {
+      cudaDataType_t biasType = CUDA_R_32F;
+      check(lt.cublasLtMatmulDescSetAttribute(
+                desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                sizeof(biasType)),
+            "setting the bias type");
+    }
+    // Stored shapes, column-major: B as [N, K] (or [K, N] transposed), A as
+    // [K, rows] (or [rows, K] transposed), C as [N, rows].
+    auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t r, uint64_t c,
+                      int64_t stride, const char *what) {
+      check(lt.cublasLtMatrixLayoutCreate(&out, CUDA_R_32F, r, c, int64_t(r)),
+            what);
+      if (count > 1) {
+        int32_t batchCount = int32_t(count);
+        check(lt.cublasLtMatrixLayoutSetAttribute(
+                  out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batchCount,
+                  sizeof(batchCount)),
+              what);
+        check(lt.cublasLtMatrixLayoutSetAttribute(
+                  out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                  sizeof(stride)),
+              what);
+      }
+    };
+    layout(aLayout_, transB ? k : n, transB ? n : k, bBatched ? k * n : 0,
+           "the layout of b");
+    layout(bLayout_, transA ? rows : k, transA ? k : rows, rows * k,
+           "the layout of a");
+    layout(cLayout_, n, rows, rows * n, "the layout of c");
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
+    size_t maxWorkspace = kMaxMatmulWorkspace;
+    lt.cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
+        sizeof(maxWorkspace));
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
+        libs.ltHandle, desc_, aLayout_, bLayout_, cLayout_, cLayout_, pref, 1,
+        &result, &found);
+    lt.cublasLtMatmulPreferenceDestroy(pref);
+    if (s != CUBLAS_STATUS_SUCCESS || found == 0)
+      spec.fail(std::string("cuBLASLt has no algorithm for this matmul (") +
+                lt.cublasLtGetStatusString(s) + ")");
+    algo_ = result.algo;
+    workspace_ = result.workspaceSize;
+  }
+
+  ~CudaMatmul() override {
+    const CublasLt &lt = *libs_.lt;
+    for (cublasLtMatrixLayout_t l : {aLayout_, bLayout_, cLayout_})
+      if (l)
+        lt.cublasLtMatrixLayoutDestroy(l);
+    if (desc_)
+      lt.cublasLtMatmulDescDestroy(desc_);
+  }
+
+  size_t workspaceBytes() const override { return workspace_; }
+
+  Status run(const float *a, const float *b, const float *bias, float *c,
+             void *workspace, size_t workspaceBytes) {
+    if (!a || !b || !c)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": a NULL tensor was passed for a, b or c");
+    if (hasBias_ && !bias)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": the entry has a bias but NULL was passed");
+    const CublasLt &lt = *libs_.lt;
+    if (hasBias_) {
+      cublasStatus_t s = lt.cublasLtMatmulDescSetAttribute(
+          desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+      if (s != CUBLAS_STATUS_SUCCESS)
+        return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                         ": cuBLASLt: ", lt.cublasLtGetStatusString(s));
+    }
+    const float alpha = 1.0f, beta = accumulate_ ? 1.0f : 0.0f;
+    cublasStatus_t s = lt.cublasLtMatmul(
+        libs_.ltHandle, desc_, &alpha, b, aLayout_, a, bLayout_, &beta, c,
+        cLayout_, c, cLayout_, &algo_, workspace, workspaceBytes,
+        static_cast<cudaStream_t>(libs_.gpu.stream()));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return makeError(
+          CLEAVE_INTERNAL, kernelName(id, op),
+          ": cublasLtMatmul failed: ", lt.cublasLtGetStatusString(s));
+    return Status::success();
+  }
+
+private:
+  Libraries &libs_;
+  bool hasBias_ = false, accumulate_ = false;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr,
+                         cLayout_ = nullptr;
+  cublasLtMatmulAlgo_t algo_ = {};
+  size_t workspace_ = 0;
+};
+
+/// Fails `spec` unless cuDNN's output size with padding (top, left) is
+/// the entry's: then cuDNN's windows are exactly the entry's.
+void checkCudnnPadding(KernelSpec &spec, const std::array<int64_t, 4> &padding,
+                       int64_t cudnnOh, int64_t cudnnOw, int64_t oh,
+                       int64_t ow) {
+  if (cudnnOh == oh && cudnnOw == ow)
+    return;
+  spec.fail("padding (top " + std::to_string(padding[0]) + ", left " +
+            std::to_string(padding[1]) + ", bottom " +
+            std::to_string(padding[2]) + ", right " +
+            std::to_string(padding[3]) +
+            ") cannot be expressed with cuDNN, which pads both sides of a "
+            "dimension alike (it would give a " +
+            std::to_string(cudnnOh) + "x" + std::to_string(cudnnOw) +
+            " output, the entry has " + std::to_string(oh) + "x" +
+            std::to_string(ow) + "); this model does not run on a GPU yet");
+}
+
+class CudnnCheck {
+public:
+  CudnnCheck(const Cudnn &dnn, KernelSpec &spec) : dnn_(dnn), spec_(spec) {}
+  void operator()(cudnnStatus_t s, const char *call) const {
+    if (s != CUDNN_STATUS_SUCCESS)
+      spec_.fail(std::string("cuDNN: ") + call +
+                 " failed: " + dnn_.cudnnGetErrorString(s));
+  }
+
+private:
+  const Cudnn &dnn_;
+  KernelSpec &spec_;
+};
+
+Status cudnnError(const Cudnn &dnn, cudnnStatus_t s, int64_t id,
+                  const std::string &op, const char *call) {
+  return makeError(
+      s == CUDNN_STATUS_ALLOC_FAILED ? CLEAVE_OUT_OF_MEMORY : CLEAVE_INTERNAL,
+      kernelName(id, op), ": ", call, " failed: ", dnn.cudnnGetErrorString(s));
+}
+
+class CudnnConvolution final : public CudaKernel {
+public:
+  CudnnConvolution(KernelSpec &spec, Libraries &libs, KernelKind kind)
+      : CudaKernel(kind, spec.id(), spec.op()), libs_(libs) {
+    int64_t n = spec.integer("n", 1), c = spec.integer("c", 1);
+    int64_t h = spec.integer("h", 1), w = spec.integer("w", 1);
+    int64_t o = spec.integer("o", 1);
+    int64_t kh = spec.integer("kh", 1), kw = spec.integer("kw", 1);
+    int64_t oh = spec.integer("oh", 1), ow = spec.integer("ow", 1);
+    auto strides = spec.integers<2>("strides", 1);
+    auto padding = spec.integers<4>("padding", 0);
+    auto dilations = spec.integers<2>("dilations", 1);
+    int64_t groups = spec.integer("groups", 1);
+    if (kind == KernelKind::ConvolutionForward) {
+      hasBias_ = spec.boolean("bias");
+      relu_ = spec.choice("activation", {"none", "relu"}) == "relu";
+    }
+    if (kind == KernelKind::ConvolutionBackwardWeights)
+      accumulate_ = spec.boolean("accumulate");
+    spec.finish();
+    if (c % groups != 0 || o % groups != 0)
+      spec.fail("'groups' (" + std::to_string(groups) +
+                ") must divide both 'c' (" + std::to_string(c) + ") and 'o' (" +
+                std::to_string(o) + ")");
+    checkWindowedShape(spec, h, w, oh, ow, {kh, kw}, strides, padding,
+                       dilations);
+    spec.elementCount("src", {n, c, h, w});
+    spec.elementCount("wei", {o, c / groups, kh, kw});
+    spec.elementCount("dst", {n, o, oh, ow});
+
+    const Cudnn &dnn = *libs.dnn;
+    CudnnCheck check(dnn, spec);
+    check(dnn.cudnnCreateTensorDescriptor(&src_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&bias_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateFilterDescriptor(&wei_),
+          "cudnnCreateFilterDescriptor");
+    check(dnn.cudnnCreateConvolutionDescriptor(&conv_),
+          "cudnnCreateConvolutionDescriptor");
+    const auto f32 = CUDNN_DATA_FLOAT;
+    const auto nchw = CUDNN_TENSOR_NCHW;
+    check(dnn.cudnnSetTensor4dDescriptor(src_, nchw, f32, int(n), int(c),
+                                         int(h), int(w)),
+          "cudnnSetTensor4dDescriptor(src)");
+    check(dnn.cudnnSetTensor4dDescriptor(dst_, nchw, f32, int(n), int(o),
+                                         int(oh), int(ow)),
+          "cudnnSetTensor4dDescriptor(dst)");
+    check(dnn.cudnnSetTensor4dDescriptor(bias_, nchw, f32, 1, int(o), 1, 1),
+          "cudnnSetTensor4dDescriptor(bias)");
+    check(dnn.cudnnSetFilter4dDescriptor(wei_, f32, nchw, int(o),
+                                         int(c / groups), int(kh), int(kw)),
+          "cudnnSetFilter4dDescriptor");
+    check(dnn.cudnnSetConvolution2dDescriptor(
+              conv_, int(padding[0]), int(padding[1]), int(strides[0]),
+              int(strides[1]), int(dilations[0]), int(dilations[1]),
+              CUDNN_CROSS_CORRELATION, f32),
+          "cudnnSetConvolution2dDescriptor");
+    check(dnn.cudnnSetConvolutionGroupCount(conv_, int(groups)),
+          "cudnnSetConvolutionGroupCount");
+    check(dnn.cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH),
+          "cudnnSetConvolutionMathType");
+    int dn = 0, dc = 0, dh = 0, dw = 0;
+    check(dnn.cudnnGetConvolution2dForwardOutputDim(conv_, src_, wei_, &dn, &dc,
+                                                    &dh, &dw),
+          "cudnnGetConvolution2dForwardOutputDim");
+    checkCudnnPadding(spec, padding, dh, dw, oh, ow);
+    if (relu_) {
+      check(dnn.cudnnCreateActivationDescriptor(&act_),
+            "cudnnCreateActivationDescriptor");
+      check(dnn.cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU,
+                                             CUDNN_NOT_PROPAGATE_NAN, 0.0),
+            "cudnnSetActivationDescriptor");
+    }
+
+    // The heuristics' first choice that needs no more workspace than it
+    // says; chosen once.
+    cudnnHandle_t hd = libs.dnnHandle;
+    int found = 0;
+    switch (kind) {
+    case KernelKind::ConvolutionForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      check(dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+                hd, src_, wei_, conv_, dst_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                &found, perf),
+            "cudnnGetConvolutionForwardAlgorithm_v7");
+      fwd_ = pick(spec, perf, found);
+      check(dnn.cudnnGetConvolutionForwardWorkspaceSize(
+                hd, src_, wei_, conv_, dst_, fwd_, &workspace_),
+            "cudnnGetConvolutionForwardWorkspaceSize");
+      break;
+    }
+    case KernelKind::ConvolutionBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      check(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                hd, wei_, dst_, conv_, src_,
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      bwdData_ = pick(spec, perf, found);
+      check(dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
+                hd, wei_, dst_, conv_, src_, bwdData_, &workspace_),
+            "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      break;
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      check(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                hd, src_, dst_, conv_, wei_,
+                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, perf),
+            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      bwdFilter_ = pick(spec, perf, found);
+      check(dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                hd, src_, dst_, conv_, wei_, bwdFilter_, &workspace_),
+            "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+      break;
+    }
+    }
+  }
+
+  ~CudnnConvolution() override {
+    const Cudnn &dnn = *libs_.dnn;
+    for (cudnnTensorDescriptor_t t : {src_, dst_, bias_})
+      if (t)
+        dnn.cudnnDestroyTensorDescriptor(t);
+    if (wei_)
+      dnn.cudnnDestroyFilterDescriptor(wei_);
+    if (conv_)
+      dnn.cudnnDestroyConvolutionDescriptor(conv_);
+    if (act_)
+      dnn.cudnnDestroyActivationDescriptor(act_);
+  }
+
+  size_t workspaceBytes() const override { return workspace_; }
+
+  Status run(const float *in0, const float *in1, const float *bias, float *out,
+             void *workspace) {
+    if (!in0 || !in1 || !out)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": a NULL tensor was passed");
+    if (hasBias_ && !bias)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": the entry has a bias but NULL was passed");
+    const Cudnn &dnn = *libs_.dnn;
+    cudnnHandle_t hd = libs_.dnnHandle;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s;
+    switch (kind) {
+    case KernelKind::ConvolutionForward:
+      s = dnn.cudnnConvolutionForward(hd, &one, src_, in0, wei_, in1, conv_,
+                                      fwd_, workspace, workspace_, &zero, dst_,
+                                      out);
+      if (s != CUDNN_STATUS_SUCCESS)
+        return cudnnError(dnn, s, id, op, "cudnnConvolutionForward");
+      if (hasBias_) {
+        s = dnn.cudnnAddTensor(hd, &one, bias_, bias, &one, dst_, out);
+        if (s != CUDNN_STATUS_SUCCESS)
+          return cudnnError(dnn, s, id, op, "cudnnAddTensor");
+      }
+      if (relu_) {
+        s = dnn.cudnnActivationForward(hd, act_, &one, dst_, out, &zero, dst_,
+                                       out);
+        if (s != CUDNN_STATUS_SUCCESS)
+          return cudnnError(dnn, s, id, op, "cudnnActivationForward");
+      }
+      return Status::success();
+    case KernelKind::ConvolutionBackwardData:
+      // in0 is diff_dst, in1 the weights.
+      s = dnn.cudnnConvolutionBackwardData(hd, &one, wei_, in1, dst_, in0,
+                                           conv_, bwdData_, workspace,
+                                           workspace_, &zero, src_, out);
+      return s == CUDNN_STATUS_SUCCESS
+                 ? Status::success()
+                 : cudnnError(dnn, s, id, op, "cudnnConvolutionBackwardData");
+    default: {
+      // in0 is src, in1 diff_dst.
+      const float beta = accumulate_ ? 1.0f : 0.0f;
+      s = dnn.cudnnConvolutionBackwardFilter(hd, &one, src_, in0, dst_, in1,
+                                             conv_, bwdFilter_, workspace,
+                                             workspace_, &beta, wei_, out);
+      return s == CUDNN_STATUS_SUCCESS
+                 ? Status::success()
+                 : cudnnError(dnn, s, id, op, "cudnnConvolutionBackwardFilter");
+    }
+    }
+  }
+
+private:
+  /// The heuristics' first deterministic choice: a checkpoint resumed on
+  /// the same GPU must continue bit for bit, which algorithms that sum with
+  /// atomics (some backward ones) do not.
+  template <typename Perf>
+  static decltype(Perf::algo) pick(KernelSpec &spec, const Perf *perf,
+                                   int found) {
+    for (int i = 0; i < found; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+          perf[i].determinism == CUDNN_DETERMINISTIC)
+        return perf[i].algo;
+    spec.fail("cuDNN has no deterministic algorithm for this convolution");
+  }
+
+  Libraries &libs_;
+  bool hasBias_ = false, relu_ = false, accumulate_ = false;
+  cudnnTensorDescriptor_t src_ = nullptr, dst_ = nullptr, bias_ = nullptr;
+  cudnnFilterDescriptor_t wei_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnActivationDescriptor_t act_ = nullptr;
+  cudnnConvolutionFwdAlgo_t fwd_ = {};
+  cudnnConvolutionBwdDataAlgo_t bwdData_ = {};
+  cudnnConvolutionBwdFilterAlgo_t bwdFilter_ = {};
+  size_t workspace_ = 0;
+};
+
+class CudnnPooling final : public CudaKernel {
+public:
+  CudnnPooling(KernelSpec &spec, Libraries &libs, KernelKind kind, bool max)
+      : CudaKernel(kind, spec.id(), spec.op()), libs_(libs), max_(max) {
+    int64_t n = spec.integer("n", 1), c = spec.integer("c", 1);
+    int64_t h = spec.integer("h", 1), w = spec.integer("w", 1);
+    int64_t oh = spec.integer("oh", 1), ow = spec.integer("ow", 1);
+    auto kernel = spec.integers<2>("kernel", 1);
+    auto strides = spec.integers<2>("strides", 1);
+    auto padding = spec.integers<4>("padding", 0);
+    auto dilations = spec.integers<2>("dilations", 1);
+    bool includePad = max ? spec.boolean("count_include_pad", false)
+                          : spec.boolean("count_include_pad");
+    spec.finish();
+    checkWindowedShape(spec, h, w, oh, ow, kernel, strides, padding, dilations);
+    spec.elementCount("src", {n, c, h, w});
+    spec.elementCount("dst", {n, c, oh, ow});
+    for (int d = 0; d < 2; ++d) {
+      if (kernel[d] > 1 && dilations[d] > 1)
+        spec.fail("cuDNN pooling has no dilation (the entry has " +
+                  std::to_string(dilations[d]) + " along " +
+                  (d == 0 ? "h" : "w") +
+                  "); this model does not run on a GPU yet");
+      // A window of padding only has no max and no average (the oneDNN
+      // kernel refuses it too, in more detail).
+      if (padding[d] >= kernel[d] || padding[d + 2] >= kernel[d])
+        spec.fail(std::string("padding along ") + (d == 0 ? "h" : "w") +
+                  " reaches a whole window: some output pools only padding");
+    }
+    const Cudnn &dnn = *libs.dnn;
+    CudnnCheck check(dnn, spec);
+    check(dnn.cudnnCreateTensorDescriptor(&src_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+          "cudnnCreateTensorDescriptor");
+    check(dnn.cudnnCreatePoolingDescriptor(&pool_),
+          "cudnnCreatePoolingDescriptor");
+    check(dnn.cudnnSetTensor4dDescriptor(src_, CUDNN_TENSOR_NCHW,
+                                         CUDNN_DATA_FLOAT, int(n), int(c),
+                                         int(h), int(w)),
+          "cudnnSetTensor4dDescriptor(src)");
+    check(dnn.cudnnSetTensor4dDescriptor(dst_, CUDNN_TENSOR_NCHW,
+                                         CUDNN_DATA_FLOAT, int(n), int(c),
+                                         int(oh), int(ow)),
+          "cudnnSetTensor4dDescriptor(dst)");
+    cudnnPoolingMode_t mode =
+        max ? CUDNN_POOLING_MAX_DETERMINISTIC
+            : (includePad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
+    check(dnn.cudnnSetPooling2dDescriptor(pool_, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                          int(kernel[0]), int(kernel[1]),
+                                          int(padding[0]), int(padding[1]),
+                                          int(strides[0]), int(strides[1])),
+          "cudnnSetPooling2dDescriptor");
+    int dn = 0, dc = 0, dh = 0, dw = 0;
+    check(
+        dnn.cudnnGetPooling2dForwardOutputDim(pool_, src_, &dn, &dc, &dh, &dw),
+        "cudnnGetPooling2dForwardOutputDim");
+    checkCudnnPadding(spec, padding, dh, dw, oh, ow);
+    // Backward wants the forward output: max pooling recomputes it into the
+    // workspace, average pooling never reads it (nor src).
+    if (kind == KernelKind::PoolingBackward && max)
+      workspace_ = size_t(n * c * oh * ow) * sizeof(float);
+  }
+
+  ~CudnnPooling() override {
+    const Cudnn &dnn = *libs_.dnn;
+    for (cudnnTensorDescriptor_t t : {src_, dst_})
+      if (t)
+        dnn.cudnnDestroyTensorDescriptor(t);
+    if (pool_)
+      dnn.cudnnDestroyPoolingDescriptor(pool_);
+  }
+
+  size_t workspaceBytes() const override { return workspace_; }
+
+  Status forward(const float *src, float *dst) {
+    if (!src || !dst)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": a NULL tensor was passed for src or dst");
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s = libs_.dnn->cudnnPoolingForward(
+        libs_.dnnHandle, pool_, &one, src_, src, &zero, dst_, dst);
+    return s == CUDNN_STATUS_SUCCESS
+               ? Status::success()
+               : cudnnError(*libs_.dnn, s, id, op, "cudnnPoolingForward");
+  }
+
+  Status backward(const float *src, const float *diffDst, float *diffSrc,
+                  void *workspace) {
+    if (!diffDst || !diffSrc || (max_ && !src))
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       max_ ? ": a NULL tensor was passed for src, diff_dst "
+                              "or diff_src"
+                            : ": a NULL tensor was passed for diff_dst or "
+                              "diff_src");
+    const float one = 1.0f, zero = 0.0f;
+    const float *y = diffDst;
+    if (max_) {
+      auto *dst = static_cast<float *>(workspace);
+      cudnnStatus_t s = libs_.dnn->cudnnPoolingForward(
+          libs_.dnnHandle, pool_, &one, src_, src, &zero, dst_, dst);
+      if (s != CUDNN_STATUS_SUCCESS)
+        return cudnnError(*libs_.dnn, s, id, op, "cudnnPoolingForward");
+      y = dst;
+    }
+    cudnnStatus_t s = libs_.dnn->cudnnPoolingBackward(
+        libs_.dnnHandle, pool_, &one, dst_, y, dst_, diffDst, src_,
+        src ? src : diffSrc, &zero, src_, diffSrc);
+    return s == CUDNN_STATUS_SUCCESS
+               ? Status::success()
+               : cudnnError(*libs_.dnn, s, id, op, "cudnnPoolingBackward");
+  }
+
+private:
+  Libraries &libs_;
+  bool max_;
+  cudnnTensorDescriptor_t src_ = nullptr, dst_ = nullptr;
+  cudnnPoolingDescriptor_t pool_ = nullptr;
+  size_t workspace_ = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// The kernel table
+//===----------------------------------------------------------------------===//
+
+class CudaKernels final : public DeviceKernels {
+public:
+  CudaKernels(const CudaDriver &driver, Gpu &gpu) : libs_{driver, gpu} {}
+  ~CudaKernels() override {
+    // The kernels' descriptors first, then the handles they were made with.
+    kernels_.clear();
+    if (libs_.ltHandle)
+      libs_.lt->cublasLtDestroy(libs_.ltHandle);
+    if (libs_.dnnHandle)
+      libs_.dnn->cudnnDestroy(libs_.dnnHandle);
+  }
+
+  Status build(const nlohmann::json &kernels) {
+    if (!kernels.is_array())
+      return makeError(CLEAVE_INVALID_ARTIFACT,
+                       "manifest field 'kernels' must be an array");
+    kernels_.resize(kernels.size());
+    try {
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        const nlohmann::json &entry = kernels[i];
+        std::string where = "kernels[" + std::to_string(i) + "]";
+        if (!entry.is_object() || !entry.contains("id") ||
+            !entry["id"].is_number_integer() || !entry.contains("op") ||
+            !entry["op"].is_string())
+          throw BuildError{makeError(CLEAVE_INVALID_ARTIFACT, where,
+                                     ": expected an object with an integer "
+                                     "'id' and a string 'op'")};
+        int64_t id = entry["id"].get<int64_t>();
+        if (id < 0 || uint64_t(id) >= kernels.size() || kernels_[id])
+          throw BuildError{
+              makeError(CLEAVE_INVALID_ARTIFACT, where, ": id ", id,
+                        " is out of range or repeated (ids must be 0..",
+                        kernels.size() - 1, ")")};
+        std::string op = entry["op"].get<std::string>();
+        KernelSpec spec(entry, id, op);
+        kernels_[id] = buildOne(spec, op);
+      }
+    } catch (const BuildError &e) {
+      return e.status;
+    } catch (const KernelSpecError &e) {
+      return makeError(CLEAVE_INVALID_ARTIFACT, e.what());
+    }
+    size_t bytes = 0;
+    for (const auto &k : kernels_)
+      bytes = std::max(bytes, k->workspaceBytes());
+    workspaceBytes_ = bytes;
+    if (bytes > 0)
+      CLEAVE_RETURN_IF_ERROR(
+          libs_.gpu.allocate(bytes, "the kernels' workspace", workspace_));
+    return Status::success();
+  }
+
+  void *stream() const override { return libs_.gpu.stream(); }
+
+  Status matmul(int64_t id, const float *a, const float *b, const float *bias,
+                float *c) override {
+    CudaMatmul *k = find<CudaMatmul>(id, KernelKind::Matmul, "matmul");
+    if (!k)
+      return lookupError_;
+    return k->run(a, b, bias, c, workspace_, workspaceBytes_);
+  }
+
+  Status convolution(int kind, int64_t id, const float *in0, const float *in1,
+                     const float *bias, float *out) override {
+    auto *k = find<CudnnConvolution>(id, KernelKind(kind), "conv2d");
+    if (!k)
+      return lookupError_;
+    return k->run(in0, in1, bias, out, workspace_);
+  }
+
+  Status poolForward(int64_t id, const float *src, float *dst) override {
+    auto *k = find<CudnnPooling>(id, KernelKind::PoolingForward,
+                                 "max_pool2d_fwd or avg_pool2d_fwd");
+    if (!k)
+      return lookupError_;
+    return k->forward(src, dst);
+  }
+
+  Status poolBackward(int64_t id, const float *src, const float *diffDst,
+                      float *diffSrc) override {
+    auto *k = find<CudnnPooling>(id, KernelKind::PoolingBackward,
+                                 "max_pool2d_bwd or avg_pool2d_bwd");
+    if (!k)
+      return lookupError_;
+    return k->backward(src, diffDst, diffSrc, workspace_);
+  }
+
+  Status copy(float *dst, const float *src, int64_t floats) override {
+    return libs_.gpu.copy(dst, src, size_t(floats) * sizeof(float));
+  }
+
+  Status zero(float *dst, int64_t floats) override {
+    return libs_.gpu.fill32(dst, 0, size_t(floats));
+  }
+
+private:
+  std::unique_ptr<CudaKernel> buildOne(KernelSpec &spec,
+                                       const std::string &op) {
+    if (op == "matmul") {
+      loadCublasLt(spec);
+      return std::make_unique<CudaMatmul>(spec, libs_);
+    }
+    struct Conv {
+      const char *name;
+      KernelKind kind;
+    };
+    for (Conv c :
+         {Conv{"conv2d_fwd", KernelKind::ConvolutionForward},
+          Conv{"conv2d_bwd_data", KernelKind::ConvolutionBackwardData},
+          Conv{"conv2d_bwd_weights", KernelKind::ConvolutionBackwardWeights}})
+      if (op == c.name) {
+        loadCudnn(spec);
+        return std::make_unique<CudnnConvolution>(spec, libs_, c.kind);
+      }
+    for (bool max : {true, false})
+      for (bool backward : {false, true})
+        if (op == std::string(max ? "max" : "avg") + "_pool2d_" +
+                      (backward ? "bwd" : "fwd")) {
+          loadCudnn(spec);
+          return std::make_unique<CudnnPooling>(
+              spec, libs_,
+              backward ? KernelKind::PoolingBackward
+                       : KernelKind::PoolingForward,
+              max);
+        }
+    spec.fail("unknown op '" + op +
+              "' (expected one of matmul, conv2d_fwd, conv2d_bwd_data, "
+              "conv2d_bwd_weights, max_pool2d_fwd, avg_pool2d_fwd, "
+              "max_pool2d_bwd, avg_pool2d_bwd)");
+  }
+
+  void loadCublasLt(KernelSpec &spec) {
+    if (libs_.lt)
+      return;
+    std::string error;
+    const CublasLt *lt = cublasLt(error);
+    if (!lt)
+      spec.fail(error);
+    cublasStatus_t s = lt->cublasLtCreate(&libs_.ltHandle);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      spec.fail(std::string("cublasLtCreate failed: ") +
+                lt->cublasLtGetStatusString(s));
+    libs_.lt = lt;
+  }
+
+  void loadCudnn(KernelSpec &spec) {
+    if (libs_.dnn)
+      return;
+    std::string error;
+    const Cudnn *dnn = cudnn(error);
+    if (!dnn)
+      spec.fail(error);
+    if (dnn->cudnnGetVersion() / 10000 != CUDNN_MAJOR)
+      spec.fail("libcudnn.so.9 reports version " +
+                std::to_string(dnn->cudnnGetVersion()) +
+                ", this runtime was built for cuDNN " +
+                std::to_string(CUDNN_MAJOR));
+    cudnnStatus_t s = dnn->cudnnCreate(&libs_.dnnHandle);
+    if (s != CUDNN_STATUS_SUCCESS)
+      spec.fail(std::string("cudnnCreate failed: ") +
+                dnn->cudnnGetErrorString(s));
+    s = dnn->cudnnSetStream(libs_.dnnHandle,
+                            static_cast<cudaStream_t>(libs_.gpu.stream()));
+    if (s != CUDNN_STATUS_SUCCESS)
+      spec.fail(std::string("cudnnSetStream failed: ") +
+                dnn->cudnnGetErrorString(s));
+    libs_.dnn = dnn;
+  }
+
+  /// Kernel `id` if it is of `kind`; else null with lookupError_ set.
+  /// (Every id of a built table has a kernel.)
+  template <typename K> K *find(int64_t id, KernelKind kind, const char *what) {
+    if (id < 0 || uint64_t(id) >= kernels_.size()) {
+      lookupError_ = makeError(CLEAVE_INTERNAL, "no kernel ", id,
+                               " (the context has ", kernels_.size(), ")");
+      return nullptr;
+    }
+    CudaKernel *k = kernels_[id].get();
+    if (k->kind != kind) {
+      lookupError_ = makeError(CLEAVE_INTERNAL, kernelName(id, k->op),
+                               " is not a ", what, " kernel");
+      return nullptr;
+    }
+    return static_cast<K *>(k);
+  }
+
+  Libraries libs_;
+  std::vector<std::unique_ptr<CudaKernel>> kernels_;
+  void *workspace_ = nullptr;
+  size_t workspaceBytes_ = 0;
+  Status lookupError_;
+};
+
+} // namespace
+
+Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
+                         const nlohmann::json &kernels,
+                         std::unique_ptr<DeviceKernels> &out) {
+  auto k = std::make_unique<CudaKernels>(driver, gpu);
+  CLEAVE_RETURN_IF_ERROR(k->build(kernels));
+  out = std::move(k);
+  return Status::success();
+}
+
+} // namespace cleave::rt

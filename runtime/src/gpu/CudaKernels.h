@@ -1,0 +1,38 @@
+//===- CudaKernels.h - The kernel library on cuBLASLt and cuDNN -*- C++ -*-===//
+//
+// The kernels of a manifest's `kernels` array for a session on a GPU: matmul
+// entries on cuBLASLt, convolutions and pooling on cuDNN (its legacy API,
+// libcudnn.so.9). Both libraries are loaded with dlopen when a session first
+// needs them. Every descriptor, algorithm and workspace is chosen when the
+// session is created; a call binds pointers and enqueues on the session's
+// stream. The semantics are those of the oneDNN kernels (runtime/src/
+// kernels/, docs/design/runtime-abi.md); an entry whose meaning cuDNN cannot
+// reproduce exactly is refused at creation, naming the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_GPU_CUDAKERNELS_H
+#define CLEAVE_RUNTIME_GPU_CUDAKERNELS_H
+
+#include "Status.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <memory>
+
+namespace cleave::rt {
+
+struct CudaDriver;
+class DeviceKernels;
+class Gpu;
+
+/// Builds the kernels of `kernels` (the manifest array) on `gpu`, whose
+/// context is current. Device memory (the shared workspace) comes from `gpu`
+/// and lives as long as it does.
+Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
+                         const nlohmann::json &kernels,
+                         std::unique_ptr<DeviceKernels> &out);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_GPU_CUDAKERNELS_H

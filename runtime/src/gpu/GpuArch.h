@@ -1,0 +1,40 @@
+//===- GpuArch.h - Which GPU code of an artifact a device runs --*- C++ -*-===//
+//
+// A `cuda` artifact embeds one cubin per architecture of `gpu_arches` and,
+// optionally, the PTX of `ptx_arch`; cuModuleLoadData picks what the device
+// can run. This decides the same question up front, without a driver, so
+// that a session refuses a GPU the artifact has no code for with one line
+// instead of failing inside the first kernel launch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_GPU_GPUARCH_H
+#define CLEAVE_RUNTIME_GPU_GPUARCH_H
+
+#include "Manifest.h"
+#include "Status.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::rt {
+
+/// Whether a GPU of compute capability `device` can run an artifact with
+/// cubins for `cubins` and PTX for `ptx`, following CUDA's compatibility
+/// rules: a cubin for sm_XY runs on sm_XZ with Z >= Y (same major version),
+/// one for sm_XYa on sm_XY only, and PTX for sm_XY is compiled by the driver
+/// for any GPU of compute capability X.Y or higher. The error is one line:
+/// "the GPU is sm_75 but the artifact has sm_80, sm_90 and PTX for sm_80
+/// only".
+Status checkGpuCode(const GpuArch &device, const std::vector<GpuArch> &cubins,
+                    const std::optional<GpuArch> &ptx);
+
+/// "sm_80, sm_90 and PTX for sm_80": what an artifact's GPU code is, for
+/// messages.
+std::string describeGpuCode(const std::vector<GpuArch> &cubins,
+                            const std::optional<GpuArch> &ptx);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_GPU_GPUARCH_H

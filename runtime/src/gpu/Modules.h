@@ -1,0 +1,63 @@
+//===- Modules.h - The mgpu* functions of cuda artifacts --------*- C++ -*-===//
+//
+// A cuda artifact's host code is MLIR's own lowering of gpu.launch_func: a
+// global constructor hands its fatbin to mgpuModuleLoad when the artifact is
+// dlopened, and every launch calls mgpuModuleGetFunction and
+// mgpuLaunchKernel (signatures of upstream MLIR's CudaRuntimeWrappers.cpp).
+// libcleave_runtime defines them (gpu/Modules.cpp): loading only records the
+// blob, since no driver may be touched at dlopen time (there may be none);
+// the module is loaded into a device's context the first time a kernel of it
+// is looked up there, and its functions are cached per context.
+//
+// Those functions take no kernel context, so they record their errors in the
+// context of the entry point running on the calling thread, which the
+// session names with a GpuLaunchScope around each entry-point call; like the
+// kernels' errors these are sticky (later launches do nothing).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_GPU_MODULES_H
+#define CLEAVE_RUNTIME_GPU_MODULES_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cleave::rt {
+
+class KernelContext;
+
+/// While alive, the mgpu* functions called on this thread belong to the
+/// entry point running on `context`.
+class GpuLaunchScope {
+public:
+  explicit GpuLaunchScope(KernelContext *context);
+  ~GpuLaunchScope();
+  GpuLaunchScope(const GpuLaunchScope &) = delete;
+  GpuLaunchScope &operator=(const GpuLaunchScope &) = delete;
+
+private:
+  KernelContext *previous_;
+};
+
+} // namespace cleave::rt
+
+// Exported from libcleave_runtime.so (its objects are otherwise built with
+// hidden visibility; the version script lists them too).
+#define CLEAVE_MGPU_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+// The exports of upstream MLIR's CudaRuntimeWrappers.cpp a cuda artifact
+// calls (docs/design/gpu-runtime.md lists the contract).
+CLEAVE_MGPU_EXPORT void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+CLEAVE_MGPU_EXPORT void *mgpuModuleLoadJIT(void *data, int optLevel);
+CLEAVE_MGPU_EXPORT void mgpuModuleUnload(void *module);
+CLEAVE_MGPU_EXPORT void *mgpuModuleGetFunction(void *module, const char *name);
+CLEAVE_MGPU_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
+                                         intptr_t gridY, intptr_t gridZ,
+                                         intptr_t blockX, intptr_t blockY,
+                                         intptr_t blockZ, int32_t smem,
+                                         void *stream, void **params,
+                                         void **extra, size_t paramsCount);
+}
+
+#endif // CLEAVE_RUNTIME_GPU_MODULES_H

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Prepares what scripts/gpu-check.sh needs on a GPU machine that compiles
+# nothing and installs nothing: the artifacts (for the GPU and the CPU), the
+# tools that run them (cleave-train, cleave-bench), libcleave_runtime and the
+# shared libraries they need that such a machine may lack (oneDNN, OpenMPI,
+# ...), and a slice of Fashion-MNIST, all in one folder that travels with the
+# work tree (the device tool's `carry`), at most 64 MiB.
+#
+#   bash scripts/gpu-check-prepare.sh [--build=DIR] [--out=DIR] [--gpu-arch=sm_90]
+#                                     [--cpu-only]
+#
+# --build   the build tree with cleave-compile, cleave-train, cleave-bench and
+#           libcleave_runtime (default: build; scripts/build.sh makes it)
+# --out     the folder to fill (default: .gpu-check, added to
+#           .git/info/exclude so that it travels only when carried)
+# --cpu-only  skip the cuda artifacts (for testing this script where
+#           cleave-compile has no --target=cuda); gpu-check.sh then refuses
+#           to run, but --dry-run checks the rest
+#
+# Then, on the GPU machine (device tool: carry [".gpu-check"]):
+#   bash scripts/gpu-check.sh --carry=.gpu-check
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build out=.gpu-check arch=sm_90 cuda=1
+for a in "$@"; do
+  case $a in
+  --build=*) build=${a#*=} ;;
+  --out=*) out=${a#*=} ;;
+  --gpu-arch=*) arch=${a#*=} ;;
+  --cpu-only) cuda=0 ;;
+  *) echo "gpu-check-prepare: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+limit=$((64 * 1024 * 1024))
+
+for tool in cleave-compile cleave-train cleave-bench; do
+  [ -x "$build/bin/$tool" ] || {
+    echo "gpu-check-prepare: $build/bin/$tool is missing (bash scripts/build.sh $tool)" >&2
+    exit 1
+  }
+done
+runtime=$(ls "$build"/lib/libcleave_runtime.so.[0-9]* 2>/dev/null | sort | tail -1)
+[ -n "$runtime" ] || { echo "gpu-check-prepare: no libcleave_runtime.so in $build/lib" >&2; exit 1; }
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/artifacts" "$out/data"
+if [ "$out" = .gpu-check ] && ! grep -qx '/.gpu-check/' .git/info/exclude 2>/dev/null; then
+  # A worktree's .git is a file; its exclude file is the main repository's.
+  exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.gpu-check/' "$exclude" 2>/dev/null || echo '/.gpu-check/' >>"$exclude"
+fi
+
+# Tools and the runtime. The binaries find libcleave_runtime through their
+# RUNPATH in the build tree; on the GPU machine gpu-check.sh sets
+# LD_LIBRARY_PATH to $out/lib instead.
+cp "$build/bin/cleave-train" "$build/bin/cleave-bench" "$out/bin/"
+for f in "$build"/lib/libcleave_runtime.so*; do cp -P "$f" "$out/lib/"; done
+
+# Their shared libraries, except the C library's own and the compiler
+# runtime (libstdc++, libgcc_s, libgomp): every machine has those, and the
+# GPU machine's are newer, hence compatible. Nothing of CUDA: the runtime
+# dlopens the driver, cuBLASLt and cuDNN, which the GPU machine has.
+skip='^(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libgomp|linux-vdso)\.so'
+for binary in "$out/bin/cleave-train" "$out/bin/cleave-bench" "$runtime"; do
+  LD_LIBRARY_PATH="$build/lib" ldd "$binary" | awk '/=> \// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ $name =~ $skip ]] && continue
+  [[ $name == libcleave_runtime* ]] && continue
+  cp -L "$path" "$out/lib/$name"
+done
+
+# Artifacts: for each model and optimizer the same options for the CPU and
+# the GPU (numerics: K = 20 windows of N = 4 micro-batches of 32), and the
+# speed configurations (MLP at micro-batch 256, LeNet at 32; N = 4, SGD).
+compile() { # name model extra-args...
+  local name=$1 model=$2
+  shift 2
+  "$build/bin/cleave-compile" "examples/$model.mlir" --loss=cross-entropy "$@" \
+    -o "$out/artifacts/$name.cleave"
+}
+for model in mlp lenet; do
+  for opt in sgd adam; do
+    compile "$model-$opt-cpu" "$model" --optimizer=$opt --micro-batch=32 --accumulate=4
+    if [ $cuda = 1 ]; then
+      compile "$model-$opt-cuda" "$model" --optimizer=$opt --micro-batch=32 \
+        --accumulate=4 --target=cuda --gpu-arch="$arch"
+    fi
+  done
+done
+if [ $cuda = 1 ]; then
+  compile mlp-speed-cuda mlp --optimizer=sgd --micro-batch=256 --accumulate=4 \
+    --target=cuda --gpu-arch="$arch"
+  compile lenet-speed-cuda lenet --optimizer=sgd --micro-batch=32 --accumulate=4 \
+    --target=cuda --gpu-arch="$arch"
+fi
+
+# 20 windows x 4 micro-batches x 32 samples = 2560 training samples, and 256
+# test samples, as one .npz (cleave-train reads x_train/y_train/x_test/y_test).
+/usr/bin/python3 - "$out/data/fashion.npz" <<'PY'
+import gzip, sys
+import numpy as np
+src = "/usr/share/datasets/fashion-mnist"
+def idx(name, count, header, shape):
+    with gzip.open(f"{src}/{name}", "rb") as f:
+        f.read(header)
+        return np.frombuffer(f.read(count * int(np.prod(shape))),
+                             np.uint8).reshape((count,) + shape)
+np.savez(sys.argv[1],
+         x_train=idx("train-images-idx3-ubyte.gz", 2560, 16, (28, 28)),
+         y_train=idx("train-labels-idx1-ubyte.gz", 2560, 8, ()).astype(np.int64),
+         x_test=idx("t10k-images-idx3-ubyte.gz", 256, 16, (28, 28)),
+         y_test=idx("t10k-labels-idx1-ubyte.gz", 256, 8, ()).astype(np.int64))
+PY
+
+# What gpu-check.sh --dry-run verifies: every file and its checksum.
+(cd "$out" && find . -type f ! -name MANIFEST.sha256 | sort | xargs sha256sum) >"$out/MANIFEST.sha256"
+echo "cuda_artifacts=$cuda gpu_arch=$arch prepared=$(date -u +%FT%TZ) commit=$(git rev-parse --short HEAD 2>/dev/null || echo ?)" >"$out/PREPARED"
+
+size=$(du -sb "$out" | cut -f1)
+echo "gpu-check-prepare: $out holds $(find "$out" -type f | wc -l) files, $((size / 1024 / 1024)) MiB"
+if [ "$size" -gt "$limit" ]; then
+  echo "gpu-check-prepare: more than the 64 MiB the device tool carries:" >&2
+  du -ab "$out" | sort -n | tail -8 >&2
+  exit 1
+fi

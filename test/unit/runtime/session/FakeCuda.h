@@ -1,0 +1,44 @@
+/*===- FakeCuda.h - The module format of the fake CUDA driver ----*- C -*-===//
+ *
+ * FakeCudaDriver.c is a libcuda.so.1 for machines without a GPU: "device"
+ * memory is host memory and every copy happens at once. A "module" image it
+ * loads is not a fatbin but this table of host functions, which the fake
+ * cuda artifact (FakeArtifact.c with FAKE_CUDA) hands to mgpuModuleLoad and
+ * the fake cuLaunchKernel calls with the launch's parameter array (every
+ * fake kernel takes two 8-byte parameters, which is what a captured graph
+ * keeps of a launch). That lets
+ * the runtime's device session, its mgpu* functions and its error paths run
+ * on any machine.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef CLEAVE_TEST_FAKECUDA_H
+#define CLEAVE_TEST_FAKECUDA_H
+
+#include <stdint.h>
+
+#define FAKE_CUDA_MODULE_MAGIC 0x46414b45u /* "FAKE" */
+
+typedef struct fake_cuda_kernel {
+  const char *name;
+  void (*fn)(void **params);
+} fake_cuda_kernel;
+
+typedef struct fake_cuda_module {
+  uint32_t magic;
+  int32_t count;
+  const fake_cuda_kernel *kernels;
+} fake_cuda_module;
+
+/* What the fake driver counts, for tests (fake_cuda_stats()). */
+typedef struct fake_cuda_stats_t {
+  int64_t module_loads;
+  int64_t module_unloads;
+  int64_t launches;       /* kernels run, directly or by a graph */
+  int64_t graph_launches; /* cuGraphLaunch calls */
+  int64_t captures;       /* graphs captured */
+  int64_t allocations;
+  int64_t bytes_allocated;
+} fake_cuda_stats_t;
+
+#endif /* CLEAVE_TEST_FAKECUDA_H */

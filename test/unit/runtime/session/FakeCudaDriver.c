@@ -1,0 +1,325 @@
+/*===- FakeCudaDriver.c - A CUDA driver without a GPU -------------*- C -*-===//
+ *
+ * Built as libcuda.so.1 in a directory of its own; tests that put that
+ * directory on LD_LIBRARY_PATH get it when the runtime dlopens the driver.
+ * It implements exactly the entry points the runtime resolves
+ * (runtime/src/gpu/CudaDriver.h), with cuda.h's signatures and exported
+ * names (cuMemAlloc is cuMemAlloc_v2 by cuda.h's macros). See FakeCuda.h.
+ *
+ * Devices: two, device 0 of compute capability 9.0 and device 1 of 7.5,
+ * unless FAKE_CUDA_DEVICES is set (a count, read at every
+ * cuDeviceGetCount). fake_cuda_fail_sync(1) makes stream and event waits
+ * fail as after a kernel's illegal memory access.
+ *
+ * Graphs: while a stream captures, a launch is recorded (its kernel and
+ * its two parameter values) instead of run, and a copy or fill is refused
+ * (the runtime enqueues none inside an entry point); cuGraphLaunch replays
+ * the recorded launches. fake_cuda_refuse_capture(1) makes capturing fail
+ * as it does for work that cannot be captured.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "FakeCuda.h"
+
+#include <cuda.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static fake_cuda_stats_t stats;
+static int failSync;
+static int refuseCapture;
+
+enum { kMaxGraphLaunches = 16 };
+struct fake_graph {
+  int count;
+  const fake_cuda_kernel *kernels[kMaxGraphLaunches];
+  uint64_t params[kMaxGraphLaunches][2];
+};
+/* The graph being captured, or NULL. */
+static struct fake_graph *capturing;
+static struct fake_context { int device; } contexts[2] = {{0}, {1}};
+static __thread CUcontext current;
+
+fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
+void fake_cuda_fail_sync(int fail) { failSync = fail; }
+void fake_cuda_refuse_capture(int refuse) { refuseCapture = refuse; }
+
+CUresult cuInit(unsigned int flags) {
+  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuDriverGetVersion(int *version) {
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  switch (error) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND:
+    *name = "CUDA_ERROR_NOT_FOUND";
+    return CUDA_SUCCESS;
+  default:
+    *name = "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+  }
+}
+CUresult cuGetErrorString(CUresult error, const char **text) {
+  *text = error == CUDA_ERROR_ILLEGAL_ADDRESS
+              ? "an illegal memory access was encountered"
+              : "fake driver error";
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int *count) {
+  const char *env = getenv("FAKE_CUDA_DEVICES");
+  *count = env ? atoi(env) : 2;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal < 0 || ordinal > 1)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
+                              CUdevice device) {
+  if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+    *value = device == 0 ? 9 : 7;
+  else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+    *value = device == 0 ? 0 : 5;
+  else
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+  strncpy(name, device == 0 ? "Fake GPU" : "Old Fake GPU", (size_t)len);
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  *context = (CUcontext)&contexts[device];
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext context) {
+  current = context;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetCurrent(CUcontext *context) {
+  *context = current;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemGetInfo(size_t *free, size_t *total) {
+  *free = (size_t)1 << 30;
+  *total = (size_t)1 << 31;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
+  if (!current)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  void *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  /* Not zeroed, as on a real GPU: the runtime must clear what it needs. */
+  memset(p, 0xA5, bytes);
+  *ptr = (CUdeviceptr)p;
+  ++stats.allocations;
+  stats.bytes_allocated += (int64_t)bytes;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr ptr) {
+  free((void *)ptr);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags) {
+  (void)flags;
+  *ptr = malloc(bytes);
+  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFreeHost(void *ptr) {
+  free(ptr);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
+                           CUstream stream) {
+  (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  memcpy((void *)dst, src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
+                           CUstream stream) {
+  (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  memcpy(dst, (const void *)src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                           CUstream stream) {
+  (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  memmove((void *)dst, (const void *)src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
+                         CUstream stream) {
+  (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  memset((void *)dst, value, count);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
+                          CUstream stream) {
+  (void)stream;
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  for (size_t i = 0; i < count; ++i)
+    memcpy((unsigned char *)dst + 4 * i, &value, 4);
+  return CUDA_SUCCESS;
+}
+/* Streams and events are distinct non-null tokens. */
+static char streamToken, eventTokens[16];
+static int nextEvent;
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
+  (void)flags;
+  *stream = (CUstream)&streamToken;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream stream) {
+  (void)stream;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream stream) {
+  (void)stream;
+  return failSync ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+CUresult cuEventCreate(CUevent *event, unsigned int flags) {
+  (void)flags;
+  *event = (CUevent)&eventTokens[nextEvent++ % 16];
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  (void)event, (void)stream;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent event) {
+  (void)event;
+  return failSync ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent event) {
+  (void)event;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  const fake_cuda_module *m = (const fake_cuda_module *)image;
+  if (!current)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!m || m->magic != FAKE_CUDA_MODULE_MAGIC)
+    return CUDA_ERROR_INVALID_IMAGE;
+  ++stats.module_loads;
+  *module = (CUmodule)(uintptr_t)image;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                            unsigned int numOptions, CUjit_option *options,
+                            void **values) {
+  (void)numOptions, (void)options, (void)values;
+  return cuModuleLoadData(module, image);
+}
+CUresult cuModuleUnload(CUmodule module) {
+  (void)module;
+  ++stats.module_unloads;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                             const char *name) {
+  const fake_cuda_module *m = (const fake_cuda_module *)module;
+  for (int i = 0; i < m->count; ++i)
+    if (strcmp(m->kernels[i].name, name) == 0) {
+      *function = (CUfunction)(uintptr_t)&m->kernels[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuFuncGetName(const char **name, CUfunction function) {
+  *name = ((const fake_cuda_kernel *)function)->name;
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
+                        unsigned int gridY, unsigned int gridZ,
+                        unsigned int blockX, unsigned int blockY,
+                        unsigned int blockZ, unsigned int sharedMem,
+                        CUstream stream, void **params, void **extra) {
+  (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY,
+      (void)blockZ, (void)sharedMem, (void)extra;
+  if (stream != (CUstream)&streamToken)
+    return CUDA_ERROR_INVALID_HANDLE;
+  const fake_cuda_kernel *kernel = (const fake_cuda_kernel *)function;
+  if (capturing) {
+    if (capturing->count == kMaxGraphLaunches)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    capturing->kernels[capturing->count] = kernel;
+    memcpy(&capturing->params[capturing->count][0], params[0], 8);
+    memcpy(&capturing->params[capturing->count][1], params[1], 8);
+    ++capturing->count;
+    return CUDA_SUCCESS;
+  }
+  ++stats.launches;
+  kernel->fn(params);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  (void)mode;
+  if (stream != (CUstream)&streamToken || capturing)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (refuseCapture)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  capturing = calloc(1, sizeof(*capturing));
+  return capturing ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  (void)stream;
+  if (!capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = (CUgraph)capturing;
+  capturing = NULL;
+  ++stats.captures;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
+                            unsigned long long flags) {
+  (void)flags;
+  struct fake_graph *copy = malloc(sizeof(*copy));
+  if (!copy)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(copy, (struct fake_graph *)graph, sizeof(*copy));
+  *exec = (CUgraphExec)copy;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  if (stream != (CUstream)&streamToken || capturing)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fake_graph *g = (struct fake_graph *)exec;
+  ++stats.graph_launches;
+  for (int i = 0; i < g->count; ++i) {
+    void *params[2] = {&g->params[i][0], &g->params[i][1]};
+    ++stats.launches;
+    g->kernels[i]->fn(params);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  free((struct fake_graph *)graph);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  free((struct fake_graph *)exec);
+  return CUDA_SUCCESS;
+}

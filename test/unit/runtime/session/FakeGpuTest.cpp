@@ -1,0 +1,311 @@
+//===- FakeGpuTest.cpp - cuda sessions on a fake CUDA driver --------------===//
+//
+// The device session end to end without a GPU: this program runs with
+// FakeCudaDriver.c's libcuda.so.1 on LD_LIBRARY_PATH, whose device memory is
+// host memory, so the SGD fake compiled as a cuda artifact (FakeArtifact.c
+// with FAKE_CUDA) can compute on the pointers it is given. A cuda session
+// must then train exactly as a CPU session of the CPU build of the same
+// model: same initial values (computed on the host and copied up), same
+// steps, losses, partial windows, hyperparameter changes, checkpoints.
+// The fake artifact does all its work in kernels, as a compiled one does, so
+// that the CUDA graphs the session captures after the first steps replay all
+// of it. Also: the one-line refusals of GPUs the artifact cannot run on, the
+// module loaded once per context, launches on the session's stream, graphs
+// turned off or not capturable, and a GPU failure seen when a result is
+// waited for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+using namespace cleave;
+using namespace cleave::test;
+
+namespace {
+
+SessionOptions onGpu(int ordinal = 0) {
+  SessionOptions options;
+  options.seed = 7;
+  options.device = CLEAVE_DEVICE_CUDA;
+  options.deviceOrdinal = ordinal;
+  return options;
+}
+
+SessionOptions onCpu() {
+  SessionOptions options;
+  options.seed = 7;
+  return options;
+}
+
+/// The fake driver this process loaded (the runtime loads it with the first
+/// cuda session).
+void *fakeDriver() {
+  void *handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(handle, nullptr) << "the fake CUDA driver is not loaded";
+  return handle;
+}
+
+fake_cuda_stats_t driverStats() {
+  auto fn = reinterpret_cast<fake_cuda_stats_t (*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_stats"));
+  return fn ? fn() : fake_cuda_stats_t{};
+}
+
+/// Calls the fake driver's knob `name` (fake_cuda_fail_sync, ...).
+void setKnob(const char *name, int value) {
+  auto fn = reinterpret_cast<void (*)(int)>(::dlsym(fakeDriver(), name));
+  ASSERT_NE(fn, nullptr) << name;
+  fn(value);
+}
+
+void failSync(int fail) { setKnob("fake_cuda_fail_sync", fail); }
+
+std::string createError(const SessionOptions &options) {
+  Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD_CUDA);
+  try {
+    Session session(artifact, options);
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_FAILED_PRECONDITION);
+    return e.what();
+  }
+  return "(created)";
+}
+
+/// The same calls on a CPU session and a GPU session, compared after each.
+class FakeGpuTest : public ::testing::Test {
+protected:
+  FakeGpuTest()
+      : cpuArtifact(Artifact::load(CLEAVE_FAKE_SGD)),
+        gpuArtifact(Artifact::load(CLEAVE_FAKE_SGD_CUDA)),
+        cpu(cpuArtifact, onCpu()), gpu(gpuArtifact, onGpu()) {}
+
+  void expectSameState(const char *when) {
+    SCOPED_TRACE(when);
+    EXPECT_EQ(snapshotGlobals(gpu), snapshotGlobals(cpu));
+    EXPECT_EQ(gpu.microSteps(), cpu.microSteps());
+    EXPECT_EQ(gpu.step(), cpu.step());
+    double a = gpu.lastLoss(), b = cpu.lastLoss();
+    if (std::isnan(b))
+      EXPECT_TRUE(std::isnan(a));
+    else
+      EXPECT_EQ(a, b);
+  }
+
+  Artifact cpuArtifact, gpuArtifact;
+  Session cpu, gpu;
+};
+
+TEST_F(FakeGpuTest, InitialValuesAreTheCpus) { expectSameState("created"); }
+
+TEST_F(FakeGpuTest, TrainsExactlyLikeTheCpu) {
+  Data data = makeData(61, 3);
+  // Three full micro-batches, then a short one that closes the window of
+  // N = 4 (the manifest's).
+  for (int64_t start : {0, 8, 16}) {
+    Data part = data.slice(start, kMicroBatch);
+    Batch b = part.batch();
+    cpu.microStep(b);
+    gpu.microStep(b);
+    expectSameState("micro-step");
+  }
+  Data shortPart = data.slice(24, 5);
+  Batch shortBatch = shortPart.batch();
+  cpu.microStep(shortBatch);
+  gpu.microStep(shortBatch);
+  expectSameState("short micro-step, apply");
+  ASSERT_EQ(gpu.step(), 1);
+
+  // A hyperparameter change and a run-time N reach the device.
+  cpu.setHyperparameter("lr", 0.03);
+  gpu.setHyperparameter("lr", 0.03);
+  cpu.setAccumulation(3);
+  gpu.setAccumulation(3);
+  // 29 samples in micro-batches of 6: four of 6 and one of 5, so a window
+  // closes inside trainBatch and the next stays open.
+  Data manyPart = data.slice(29, 29);
+  Batch many = manyPart.batch();
+  cpu.trainBatch(many, 6);
+  gpu.trainBatch(many, 6);
+  expectSameState("trainBatch");
+  EXPECT_EQ(gpu.step(), 2);
+  EXPECT_EQ(gpu.microSteps(), 2);
+
+  // A partial window flushed.
+  Data lastPart = data.slice(53, 8);
+  Batch last = lastPart.batch();
+  cpu.microStep(last);
+  gpu.microStep(last);
+  cpu.flush();
+  gpu.flush();
+  expectSameState("flush");
+  EXPECT_EQ(gpu.step(), 3);
+  EXPECT_EQ(gpu.microSteps(), 0);
+
+  // Evaluation: the prediction comes back from the device when asked for.
+  Data evalPart = data.slice(0, 7);
+  Batch evalBatch = evalPart.batch();
+  cpu.eval(evalBatch);
+  gpu.eval(evalBatch);
+  EXPECT_EQ(gpu.output<float>("eval_step", "prediction"),
+            cpu.output<float>("eval_step", "prediction"));
+}
+
+TEST_F(FakeGpuTest, WrittenGlobalsReachTheDevice) {
+  std::vector<float> weight(kClasses * kFeatures, 0.25f);
+  cpu.writeGlobal("fc.weight", weight);
+  gpu.writeGlobal("fc.weight", weight);
+  EXPECT_EQ(gpu.readGlobal<float>("fc.weight"), weight);
+  Data data = makeData(8, 4);
+  cpu.microStep(data.batch());
+  gpu.microStep(data.batch());
+  expectSameState("after writeGlobal");
+}
+
+TEST_F(FakeGpuTest, CheckpointsResumeMidWindowBitIdentically) {
+  Data data = makeData(96, 5);
+  auto run = [&](Session &s, int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) {
+      Data part = data.slice(i * kMicroBatch, kMicroBatch);
+      s.microStep(part.batch());
+    }
+  };
+  run(gpu, 0, 6); // one window of 4, then 2 micro-steps into the next
+  ASSERT_EQ(gpu.microSteps(), 2);
+  std::string path = makeTempDir("fake-gpu-ckpt") + "/mid.ckpt";
+  gpu.saveCheckpoint(path);
+  run(gpu, 6, 12);
+  const auto straight = snapshotGlobals(gpu);
+  const double straightLoss = gpu.lastLoss();
+
+  Session resumed(gpuArtifact, onGpu());
+  resumed.loadCheckpoint(path);
+  EXPECT_EQ(resumed.microSteps(), 2);
+  EXPECT_EQ(resumed.step(), 1);
+  run(resumed, 6, 12);
+  EXPECT_EQ(snapshotGlobals(resumed), straight);
+  EXPECT_EQ(resumed.lastLoss(), straightLoss);
+}
+
+TEST(FakeGpu, ModuleLoadsOncePerContextAndLaunchesOnTheSessionStream) {
+  Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD_CUDA);
+  Data data = makeData(8, 6);
+  {
+    Session first(artifact, onGpu());
+    Session second(artifact, onGpu());
+    for (int i = 0; i < 8; ++i) {
+      first.microStep(data.batch());
+      second.microStep(data.batch());
+    }
+    EXPECT_EQ(first.step(), 2);
+    EXPECT_EQ(second.step(), 2);
+  }
+  fake_cuda_stats_t stats = driverStats();
+  // Both sessions share device 0's primary context, hence the module.
+  EXPECT_EQ(stats.module_loads, 1);
+  // 8 micro-steps and 2 apply steps per session, one kernel each.
+  EXPECT_EQ(stats.launches, 20);
+  // Each session captured its micro-step after two direct runs and replayed
+  // it 6 times; 2 apply steps are too few to capture.
+  EXPECT_EQ(stats.captures, 2);
+  EXPECT_EQ(stats.graph_launches, 12);
+}
+
+/// Trains `gpu` and a CPU session of the CPU build alike: 12 micro-steps
+/// (3 windows), a short batch, a flush; the states must be equal.
+void trainBothAndCompare(Session &gpu) {
+  Session cpu(Artifact::load(CLEAVE_FAKE_SGD), onCpu());
+  Data data = makeData(104, 9);
+  for (int i = 0; i < 13; ++i) {
+    Data part = data.slice(i * 8, i == 12 ? 3 : 8);
+    cpu.microStep(part.batch());
+    gpu.microStep(part.batch());
+  }
+  cpu.flush();
+  gpu.flush();
+  EXPECT_EQ(snapshotGlobals(gpu), snapshotGlobals(cpu));
+  EXPECT_EQ(gpu.lastLoss(), cpu.lastLoss());
+  EXPECT_EQ(gpu.step(), 4);
+}
+
+TEST(FakeGpu, GraphsCanBeTurnedOff) {
+  ::setenv("CLEAVE_CUDA_GRAPHS", "0", 1);
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  ::unsetenv("CLEAVE_CUDA_GRAPHS");
+  trainBothAndCompare(gpu);
+  EXPECT_EQ(driverStats().captures, 0);
+  EXPECT_EQ(driverStats().graph_launches, 0);
+  EXPECT_EQ(driverStats().launches, 17);
+}
+
+TEST(FakeGpu, WorkThatCannotBeCapturedRunsDirectly) {
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  setKnob("fake_cuda_refuse_capture", 1);
+  trainBothAndCompare(gpu);
+  setKnob("fake_cuda_refuse_capture", 0);
+  EXPECT_EQ(driverStats().captures, 0);
+  EXPECT_EQ(driverStats().launches, 17);
+}
+
+TEST(FakeGpu, GraphsReplayEveryStep) {
+  Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  trainBothAndCompare(gpu);
+  // The micro-step and the apply step were each captured once.
+  EXPECT_EQ(driverStats().captures, 2);
+  EXPECT_EQ(driverStats().launches, 17);
+  // Of 13 micro-steps and 4 apply steps, 2 of each ran directly and one of
+  // each while it was captured, then by its graph.
+  EXPECT_EQ(driverStats().graph_launches, 11 + 2);
+}
+
+TEST(FakeGpu, RefusesAGpuWithoutCodeForIt) {
+  EXPECT_EQ(createError(onGpu(1)),
+            std::string(CLEAVE_FAKE_SGD_CUDA) +
+                ": the GPU is sm_75 but the artifact has sm_80, sm_90 and PTX "
+                "for sm_80 only");
+}
+
+TEST(FakeGpu, RefusesAMissingDevice) {
+  EXPECT_EQ(createError(onGpu(5)),
+            std::string(CLEAVE_FAKE_SGD_CUDA) +
+                ": no CUDA device 5 (this machine has 2: 0 to 1)");
+  ::setenv("FAKE_CUDA_DEVICES", "0", 1);
+  EXPECT_EQ(createError(onGpu(0)),
+            std::string(CLEAVE_FAKE_SGD_CUDA) + ": no CUDA device");
+  ::unsetenv("FAKE_CUDA_DEVICES");
+}
+
+TEST_F(FakeGpuTest, GpuFailureMakesTheSessionUnusableUntilRestored) {
+  Data data = makeData(8, 8);
+  std::string path = makeTempDir("fake-gpu-failure") + "/good.ckpt";
+  gpu.saveCheckpoint(path);
+  failSync(1);
+  // Enqueued work does not wait for the GPU; the failure shows when a
+  // result is waited for.
+  gpu.microStep(data.batch());
+  EXPECT_TRUE(std::isnan(gpu.lastLoss()));
+  try {
+    gpu.microStep(data.batch());
+    ADD_FAILURE() << "a session whose GPU failed went on";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_FAILED_PRECONDITION);
+    EXPECT_NE(std::string(e.what()).find("an illegal memory access"),
+              std::string::npos)
+        << e.what();
+  }
+  failSync(0);
+  gpu.loadCheckpoint(path);
+  gpu.microStep(data.batch());
+  cpu.microStep(data.batch());
+  expectSameState("restored");
+}
+
+} // namespace
