@@ -86,7 +86,7 @@ LogicalResult cleave::lowerModel(ModuleOp module,
     pm.enableTiming();
     pm.addInstrumentation(std::make_unique<CpuTimePerPass>());
   }
-  buildCpuPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
+  buildTargetPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
   return pm.run(module);
 }
 
@@ -149,7 +149,7 @@ struct CompileOptions {
   cl::opt<std::string> compileTo{
       "compile-to",
       cl::desc("Stop after a phase and print its IR: loss, grad, step, split, "
-               "linalg, bufferize, llvm"),
+               "linalg, bufferize, gpu and nvvm (target=cuda), llvm"),
       cl::value_desc("phase"), cl::cat(category)};
   cl::opt<std::string> emit{
       "emit",
@@ -195,6 +195,8 @@ int cleave::compileMain(int argc, char **argv) {
     if (!stopAfter)
       return fail("unknown phase '" + opts.compileTo + "'; expected one of " +
                   phaseNames());
+    if (!phaseExists(*stopAfter, training.target))
+      return fail("phase '" + opts.compileTo + "' exists only with --target=cuda");
   }
   if (!opts.emit.empty() && opts.emit != "dot")
     return fail("unknown --emit value '" + opts.emit + "'; expected dot");

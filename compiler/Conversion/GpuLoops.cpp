@@ -1,0 +1,171 @@
+//===- GpuLoops.cpp - Bufferized linalg to GPU-mapped parallel loops ------===//
+//
+// The CUDA back end runs every loop nest of an entry point as a kernel: the
+// host only launches (docs/design/gpu.md). This pass turns each bufferized
+// linalg op into one `scf.parallel` nest tiled into blocks of threads and
+// annotated with the hardware mapping, which upstream
+// `convert-parallel-loops-to-gpu` turns into `gpu.launch`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVELINALGTOGPULOOPS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// `x`, `y`, `z` for the innermost three dimensions of a loop (the
+/// innermost is the contiguous one in Cleave's row-major buffers, and
+/// consecutive threads of a warp differ in `x`), sequential beyond.
+SmallVector<gpu::ParallelLoopDimMappingAttr>
+hardwareMapping(MLIRContext *ctx, unsigned numLoops, bool threads) {
+  static constexpr gpu::Processor blocks[] = {
+      gpu::Processor::BlockX, gpu::Processor::BlockY, gpu::Processor::BlockZ};
+  static constexpr gpu::Processor threadIds[] = {gpu::Processor::ThreadX,
+                                                 gpu::Processor::ThreadY,
+                                                 gpu::Processor::ThreadZ};
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+  SmallVector<gpu::ParallelLoopDimMappingAttr> mapping;
+  for (unsigned d = 0; d < numLoops; ++d) {
+    unsigned fromInnermost = numLoops - 1 - d;
+    gpu::Processor p = fromInnermost < 3
+                           ? (threads ? threadIds : blocks)[fromInnermost]
+                           : gpu::Processor::Sequential;
+    mapping.push_back(
+        gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity));
+  }
+  return mapping;
+}
+
+struct LinalgToGpuLoopsPass
+    : cleave::impl::CleaveLinalgToGpuLoopsBase<LinalgToGpuLoopsPass> {
+  using CleaveLinalgToGpuLoopsBase::CleaveLinalgToGpuLoopsBase;
+
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    if (f.isExternal())
+      return;
+    // A block holds at most 1024 threads on every CUDA GPU.
+    if (blockSize < 1 || blockSize > 1024) {
+      f.emitError() << "block-size=" << blockSize
+                    << " is out of range; expected 1 to 1024 threads";
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(&getContext());
+    // Bufferization's copies are element loops like any other.
+    SmallVector<memref::CopyOp> copies;
+    f.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
+    SmallVector<linalg::LinalgOp> ops;
+    f.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    for (linalg::LinalgOp op : ops)
+      if (failed(lower(rewriter, op)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lower(IRRewriter &rewriter, linalg::LinalgOp op) {
+    if (!op.hasPureBufferSemantics())
+      return op.emitError("expected a bufferized linalg op");
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    // Parallel dimensions first: linalg's parallel-loop lowering makes one
+    // scf.parallel of the leading parallel dimensions only, and a reduction
+    // dimension in front would leave a sequential loop of kernel launches
+    // on the host.
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    SmallVector<unsigned> order;
+    for (unsigned i = 0; i < iterators.size(); ++i)
+      if (iterators[i] == utils::IteratorType::parallel)
+        order.push_back(i);
+    for (unsigned i = 0; i < iterators.size(); ++i)
+      if (iterators[i] != utils::IteratorType::parallel)
+        order.push_back(i);
+    if (!llvm::equal(order, llvm::seq<unsigned>(0, iterators.size()))) {
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!generic) {
+        FailureOr<linalg::GenericOp> g =
+            linalg::generalizeNamedOp(rewriter, op);
+        if (failed(g))
+          return op.emitError("cannot generalize for the GPU loop mapping");
+        generic = *g;
+      }
+      FailureOr<linalg::GenericOp> g =
+          linalg::interchangeGenericOp(rewriter, generic, order);
+      if (failed(g))
+        return generic.emitError("cannot move reduction dimensions inside");
+      op = *g;
+    }
+
+    // No parallel dimension: a kernel of one thread.
+    scf::ParallelOp single;
+    if (op.getNumParallelLoops() == 0) {
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      single = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                       ValueRange{one}, ValueRange{one});
+      rewriter.moveOpBefore(op, single.getBody()->getTerminator());
+      rewriter.setInsertionPoint(op);
+    }
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToParallelLoops(rewriter, op);
+    if (failed(loops))
+      return op.emitError("cannot lower to parallel loops for the GPU");
+    rewriter.eraseOp(op);
+    if (single) {
+      SmallVector<gpu::ParallelLoopDimMappingAttr> map =
+          hardwareMapping(&getContext(), 1, /*threads=*/false);
+      return gpu::setMappingAttr(single, map);
+    }
+    auto outer = loops->empty()
+                     ? scf::ParallelOp()
+                     : dyn_cast<scf::ParallelOp>(loops->front());
+    if (!outer)
+      return emitError(loc, "expected a parallel loop nest");
+    return tileAndMap(outer);
+  }
+
+  /// Blocks of up to `blockSize` threads, filled from the innermost of the
+  /// dimensions that map to hardware; tiles need not divide the loop
+  /// (no min/max bounds: the last block masks its extra threads).
+  LogicalResult tileAndMap(scf::ParallelOp loop) {
+    unsigned n = loop.getNumLoops();
+    SmallVector<int64_t> tiles(n, 1);
+    int64_t budget = blockSize;
+    for (int d = n - 1; d >= 0 && d + 3 >= int(n) && budget > 1; --d) {
+      std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[d]);
+      std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[d]);
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep()[d]);
+      if (!lb || !ub || !step || *step <= 0)
+        return loop.emitError("GPU mapping needs static loop bounds");
+      int64_t trip = llvm::divideCeil(std::max<int64_t>(*ub - *lb, 0), *step);
+      tiles[d] = std::max<int64_t>(1, std::min(trip, budget));
+      budget /= tiles[d];
+    }
+    auto [blocks, threads] =
+        scf::tileParallelLoop(loop, tiles, /*noMinMaxBounds=*/true);
+    MLIRContext *ctx = &getContext();
+    if (failed(gpu::setMappingAttr(blocks,
+                                   hardwareMapping(ctx, n, /*threads=*/false))))
+      return failure();
+    return gpu::setMappingAttr(threads,
+                               hardwareMapping(ctx, n, /*threads=*/true));
+  }
+};
+
+} // namespace
