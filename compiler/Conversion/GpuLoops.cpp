@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVELINALGTOGPULOOPS
@@ -77,6 +78,46 @@ struct LinalgToGpuLoopsPass
     for (linalg::LinalgOp op : ops)
       if (failed(lower(rewriter, op)))
         return signalPassFailure();
+    // Loops the lowering to linalg wrote by hand (an embedding's gradient
+    // scatters rows with scf.for, in order, because ids repeat) and stores
+    // of their own: kernels of one thread, which keep their sequential
+    // semantics.
+    SmallVector<Operation *> sequential;
+    for (Block &block : f.getBody())
+      for (Operation &op : block)
+        if (op.getNumResults() == 0 && !isa<scf::ParallelOp>(op) &&
+            (op.getNumRegions() != 0 || isa<memref::StoreOp>(op)) &&
+            accessesMemory(&op))
+          sequential.push_back(&op);
+    for (Operation *op : sequential) {
+      rewriter.setInsertionPoint(op);
+      scf::ParallelOp single = singleThread(rewriter, op->getLoc());
+      rewriter.moveOpBefore(op, single.getBody()->getTerminator());
+      if (failed(gpu::setMappingAttr(
+              single, hardwareMapping(&getContext(), 1, /*threads=*/false))))
+        return signalPassFailure();
+    }
+  }
+
+  /// Whether `op` or an op nested in it reads or writes memory.
+  static bool accessesMemory(Operation *op) {
+    return op
+        ->walk([](Operation *nested) {
+          auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+          if (effects && (effects.hasEffect<MemoryEffects::Read>() ||
+                          effects.hasEffect<MemoryEffects::Write>()))
+            return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  /// An empty `scf.parallel` of one iteration at the rewriter's position.
+  static scf::ParallelOp singleThread(IRRewriter &rewriter, Location loc) {
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    return scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                   ValueRange{one}, ValueRange{one});
   }
 
   LogicalResult lower(IRRewriter &rewriter, linalg::LinalgOp op) {
@@ -115,10 +156,7 @@ struct LinalgToGpuLoopsPass
     // No parallel dimension: a kernel of one thread.
     scf::ParallelOp single;
     if (op.getNumParallelLoops() == 0) {
-      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-      single = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
-                                       ValueRange{one}, ValueRange{one});
+      single = singleThread(rewriter, loc);
       rewriter.moveOpBefore(op, single.getBody()->getTerminator());
       rewriter.setInsertionPoint(op);
     }

@@ -133,7 +133,8 @@ def CleaveLinalgToGpuLoops : Pass<"cleave-linalg-to-gpu-loops",
     - An op with no parallel dimension (a full reduction, a 0-d fill or
       counter update) is wrapped in a one-iteration parallel loop: it runs
       as a kernel of one thread, never on the host (the host cannot
-      dereference device pointers).
+      dereference device pointers). So is a sequential loop that accesses
+      memory outside linalg (an embedding gradient's in-order scatter).
     - The parallel loop is tiled into blocks of up to `block-size` threads,
       the innermost (contiguous) dimension first, and the innermost
       dimension maps to `x` for coalesced accesses. Tiles need not divide
