@@ -70,19 +70,21 @@ struct GpuModuleToFatbinPass
         module.getOps<gpu::GPUModuleOp>());
     if (gpuModules.empty())
       return;
+    std::optional<std::string> toolkit = findCudaToolkit();
     std::optional<std::string> fatbinary = findCudaTool("fatbinary");
-    if (!fatbinary) {
+    if (!toolkit || !fatbinary) {
       std::string error;
       (void)checkCudaToolkit(error);
       module.emitError(error);
       return signalPassFailure();
     }
     for (gpu::GPUModuleOp gpuModule : gpuModules)
-      if (failed(convert(gpuModule, *fatbinary)))
+      if (failed(convert(gpuModule, *toolkit, *fatbinary)))
         return signalPassFailure();
   }
 
-  LogicalResult convert(gpu::GPUModuleOp gpuModule, StringRef fatbinary) {
+  LogicalResult convert(gpu::GPUModuleOp gpuModule, StringRef toolkit,
+                        StringRef fatbinary) {
     ArrayAttr targets = gpuModule.getTargetsAttr();
     SmallVector<NVVM::NVVMTargetAttr> nvvmTargets;
     for (Attribute t : targets ? targets : ArrayAttr())
@@ -108,7 +110,7 @@ struct GpuModuleToFatbinPass
       // TargetOptions keeps a function_ref: the callable must outlive it.
       auto keepPtx = [&](StringRef isa) { ptx = isa.str(); };
       gpu::TargetOptions options(
-          /*toolkitPath=*/{}, /*librariesToLink=*/{}, /*cmdOptions=*/{},
+          toolkit, /*librariesToLink=*/{}, /*cmdOptions=*/{},
           /*elfSection=*/{}, gpu::CompilationTarget::Binary,
           /*getSymbolTableCallback=*/{}, /*initialLlvmIRCallback=*/{},
           /*linkedLlvmIRCallback=*/{}, /*optimizedLlvmIRCallback=*/{},

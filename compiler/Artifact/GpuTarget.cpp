@@ -2,7 +2,6 @@
 
 #include "compiler/Artifact/GpuTarget.h"
 
-#include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -12,6 +11,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Triple.h"
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -79,29 +79,57 @@ std::string cleave::lowestGpuArch(ArrayRef<std::string> arches) {
   });
 }
 
-std::optional<std::string> cleave::findCudaTool(StringRef tool) {
-  if (std::optional<std::string> path =
-          llvm::sys::Process::FindInEnvPath("PATH", tool))
-    return path;
-  StringRef toolkit = NVVM::getCUDAToolkitPath();
-  if (toolkit.empty())
-    return std::nullopt;
-  SmallString<256> path(toolkit);
-  llvm::sys::path::append(path, "bin", tool);
-  if (llvm::sys::fs::can_execute(path))
-    return path.str().str();
+std::optional<std::string> cleave::findCudaToolkit() {
+  auto hasPtxas = [](StringRef dir) {
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, "bin", "ptxas");
+    return llvm::sys::fs::can_execute(path);
+  };
+  // An environment variable that is set is the user's choice: no fallback
+  // behind it, or a wrong CUDA_HOME would go unnoticed.
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *dir = std::getenv(var); dir && *dir)
+      return hasPtxas(dir) ? std::optional<std::string>(dir) : std::nullopt;
+  if (std::optional<std::string> ptxas =
+          llvm::sys::Process::FindInEnvPath("PATH", "ptxas")) {
+    SmallString<256> real;
+    if (!llvm::sys::fs::real_path(*ptxas, real))
+      return llvm::sys::path::parent_path(llvm::sys::path::parent_path(real))
+          .str();
+  }
+  if (hasPtxas("/usr/local/cuda"))
+    return std::string("/usr/local/cuda");
   return std::nullopt;
 }
 
+std::optional<std::string> cleave::findCudaTool(StringRef tool) {
+  std::optional<std::string> toolkit = findCudaToolkit();
+  if (!toolkit)
+    return std::nullopt;
+  SmallString<256> path(*toolkit);
+  llvm::sys::path::append(path, "bin", tool);
+  if (!llvm::sys::fs::can_execute(path))
+    return std::nullopt;
+  return path.str().str();
+}
+
 LogicalResult cleave::checkCudaToolkit(std::string &error) {
-  for (StringRef tool : {"ptxas", "fatbinary"})
-    if (!findCudaTool(tool)) {
-      error = ("target=cuda needs the CUDA toolkit's " + tool +
-               ": set CUDA_HOME to the toolkit's directory (the one with "
-               "bin/" + tool + ", e.g. /usr/local/cuda) or put " + tool +
-               " on PATH")
-                  .str();
-      return failure();
-    }
+  std::optional<std::string> toolkit = findCudaToolkit();
+  if (!toolkit) {
+    std::string set;
+    for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+      if (const char *dir = std::getenv(var); dir && *dir && set.empty())
+        set = std::string(" (") + var + "=" + dir + " has no bin/ptxas)";
+    error = "target=cuda needs the CUDA toolkit's ptxas: set CUDA_HOME to "
+            "the toolkit's directory (the one with bin/ptxas, e.g. "
+            "/usr/local/cuda) or put ptxas on PATH" +
+            set;
+    return failure();
+  }
+  if (!findCudaTool("fatbinary")) {
+    error = "target=cuda needs the CUDA toolkit's fatbinary, which " +
+            *toolkit + "/bin lacks";
+    return failure();
+  }
   return success();
 }

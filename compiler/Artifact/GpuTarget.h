@@ -30,9 +30,15 @@ unsigned smNumber(StringRef arch);
 /// embeds, so that newer GPUs can JIT it).
 std::string lowestGpuArch(ArrayRef<std::string> arches);
 
-/// The path of a CUDA toolkit program (`ptxas`, `fatbinary`), searched as
-/// MLIR's NVVM serializer searches: `PATH`, then the toolkit directory from
-/// CUDA_ROOT, CUDA_HOME or CUDA_PATH.
+/// The CUDA toolkit's directory: CUDA_ROOT, CUDA_HOME or CUDA_PATH (as
+/// MLIR's NVVM target reads them), else the toolkit whose `bin/ptxas` is on
+/// PATH, else /usr/local/cuda (CUDA's default install location); nullopt
+/// if none has `bin/ptxas`. MLIR's serializer gets it explicitly, so that
+/// ptxas and libdevice come from the same toolkit as fatbinary.
+std::optional<std::string> findCudaToolkit();
+
+/// The path of a CUDA toolkit program (`ptxas`, `fatbinary`) in
+/// `findCudaToolkit()`'s `bin`.
 std::optional<std::string> findCudaTool(StringRef tool);
 
 /// Whether the tools a cuda artifact needs are there; `error` says what is
