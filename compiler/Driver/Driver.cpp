@@ -7,6 +7,7 @@
 
 #include "compiler/Driver/Driver.h"
 
+#include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/ObjectWriter.h"
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 #include "compiler/InitAll.h"
@@ -198,6 +199,12 @@ int cleave::compileMain(int argc, char **argv) {
     if (!phaseExists(*stopAfter, training.target))
       return fail("phase '" + opts.compileTo + "' exists only with --target=cuda");
   }
+  // The toolkit is needed from the kernels' machine code on; the IR of the
+  // earlier phases can be inspected without it.
+  if (training.target == rt::Device::cuda &&
+      (!stopAfter || *stopAfter > Phase::Nvvm) && opts.emit.empty() &&
+      failed(checkCudaToolkit(invalid)))
+    return fail(invalid);
   if (!opts.emit.empty() && opts.emit != "dot")
     return fail("unknown --emit value '" + opts.emit + "'; expected dot");
   bool toArtifact = !stopAfter && opts.emit.empty();

@@ -124,9 +124,7 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
     error(message);
     return failure();
   }
-  if (target == rt::Device::cuda &&
-      (failed(parseGpuArches(gpuArch, message)) ||
-       failed(checkCudaToolkit(message)))) {
+  if (target == rt::Device::cuda && failed(parseGpuArches(gpuArch, message))) {
     error(message);
     return failure();
   }
