@@ -275,6 +275,8 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
   entry.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowerAffinePass());
   cleanup(pm);
+  // Constants into the kernels (folded there, not passed as parameters).
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   // The host only launches and calls: it never dereferences a buffer.
   pm.addPass(createCleaveVerifyDeviceOnly());
