@@ -87,9 +87,10 @@ struct GpuModuleToFatbinPass
                         StringRef fatbinary) {
     ArrayAttr targets = gpuModule.getTargetsAttr();
     SmallVector<NVVM::NVVMTargetAttr> nvvmTargets;
-    for (Attribute t : targets ? targets : ArrayAttr())
-      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
-        nvvmTargets.push_back(nvvm);
+    if (targets)
+      for (Attribute t : targets)
+        if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
+          nvvmTargets.push_back(nvvm);
     if (nvvmTargets.empty() || nvvmTargets.size() != targets.size())
       return gpuModule.emitError(
           "expected #nvvm.target attributes only (run nvvm-attach-target)");

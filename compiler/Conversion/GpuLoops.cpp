@@ -60,7 +60,7 @@ struct LinalgToGpuLoopsPass
       return;
     // A block holds at most 1024 threads on every CUDA GPU.
     if (blockSize < 1 || blockSize > 1024) {
-      f.emitError() << "block-size=" << blockSize
+      f.emitError() << "block-size=" << static_cast<int64_t>(blockSize)
                     << " is out of range; expected 1 to 1024 threads";
       return signalPassFailure();
     }
