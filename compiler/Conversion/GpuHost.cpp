@@ -7,10 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/GpuUtils.h"
 #include "compiler/Conversion/Passes.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEVERIFYDEVICEONLY
@@ -21,17 +23,39 @@ namespace mlir::cleave {
 using namespace mlir;
 using namespace mlir::cleave;
 
-namespace {
+bool cleave::isHostStackMemory(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (isa<memref::AllocaOp>(def))
+      return true;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    value = view.getViewSource();
+  }
+  return false;
+}
 
-/// Whether `op` itself reads, writes, allocates or frees memory.
-bool touchesMemory(Operation *op) {
+bool cleave::touchesDeviceMemory(Operation *op) {
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
     return false;
   SmallVector<MemoryEffects::EffectInstance> list;
   effects.getEffects(list);
-  return !list.empty();
+  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return !e.getValue() || !isHostStackMemory(e.getValue());
+  });
 }
+
+bool cleave::touchesDeviceMemoryRecursively(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return touchesDeviceMemory(nested) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+namespace {
 
 struct VerifyDeviceOnlyPass
     : cleave::impl::CleaveVerifyDeviceOnlyBase<VerifyDeviceOnlyPass> {
@@ -45,7 +69,7 @@ struct VerifyDeviceOnlyPass
       // declares its effects. Reported once at the outermost op.
       if (isa<linalg::LinalgOp, scf::ParallelOp, scf::ForOp, scf::WhileOp>(
               op) ||
-          touchesMemory(op)) {
+          touchesDeviceMemory(op)) {
         op->emitError() << "'" << op->getName()
                         << "' would access device memory from the host: "
                            "every access in a cuda artifact must run in a "
@@ -53,6 +77,13 @@ struct VerifyDeviceOnlyPass
         failed = true;
         return WalkResult::skip();
       }
+      // Host stack arrays are for the runtime's calls, never for kernels.
+      if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+        for (Value arg : launch.getKernelOperands())
+          if (isa<MemRefType>(arg.getType()) && isHostStackMemory(arg)) {
+            launch.emitError("passes host stack memory to a kernel");
+            failed = true;
+          }
       return WalkResult::advance();
     });
     if (failed)

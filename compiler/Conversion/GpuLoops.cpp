@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/GpuUtils.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
@@ -87,7 +88,7 @@ struct LinalgToGpuLoopsPass
       for (Operation &op : block)
         if (op.getNumResults() == 0 && !isa<scf::ParallelOp>(op) &&
             (op.getNumRegions() != 0 || isa<memref::StoreOp>(op)) &&
-            accessesMemory(&op))
+            touchesDeviceMemoryRecursively(&op))
           sequential.push_back(&op);
     for (Operation *op : sequential) {
       rewriter.setInsertionPoint(op);
@@ -97,19 +98,6 @@ struct LinalgToGpuLoopsPass
               single, hardwareMapping(&getContext(), 1, /*threads=*/false))))
         return signalPassFailure();
     }
-  }
-
-  /// Whether `op` or an op nested in it reads or writes memory.
-  static bool accessesMemory(Operation *op) {
-    return op
-        ->walk([](Operation *nested) {
-          auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
-          if (effects && (effects.hasEffect<MemoryEffects::Read>() ||
-                          effects.hasEffect<MemoryEffects::Write>()))
-            return WalkResult::interrupt();
-          return WalkResult::advance();
-        })
-        .wasInterrupted();
   }
 
   /// An empty `scf.parallel` of one iteration at the rewriter's position.

@@ -3,14 +3,14 @@
 // the tensors they are extracted from become inputs (broadcast by a
 // constant indexing map) and the scalar arithmetic runs in the body.
 
-// CHECK-DAG: #[[ID:.+]] = affine_map<(d0) -> (d0)>
-// CHECK-DAG: #[[SCALAR:.+]] = affine_map<(d0) -> ()>
-// CHECK-DAG: #[[AT2:.+]] = affine_map<(d0) -> (2)>
+// CHECK-DAG: #[[$ID:.+]] = affine_map<(d0) -> (d0)>
+// CHECK-DAG: #[[$SCALAR:.+]] = affine_map<(d0) -> ()>
+// CHECK-DAG: #[[$AT2:.+]] = affine_map<(d0) -> (2)>
 
 // CHECK-LABEL: func.func @adam_like(
 // CHECK-SAME: %[[LR:[^:]+]]: tensor<f32>, %[[STEP:[^:]+]]: tensor<i64>, %[[P:[^:]+]]: tensor<8xf32>, %[[G:[^:]+]]: tensor<8xf32>)
 // CHECK-NOT: tensor.extract
-// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[SCALAR]], #[[SCALAR]], #[[ID]]], iterator_types = ["parallel"]} ins(%[[G]], %[[LR]], %[[STEP]] : tensor<8xf32>, tensor<f32>, tensor<i64>) outs(%[[P]] : tensor<8xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$SCALAR]], #[[$SCALAR]], #[[$ID]]], iterator_types = ["parallel"]} ins(%[[G]], %[[LR]], %[[STEP]] : tensor<8xf32>, tensor<f32>, tensor<i64>) outs(%[[P]] : tensor<8xf32>)
 // CHECK-NEXT: ^bb0(%[[IN:.+]]: f32, %[[L:.+]]: f32, %[[T:.+]]: i64, %[[OUT:.+]]: f32):
 // CHECK-NEXT: %[[TF:.+]] = arith.sitofp %[[T]] : i64 to f32
 // CHECK-NEXT: %[[SCALE:.+]] = arith.divf %[[L]], %[[TF]] : f32
@@ -34,7 +34,7 @@ func.func @adam_like(%lr: tensor<f32>, %step: tensor<i64>, %p: tensor<8xf32>, %g
 // CHECK-LABEL: func.func @fill(
 // CHECK-SAME: %[[NORMS:[^:]+]]: tensor<4xf32>
 // CHECK-NOT: tensor.extract
-// CHECK: linalg.generic {indexing_maps = [#[[AT2]], #[[ID]]], iterator_types = ["parallel"]} ins(%[[NORMS]] : tensor<4xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$AT2]], #[[$ID]]], iterator_types = ["parallel"]} ins(%[[NORMS]] : tensor<4xf32>)
 // CHECK-NEXT: ^bb0(%[[N:.+]]: f32, %{{.+}}: f32):
 // CHECK-NEXT: %[[S:.+]] = math.sqrt %[[N]] : f32
 // CHECK-NEXT: linalg.yield %[[S]] : f32

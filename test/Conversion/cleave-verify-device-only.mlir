@@ -64,3 +64,31 @@ func.func @missed_linalg(%m: memref<4xf32>) {
   linalg.fill ins(%zero : f32) outs(%m : memref<4xf32>)
   return
 }
+
+// -----
+
+// The collectives' arrays of pointers and sizes are host stack memory.
+// CHECK-LABEL: func.func @collective_arrays
+func.func @collective_arrays(%n: i64) {
+  %c0 = arith.constant 0 : index
+  %sizes = memref.alloca() : memref<2xi64>
+  memref.store %n, %sizes[%c0] : memref<2xi64>
+  return
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  func.func @stack_to_kernel() {
+    %c1 = arith.constant 1 : index
+    %a = memref.alloca() : memref<2xi64>
+    // expected-error @+1 {{passes host stack memory to a kernel}}
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<2xi64>)
+    return
+  }
+  gpu.module @k {
+    gpu.func @k(%m: memref<2xi64>) kernel {
+      gpu.return
+    }
+  }
+}

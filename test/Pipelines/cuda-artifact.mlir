@@ -21,9 +21,20 @@
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda -o %t.norms.cleave 2>/dev/null
 // RUN: %python %S/Inputs/fatbins.py %t.norms.cleave %t.norms.mlir | FileCheck %s --check-prefix=FATBIN
 
+// Data-parallel with ZeRO-1: the collectives' host arrays stay on the host.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --reduce=mean --ranks=2 --shard-optimizer-state --optimizer=adam --target=cuda -o %t.zero.cleave
+// RUN: llvm-nm -D --undefined-only %t.zero.cleave | FileCheck %s --check-prefix=UNDEF-ZERO --implicit-check-not="U mgpu"
+// UNDEF-ZERO-DAG: U cleave_reduce_scatter
+// UNDEF-ZERO-DAG: U cleave_all_gather
+
 // One arch only: one cubin and its PTX.
 // RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=4 --target=cuda --gpu-arch=sm_90 -o %t.sm90.cleave
 // RUN: %python %S/Inputs/fatbins.py %t.sm90.cleave | FileCheck %s --check-prefix=SM90
+
+// The registered pipeline is the same back end.
+// RUN: cleave-opt %cleave_src/examples/regression.mlir --cleave-cuda-pipeline="loss=mse micro-batch=4 gpu-arch=sm_90" | FileCheck %s --check-prefix=OPT
+// OPT: llvm.call @cleave_gpu_stream
+// OPT: gpu.binary @micro_step_kernel <#gpu.select_object<0 : i64>> [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">
 
 // LLVM-LABEL: llvm.func internal @micro_step(
 // LLVM-SAME: %[[CTX:[^:]+]]: !llvm.ptr
