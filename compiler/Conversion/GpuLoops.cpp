@@ -28,27 +28,13 @@ using namespace mlir::cleave;
 
 namespace {
 
-/// `x`, `y`, `z` for the innermost three dimensions of a loop (the
-/// innermost is the contiguous one in Cleave's row-major buffers, and
-/// consecutive threads of a warp differ in `x`), sequential beyond.
+/// The mapping attribute of each dimension of a loop, from its processors.
 SmallVector<gpu::ParallelLoopDimMappingAttr>
-hardwareMapping(MLIRContext *ctx, unsigned numLoops, bool threads) {
-  static constexpr gpu::Processor blocks[] = {
-      gpu::Processor::BlockX, gpu::Processor::BlockY, gpu::Processor::BlockZ};
-  static constexpr gpu::Processor threadIds[] = {gpu::Processor::ThreadX,
-                                                 gpu::Processor::ThreadY,
-                                                 gpu::Processor::ThreadZ};
+mappingOf(MLIRContext *ctx, ArrayRef<gpu::Processor> processors) {
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
-  SmallVector<gpu::ParallelLoopDimMappingAttr> mapping;
-  for (unsigned d = 0; d < numLoops; ++d) {
-    unsigned fromInnermost = numLoops - 1 - d;
-    gpu::Processor p = fromInnermost < 3
-                           ? (threads ? threadIds : blocks)[fromInnermost]
-                           : gpu::Processor::Sequential;
-    mapping.push_back(
-        gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity));
-  }
-  return mapping;
+  return llvm::map_to_vector(processors, [&](gpu::Processor p) {
+    return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity);
+  });
 }
 
 struct LinalgToGpuLoopsPass
@@ -95,7 +81,7 @@ struct LinalgToGpuLoopsPass
       scf::ParallelOp single = singleThread(rewriter, op->getLoc());
       rewriter.moveOpBefore(op, single.getBody()->getTerminator());
       if (failed(gpu::setMappingAttr(
-              single, hardwareMapping(&getContext(), 1, /*threads=*/false))))
+              single, mappingOf(&getContext(), gpu::Processor::BlockX))))
         return signalPassFailure();
     }
   }
@@ -154,9 +140,8 @@ struct LinalgToGpuLoopsPass
       return op.emitError("cannot lower to parallel loops for the GPU");
     rewriter.eraseOp(op);
     if (single) {
-      SmallVector<gpu::ParallelLoopDimMappingAttr> map =
-          hardwareMapping(&getContext(), 1, /*threads=*/false);
-      return gpu::setMappingAttr(single, map);
+      return gpu::setMappingAttr(
+          single, mappingOf(&getContext(), gpu::Processor::BlockX));
     }
     auto outer = loops->empty()
                      ? scf::ParallelOp()
@@ -166,31 +151,63 @@ struct LinalgToGpuLoopsPass
     return tileAndMap(outer);
   }
 
-  /// Blocks of up to `blockSize` threads, filled from the innermost of the
-  /// dimensions that map to hardware; tiles need not divide the loop
-  /// (no min/max bounds: the last block masks its extra threads).
+  /// Blocks of up to `blockSize` threads over the innermost dimensions that
+  /// have more than one iteration (unit dimensions do not change addresses,
+  /// so the first of them is the contiguous one: `x`, for coalescing), then
+  /// `y` and `z`. Tiles need not divide the loop (no min/max bounds: the
+  /// last block masks its extra threads). The grid's dimensions go to the
+  /// dimensions with the most blocks, `x` first (up to 2^31-1 blocks, where
+  /// `y` and `z` take 65535); the others run sequentially in each thread.
   LogicalResult tileAndMap(scf::ParallelOp loop) {
     unsigned n = loop.getNumLoops();
-    SmallVector<int64_t> tiles(n, 1);
-    int64_t budget = blockSize;
-    for (int d = n - 1; d >= 0 && d + 3 >= int(n) && budget > 1; --d) {
+    SmallVector<int64_t> trips;
+    for (unsigned d = 0; d < n; ++d) {
       std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[d]);
       std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[d]);
       std::optional<int64_t> step = getConstantIntValue(loop.getStep()[d]);
       if (!lb || !ub || !step || *step <= 0)
         return loop.emitError("GPU mapping needs static loop bounds");
-      int64_t trip = llvm::divideCeil(std::max<int64_t>(*ub - *lb, 0), *step);
-      tiles[d] = std::max<int64_t>(1, std::min(trip, budget));
+      trips.push_back(llvm::divideCeil(std::max<int64_t>(*ub - *lb, 0), *step));
+    }
+    static constexpr gpu::Processor threadIds[] = {gpu::Processor::ThreadX,
+                                                   gpu::Processor::ThreadY,
+                                                   gpu::Processor::ThreadZ};
+    static constexpr int64_t threadLimits[] = {1024, 1024, 64};
+    SmallVector<int64_t> tiles(n, 1);
+    SmallVector<gpu::Processor> threadMap(n, gpu::Processor::Sequential);
+    int64_t budget = blockSize;
+    unsigned mapped = 0;
+    for (int d = n - 1; d >= 0 && mapped < 3 && budget > 1; --d) {
+      if (trips[d] <= 1)
+        continue;
+      tiles[d] = std::min({trips[d], budget, threadLimits[mapped]});
+      threadMap[d] = threadIds[mapped++];
       budget /= tiles[d];
     }
+    SmallVector<int64_t> blockCounts;
+    for (unsigned d = 0; d < n; ++d)
+      blockCounts.push_back(llvm::divideCeil(trips[d], tiles[d]));
+    SmallVector<unsigned> byBlocks;
+    for (unsigned d = 0; d < n; ++d)
+      if (blockCounts[d] > 1)
+        byBlocks.push_back(d);
+    llvm::stable_sort(byBlocks, [&](unsigned a, unsigned b) {
+      return blockCounts[a] > blockCounts[b];
+    });
+    SmallVector<gpu::Processor> blockMap(n, gpu::Processor::Sequential);
+    static constexpr gpu::Processor blockIds[] = {
+        gpu::Processor::BlockX, gpu::Processor::BlockY, gpu::Processor::BlockZ};
+    static constexpr int64_t blockLimits[] = {2147483647, 65535, 65535};
+    unsigned next = 0;
+    for (unsigned d : byBlocks)
+      if (next < 3 && blockCounts[d] <= blockLimits[next])
+        blockMap[d] = blockIds[next++];
     auto [blocks, threads] =
         scf::tileParallelLoop(loop, tiles, /*noMinMaxBounds=*/true);
     MLIRContext *ctx = &getContext();
-    if (failed(gpu::setMappingAttr(blocks,
-                                   hardwareMapping(ctx, n, /*threads=*/false))))
+    if (failed(gpu::setMappingAttr(blocks, mappingOf(ctx, blockMap))))
       return failure();
-    return gpu::setMappingAttr(threads,
-                               hardwareMapping(ctx, n, /*threads=*/true));
+    return gpu::setMappingAttr(threads, mappingOf(ctx, threadMap));
   }
 };
 

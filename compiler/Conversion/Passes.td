@@ -135,10 +135,13 @@ def CleaveLinalgToGpuLoops : Pass<"cleave-linalg-to-gpu-loops",
       as a kernel of one thread, never on the host (the host cannot
       dereference device pointers). So is a sequential loop that accesses
       memory outside linalg (an embedding gradient's in-order scatter).
-    - The parallel loop is tiled into blocks of up to `block-size` threads,
-      the innermost (contiguous) dimension first, and the innermost
-      dimension maps to `x` for coalesced accesses. Tiles need not divide
-      the loop: the last block masks its extra threads.
+    - The parallel loop is tiled into blocks of up to `block-size` threads
+      over its innermost dimensions with more than one iteration: the first
+      (contiguous in memory) on `x`, for coalesced accesses, then `y` and
+      `z`. Tiles need not divide the loop: the last block masks its extra
+      threads. The grid's `x`, `y` and `z` go to the dimensions with the
+      most blocks (`x` takes up to 2^31-1 blocks, `y` and `z` 65535); any
+      other dimension runs sequentially in each thread.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",

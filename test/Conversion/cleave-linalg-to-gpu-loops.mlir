@@ -14,7 +14,8 @@
 // CHECK: scf.if
 // CHECK: math.exp
 // CHECK: mapping = [#gpu.loop_dim_map<processor = thread_y, {{.+}}>, #gpu.loop_dim_map<processor = thread_x, {{.+}}>]
-// CHECK: mapping = [#gpu.loop_dim_map<processor = block_y, {{.+}}>, #gpu.loop_dim_map<processor = block_x, {{.+}}>]
+// The grid: two blocks of rows on x, one along the classes.
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>]
 // SMALL-LABEL: func.func @elementwise
 // SMALL-DAG: arith.constant 6 : index
 // SMALL-DAG: arith.constant 10 : index
@@ -84,16 +85,34 @@ func.func @full_sum(%a: memref<32xf32>, %s: memref<f32>) {
 
 // -----
 
-// memref.copy is a loop nest like the others; beyond three dimensions the
-// outer ones run sequentially inside the threads.
+// memref.copy is a loop nest like the others. Threads take the three
+// innermost dimensions (3x4x5), the grid the outermost (2 blocks).
 // CHECK-LABEL: func.func @copy4d
 // CHECK-NOT: memref.copy
 // CHECK: memref.load %{{.+}} : memref<2x3x4x5xf32>
 // CHECK: memref.store %{{.+}} : memref<2x3x4x5xf32>
 // CHECK: mapping = [#gpu.loop_dim_map<processor = sequential, {{.+}}>, #gpu.loop_dim_map<processor = thread_z, {{.+}}>, #gpu.loop_dim_map<processor = thread_y, {{.+}}>, #gpu.loop_dim_map<processor = thread_x, {{.+}}>]
-// CHECK: mapping = [#gpu.loop_dim_map<processor = sequential, {{.+}}>, #gpu.loop_dim_map<processor = block_z, {{.+}}>, #gpu.loop_dim_map<processor = block_y, {{.+}}>, #gpu.loop_dim_map<processor = block_x, {{.+}}>]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>]
 func.func @copy4d(%a: memref<2x3x4x5xf32>, %b: memref<2x3x4x5xf32>) {
   memref.copy %a, %b : memref<2x3x4x5xf32> to memref<2x3x4x5xf32>
+  return
+}
+
+// -----
+
+// Unit dimensions take no thread dimension: the 256 rows of a 256x1 column
+// are on x. A dimension of more than 65535 blocks takes the grid's x.
+// CHECK-LABEL: func.func @column
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>]
+// CHECK-LABEL: func.func @tall
+// CHECK: mapping = [#gpu.loop_dim_map<processor = sequential, {{.+}}>, #gpu.loop_dim_map<processor = thread_x, {{.+}}>]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, {{.+}}>, #gpu.loop_dim_map<processor = sequential, {{.+}}>]
+func.func @column(%a: memref<256x1xf32>, %b: memref<256x1xf32>) {
+  memref.copy %a, %b : memref<256x1xf32> to memref<256x1xf32>
+  return
+}
+func.func @tall(%a: memref<100000x256xf32>, %b: memref<100000x256xf32>) {
+  memref.copy %a, %b : memref<100000x256xf32> to memref<100000x256xf32>
   return
 }
 

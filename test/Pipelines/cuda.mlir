@@ -31,13 +31,14 @@
 // GPU: call @cleave_kernel_matmul(%[[CTX]], %c2_i64,
 // Softmax's row max: one thread per row (32 rows).
 // GPU: gpu.launch_func @[[MAX:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1) args(%{{.+}} : memref<32x10xf32>, %{{.+}} : memref<32xf32>)
-// exp(x - max) over 32x10: the class dimension on x, rows on y.
-// GPU: gpu.launch_func @[[EXP:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c1, %c2, %c1) threads in (%c10, %c25, %c1)
+// exp(x - max) over 32x10: the class dimension on x, rows on y, two blocks
+// of rows.
+// GPU: gpu.launch_func @[[EXP:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c2, %c1, %c1) threads in (%c10, %c25, %c1)
 // The loss, a full reduction: a kernel of one thread.
 // GPU: gpu.launch_func @[[LOSS:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
 // GPU: call @cleave_kernel_matmul(%[[CTX]], %c3_i64,
 // The ReLU mask of the backward pass: 32x512 in blocks of 256 threads.
-// GPU: gpu.launch_func @[[MASK:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c2, %c32, %c1) threads in (%c256, %c1, %c1)
+// GPU: gpu.launch_func @[[MASK:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c32, %c2, %c1) threads in (%c256, %c1, %c1)
 // GPU: return
 
 // GPU: gpu.module @[[MAX]] [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90">]
@@ -61,9 +62,9 @@
 // The Adam update: the bias corrections (f64, from the step counter and the
 // hyperparameters, all read in the kernel) and the update itself.
 // GPU-LABEL: func.func @apply_step(
-// GPU: gpu.launch_func @[[ADAM:apply_step_kernel_[0-9]+]]::@apply_step_kernel blocks in (%c4, %c512, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>, %{{.+}} : memref<f32>,
+// GPU: gpu.launch_func @[[ADAM:apply_step_kernel_[0-9]+]]::@apply_step_kernel blocks in (%c512, %c4, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>, %{{.+}} : memref<f32>,
 // Zeroing the accumulator of fc1.weight for the next window.
-// GPU: gpu.launch_func @[[ZERO:apply_step_kernel_[0-9]+]]::@apply_step_kernel blocks in (%c4, %c512, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>)
+// GPU: gpu.launch_func @[[ZERO:apply_step_kernel_[0-9]+]]::@apply_step_kernel blocks in (%c512, %c4, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>)
 // GPU: return
 // GPU: gpu.module @[[ADAM]]
 // GPU: memref.load %{{.+}}[] : memref<i64>
@@ -72,7 +73,7 @@
 // GPU: memref.store
 // GPU: gpu.module @[[ZERO]]
 // GPU: %[[ZEROF:.+]] = arith.constant 0.000000e+00 : f32
-// GPU: memref.store %[[ZEROF]], %{{.+}}[%block_id_y, %{{.+}}] : memref<512x784xf32>
+// GPU: memref.store %[[ZEROF]], %{{.+}}[%block_id_x, %{{.+}}] : memref<512x784xf32>
 
 // NVVM: gpu.module @micro_step_kernel [#nvvm.target<O = 3, chip = "sm_90">]
 // NVVM: llvm.func @micro_step_kernel({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel
