@@ -282,16 +282,17 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
   pm.addPass(createCleaveVerifyDeviceOnly());
   // One NVVM target per architecture, in the order given; the fatbin pass
   // makes a cubin of each.
-  FailureOr<SmallVector<std::string>> arches = [&] {
-    std::string error;
-    return parseGpuArches(target.gpuArches, error);
-  }();
-  for (const std::string &arch :
-       succeeded(arches) ? *arches : SmallVector<std::string>{}) {
-    GpuNVVMAttachTargetOptions nvvm;
-    nvvm.chip = arch;
-    nvvm.optLevel = 3;
-    pm.addPass(createGpuNVVMAttachTarget(nvvm));
+  // (cleave-write-manifest has already refused an invalid list, naming it.)
+  std::string invalid;
+  FailureOr<SmallVector<std::string>> arches =
+      parseGpuArches(target.gpuArches, invalid);
+  if (succeeded(arches)) {
+    for (const std::string &arch : *arches) {
+      GpuNVVMAttachTargetOptions nvvm;
+      nvvm.chip = arch;
+      nvvm.optLevel = 3;
+      pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    }
   }
   if (stopAfter == Phase::Gpu)
     return;
