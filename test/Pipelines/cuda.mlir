@@ -10,6 +10,19 @@
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=sgd --clip-norm=1 --target=cuda --compile-to=gpu -o %t.norms.mlir 2>/dev/null
 // RUN: FileCheck %s --check-prefix=NORMS < %t.norms.mlir
 // RUN: FileCheck %s --check-prefix=HOST < %t.norms.mlir
+// Every example and optimizer: the host keeps no buffer access (the
+// verifier would fail the compilation) through the kernels' NVVM form.
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=nesterov --clip-norm=1 --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=rmsprop --weight-decay=0.1 --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=adagrad --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=lars --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/cifar_cnn.mlir --micro-batch=8 --accumulate=2 --optimizer=adamw --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=momentum --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// Collectives take host stack arrays of device pointers and sizes.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 --reduce=adasum --optimizer=sgd --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=ADASUM
+// ADASUM: %[[SIZES:.+]] = memref.alloca() : memref<6xi64>
+// ADASUM: call @cleave_cross_rank_reduce(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr) -> ()
 
 // Host code never touches a buffer: no loads, stores, copies, loops or
 // linalg ops outside the gpu.modules, in any entry.
