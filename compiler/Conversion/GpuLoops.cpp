@@ -15,8 +15,11 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVELINALGTOGPULOOPS
@@ -34,6 +37,61 @@ mappingOf(MLIRContext *ctx, ArrayRef<gpu::Processor> processors) {
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   return llvm::map_to_vector(processors, [&](gpu::Processor p) {
     return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity);
+  });
+}
+
+/// A reduction body `yield combine(x, out)` that a block of threads can
+/// compute together: `combine` is associative and commutative (up to
+/// rounding), `out` is used nowhere else.
+struct Combiner {
+  Operation *op;
+  gpu::AllReduceOperation kind;
+  double identity;
+};
+
+std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return std::nullopt;
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  if (!isa<Float32Type, Float64Type>(out.getType()) || !out.hasOneUse())
+    return std::nullopt;
+  Operation *combine = *out.getUsers().begin();
+  if (body.getTerminator()->getOperand(0).getDefiningOp() != combine ||
+      !combine->getResult(0).hasOneUse())
+    return std::nullopt;
+  double inf = std::numeric_limits<double>::infinity();
+  if (isa<arith::AddFOp>(combine))
+    return Combiner{combine, gpu::AllReduceOperation::ADD, 0.0};
+  if (isa<arith::MaximumFOp>(combine))
+    return Combiner{combine, gpu::AllReduceOperation::MAXIMUMF, -inf};
+  if (isa<arith::MinimumFOp>(combine))
+    return Combiner{combine, gpu::AllReduceOperation::MINIMUMF, inf};
+  return std::nullopt;
+}
+
+/// `linear` as indices into `sizes` (row-major), with unsigned arithmetic.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<int64_t> sizes) {
+  SmallVector<Value> indices(sizes.size());
+  for (int i = int(sizes.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      indices[i] = linear;
+      break;
+    }
+    Value size = arith::ConstantIndexOp::create(b, loc, sizes[i]);
+    indices[i] = arith::RemUIOp::create(b, loc, linear, size);
+    linear = arith::DivUIOp::create(b, loc, linear, size);
+  }
+  return indices;
+}
+
+/// The indices `map` gives for the loop indices `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange ivs) {
+  return llvm::map_to_vector(map.getResults(), [&](AffineExpr e) -> Value {
+    return affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, e), ivs);
   });
 }
 
@@ -72,7 +130,8 @@ struct LinalgToGpuLoopsPass
     SmallVector<Operation *> sequential;
     for (Block &block : f.getBody())
       for (Operation &op : block)
-        if (op.getNumResults() == 0 && !isa<scf::ParallelOp>(op) &&
+        if (op.getNumResults() == 0 &&
+            !isa<scf::ParallelOp, gpu::LaunchOp>(op) &&
             (op.getNumRegions() != 0 || isa<memref::StoreOp>(op)) &&
             touchesDeviceMemoryRecursively(&op))
           sequential.push_back(&op);
@@ -127,6 +186,12 @@ struct LinalgToGpuLoopsPass
       op = *g;
     }
 
+    // Long reductions: a block of threads per output element.
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+      if (std::optional<Combiner> combiner = matchCombiner(generic);
+          combiner && worthABlock(generic))
+        return lowerToBlockReduction(rewriter, generic, *combiner);
+
     // No parallel dimension: a kernel of one thread.
     scf::ParallelOp single;
     if (op.getNumParallelLoops() == 0) {
@@ -149,6 +214,122 @@ struct LinalgToGpuLoopsPass
     if (!outer)
       return emitError(loc, "expected a parallel loop nest");
     return tileAndMap(outer);
+  }
+
+  /// Whether a reduction is long enough for a block per output element to
+  /// beat a thread per output element: many elements to reduce, and either
+  /// few outputs (too few threads otherwise) or a reduction over the
+  /// contiguous dimension of the first input (so that a block's threads read
+  /// consecutive addresses).
+  bool worthABlock(linalg::GenericOp op) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      return false;
+    unsigned numParallel = op.getNumParallelLoops();
+    int64_t outputs = 1, reduced = 1;
+    for (auto [d, r] : llvm::enumerate(ranges))
+      (d < numParallel ? outputs : reduced) *= r;
+    if (reduced < 2 * blockSize)
+      return false;
+    AffineMap first = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+    bool contiguous = first.getNumResults() != 0 &&
+                      first.getResults().back() ==
+                          getAffineDimExpr(ranges.size() - 1, op.getContext());
+    return outputs < 2048 || contiguous;
+  }
+
+  /// One block per output element (the parallel dimensions linearised into
+  /// the grid's x): each thread combines a strided share of the reduced
+  /// elements in order, `gpu.all_reduce` combines the threads' partial
+  /// results, and thread 0 combines that with the output's old value.
+  LogicalResult lowerToBlockReduction(IRRewriter &rewriter,
+                                      linalg::GenericOp op,
+                                      const Combiner &combiner) {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    unsigned numParallel = op.getNumParallelLoops();
+    ArrayRef<int64_t> parallel = ArrayRef(ranges).take_front(numParallel);
+    ArrayRef<int64_t> reduction = ArrayRef(ranges).drop_front(numParallel);
+    int64_t outputs = 1, reduced = 1;
+    for (int64_t r : parallel)
+      outputs *= r;
+    for (int64_t r : reduction)
+      reduced *= r;
+    if (outputs > std::numeric_limits<int32_t>::max())
+      return op.emitError("too many outputs for one block each");
+
+    auto constant = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(rewriter, loc, v);
+    };
+    Value one = constant(1);
+    auto launch =
+        gpu::LaunchOp::create(rewriter, loc, constant(outputs), one, one,
+                              constant(blockSize), one, one);
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToStart(&body);
+    Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+    SmallVector<Value> parallelIvs =
+        delinearize(rewriter, loc, block, parallel);
+    Block &old = op.getRegion().front();
+    Type type = old.getArguments().back().getType();
+    Value identity = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(type, combiner.identity));
+    auto partial = scf::ForOp::create(
+        rewriter, loc, thread, constant(reduced), constant(blockSize),
+        ValueRange{identity},
+        [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
+          SmallVector<Value> ivs = parallelIvs;
+          llvm::append_range(ivs, delinearize(b, l, k, reduction));
+          IRMapping map;
+          for (OpOperand *in : op.getDpsInputOperands()) {
+            BlockArgument arg = old.getArgument(in->getOperandNumber());
+            if (!isa<MemRefType>(in->get().getType())) {
+              map.map(arg, in->get());
+              continue;
+            }
+            map.map(arg, memref::LoadOp::create(
+                             b, l, in->get(),
+                             applyMap(b, l, op.getMatchingIndexingMap(in),
+                                      ivs)));
+          }
+          map.map(old.getArguments().back(), acc[0]);
+          for (Operation &o : old.without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(o))
+              map.map(index.getResult(), ivs[index.getDim()]);
+            else
+              b.clone(o, map);
+          }
+          scf::YieldOp::create(
+              b, l, map.lookup(old.getTerminator()->getOperand(0)));
+        });
+    Value total = gpu::AllReduceOp::create(
+        rewriter, loc, partial.getResult(0),
+        gpu::AllReduceOperationAttr::get(ctx, combiner.kind),
+        rewriter.getUnitAttr());
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        thread, constant(0));
+    scf::IfOp::create(rewriter, loc, first, [&](OpBuilder &b, Location l) {
+      OpOperand *out = op.getDpsInitOperand(0);
+      // The output's map uses only parallel dimensions.
+      SmallVector<Value> ivs = parallelIvs;
+      ivs.append(reduction.size(), arith::ConstantIndexOp::create(b, l, 0));
+      SmallVector<Value> at =
+          applyMap(b, l, op.getMatchingIndexingMap(out), ivs);
+      Value previous = memref::LoadOp::create(b, l, out->get(), at);
+      Operation *combine = b.clone(*combiner.op);
+      BlockArgument outArg = old.getArguments().back();
+      for (OpOperand &operand : combine->getOpOperands())
+        operand.set(combiner.op->getOperand(operand.getOperandNumber()) ==
+                            outArg
+                        ? previous
+                        : total);
+      memref::StoreOp::create(b, l, combine->getResult(0), out->get(), at);
+      scf::YieldOp::create(b, l);
+    });
+    gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
   }
 
   /// Blocks of up to `blockSize` threads over the innermost dimensions that

@@ -130,6 +130,14 @@ def CleaveLinalgToGpuLoops : Pass<"cleave-linalg-to-gpu-loops",
     - Reduction dimensions are moved inside (`interchangeGenericOp`), so
       that each thread owns whole output elements and reduces sequentially:
       no atomics, and the same summation order on every run.
+    - A long reduction (at least twice `block-size` elements per output,
+      with few outputs or over the first input's contiguous dimension)
+      whose body folds into the output with `addf`, `maximumf` or
+      `minimumf` instead becomes a `gpu.launch` with a block per output
+      element: each thread folds a strided share in order, `gpu.all_reduce`
+      combines the shares (warp shuffles and shared memory), and thread 0
+      folds the result into the output. Deterministic for a given block
+      size, in a different order from the sequential one.
     - An op with no parallel dimension (a full reduction, a 0-d fill or
       counter update) is wrapped in a one-iteration parallel loop: it runs
       as a kernel of one thread, never on the host (the host cannot

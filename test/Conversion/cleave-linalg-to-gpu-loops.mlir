@@ -143,3 +143,62 @@ func.func @scatter(%ids: memref<4xi64>, %g: memref<4x8xf32>, %w: memref<10x8xf32
   }
   return
 }
+
+// -----
+
+// Long reductions take a block of threads per output element: each thread
+// folds a strided share in order, gpu.all_reduce combines the shares, and
+// thread 0 folds the result into the output's old value.
+// CHECK-LABEL: func.func @row_max
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch blocks(%[[ROW:[^,]+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c32, %{{.+}} = %c1, %{{.+}} = %c1) threads(%[[T:[^,]+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c256, %{{.+}} = %c1, %{{.+}} = %c1)
+// CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[PART:.+]] = scf.for %{{.+}} = %[[T]] to %c1000 step %c256{{.*}} iter_args(%[[ACC:.+]] = %[[NEGINF]]) -> (f32)
+// CHECK: %[[X:.+]] = memref.load
+// CHECK: %[[M:.+]] = arith.maximumf %[[X]], %[[ACC]] : f32
+// CHECK: scf.yield %[[M]] : f32
+// CHECK: %[[ALL:.+]] = gpu.all_reduce maximumf %[[PART]] uniform
+// CHECK: scf.if
+// CHECK: %[[OLD:.+]] = memref.load %{{.+}} : memref<32xf32>
+// CHECK: %[[NEW:.+]] = arith.maximumf %[[ALL]], %[[OLD]] : f32
+// CHECK: memref.store %[[NEW]]
+// CHECK: gpu.terminator
+// A long full reduction (a squared norm, accumulated in f64) is one block.
+// CHECK-LABEL: func.func @sum_squares
+// CHECK: gpu.launch blocks({{.+}}) in (%{{.+}} = %c1{{(_[0-9]+)?}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) threads({{.+}}) in (%{{.+}} = %c256,
+// CHECK: arith.constant 0.000000e+00 : f64
+// CHECK: gpu.all_reduce add %{{.+}} uniform
+// A short one stays with one thread per output element.
+// CHECK-LABEL: func.func @short_rows
+// CHECK-NOT: gpu.launch
+// CHECK: scf.for
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#id1 = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+func.func @row_max(%a: memref<32x1000xf32>, %m: memref<32xf32>) {
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%a : memref<32x1000xf32>) outs(%m : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = arith.maximumf %in, %out : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func @sum_squares(%a: memref<100000xf32>, %s: memref<f64>) {
+  linalg.generic {indexing_maps = [#id1, #scalar], iterator_types = ["reduction"]} ins(%a : memref<100000xf32>) outs(%s : memref<f64>) {
+  ^bb0(%in: f32, %out: f64):
+    %w = arith.extf %in : f32 to f64
+    %sq = arith.mulf %w, %w : f64
+    %e = arith.addf %out, %sq : f64
+    linalg.yield %e : f64
+  }
+  return
+}
+func.func @short_rows(%a: memref<32x10xf32>, %m: memref<32xf32>) {
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%a : memref<32x10xf32>) outs(%m : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = arith.addf %in, %out : f32
+    linalg.yield %e : f32
+  }
+  return
+}

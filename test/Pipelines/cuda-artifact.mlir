@@ -20,6 +20,16 @@
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda --compile-to=gpu -o %t.norms.mlir 2>/dev/null
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda -o %t.norms.cleave 2>/dev/null
 // RUN: %python %S/Inputs/fatbins.py %t.norms.cleave %t.norms.mlir | FileCheck %s --check-prefix=FATBIN
+// LAMB's and clipping's norms over whole weight matrices are block
+// reductions (gpu.all_reduce: shuffles and shared memory).
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=4 --optimizer=lamb --clip-norm=1 --target=cuda --compile-to=gpu -o %t.lamb.mlir
+// RUN: FileCheck %s --check-prefix=LAMB < %t.lamb.mlir
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=4 --optimizer=lamb --clip-norm=1 --target=cuda -o %t.lamb.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.lamb.cleave %t.lamb.mlir | FileCheck %s --check-prefix=FATBIN
+// LAMB-LABEL: func.func @apply_step(
+// LAMB: gpu.launch_func @[[NORM:apply_step_kernel[_0-9]*]]::@apply_step_kernel blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>, %{{.+}} : memref<f64>)
+// LAMB: gpu.module @[[NORM]]
+// LAMB: gpu.all_reduce add %{{.+}} uniform
 
 // Data-parallel with ZeRO-1: the collectives' host arrays stay on the host.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --reduce=mean --ranks=2 --shard-optimizer-state --optimizer=adam --target=cuda -o %t.zero.cleave
