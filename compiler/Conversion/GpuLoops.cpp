@@ -223,7 +223,8 @@ struct LinalgToGpuLoopsPass
   /// consecutive addresses).
   bool worthABlock(linalg::GenericOp op) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (llvm::any_of(ranges, ShapedType::isDynamic))
+    if (op.getNumDpsInputs() == 0 ||
+        llvm::any_of(ranges, ShapedType::isDynamic))
       return false;
     unsigned numParallel = op.getNumParallelLoops();
     int64_t outputs = 1, reduced = 1;
