@@ -20,7 +20,10 @@ config.environment["OMP_NUM_THREADS"] = "1"
 config.substitutions.append(("%cleave_src", config.cleave_src_root))
 config.substitutions.append(("%mlir_lib_dir", config.llvm_lib_dir))
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# CUDA_ROOT, CUDA_HOME and CUDA_PATH point cleave-compile --target=cuda at
+# the CUDA toolkit (ptxas, fatbinary, libdevice), as they point MLIR.
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "CUDA_ROOT",
+                                     "CUDA_HOME", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
@@ -50,3 +53,37 @@ llvm_config.add_tool_substitutions(
 # Tests that pipe through several tools (cleave-compile ... | cleave-run)
 # also find them on PATH, this build's first.
 llvm_config.with_environment("PATH", cleave_bin, append_path=True)
+
+# The CUDA back end's tests need the CUDA toolkit's ptxas and fatbinary
+# (not a GPU), found as cleave-compile finds them (GpuTarget.cpp): under
+# CUDA_ROOT, CUDA_HOME or CUDA_PATH if one is set, else beside the ptxas on
+# PATH, else in /usr/local/cuda. Without them those tests are unsupported,
+# and the run says why. CLEAVE_REQUIRE_CUDA=1 makes a missing toolkit an
+# error instead.
+import shutil
+
+
+def cuda_toolkit():
+    for var in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return os.environ[var]
+    ptxas = shutil.which("ptxas")
+    if ptxas:
+        return os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))
+    return "/usr/local/cuda"
+
+
+toolkit = cuda_toolkit()
+missing_cuda = [tool for tool in ("ptxas", "fatbinary")
+                if not os.access(os.path.join(toolkit, "bin", tool), os.X_OK)]
+if not missing_cuda:
+    config.available_features.add("cuda-toolkit")
+elif os.environ.get("CLEAVE_REQUIRE_CUDA") == "1":
+    lit_config.fatal("CLEAVE_REQUIRE_CUDA=1 but the CUDA toolkit's " +
+                     " and ".join(missing_cuda) + " are not in " + toolkit +
+                     "/bin (set CUDA_HOME, e.g. to /usr/local/cuda)")
+else:
+    lit_config.note("the CUDA back end's tests (REQUIRES: cuda-toolkit) are "
+                    "skipped: no " + " or ".join(missing_cuda) + " in " +
+                    toolkit + "/bin (set CUDA_HOME to the CUDA toolkit, "
+                    "e.g. /usr/local/cuda)")

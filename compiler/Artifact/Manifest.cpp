@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/Target.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainOps.h"
@@ -108,6 +109,19 @@ struct WriteManifestPass
                             StringAttr::get(&getContext(), target->cpu)),
              NamedAttribute(StringAttr::get(&getContext(), "features"),
                             ArrayAttr::get(&getContext(), featureAttrs))}));
+    // The host code stays CPU code (the target above); with cuda every
+    // buffer is device memory and the kernels are embedded for these GPUs.
+    if (device == rt::Device::cuda) {
+      FailureOr<SmallVector<std::string>> arches =
+          parseGpuArches(gpuArches, error);
+      if (failed(arches)) {
+        module.emitError(error);
+        return signalPassFailure();
+      }
+      root["device"] = rt::stringifyDevice(device).str();
+      root["gpu_arches"] = json::Array(*arches);
+      root["ptx_arch"] = lowestGpuArch(*arches);
+    }
     // linkSharedObject appends the seal the runtime then requires.
     root["sealed"] = true;
     if (auto m = module->getAttrOfType<DictionaryAttr>(

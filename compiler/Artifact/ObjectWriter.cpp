@@ -13,7 +13,9 @@
 #include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -59,12 +61,24 @@ std::unique_ptr<llvm::TargetMachine> targetMachine(ModuleOp module,
       llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
 }
 
+/// The functions of MLIR's CUDA runtime wrappers a cuda artifact may call:
+/// those the runtime defines (docs/design/gpu.md). Kernels launch on the
+/// runtime's stream, so the stream, memory and JIT wrappers are absent.
+bool isContractGpuRuntimeCall(StringRef name) {
+  return llvm::is_contained({"mgpuModuleLoad", "mgpuModuleUnload",
+                             "mgpuModuleGetFunction", "mgpuLaunchKernel"},
+                            name);
+}
+
 /// Whether the loaded artifact can resolve `name`: the runtime's ABI
-/// (`cleave_*`) or the C and math libraries. Anything else (MLIR's runner
-/// library, say) would make the artifact fail only when it is loaded.
-bool resolvableAtLoad(StringRef name) {
+/// (`cleave_*`, and in a cuda artifact the contract's `mgpu*` functions) or
+/// the C and math libraries. Anything else (MLIR's runner library, say)
+/// would make the artifact fail only when it is loaded.
+bool resolvableAtLoad(StringRef name, bool cuda) {
   if (name.starts_with(CLEAVE_SYMBOL_PREFIX))
     return true;
+  if (name.starts_with("mgpu"))
+    return cuda && isContractGpuRuntimeCall(name);
   static void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
   static void *libm = dlopen("libm.so.6", RTLD_LAZY);
   std::string symbol = name.str();
@@ -78,6 +92,15 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
                                  std::string &error) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
+  // A cuda artifact's gpu.binary and gpu.launch_func: embedded fatbins, a
+  // global constructor that registers them, mgpuLaunchKernel calls.
+  bool cuda = !module.getOps<gpu::BinaryOp>().empty();
+  if (cuda) {
+    DialectRegistry registry;
+    registerGPUDialectTranslation(registry);
+    gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+    module.getContext()->appendDialectRegistry(registry);
+  }
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "cleave_artifact");
@@ -90,10 +113,15 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
     return failure();
   for (llvm::Function &f : *llvmModule)
     if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty() &&
-        !resolvableAtLoad(f.getName())) {
-      error = "the generated code calls '" + f.getName().str() +
-              "', which neither the Cleave runtime nor the C library "
-              "provides (a lowering left a library call behind)";
+        !resolvableAtLoad(f.getName(), cuda)) {
+      error = "the generated code calls '" + f.getName().str() + "', which " +
+              (f.getName().starts_with("mgpu")
+                   ? "is outside the CUDA artifact contract (only "
+                     "mgpuModuleLoad, mgpuModuleUnload, "
+                     "mgpuModuleGetFunction and mgpuLaunchKernel; "
+                     "docs/design/gpu.md)"
+                   : "neither the Cleave runtime nor the C library provides "
+                     "(a lowering left a library call behind)");
       return failure();
     }
   llvmModule->setDataLayout(machine->createDataLayout());

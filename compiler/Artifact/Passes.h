@@ -9,7 +9,10 @@
 
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
+#include "dialects/Common/EnumOption.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::cleave {

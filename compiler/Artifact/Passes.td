@@ -38,6 +38,14 @@ def CleaveWriteManifest : Pass<"cleave-write-manifest", "::mlir::ModuleOp"> {
            /*default=*/"\"\"",
            "Features to add or remove on top of the CPU's, in LLVM's syntax "
            "(+avx512f,-avx512fp16)">,
+    Option<"device", "device", "::mlir::cleave::rt::Device",
+           /*default=*/"::mlir::cleave::rt::Device::cpu",
+           "The device the artifact's code runs on (the manifest's device)",
+           "::mlir::cleave::enumValues<::mlir::cleave::rt::Device>()">,
+    Option<"gpuArches", "gpu-arch", "std::string",
+           /*default=*/"\"sm_80,sm_90\"",
+           "With device=cuda: the SM architectures with a cubin in the "
+           "artifact (the lowest also as PTX)">,
   ];
 }
 
@@ -54,6 +62,24 @@ def CleaveEmitArtifactAbi : Pass<"cleave-emit-artifact-abi",
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::cleave::rt::RtDialect"];
+}
+
+def CleaveGpuModuleToFatbin : Pass<"cleave-gpu-module-to-fatbin",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Each NVVM gpu.module to a gpu.binary holding one CUDA fatbin";
+  let description = [{
+    The CUDA counterpart of upstream `gpu-module-to-binary`, which makes one
+    object per target: the runtime hands the driver one blob per module
+    (`mgpuModuleLoad`), and `cuModuleLoadData` picks the image that fits the
+    device only from a fatbin. For every `#nvvm.target` of a module (in
+    order), MLIR's NVVM serializer makes a cubin (LLVM's NVPTX back end, then
+    `ptxas`); the PTX of the lowest architecture is kept from the same run.
+    The CUDA toolkit's `fatbinary` combines them, and the module becomes a
+    `gpu.binary` with that single object and `#gpu.select_object<0>`, whose
+    translation embeds it and loads it from a global constructor.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 #endif // CLEAVE_ARTIFACT_PASSES

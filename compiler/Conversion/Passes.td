@@ -129,4 +129,94 @@ def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def CleaveLinalgToGpuLoops : Pass<"cleave-linalg-to-gpu-loops",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "Bufferized linalg ops to parallel loops mapped to GPU blocks "
+                "and threads";
+  let description = [{
+    The CUDA back end's first step: every linalg op (and `memref.copy`) of
+    an entry point becomes one `scf.parallel` nest with a
+    `#gpu.loop_dim_map` mapping, ready for `convert-parallel-loops-to-gpu`.
+
+    - Reduction dimensions are moved inside (`interchangeGenericOp`), so
+      that each thread owns whole output elements and reduces sequentially:
+      no atomics, and the same summation order on every run.
+    - A long reduction (at least twice `block-size` elements per output,
+      with few outputs or over the first input's contiguous dimension)
+      whose body folds into the output with `addf`, `maximumf` or
+      `minimumf` instead becomes a `gpu.launch` with a block per output
+      element: each thread folds a strided share in order, `gpu.all_reduce`
+      combines the shares (warp shuffles and shared memory), and thread 0
+      folds the result into the output. Deterministic for a given block
+      size, in a different order from the sequential one.
+    - An op with no parallel dimension (a full reduction, a 0-d fill or
+      counter update) is wrapped in a one-iteration parallel loop: it runs
+      as a kernel of one thread, never on the host (the host cannot
+      dereference device pointers). So is a sequential loop that accesses
+      memory outside linalg (an embedding gradient's in-order scatter).
+    - The parallel loop is tiled into blocks of up to `block-size` threads
+      over its innermost dimensions with more than one iteration: the first
+      (contiguous in memory) on `x`, for coalesced accesses, then `y` and
+      `z`. Tiles need not divide the loop: the last block masks its extra
+      threads. The grid's `x`, `y` and `z` go to the dimensions with the
+      most blocks (`x` takes up to 2^31-1 blocks, `y` and `z` 65535); any
+      other dimension runs sequentially in each thread.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Most threads per block">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
+def CleaveSinkScalarsIntoLinalg : Pass<"cleave-sink-scalars-into-linalg",
+                                       "::mlir::func::FuncOp"> {
+  let summary = "Compute host scalars inside the linalg ops that use them";
+  let description = [{
+    For the CUDA back end, on linalg on tensors. Scalars computed between
+    the loop nests (a hyperparameter read with `tensor.extract`, Adam's bias
+    corrections from the step counter, the global norm of clipping) would
+    run on the host and read device memory there. Each linalg op that uses
+    such a scalar (captured by its body, or as a scalar input such as a
+    fill value) is rebuilt with the scalar's computation cloned into its
+    body and the tensors it extracts from as extra inputs (broadcast with a
+    constant indexing map), so that every thread recomputes it from device
+    memory. SSA on tensors keeps this exact: bufferization preserves the
+    extracted tensors' contents until the consumer has read them. A scalar
+    whose computation is anything but `tensor.extract` at constant indices
+    and side-effect-free scalar ops is left alone (and later refused by
+    `cleave-verify-device-only`).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def CleaveVerifyDeviceOnly : Pass<"cleave-verify-device-only",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Check that host code of a CUDA artifact never touches a buffer";
+  let description = [{
+    Every pointer an entry of a `cuda` artifact receives is a device pointer
+    (docs/design/gpu.md): host code may pass buffers to kernel launches and
+    runtime calls and take views of them, but a load, store, copy or loop
+    over their elements left outside a `gpu.module` would dereference device
+    memory on the CPU. Fails naming each such op and its location.
+  }];
+}
+
+def CleaveLaunchOnRuntimeStream : Pass<"cleave-launch-on-runtime-stream",
+                                       "::mlir::ModuleOp"> {
+  let summary = "Launch every kernel on the stream the runtime hands out";
+  let description = [{
+    After `gpu-to-llvm`: each function that launches kernels calls
+    `cleave_gpu_stream(ctx)` once (its first argument is the kernel
+    context) and passes the result to every `gpu.launch_func` as its async
+    object, so that `#gpu.select_object` emits `mgpuLaunchKernel` on that
+    stream and no stream of its own (no mgpuStreamCreate/Synchronize).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // CLEAVE_CONVERSION_PASSES

@@ -7,6 +7,7 @@
 
 #include "compiler/Driver/Driver.h"
 
+#include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/ObjectWriter.h"
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 #include "compiler/InitAll.h"
@@ -86,7 +87,7 @@ LogicalResult cleave::lowerModel(ModuleOp module,
     pm.enableTiming();
     pm.addInstrumentation(std::make_unique<CpuTimePerPass>());
   }
-  buildCpuPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
+  buildTargetPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
   return pm.run(module);
 }
 
@@ -149,7 +150,7 @@ struct CompileOptions {
   cl::opt<std::string> compileTo{
       "compile-to",
       cl::desc("Stop after a phase and print its IR: loss, grad, step, split, "
-               "linalg, bufferize, llvm"),
+               "linalg, bufferize, gpu and nvvm (target=cuda), llvm"),
       cl::value_desc("phase"), cl::cat(category)};
   cl::opt<std::string> emit{
       "emit",
@@ -195,7 +196,15 @@ int cleave::compileMain(int argc, char **argv) {
     if (!stopAfter)
       return fail("unknown phase '" + opts.compileTo + "'; expected one of " +
                   phaseNames());
+    if (!phaseExists(*stopAfter, training.target))
+      return fail("phase '" + opts.compileTo + "' exists only with --target=cuda");
   }
+  // The toolkit is needed from the kernels' machine code on; the IR of the
+  // earlier phases can be inspected without it.
+  if (training.target == rt::Device::cuda &&
+      (!stopAfter || *stopAfter > Phase::Nvvm) && opts.emit.empty() &&
+      failed(checkCudaToolkit(invalid)))
+    return fail(invalid);
   if (!opts.emit.empty() && opts.emit != "dot")
     return fail("unknown --emit value '" + opts.emit + "'; expected dot");
   bool toArtifact = !stopAfter && opts.emit.empty();

@@ -18,7 +18,7 @@ namespace mlir::cleave {
 /// (`.onnx`). Errors are reported through the context's diagnostics.
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path);
 
-/// Runs the CPU pipeline on `module` (stopping after `stopAfter` if given),
+/// Runs the pipeline of the options' target on `module` (stopping after `stopAfter` if given),
 /// reporting progress on stderr when `verbose`.
 LogicalResult lowerModel(ModuleOp module,
                          const TrainingPipelineOptions &options,

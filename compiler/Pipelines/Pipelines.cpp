@@ -7,12 +7,15 @@
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/Target.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -30,12 +33,20 @@ std::optional<Phase> cleave::parsePhase(StringRef name) {
       .Case("split", Phase::Split)
       .Case("linalg", Phase::Linalg)
       .Case("bufferize", Phase::Bufferize)
+      .Case("gpu", Phase::Gpu)
+      .Case("nvvm", Phase::Nvvm)
       .Case("llvm", Phase::LLVM)
       .Default(std::nullopt);
 }
 
 StringRef cleave::phaseNames() {
-  return "loss, grad, step, split, linalg, bufferize, llvm";
+  return "loss, grad, step, split, linalg, bufferize, gpu (cuda), nvvm "
+         "(cuda), llvm";
+}
+
+bool cleave::phaseExists(Phase phase, rt::Device device) {
+  return device == rt::Device::cuda ||
+         (phase != Phase::Gpu && phase != Phase::Nvvm);
 }
 
 static void cleanup(OpPassManager &pm) {
@@ -85,6 +96,8 @@ TrainingPipelineOptions::writeManifestOptions() const {
   CleaveWriteManifestOptions o;
   o.targetCpu = targetCpu;
   o.targetFeatures = targetFeatures;
+  o.device = target;
+  o.gpuArches = gpuArch;
   return o;
 }
 
@@ -115,22 +128,32 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
     return failure();
   }
   std::string message;
-  FailureOr<CpuTarget> target =
+  FailureOr<CpuTarget> cpu =
       resolveCpuTarget(targetCpu, targetFeatures, message);
-  if (failed(target)) {
+  if (failed(cpu)) {
     error(message);
     return failure();
   }
   // oneDNN 2.6 has bf16 matmul and convolution kernels only for AVX512-BF16
   // (and AMX); without them it would fall back to reference code tens of
   // times slower than f32, which is no use for a speed option.
-  if (precision == rt::KernelPrecision::bf16 &&
-      !llvm::is_contained(target->features, "avx512bf16")) {
+  if (precision == rt::KernelPrecision::bf16 && target == rt::Device::cpu &&
+      !llvm::is_contained(cpu->features, "avx512bf16")) {
     error(Twine("precision=bf16 needs AVX512-BF16, which the target CPU '") +
-          target->cpu +
+          cpu->cpu +
           "' does not have; compile for a CPU that has it (--target-cpu="
           "znver4, sapphirerapids, cooperlake, or "
           "--target-features=+avx512bf16) and run it on one");
+    return failure();
+  }
+  // The runtime's cuBLASLt and cuDNN kernels are f32 only so far.
+  if (precision == rt::KernelPrecision::bf16 && target == rt::Device::cuda) {
+    error("precision=bf16 is for the cpu target only (the cuda kernels "
+          "multiply in f32)");
+    return failure();
+  }
+  if (target == rt::Device::cuda && failed(parseGpuArches(gpuArch, message))) {
+    error(message);
     return failure();
   }
   return success();
@@ -199,10 +222,13 @@ void cleave::buildCpuPipeline(OpPassManager &pm,
                           o.lowerRuntimeCallsOptions());
 }
 
-void cleave::buildCpuBackendPipeline(
-    OpPassManager &pm, const CleaveWriteManifestOptions &target,
-    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels) {
-  // Compute-bound ops to oneDNN kernels, everything else to linalg.
+/// Split-level IR to bufferized entry points with runtime calls, a memory
+/// plan and the manifest: common to both back ends.
+static void buildBufferizedPipeline(OpPassManager &pm,
+                                    const CleaveWriteManifestOptions &target,
+                                    Phase stopAfter,
+                                    const CleaveLowerRuntimeCallsOptions &kernels) {
+  // Compute-bound ops to library kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.
   pm.addPass(createConvertElementwiseToLinalgPass());
@@ -212,7 +238,13 @@ void cleave::buildCpuBackendPipeline(
   // Producer-consumer fusion of elementwise generics (one loop nest each).
   pm.addPass(createLinalgElementwiseOpFusionPass());
   cleanup(pm);
-  if (stopAfter == Phase::Linalg)
+  // On a GPU the host cannot read the tensors scalars come from: each
+  // loop nest computes the scalars it uses itself.
+  if (target.device == rt::Device::cuda) {
+    pm.addNestedPass<func::FuncOp>(createCleaveSinkScalarsIntoLinalg());
+    cleanup(pm);
+  }
+  if (stopAfter <= Phase::Linalg)
     return;
   // Tensors to buffers, in place where possible.
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -225,7 +257,13 @@ void cleave::buildCpuBackendPipeline(
   pm.addPass(createCleavePlanMemory());
   // The runtime's view of the artifact.
   pm.addPass(createCleaveWriteManifest(target));
-  if (stopAfter == Phase::Bufferize)
+}
+
+void cleave::buildCpuBackendPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels) {
+  buildBufferizedPipeline(pm, target, stopAfter, kernels);
+  if (stopAfter <= Phase::Bufferize)
     return;
   // One small function per loop nest: LLVM's O3 is not linear in the size
   // of a function, and an entry point holds every nest of the model.
@@ -251,6 +289,84 @@ void cleave::buildCpuBackendPipeline(
   pm.addPass(createCleaveEmitArtifactAbi());
 }
 
+void cleave::buildCudaBackendPipeline(OpPassManager &pm,
+                                      const CleaveWriteManifestOptions &target,
+                                      Phase stopAfter) {
+  // Library calls (cuBLASLt, cuDNN in the runtime) stay host calls on
+  // device pointers; everything else becomes linalg on buffers, as for the
+  // CPU.
+  buildBufferizedPipeline(pm, target, stopAfter, {});
+  if (stopAfter <= Phase::Bufferize)
+    return;
+  // Every loop nest as a kernel: parallel loops tiled into blocks of
+  // threads, then gpu.launch regions.
+  OpPassManager &entry = pm.nest<func::FuncOp>();
+  entry.addPass(createCleaveLinalgToGpuLoops());
+  entry.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createLowerAffinePass());
+  cleanup(pm);
+  // Constants into the kernels (folded there, not passed as parameters).
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  // The host only launches and calls: it never dereferences a buffer.
+  pm.addPass(createCleaveVerifyDeviceOnly());
+  // One NVVM target per architecture, in the order given; the fatbin pass
+  // makes a cubin of each.
+  // (cleave-write-manifest has already refused an invalid list, naming it.)
+  std::string invalid;
+  FailureOr<SmallVector<std::string>> arches =
+      parseGpuArches(target.gpuArches, invalid);
+  if (succeeded(arches)) {
+    for (const std::string &arch : *arches) {
+      GpuNVVMAttachTargetOptions nvvm;
+      nvvm.chip = arch;
+      nvvm.optLevel = 3;
+      pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    }
+  }
+  if (stopAfter == Phase::Gpu)
+    return;
+  // Kernels to the NVVM dialect (math to libdevice calls).
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  if (stopAfter == Phase::Nvvm)
+    return;
+  // Host code to the LLVM dialect as for the CPU (bare pointers at the
+  // entry ABI); launches keep memref descriptors, matching the kernels.
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions func;
+  func.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(func));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  // cleave_gpu_stream(ctx) as every launch's stream.
+  pm.addPass(createCleaveLaunchOnRuntimeStream());
+  // Cubins for every architecture and the lowest one's PTX, one fatbin per
+  // module.
+  pm.addPass(createCleaveGpuModuleToFatbin());
+  pm.addPass(createCleaveEmitArtifactAbi());
+}
+
+void cleave::buildTargetPipeline(OpPassManager &pm,
+                                 const TrainingPipelineOptions &o,
+                                 Phase stopAfter) {
+  if (o.target == rt::Device::cpu)
+    return buildCpuPipeline(pm, o, stopAfter);
+  buildTrainingPipeline(pm, o, std::min(stopAfter, Phase::Split));
+  if (stopAfter <= Phase::Split)
+    return;
+  buildCudaBackendPipeline(pm, o.writeManifestOptions(), stopAfter);
+}
+
 void cleave::registerPipelines() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "cleave-train-pipeline",
@@ -264,5 +380,15 @@ void cleave::registerPipelines() {
       "Model function to LLVM dialect for the CPU back end",
       [](OpPassManager &pm, const TrainingPipelineOptions &o) {
         buildCpuPipeline(pm, o);
+      });
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "cleave-cuda-pipeline",
+      "Model function to host LLVM dialect with CUDA kernels (target=cuda "
+      "is implied)",
+      [](OpPassManager &pm, const TrainingPipelineOptions &o) {
+        TrainingPipelineOptions cuda;
+        cuda.copyOptionValuesFrom(o);
+        cuda.target = rt::Device::cuda;
+        buildTargetPipeline(pm, cuda);
       });
 }

@@ -28,11 +28,13 @@ enum class Phase {
   Split,     // @micro_step and @apply_step
   Linalg,    // linalg on tensors and rt kernels, entry-point ABI
   Bufferize, // buffers, runtime calls, memory plan, manifest
+  Gpu,       // target=cuda: kernels outlined into gpu.modules
+  Nvvm,      // target=cuda: kernels in the NVVM dialect
   LLVM,      // LLVM dialect with the artifact's exported symbols
 };
 
 /// Parses a phase name (`loss`, `grad`, `step`, `split`, `linalg`,
-/// `bufferize`, `llvm`).
+/// `bufferize`, `gpu`, `nvvm`, `llvm`).
 std::optional<Phase> parsePhase(llvm::StringRef name);
 /// The names `parsePhase` accepts, for help texts.
 llvm::StringRef phaseNames();
@@ -140,6 +142,18 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Features to add or remove on top of the target CPU's, "
                      "in LLVM's syntax (+avx512f,-avx512fp16)"),
       llvm::cl::init("")};
+  Option<rt::Device> target{
+      *this, "target",
+      llvm::cl::desc("The device the step runs on: cpu (oneDNN and "
+                     "vectorised loops) or cuda (GPU kernels, cuBLASLt and "
+                     "cuDNN; every buffer in device memory)"),
+      llvm::cl::init(rt::Device::cpu), enumValues<rt::Device>()};
+  Option<std::string> gpuArch{
+      *this, "gpu-arch",
+      llvm::cl::desc("With target=cuda: the SM architectures to build cubins "
+                     "for, comma-separated; the lowest is embedded as PTX "
+                     "too, for newer GPUs"),
+      llvm::cl::init("sm_80,sm_90")};
 
   Option<rt::KernelPrecision> precision{
       *this, "precision",
@@ -187,7 +201,24 @@ void buildCpuBackendPipeline(OpPassManager &pm,
                              Phase stopAfter = Phase::LLVM,
                              const CleaveLowerRuntimeCallsOptions &kernels = {});
 
-/// Registers `cleave-train-pipeline` and `cleave-cpu-pipeline`.
+/// Model function to LLVM dialect for `target` (cpu or cuda).
+void buildTargetPipeline(OpPassManager &pm,
+                         const TrainingPipelineOptions &options,
+                         Phase stopAfter = Phase::LLVM);
+
+/// Split-level IR to host LLVM dialect with embedded CUDA fatbins: the
+/// CPU back end's front half (linalg, bufferization, runtime calls, memory
+/// plan, manifest), then every loop nest as a GPU kernel
+/// (docs/design/gpu.md). `target.device` must be cuda.
+void buildCudaBackendPipeline(OpPassManager &pm,
+                              const CleaveWriteManifestOptions &target,
+                              Phase stopAfter = Phase::LLVM);
+
+/// Whether `phase` exists for `device` (`gpu` and `nvvm` only for cuda).
+bool phaseExists(Phase phase, rt::Device device);
+
+/// Registers `cleave-train-pipeline`, `cleave-cpu-pipeline` and
+/// `cleave-cuda-pipeline`.
 void registerPipelines();
 
 } // namespace mlir::cleave

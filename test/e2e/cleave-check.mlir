@@ -65,6 +65,9 @@
 // RUN: not cleave-check %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 \
 // RUN:   --rtol=-1 2>&1 | FileCheck %s --check-prefix=RTOL
 // RTOL: cleave-check: error: --rtol must be a positive number, got -1
+// RUN: not cleave-check %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 \
+// RUN:   --target=cuda 2>&1 | FileCheck %s --check-prefix=CUDA
+// CUDA: cleave-check: error: --target=cuda: cleave-check runs both artifacts on this machine's CPU; the split it checks is the same for every target
 // RUN: not cleave-check %t/missing.mlir --micro-batch=8 --accumulate=2 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=MISSING
 // MISSING: error: cannot open '{{.*}}missing.mlir'

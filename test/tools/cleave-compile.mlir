@@ -72,7 +72,7 @@
 // HELP: --target-cpu=<string>
 // HELP: --target-features=<string>
 // NOBATCH: cleave-compile: error: --micro-batch=B is required (B >= 1)
-// PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, llvm
+// PHASE: cleave-compile: error: unknown phase 'bogus'; expected one of loss, grad, step, split, linalg, bufferize, gpu (cuda), nvvm (cuda), llvm
 // MISSING: error: cannot open '{{.+}}does-not-exist.mlir'
 // NOOUT: cleave-compile: error: -o <file> is required to write an artifact
 // OPT: cleave-compile: for the --optimizer option: Cannot find option named 'lion'!

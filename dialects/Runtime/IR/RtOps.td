@@ -101,6 +101,16 @@ def Rt_ReduceKindAttr : EnumAttr<Rt_Dialect, Rt_ReduceKind, "reduce_kind"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// Not an attribute: the device an artifact's code runs on (the `target`
+// option of the pipelines and cleave-compile; the manifest's `device`).
+def Rt_Device : I32EnumAttr<"Device", "the device an artifact runs on", [
+  I32EnumAttrCase<"cpu", 0>,
+  I32EnumAttrCase<"cuda", 1>
+]> {
+  let cppNamespace = "::mlir::cleave::rt";
+  let genSpecializedAttr = 0;
+}
+
 class Rt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Rt_Dialect, mnemonic, traits>;
 

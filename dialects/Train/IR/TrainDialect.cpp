@@ -173,6 +173,22 @@ static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
                key == "reduce_every_micro_step") {
       ok = isa<BoolAttr>(value);
       expected = "a bool";
+    } else if (key == "device") {
+      auto s = dyn_cast<StringAttr>(value);
+      ok = s && llvm::is_contained({"cpu", "cuda"}, s.getValue());
+      expected = "\"cpu\" or \"cuda\"";
+    } else if (key == "gpu_arches") {
+      auto array = dyn_cast<ArrayAttr>(value);
+      ok = array && !array.empty() &&
+           llvm::all_of(array, [](Attribute a) {
+             auto s = dyn_cast<StringAttr>(a);
+             return s && s.getValue().starts_with("sm_");
+           });
+      expected = "a non-empty array of SM architectures (\"sm_80\")";
+    } else if (key == "ptx_arch") {
+      auto s = dyn_cast<StringAttr>(value);
+      ok = s && s.getValue().starts_with("sm_");
+      expected = "an SM architecture (\"sm_80\")";
     } else if (key == "warnings") {
       auto array = dyn_cast<ArrayAttr>(value);
       ok = array && llvm::all_of(array, llvm::IsaPred<DictionaryAttr>);
@@ -181,7 +197,8 @@ static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
       return op->emitError()
              << "unknown '" << TrainDialect::kManifestAttr << "' entry '" << key
              << "'; expected kind, accumulate, reduce, ranks, "
-                "shard_optimizer_state, reduce_every_micro_step or warnings";
+                "shard_optimizer_state, reduce_every_micro_step, device, "
+                "gpu_arches, ptx_arch or warnings";
     }
     if (!ok)
       return op->emitError()

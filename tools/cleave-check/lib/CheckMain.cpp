@@ -176,6 +176,11 @@ int checkMain(int argc, char **argv) {
                 ": cleave-check runs both artifacts in one process; check "
                 "the split with --ranks=0 (the cross-rank reduction is "
                 "the same for both runs)");
+  if (training.target != mlir::cleave::rt::Device::cpu)
+    return fail("--target=" +
+                mlir::cleave::rt::stringifyDevice(training.target) +
+                ": cleave-check runs both artifacts on this machine's CPU; "
+                "the split it checks is the same for every target");
   std::string invalid;
   if (failed(training.verify([&](const llvm::Twine &m) { invalid = m.str(); })))
     return fail(invalid);

@@ -1,0 +1,29 @@
+//===- GpuUtils.h - What host code of a cuda artifact may touch -*- C++ -*-===//
+//
+// Shared by the GPU loop mapping and the host-access verifier, so that what
+// one leaves on the host is exactly what the other accepts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_CONVERSION_GPUUTILS_H
+#define CLEAVE_COMPILER_CONVERSION_GPUUTILS_H
+
+#include "mlir/IR/Operation.h"
+
+namespace mlir::cleave {
+
+/// Whether `value` is (a view of) a host stack array (`memref.alloca`): the
+/// arrays of pointers and sizes the collectives take are host memory.
+bool isHostStackMemory(Value value);
+
+/// Whether `op` itself (not counting nested ops) reads, writes, allocates
+/// or frees memory other than the host stack. An effect on an unknown value
+/// counts.
+bool touchesDeviceMemory(Operation *op);
+
+/// Whether `op` or an op nested in it does.
+bool touchesDeviceMemoryRecursively(Operation *op);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_COMPILER_CONVERSION_GPUUTILS_H
