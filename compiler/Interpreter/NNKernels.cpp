@@ -381,8 +381,9 @@ LogicalResult runConcat(nn::ConcatOp op, Frame &f) {
 
 LogicalResult runSlice(nn::SliceOp op, Frame &f) {
   const Tensor &x = f.get(op.getInput());
-  ArrayRef<int64_t> starts = op.getStarts(), sizes = op.getSizes(),
-                    steps = op.getStrides();
+  ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
+  SmallVector<int64_t> sizes =
+      nn::SliceOp::resultShape(x.getShape(), starts, op.getSizes(), steps);
   for (int64_t d = 0; d < x.getRank(); ++d)
     if (sizes[d] > 0 &&
         starts[d] + (sizes[d] - 1) * steps[d] >= x.getShape()[d])
@@ -424,9 +425,12 @@ LogicalResult runPad(nn::PadOp op, Frame &f) {
 
 LogicalResult runBroadcastTo(nn::BroadcastToOp op, Frame &f) {
   const Tensor &x = f.get(op.getInput());
-  ArrayRef<int64_t> shape = op.getShape();
+  SmallVector<int64_t> shape(op.getShape());
+  for (int64_t &d : shape)
+    if (d == -1 && op.getBatchSource())
+      d = f.get(op.getBatchSource()).getShape()[0];
   auto joint = nn::broadcastShapes(x.getShape(), shape);
-  if (failed(joint) || ArrayRef<int64_t>(*joint) != shape)
+  if (failed(joint) || ArrayRef<int64_t>(*joint) != ArrayRef<int64_t>(shape))
     return op.emitOpError("cannot broadcast ")
            << shapeToString(x.getShape()) << " to " << shapeToString(shape);
   SmallVector<int64_t> strides = broadcastStrides(x.getShape(), shape);

@@ -438,7 +438,8 @@ const char *const kCases[] = {
     "cnn_bn_adam",       "transformer_sgd",   "transformer_momentum",
     "transformer_adam",  "transformer_adamw", "mlp_rmsprop",
     "cnn_bn_adagrad",    "mlp_lamb",          "transformer_lamb",
-    "cnn_bn_lars",       "transformer_lars"};
+    "cnn_bn_lars",       "transformer_lars",  "encoder_sgd",
+    "encoder_adam"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

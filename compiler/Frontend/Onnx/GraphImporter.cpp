@@ -504,6 +504,16 @@ LogicalResult GraphImporter::buildSignature() {
   return success();
 }
 
+Value GraphImporter::batchSource() {
+  for (BlockArgument arg : function.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (function.getArgAttr(arg.getArgNumber(), TrainDialect::kInputAttr) &&
+        type && type.getRank() >= 1 && type.isDynamicDim(0))
+      return arg;
+  }
+  return {};
+}
+
 namespace {
 /// Adds a note naming the ONNX node to every error emitted while it is
 /// imported, including those of nn type inference and verifiers, which know

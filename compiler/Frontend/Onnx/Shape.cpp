@@ -14,6 +14,8 @@
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::importer;
@@ -163,6 +165,28 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
           out[axis] = *sum;
         }
         return out;
+      })
+      .Case([&](nn::SliceOp s) -> Result {
+        // The importer leaves only whole dynamic dimensions (-1 sizes from
+        // 0 with stride 1).
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        for (int64_t d = 0; d < type.getRank(); ++d) {
+          if (!type.isDynamicDim(d))
+            continue;
+          if (s.getStarts()[d] != 0 || s.getStrides()[d] != 1)
+            return fail();
+          shape[d] = (*in)[d];
+        }
+        return shape;
+      })
+      .Case([&](nn::BroadcastToOp b) -> Result {
+        // -1 is the batch size (see importExpand).
+        for (auto [d, size] : llvm::enumerate(b.getShape()))
+          if (size == -1)
+            shape[d] = SymInt::batch();
+        return shape;
       })
       .Case([&](nn::MatmulOp m) -> Result {
         auto lhs = operandShape(0), rhs = operandShape(1);
@@ -327,19 +351,18 @@ FailureOr<SliceRange> clampSlice(NodeImporter &n, int64_t dim, int64_t start,
 }
 
 /// `nn.slice` of `x` taking `ranges` along the given axes and all of every
-/// other axis. Every dimension of `x` must be static: nn.slice takes static
-/// sizes.
+/// other axis. The axes sliced must be static; a dynamic (batch) dimension
+/// that is not sliced is kept whole with a -1 size, which specialisation
+/// resolves.
 FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
                            ArrayRef<std::pair<int64_t, SliceRange>> ranges) {
   auto type = cast<RankedTensorType>(x.getType());
-  if (!type.hasStaticShape())
-    return n.emitError() << n.getOpType() << " of " << type
-                         << " is not supported: nn.slice needs static sizes "
-                            "for every dimension, and this tensor's size "
-                            "depends on the batch";
   SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
-  SmallVector<int64_t> sizes(type.getShape());
+  SmallVector<int64_t> sizes;
+  for (int64_t d : type.getShape())
+    sizes.push_back(ShapedType::isDynamic(d) ? -1 : d);
   for (auto [axis, range] : ranges) {
+    assert(!type.isDynamicDim(axis) && "slicing a dynamic dimension");
     starts[axis] = range.start;
     sizes[axis] = range.size;
     strides[axis] = range.step;
@@ -556,14 +579,17 @@ LogicalResult importConcat(NodeImporter &n) {
   if (!a)
     return n.emitError() << "Concat axis " << *axis
                          << " is out of range for rank " << rank;
-  return n.createOutput<nn::ConcatOp>(ValueRange(inputs), static_cast<uint64_t>(*a));
+  return n.createOutput<nn::ConcatOp>(ValueRange(inputs),
+                                      static_cast<uint64_t>(*a));
 }
 
 LogicalResult importSlice(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
-  auto starts = n.constantInts(1, "starts");
-  auto ends = n.constantInts(2, "ends");
+  // Bounds may depend on the batch size (`x[:x.size(0)]`); such a bound must
+  // then cover the whole batch dimension.
+  auto starts = n.symbolicInts(1, "starts");
+  auto ends = n.symbolicInts(2, "ends");
   if (failed(starts) || failed(ends))
     return failure();
   ImportedValue &x = n.input(0);
@@ -591,16 +617,48 @@ LogicalResult importSlice(NodeImporter &n) {
     return n.emitError() << "Slice starts, ends, axes and steps differ in "
                             "length";
 
+  // Resolves the bounds along `axis`, of symbolic size `dim`: a range of a
+  // static dimension, or std::nullopt for the whole of a batch-dependent
+  // one (start 0, end at or past its size, step 1).
+  auto rangeOf = [&](size_t i, int64_t axis,
+                     SymInt dim) -> FailureOr<std::optional<SliceRange>> {
+    SymInt start = (*starts)[i], end = (*ends)[i];
+    int64_t step = steps[i];
+    if (dim.isConstant()) {
+      // A bound in terms of B on a static dimension cannot be clamped.
+      if (!start.isConstant() || !end.isConstant())
+        return n.emitError()
+               << "Slice bounds [" << start << ", " << end << ") of dimension "
+               << axis << " of size " << dim << " depend on the batch size B";
+      FailureOr<SliceRange> r =
+          clampSlice(n, dim.coeff, start.coeff, end.coeff, step);
+      if (failed(r))
+        return failure();
+      return std::optional<SliceRange>(*r);
+    }
+    // INT64_MAX (PyTorch's `x[a:]`) or B itself reaches the end.
+    bool fromStart = start == SymInt::constant(0);
+    bool toEnd =
+        end == dim ||
+        (end.isConstant() && end.coeff == std::numeric_limits<int64_t>::max());
+    if (!fromStart || !toEnd || step != 1)
+      return n.emitError()
+             << "Slice [" << start << ":" << end << ":" << step
+             << "] of dimension " << axis << " of size " << dim
+             << " is not supported: along a batch-dependent dimension only "
+                "the whole dimension can be taken (B is the batch size)";
+    return std::optional<SliceRange>();
+  };
+
   if (x.kind == Kind::Symbolic) {
     if (starts->size() != 1 || !normalizeAxis(axes[0], 1))
       return n.emitError() << "Slice of a shape value must be along axis 0";
-    auto range =
-        clampSlice(n, x.symbolic.size(), (*starts)[0], (*ends)[0], steps[0]);
+    auto range = rangeOf(0, 0, SymInt::constant(x.symbolic.size()));
     if (failed(range))
       return failure();
     SmallVector<SymInt> out;
-    for (int64_t k = 0; k < range->size; ++k)
-      out.push_back(x.symbolic[range->start + k * range->step]);
+    for (int64_t k = 0; k < (*range)->size; ++k)
+      out.push_back(x.symbolic[(*range)->start + k * (*range)->step]);
     n.setOutput(
         0, ImportedValue::ofSymbolic(out, /*scalar=*/false, x.symbolicType));
     return success();
@@ -609,21 +667,19 @@ LogicalResult importSlice(NodeImporter &n) {
   FailureOr<Value> value = n.floatTensor(0);
   if (failed(value))
     return failure();
-  auto type = cast<RankedTensorType>(value->getType());
   SmallVector<std::pair<int64_t, SliceRange>> ranges;
-  for (auto [start, end, axis, step] :
-       llvm::zip_equal(*starts, *ends, axes, steps)) {
+  SmallVector<int64_t> seen;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
     std::optional<int64_t> a = normalizeAxis(axis, rank);
-    if (!a || llvm::any_of(ranges, [&](auto r) { return r.first == *a; }))
+    if (!a || llvm::is_contained(seen, *a))
       return n.emitError() << "Slice axes [" << ArrayRef(axes)
                            << "] are invalid for rank " << rank;
-    if (type.isDynamicDim(*a))
-      return n.emitError() << "Slice along dynamic dimension " << *a
-                           << " is not supported";
-    auto range = clampSlice(n, type.getDimSize(*a), start, end, step);
+    seen.push_back(*a);
+    auto range = rangeOf(i, *a, (*in)[*a]);
     if (failed(range))
       return failure();
-    ranges.push_back({*a, *range});
+    if (*range)
+      ranges.push_back({*a, **range});
   }
   FailureOr<Value> sliced = sliceAxes(n, *value, ranges);
   if (failed(sliced))
@@ -915,6 +971,259 @@ LogicalResult importCast(NodeImporter &n) {
   llvm_unreachable("unknown value kind");
 }
 
+//===----------------------------------------------------------------------===//
+// Comparisons and selections on shape values
+//===----------------------------------------------------------------------===//
+
+/// The values `coeff * B^power` can take for a batch size B >= 1.
+struct Interval {
+  std::optional<int64_t> lo, hi; // none: unbounded
+};
+
+Interval rangeOf(SymInt v) {
+  if (v.isConstant())
+    return {v.coeff, v.coeff};
+  if (v.coeff > 0)
+    return {v.coeff, std::nullopt};
+  return {std::nullopt, v.coeff};
+}
+
+enum class Compare { Equal, Less, Greater };
+
+/// `a <op> b` for every batch size, or std::nullopt if it depends on it.
+std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
+  if (op == Compare::Greater)
+    return compareSym(Compare::Less, b, a);
+  Interval x = rangeOf(a), y = rangeOf(b);
+  bool below = x.hi && y.lo && *x.hi < *y.lo; // a < b always
+  bool above = x.lo && y.hi && *x.lo > *y.hi; // a > b always
+  if (op == Compare::Equal) {
+    if (a == b)
+      return true;
+    if (below || above)
+      return false;
+    return std::nullopt;
+  }
+  if (below)
+    return true;
+  if (x.lo && y.hi && *x.lo >= *y.hi)
+    return false;
+  return std::nullopt;
+}
+
+/// The integer entries of input `i` (a shape value or an integer constant)
+/// and whether it is a scalar; failure for run-time tensors and floats.
+FailureOr<std::pair<SmallVector<SymInt>, bool>> shapeInts(NodeImporter &n,
+                                                          unsigned i) {
+  ImportedValue &v = n.input(i);
+  if (v.kind == Kind::Symbolic)
+    return std::make_pair(v.symbolic, v.scalar);
+  if (v.kind == Kind::Constant && v.constant.getType().getRank() <= 1 &&
+      v.constant.getElementType().isInteger(1)) {
+    SmallVector<SymInt> out;
+    for (bool b : v.constant.getValues<bool>())
+      out.push_back(SymInt::constant(b));
+    return std::make_pair(out, v.constant.getType().getRank() == 0);
+  }
+  return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
+                       << "' is supported when it is a shape value (integers "
+                          "of rank 0 or 1 known up to the batch size), not "
+                       << (v.kind == Kind::Tensor ? "a run-time tensor"
+                                                  : "this constant");
+}
+
+/// Entry `i` of a rank-0/1 value broadcast to `size` entries.
+SymInt entry(ArrayRef<SymInt> v, size_t i) { return v[v.size() == 1 ? 0 : i]; }
+
+/// The common size of rank-0/1 operands that broadcast, or failure.
+FailureOr<size_t> broadcastSize(NodeImporter &n,
+                                ArrayRef<ArrayRef<SymInt>> operands) {
+  size_t size = 1;
+  for (ArrayRef<SymInt> v : operands)
+    size = std::max(size, v.size());
+  for (ArrayRef<SymInt> v : operands)
+    if (v.size() != size && v.size() != 1)
+      return n.emitError() << n.getOpType()
+                           << " operands do not broadcast: sizes " << v.size()
+                           << " and " << size;
+  return size;
+}
+
+DenseElementsAttr boolVector(NodeImporter &n, ArrayRef<bool> bits,
+                             bool scalar) {
+  SmallVector<int64_t> shape;
+  if (!scalar)
+    shape.push_back(bits.size());
+  return DenseElementsAttr::get(
+      RankedTensorType::get(shape, n.getBuilder().getI1Type()), bits);
+}
+
+/// Equal, Less and Greater fold on shape values; `x.expand(n, -1, -1)`
+/// exports `Where(Equal(shape, -1), 1, shape)`. A comparison whose answer
+/// depends on the batch size is refused.
+template <Compare op> LogicalResult importCompare(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto a = shapeInts(n, 0);
+  if (failed(a))
+    return failure();
+  auto b = shapeInts(n, 1);
+  if (failed(b))
+    return failure();
+  auto size = broadcastSize(n, {a->first, b->first});
+  if (failed(size))
+    return failure();
+  SmallVector<bool> bits;
+  for (size_t i = 0; i < *size; ++i) {
+    SymInt x = entry(a->first, i), y = entry(b->first, i);
+    std::optional<bool> r = compareSym(op, x, y);
+    if (!r)
+      return n.emitError() << n.getOpType() << " of " << x << " and " << y
+                           << " depends on the batch size B";
+    bits.push_back(*r);
+  }
+  n.setOutput(0, ImportedValue::ofConstant(
+                     boolVector(n, bits, a->second && b->second)));
+  return success();
+}
+
+LogicalResult importNot(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  ImportedValue &x = n.input(0);
+  if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
+    return n.emitError() << "Not is supported on compile-time booleans, not "
+                            "on run-time tensors";
+  SmallVector<bool> bits;
+  for (bool b : x.constant.getValues<bool>())
+    bits.push_back(!b);
+  n.setOutput(0, ImportedValue::ofConstant(
+                     DenseElementsAttr::get(x.constant.getType(), bits)));
+  return success();
+}
+
+/// Where with a compile-time condition selects between shape values.
+LogicalResult importWhere(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto cond = shapeInts(n, 0);
+  if (failed(cond))
+    return failure();
+  auto x = shapeInts(n, 1);
+  if (failed(x))
+    return failure();
+  auto y = shapeInts(n, 2);
+  if (failed(y))
+    return failure();
+  auto size = broadcastSize(n, {cond->first, x->first, y->first});
+  if (failed(size))
+    return failure();
+  SmallVector<SymInt> out;
+  for (size_t i = 0; i < *size; ++i)
+    out.push_back(entry(cond->first, i).coeff ? entry(x->first, i)
+                                              : entry(y->first, i));
+  ImportedValue &first = n.input(1);
+  Type elt = first.kind == Kind::Symbolic ? first.symbolicType
+                                          : n.input(2).symbolicType;
+  n.setOutput(0, ImportedValue::ofSymbolic(
+                     out, cond->second && x->second && y->second, elt));
+  return success();
+}
+
+/// ConstantOfShape of a compile-time shape is a splat constant.
+LogicalResult importConstantOfShape(NodeImporter &n) {
+  if (failed(n.checkAttrs({"value"})))
+    return failure();
+  auto dims = n.constantInts(0, "shape");
+  if (failed(dims))
+    return failure();
+  for (int64_t d : *dims)
+    if (d <= 0)
+      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                           << "]: empty tensors are not supported";
+  OpBuilder &b = n.getBuilder();
+  DenseElementsAttr value =
+      DenseElementsAttr::get(RankedTensorType::get({1}, b.getF32Type()), 0.0f);
+  if (const onnx::AttributeProto *attr = n.getAttr("value")) {
+    if (attr->type() != onnx::AttributeProto::TENSOR)
+      return n.emitError() << "ConstantOfShape value must be a tensor";
+    auto t = n.getGraph().convertTensor(attr->t(), n.getLoc());
+    if (failed(t))
+      return failure();
+    if (t->getNumElements() != 1)
+      return n.emitError() << "ConstantOfShape value must hold one element";
+    value = *t;
+  }
+  auto type = RankedTensorType::get(*dims, value.getElementType());
+  n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(
+                     type, value.getValues<Attribute>()[0])));
+  return success();
+}
+
+/// Expand broadcasts to the numpy broadcast of the input's shape and the
+/// target. A target entry that is the batch size takes it from a data
+/// input (`nn.broadcast_to ... batch_of`): PyTorch's `expand(n, -1, -1)` of
+/// a class token.
+LogicalResult importExpand(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto target = n.symbolicInts(1, "shape");
+  if (failed(target))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  size_t rank = std::max(in->size(), target->size());
+  SmallVector<SymInt> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    SymInt a = i + in->size() < rank ? SymInt::constant(1)
+                                     : (*in)[i + in->size() - rank];
+    SymInt t = i + target->size() < rank ? SymInt::constant(1)
+                                         : (*target)[i + target->size() - rank];
+    if (a == t || t == SymInt::constant(1))
+      out[i] = a;
+    else if (a == SymInt::constant(1))
+      out[i] = t;
+    else
+      return n.emitError() << "Expand of [" << ArrayRef(*in) << "] to ["
+                           << ArrayRef(*target)
+                           << "]: the shapes do not broadcast (B is the "
+                              "batch size)";
+  }
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
+  if (ArrayRef(out) == ArrayRef(*in)) {
+    n.setOutput(0, *value);
+    return success();
+  }
+  SmallVector<int64_t> shape;
+  for (SymInt d : out) {
+    if (d.isConstant())
+      shape.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      shape.push_back(-1);
+    else
+      return n.emitError() << "Expand to [" << ArrayRef(out)
+                           << "] is not supported: a batch-dependent size "
+                              "other than B itself (B is the batch size)";
+  }
+  Value source;
+  if (llvm::is_contained(shape, -1)) {
+    source = n.getGraph().batchSource();
+    if (!source)
+      return n.emitError() << "Expand to a batch-dependent shape needs a data "
+                              "input with a batch dimension";
+  }
+  FailureOr<nn::BroadcastToOp> op =
+      n.create<nn::BroadcastToOp>(*value, shape, source);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
 } // namespace
 
 void importer::populateShapeImporters(ImporterTable &table) {
@@ -933,4 +1242,11 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Unsqueeze"] = {importUnsqueeze, 13, second};
   table["Gather"] = {importGather, 13, second};
   table["Cast"] = {importCast};
+  table["ConstantOfShape"] = {importConstantOfShape, 13, 1u};
+  table["Expand"] = {importExpand, 13, second};
+  table["Equal"] = {importCompare<Compare::Equal>, 13, 0b11};
+  table["Less"] = {importCompare<Compare::Less>, 13, 0b11};
+  table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
+  table["Not"] = {importNot, 13, 1u};
+  table["Where"] = {importWhere, 13, 0b111};
 }

@@ -382,9 +382,12 @@ LogicalResult PadOp::buildVJP(OpBuilder &b, ValueRange dys,
 LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange dys,
                                       ArrayRef<bool> needed,
                                       SmallVectorImpl<Value> &grads) {
-  return single(grads, needed, [&]() -> Value {
+  (void)single(grads, needed, [&]() -> Value {
     return sumToShape(b, getLoc(), dys[0], shapeOf(getInput()));
   });
+  if (getBatchSource())
+    grads.push_back(Value());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

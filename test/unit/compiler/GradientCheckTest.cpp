@@ -219,6 +219,12 @@ std::vector<GradCase> allCases() {
                  ": " +
                      T("5x7") + " -> " + T("2x3"),
                  T("2x3")));
+  // A -1 size runs to the end of the dimension (the importer's whole batch).
+  c.push_back(fn("slice_to_end", {P("x", "5x7")},
+                 "%y = nn.slice %x starts [0, 2] sizes [-1, -1] strides "
+                 "[1, 2] : " +
+                     T("5x7") + " -> " + T("5x3"),
+                 T("5x3")));
   c.push_back(fn("pad_strided", {P("x", "2x3")},
                  "%y = nn.pad %x starts [1, 1] strides [2, 1] shape [5, 4] : " +
                      T("2x3") + " -> " + T("5x4"),
@@ -227,6 +233,13 @@ std::vector<GradCase> allCases() {
                  "%y = nn.broadcast_to %x [2, 3, 4] : " + T("3x1") + " -> " +
                      T("2x3x4"),
                  T("2x3x4")));
+  // -1 is the batch size, dimension 0 of the (integer) batch source, which
+  // takes no gradient.
+  c.push_back(
+      fn("broadcast_to_batch_of", {P("x", "3x1"), A("ids", "tensor<2x5xi64>")},
+         "%y = nn.broadcast_to %x [-1, 3, 4] batch_of %ids : " + T("3x1") +
+             ", tensor<2x5xi64> -> " + T("2x3x4"),
+         T("2x3x4"), Draw::Signed, {{0, 1, 2, 3, 4, 0, 1, 2, 3, 4}}));
 
   // Reductions, keepdims on and off.
   auto reduce = [&](StringRef name, StringRef op, StringRef axes,

@@ -296,6 +296,63 @@ def split():
 
 
 @model
+def batch_slice_split():
+    """Slices and splits of features on batched tensors (attention's packed
+    q/k/v): the batch dimension stays whole, up to x.size(0) included."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["zero1", "one"], ["starts"], axis=0),
+         node("Concat", ["batch1", "big"], ["ends"], axis=0),
+         node("Slice", ["x", "starts", "ends", "axes", "steps"], ["q"]),
+         node("Split", ["x", "sizes"], ["k", "v"], axis=-1),
+         node("Gather", ["x", "zero"], ["first"], axis=2)],
+        [value("x", F, [BATCH, 3, 6])],
+        [value("q", F, [BATCH, 3, 3]), value("k", F, [BATCH, 3, 2]),
+         value("v", F, [BATCH, 3, 4]), value("first", F, [BATCH, 3])],
+        [ints("zero", 0), ints("zero1", [0]), ints("one", [1]),
+         ints("axes0", [0]), ints("big", [2**63 - 1]), ints("axes", [0, 2]),
+         ints("steps", [1, 2]), ints("sizes", [2, 4])])
+
+
+@model
+def class_token():
+    """torchvision's VisionTransformer: class_token.expand(n, -1, -1), as
+    torch.onnx exports it (ConstantOfShape, Equal, Where on the shape), then
+    concatenated before the patches."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "minus1", "minus1"], ["target"], axis=0),
+         node("Shape", ["target"], ["target_shape"]),
+         node("ConstantOfShape", ["target_shape"], ["ones"],
+              value=numpy_helper.from_array(np.array([1], np.int64))),
+         node("Mul", ["ones", "minus1_scalar"], ["minus_ones"]),
+         node("Equal", ["target", "minus_ones"], ["is_minus1"]),
+         node("Not", ["is_minus1"], ["given"]),
+         node("Where", ["given", "target", "ones"], ["size"]),
+         node("Expand", ["cls", "size"], ["tokens"]),
+         node("Concat", ["tokens", "x"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4, 4])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1]),
+         ints("minus1_scalar", -1), init("cls", weights(1, 1, 4))])
+
+
+@model
+def expand_static():
+    """Expand to a static shape, and to the batch of a batched input."""
+    return graph(
+        [node("Expand", ["b", "shape"], ["e"]),
+         node("Shape", ["x"], ["xs"]),
+         node("Expand", ["x", "xs"], ["same"]),
+         node("Add", ["same", "e"], ["y"])],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 4])],
+        [ints("shape", [3, 1]), init("b", weights(4))])
+
+
+@model
 def squeeze_unsqueeze():
     return graph(
         [node("Squeeze", ["x", "one"], ["s"]),
@@ -457,6 +514,26 @@ def layernorm_chain_mismatch():
 def reduce_mean():
     return graph([node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
                  [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
+def reductions():
+    """ReduceSum with axes as an input (opset 13), ReduceMax with the axes
+    attribute, and ReduceSum with no axes and noop_with_empty_axes."""
+    return graph(
+        [node("ReduceSum", ["x", "axes"], ["s"]),
+         node("ReduceMax", ["s"], ["m"], axes=[-1], keepdims=0),
+         node("ReduceSum", ["m"], ["y"], noop_with_empty_axes=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 1])],
+        [ints("axes", [1])])
+
+
+@model
+def reduce_runtime_axes():
+    """Reduction axes must fold to a constant."""
+    return graph([node("ReduceSum", ["x", "axes"], ["y"])],
+                 [value("x", F, [BATCH, 3]), value("axes", I64, [1])],
+                 [value("y", F, [None, None])])
 
 
 def gelu_graph(half):
@@ -645,6 +722,33 @@ def torch_block17():
                   17, training=True)
 
 
+@model
+def torch_encoder():
+    """torch.nn.TransformerEncoder (2 pre-norm GELU layers, batch_first,
+    dropout 0.1) over 8 vectors of 6 features, mean-pooled, at opset 14."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(6, 16)
+            layer = nn.TransformerEncoderLayer(
+                16, 2, dim_feedforward=32, dropout=0.1, activation="gelu",
+                batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2,
+                                                 enable_nested_tensor=False)
+            self.head = nn.Linear(16, 5)
+
+        def forward(self, x):
+            return self.head(self.encoder(self.embed(x)).mean(dim=1))
+
+    return export(Encoder(), torch.randn(2, 8, 6), (["x"], ["logits"]), 14,
+                  training=True)
+
+
 def torchvision_model(name):
     """A torchvision classifier (10 classes) exported for training at opset
     14, as issue 10 asks: 32x32 images keep the compile tests short."""
@@ -675,6 +779,21 @@ def torchvision_squeezenet1_1():
 @model
 def torchvision_shufflenet_v2():
     return torchvision_model("shufflenet_v2_x0_5")
+
+
+@model
+def torchvision_vit():
+    """A small VisionTransformer (2 layers, width 16, 8x8 patches of 32x32
+    images): its class token is expanded over the batch."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    module = torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2,
+        hidden_dim=16, mlp_dim=32, num_classes=10)
+    return export(module, torch.randn(2, 3, 32, 32), (["image"], ["logits"]),
+                  14, training=True)
 
 
 # ---------------------------------------------------------------------------
@@ -749,11 +868,47 @@ def batch_squared():
 
 
 @model
-def dynamic_slice():
-    """nn.slice needs static sizes: slicing a batched tensor is refused."""
+def batch_slice():
+    """x[1:] on the batch: a slice of the batch dimension is refused."""
     return graph([node("Slice", ["x", "starts", "ends", "axes"], ["y"])],
-                 [value("x", F, [BATCH, 6])], [value("y", F, [BATCH, 3])],
-                 [ints("starts", [0]), ints("ends", [3]), ints("axes", [1])])
+                 [value("x", F, [BATCH, 6])], [value("y", F, [None, 6])],
+                 [ints("starts", [1]), ints("ends", [2**63 - 1]),
+                  ints("axes", [0])])
+
+
+@model
+def batch_dependent_expand():
+    """expand(2 * B, ...) has a batch-dependent size other than B."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Mul", ["batch", "two"], ["twice"]),
+         node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
+         node("Concat", ["twice1", "four"], ["target"], axis=0),
+         node("Expand", ["b", "target"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [None, 4])],
+        [ints("zero", 0), ints("two", 2), ints("axes0", [0]),
+         ints("four", [4]), init("b", weights(1, 4))])
+
+
+@model
+def compare_batch():
+    """B == 4 depends on the batch size."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Equal", ["shape", "four"], ["eq"]),
+         node("Where", ["eq", "shape", "shape"], ["target"]),
+         node("Reshape", ["x", "target"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+        [ints("four", [4, 4])])
+
+
+@model
+def compare_runtime():
+    """nn has no comparison op: Less of run-time tensors is refused."""
+    return graph([node("Less", ["x", "x"], ["y"])],
+                 [value("x", F, [BATCH, 4])],
+                 [value("y", TensorProto.BOOL, [BATCH, 4])])
 
 
 @model
