@@ -152,6 +152,17 @@ class Encoder(nn.Module):
         return self.head(self.encoder(self.embed(x)).mean(dim=1))
 
 
+def vit():
+    """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
+    one layer of width 16. Its class token is expanded over the batch
+    (ConstantOfShape/Equal/Where/Expand) and concatenated before the
+    patches; x[:, 0] reads it back (a Gather on a batched activation)."""
+    import torchvision
+    return torchvision.models.VisionTransformer(
+        image_size=12, patch_size=4, num_layers=1, num_heads=2,
+        hidden_dim=16, mlp_dim=32, num_classes=4)
+
+
 # name: (constructor, input name, per-sample shape, input kind, classes,
 #        opset)
 MODELS = {
@@ -160,6 +171,7 @@ MODELS = {
     "cnn_bn": (BnCnn, "image", (1, 12, 12), "image", 10, 13),
     "transformer": (Block, "ids", (6,), "tokens", 4, 17),
     "encoder": (Encoder, "x", (5, 6), "image", 4, 14),
+    "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
 }
 
 # ---------------------------------------------------------------------------
@@ -218,6 +230,10 @@ CASES = {
     "encoder_sgd": case("encoder", "sgd", lr=0.1),
     "encoder_adam": case("encoder", "adam", windows=RAGGED, lr=0.01,
                          eps=1e-4),
+    # torchvision VisionTransformer, the same way (its attention is
+    # nn.MultiheadAttention too).
+    "vit_sgd": case("vit", "sgd", lr=0.1),
+    "vit_adam": case("vit", "adam", lr=0.01, eps=1e-4),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.
