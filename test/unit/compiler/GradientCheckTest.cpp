@@ -437,6 +437,23 @@ std::vector<GradCase> allCases() {
                      " -> " + T("3x5"),
                  T("3x5")));
 
+  // The ONNX importer's compositions: Abs (leaky_relu with slope -1) and
+  // Softplus (relu(x) + log(1 + exp(-|x|)), whose gradient is sigmoid(x)).
+  c.push_back(unary("abs_as_leaky_relu", "leaky_relu", "3x4", Draw::Signed,
+                    " {alpha = -1.0 : f64}"));
+  {
+    std::string t = T("3x4");
+    std::string body = "%one = arith.constant dense<1.0> : " + T("") + "\n";
+    body += "%a = nn.leaky_relu %x {alpha = -1.0 : f64} : " + t + "\n";
+    body += "%n = nn.neg %a : " + t + "\n";
+    body += "%e = nn.exp %n : " + t + "\n";
+    body += "%p = nn.add %one, %e : " + T("") + ", " + t + " -> " + t + "\n";
+    body += "%l = nn.log %p : " + t + "\n";
+    body += "%r = nn.relu %x : " + t + "\n";
+    body += "%y = nn.add %r, %l : " + t + ", " + t + " -> " + t;
+    c.push_back(fn("softplus_composition", {P("x", "3x4")}, body, t));
+  }
+
   // Dropout (a fixed seed: the difference quotient sees the same mask) and
   // embedding (repeated indices accumulate).
   c.push_back(fn("dropout", {P("x", "4x5"), A("s", "tensor<i64>")},

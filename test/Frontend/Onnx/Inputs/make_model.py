@@ -123,6 +123,14 @@ def hard_activations():
 
 
 @model
+def abs_softplus_reciprocal():
+    return graph(
+        [node("Abs", ["x"], ["a"]), node("Softplus", ["a"], ["s"]),
+         node("Reciprocal", ["s"], ["out"])],
+        [value("x", F, [BATCH, 4])], [value("out", F, [BATCH, 4])])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
