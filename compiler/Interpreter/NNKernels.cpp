@@ -68,6 +68,30 @@ LogicalResult runDiv(nn::DivOp op, Frame &f) {
   return runBinary(op, f, [](auto x, auto y) { return x / y; });
 }
 
+LogicalResult runWhere(nn::WhereOp op, Frame &f) {
+  const Tensor &c = f.get(op.getCondition());
+  const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
+  auto values = nn::broadcastShapes(a.getShape(), b.getShape());
+  FailureOr<SmallVector<int64_t>> shape = failure();
+  if (succeeded(values))
+    shape = nn::broadcastShapes(c.getShape(), *values);
+  if (failed(shape))
+    return op.emitOpError("operands of shapes ")
+           << shapeToString(c.getShape()) << ", " << shapeToString(a.getShape())
+           << " and " << shapeToString(b.getShape()) << " do not broadcast";
+  Tensor out(a.getDType(), *shape);
+  SmallVector<int64_t> sc = broadcastStrides(c.getShape(), *shape);
+  SmallVector<int64_t> sa = broadcastStrides(a.getShape(), *shape);
+  SmallVector<int64_t> sb = broadcastStrides(b.getShape(), *shape);
+  forEachIndex(*shape, [&](ArrayRef<int64_t> idx, int64_t i) {
+    out.setDouble(i, c.getDouble(offsetOf(idx, sc)) != 0
+                         ? a.getDouble(offsetOf(idx, sa))
+                         : b.getDouble(offsetOf(idx, sb)));
+  });
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary and activation gradients
 //===----------------------------------------------------------------------===//
@@ -924,6 +948,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::FlattenOp, runFlatten>();
   t.add<nn::TransposeOp, runTranspose>();
   t.add<nn::ConcatOp, runConcat>();
+  t.add<nn::WhereOp, runWhere>();
   t.add<nn::SliceOp, runSlice>();
   t.add<nn::PadOp, runPad>();
   t.add<nn::BroadcastToOp, runBroadcastTo>();

@@ -1061,9 +1061,79 @@ DenseElementsAttr boolVector(NodeImporter &n, ArrayRef<bool> bits,
 /// Equal, Less and Greater fold on shape values; `x.expand(n, -1, -1)`
 /// exports `Where(Equal(shape, -1), 1, shape)`. A comparison whose answer
 /// depends on the batch size is refused.
+/// Row-major strides of `in` read at the indices of the broadcast `out`
+/// (0 along broadcast dimensions).
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in,
+                                      ArrayRef<int64_t> out) {
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t d = in.size() - 1; d >= 0; --d) {
+    if (in[d] != 1)
+      strides[d + out.size() - in.size()] = stride;
+    stride *= in[d];
+  }
+  return strides;
+}
+
+/// `a <op> b` elementwise on constants of any rank, with broadcasting (a
+/// mask built from a registered buffer).
+FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
+                                              DenseElementsAttr a,
+                                              DenseElementsAttr b) {
+  auto shape =
+      nn::broadcastShapes(a.getType().getShape(), b.getType().getShape());
+  if (failed(shape))
+    return n.emitError() << n.getOpType() << " operands of types "
+                         << a.getType() << " and " << b.getType()
+                         << " do not broadcast";
+  auto values = [](DenseElementsAttr attr) {
+    Type f64 = Float64Type::get(attr.getContext());
+    SmallVector<double> out;
+    for (const APFloat &v : castElements(attr, f64).getValues<APFloat>())
+      out.push_back(v.convertToDouble());
+    return out;
+  };
+  SmallVector<double> x = values(a), y = values(b);
+  SmallVector<int64_t> sa = broadcastStrides(a.getType().getShape(), *shape);
+  SmallVector<int64_t> sb = broadcastStrides(b.getType().getShape(), *shape);
+  int64_t count = 1;
+  for (int64_t d : *shape)
+    count *= d;
+  SmallVector<bool> bits;
+  SmallVector<int64_t> index(shape->size(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      ia += index[d] * sa[d];
+      ib += index[d] * sb[d];
+    }
+    double u = x[ia], v = y[ib];
+    bits.push_back(op == Compare::Equal  ? u == v
+                   : op == Compare::Less ? u < v
+                                         : u > v);
+    for (int64_t d = index.size() - 1; d >= 0 && ++index[d] == (*shape)[d]; --d)
+      index[d] = 0;
+  }
+  return DenseElementsAttr::get(
+      RankedTensorType::get(*shape, n.getBuilder().getI1Type()), bits);
+}
+
 template <Compare op> LogicalResult importCompare(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
+  if (n.input(0).kind == Kind::Constant || n.input(1).kind == Kind::Constant) {
+    FailureOr<DenseElementsAttr> a = n.constant(0, "operand");
+    if (failed(a))
+      return failure();
+    FailureOr<DenseElementsAttr> b = n.constant(1, "operand");
+    if (failed(b))
+      return failure();
+    FailureOr<DenseElementsAttr> r = compareConstants(n, op, *a, *b);
+    if (failed(r))
+      return failure();
+    n.setOutput(0, ImportedValue::ofConstant(*r));
+    return success();
+  }
   auto a = shapeInts(n, 0);
   if (failed(a))
     return failure();
@@ -1102,10 +1172,42 @@ LogicalResult importNot(NodeImporter &n) {
   return success();
 }
 
-/// Where with a compile-time condition selects between shape values.
+/// A compile-time boolean mask as a float tensor of `elt` (1 where it
+/// holds), the condition nn.where takes.
+FailureOr<Value> floatMask(NodeImporter &n, unsigned i, Type elt) {
+  ImportedValue &c = n.input(i);
+  if (c.kind == Kind::Tensor)
+    return n.emitError() << n.getOpType() << " condition '" << n.inputName(i)
+                         << "' is computed at run time; it must fold to a "
+                            "constant (nn has no boolean tensors)";
+  FailureOr<DenseElementsAttr> bits = n.constant(i, "condition");
+  if (failed(bits))
+    return failure();
+  return n.getGraph().materialize(castElements(*bits, elt), n.getLoc());
+}
+
+/// Where: a selection between shape values folds; between tensors, with a
+/// compile-time condition (masked_fill with a constant mask, a causal
+/// attention mask), it is an nn.where.
 LogicalResult importWhere(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
+  bool values = llvm::all_of(ArrayRef<unsigned>{1, 2}, [&](unsigned i) {
+    return n.input(i).kind == Kind::Symbolic;
+  });
+  if (!values) {
+    FailureOr<Value> x = n.floatTensor(1);
+    if (failed(x))
+      return failure();
+    FailureOr<Value> y = n.floatTensor(2);
+    if (failed(y))
+      return failure();
+    Type elt = cast<RankedTensorType>(x->getType()).getElementType();
+    FailureOr<Value> mask = floatMask(n, 0, elt);
+    if (failed(mask))
+      return failure();
+    return n.createOutput<nn::WhereOp>(*mask, *x, *y);
+  }
   auto cond = shapeInts(n, 0);
   if (failed(cond))
     return failure();
@@ -1122,11 +1224,9 @@ LogicalResult importWhere(NodeImporter &n) {
   for (size_t i = 0; i < *size; ++i)
     out.push_back(entry(cond->first, i).coeff ? entry(x->first, i)
                                               : entry(y->first, i));
-  ImportedValue &first = n.input(1);
-  Type elt = first.kind == Kind::Symbolic ? first.symbolicType
-                                          : n.input(2).symbolicType;
-  n.setOutput(0, ImportedValue::ofSymbolic(
-                     out, cond->second && x->second && y->second, elt));
+  n.setOutput(
+      0, ImportedValue::ofSymbolic(out, cond->second && x->second && y->second,
+                                   n.input(1).symbolicType));
   return success();
 }
 
@@ -1248,5 +1348,5 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Less"] = {importCompare<Compare::Less>, 13, 0b11};
   table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
   table["Not"] = {importNot, 13, 1u};
-  table["Where"] = {importWhere, 13, 0b111};
+  table["Where"] = {importWhere, 13, 1u};
 }

@@ -147,6 +147,25 @@ CLEAVE_BINARY_INFER(MulOp)
 CLEAVE_BINARY_INFER(DivOp)
 #undef CLEAVE_BINARY_INFER
 
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  SmallVector<Type, 1> values;
+  if (failed(inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), values)))
+    return failure();
+  auto v = cast<RankedTensorType>(values[0]);
+  auto c = cast<RankedTensorType>(adaptor.getCondition().getType());
+  std::string why;
+  auto shape = broadcastShapes(c.getShape(), v.getShape(), &why);
+  if (failed(shape))
+    return emitOptionalError(loc, "condition shape ", shapeStr(c.getShape()),
+                             " and operand shape ", shapeStr(v.getShape()),
+                             " do not broadcast (", why, ")");
+  types.push_back(tensorOf(*shape, v.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products
 //===----------------------------------------------------------------------===//

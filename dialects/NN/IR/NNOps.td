@@ -66,6 +66,36 @@ def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs"> {
 //===- nn.div -------------------------------------------------------------===//
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 
+//===- nn.where -----------------------------------------------------------===//
+def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
+                           ["isDifferentiableOperand"]> {
+  let summary = "elementwise selection with numpy broadcasting";
+  let description = [{
+    `condition != 0 ? lhs : rhs` elementwise; the three operands broadcast
+    as in numpy. The condition is a mask of numbers (ONNX `Where`'s boolean
+    condition, PyTorch's `masked_fill`, a causal attention mask) and carries
+    no gradient. The cotangent of `lhs` is the result's where the condition
+    holds and 0 elsewhere, and the other way round for `rhs`, so a filled
+    `-inf` never meets a gradient.
+
+    ```mlir
+    %0 = nn.where %mask, %fill, %scores : tensor<8x8xf32>, tensor<f32>, tensor<32x2x8x8xf32> -> tensor<32x2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$condition,
+                       NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
+    `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      return index > 0;
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary ops
 //===----------------------------------------------------------------------===//

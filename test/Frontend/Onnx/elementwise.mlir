@@ -19,6 +19,8 @@
 // RUN: cleave-opt --import-onnx %t.hard.onnx | FileCheck %s --check-prefix=HARD
 // RUN: %python %S/Inputs/make_model.py abs_softplus_reciprocal %t.abs.onnx
 // RUN: cleave-opt --import-onnx %t.abs.onnx | FileCheck %s --check-prefix=ABS
+// RUN: %python %S/Inputs/make_model.py masked_fill %t.masked.onnx
+// RUN: cleave-opt --import-onnx %t.masked.onnx | FileCheck %s --check-prefix=MASKED
 // RUN: %python %S/Inputs/make_model.py softmax %t.softmax.onnx
 // RUN: cleave-opt --import-onnx %t.softmax.onnx | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %python %S/Inputs/make_model.py gelu %t.gelu.onnx
@@ -140,3 +142,12 @@
 // ABS-NEXT:      %[[S:.+]] = nn.add %[[R]], %[[L]] : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
 // ABS-NEXT:      %[[Y:.+]] = nn.div %[[ONE]], %[[S]] : tensor<f32>, tensor<?x4xf32> -> tensor<?x4xf32>
 // ABS-NEXT:      return %[[Y]]
+
+// masked_fill(tril == 0, -inf): Equal folds on the constant triangle to a
+// mask of numbers, and Where is an nn.where at run time.
+// MASKED-LABEL: func.func @forward(
+// MASKED-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// MASKED-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// MASKED-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// MASKED:         %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[X]] : tensor<3x3xf32>, tensor<f32>, tensor<?x3x3xf32> -> tensor<?x3x3xf32>
+// MASKED-NEXT:    nn.softmax %[[W]] {axis = 2 : i64} : tensor<?x3x3xf32>

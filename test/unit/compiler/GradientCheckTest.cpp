@@ -219,6 +219,14 @@ std::vector<GradCase> allCases() {
                  ": " +
                      T("5x7") + " -> " + T("2x3"),
                  T("2x3")));
+  // nn.where: the mask (no gradient) broadcasts, each side gets the
+  // cotangent where it is selected, summed to its shape.
+  c.push_back(fn("where", {P("a", "4"), P("b", "3x4")},
+                 "%m = arith.constant dense<[[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, "
+                 "1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]> : " +
+                     T("3x4") + "\n  %y = nn.where %m, %a, %b : " + T("3x4") +
+                     ", " + T("4") + ", " + T("3x4") + " -> " + T("3x4"),
+                 T("3x4")));
   // A -1 size runs to the end of the dimension (the importer's whole batch).
   c.push_back(fn("slice_to_end", {P("x", "5x7")},
                  "%y = nn.slice %x starts [0, 2] sizes [-1, -1] strides "

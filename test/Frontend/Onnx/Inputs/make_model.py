@@ -349,6 +349,19 @@ def class_token():
 
 
 @model
+def masked_fill():
+    """A causal mask as torch.onnx exports masked_fill(tril == 0, -inf)
+    with the triangle a Constant: Equal folds, Where selects at run time."""
+    return graph(
+        [const("tril", np.tril(np.ones((3, 3)))),
+         const("zero", 0.0), const("fill", -np.inf),
+         node("Equal", ["tril", "zero"], ["above"]),
+         node("Where", ["above", "fill", "x"], ["masked"]),
+         node("Softmax", ["masked"], ["y"], axis=-1)],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])])
+
+
+@model
 def expand_static():
     """Expand to a static shape, and to the batch of a batched input."""
     return graph(
