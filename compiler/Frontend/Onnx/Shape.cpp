@@ -227,21 +227,22 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return out;
           })
-      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>([&](auto) -> Result {
-        // Numpy broadcasting: a dynamic result dimension comes from an
-        // operand whose aligned dimension is dynamic.
-        for (Value operand : op->getOperands()) {
-          auto t = cast<RankedTensorType>(operand.getType());
-          int64_t offset = type.getRank() - t.getRank();
-          auto in = symbolicShape(operand, loc);
-          if (failed(in))
-            return failure();
-          for (int64_t d = 0; d < t.getRank(); ++d)
-            if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
-              shape[d + offset] = (*in)[d];
-        }
-        return shape;
-      })
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::WhereOp>(
+          [&](auto) -> Result {
+            // Numpy broadcasting: a dynamic result dimension comes from an
+            // operand whose aligned dimension is dynamic.
+            for (Value operand : op->getOperands()) {
+              auto t = cast<RankedTensorType>(operand.getType());
+              int64_t offset = type.getRank() - t.getRank();
+              auto in = symbolicShape(operand, loc);
+              if (failed(in))
+                return failure();
+              for (int64_t d = 0; d < t.getRank(); ++d)
+                if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
+                  shape[d + offset] = (*in)[d];
+            }
+            return shape;
+          })
       .Case<nn::Conv2DOp, nn::MaxPool2DOp, nn::AvgPool2DOp,
             nn::GlobalAvgPoolOp>([&](auto) -> Result {
         // Only the batch dimension can be dynamic: spatial sizes are static.
@@ -371,6 +372,38 @@ FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
   if (failed(op))
     return failure();
   return op->getResult();
+}
+
+/// The elements of `attr` that `ranges` select (all of every other axis).
+DenseElementsAttr
+sliceConstant(DenseElementsAttr attr,
+              ArrayRef<std::pair<int64_t, SliceRange>> ranges) {
+  ArrayRef<int64_t> in = attr.getType().getShape();
+  int64_t rank = in.size();
+  SmallVector<int64_t> starts(rank, 0), sizes(in), steps(rank, 1);
+  for (auto [axis, range] : ranges) {
+    starts[axis] = range.start;
+    sizes[axis] = range.size;
+    steps[axis] = range.step;
+  }
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * in[d + 1];
+  auto all = attr.getValues<Attribute>();
+  SmallVector<Attribute> out;
+  SmallVector<int64_t> index(rank, 0);
+  int64_t count = 1;
+  for (int64_t s : sizes)
+    count *= s;
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      flat += (starts[d] + index[d] * steps[d]) * strides[d];
+    out.push_back(all[flat]);
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
+      index[d] = 0;
+  }
+  return DenseElementsAttr::get(attr.getType().clone(sizes), out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -664,9 +697,6 @@ LogicalResult importSlice(NodeImporter &n) {
     return success();
   }
 
-  FailureOr<Value> value = n.floatTensor(0);
-  if (failed(value))
-    return failure();
   SmallVector<std::pair<int64_t, SliceRange>> ranges;
   SmallVector<int64_t> seen;
   for (auto [i, axis] : llvm::enumerate(axes)) {
@@ -681,6 +711,15 @@ LogicalResult importSlice(NodeImporter &n) {
     if (*range)
       ranges.push_back({*a, **range});
   }
+  // A view of a constant (a registered mask) folds.
+  if (x.kind == Kind::Constant) {
+    n.setOutput(0,
+                ImportedValue::ofConstant(sliceConstant(x.constant, ranges)));
+    return success();
+  }
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
   FailureOr<Value> sliced = sliceAxes(n, *value, ranges);
   if (failed(sliced))
     return failure();

@@ -770,6 +770,38 @@ def torch_encoder():
                   training=True)
 
 
+@model
+def torch_causal():
+    """Causal self-attention as GPT-style decoders write it: a position
+    embedding sliced to the sequence, a packed q/k/v projection split, and
+    masked_fill(-inf) with the mask a registered buffer."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Causal(nn.Module):
+        def __init__(self, vocab=20, tokens=6, dim=8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.1)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.head = nn.Linear(dim, vocab)
+            self.register_buffer("mask", torch.tril(
+                torch.ones(tokens, tokens)).view(1, tokens, tokens))
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            x = self.embed(ids) + self.pos[:, :t]
+            q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+            att = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+            att = att.masked_fill(self.mask[:, :t, :t] == 0, float("-inf"))
+            return self.head(torch.softmax(att, dim=-1) @ v).mean(dim=1)
+
+    return export(Causal(), torch.randint(0, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
 def torchvision_model(name):
     """A torchvision classifier (10 classes) exported for training at opset
     14, as issue 10 asks: 32x32 images keep the compile tests short."""
