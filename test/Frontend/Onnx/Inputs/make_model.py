@@ -218,6 +218,31 @@ def matmul_batched():
 # ---------------------------------------------------------------------------
 
 @model
+def matmul_broadcast():
+    """numpy batch broadcasting: per-head matrices shared over the batch,
+    a left-hand matrix shared over the batch, and a right-hand side whose
+    batch dimensions are all 1."""
+    return graph(
+        [node("MatMul", ["x", "heads"], ["per_head"]),
+         node("MatMul", ["left", "y"], ["mixed"]),
+         node("MatMul", ["y", "unit"], ["z"])],
+        [value("x", F, [BATCH, 2, 3, 4]), value("y", F, [BATCH, 4, 5])],
+        [value("per_head", F, [BATCH, 2, 3, 5]),
+         value("mixed", F, [BATCH, 3, 5]), value("z", F, [BATCH, 4, 2])],
+        [init("heads", weights(2, 4, 5)), init("left", weights(3, 4, seed=1)),
+         init("unit", weights(1, 5, 2, seed=2))])
+
+
+@model
+def matmul_batch_mismatch():
+    """Batch dimensions 2 and 3 do not broadcast."""
+    return graph([node("MatMul", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 4])],
+                 [value("y", F, [BATCH, 2, 3, 5])],
+                 [init("w", weights(3, 4, 5))])
+
+
+@model
 def flatten():
     return graph([node("Flatten", ["x"], ["y"], axis=2)],
                  [value("x", F, [BATCH, 2, 3, 4])], [value("y", F, [None, 12])])
