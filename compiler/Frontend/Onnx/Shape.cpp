@@ -1019,7 +1019,7 @@ struct Interval {
   std::optional<int64_t> lo, hi; // none: unbounded
 };
 
-Interval rangeOf(SymInt v) {
+Interval possibleValues(SymInt v) {
   if (v.isConstant())
     return {v.coeff, v.coeff};
   if (v.coeff > 0)
@@ -1033,7 +1033,7 @@ enum class Compare { Equal, Less, Greater };
 std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
   if (op == Compare::Greater)
     return compareSym(Compare::Less, b, a);
-  Interval x = rangeOf(a), y = rangeOf(b);
+  Interval x = possibleValues(a), y = possibleValues(b);
   bool below = x.hi && y.lo && *x.hi < *y.lo; // a < b always
   bool above = x.lo && y.hi && *x.lo > *y.hi; // a > b always
   if (op == Compare::Equal) {
