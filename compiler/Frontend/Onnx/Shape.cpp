@@ -1269,15 +1269,17 @@ LogicalResult importWhere(NodeImporter &n) {
   return success();
 }
 
-/// ConstantOfShape of a compile-time shape is a splat constant.
+/// ConstantOfShape of a compile-time shape is a splat constant; a float one
+/// whose shape holds the batch size (`torch.zeros(x.size(0), ...)` in
+/// `forward`) is the scalar broadcast over the batch of a data input.
 LogicalResult importConstantOfShape(NodeImporter &n) {
   if (failed(n.checkAttrs({"value"})))
     return failure();
-  auto dims = n.constantInts(0, "shape");
+  auto dims = n.symbolicInts(0, "shape");
   if (failed(dims))
     return failure();
-  for (int64_t d : *dims)
-    if (d <= 0)
+  for (SymInt d : *dims)
+    if (d.isConstant() && d.coeff <= 0)
       return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
                            << "]: empty tensors are not supported";
   OpBuilder &b = n.getBuilder();
@@ -1293,10 +1295,38 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
       return n.emitError() << "ConstantOfShape value must hold one element";
     value = *t;
   }
-  auto type = RankedTensorType::get(*dims, value.getElementType());
-  n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(
-                     type, value.getValues<Attribute>()[0])));
-  return success();
+  Attribute element = value.getValues<Attribute>()[0];
+  std::optional<SmallVector<int64_t>> shape = staticDims(*dims);
+  if (shape) {
+    auto type = RankedTensorType::get(*shape, value.getElementType());
+    n.setOutput(
+        0, ImportedValue::ofConstant(DenseElementsAttr::get(type, element)));
+    return success();
+  }
+  SmallVector<int64_t> sizes;
+  for (SymInt d : *dims) {
+    if (d.isConstant())
+      sizes.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      sizes.push_back(-1);
+    else
+      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                           << "] is not supported: a batch-dependent size "
+                              "other than B itself (B is the batch size)";
+  }
+  if (!isa<FloatType>(value.getElementType()))
+    return n.emitError() << "ConstantOfShape of " << value.getElementType()
+                         << " to the batch-dependent shape [" << ArrayRef(*dims)
+                         << "] is not supported: nn has no integer tensors";
+  Value source = n.getGraph().batchSource();
+  if (!source)
+    return n.emitError() << "ConstantOfShape to a batch-dependent shape needs "
+                            "a data input with a batch dimension";
+  Value scalar = n.getGraph().materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, value.getElementType()),
+                             element),
+      n.getLoc());
+  return n.createOutput<nn::BroadcastToOp>(scalar, sizes, source);
 }
 
 /// Expand broadcasts to the numpy broadcast of the input's shape and the

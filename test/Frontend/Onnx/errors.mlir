@@ -31,6 +31,8 @@
 // RUN: not cleave-opt --import-onnx %t.slice.onnx 2>&1 | FileCheck %s --check-prefix=SLICE
 // RUN: %python %S/Inputs/make_model.py batch_dependent_expand %t.expand.onnx
 // RUN: not cleave-opt --import-onnx %t.expand.onnx 2>&1 | FileCheck %s --check-prefix=EXPAND
+// RUN: %python %S/Inputs/make_model.py int_zeros_like_batch %t.int-zeros.onnx
+// RUN: not cleave-opt --import-onnx %t.int-zeros.onnx 2>&1 | FileCheck %s --check-prefix=INT-ZEROS
 // RUN: %python %S/Inputs/make_model.py compare_batch %t.compare.onnx
 // RUN: not cleave-opt --import-onnx %t.compare.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE
 // RUN: %python %S/Inputs/make_model.py reduce_runtime_axes %t.reduce.onnx
@@ -90,6 +92,9 @@
 
 // EXPAND: error: Expand to [2*B, 4] is not supported: a batch-dependent size other than B itself (B is the batch size)
 // EXPAND-NEXT: note: while importing ONNX node 'y' (Expand, opset 13)
+
+// INT-ZEROS: error: ConstantOfShape of 'i64' to the batch-dependent shape [B, 4] is not supported: nn has no integer tensors
+// INT-ZEROS-NEXT: note: while importing ONNX node 'zeros' (ConstantOfShape, opset 13)
 
 // Comparisons fold on shape values, when the answer holds for every B >= 1.
 // COMPARE: error: Equal of B and 4 depends on the batch size B

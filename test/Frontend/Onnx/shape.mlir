@@ -22,6 +22,8 @@
 // RUN: %python %S/Inputs/make_model.py class_token %t.class-token.onnx
 // RUN: cleave-opt --import-onnx %t.class-token.onnx | FileCheck %s --check-prefix=CLASS-TOKEN
 // RUN: cleave-opt --import-onnx %t.class-token.onnx --cleave-attach-loss="micro-batch=2 loss=mse" --canonicalize | FileCheck %s --check-prefix=CLASS-TOKEN-2
+// RUN: %python %S/Inputs/make_model.py zeros_like_batch %t.zeros.onnx
+// RUN: cleave-opt --import-onnx %t.zeros.onnx | FileCheck %s --check-prefix=ZEROS
 // RUN: %python %S/Inputs/make_model.py expand_static %t.expand.onnx
 // RUN: cleave-opt --import-onnx %t.expand.onnx | FileCheck %s --check-prefix=EXPAND
 // RUN: %python %S/Inputs/make_model.py squeeze_unsqueeze %t.squeeze.onnx
@@ -105,6 +107,13 @@
 // Specialised, the broadcast folds to its static form.
 // CLASS-TOKEN-2-LABEL: func.func @forward(
 // CLASS-TOKEN-2:         nn.broadcast_to %{{.+}} [2, 1, 4] : tensor<1x1x4xf32> -> tensor<2x1x4xf32>
+
+// torch.zeros(x.size(0), 1, 4): the scalar broadcast over the batch.
+// ZEROS-LABEL: func.func @forward(
+// ZEROS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"})
+// ZEROS-NEXT:    %[[C:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// ZEROS-NEXT:    %[[Z:.+]] = nn.broadcast_to %[[C]] [-1, 1, 4] batch_of %[[X]] : tensor<f32>, tensor<?x3x4xf32> -> tensor<?x1x4xf32>
+// ZEROS-NEXT:    nn.concat %[[Z]], %[[X]] {axis = 1 : i64} : tensor<?x1x4xf32>, tensor<?x3x4xf32> -> tensor<?x4x4xf32>
 
 // A static Expand is an nn.broadcast_to; an Expand to the input's own shape
 // vanishes.

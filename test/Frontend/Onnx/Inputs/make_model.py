@@ -387,6 +387,32 @@ def masked_fill():
 
 
 @model
+def zeros_like_batch():
+    """torch.zeros(x.size(0), 1, 4) in forward, concatenated to the input;
+    and an integer one, which nn cannot hold."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "tail"], ["target"], axis=0),
+         node("ConstantOfShape", ["target"], ["zeros"]),
+         node("Concat", ["zeros", "x"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4, 4])],
+        [ints("zero", 0), ints("axes0", [0]), ints("tail", [1, 4])])
+
+
+@model
+def int_zeros_like_batch():
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("ConstantOfShape", ["shape"], ["zeros"],
+              value=numpy_helper.from_array(np.array([0], np.int64))),
+         node("Cast", ["zeros"], ["fz"], to=F),
+         node("Add", ["fz", "x"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
 def expand_static():
     """Expand to a static shape, and to the batch of a batched input."""
     return graph(
