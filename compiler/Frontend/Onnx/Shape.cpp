@@ -386,6 +386,8 @@ sliceConstant(DenseElementsAttr attr,
     sizes[axis] = range.size;
     steps[axis] = range.step;
   }
+  if (attr.isSplat())
+    return attr.resizeSplat(attr.getType().clone(sizes));
   SmallVector<int64_t> strides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * in[d + 1];
@@ -927,6 +929,13 @@ LogicalResult importGather(NodeImporter &n) {
 /// Converts constant elements to `elt` as ONNX Cast does.
 DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
   auto type = attr.getType().clone(elt);
+  // A splat (ConstantOfShape's) converts once, whatever its size.
+  if (attr.isSplat() && attr.getNumElements() > 1) {
+    DenseElementsAttr one = castElements(
+        attr.resizeSplat(RankedTensorType::get({}, attr.getElementType())),
+        elt);
+    return one.resizeSplat(type);
+  }
   Type from = attr.getElementType();
   if (auto ft = dyn_cast<FloatType>(elt)) {
     SmallVector<APFloat> out;
@@ -1125,19 +1134,40 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
     return n.emitError() << n.getOpType() << " operands of types "
                          << a.getType() << " and " << b.getType()
                          << " do not broadcast";
-  auto values = [](DenseElementsAttr attr) {
+  auto resultType = RankedTensorType::get(*shape, n.getBuilder().getI1Type());
+  auto holds = [&](double u, double v) {
+    return op == Compare::Equal ? u == v : op == Compare::Less ? u < v : u > v;
+  };
+  // A splat (ConstantOfShape's) is read once, with stride 0.
+  auto values = [&](DenseElementsAttr attr, SmallVector<int64_t> &strides) {
     Type f64 = Float64Type::get(attr.getContext());
     SmallVector<double> out;
+    if (attr.isSplat()) {
+      DenseElementsAttr one =
+          attr.resizeSplat(RankedTensorType::get({}, attr.getElementType()));
+      out.push_back((*castElements(one, f64).getValues<APFloat>().begin())
+                        .convertToDouble());
+      strides.assign(shape->size(), 0);
+      return out;
+    }
     for (const APFloat &v : castElements(attr, f64).getValues<APFloat>())
       out.push_back(v.convertToDouble());
+    strides = broadcastStrides(attr.getType().getShape(), *shape);
     return out;
   };
-  SmallVector<double> x = values(a), y = values(b);
-  SmallVector<int64_t> sa = broadcastStrides(a.getType().getShape(), *shape);
-  SmallVector<int64_t> sb = broadcastStrides(b.getType().getShape(), *shape);
+  SmallVector<int64_t> sa, sb;
+  SmallVector<double> x = values(a, sa), y = values(b, sb);
+  if (a.isSplat() && b.isSplat())
+    return DenseElementsAttr::get(resultType, holds(x[0], y[0]));
+  // Folding writes every element: refuse what no real mask needs.
+  constexpr int64_t kMaxFolded = 1 << 24;
   int64_t count = 1;
-  for (int64_t d : *shape)
+  for (int64_t d : *shape) {
+    if (d > kMaxFolded || count * d > kMaxFolded)
+      return n.emitError() << n.getOpType() << " of constants broadcast to "
+                           << resultType << " is too large to fold";
     count *= d;
+  }
   SmallVector<bool> bits;
   SmallVector<int64_t> index(shape->size(), 0);
   for (int64_t k = 0; k < count; ++k) {
@@ -1146,15 +1176,11 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
       ia += index[d] * sa[d];
       ib += index[d] * sb[d];
     }
-    double u = x[ia], v = y[ib];
-    bits.push_back(op == Compare::Equal  ? u == v
-                   : op == Compare::Less ? u < v
-                                         : u > v);
+    bits.push_back(holds(x[ia], y[ib]));
     for (int64_t d = index.size() - 1; d >= 0 && ++index[d] == (*shape)[d]; --d)
       index[d] = 0;
   }
-  return DenseElementsAttr::get(
-      RankedTensorType::get(*shape, n.getBuilder().getI1Type()), bits);
+  return DenseElementsAttr::get(resultType, bits);
 }
 
 template <Compare op> LogicalResult importCompare(NodeImporter &n) {
@@ -1282,6 +1308,9 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
     if (d.isConstant() && d.coeff <= 0)
       return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
                            << "]: empty tensors are not supported";
+  if (failed(product(*dims)))
+    return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                         << "]: the element count overflows";
   OpBuilder &b = n.getBuilder();
   DenseElementsAttr value =
       DenseElementsAttr::get(RankedTensorType::get({1}, b.getF32Type()), 0.0f);
@@ -1297,6 +1326,14 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
   }
   Attribute element = value.getValues<Attribute>()[0];
   std::optional<SmallVector<int64_t>> shape = staticDims(*dims);
+  // Integer vectors become shape values, one entry each: real ones are short.
+  constexpr int64_t kMaxShapeValue = 1 << 12;
+  if (shape && shape->size() == 1 && !isa<FloatType>(value.getElementType()) &&
+      (*shape)[0] > kMaxShapeValue)
+    return n.emitError() << "ConstantOfShape of " << (*shape)[0]
+                         << " integers is not supported (a shape value of at "
+                            "most "
+                         << kMaxShapeValue << " entries)";
   if (shape) {
     auto type = RankedTensorType::get(*shape, value.getElementType());
     n.setOutput(

@@ -33,6 +33,8 @@
 // RUN: not cleave-opt --import-onnx %t.expand.onnx 2>&1 | FileCheck %s --check-prefix=EXPAND
 // RUN: %python %S/Inputs/make_model.py int_zeros_like_batch %t.int-zeros.onnx
 // RUN: not cleave-opt --import-onnx %t.int-zeros.onnx 2>&1 | FileCheck %s --check-prefix=INT-ZEROS
+// RUN: %python %S/Inputs/make_model.py huge_constant_of_shape %t.huge.onnx
+// RUN: not cleave-opt --import-onnx %t.huge.onnx 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: %python %S/Inputs/make_model.py compare_batch %t.compare.onnx
 // RUN: not cleave-opt --import-onnx %t.compare.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE
 // RUN: %python %S/Inputs/make_model.py reduce_runtime_axes %t.reduce.onnx
@@ -95,6 +97,11 @@
 
 // INT-ZEROS: error: ConstantOfShape of 'i64' to the batch-dependent shape [B, 4] is not supported: nn has no integer tensors
 // INT-ZEROS-NEXT: note: while importing ONNX node 'zeros' (ConstantOfShape, opset 13)
+
+// A 2^40-element float splat folds through Equal and Slice without writing
+// its elements; the long integer vector is refused.
+// HUGE: error: ConstantOfShape of 100000 integers is not supported (a shape value of at most 4096 entries)
+// HUGE-NEXT: note: while importing ONNX node 'ints' (ConstantOfShape, opset 13)
 
 // Comparisons fold on shape values, when the answer holds for every B >= 1.
 // COMPARE: error: Equal of B and 4 depends on the batch size B

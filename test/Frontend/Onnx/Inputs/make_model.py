@@ -413,6 +413,24 @@ def int_zeros_like_batch():
 
 
 @model
+def huge_constant_of_shape():
+    """A tiny file asking for a vast constant: the float splat is folded
+    without writing its elements (the Equal on it too), the integer vector
+    (a shape value, one entry each) is refused."""
+    return graph(
+        [node("ConstantOfShape", ["big"], ["ones"],
+              value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         node("Equal", ["ones", "one"], ["all"]),
+         node("Slice", ["ones", "zero1", "two", "zero1"], ["head"]),
+         node("ConstantOfShape", ["long"], ["ints"],
+              value=numpy_helper.from_array(np.array([1], np.int64))),
+         node("Add", ["x", "head"], ["y"])],
+        [value("x", F, [BATCH, 2])], [value("y", F, [BATCH, 2])],
+        [ints("big", [2**40]), init("one", 1.0), ints("zero1", [0]),
+         ints("two", [2]), ints("long", [100000])])
+
+
+@model
 def expand_static():
     """Expand to a static shape, and to the batch of a batched input."""
     return graph(
