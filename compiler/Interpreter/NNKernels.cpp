@@ -68,6 +68,30 @@ LogicalResult runDiv(nn::DivOp op, Frame &f) {
   return runBinary(op, f, [](auto x, auto y) { return x / y; });
 }
 
+LogicalResult runWhere(nn::WhereOp op, Frame &f) {
+  const Tensor &c = f.get(op.getCondition());
+  const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
+  auto values = nn::broadcastShapes(a.getShape(), b.getShape());
+  FailureOr<SmallVector<int64_t>> shape = failure();
+  if (succeeded(values))
+    shape = nn::broadcastShapes(c.getShape(), *values);
+  if (failed(shape))
+    return op.emitOpError("operands of shapes ")
+           << shapeToString(c.getShape()) << ", " << shapeToString(a.getShape())
+           << " and " << shapeToString(b.getShape()) << " do not broadcast";
+  Tensor out(a.getDType(), *shape);
+  SmallVector<int64_t> sc = broadcastStrides(c.getShape(), *shape);
+  SmallVector<int64_t> sa = broadcastStrides(a.getShape(), *shape);
+  SmallVector<int64_t> sb = broadcastStrides(b.getShape(), *shape);
+  forEachIndex(*shape, [&](ArrayRef<int64_t> idx, int64_t i) {
+    out.setDouble(i, c.getDouble(offsetOf(idx, sc)) != 0
+                         ? a.getDouble(offsetOf(idx, sa))
+                         : b.getDouble(offsetOf(idx, sb)));
+  });
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary and activation gradients
 //===----------------------------------------------------------------------===//
@@ -381,8 +405,9 @@ LogicalResult runConcat(nn::ConcatOp op, Frame &f) {
 
 LogicalResult runSlice(nn::SliceOp op, Frame &f) {
   const Tensor &x = f.get(op.getInput());
-  ArrayRef<int64_t> starts = op.getStarts(), sizes = op.getSizes(),
-                    steps = op.getStrides();
+  ArrayRef<int64_t> starts = op.getStarts(), steps = op.getStrides();
+  SmallVector<int64_t> sizes =
+      nn::SliceOp::resultShape(x.getShape(), starts, op.getSizes(), steps);
   for (int64_t d = 0; d < x.getRank(); ++d)
     if (sizes[d] > 0 &&
         starts[d] + (sizes[d] - 1) * steps[d] >= x.getShape()[d])
@@ -424,9 +449,12 @@ LogicalResult runPad(nn::PadOp op, Frame &f) {
 
 LogicalResult runBroadcastTo(nn::BroadcastToOp op, Frame &f) {
   const Tensor &x = f.get(op.getInput());
-  ArrayRef<int64_t> shape = op.getShape();
+  SmallVector<int64_t> shape(op.getShape());
+  for (int64_t &d : shape)
+    if (d == -1 && op.getBatchSource())
+      d = f.get(op.getBatchSource()).getShape()[0];
   auto joint = nn::broadcastShapes(x.getShape(), shape);
-  if (failed(joint) || ArrayRef<int64_t>(*joint) != shape)
+  if (failed(joint) || ArrayRef<int64_t>(*joint) != ArrayRef<int64_t>(shape))
     return op.emitOpError("cannot broadcast ")
            << shapeToString(x.getShape()) << " to " << shapeToString(shape);
   SmallVector<int64_t> strides = broadcastStrides(x.getShape(), shape);
@@ -920,6 +948,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::FlattenOp, runFlatten>();
   t.add<nn::TransposeOp, runTranspose>();
   t.add<nn::ConcatOp, runConcat>();
+  t.add<nn::WhereOp, runWhere>();
   t.add<nn::SliceOp, runSlice>();
   t.add<nn::PadOp, runPad>();
   t.add<nn::BroadcastToOp, runBroadcastTo>();

@@ -439,7 +439,9 @@ const char *const kCases[] = {
     "cnn_bn_adam",       "transformer_sgd",   "transformer_momentum",
     "transformer_adam",  "transformer_adamw", "mlp_rmsprop",
     "cnn_bn_adagrad",    "mlp_lamb",          "transformer_lamb",
-    "cnn_bn_lars",       "transformer_lars",  "gpt_sgd",
+    "cnn_bn_lars",       "transformer_lars",  "encoder_sgd",
+    "encoder_adam",      "vit_sgd",           "vit_adam",
+    "causal_sgd",        "causal_adam",       "gpt_sgd",
     "gpt_adam"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",

@@ -168,6 +168,68 @@ class Gpt(nn.Module):
 # PyTorch's default ignore_index, and cleave-compile's.
 IGNORE = -100
 
+
+class Encoder(nn.Module):
+    """torch.nn.TransformerEncoder as users write it (pre-norm, GELU,
+    batch_first) over a sequence of feature vectors, mean-pooled, with a
+    linear head. Its attention exports the packed q/k/v projection split
+    with Slice on a batch-polymorphic tensor and heads reshaped with shapes
+    computed from Shape/Gather: issue 10's dynamic-batch case. Dropout is
+    off (see Block)."""
+
+    def __init__(self, features=6, dim=16, heads=2, hidden=32, layers=2,
+                 classes=4):
+        super().__init__()
+        self.embed = nn.Linear(features, dim)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=hidden, dropout=0.0,
+            activation="gelu", batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(dim=1))
+
+
+class Causal(nn.Module):
+    """A GPT-style decoder block: token and position embeddings, causal
+    self-attention with a packed q/k/v projection and the mask a registered
+    buffer (masked_fill with -inf), mean over tokens, a linear head."""
+
+    def __init__(self, vocab=20, tokens=6, dim=16, classes=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.1)
+        self.ln = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+        self.register_buffer(
+            "mask", torch.tril(torch.ones(tokens, tokens)).view(1, tokens,
+                                                                 tokens))
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.embed(ids) + self.pos[:, :t]
+        q, k, v = self.qkv(self.ln(x)).split(x.shape[-1], dim=2)
+        scores = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+        scores = scores.masked_fill(self.mask[:, :t, :t] == 0, float("-inf"))
+        x = x + self.proj(torch.softmax(scores, dim=-1) @ v)
+        return self.head(x.mean(dim=1))
+
+
+def vit():
+    """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
+    one layer of width 16. Its class token is expanded over the batch
+    (ConstantOfShape/Equal/Where/Expand) and concatenated before the
+    patches; x[:, 0] reads it back (a Gather on a batched activation)."""
+    import torchvision
+    return torchvision.models.VisionTransformer(
+        image_size=12, patch_size=4, num_layers=1, num_heads=2,
+        hidden_dim=16, mlp_dim=32, num_classes=4)
+
+
 # name: (constructor, input name, per-sample shape, input kind, classes,
 #        opset). Input kind "lm": token ids in, a label per token out, some
 #        of them IGNORE (sequences of different lengths, padded).
@@ -177,6 +239,9 @@ MODELS = {
     "cnn_bn": (BnCnn, "image", (1, 12, 12), "image", 10, 13),
     "transformer": (Block, "ids", (6,), "tokens", 4, 17),
     "gpt": (Gpt, "ids", (6,), "lm", 20, 14),
+    "encoder": (Encoder, "x", (5, 6), "image", 4, 14),
+    "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
+    "causal": (Causal, "ids", (6,), "tokens", 4, 14),
 }
 
 # ---------------------------------------------------------------------------
@@ -226,6 +291,22 @@ CASES = {
     "transformer_adam": case("transformer", "adam", lr=0.01),
     "transformer_adamw": case("transformer", "adamw", windows=RAGGED,
                               lr=0.01, weight_decay=0.1),
+    # torch.nn.TransformerEncoder: SGD and Adam. nn.MultiheadAttention packs
+    # the key bias into in_proj_bias: softmax is invariant to it, so its
+    # gradient is rounding noise in both frameworks (see Block), which Adam
+    # with eps 1e-8 turns into steps of +-lr. eps 1e-4 keeps those steps
+    # below the tolerance (its worst error is then 4e-6, against 4e-2) and
+    # still normalises the real gradients.
+    "encoder_sgd": case("encoder", "sgd", lr=0.1),
+    "encoder_adam": case("encoder", "adam", windows=RAGGED, lr=0.01,
+                         eps=1e-4),
+    # torchvision VisionTransformer, the same way (its attention is
+    # nn.MultiheadAttention too).
+    "vit_sgd": case("vit", "sgd", lr=0.1),
+    "vit_adam": case("vit", "adam", lr=0.01, eps=1e-4),
+    # The causal block; its packed projection holds a key bias too.
+    "causal_sgd": case("causal", "sgd", lr=0.1),
+    "causal_adam": case("causal", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.
@@ -389,10 +470,13 @@ def export(module, example, input_name, path, opset):
 
 def load_initializers(module, path):
     """Sets every float tensor of the module's state from the ONNX file's
-    initializer of the same name; returns those names."""
+    initializer of the same name; returns the names of those training
+    changes (parameters and batch-norm running statistics, not constant
+    buffers such as an attention mask)."""
     model = onnx.load(path)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     state = module.state_dict()
+    parameters = dict(module.named_parameters())
     names = []
     for name, tensor in state.items():
         if not tensor.is_floating_point():
@@ -400,7 +484,9 @@ def load_initializers(module, path):
         if name not in inits:
             sys.exit(f"oracle.py: '{name}' is not an initializer of {path}")
         tensor.copy_(torch.from_numpy(inits[name].copy()))
-        names.append(name)
+        if name in parameters or name.endswith(("running_mean",
+                                                "running_var")):
+            names.append(name)
     return names
 
 

@@ -214,6 +214,24 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
         return gelu(b, l, a[0], op.getApproximate());
       });
 
+  patterns.add<UnaryLowering<WhereOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, WhereOp) -> Value {
+        Value c = a[0];
+        Value zero = isa<FloatType>(c.getType())
+                         ? cst(b, l, 0.0, c)
+                         : arith::ConstantOp::create(
+                               b, l, b.getIntegerAttr(c.getType(), 0))
+                               .getResult();
+        Value holds =
+            isa<FloatType>(c.getType())
+                ? arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, c,
+                                        zero)
+                      .getResult()
+                : arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, c, zero)
+                      .getResult();
+        return arith::SelectOp::create(b, l, holds, a[1], a[2]);
+      });
+
   // Gradients: operands are (grad, input).
   patterns.add<UnaryLowering<ReluGradOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, ReluGradOp) -> Value {

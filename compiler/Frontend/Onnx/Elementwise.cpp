@@ -272,6 +272,76 @@ LogicalResult importHardSwish(NodeImporter &n) {
   return n.createOutput<nn::MulOp>(*x, *gate);
 }
 
+/// A rank-0 constant of `x`'s element type.
+Value scalarLike(NodeImporter &n, Value x, double v) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  return n.getGraph().materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                             FloatAttr::get(elt, v).getValue()),
+      n.getLoc());
+}
+
+/// |x| as `nn.leaky_relu` with slope -1: exact, and its gradient is the sign
+/// of x (at x = 0 it is -1 where PyTorch's abs backward gives 0).
+FailureOr<Value> absolute(NodeImporter &n, Value x) {
+  FailureOr<nn::LeakyReluOp> op = n.create<nn::LeakyReluOp>(x, APFloat(-1.0));
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+LogicalResult importAbs(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = absolute(n, *x);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
+  return success();
+}
+
+/// log(1 + exp(x)) computed without overflow as
+/// relu(x) + log(1 + exp(-|x|)); its gradient is sigmoid(x). Without a
+/// log1p, softplus(x) below about -17 (f32) rounds to 0 rather than to
+/// exp(x): an absolute error under 1e-7.
+LogicalResult importSoftplus(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> magnitude = absolute(n, *x);
+  if (failed(magnitude))
+    return failure();
+  auto negated = n.create<nn::NegOp>(*magnitude);
+  if (failed(negated))
+    return failure();
+  auto e = n.create<nn::ExpOp>(negated->getResult());
+  if (failed(e))
+    return failure();
+  auto onePlus = n.create<nn::AddOp>(scalarLike(n, *x, 1.0), e->getResult());
+  if (failed(onePlus))
+    return failure();
+  auto log = n.create<nn::LogOp>(onePlus->getResult());
+  auto positive = n.create<nn::ReluOp>(*x);
+  if (failed(log) || failed(positive))
+    return failure();
+  return n.createOutput<nn::AddOp>(positive->getResult(), log->getResult());
+}
+
+/// 1 / x.
+LogicalResult importReciprocal(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  return n.createOutput<nn::DivOp>(scalarLike(n, *x, 1.0), *x);
+}
+
 /// Softmax and LogSoftmax from opset 13 on normalise along one axis.
 template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
@@ -309,6 +379,9 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Clip"] = {importClip, 13, 1u << 1 | 1u << 2};
   table["HardSigmoid"] = {importHardSigmoid};
   table["HardSwish"] = {importHardSwish, 14};
+  table["Abs"] = {importAbs};
+  table["Softplus"] = {importSoftplus};
+  table["Reciprocal"] = {importReciprocal};
   table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
 }

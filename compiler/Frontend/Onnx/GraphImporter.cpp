@@ -359,7 +359,18 @@ LogicalResult GraphImporter::classifyInitializers() {
     auto it = aliases.find(name);
     return it == aliases.end() ? name : StringRef(it->second);
   };
-  llvm::StringMap<unsigned> argIndex;
+  // Views (slices, reshapes) of an initializer decide nothing themselves:
+  // what their results feed does. A registered buffer such as a causal mask
+  // (`mask[:, :T, :T] == 0`) then stays a constant the view folds, while a
+  // sliced position embedding is a parameter.
+  auto isView = [](StringRef op) {
+    return llvm::is_contained(
+        {"Slice", "Reshape", "Squeeze", "Unsqueeze", "Flatten"}, op);
+  };
+  // Each parameter or buffer, with the node and input position that first
+  // read it (directly or through views), which order the arguments.
+  llvm::StringMap<std::pair<size_t, size_t>> firstUse;
+  llvm::StringMap<std::pair<const onnx::TensorProto *, bool>> chosen;
   const ImporterTable &table = getImporterTable();
   for (auto [index, node] : llvm::enumerate(graph.node())) {
     for (const std::string &in : node.input())
@@ -372,6 +383,13 @@ LogicalResult GraphImporter::classifyInitializers() {
       aliases[node.output(0)] = root(node.input(0)).str();
       continue;
     }
+    if (isView(node.op_type()) && node.input_size() >= 1 &&
+        node.output_size() == 1 && initializers.count(root(node.input(0)))) {
+      StringRef name = root(node.input(0));
+      firstUse.try_emplace(name, index, 0);
+      aliases[node.output(0)] = name.str();
+      continue;
+    }
     const OpImporter &entry = table.find(node.op_type())->second;
     for (auto [i, in] : llvm::enumerate(node.input())) {
       if (in.empty())
@@ -380,6 +398,7 @@ LogicalResult GraphImporter::classifyInitializers() {
       auto it = initializers.find(name);
       if (it == initializers.end())
         continue;
+      firstUse.try_emplace(name, index, i);
       const onnx::TensorProto *init = it->second;
       bool isFloat = init->data_type() == onnx::TensorProto::FLOAT ||
                      init->data_type() == onnx::TensorProto::DOUBLE;
@@ -390,15 +409,18 @@ LogicalResult GraphImporter::classifyInitializers() {
           (role == InputRole::Operand && init->dims_size() == 0))
         continue;
       bool isStat = role == InputRole::RunningStat;
-      auto [pos, inserted] = argIndex.try_emplace(name, stateArgs.size());
-      if (inserted)
-        stateArgs.push_back({init, isStat});
-      else if (stateArgs[pos->second].second != isStat)
+      auto [pos, inserted] = chosen.try_emplace(name, init, isStat);
+      if (!inserted && pos->second.second != isStat)
         return mlir::emitError(nodeLoc(node, index))
                << "initializer '" << name
                << "' is used both as a parameter and as a running statistic";
     }
   }
+  for (auto &entry : chosen)
+    stateArgs.push_back(entry.second);
+  llvm::stable_sort(stateArgs, [&](const auto &a, const auto &b) {
+    return firstUse.lookup(a.first->name()) < firstUse.lookup(b.first->name());
+  });
   for (const onnx::ValueInfoProto &out : graph.output())
     ++useCounts[out.name()];
   return success();
@@ -502,6 +524,16 @@ LogicalResult GraphImporter::buildSignature() {
     rngSeed = entry->getArguments().back();
   builder.setInsertionPointToStart(entry);
   return success();
+}
+
+Value GraphImporter::batchSource() {
+  for (BlockArgument arg : function.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (function.getArgAttr(arg.getArgNumber(), TrainDialect::kInputAttr) &&
+        type && type.getRank() >= 1 && type.isDynamicDim(0))
+      return arg;
+  }
+  return {};
 }
 
 namespace {

@@ -165,6 +165,10 @@ public:
   /// in the batch size. Emits at `loc` when a dimension cannot be told.
   FailureOr<SmallVector<SymInt>> symbolicShape(Value v, Location loc);
 
+  /// A data input whose dimension 0 is the batch (for ops whose result
+  /// shape contains the batch size but whose operands do not), or null.
+  Value batchSource();
+
   /// How many graph nodes and outputs read each value name.
   unsigned numUses(StringRef name) const { return useCounts.lookup(name); }
 

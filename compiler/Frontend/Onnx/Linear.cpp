@@ -81,6 +81,37 @@ LogicalResult importGemm(NodeImporter &n) {
   return success();
 }
 
+/// `v` of symbolic shape `shape` broadcast so that its leading (batch)
+/// dimensions are `batch`; a batch-size entry takes the batch from a data
+/// input.
+FailureOr<Value> broadcastBatch(NodeImporter &n, Value v,
+                                ArrayRef<SymInt> shape,
+                                ArrayRef<SymInt> batch) {
+  SmallVector<SymInt> target(batch);
+  target.append(shape.end() - 2, shape.end());
+  if (ArrayRef(target) == shape)
+    return v;
+  SmallVector<int64_t> sizes;
+  for (SymInt d : target) {
+    if (d.isConstant())
+      sizes.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      sizes.push_back(-1);
+    else
+      return n.emitError() << "MatMul broadcasting to [" << ArrayRef(target)
+                           << "] is not supported: a batch-dependent size "
+                              "other than B (B is the batch size)";
+  }
+  Value source;
+  if (llvm::is_contained(sizes, -1) && !(source = n.getGraph().batchSource()))
+    return n.emitError() << "MatMul broadcasting to a batch-dependent shape "
+                            "needs a data input with a batch dimension";
+  auto op = n.create<nn::BroadcastToOp>(v, sizes, source);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 LogicalResult importMatMul(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
@@ -106,6 +137,47 @@ LogicalResult importMatMul(NodeImporter &n) {
   }
   if (columnVector) {
     b = n.reshape(*b, {(*bShape)[0], SymInt::constant(1)});
+    if (failed(b))
+      return failure();
+  }
+  // nn.matmul takes equal batch dimensions or a shared right-hand matrix;
+  // numpy broadcasts the batch dimensions in general. A right-hand side
+  // whose batch dimensions are all 1 is a shared matrix; otherwise both
+  // sides are broadcast to the common batch dimensions.
+  SmallVector<SymInt> as(*aShape), bs(*bShape);
+  if (rowVector)
+    as.insert(as.begin(), SymInt::constant(1));
+  if (columnVector)
+    bs.push_back(SymInt::constant(1));
+  ArrayRef<SymInt> aBatch = ArrayRef(as).drop_back(2),
+                   bBatch = ArrayRef(bs).drop_back(2);
+  bool sharedRhs =
+      llvm::all_of(bBatch, [](SymInt d) { return d == SymInt::constant(1); });
+  if (sharedRhs && !bBatch.empty() && aBatch.size() >= bBatch.size()) {
+    b = n.reshape(*b, ArrayRef(bs).take_back(2));
+    if (failed(b))
+      return failure();
+  } else if (!bBatch.empty() && !(aBatch == bBatch)) {
+    size_t rank = std::max(aBatch.size(), bBatch.size());
+    SmallVector<SymInt> batch(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      SymInt x = i + aBatch.size() < rank ? SymInt::constant(1)
+                                          : aBatch[i + aBatch.size() - rank];
+      SymInt y = i + bBatch.size() < rank ? SymInt::constant(1)
+                                          : bBatch[i + bBatch.size() - rank];
+      if (x == y || y == SymInt::constant(1))
+        batch[i] = x;
+      else if (x == SymInt::constant(1))
+        batch[i] = y;
+      else
+        return n.emitError()
+               << "MatMul batch dimensions [" << aBatch << "] and [" << bBatch
+               << "] do not broadcast (B is the batch size)";
+    }
+    a = broadcastBatch(n, *a, as, batch);
+    if (failed(a))
+      return failure();
+    b = broadcastBatch(n, *b, bs, batch);
     if (failed(b))
       return failure();
   }

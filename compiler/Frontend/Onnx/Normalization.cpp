@@ -105,15 +105,38 @@ LogicalResult importLayerNormalization(NodeImporter &n) {
   return n.createOutput<nn::LayerNormOp>(*x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
 }
 
-LogicalResult importReduceMean(NodeImporter &n) {
-  if (failed(n.checkAttrs({"axes", "keepdims"})))
+/// ReduceMean, ReduceSum and ReduceMax. The axes are an attribute, or an
+/// input that must fold to a constant (ReduceSum from opset 13, every
+/// reduction from opset 18); without axes every dimension is reduced, or
+/// none with noop_with_empty_axes.
+template <typename OpTy> LogicalResult importReduce(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axes", "keepdims", "noop_with_empty_axes"})))
     return failure();
-  FailureOr<SmallVector<int64_t>> axes = n.getInts("axes", ArrayRef<int64_t>{});
   FailureOr<int64_t> keepdims = n.getInt("keepdims", 1);
+  FailureOr<int64_t> noop = n.getInt("noop_with_empty_axes", 0);
   FailureOr<Value> x = n.floatTensor(0);
-  if (failed(axes) || failed(keepdims) || failed(x))
+  if (failed(keepdims) || failed(noop) || failed(x))
     return failure();
-  return n.createOutput<nn::ReduceMeanOp>(*x, *axes, *keepdims != 0);
+  SmallVector<int64_t> axes;
+  if (n.hasAttr("axes")) {
+    if (n.hasInput(1))
+      return n.emitError() << n.getOpType()
+                           << " has axes both as an attribute and an input";
+    FailureOr<SmallVector<int64_t>> given = n.getInts("axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else if (n.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> given = n.constantInts(1, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (axes.empty() && *noop) {
+    n.setOutput(0, *x);
+    return success();
+  }
+  return n.createOutput<OpTy>(*x, axes, *keepdims != 0);
 }
 
 LogicalResult importDropout(NodeImporter &n) {
@@ -144,6 +167,9 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
   table["BatchNormalization"] = {importBatchNormalization, 13, 0,
                                  /*stateInputs=*/0b11000};
   table["LayerNormalization"] = {importLayerNormalization, 17};
-  table["ReduceMean"] = {importReduceMean};
+  table["ReduceMean"] = {importReduce<nn::ReduceMeanOp>};
+  table["ReduceSum"] = {importReduce<nn::ReduceSumOp>, 13,
+                        /*constantInputs=*/0b10};
+  table["ReduceMax"] = {importReduce<nn::ReduceMaxOp>};
   table["Dropout"] = {importDropout, 13, /*constantInputs=*/0b110};
 }

@@ -24,7 +24,8 @@ namespace mlir::cleave {
 ///   any other symbolic dimension is an error;
 /// - a floating-point initializer of rank >= 1 that an op consumes as a
 ///   tensor (a weight, a bias, a scale, an embedding table, an addend),
-///   directly or renamed by Identity, is an argument marked
+///   directly, renamed by Identity or through views (Slice, Reshape,
+///   Squeeze, Unsqueeze, Flatten), is an argument marked
 ///   `train.param = "<name>"` with `train.init` holding its exact values;
 ///   rank-0 initializers are the exporters' scalars and stay constants;
 /// - BatchNormalization's running mean and variance are `train.buffer`

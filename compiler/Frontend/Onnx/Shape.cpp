@@ -14,6 +14,8 @@
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::importer;
@@ -164,6 +166,28 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
         }
         return out;
       })
+      .Case([&](nn::SliceOp s) -> Result {
+        // The importer leaves only whole dynamic dimensions (-1 sizes from
+        // 0 with stride 1).
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        for (int64_t d = 0; d < type.getRank(); ++d) {
+          if (!type.isDynamicDim(d))
+            continue;
+          if (s.getStarts()[d] != 0 || s.getStrides()[d] != 1)
+            return fail();
+          shape[d] = (*in)[d];
+        }
+        return shape;
+      })
+      .Case([&](nn::BroadcastToOp b) -> Result {
+        // -1 is the batch size (see importExpand).
+        for (auto [d, size] : llvm::enumerate(b.getShape()))
+          if (size == -1)
+            shape[d] = SymInt::batch();
+        return shape;
+      })
       .Case([&](nn::MatmulOp m) -> Result {
         auto lhs = operandShape(0), rhs = operandShape(1);
         if (failed(lhs) || failed(rhs))
@@ -203,21 +227,22 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return out;
           })
-      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>([&](auto) -> Result {
-        // Numpy broadcasting: a dynamic result dimension comes from an
-        // operand whose aligned dimension is dynamic.
-        for (Value operand : op->getOperands()) {
-          auto t = cast<RankedTensorType>(operand.getType());
-          int64_t offset = type.getRank() - t.getRank();
-          auto in = symbolicShape(operand, loc);
-          if (failed(in))
-            return failure();
-          for (int64_t d = 0; d < t.getRank(); ++d)
-            if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
-              shape[d + offset] = (*in)[d];
-        }
-        return shape;
-      })
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::WhereOp>(
+          [&](auto) -> Result {
+            // Numpy broadcasting: a dynamic result dimension comes from an
+            // operand whose aligned dimension is dynamic.
+            for (Value operand : op->getOperands()) {
+              auto t = cast<RankedTensorType>(operand.getType());
+              int64_t offset = type.getRank() - t.getRank();
+              auto in = symbolicShape(operand, loc);
+              if (failed(in))
+                return failure();
+              for (int64_t d = 0; d < t.getRank(); ++d)
+                if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
+                  shape[d + offset] = (*in)[d];
+            }
+            return shape;
+          })
       .Case<nn::Conv2DOp, nn::MaxPool2DOp, nn::AvgPool2DOp,
             nn::GlobalAvgPoolOp>([&](auto) -> Result {
         // Only the batch dimension can be dynamic: spatial sizes are static.
@@ -327,19 +352,18 @@ FailureOr<SliceRange> clampSlice(NodeImporter &n, int64_t dim, int64_t start,
 }
 
 /// `nn.slice` of `x` taking `ranges` along the given axes and all of every
-/// other axis. Every dimension of `x` must be static: nn.slice takes static
-/// sizes.
+/// other axis. The axes sliced must be static; a dynamic (batch) dimension
+/// that is not sliced is kept whole with a -1 size, which specialisation
+/// resolves.
 FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
                            ArrayRef<std::pair<int64_t, SliceRange>> ranges) {
   auto type = cast<RankedTensorType>(x.getType());
-  if (!type.hasStaticShape())
-    return n.emitError() << n.getOpType() << " of " << type
-                         << " is not supported: nn.slice needs static sizes "
-                            "for every dimension, and this tensor's size "
-                            "depends on the batch";
   SmallVector<int64_t> starts(type.getRank(), 0), strides(type.getRank(), 1);
-  SmallVector<int64_t> sizes(type.getShape());
+  SmallVector<int64_t> sizes;
+  for (int64_t d : type.getShape())
+    sizes.push_back(ShapedType::isDynamic(d) ? -1 : d);
   for (auto [axis, range] : ranges) {
+    assert(!type.isDynamicDim(axis) && "slicing a dynamic dimension");
     starts[axis] = range.start;
     sizes[axis] = range.size;
     strides[axis] = range.step;
@@ -348,6 +372,40 @@ FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
   if (failed(op))
     return failure();
   return op->getResult();
+}
+
+/// The elements of `attr` that `ranges` select (all of every other axis).
+DenseElementsAttr
+sliceConstant(DenseElementsAttr attr,
+              ArrayRef<std::pair<int64_t, SliceRange>> ranges) {
+  ArrayRef<int64_t> in = attr.getType().getShape();
+  int64_t rank = in.size();
+  SmallVector<int64_t> starts(rank, 0), sizes(in), steps(rank, 1);
+  for (auto [axis, range] : ranges) {
+    starts[axis] = range.start;
+    sizes[axis] = range.size;
+    steps[axis] = range.step;
+  }
+  if (attr.isSplat())
+    return attr.resizeSplat(attr.getType().clone(sizes));
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * in[d + 1];
+  auto all = attr.getValues<Attribute>();
+  SmallVector<Attribute> out;
+  SmallVector<int64_t> index(rank, 0);
+  int64_t count = 1;
+  for (int64_t s : sizes)
+    count *= s;
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      flat += (starts[d] + index[d] * steps[d]) * strides[d];
+    out.push_back(all[flat]);
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
+      index[d] = 0;
+  }
+  return DenseElementsAttr::get(attr.getType().clone(sizes), out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -556,14 +614,17 @@ LogicalResult importConcat(NodeImporter &n) {
   if (!a)
     return n.emitError() << "Concat axis " << *axis
                          << " is out of range for rank " << rank;
-  return n.createOutput<nn::ConcatOp>(ValueRange(inputs), static_cast<uint64_t>(*a));
+  return n.createOutput<nn::ConcatOp>(ValueRange(inputs),
+                                      static_cast<uint64_t>(*a));
 }
 
 LogicalResult importSlice(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
-  auto starts = n.constantInts(1, "starts");
-  auto ends = n.constantInts(2, "ends");
+  // Bounds may depend on the batch size (`x[:x.size(0)]`); such a bound must
+  // then cover the whole batch dimension.
+  auto starts = n.symbolicInts(1, "starts");
+  auto ends = n.symbolicInts(2, "ends");
   if (failed(starts) || failed(ends))
     return failure();
   ImportedValue &x = n.input(0);
@@ -591,40 +652,76 @@ LogicalResult importSlice(NodeImporter &n) {
     return n.emitError() << "Slice starts, ends, axes and steps differ in "
                             "length";
 
+  // Resolves the bounds along `axis`, of symbolic size `dim`: a range of a
+  // static dimension, or std::nullopt for the whole of a batch-dependent
+  // one (start 0, end at or past its size, step 1).
+  auto rangeOf = [&](size_t i, int64_t axis,
+                     SymInt dim) -> FailureOr<std::optional<SliceRange>> {
+    SymInt start = (*starts)[i], end = (*ends)[i];
+    int64_t step = steps[i];
+    if (dim.isConstant()) {
+      // A bound in terms of B on a static dimension cannot be clamped.
+      if (!start.isConstant() || !end.isConstant())
+        return n.emitError()
+               << "Slice bounds [" << start << ", " << end << ") of dimension "
+               << axis << " of size " << dim << " depend on the batch size B";
+      FailureOr<SliceRange> r =
+          clampSlice(n, dim.coeff, start.coeff, end.coeff, step);
+      if (failed(r))
+        return failure();
+      return std::optional<SliceRange>(*r);
+    }
+    // INT64_MAX (PyTorch's `x[a:]`) or B itself reaches the end.
+    bool fromStart = start == SymInt::constant(0);
+    bool toEnd =
+        end == dim ||
+        (end.isConstant() && end.coeff == std::numeric_limits<int64_t>::max());
+    if (!fromStart || !toEnd || step != 1)
+      return n.emitError()
+             << "Slice [" << start << ":" << end << ":" << step
+             << "] of dimension " << axis << " of size " << dim
+             << " is not supported: along a batch-dependent dimension only "
+                "the whole dimension can be taken (B is the batch size)";
+    return std::optional<SliceRange>();
+  };
+
   if (x.kind == Kind::Symbolic) {
     if (starts->size() != 1 || !normalizeAxis(axes[0], 1))
       return n.emitError() << "Slice of a shape value must be along axis 0";
-    auto range =
-        clampSlice(n, x.symbolic.size(), (*starts)[0], (*ends)[0], steps[0]);
+    auto range = rangeOf(0, 0, SymInt::constant(x.symbolic.size()));
     if (failed(range))
       return failure();
     SmallVector<SymInt> out;
-    for (int64_t k = 0; k < range->size; ++k)
-      out.push_back(x.symbolic[range->start + k * range->step]);
+    for (int64_t k = 0; k < (*range)->size; ++k)
+      out.push_back(x.symbolic[(*range)->start + k * (*range)->step]);
     n.setOutput(
         0, ImportedValue::ofSymbolic(out, /*scalar=*/false, x.symbolicType));
     return success();
   }
 
+  SmallVector<std::pair<int64_t, SliceRange>> ranges;
+  SmallVector<int64_t> seen;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    std::optional<int64_t> a = normalizeAxis(axis, rank);
+    if (!a || llvm::is_contained(seen, *a))
+      return n.emitError() << "Slice axes [" << ArrayRef(axes)
+                           << "] are invalid for rank " << rank;
+    seen.push_back(*a);
+    auto range = rangeOf(i, *a, (*in)[*a]);
+    if (failed(range))
+      return failure();
+    if (*range)
+      ranges.push_back({*a, **range});
+  }
+  // A view of a constant (a registered mask) folds.
+  if (x.kind == Kind::Constant) {
+    n.setOutput(0,
+                ImportedValue::ofConstant(sliceConstant(x.constant, ranges)));
+    return success();
+  }
   FailureOr<Value> value = n.floatTensor(0);
   if (failed(value))
     return failure();
-  auto type = cast<RankedTensorType>(value->getType());
-  SmallVector<std::pair<int64_t, SliceRange>> ranges;
-  for (auto [start, end, axis, step] :
-       llvm::zip_equal(*starts, *ends, axes, steps)) {
-    std::optional<int64_t> a = normalizeAxis(axis, rank);
-    if (!a || llvm::any_of(ranges, [&](auto r) { return r.first == *a; }))
-      return n.emitError() << "Slice axes [" << ArrayRef(axes)
-                           << "] are invalid for rank " << rank;
-    if (type.isDynamicDim(*a))
-      return n.emitError() << "Slice along dynamic dimension " << *a
-                           << " is not supported";
-    auto range = clampSlice(n, type.getDimSize(*a), start, end, step);
-    if (failed(range))
-      return failure();
-    ranges.push_back({*a, *range});
-  }
   FailureOr<Value> sliced = sliceAxes(n, *value, ranges);
   if (failed(sliced))
     return failure();
@@ -832,6 +929,13 @@ LogicalResult importGather(NodeImporter &n) {
 /// Converts constant elements to `elt` as ONNX Cast does.
 DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
   auto type = attr.getType().clone(elt);
+  // A splat (ConstantOfShape's) converts once, whatever its size.
+  if (attr.isSplat() && attr.getNumElements() > 1) {
+    DenseElementsAttr one = castElements(
+        attr.resizeSplat(RankedTensorType::get({}, attr.getElementType())),
+        elt);
+    return one.resizeSplat(type);
+  }
   Type from = attr.getElementType();
   if (auto ft = dyn_cast<FloatType>(elt)) {
     SmallVector<APFloat> out;
@@ -915,6 +1019,417 @@ LogicalResult importCast(NodeImporter &n) {
   llvm_unreachable("unknown value kind");
 }
 
+//===----------------------------------------------------------------------===//
+// Comparisons and selections on shape values
+//===----------------------------------------------------------------------===//
+
+/// The values `coeff * B^power` can take for a batch size B >= 1.
+struct Interval {
+  std::optional<int64_t> lo, hi; // none: unbounded
+};
+
+Interval possibleValues(SymInt v) {
+  if (v.isConstant())
+    return {v.coeff, v.coeff};
+  if (v.coeff > 0)
+    return {v.coeff, std::nullopt};
+  return {std::nullopt, v.coeff};
+}
+
+enum class Compare { Equal, Less, Greater };
+
+/// `a <op> b` for every batch size, or std::nullopt if it depends on it.
+std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
+  if (op == Compare::Greater)
+    return compareSym(Compare::Less, b, a);
+  Interval x = possibleValues(a), y = possibleValues(b);
+  bool below = x.hi && y.lo && *x.hi < *y.lo; // a < b always
+  bool above = x.lo && y.hi && *x.lo > *y.hi; // a > b always
+  if (op == Compare::Equal) {
+    if (a == b)
+      return true;
+    if (below || above)
+      return false;
+    return std::nullopt;
+  }
+  if (below)
+    return true;
+  if (x.lo && y.hi && *x.lo >= *y.hi)
+    return false;
+  return std::nullopt;
+}
+
+/// The integer entries of input `i` (a shape value or an integer constant)
+/// and whether it is a scalar; failure for run-time tensors and floats.
+FailureOr<std::pair<SmallVector<SymInt>, bool>> shapeInts(NodeImporter &n,
+                                                          unsigned i) {
+  ImportedValue &v = n.input(i);
+  if (v.kind == Kind::Symbolic)
+    return std::make_pair(v.symbolic, v.scalar);
+  if (v.kind == Kind::Constant && v.constant.getType().getRank() <= 1 &&
+      v.constant.getElementType().isInteger(1)) {
+    SmallVector<SymInt> out;
+    for (bool b : v.constant.getValues<bool>())
+      out.push_back(SymInt::constant(b));
+    return std::make_pair(out, v.constant.getType().getRank() == 0);
+  }
+  return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
+                       << "' is supported when it is a shape value (integers "
+                          "of rank 0 or 1 known up to the batch size), not "
+                       << (v.kind == Kind::Tensor ? "a run-time tensor"
+                                                  : "this constant");
+}
+
+/// Entry `i` of a rank-0/1 value broadcast to `size` entries.
+SymInt entry(ArrayRef<SymInt> v, size_t i) { return v[v.size() == 1 ? 0 : i]; }
+
+/// The common size of rank-0/1 operands that broadcast, or failure.
+FailureOr<size_t> broadcastSize(NodeImporter &n,
+                                ArrayRef<ArrayRef<SymInt>> operands) {
+  size_t size = 1;
+  for (ArrayRef<SymInt> v : operands)
+    size = std::max(size, v.size());
+  for (ArrayRef<SymInt> v : operands)
+    if (v.size() != size && v.size() != 1)
+      return n.emitError() << n.getOpType()
+                           << " operands do not broadcast: sizes " << v.size()
+                           << " and " << size;
+  return size;
+}
+
+DenseElementsAttr boolVector(NodeImporter &n, ArrayRef<bool> bits,
+                             bool scalar) {
+  SmallVector<int64_t> shape;
+  if (!scalar)
+    shape.push_back(bits.size());
+  return DenseElementsAttr::get(
+      RankedTensorType::get(shape, n.getBuilder().getI1Type()), bits);
+}
+
+/// Equal, Less and Greater fold on shape values; `x.expand(n, -1, -1)`
+/// exports `Where(Equal(shape, -1), 1, shape)`. A comparison whose answer
+/// depends on the batch size is refused.
+/// Row-major strides of `in` read at the indices of the broadcast `out`
+/// (0 along broadcast dimensions).
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in,
+                                      ArrayRef<int64_t> out) {
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t d = in.size() - 1; d >= 0; --d) {
+    if (in[d] != 1)
+      strides[d + out.size() - in.size()] = stride;
+    stride *= in[d];
+  }
+  return strides;
+}
+
+/// `a <op> b` elementwise on constants of any rank, with broadcasting (a
+/// mask built from a registered buffer).
+FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
+                                              DenseElementsAttr a,
+                                              DenseElementsAttr b) {
+  auto shape =
+      nn::broadcastShapes(a.getType().getShape(), b.getType().getShape());
+  if (failed(shape))
+    return n.emitError() << n.getOpType() << " operands of types "
+                         << a.getType() << " and " << b.getType()
+                         << " do not broadcast";
+  auto resultType = RankedTensorType::get(*shape, n.getBuilder().getI1Type());
+  auto holds = [&](double u, double v) {
+    return op == Compare::Equal ? u == v : op == Compare::Less ? u < v : u > v;
+  };
+  // A splat (ConstantOfShape's) is read once, with stride 0.
+  auto values = [&](DenseElementsAttr attr, SmallVector<int64_t> &strides) {
+    Type f64 = Float64Type::get(attr.getContext());
+    SmallVector<double> out;
+    if (attr.isSplat()) {
+      DenseElementsAttr one =
+          attr.resizeSplat(RankedTensorType::get({}, attr.getElementType()));
+      out.push_back((*castElements(one, f64).getValues<APFloat>().begin())
+                        .convertToDouble());
+      strides.assign(shape->size(), 0);
+      return out;
+    }
+    for (const APFloat &v : castElements(attr, f64).getValues<APFloat>())
+      out.push_back(v.convertToDouble());
+    strides = broadcastStrides(attr.getType().getShape(), *shape);
+    return out;
+  };
+  SmallVector<int64_t> sa, sb;
+  SmallVector<double> x = values(a, sa), y = values(b, sb);
+  if (a.isSplat() && b.isSplat())
+    return DenseElementsAttr::get(resultType, holds(x[0], y[0]));
+  // Folding writes every element: refuse what no real mask needs.
+  constexpr int64_t kMaxFolded = 1 << 24;
+  int64_t count = 1;
+  for (int64_t d : *shape) {
+    if (d > kMaxFolded || count * d > kMaxFolded)
+      return n.emitError() << n.getOpType() << " of constants broadcast to "
+                           << resultType << " is too large to fold";
+    count *= d;
+  }
+  SmallVector<bool> bits;
+  SmallVector<int64_t> index(shape->size(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      ia += index[d] * sa[d];
+      ib += index[d] * sb[d];
+    }
+    bits.push_back(holds(x[ia], y[ib]));
+    for (int64_t d = index.size() - 1; d >= 0 && ++index[d] == (*shape)[d]; --d)
+      index[d] = 0;
+  }
+  return DenseElementsAttr::get(resultType, bits);
+}
+
+template <Compare op> LogicalResult importCompare(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  if (n.input(0).kind == Kind::Constant || n.input(1).kind == Kind::Constant) {
+    FailureOr<DenseElementsAttr> a = n.constant(0, "operand");
+    if (failed(a))
+      return failure();
+    FailureOr<DenseElementsAttr> b = n.constant(1, "operand");
+    if (failed(b))
+      return failure();
+    FailureOr<DenseElementsAttr> r = compareConstants(n, op, *a, *b);
+    if (failed(r))
+      return failure();
+    n.setOutput(0, ImportedValue::ofConstant(*r));
+    return success();
+  }
+  auto a = shapeInts(n, 0);
+  if (failed(a))
+    return failure();
+  auto b = shapeInts(n, 1);
+  if (failed(b))
+    return failure();
+  auto size = broadcastSize(n, {a->first, b->first});
+  if (failed(size))
+    return failure();
+  SmallVector<bool> bits;
+  for (size_t i = 0; i < *size; ++i) {
+    SymInt x = entry(a->first, i), y = entry(b->first, i);
+    std::optional<bool> r = compareSym(op, x, y);
+    if (!r)
+      return n.emitError() << n.getOpType() << " of " << x << " and " << y
+                           << " depends on the batch size B";
+    bits.push_back(*r);
+  }
+  n.setOutput(0, ImportedValue::ofConstant(
+                     boolVector(n, bits, a->second && b->second)));
+  return success();
+}
+
+LogicalResult importNot(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  ImportedValue &x = n.input(0);
+  if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
+    return n.emitError() << "Not is supported on compile-time booleans, not "
+                            "on run-time tensors";
+  SmallVector<bool> bits;
+  for (bool b : x.constant.getValues<bool>())
+    bits.push_back(!b);
+  n.setOutput(0, ImportedValue::ofConstant(
+                     DenseElementsAttr::get(x.constant.getType(), bits)));
+  return success();
+}
+
+/// A compile-time boolean mask as a float tensor of `elt` (1 where it
+/// holds), the condition nn.where takes.
+FailureOr<Value> floatMask(NodeImporter &n, unsigned i, Type elt) {
+  ImportedValue &c = n.input(i);
+  if (c.kind == Kind::Tensor)
+    return n.emitError() << n.getOpType() << " condition '" << n.inputName(i)
+                         << "' is computed at run time; it must fold to a "
+                            "constant (nn has no boolean tensors)";
+  FailureOr<DenseElementsAttr> bits = n.constant(i, "condition");
+  if (failed(bits))
+    return failure();
+  return n.getGraph().materialize(castElements(*bits, elt), n.getLoc());
+}
+
+/// Where: a selection between shape values folds; between tensors, with a
+/// compile-time condition (masked_fill with a constant mask, a causal
+/// attention mask), it is an nn.where.
+LogicalResult importWhere(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  bool values = llvm::all_of(ArrayRef<unsigned>{1, 2}, [&](unsigned i) {
+    return n.input(i).kind == Kind::Symbolic;
+  });
+  if (!values) {
+    FailureOr<Value> x = n.floatTensor(1);
+    if (failed(x))
+      return failure();
+    FailureOr<Value> y = n.floatTensor(2);
+    if (failed(y))
+      return failure();
+    Type elt = cast<RankedTensorType>(x->getType()).getElementType();
+    FailureOr<Value> mask = floatMask(n, 0, elt);
+    if (failed(mask))
+      return failure();
+    return n.createOutput<nn::WhereOp>(*mask, *x, *y);
+  }
+  auto cond = shapeInts(n, 0);
+  if (failed(cond))
+    return failure();
+  auto x = shapeInts(n, 1);
+  if (failed(x))
+    return failure();
+  auto y = shapeInts(n, 2);
+  if (failed(y))
+    return failure();
+  auto size = broadcastSize(n, {cond->first, x->first, y->first});
+  if (failed(size))
+    return failure();
+  SmallVector<SymInt> out;
+  for (size_t i = 0; i < *size; ++i)
+    out.push_back(entry(cond->first, i).coeff ? entry(x->first, i)
+                                              : entry(y->first, i));
+  n.setOutput(
+      0, ImportedValue::ofSymbolic(out, cond->second && x->second && y->second,
+                                   n.input(1).symbolicType));
+  return success();
+}
+
+/// ConstantOfShape of a compile-time shape is a splat constant; a float one
+/// whose shape holds the batch size (`torch.zeros(x.size(0), ...)` in
+/// `forward`) is the scalar broadcast over the batch of a data input.
+LogicalResult importConstantOfShape(NodeImporter &n) {
+  if (failed(n.checkAttrs({"value"})))
+    return failure();
+  auto dims = n.symbolicInts(0, "shape");
+  if (failed(dims))
+    return failure();
+  for (SymInt d : *dims)
+    if (d.isConstant() && d.coeff <= 0)
+      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                           << "]: empty tensors are not supported";
+  if (failed(product(*dims)))
+    return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                         << "]: the element count overflows";
+  OpBuilder &b = n.getBuilder();
+  DenseElementsAttr value =
+      DenseElementsAttr::get(RankedTensorType::get({1}, b.getF32Type()), 0.0f);
+  if (const onnx::AttributeProto *attr = n.getAttr("value")) {
+    if (attr->type() != onnx::AttributeProto::TENSOR)
+      return n.emitError() << "ConstantOfShape value must be a tensor";
+    auto t = n.getGraph().convertTensor(attr->t(), n.getLoc());
+    if (failed(t))
+      return failure();
+    if (t->getNumElements() != 1)
+      return n.emitError() << "ConstantOfShape value must hold one element";
+    value = *t;
+  }
+  Attribute element = value.getValues<Attribute>()[0];
+  std::optional<SmallVector<int64_t>> shape = staticDims(*dims);
+  // Integer vectors become shape values, one entry each: real ones are short.
+  constexpr int64_t kMaxShapeValue = 1 << 12;
+  if (shape && shape->size() == 1 && !isa<FloatType>(value.getElementType()) &&
+      (*shape)[0] > kMaxShapeValue)
+    return n.emitError() << "ConstantOfShape of " << (*shape)[0]
+                         << " integers is not supported (a shape value of at "
+                            "most "
+                         << kMaxShapeValue << " entries)";
+  if (shape) {
+    auto type = RankedTensorType::get(*shape, value.getElementType());
+    n.setOutput(
+        0, ImportedValue::ofConstant(DenseElementsAttr::get(type, element)));
+    return success();
+  }
+  SmallVector<int64_t> sizes;
+  for (SymInt d : *dims) {
+    if (d.isConstant())
+      sizes.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      sizes.push_back(-1);
+    else
+      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
+                           << "] is not supported: a batch-dependent size "
+                              "other than B itself (B is the batch size)";
+  }
+  if (!isa<FloatType>(value.getElementType()))
+    return n.emitError() << "ConstantOfShape of " << value.getElementType()
+                         << " to the batch-dependent shape [" << ArrayRef(*dims)
+                         << "] is not supported: nn has no integer tensors";
+  Value source = n.getGraph().batchSource();
+  if (!source)
+    return n.emitError() << "ConstantOfShape to a batch-dependent shape needs "
+                            "a data input with a batch dimension";
+  Value scalar = n.getGraph().materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, value.getElementType()),
+                             element),
+      n.getLoc());
+  return n.createOutput<nn::BroadcastToOp>(scalar, sizes, source);
+}
+
+/// Expand broadcasts to the numpy broadcast of the input's shape and the
+/// target. A target entry that is the batch size takes it from a data
+/// input (`nn.broadcast_to ... batch_of`): PyTorch's `expand(n, -1, -1)` of
+/// a class token.
+LogicalResult importExpand(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto target = n.symbolicInts(1, "shape");
+  if (failed(target))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  size_t rank = std::max(in->size(), target->size());
+  SmallVector<SymInt> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    SymInt a = i + in->size() < rank ? SymInt::constant(1)
+                                     : (*in)[i + in->size() - rank];
+    SymInt t = i + target->size() < rank ? SymInt::constant(1)
+                                         : (*target)[i + target->size() - rank];
+    if (a == t || t == SymInt::constant(1))
+      out[i] = a;
+    else if (a == SymInt::constant(1))
+      out[i] = t;
+    else
+      return n.emitError() << "Expand of [" << ArrayRef(*in) << "] to ["
+                           << ArrayRef(*target)
+                           << "]: the shapes do not broadcast (B is the "
+                              "batch size)";
+  }
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
+  if (ArrayRef(out) == ArrayRef(*in)) {
+    n.setOutput(0, *value);
+    return success();
+  }
+  SmallVector<int64_t> shape;
+  for (SymInt d : out) {
+    if (d.isConstant())
+      shape.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      shape.push_back(-1);
+    else
+      return n.emitError() << "Expand to [" << ArrayRef(out)
+                           << "] is not supported: a batch-dependent size "
+                              "other than B itself (B is the batch size)";
+  }
+  Value source;
+  if (llvm::is_contained(shape, -1)) {
+    source = n.getGraph().batchSource();
+    if (!source)
+      return n.emitError() << "Expand to a batch-dependent shape needs a data "
+                              "input with a batch dimension";
+  }
+  FailureOr<nn::BroadcastToOp> op =
+      n.create<nn::BroadcastToOp>(*value, shape, source);
+  if (failed(op))
+    return failure();
+  n.setOutput(0, op->getResult());
+  return success();
+}
+
 } // namespace
 
 void importer::populateShapeImporters(ImporterTable &table) {
@@ -933,4 +1448,11 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Unsqueeze"] = {importUnsqueeze, 13, second};
   table["Gather"] = {importGather, 13, second};
   table["Cast"] = {importCast};
+  table["ConstantOfShape"] = {importConstantOfShape, 13, 1u};
+  table["Expand"] = {importExpand, 13, second};
+  table["Equal"] = {importCompare<Compare::Equal>, 13, 0b11};
+  table["Less"] = {importCompare<Compare::Less>, 13, 0b11};
+  table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
+  table["Not"] = {importNot, 13, 1u};
+  table["Where"] = {importWhere, 13, 1u};
 }

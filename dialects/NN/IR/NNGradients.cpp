@@ -91,6 +91,26 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                ArrayRef<bool> needed,
+                                SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  Value zero = splat(b, loc, 0.0, getType().getElementType());
+  grads.push_back(Value());
+  grads.push_back(
+      needed[1] ? sumToShape(b, loc,
+                             WhereOp::create(b, loc, getCondition(), dy, zero),
+                             shapeOf(getLhs()))
+                : Value());
+  grads.push_back(
+      needed[2] ? sumToShape(b, loc,
+                             WhereOp::create(b, loc, getCondition(), zero, dy),
+                             shapeOf(getRhs()))
+                : Value());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary
 //===----------------------------------------------------------------------===//
@@ -382,9 +402,12 @@ LogicalResult PadOp::buildVJP(OpBuilder &b, ValueRange dys,
 LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange dys,
                                       ArrayRef<bool> needed,
                                       SmallVectorImpl<Value> &grads) {
-  return single(grads, needed, [&]() -> Value {
+  (void)single(grads, needed, [&]() -> Value {
     return sumToShape(b, getLoc(), dys[0], shapeOf(getInput()));
   });
+  if (getBatchSource())
+    grads.push_back(Value());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -147,6 +147,25 @@ CLEAVE_BINARY_INFER(MulOp)
 CLEAVE_BINARY_INFER(DivOp)
 #undef CLEAVE_BINARY_INFER
 
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  SmallVector<Type, 1> values;
+  if (failed(inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), values)))
+    return failure();
+  auto v = cast<RankedTensorType>(values[0]);
+  auto c = cast<RankedTensorType>(adaptor.getCondition().getType());
+  std::string why;
+  auto shape = broadcastShapes(c.getShape(), v.getShape(), &why);
+  if (failed(shape))
+    return emitOptionalError(loc, "condition shape ", shapeStr(c.getShape()),
+                             " and operand shape ", shapeStr(v.getShape()),
+                             " do not broadcast (", why, ")");
+  types.push_back(tensorOf(*shape, v.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products
 //===----------------------------------------------------------------------===//
@@ -359,18 +378,41 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                   "per dimension (",
                              rank, ")");
   for (int64_t d = 0; d < rank; ++d) {
-    if (starts[d] < 0 || sizes[d] < 0 || strides[d] < 1)
-      return emitOptionalError(loc, "dimension ", d,
-                               ": start and size must be >= 0 and stride >= 1");
+    if (starts[d] < 0 || sizes[d] < -1 || strides[d] < 1)
+      return emitOptionalError(
+          loc, "dimension ", d,
+          ": start must be >= 0, size >= 0 or -1 and stride >= 1");
     int64_t dim = x.getDimSize(d);
     if (dim != kDyn && sizes[d] > 0 &&
         starts[d] + (sizes[d] - 1) * strides[d] >= dim)
       return emitOptionalError(loc, "dimension ", d, ": slice [", starts[d],
                                " + ", sizes[d], " x ", strides[d],
                                ") exceeds the size ", dim);
+    if (dim != kDyn && sizes[d] == -1 && starts[d] > dim)
+      return emitOptionalError(loc, "dimension ", d, ": start ", starts[d],
+                               " exceeds the size ", dim);
   }
-  types.push_back(tensorOf(sizes, x.getElementType()));
+  types.push_back(
+      tensorOf(SliceOp::resultShape(x.getShape(), starts, sizes, strides),
+               x.getElementType()));
   return success();
+}
+
+SmallVector<int64_t> SliceOp::resultShape(ArrayRef<int64_t> input,
+                                          ArrayRef<int64_t> starts,
+                                          ArrayRef<int64_t> sizes,
+                                          ArrayRef<int64_t> strides) {
+  SmallVector<int64_t> shape(sizes);
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (size != -1)
+      continue;
+    int64_t dim = input[d];
+    size = dim == kDyn
+               ? kDyn
+               : (std::max<int64_t>(dim - starts[d], 0) + strides[d] - 1) /
+                     strides[d];
+  }
+  return shape;
 }
 
 LogicalResult PadOp::inferReturnTypes(MLIRContext *,
@@ -411,9 +453,18 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
   if ((int64_t)shape.size() < x.getRank())
     return emitOptionalError(loc, "cannot broadcast rank ", x.getRank(),
                              " to rank ", shape.size());
-  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
-    return emitOptionalError(loc, "shape entries must be >= 0, got ",
-                             shapeStr(shape));
+  Value source = adaptor.getBatchSource();
+  if (llvm::any_of(shape, [&](int64_t d) { return d < (source ? -1 : 0); }))
+    return emitOptionalError(loc, "shape entries must be >= 0",
+                             source ? " or -1" : "", ", got ", shapeStr(shape));
+  if (source && cast<RankedTensorType>(source.getType()).getRank() < 1)
+    return emitOptionalError(loc, "the batch source must have a dimension 0");
+  // -1 is the batch size: dimension 0 of the batch source.
+  SmallVector<int64_t> resolved(shape);
+  for (int64_t &d : resolved)
+    if (d == -1)
+      d = cast<RankedTensorType>(source.getType()).getDimSize(0);
+  shape = resolved;
   int64_t off = shape.size() - x.getRank();
   for (int64_t d = 0; d < x.getRank(); ++d) {
     int64_t in = x.getDimSize(d);
@@ -1179,6 +1230,12 @@ static bool isIdentityPlacement(Value input, Value result,
 OpFoldResult SliceOp::fold(FoldAdaptor) {
   if (isIdentityPlacement(getInput(), getResult(), getStarts(), getStrides()))
     return getInput();
+  // Once specialised, the input is static: write the -1 sizes out.
+  if (llvm::is_contained(getSizes(), -1) &&
+      getInput().getType().hasStaticShape()) {
+    setSizes(getType().getShape());
+    return getResult();
+  }
   return {};
 }
 
@@ -1189,6 +1246,12 @@ OpFoldResult PadOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  // Once specialised, the batch size is known: drop its source.
+  if (getBatchSource() && getType().hasStaticShape()) {
+    setShape(getType().getShape());
+    getBatchSourceMutable().clear();
+    return getResult();
+  }
   if (getInput().getType() == getType())
     return getInput();
   // Broadcasting is transitive: broadcast the original input directly.

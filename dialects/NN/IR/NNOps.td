@@ -66,6 +66,36 @@ def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs"> {
 //===- nn.div -------------------------------------------------------------===//
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 
+//===- nn.where -----------------------------------------------------------===//
+def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
+                           ["isDifferentiableOperand"]> {
+  let summary = "elementwise selection with numpy broadcasting";
+  let description = [{
+    `condition != 0 ? lhs : rhs` elementwise; the three operands broadcast
+    as in numpy. The condition is a mask of numbers (ONNX `Where`'s boolean
+    condition, PyTorch's `masked_fill`, a causal attention mask) and carries
+    no gradient. The cotangent of `lhs` is the result's where the condition
+    holds and 0 elsewhere, and the other way round for `rhs`, so a filled
+    `-inf` never meets a gradient.
+
+    ```mlir
+    %0 = nn.where %mask, %fill, %scores : tensor<8x8xf32>, tensor<f32>, tensor<32x2x8x8xf32> -> tensor<32x2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$condition,
+                       NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
+    `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      return index > 0;
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary ops
 //===----------------------------------------------------------------------===//
@@ -312,8 +342,15 @@ def NN_SliceOp : NN_DiffOp<"slice", [InferTypeOpAdaptor]> {
     result dimension `d` has `sizes[d]` elements, taken from index
     `starts[d] + k * strides[d]` (strides are positive).
 
+    A size of -1 takes every element from the start to the end of the
+    dimension, at the stride. It lets a slice of a batch-polymorphic model
+    leave the dynamic batch dimension whole (`starts` 0, `sizes` -1,
+    `strides` 1), so that the model can be specialised to a micro-batch
+    size later.
+
     ```mlir
     %0 = nn.slice %x starts [0, 2] sizes [4, 3] strides [1, 1] : tensor<4x8xf32> -> tensor<4x3xf32>
+    %1 = nn.slice %y starts [0, 0, 16] sizes [-1, 8, 16] strides [1, 1, 1] : tensor<?x8x48xf32> -> tensor<?x8x16xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
@@ -322,6 +359,15 @@ def NN_SliceOp : NN_DiffOp<"slice", [InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $input `starts` $starts `sizes` $sizes `strides` $strides attr-dict `:`
     type($input) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The result shape of slicing a tensor of shape `input`, a -1 size
+    /// resolved against it (dynamic when that input dimension is).
+    static ::llvm::SmallVector<int64_t>
+    resultShape(::llvm::ArrayRef<int64_t> input,
+                ::llvm::ArrayRef<int64_t> starts,
+                ::llvm::ArrayRef<int64_t> sizes,
+                ::llvm::ArrayRef<int64_t> strides);
   }];
   let hasFolder = 1;
 }
@@ -349,17 +395,40 @@ def NN_PadOp : NN_DiffOp<"pad", [InferTypeOpAdaptor]> {
 }
 
 //===- nn.broadcast_to ----------------------------------------------------===//
-def NN_BroadcastToOp : NN_DiffOp<"broadcast_to", [InferTypeOpAdaptor]> {
+def NN_BroadcastToOp : NN_DiffOp<"broadcast_to", [InferTypeOpAdaptor],
+                                 ["isDifferentiableOperand"]> {
   let summary = "numpy broadcast to a shape";
   let description = [{
+    Broadcasts `input` to `shape` as numpy does.
+
+    A batch-polymorphic model broadcasts to shapes that contain the batch
+    size (a class token expanded over the batch): such an entry is -1, and
+    `batch_source` is a tensor whose dimension 0 is the batch (a data input
+    of the model). Once the batch is specialised the result type is static;
+    the op then folds to its static form, without `batch_source`. The
+    batch source carries no gradient.
+
     ```mlir
     %0 = nn.broadcast_to %b [32, 10] : tensor<10xf32> -> tensor<32x10xf32>
+    %1 = nn.broadcast_to %cls [-1, 1, 16] batch_of %x : tensor<1x1x16xf32>, tensor<?x3x32x32xf32> -> tensor<?x1x16xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape,
+                       Optional<AnyRankedTensor>:$batch_source);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $input $shape attr-dict `:` type($input) `->` type($result)
+    $input $shape (`batch_of` $batch_source^)? attr-dict `:` type($input)
+    (`,` type($batch_source)^)? `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::llvm::ArrayRef<int64_t>":$shape), [{
+      build($_builder, $_state, input, shape, ::mlir::Value());
+    }]>
+  ];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      return index == 0;
+    }
   }];
   let hasFolder = 1;
   let hasCanonicalizer = 1;

@@ -242,3 +242,28 @@ func.func @dropout_ratio_zero(%x: tensor<4x3xf32>, %seed: tensor<i64>) -> (tenso
   %1 = nn.dropout %x, %seed {ratio = 0.1} : tensor<4x3xf32>, tensor<i64> -> tensor<4x3xf32>
   return %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// -----
+
+// Specialised (static) slices write their -1 sizes out; a dynamic one keeps
+// them.
+// CHECK-LABEL: func.func @slice_to_end_sizes
+// CHECK: nn.slice %{{.+}} starts [0, 2] sizes [4, 3] strides [1, 2] : tensor<4x8xf32> -> tensor<4x3xf32>
+// CHECK: nn.slice %{{.+}} starts [0, 2] sizes [-1, -1] strides [1, 2] : tensor<?x8xf32> -> tensor<?x3xf32>
+func.func @slice_to_end_sizes(%x: tensor<4x8xf32>, %y: tensor<?x8xf32>) -> (tensor<4x3xf32>, tensor<?x3xf32>) {
+  %0 = nn.slice %x starts [0, 2] sizes [-1, -1] strides [1, 2] : tensor<4x8xf32> -> tensor<4x3xf32>
+  %1 = nn.slice %y starts [0, 2] sizes [-1, -1] strides [1, 2] : tensor<?x8xf32> -> tensor<?x3xf32>
+  return %0, %1 : tensor<4x3xf32>, tensor<?x3xf32>
+}
+
+// -----
+
+// A broadcast to the batch drops its batch source once the batch is static.
+// CHECK-LABEL: func.func @broadcast_to_batch_of
+// CHECK: nn.broadcast_to %{{.+}} [4, 1, 3] : tensor<1x1x3xf32> -> tensor<4x1x3xf32>
+// CHECK: nn.broadcast_to %{{.+}} [-1, 1, 3] batch_of %{{.+}} : tensor<1x1x3xf32>, tensor<?x5xi64> -> tensor<?x1x3xf32>
+func.func @broadcast_to_batch_of(%c: tensor<1x1x3xf32>, %x: tensor<4x5xi64>, %y: tensor<?x5xi64>) -> (tensor<4x1x3xf32>, tensor<?x1x3xf32>) {
+  %0 = nn.broadcast_to %c [-1, 1, 3] batch_of %x : tensor<1x1x3xf32>, tensor<4x5xi64> -> tensor<4x1x3xf32>
+  %1 = nn.broadcast_to %c [-1, 1, 3] batch_of %y : tensor<1x1x3xf32>, tensor<?x5xi64> -> tensor<?x1x3xf32>
+  return %0, %1 : tensor<4x1x3xf32>, tensor<?x1x3xf32>
+}

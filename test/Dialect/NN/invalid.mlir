@@ -287,9 +287,27 @@ func.func @slice_strided_out_of_bounds(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @slice_zero_stride(%x: tensor<4x8xf32>) {
-  // expected-error @+2 {{dimension 1: start and size must be >= 0 and stride >= 1}}
+  // expected-error @+2 {{dimension 1: start must be >= 0, size >= 0 or -1 and stride >= 1}}
   // expected-error @+1 {{'nn.slice' op failed to infer returned types}}
   %0 = nn.slice %x starts [0, 0] sizes [4, 8] strides [1, 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_size_below_minus_one(%x: tensor<?x8xf32>) {
+  // expected-error @+2 {{dimension 0: start must be >= 0, size >= 0 or -1 and stride >= 1}}
+  // expected-error @+1 {{'nn.slice' op failed to infer returned types}}
+  %0 = nn.slice %x starts [0, 0] sizes [-2, 8] strides [1, 1] : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_to_end_start_past_end(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dimension 1: start 9 exceeds the size 8}}
+  // expected-error @+1 {{'nn.slice' op failed to infer returned types}}
+  %0 = nn.slice %x starts [0, 9] sizes [4, -1] strides [1, 1] : tensor<4x8xf32> -> tensor<4x0xf32>
   return
 }
 
@@ -903,5 +921,32 @@ func.func @clamp_inverted_bounds(%x: tensor<4xf32>) {
 func.func @clamp_grad_nan_bound(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
   // expected-error @+1 {{'nn.clamp_grad' op bounds must not be NaN}}
   %0 = nn.clamp_grad %dy, %x, 0x7FF8000000000000, 1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_batch_without_source(%x: tensor<1x3xf32>) {
+  // expected-error @+2 {{shape entries must be >= 0, got [-1, 3]}}
+  // expected-error @+1 {{'nn.broadcast_to' op failed to infer returned types}}
+  %0 = nn.broadcast_to %x [-1, 3] : tensor<1x3xf32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_scalar_batch_source(%x: tensor<1x3xf32>, %s: tensor<i64>) {
+  // expected-error @+2 {{the batch source must have a dimension 0}}
+  // expected-error @+1 {{'nn.broadcast_to' op failed to infer returned types}}
+  %0 = nn.broadcast_to %x [-1, 3] batch_of %s : tensor<1x3xf32>, tensor<i64> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @where_mask_does_not_broadcast(%m: tensor<3xf32>, %x: tensor<2x4xf32>) {
+  // expected-error @+2 {{condition shape [3] and operand shape [2, 4] do not broadcast}}
+  // expected-error @+1 {{'nn.where' op failed to infer returned types}}
+  %0 = nn.where %m, %x, %x : tensor<3xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return
 }

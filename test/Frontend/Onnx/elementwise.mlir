@@ -17,6 +17,10 @@
 // RUN: cleave-opt --import-onnx %t.clip.onnx | FileCheck %s --check-prefix=CLIP
 // RUN: %python %S/Inputs/make_model.py hard_activations %t.hard.onnx
 // RUN: cleave-opt --import-onnx %t.hard.onnx | FileCheck %s --check-prefix=HARD
+// RUN: %python %S/Inputs/make_model.py abs_softplus_reciprocal %t.abs.onnx
+// RUN: cleave-opt --import-onnx %t.abs.onnx | FileCheck %s --check-prefix=ABS
+// RUN: %python %S/Inputs/make_model.py masked_fill %t.masked.onnx
+// RUN: cleave-opt --import-onnx %t.masked.onnx | FileCheck %s --check-prefix=MASKED
 // RUN: %python %S/Inputs/make_model.py softmax %t.softmax.onnx
 // RUN: cleave-opt --import-onnx %t.softmax.onnx | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %python %S/Inputs/make_model.py gelu %t.gelu.onnx
@@ -122,3 +126,28 @@
 
 // OPSET: func.func @forward(%[[X:.+]]: tensor<?x4xf32> {train.input = "x"}) -> tensor<?x4xf32>
 // OPSET-NEXT: nn.relu %[[X]] : tensor<?x4xf32>
+
+// Abs is nn.leaky_relu with slope -1; Softplus is relu(x) + log(1 + exp(-|x|))
+// (no overflow); Reciprocal is a division of 1.
+// ABS-LABEL: func.func @forward(
+// ABS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x4xf32> {train.input = "x"})
+// ABS-DAG:       %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// ABS-DAG:       %[[A:.+]] = nn.leaky_relu %[[X]] {alpha = -1.000000e+00 : f64} : tensor<?x4xf32>
+// ABS:           %[[M:.+]] = nn.leaky_relu %[[A]] {alpha = -1.000000e+00 : f64} : tensor<?x4xf32>
+// ABS-NEXT:      %[[N:.+]] = nn.neg %[[M]] : tensor<?x4xf32>
+// ABS-NEXT:      %[[E:.+]] = nn.exp %[[N]] : tensor<?x4xf32>
+// ABS-NEXT:      %[[P:.+]] = nn.add %[[ONE]], %[[E]] : tensor<f32>, tensor<?x4xf32> -> tensor<?x4xf32>
+// ABS-NEXT:      %[[L:.+]] = nn.log %[[P]] : tensor<?x4xf32>
+// ABS-NEXT:      %[[R:.+]] = nn.relu %[[A]] : tensor<?x4xf32>
+// ABS-NEXT:      %[[S:.+]] = nn.add %[[R]], %[[L]] : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+// ABS-NEXT:      %[[Y:.+]] = nn.div %[[ONE]], %[[S]] : tensor<f32>, tensor<?x4xf32> -> tensor<?x4xf32>
+// ABS-NEXT:      return %[[Y]]
+
+// masked_fill(tril == 0, -inf): Equal folds on the constant triangle to a
+// mask of numbers, and Where is an nn.where at run time.
+// MASKED-LABEL: func.func @forward(
+// MASKED-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// MASKED-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// MASKED-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// MASKED:         %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[X]] : tensor<3x3xf32>, tensor<f32>, tensor<?x3x3xf32> -> tensor<?x3x3xf32>
+// MASKED-NEXT:    nn.softmax %[[W]] {axis = 2 : i64} : tensor<?x3x3xf32>

@@ -27,8 +27,20 @@
 // RUN: not cleave-opt --import-onnx %t.runtime.onnx 2>&1 | FileCheck %s --check-prefix=RUNTIME-SHAPE
 // RUN: %python %S/Inputs/make_model.py batch_squared %t.squared.onnx
 // RUN: not cleave-opt --import-onnx %t.squared.onnx 2>&1 | FileCheck %s --check-prefix=SQUARED
-// RUN: %python %S/Inputs/make_model.py dynamic_slice %t.slice.onnx
+// RUN: %python %S/Inputs/make_model.py batch_slice %t.slice.onnx
 // RUN: not cleave-opt --import-onnx %t.slice.onnx 2>&1 | FileCheck %s --check-prefix=SLICE
+// RUN: %python %S/Inputs/make_model.py batch_dependent_expand %t.expand.onnx
+// RUN: not cleave-opt --import-onnx %t.expand.onnx 2>&1 | FileCheck %s --check-prefix=EXPAND
+// RUN: %python %S/Inputs/make_model.py int_zeros_like_batch %t.int-zeros.onnx
+// RUN: not cleave-opt --import-onnx %t.int-zeros.onnx 2>&1 | FileCheck %s --check-prefix=INT-ZEROS
+// RUN: %python %S/Inputs/make_model.py huge_constant_of_shape %t.huge.onnx
+// RUN: not cleave-opt --import-onnx %t.huge.onnx 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: %python %S/Inputs/make_model.py compare_batch %t.compare.onnx
+// RUN: not cleave-opt --import-onnx %t.compare.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE
+// RUN: %python %S/Inputs/make_model.py reduce_runtime_axes %t.reduce.onnx
+// RUN: not cleave-opt --import-onnx %t.reduce.onnx 2>&1 | FileCheck %s --check-prefix=REDUCE-AXES
+// RUN: %python %S/Inputs/make_model.py compare_runtime %t.compare-rt.onnx
+// RUN: not cleave-opt --import-onnx %t.compare-rt.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE-RT
 // RUN: %python %S/Inputs/make_model.py cast_runtime %t.cast.onnx
 // RUN: not cleave-opt --import-onnx %t.cast.onnx 2>&1 | FileCheck %s --check-prefix=CAST
 // RUN: %python %S/Inputs/make_model.py dropout_mask %t.mask.onnx
@@ -76,8 +88,29 @@
 // SQUARED: error: cannot reshape [B, 4] to [B^2, -1] (B is the batch size)
 // SQUARED-NEXT: note: while importing ONNX node 'y' (Reshape, opset 13)
 
-// SLICE: error: Slice of 'tensor<?x6xf32>' is not supported: nn.slice needs static sizes for every dimension, and this tensor's size depends on the batch
+// Slices of a batched tensor take the whole batch or are refused.
+// SLICE: error: Slice [1:9223372036854775807:1] of dimension 0 of size B is not supported: along a batch-dependent dimension only the whole dimension can be taken (B is the batch size)
 // SLICE-NEXT: note: while importing ONNX node 'y' (Slice, opset 13)
+
+// EXPAND: error: Expand to [2*B, 4] is not supported: a batch-dependent size other than B itself (B is the batch size)
+// EXPAND-NEXT: note: while importing ONNX node 'y' (Expand, opset 13)
+
+// INT-ZEROS: error: ConstantOfShape of 'i64' to the batch-dependent shape [B, 4] is not supported: nn has no integer tensors
+// INT-ZEROS-NEXT: note: while importing ONNX node 'zeros' (ConstantOfShape, opset 13)
+
+// A 2^40-element float splat folds through Equal and Slice without writing
+// its elements; the long integer vector is refused.
+// HUGE: error: ConstantOfShape of 100000 integers is not supported (a shape value of at most 4096 entries)
+// HUGE-NEXT: note: while importing ONNX node 'ints' (ConstantOfShape, opset 13)
+
+// Comparisons fold on shape values, when the answer holds for every B >= 1.
+// COMPARE: error: Equal of B and 4 depends on the batch size B
+// COMPARE-NEXT: note: while importing ONNX node 'eq' (Equal, opset 13)
+// REDUCE-AXES: error: ReduceSum axes ('axes') is computed at run time; it must fold to a constant
+// REDUCE-AXES-NEXT: note: while importing ONNX node 'y' (ReduceSum, opset 13)
+
+// COMPARE-RT: error: Less input 'x' is supported when it is a shape value (integers of rank 0 or 1 known up to the batch size), not a run-time tensor
+// COMPARE-RT-NEXT: note: while importing ONNX node 'y' (Less, opset 13)
 
 // CAST: error: Cast of a run-time tensor from 'f32' to 'f64' is not supported (nn has no conversion op)
 // CAST-NEXT: note: while importing ONNX node 'y' (Cast, opset 13)

@@ -14,6 +14,11 @@
 // RUN: cleave-opt --import-onnx %t.vector.onnx | FileCheck %s --check-prefix=VECTOR
 // RUN: %python %S/Inputs/make_model.py matmul_batched %t.batched.onnx
 // RUN: cleave-opt --import-onnx %t.batched.onnx | FileCheck %s --check-prefix=BATCHED
+// RUN: %python %S/Inputs/make_model.py matmul_broadcast %t.broadcast.onnx
+// RUN: cleave-opt --import-onnx %t.broadcast.onnx | FileCheck %s --check-prefix=BROADCAST
+// RUN: cleave-opt --import-onnx %t.broadcast.onnx --cleave-train-pipeline="micro-batch=2 loss=mse" | FileCheck %s --check-prefix=BROADCAST-GRAD
+// RUN: %python %S/Inputs/make_model.py matmul_batch_mismatch %t.mismatch.onnx
+// RUN: not cleave-opt --import-onnx %t.mismatch.onnx 2>&1 | FileCheck %s --check-prefix=MISMATCH
 
 // nn.Linear as torch.onnx exports it. The parameters hold the exact exported
 // values (0.1 is printed as the float closest to it, as PyTorch stores it).
@@ -72,3 +77,27 @@
 // BATCHED-SAME:    %[[A:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "a"},
 // BATCHED-SAME:    %[[B:[a-z0-9_]+]]: tensor<?x2x4x5xf32> {train.input = "b"})
 // BATCHED-NEXT:    nn.matmul %[[A]], %[[B]] : tensor<?x2x3x4xf32>, tensor<?x2x4x5xf32> -> tensor<?x2x3x5xf32>
+
+// numpy batch broadcasting: per-head matrices and a shared left-hand matrix
+// are broadcast over the batch (taken from a data input); a right-hand side
+// whose batch dimensions are all 1 is one shared matrix.
+// BROADCAST-LABEL: func.func @forward(
+// BROADCAST-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"},
+// BROADCAST-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x4x5xf32> {train.input = "y"},
+// BROADCAST-SAME:    %[[H:[a-z0-9_]+]]: tensor<2x4x5xf32> {{.+}}train.param = "heads"},
+// BROADCAST-SAME:    %[[L:[a-z0-9_]+]]: tensor<3x4xf32> {{.+}}train.param = "left"},
+// BROADCAST-SAME:    %[[U:[a-z0-9_]+]]: tensor<1x5x2xf32> {{.+}}train.param = "unit"})
+// BROADCAST-NEXT:    %[[HB:.+]] = nn.broadcast_to %[[H]] [-1, 2, 4, 5] batch_of %[[X]] : tensor<2x4x5xf32>, tensor<?x2x3x4xf32> -> tensor<?x2x4x5xf32>
+// BROADCAST-NEXT:    nn.matmul %[[X]], %[[HB]] : tensor<?x2x3x4xf32>, tensor<?x2x4x5xf32> -> tensor<?x2x3x5xf32>
+// BROADCAST-NEXT:    %[[LB:.+]] = nn.broadcast_to %[[L]] [-1, 3, 4] batch_of %[[X]] : tensor<3x4xf32>, tensor<?x2x3x4xf32> -> tensor<?x3x4xf32>
+// BROADCAST-NEXT:    nn.matmul %[[LB]], %[[Y]] : tensor<?x3x4xf32>, tensor<?x4x5xf32> -> tensor<?x3x5xf32>
+// BROADCAST-NEXT:    %[[UR:.+]] = nn.reshape %[[U]] [5, 2] : tensor<1x5x2xf32> -> tensor<5x2xf32>
+// BROADCAST-NEXT:    nn.matmul %[[Y]], %[[UR]] : tensor<?x4x5xf32>, tensor<5x2xf32> -> tensor<?x4x2xf32>
+
+// The gradient of a broadcast parameter sums over the micro-batch.
+// BROADCAST-GRAD-LABEL: func.func @micro_step(
+// BROADCAST-GRAD:         nn.broadcast_to %{{.+}} [2, 2, 4, 5] : tensor<2x4x5xf32> -> tensor<2x2x4x5xf32>
+// BROADCAST-GRAD:         nn.reduce_sum %{{.+}} [0] {keepdims} : tensor<2x2x4x5xf32> -> tensor<1x2x4x5xf32>
+
+// MISMATCH: error: MatMul batch dimensions [B, 2] and [3] do not broadcast (B is the batch size)
+// MISMATCH-NEXT: note: while importing ONNX node 'y' (MatMul, opset 13)

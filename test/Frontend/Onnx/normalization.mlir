@@ -13,6 +13,8 @@
 // RUN: cleave-opt --import-onnx %t.mismatch.onnx | FileCheck %s --check-prefix=MISMATCH
 // RUN: %python %S/Inputs/make_model.py reduce_mean %t.mean.onnx
 // RUN: cleave-opt --import-onnx %t.mean.onnx | FileCheck %s --check-prefix=REDUCE
+// RUN: %python %S/Inputs/make_model.py reductions %t.reductions.onnx
+// RUN: cleave-opt --import-onnx %t.reductions.onnx | FileCheck %s --check-prefix=REDUCTIONS
 // RUN: %python %S/Inputs/make_model.py dropout %t.dropout.onnx
 // RUN: cleave-opt --import-onnx %t.dropout.onnx | FileCheck %s --check-prefix=DROPOUT
 
@@ -86,3 +88,9 @@
 // DROPOUT-NEXT:    %[[D:.+]] = nn.dropout %[[X]], %[[SEED]] {ratio = 2.500000e-01 : f64} : tensor<?x4xf32>, tensor<i64> -> tensor<?x4xf32>
 // DROPOUT-NEXT:    %[[Y:.+]] = nn.dropout %[[D]], %[[SEED]] {ratio = 5.000000e-01 : f64, stream = 1 : i64} : tensor<?x4xf32>, tensor<i64> -> tensor<?x4xf32>
 // DROPOUT-NEXT:    return %[[Y]]
+
+// REDUCTIONS-LABEL: func.func @forward(
+// REDUCTIONS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"})
+// REDUCTIONS-NEXT:    %[[S:.+]] = nn.reduce_sum %[[X]] [1] {keepdims} : tensor<?x3x4xf32> -> tensor<?x1x4xf32>
+// REDUCTIONS-NEXT:    %[[M:.+]] = nn.reduce_max %[[S]] [-1] : tensor<?x1x4xf32> -> tensor<?x1xf32>
+// REDUCTIONS-NEXT:    return %[[M]]

@@ -17,6 +17,15 @@
 // RUN: cleave-opt --import-onnx %t.slice.onnx | FileCheck %s --check-prefix=SLICE
 // RUN: %python %S/Inputs/make_model.py split %t.split.onnx
 // RUN: cleave-opt --import-onnx %t.split.onnx | FileCheck %s --check-prefix=SPLIT
+// RUN: %python %S/Inputs/make_model.py batch_slice_split %t.batch-slice.onnx
+// RUN: cleave-opt --import-onnx %t.batch-slice.onnx | FileCheck %s --check-prefix=BATCH-SLICE
+// RUN: %python %S/Inputs/make_model.py class_token %t.class-token.onnx
+// RUN: cleave-opt --import-onnx %t.class-token.onnx | FileCheck %s --check-prefix=CLASS-TOKEN
+// RUN: cleave-opt --import-onnx %t.class-token.onnx --cleave-attach-loss="micro-batch=2 loss=mse" --canonicalize | FileCheck %s --check-prefix=CLASS-TOKEN-2
+// RUN: %python %S/Inputs/make_model.py zeros_like_batch %t.zeros.onnx
+// RUN: cleave-opt --import-onnx %t.zeros.onnx | FileCheck %s --check-prefix=ZEROS
+// RUN: %python %S/Inputs/make_model.py expand_static %t.expand.onnx
+// RUN: cleave-opt --import-onnx %t.expand.onnx | FileCheck %s --check-prefix=EXPAND
 // RUN: %python %S/Inputs/make_model.py squeeze_unsqueeze %t.squeeze.onnx
 // RUN: cleave-opt --import-onnx %t.squeeze.onnx | FileCheck %s --check-prefix=SQUEEZE
 // RUN: %python %S/Inputs/make_model.py gather_embedding %t.embedding.onnx
@@ -74,6 +83,45 @@
 // SPLIT-NEXT:    %[[A:.+]] = nn.slice %[[X]] starts [0, 0] sizes [4, 2] strides [1, 1] : tensor<4x6xf32> -> tensor<4x2xf32>
 // SPLIT-NEXT:    %[[B:.+]] = nn.slice %[[X]] starts [0, 2] sizes [4, 4] strides [1, 1] : tensor<4x6xf32> -> tensor<4x4xf32>
 // SPLIT-NEXT:    return %[[A]], %[[B]]
+
+// Slices of a batched tensor keep the batch whole (-1): an end of
+// x.size(0) or 2^63-1 on the batch, strided features, Split's parts, and a
+// constant Gather on a feature axis.
+// BATCH-SLICE-LABEL: func.func @forward(
+// BATCH-SLICE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x6xf32> {train.input = "x"})
+// BATCH-SLICE-NEXT:    %[[Q:.+]] = nn.slice %[[X]] starts [0, 0, 1] sizes [-1, 3, 3] strides [1, 1, 2] : tensor<?x3x6xf32> -> tensor<?x3x3xf32>
+// BATCH-SLICE-NEXT:    %[[K:.+]] = nn.slice %[[X]] starts [0, 0, 0] sizes [-1, 3, 2] strides [1, 1, 1] : tensor<?x3x6xf32> -> tensor<?x3x2xf32>
+// BATCH-SLICE-NEXT:    %[[V:.+]] = nn.slice %[[X]] starts [0, 0, 2] sizes [-1, 3, 4] strides [1, 1, 1] : tensor<?x3x6xf32> -> tensor<?x3x4xf32>
+// BATCH-SLICE-NEXT:    %[[F:.+]] = nn.slice %[[X]] starts [0, 0, 0] sizes [-1, 3, 1] strides [1, 1, 1] : tensor<?x3x6xf32> -> tensor<?x3x1xf32>
+// BATCH-SLICE-NEXT:    %[[F2:.+]] = nn.reshape %[[F]] [-1, 3] : tensor<?x3x1xf32> -> tensor<?x3xf32>
+// BATCH-SLICE-NEXT:    return %[[Q]], %[[K]], %[[V]], %[[F2]]
+
+// expand(n, -1, -1): ConstantOfShape, Mul, Equal, Not and Where fold on the
+// shape [B, -1, -1] to [B, 1, 1]; the batch comes from the data input.
+// CLASS-TOKEN-LABEL: func.func @forward(
+// CLASS-TOKEN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"},
+// CLASS-TOKEN-SAME:    %[[CLS:[a-z0-9_]+]]: tensor<1x1x4xf32> {{.+}}train.param = "cls"})
+// CLASS-TOKEN-NEXT:    %[[T:.+]] = nn.broadcast_to %[[CLS]] [-1, 1, 4] batch_of %[[X]] : tensor<1x1x4xf32>, tensor<?x3x4xf32> -> tensor<?x1x4xf32>
+// CLASS-TOKEN-NEXT:    nn.concat %[[T]], %[[X]] {axis = 1 : i64} : tensor<?x1x4xf32>, tensor<?x3x4xf32> -> tensor<?x4x4xf32>
+
+// Specialised, the broadcast folds to its static form.
+// CLASS-TOKEN-2-LABEL: func.func @forward(
+// CLASS-TOKEN-2:         nn.broadcast_to %{{.+}} [2, 1, 4] : tensor<1x1x4xf32> -> tensor<2x1x4xf32>
+
+// torch.zeros(x.size(0), 1, 4): the scalar broadcast over the batch.
+// ZEROS-LABEL: func.func @forward(
+// ZEROS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"})
+// ZEROS-NEXT:    %[[C:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// ZEROS-NEXT:    %[[Z:.+]] = nn.broadcast_to %[[C]] [-1, 1, 4] batch_of %[[X]] : tensor<f32>, tensor<?x3x4xf32> -> tensor<?x1x4xf32>
+// ZEROS-NEXT:    nn.concat %[[Z]], %[[X]] {axis = 1 : i64} : tensor<?x1x4xf32>, tensor<?x3x4xf32> -> tensor<?x4x4xf32>
+
+// A static Expand is an nn.broadcast_to; an Expand to the input's own shape
+// vanishes.
+// EXPAND-LABEL: func.func @forward(
+// EXPAND-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"},
+// EXPAND-SAME:    %[[B:[a-z0-9_]+]]: tensor<4xf32> {{.+}}train.param = "b"})
+// EXPAND-NEXT:    %[[E:.+]] = nn.broadcast_to %[[B]] [3, 4] : tensor<4xf32> -> tensor<3x4xf32>
+// EXPAND-NEXT:    nn.add %[[X]], %[[E]] : tensor<?x3x4xf32>, tensor<3x4xf32> -> tensor<?x3x4xf32>
 
 // SQUEEZE-LABEL: func.func @forward(
 // SQUEEZE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x1x3xf32> {train.input = "x"})

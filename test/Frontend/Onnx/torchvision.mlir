@@ -12,10 +12,13 @@
 // RUN: cleave-compile %t.mv3.onnx --micro-batch=4 -o %t.mv3.cleave
 // RUN: %python %S/Inputs/make_model.py torchvision_squeezenet1_1 %t.sq.onnx
 // RUN: cleave-compile %t.sq.onnx --micro-batch=4 --compile-to=split | FileCheck %s --check-prefix=SQ
-// shufflenet_v2's channel split slices a batched activation, which nn.slice
-// (static sizes) cannot express yet.
+// shufflenet_v2 splits channels of batched activations with Slice and
+// shuffles them with reshapes computed from the batch size; the small
+// VisionTransformer expands its class token over the batch.
 // RUN: %python %S/Inputs/make_model.py torchvision_shufflenet_v2 %t.shuffle.onnx
-// RUN: not cleave-compile %t.shuffle.onnx --micro-batch=4 --compile-to=split 2>&1 | FileCheck %s --check-prefix=SHUFFLE
+// RUN: cleave-compile %t.shuffle.onnx --micro-batch=4 --compile-to=split | FileCheck %s --check-prefix=SHUFFLE
+// RUN: %python %S/Inputs/make_model.py torchvision_vit %t.vit.onnx
+// RUN: cleave-compile %t.vit.onnx --micro-batch=4 --compile-to=split | FileCheck %s --check-prefix=VIT
 
 // ReLU6 is Clip(0, 6): one nn.clamp forward, one nn.clamp_grad backward.
 // MV2-LABEL: func.func @micro_step(
@@ -39,4 +42,21 @@
 // SQ:         nn.concat
 // SQ-LABEL: func.func @apply_step(
 
-// SHUFFLE: error: Slice of 'tensor<?x{{[0-9]+}}x{{[0-9]+}}x{{[0-9]+}}xf32>' is not supported: nn.slice needs static sizes for every dimension, and this tensor's size depends on the batch
+// The channel shuffle ([B, 2, C/2, H, W], transposed, flattened back, the
+// batch entry of the reshapes computed from Shape), then the channel split:
+// two halves of the channels, the batch whole.
+// SHUFFLE-LABEL: func.func @micro_step(
+// SHUFFLE:         nn.reshape %{{.+}} [-1, 2, 24, 4, 4] : tensor<4x48x4x4xf32> -> tensor<4x2x24x4x4xf32>
+// SHUFFLE-NEXT:    nn.transpose %{{.+}} [0, 2, 1, 3, 4] : tensor<4x2x24x4x4xf32> -> tensor<4x24x2x4x4xf32>
+// SHUFFLE-NEXT:    nn.reshape %{{.+}} [-1, 48, 4, 4] : tensor<4x24x2x4x4xf32> -> tensor<4x48x4x4xf32>
+// SHUFFLE-NEXT:    nn.slice %{{.+}} starts [0, 0, 0, 0] sizes [4, 24, 4, 4] strides [1, 1, 1, 1] : tensor<4x48x4x4xf32> -> tensor<4x24x4x4xf32>
+// SHUFFLE-NEXT:    nn.slice %{{.+}} starts [0, 24, 0, 0] sizes [4, 24, 4, 4] strides [1, 1, 1, 1] : tensor<4x48x4x4xf32> -> tensor<4x24x4x4xf32>
+// SHUFFLE-LABEL: func.func @apply_step(
+
+// The class token broadcast to the micro-batch, in front of the patches;
+// its gradient sums over the batch.
+// VIT-LABEL: func.func @micro_step(
+// VIT:         nn.broadcast_to %{{.+}} [4, 1, 16] : tensor<1x1x16xf32> -> tensor<4x1x16xf32>
+// VIT-NEXT:    nn.concat %{{.+}}, %{{.+}} {axis = 1 : i64} : tensor<4x1x16xf32>, tensor<4x16x16xf32> -> tensor<4x17x16xf32>
+// VIT:         nn.reduce_sum %{{.+}} [0] {keepdims} : tensor<4x1x16xf32> -> tensor<1x1x16xf32>
+// VIT-LABEL: func.func @apply_step(

@@ -86,6 +86,9 @@ struct Ops {
             ArrayRef<int64_t> shape) {
     return nn::PadOp::create(b(), l(), x, starts, strides, shape);
   }
+  Value where(Value c, Value x, Value y) {
+    return nn::WhereOp::create(b(), l(), c, x, y);
+  }
   Value broadcastTo(Value x, ArrayRef<int64_t> shape) {
     return nn::BroadcastToOp::create(b(), l(), x, shape);
   }
@@ -171,6 +174,12 @@ Model binary(MLIRContext *ctx, std::mt19937_64 &rng) {
   m.observe("div_both_bcast",
             o.div(m.scaled("dbb.s", x1, {c}), m.param("dbb.p", {a, 1}, 0.5, 2)));
   m.observe("div_same", o.div(m.scaled("div_same.s", x, {c}), pos));
+  // A mask with zeros (a relu of data) selects between a broadcast
+  // parameter and data, and between two parameters.
+  Value mask = o.unary<nn::ReluOp>(m.input("mask", {a, c}, -1, 1));
+  m.observe("where", o.where(mask, m.param("where.p", {c}), x));
+  m.observe("where_params",
+            o.where(mask, m.param("wp.p", {a, 1}), m.param("wp.q", {1, c})));
   m.observeGlobal("add_params",
                   o.add(m.param("ap.p", {a, 1}), m.param("ap.q", {1, c})));
   return m.finish();

@@ -219,6 +219,20 @@ std::vector<GradCase> allCases() {
                  ": " +
                      T("5x7") + " -> " + T("2x3"),
                  T("2x3")));
+  // nn.where: the mask (no gradient) broadcasts, each side gets the
+  // cotangent where it is selected, summed to its shape.
+  c.push_back(fn("where", {P("a", "4"), P("b", "3x4")},
+                 "%m = arith.constant dense<[[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, "
+                 "1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]> : " +
+                     T("3x4") + "\n  %y = nn.where %m, %a, %b : " + T("3x4") +
+                     ", " + T("4") + ", " + T("3x4") + " -> " + T("3x4"),
+                 T("3x4")));
+  // A -1 size runs to the end of the dimension (the importer's whole batch).
+  c.push_back(fn("slice_to_end", {P("x", "5x7")},
+                 "%y = nn.slice %x starts [0, 2] sizes [-1, -1] strides "
+                 "[1, 2] : " +
+                     T("5x7") + " -> " + T("5x3"),
+                 T("5x3")));
   c.push_back(fn("pad_strided", {P("x", "2x3")},
                  "%y = nn.pad %x starts [1, 1] strides [2, 1] shape [5, 4] : " +
                      T("2x3") + " -> " + T("5x4"),
@@ -227,6 +241,13 @@ std::vector<GradCase> allCases() {
                  "%y = nn.broadcast_to %x [2, 3, 4] : " + T("3x1") + " -> " +
                      T("2x3x4"),
                  T("2x3x4")));
+  // -1 is the batch size, dimension 0 of the (integer) batch source, which
+  // takes no gradient.
+  c.push_back(
+      fn("broadcast_to_batch_of", {P("x", "3x1"), A("ids", "tensor<2x5xi64>")},
+         "%y = nn.broadcast_to %x [-1, 3, 4] batch_of %ids : " + T("3x1") +
+             ", tensor<2x5xi64> -> " + T("2x3x4"),
+         T("2x3x4"), Draw::Signed, {{0, 1, 2, 3, 4, 0, 1, 2, 3, 4}}));
 
   // Reductions, keepdims on and off.
   auto reduce = [&](StringRef name, StringRef op, StringRef axes,
@@ -423,6 +444,23 @@ std::vector<GradCase> allCases() {
                  "%y = nn.layer_norm %x bias %b : " + T("3x5") + ", " + T("5") +
                      " -> " + T("3x5"),
                  T("3x5")));
+
+  // The ONNX importer's compositions: Abs (leaky_relu with slope -1) and
+  // Softplus (relu(x) + log(1 + exp(-|x|)), whose gradient is sigmoid(x)).
+  c.push_back(unary("abs_as_leaky_relu", "leaky_relu", "3x4", Draw::Signed,
+                    " {alpha = -1.0 : f64}"));
+  {
+    std::string t = T("3x4");
+    std::string body = "%one = arith.constant dense<1.0> : " + T("") + "\n";
+    body += "%a = nn.leaky_relu %x {alpha = -1.0 : f64} : " + t + "\n";
+    body += "%n = nn.neg %a : " + t + "\n";
+    body += "%e = nn.exp %n : " + t + "\n";
+    body += "%p = nn.add %one, %e : " + T("") + ", " + t + " -> " + t + "\n";
+    body += "%l = nn.log %p : " + t + "\n";
+    body += "%r = nn.relu %x : " + t + "\n";
+    body += "%y = nn.add %r, %l : " + t + ", " + t + " -> " + t;
+    c.push_back(fn("softplus_composition", {P("x", "3x4")}, body, t));
+  }
 
   // Dropout (a fixed seed: the difference quotient sees the same mask) and
   // embedding (repeated indices accumulate).

@@ -123,6 +123,14 @@ def hard_activations():
 
 
 @model
+def abs_softplus_reciprocal():
+    return graph(
+        [node("Abs", ["x"], ["a"]), node("Softplus", ["a"], ["s"]),
+         node("Reciprocal", ["s"], ["out"])],
+        [value("x", F, [BATCH, 4])], [value("out", F, [BATCH, 4])])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
@@ -210,6 +218,31 @@ def matmul_batched():
 # ---------------------------------------------------------------------------
 
 @model
+def matmul_broadcast():
+    """numpy batch broadcasting: per-head matrices shared over the batch,
+    a left-hand matrix shared over the batch, and a right-hand side whose
+    batch dimensions are all 1."""
+    return graph(
+        [node("MatMul", ["x", "heads"], ["per_head"]),
+         node("MatMul", ["left", "y"], ["mixed"]),
+         node("MatMul", ["y", "unit"], ["z"])],
+        [value("x", F, [BATCH, 2, 3, 4]), value("y", F, [BATCH, 4, 5])],
+        [value("per_head", F, [BATCH, 2, 3, 5]),
+         value("mixed", F, [BATCH, 3, 5]), value("z", F, [BATCH, 4, 2])],
+        [init("heads", weights(2, 4, 5)), init("left", weights(3, 4, seed=1)),
+         init("unit", weights(1, 5, 2, seed=2))])
+
+
+@model
+def matmul_batch_mismatch():
+    """Batch dimensions 2 and 3 do not broadcast."""
+    return graph([node("MatMul", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 4])],
+                 [value("y", F, [BATCH, 2, 3, 5])],
+                 [init("w", weights(3, 4, 5))])
+
+
+@model
 def flatten():
     return graph([node("Flatten", ["x"], ["y"], axis=2)],
                  [value("x", F, [BATCH, 2, 3, 4])], [value("y", F, [None, 12])])
@@ -293,6 +326,120 @@ def split():
                  [value("x", F, [4, 6])],
                  [value("a", F, [4, 2]), value("b", F, [4, 4])],
                  [ints("sizes", [2, 4])])
+
+
+@model
+def batch_slice_split():
+    """Slices and splits of features on batched tensors (attention's packed
+    q/k/v): the batch dimension stays whole, up to x.size(0) included."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["zero1", "one"], ["starts"], axis=0),
+         node("Concat", ["batch1", "big"], ["ends"], axis=0),
+         node("Slice", ["x", "starts", "ends", "axes", "steps"], ["q"]),
+         node("Split", ["x", "sizes"], ["k", "v"], axis=-1),
+         node("Gather", ["x", "zero"], ["first"], axis=2)],
+        [value("x", F, [BATCH, 3, 6])],
+        [value("q", F, [BATCH, 3, 3]), value("k", F, [BATCH, 3, 2]),
+         value("v", F, [BATCH, 3, 4]), value("first", F, [BATCH, 3])],
+        [ints("zero", 0), ints("zero1", [0]), ints("one", [1]),
+         ints("axes0", [0]), ints("big", [2**63 - 1]), ints("axes", [0, 2]),
+         ints("steps", [1, 2]), ints("sizes", [2, 4])])
+
+
+@model
+def class_token():
+    """torchvision's VisionTransformer: class_token.expand(n, -1, -1), as
+    torch.onnx exports it (ConstantOfShape, Equal, Where on the shape), then
+    concatenated before the patches."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "minus1", "minus1"], ["target"], axis=0),
+         node("Shape", ["target"], ["target_shape"]),
+         node("ConstantOfShape", ["target_shape"], ["ones"],
+              value=numpy_helper.from_array(np.array([1], np.int64))),
+         node("Mul", ["ones", "minus1_scalar"], ["minus_ones"]),
+         node("Equal", ["target", "minus_ones"], ["is_minus1"]),
+         node("Not", ["is_minus1"], ["given"]),
+         node("Where", ["given", "target", "ones"], ["size"]),
+         node("Expand", ["cls", "size"], ["tokens"]),
+         node("Concat", ["tokens", "x"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4, 4])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1]),
+         ints("minus1_scalar", -1), init("cls", weights(1, 1, 4))])
+
+
+@model
+def masked_fill():
+    """A causal mask as torch.onnx exports masked_fill(tril == 0, -inf)
+    with the triangle a Constant: Equal folds, Where selects at run time."""
+    return graph(
+        [const("tril", np.tril(np.ones((3, 3)))),
+         const("zero", 0.0), const("fill", -np.inf),
+         node("Equal", ["tril", "zero"], ["above"]),
+         node("Where", ["above", "fill", "x"], ["masked"]),
+         node("Softmax", ["masked"], ["y"], axis=-1)],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])])
+
+
+@model
+def zeros_like_batch():
+    """torch.zeros(x.size(0), 1, 4) in forward, concatenated to the input;
+    and an integer one, which nn cannot hold."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "tail"], ["target"], axis=0),
+         node("ConstantOfShape", ["target"], ["zeros"]),
+         node("Concat", ["zeros", "x"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4, 4])],
+        [ints("zero", 0), ints("axes0", [0]), ints("tail", [1, 4])])
+
+
+@model
+def int_zeros_like_batch():
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("ConstantOfShape", ["shape"], ["zeros"],
+              value=numpy_helper.from_array(np.array([0], np.int64))),
+         node("Cast", ["zeros"], ["fz"], to=F),
+         node("Add", ["fz", "x"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
+def huge_constant_of_shape():
+    """A tiny file asking for a vast constant: the float splat is folded
+    without writing its elements (the Equal on it too), the integer vector
+    (a shape value, one entry each) is refused."""
+    return graph(
+        [node("ConstantOfShape", ["big"], ["ones"],
+              value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         node("Equal", ["ones", "one"], ["all"]),
+         node("Slice", ["ones", "zero1", "two", "zero1"], ["head"]),
+         node("ConstantOfShape", ["long"], ["ints"],
+              value=numpy_helper.from_array(np.array([1], np.int64))),
+         node("Add", ["x", "head"], ["y"])],
+        [value("x", F, [BATCH, 2])], [value("y", F, [BATCH, 2])],
+        [ints("big", [2**40]), init("one", 1.0), ints("zero1", [0]),
+         ints("two", [2]), ints("long", [100000])])
+
+
+@model
+def expand_static():
+    """Expand to a static shape, and to the batch of a batched input."""
+    return graph(
+        [node("Expand", ["b", "shape"], ["e"]),
+         node("Shape", ["x"], ["xs"]),
+         node("Expand", ["x", "xs"], ["same"]),
+         node("Add", ["same", "e"], ["y"])],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 4])],
+        [ints("shape", [3, 1]), init("b", weights(4))])
 
 
 @model
@@ -457,6 +604,26 @@ def layernorm_chain_mismatch():
 def reduce_mean():
     return graph([node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
                  [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 4])])
+
+
+@model
+def reductions():
+    """ReduceSum with axes as an input (opset 13), ReduceMax with the axes
+    attribute, and ReduceSum with no axes and noop_with_empty_axes."""
+    return graph(
+        [node("ReduceSum", ["x", "axes"], ["s"]),
+         node("ReduceMax", ["s"], ["m"], axes=[-1], keepdims=0),
+         node("ReduceSum", ["m"], ["y"], noop_with_empty_axes=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 1])],
+        [ints("axes", [1])])
+
+
+@model
+def reduce_runtime_axes():
+    """Reduction axes must fold to a constant."""
+    return graph([node("ReduceSum", ["x", "axes"], ["y"])],
+                 [value("x", F, [BATCH, 3]), value("axes", I64, [1])],
+                 [value("y", F, [None, None])])
 
 
 def gelu_graph(half):
@@ -645,6 +812,65 @@ def torch_block17():
                   17, training=True)
 
 
+@model
+def torch_encoder():
+    """torch.nn.TransformerEncoder (2 pre-norm GELU layers, batch_first,
+    dropout 0.1) over 8 vectors of 6 features, mean-pooled, at opset 14."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(6, 16)
+            layer = nn.TransformerEncoderLayer(
+                16, 2, dim_feedforward=32, dropout=0.1, activation="gelu",
+                batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2,
+                                                 enable_nested_tensor=False)
+            self.head = nn.Linear(16, 5)
+
+        def forward(self, x):
+            return self.head(self.encoder(self.embed(x)).mean(dim=1))
+
+    return export(Encoder(), torch.randn(2, 8, 6), (["x"], ["logits"]), 14,
+                  training=True)
+
+
+@model
+def torch_causal():
+    """Causal self-attention as GPT-style decoders write it: a position
+    embedding sliced to the sequence, a packed q/k/v projection split, and
+    masked_fill(-inf) with the mask a registered buffer."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Causal(nn.Module):
+        def __init__(self, vocab=20, tokens=6, dim=8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.1)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.head = nn.Linear(dim, vocab)
+            self.register_buffer("mask", torch.tril(
+                torch.ones(tokens, tokens)).view(1, tokens, tokens))
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            x = self.embed(ids) + self.pos[:, :t]
+            q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+            att = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+            att = att.masked_fill(self.mask[:, :t, :t] == 0, float("-inf"))
+            return self.head(torch.softmax(att, dim=-1) @ v).mean(dim=1)
+
+    return export(Causal(), torch.randint(0, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
 def torchvision_model(name):
     """A torchvision classifier (10 classes) exported for training at opset
     14, as issue 10 asks: 32x32 images keep the compile tests short."""
@@ -675,6 +901,21 @@ def torchvision_squeezenet1_1():
 @model
 def torchvision_shufflenet_v2():
     return torchvision_model("shufflenet_v2_x0_5")
+
+
+@model
+def torchvision_vit():
+    """A small VisionTransformer (2 layers, width 16, 8x8 patches of 32x32
+    images): its class token is expanded over the batch."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    module = torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2,
+        hidden_dim=16, mlp_dim=32, num_classes=10)
+    return export(module, torch.randn(2, 3, 32, 32), (["image"], ["logits"]),
+                  14, training=True)
 
 
 # ---------------------------------------------------------------------------
@@ -749,11 +990,47 @@ def batch_squared():
 
 
 @model
-def dynamic_slice():
-    """nn.slice needs static sizes: slicing a batched tensor is refused."""
+def batch_slice():
+    """x[1:] on the batch: a slice of the batch dimension is refused."""
     return graph([node("Slice", ["x", "starts", "ends", "axes"], ["y"])],
-                 [value("x", F, [BATCH, 6])], [value("y", F, [BATCH, 3])],
-                 [ints("starts", [0]), ints("ends", [3]), ints("axes", [1])])
+                 [value("x", F, [BATCH, 6])], [value("y", F, [None, 6])],
+                 [ints("starts", [1]), ints("ends", [2**63 - 1]),
+                  ints("axes", [0])])
+
+
+@model
+def batch_dependent_expand():
+    """expand(2 * B, ...) has a batch-dependent size other than B."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Mul", ["batch", "two"], ["twice"]),
+         node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
+         node("Concat", ["twice1", "four"], ["target"], axis=0),
+         node("Expand", ["b", "target"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [None, 4])],
+        [ints("zero", 0), ints("two", 2), ints("axes0", [0]),
+         ints("four", [4]), init("b", weights(1, 4))])
+
+
+@model
+def compare_batch():
+    """B == 4 depends on the batch size."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Equal", ["shape", "four"], ["eq"]),
+         node("Where", ["eq", "shape", "shape"], ["target"]),
+         node("Reshape", ["x", "target"], ["y"])],
+        [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+        [ints("four", [4, 4])])
+
+
+@model
+def compare_runtime():
+    """nn has no comparison op: Less of run-time tensors is refused."""
+    return graph([node("Less", ["x", "x"], ["y"])],
+                 [value("x", F, [BATCH, 4])],
+                 [value("y", TensorProto.BOOL, [BATCH, 4])])
 
 
 @model

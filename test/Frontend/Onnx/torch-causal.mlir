@@ -1,0 +1,23 @@
+// Causal self-attention as GPT-style decoders write it, exported by
+// torch.onnx for training at opset 14 with a dynamic batch. The mask is a
+// registered buffer: an initializer that only views (Slice) and a
+// comparison read, so it stays a constant and folds, while the position
+// embedding, sliced the same way but added to activations, is a parameter.
+// masked_fill(-inf) is an nn.where.
+//
+// REQUIRES: torch
+// RUN: %python %S/Inputs/make_model.py torch_causal %t.onnx
+// RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x6xi64> {train.input = "ids"},
+// CHECK-SAME:    train.param = "embed.weight"
+// CHECK-SAME:    %[[POS:[a-z0-9_]+]]: tensor<1x6x8xf32> {{.+}}train.param = "pos"
+// CHECK-NOT:     "mask"
+// CHECK-SAME:    -> tensor<?x20xf32>
+// CHECK-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[\[\[}}0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00]
+// CHECK-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// CHECK:         nn.slice %[[POS]] starts [0, 0, 0] sizes [1, 6, 8] strides [1, 1, 1]
+// CHECK:         %[[S:.+]] = nn.div
+// CHECK-NEXT:    %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]] : tensor<1x6x6xf32>, tensor<f32>, tensor<?x6x6xf32> -> tensor<?x6x6xf32>
+// CHECK-NEXT:    nn.softmax %[[W]] {axis = 2 : i64}
