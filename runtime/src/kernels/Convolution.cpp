@@ -135,33 +135,17 @@ ConvArgs convArgs(KernelKind kind) {
 ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
                                      KernelKind kind)
     : Kernel(kind, spec.id(), spec.op()) {
-  int64_t n = spec.integer("n", 1), c = spec.integer("c", 1);
-  int64_t h = spec.integer("h", 1), w = spec.integer("w", 1);
-  int64_t o = spec.integer("o", 1);
-  int64_t kh = spec.integer("kh", 1), kw = spec.integer("kw", 1);
-  int64_t oh = spec.integer("oh", 1), ow = spec.integer("ow", 1);
-  auto strides = spec.integers<2>("strides", 1);
-  auto padding = spec.integers<4>("padding", 0);
-  auto dilations = spec.integers<2>("dilations", 1);
-  int64_t groups = spec.integer("groups", 1);
-  bool relu = false, accumulate = false;
-  if (kind == KernelKind::ConvolutionForward) {
-    hasBias_ = spec.boolean("bias");
-    relu = spec.choice("activation", {"none", "relu"}) == "relu";
-  }
-  if (kind == KernelKind::ConvolutionBackwardWeights)
-    accumulate = spec.boolean("accumulate");
-  bool bf16 = spec.bf16Math();
-  spec.finish();
-
-  if (c % groups != 0 || o % groups != 0)
-    spec.fail("'groups' (" + std::to_string(groups) +
-              ") must divide both 'c' (" + std::to_string(c) + ") and 'o' (" +
-              std::to_string(o) + ")");
-  checkWindowedShape(spec, h, w, oh, ow, {kh, kw}, strides, padding, dilations);
-  spec.elementCount("src", {n, c, h, w});
-  spec.elementCount("wei", {o, c / groups, kh, kw});
-  spec.elementCount("dst", {n, o, oh, ow});
+  const ConvDirection direction =
+      kind == KernelKind::ConvolutionForward        ? ConvDirection::Forward
+      : kind == KernelKind::ConvolutionBackwardData ? ConvDirection::BackwardData
+                                                    : ConvDirection::BackwardWeights;
+  const ConvEntry e = readConvEntry(spec, direction);
+  const int64_t n = e.n, c = e.c, h = e.h, w = e.w, o = e.o, kh = e.kh,
+                kw = e.kw, oh = e.oh, ow = e.ow, groups = e.groups;
+  const auto &strides = e.strides, &dilations = e.dilations;
+  const auto &padding = e.padding;
+  const bool relu = e.relu, accumulate = e.accumulate, bf16 = e.bf16;
+  hasBias_ = e.bias;
 
   ConvGeometry g;
   g.src = {n, c, h, w};

@@ -188,4 +188,79 @@ void checkWindowedShape(const KernelSpec &spec, int64_t h, int64_t w,
   }
 }
 
+MatmulEntry readMatmulEntry(KernelSpec &spec) {
+  MatmulEntry e;
+  e.batch = spec.integer("batch", 1);
+  e.m = spec.integer("m", 1);
+  e.k = spec.integer("k", 1);
+  e.n = spec.integer("n", 1);
+  e.transA = spec.boolean("trans_a");
+  e.transB = spec.boolean("trans_b");
+  e.bBatched = spec.boolean("b_batched");
+  e.bias = spec.boolean("bias");
+  e.relu = spec.choice("activation", {"none", "relu"}) == "relu";
+  e.accumulate = spec.boolean("accumulate");
+  e.bf16 = spec.bf16Math();
+  spec.finish();
+  // C += act(AB + bias) is not what accumulation means for any gradient, and
+  // ruling it out keeps the post-op chain a plain sum.
+  if (e.accumulate && (e.relu || e.bias))
+    spec.fail("'accumulate' requires 'activation': 'none' and 'bias': false");
+  spec.elementCount("a", {e.batch, e.m, e.k});
+  spec.elementCount("b", {e.bBatched ? e.batch : 1, e.k, e.n});
+  spec.elementCount("c", {e.batch, e.m, e.n});
+  return e;
+}
+
+ConvEntry readConvEntry(KernelSpec &spec, ConvDirection direction) {
+  ConvEntry e;
+  e.n = spec.integer("n", 1), e.c = spec.integer("c", 1);
+  e.h = spec.integer("h", 1), e.w = spec.integer("w", 1);
+  e.o = spec.integer("o", 1);
+  e.kh = spec.integer("kh", 1), e.kw = spec.integer("kw", 1);
+  e.oh = spec.integer("oh", 1), e.ow = spec.integer("ow", 1);
+  e.strides = spec.integers<2>("strides", 1);
+  e.padding = spec.integers<4>("padding", 0);
+  e.dilations = spec.integers<2>("dilations", 1);
+  e.groups = spec.integer("groups", 1);
+  if (direction == ConvDirection::Forward) {
+    e.bias = spec.boolean("bias");
+    e.relu = spec.choice("activation", {"none", "relu"}) == "relu";
+  }
+  if (direction == ConvDirection::BackwardWeights)
+    e.accumulate = spec.boolean("accumulate");
+  e.bf16 = spec.bf16Math();
+  spec.finish();
+  if (e.c % e.groups != 0 || e.o % e.groups != 0)
+    spec.fail("'groups' (" + std::to_string(e.groups) +
+              ") must divide both 'c' (" + std::to_string(e.c) +
+              ") and 'o' (" + std::to_string(e.o) + ")");
+  checkWindowedShape(spec, e.h, e.w, e.oh, e.ow, {e.kh, e.kw}, e.strides,
+                     e.padding, e.dilations);
+  spec.elementCount("src", {e.n, e.c, e.h, e.w});
+  spec.elementCount("wei", {e.o, e.c / e.groups, e.kh, e.kw});
+  spec.elementCount("dst", {e.n, e.o, e.oh, e.ow});
+  return e;
+}
+
+PoolEntry readPoolEntry(KernelSpec &spec, bool max) {
+  PoolEntry e;
+  e.n = spec.integer("n", 1), e.c = spec.integer("c", 1);
+  e.h = spec.integer("h", 1), e.w = spec.integer("w", 1);
+  e.oh = spec.integer("oh", 1), e.ow = spec.integer("ow", 1);
+  e.kernel = spec.integers<2>("kernel", 1);
+  e.strides = spec.integers<2>("strides", 1);
+  e.padding = spec.integers<4>("padding", 0);
+  e.dilations = spec.integers<2>("dilations", 1);
+  // Meaningless for max pooling, where the manifest may still carry it.
+  e.includePad = max ? spec.boolean("count_include_pad", false)
+                     : spec.boolean("count_include_pad");
+  spec.finish();
+  checkWindowedShape(spec, e.h, e.w, e.oh, e.ow, e.kernel, e.strides,
+                     e.padding, e.dilations);
+  spec.elementCount("src", {e.n, e.c, e.h, e.w});
+  spec.elementCount("dst", {e.n, e.c, e.oh, e.ow});
+  return e;
+}
+
 } // namespace cleave::rt

@@ -108,6 +108,45 @@ void checkWindowedShape(const KernelSpec &spec, int64_t h, int64_t w,
                         const std::array<int64_t, 4> &padding,
                         const std::array<int64_t, 2> &dilations);
 
+/// The fields of a `matmul` entry, read, finished and checked (shapes,
+/// `accumulate` only without bias or activation): what every backend's
+/// matmul kernel is built from.
+struct MatmulEntry {
+  int64_t batch, m, k, n;
+  bool transA, transB, bBatched, bias, relu, accumulate;
+  /// `"math": "bf16"`.
+  bool bf16;
+};
+MatmulEntry readMatmulEntry(KernelSpec &spec);
+
+/// Which convolution an entry is; decides which optional fields it has.
+enum class ConvDirection { Forward, BackwardData, BackwardWeights };
+
+/// The fields of a `conv2d_*` entry, read, finished and checked (groups
+/// divide the channels, the output size matches the window formula).
+struct ConvEntry {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
+  std::array<int64_t, 2> strides, dilations;
+  /// top, left, bottom, right.
+  std::array<int64_t, 4> padding;
+  /// Forward only.
+  bool bias = false, relu = false;
+  /// Backward-weights only.
+  bool accumulate = false;
+  bool bf16;
+};
+ConvEntry readConvEntry(KernelSpec &spec, ConvDirection direction);
+
+/// The fields of a pooling entry, read, finished and checked against the
+/// window formula. `count_include_pad` is optional for max pooling.
+struct PoolEntry {
+  int64_t n, c, h, w, oh, ow;
+  std::array<int64_t, 2> kernel, strides, dilations;
+  std::array<int64_t, 4> padding;
+  bool includePad;
+};
+PoolEntry readPoolEntry(KernelSpec &spec, bool max);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H

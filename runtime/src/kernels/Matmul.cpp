@@ -24,25 +24,11 @@ using dims = dnnl::memory::dims;
 
 MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
     : Kernel(kKind, spec.id(), spec.op()) {
-  int64_t batch = spec.integer("batch", 1);
-  int64_t m = spec.integer("m", 1);
-  int64_t k = spec.integer("k", 1);
-  int64_t n = spec.integer("n", 1);
-  bool transA = spec.boolean("trans_a");
-  bool transB = spec.boolean("trans_b");
-  bool bBatched = spec.boolean("b_batched");
-  hasBias_ = spec.boolean("bias");
-  bool relu = spec.choice("activation", {"none", "relu"}) == "relu";
-  bool accumulate = spec.boolean("accumulate");
-  bool bf16 = spec.bf16Math();
-  spec.finish();
-  // C += act(AB + bias) is not what accumulation means for any gradient, and
-  // ruling it out keeps the post-op chain a plain sum.
-  if (accumulate && (relu || hasBias_))
-    spec.fail("'accumulate' requires 'activation': 'none' and 'bias': false");
-  spec.elementCount("a", {batch, m, k});
-  spec.elementCount("b", {bBatched ? batch : 1, k, n});
-  spec.elementCount("c", {batch, m, n});
+  const MatmulEntry e = readMatmulEntry(spec);
+  const int64_t batch = e.batch, m = e.m, k = e.k, n = e.n;
+  const bool transA = e.transA, transB = e.transB, bBatched = e.bBatched;
+  const bool relu = e.relu, accumulate = e.accumulate, bf16 = e.bf16;
+  hasBias_ = e.bias;
 
   // Without transposed or per-batch B, the batch is just more rows of one
   // GEMM: a [batch*M, K] x [K, N] product is faster than `batch` small ones.

@@ -62,19 +62,12 @@ void checkNoEmptyWindow(const KernelSpec &spec, const char *dim, int64_t in,
 PoolingKernel::PoolingKernel(KernelSpec &spec, BuildEnv &env, KernelKind kind,
                              bool max)
     : Kernel(kind, spec.id(), spec.op()), max_(max) {
-  int64_t n = spec.integer("n", 1), c = spec.integer("c", 1);
-  int64_t h = spec.integer("h", 1), w = spec.integer("w", 1);
-  int64_t oh = spec.integer("oh", 1), ow = spec.integer("ow", 1);
-  auto kernel = spec.integers<2>("kernel", 1);
-  auto strides = spec.integers<2>("strides", 1);
-  auto padding = spec.integers<4>("padding", 0);
-  auto dilations = spec.integers<2>("dilations", 1);
-  // Meaningless for max pooling, where the manifest may still carry it.
-  bool includePad = max ? spec.boolean("count_include_pad", false)
-                        : spec.boolean("count_include_pad");
-  spec.finish();
-
-  checkWindowedShape(spec, h, w, oh, ow, kernel, strides, padding, dilations);
+  const PoolEntry e = readPoolEntry(spec, max);
+  const int64_t n = e.n, c = e.c, h = e.h, w = e.w, oh = e.oh, ow = e.ow;
+  const auto &kernel = e.kernel, &strides = e.strides;
+  const auto &dilations = e.dilations;
+  const auto &padding = e.padding;
+  const bool includePad = e.includePad;
   checkNoEmptyWindow(spec, "h", h, oh, kernel[0], strides[0], padding[0],
                      dilations[0]);
   checkNoEmptyWindow(spec, "w", w, ow, kernel[1], strides[1], padding[1],
@@ -93,8 +86,6 @@ PoolingKernel::PoolingKernel(KernelSpec &spec, BuildEnv &env, KernelKind kind,
                   "): average pooling without count_include_pad does not "
                   "support it");
     }
-  spec.elementCount("src", {n, c, h, w});
-  spec.elementCount("dst", {n, c, oh, ow});
 
   dnnl::memory::desc srcDesc = plainDesc({n, c, h, w});
   dnnl::memory::desc dstDesc = plainDesc({n, c, oh, ow});
