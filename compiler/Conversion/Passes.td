@@ -115,7 +115,11 @@ def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
     private function `@<function>_kernel<i>` that holds only that op. The
     function takes the memrefs and scalars the op reads from its caller;
     constants, and view ops whose result has no static shape and layout,
-    are cloned into it instead. Kernels carry `passthrough = ["noinline"]`
+    are cloned into it instead. A nest whose kernel would be the same code
+    as an earlier one (same signature, bodies equal up to value names and
+    locations) calls that kernel instead: models repeat blocks, and LLVM's
+    time grows with the code it is given. Kernels carry
+    `passthrough = ["noinline"]`
     so that LLVM does not inline them back, and internal linkage so that the
     artifact does not export them.
 

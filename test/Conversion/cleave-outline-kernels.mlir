@@ -79,3 +79,43 @@ func.func @tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
   %b = linalg.fill ins(%one : f32) outs(%a : tensor<4xf32>) -> tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+// Nests that are the same code on other buffers share one kernel, even
+// across entry points; a different constant or a different shape makes a
+// kernel of its own.
+// CHECK-LABEL: func.func @twins
+// CHECK-SAME: (%[[A:[a-z0-9]+]]: memref<4xf32>, %[[B:[a-z0-9]+]]: memref<4xf32>, %[[C:[a-z0-9]+]]: memref<8xf32>)
+// CHECK-NEXT: call @twins_kernel0(%[[A]])
+// CHECK-NEXT: call @twins_kernel0(%[[B]])
+// CHECK-NEXT: call @twins_kernel1(%[[A]])
+// CHECK-NEXT: call @twins_kernel2(%[[C]])
+// CHECK-NEXT: return
+// CHECK: func.func private @twins_kernel0
+// CHECK: arith.constant 1.0
+// CHECK: func.func private @twins_kernel1
+// CHECK: arith.constant 2.0
+// CHECK: func.func private @twins_kernel2
+// CHECK-SAME: memref<8xf32>
+// CHECK-LABEL: func.func @other_entry
+// CHECK-NEXT: call @twins_kernel0(%{{.+}})
+// CHECK-NEXT: call @twins_kernel1(%{{.+}})
+// CHECK-NEXT: return
+// CHECK-NOT: func.func private
+func.func @twins(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<8xf32>) {
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  linalg.fill ins(%one : f32) outs(%a : memref<4xf32>)
+  linalg.fill ins(%one : f32) outs(%b : memref<4xf32>)
+  linalg.fill ins(%two : f32) outs(%a : memref<4xf32>)
+  linalg.fill ins(%one : f32) outs(%c : memref<8xf32>)
+  return
+}
+func.func @other_entry(%x: memref<4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  linalg.fill ins(%one : f32) outs(%x : memref<4xf32>)
+  linalg.fill ins(%two : f32) outs(%x : memref<4xf32>)
+  return
+}
