@@ -48,7 +48,8 @@ llvm_config.add_tool_substitutions(
     [ToolSubst(tool, unresolved="fatal") for tool in cleave_tools],
     [cleave_bin])
 llvm_config.add_tool_substitutions(
-    [ToolSubst(tool, unresolved="fatal") for tool in ("split-file", "llvm-nm")],
+    [ToolSubst(tool, unresolved="fatal")
+     for tool in ("split-file", "llvm-nm", "mlir-opt", "mlir-translate", "llc")],
     [config.llvm_tools_dir])
 # Tests that pipe through several tools (cleave-compile ... | cleave-run)
 # also find them on PATH, this build's first.

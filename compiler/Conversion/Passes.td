@@ -107,6 +107,25 @@ def CleavePlanMemory : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
                            "::mlir::cleave::rt::RtDialect"];
 }
 
+def CleaveApproximateMath : Pass<"cleave-approximate-math"> {
+  let summary = "Inline polynomial approximations of f32 transcendentals";
+  let description = [{
+    Rewrites f32 `math.erf`, `math.exp`, `math.expm1`, `math.log`,
+    `math.log1p`, `math.log2` and `math.tanh` into MLIR's polynomial
+    approximations (upstream `populateMathPolynomialApproximationPatterns`):
+    plain arithmetic, so that LLVM vectorises the loop around them. Left as
+    they are, they become calls to the C library's scalar `erff`, `expf`,
+    ... once per element, and the loops that hold them (GELU, softmax,
+    sigmoid, their gradients) stay scalar: in a transformer's micro-step
+    those calls were the largest item after the GEMMs. The approximations
+    are accurate to a few ulp over the whole f32 range (MLIR's own tests).
+    Other types and ops are left for the LLVM and libm lowerings.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each bufferized linalg op into a function of its own";
   let description = [{

@@ -268,8 +268,10 @@ void cleave::buildCpuBackendPipeline(
   // One small function per loop nest: LLVM's O3 is not linear in the size
   // of a function, and an entry point holds every nest of the model.
   pm.addPass(createCleaveOutlineKernels());
-  // Loops, then the LLVM dialect. LLVM's O3 vectorises the loops later.
+  // Loops, then the LLVM dialect. LLVM's O3 vectorises the loops later,
+  // transcendentals included once they are arithmetic.
   pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createCleaveApproximateMath());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
