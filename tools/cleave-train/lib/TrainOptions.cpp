@@ -54,7 +54,8 @@ processes train as one data-parallel job (an artifact compiled with
   --resume               continue from the newest checkpoint in --checkpoint-dir
   --normalize=MODE       standard (default): inputs standardised with the
                          training split's mean and std per channel; none:
-                         pixel / 255, float inputs as they are
+                         pixel / 255, float inputs as they are (token ids
+                         are never normalised)
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
   --save-params=FILE     write the final parameters (raw, manifest order)
@@ -229,6 +230,7 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
         throw UsageError("invalid value '" + mode +
                          "' for --normalize (expected standard or none)");
       o.standardize = mode == "standard";
+      o.normalizeGiven = true;
     } else if (n == "--limit-train") {
       o.limitTrain = parseInt(n, args.value(f), 1, kMax);
     } else if (n == "--limit-test") {
