@@ -1014,13 +1014,13 @@ TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
       "shapes.npz:y_train.npy: int64 labels of shape [4, 7] (expected one "
       "integer label per token of " +
           (dir / "shapes.npz") + ":x_train.npy, shape [4, 8])"));
-  EXPECT_TRUE(contains(
-      error("floaty.npz", x, f32npy({4, 8}, std::vector<float>(32))),
-      "floaty.npz:y_train.npy: float32 labels of shape [4, 8]"));
-  EXPECT_TRUE(contains(
-      error("count.npz", x,
-            npy("<i8", {3, 8}, raw(std::vector<int64_t>(24, 97)))),
-      "count.npz:y_train.npy: 3 labels for the 4 samples of"));
+  EXPECT_TRUE(
+      contains(error("floaty.npz", x, f32npy({4, 8}, std::vector<float>(32))),
+               "floaty.npz:y_train.npy: float32 labels of shape [4, 8]"));
+  EXPECT_TRUE(
+      contains(error("count.npz", x,
+                     npy("<i8", {3, 8}, raw(std::vector<int64_t>(24, 97)))),
+               "count.npz:y_train.npy: 3 labels for the 4 samples of"));
   std::vector<int64_t> bad = s.x;
   bad[8 + 2] = 128;
   EXPECT_TRUE(contains(
@@ -1039,11 +1039,11 @@ TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
       error("label.npz", x, npy("<i8", {4, 8}, raw(labels))),
       "label.npz:y_train.npy: label 300 of sequence 3, position 5 is out of "
       "range (expected 0 to 255 or the ignore index -100)"));
-  EXPECT_TRUE(contains(
-      error("ignored.npz", x,
-            npy("<i8", {4, 8}, raw(std::vector<int64_t>(32, -100)))),
-      "ignored.npz:y_train.npy: every label is the ignore index -100 "
-      "(expected at least one token to predict)"));
+  EXPECT_TRUE(
+      contains(error("ignored.npz", x,
+                     npy("<i8", {4, 8}, raw(std::vector<int64_t>(32, -100)))),
+               "ignored.npz:y_train.npy: every label is the ignore index -100 "
+               "(expected at least one token to predict)"));
   // Image datasets hold no token sequences; without the token options,
   // integer inputs are refused as before.
   writeCifar(dir / "cifar", 4, 4);
@@ -1280,8 +1280,8 @@ TEST(TrainOnTokensTest, RefusesWhatALanguageModelDoesNotTake) {
                                {"y_test.npy", y}}));
     return dir / name;
   };
-  const std::string tokens = archive(
-      "tokens.npz", npy("<i8", {4, 8}, raw(s.x)), npy("<i8", {4, 8}, raw(s.y)));
+  const std::string tokens = archive("tokens.npz", npy("<i8", {4, 8}, raw(s.x)),
+                                     npy("<i8", {4, 8}, raw(s.y)));
   // A classifier is not fed token sequences, nor a language model images.
   EXPECT_TRUE(contains(trainError("mlp_b32_n2_sgd", tokens),
                        "int64 inputs of shape [4, 8]"));

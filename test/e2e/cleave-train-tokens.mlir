@@ -41,3 +41,20 @@
 // METRICS-SAME: "train_tokens":1842}
 
 // NORMALIZE: cleave-train: error: --normalize=standard: {{.*}}.cleave is a language model, whose token ids are not normalised (they index an embedding); leave --normalize out or give --normalize=none
+
+// A language model's checkpoints resume like any other: killed at
+// micro-step 7 of 2 epochs, resumed from the checkpoint of micro-step 5
+// (mid-epoch, mid-window), it ends with the parameters of a run never
+// stopped, byte for byte (the trainer's position holds token sums).
+// RUN: rm -rf %t.ckpt
+// RUN: cleave-train %t.cleave --data=%t.corpus --epochs=2 --threads=1 \
+// RUN:   --progress=none --quiet --save-params=%t.straight
+// RUN: env CLEAVE_TRAIN_TEST_KILL_AT_MICRO_STEP=7 not --crash cleave-train \
+// RUN:   %t.cleave --data=%t.corpus --epochs=2 --threads=1 --progress=none \
+// RUN:   --quiet --checkpoint-dir=%t.ckpt --checkpoint-every=5
+// RUN: cleave-train %t.cleave --data=%t.corpus --epochs=2 --threads=1 \
+// RUN:   --progress=none --resume --checkpoint-dir=%t.ckpt \
+// RUN:   --save-params=%t.resumed | FileCheck %s --check-prefix=RESUMED
+// RUN: cmp %t.straight %t.resumed
+// RESUMED: resumed from {{.*}}checkpoint-0000000005.ckpt: epoch 1, sample 80 of 231
+// RESUMED: epoch 2/2: loss {{[0-9.]+}}, test loss {{[0-9.]+}}, test perplexity

@@ -55,11 +55,10 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
   const SampleArray &x = d.inputs, &y = d.targets;
   const int64_t t = tokens.sequenceLength;
   if (!isInteger(x.type) || x.sampleShape.size() != 1)
-    return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": ",
-                     elementTypeName(x.type), " inputs of shape ",
-                     shapeString(x.shape()),
-                     " (expected token ids of shape [N, ", t,
-                     "], int64, int32 or uint8)");
+    return makeError(
+        CLEAVE_INVALID_ARGUMENT, x.source, ": ", elementTypeName(x.type),
+        " inputs of shape ", shapeString(x.shape()),
+        " (expected token ids of shape [N, ", t, "], int64, int32 or uint8)");
   if (x.sampleShape[0] != t)
     return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": sequences of ",
                      x.sampleShape[0], " tokens, shape ",
@@ -87,11 +86,10 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
         return makeError(
             CLEAVE_INVALID_ARGUMENT, x.source, ": token id ", id,
             " of sequence ", r, ", position ", i, " is out of range (expected ",
-            tokens.idBound > 0
-                ? "0 to " + std::to_string(tokens.idBound - 1) +
-                      ": the model's embedding has " +
-                      std::to_string(tokens.idBound) + " rows"
-                : std::string("a non-negative id"),
+            tokens.idBound > 0 ? "0 to " + std::to_string(tokens.idBound - 1) +
+                                     ": the model's embedding has " +
+                                     std::to_string(tokens.idBound) + " rows"
+                               : std::string("a non-negative id"),
             ")");
       const int64_t label = integerAt(labels + size_t(i) * ySize, y.type);
       if (label == tokens.ignoreIndex)
@@ -207,8 +205,8 @@ Status loadDataset(const std::string &path, Split split,
                    const DatasetOptions &options, Dataset &out) {
   DataFormat format;
   CLEAVE_RETURN_IF_ERROR(detectFormat(path, format));
-  if (options.tokens && (format == DataFormat::Idx ||
-                         format == DataFormat::Cifar10))
+  if (options.tokens &&
+      (format == DataFormat::Idx || format == DataFormat::Cifar10))
     return makeError(CLEAVE_INVALID_ARGUMENT, path, ": a ", formatName(format),
                      " dataset of images (expected token sequences: an .npz "
                      "or .npy dataset whose x and y are integer [N, ",

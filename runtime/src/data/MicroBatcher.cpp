@@ -47,15 +47,14 @@ Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
     return makeError(CLEAVE_INVALID_ARGUMENT, "a normalisation of ",
                      normalization.mean.size(), " channels for inputs of ",
                      channels, " (", x.source, ")");
-  // Bounded so that the buffer sizes below (rounded up to the alignment)
-  // cannot overflow.
-  // Token ids and labels are fed as i64, one per token.
-  const size_t rowBytes =
-      size_t(x.sampleElements()) *
-      (dataset.tokens ? sizeof(int64_t) : sizeof(float));
+  // Token ids and labels are fed as i64, one per token. The sizes are
+  // bounded so that the buffers below (rounded up to the alignment) cannot
+  // overflow.
+  const size_t rowBytes = size_t(x.sampleElements()) *
+                          (dataset.tokens ? sizeof(int64_t) : sizeof(float));
   const size_t targetRowBytes =
-      dataset.tokens ? size_t(dataset.targets.sampleElements()) *
-                           sizeof(int64_t)
+      dataset.tokens
+          ? size_t(dataset.targets.sampleElements()) * sizeof(int64_t)
       : dataset.hasClassLabels()
           ? sizeof(int64_t)
           : size_t(dataset.targets.sampleElements()) * sizeof(float);
@@ -99,8 +98,7 @@ void MicroBatcher::copySample(int64_t row, int64_t index) {
     const uint8_t *labelSrc = y.row(index);
     for (int64_t i = 0; i < elements; ++i) {
       ids[i] = integerAt(src + size_t(i) * elementSize(x.type), x.type);
-      labels[i] =
-          integerAt(labelSrc + size_t(i) * elementSize(y.type), y.type);
+      labels[i] = integerAt(labelSrc + size_t(i) * elementSize(y.type), y.type);
     }
     return;
   }

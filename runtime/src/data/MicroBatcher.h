@@ -42,7 +42,9 @@ public:
   /// The number of samples of the last gather.
   int64_t samples() const { return samples_; }
   /// The f32 inputs (not for a token dataset).
-  const float *inputs() const { return static_cast<const float *>(inputData()); }
+  const float *inputs() const {
+    return static_cast<const float *>(inputData());
+  }
   /// The i64 token ids (only for a token dataset).
   const int64_t *tokenIds() const {
     return static_cast<const int64_t *>(inputData());

@@ -322,7 +322,7 @@ public:
 
   std::string describe() const override {
     return path_ + " (" + format_ + ", training split from sample 0, " +
-           "standardised)";
+           (dataset_.tokens ? "token sequences" : "standardised") + ")";
   }
 
 private:

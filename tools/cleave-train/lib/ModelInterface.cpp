@@ -68,12 +68,11 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
   if ((m.input.dtype != CLEAVE_DTYPE_I64 &&
        m.input.dtype != CLEAVE_DTYPE_I32) ||
       ids != labels)
-    throw tools::Error(path + ": input '" + m.input.name + "' is " +
-                       dtypeName(m.input.dtype) + " " + shapeString(ids) +
-                       " (its inputs: " + listed +
-                       "); cleave-train feeds a model with token labels " +
-                       shapeString(labels) +
-                       " token ids of the same shape, i64 or i32");
+    throw tools::Error(
+        path + ": input '" + m.input.name + "' is " + dtypeName(m.input.dtype) +
+        " " + shapeString(ids) + " (its inputs: " + listed +
+        "); cleave-train feeds a model with token labels " +
+        shapeString(labels) + " token ids of the same shape, i64 or i32");
   nlohmann::json record = manifestInput(artifact, m.target.name);
   if (!record.is_object() || !record.contains("ignore_index"))
     throw tools::Error(path + ": labels '" + m.target.name +
@@ -94,8 +93,7 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
       outputs[0].shape.size() != 3 || outputs[0].shape[0] != m.microBatch ||
       outputs[0].shape[1] != t || outputs[0].shape[2] < 1)
     throw tools::Error(path + ": eval_step must have one output of type f32 [" +
-                       std::to_string(m.microBatch) + ", " +
-                       std::to_string(t) +
+                       std::to_string(m.microBatch) + ", " + std::to_string(t) +
                        ", vocabulary] (the next-token logits) for "
                        "cleave-train to evaluate it");
   m.prediction = outputs[0].name;
@@ -183,8 +181,8 @@ data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
   if ((numpy || m.tokens) && m.classifier)
     options.numClasses = m.classes;
   if (m.tokens)
-    options.tokens = data::TokenOptions{m.sequenceLength, m.idBound,
-                                        m.ignoreIndex};
+    options.tokens =
+        data::TokenOptions{m.sequenceLength, m.idBound, m.ignoreIndex};
   options.limit = limit;
   return options;
 }

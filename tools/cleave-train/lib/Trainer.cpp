@@ -646,14 +646,14 @@ void Trainer::announce() {
         data::elementTypeName(train_.inputs.type),
         (long long)train_.numClasses - 1, (long long)model_.ignoreIndex);
   else
-  say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
-      o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
-      (long long)test_.size(), data::elementTypeName(train_.inputs.type),
-      shapeString(train_.inputs.sampleShape).c_str(),
-      train_.hasClassLabels()
-          ? ("labels 0.." + std::to_string(train_.numClasses - 1)).c_str()
-          : ("float32 targets of " + shapeString(train_.targets.sampleShape))
-                .c_str());
+    say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
+        o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
+        (long long)test_.size(), data::elementTypeName(train_.inputs.type),
+        shapeString(train_.inputs.sampleShape).c_str(),
+        train_.hasClassLabels()
+            ? ("labels 0.." + std::to_string(train_.numClasses - 1)).c_str()
+            : ("float32 targets of " + shapeString(train_.targets.sampleShape))
+                  .c_str());
   if (ranks_ > 1) {
     const std::string reduce =
         json::parse(artifact_->manifest()).value("reduce", "none");
