@@ -5,7 +5,8 @@
 # own gradient-accumulation loop on the same data in the same order:
 #
 #   1. scripts/make-text-corpus.py cuts the start of examples/data/
-#      genesis-kjv.txt into byte-level sequences (train.npz, test.npz);
+#      genesis-kjv.txt into byte-level sequences (train.npz, test.npz),
+#      whose training targets are then padded to different lengths;
 #   2. examples/gpt/export.py's decoder is exported to ONNX and compiled by
 #      cleave-compile (Adam, micro-batch B, accumulate N);
 #   3. cleave-train trains it for a few epochs (--metrics);
@@ -15,6 +16,12 @@
 #      token losses of N micro-batches divided by their real tokens, then
 #      one Adam step; the epoch's partial last window a step of its own.
 #
+# With MPIEXEC and RANKS, cleave-train runs as a data-parallel job of RANKS
+# ranks (the artifact compiled with --reduce=mean), and PyTorch's window is
+# the union of every rank's N micro-batches (each rank's contiguous share
+# of the order, Trainer.h's sampler), divided by the job's real tokens: the
+# token counts must be summed across the ranks, not averaged.
+#
 # Checked: cleave-train prints loss, test loss and test perplexity; both
 # runs' losses fall well below a uniform guess (ln 256 = 5.55 nats); the
 # first window's loss agrees to float32 rounding (the same parameters, data
@@ -22,6 +29,7 @@
 # the tolerances below.
 #
 # Usage: gpt_train.py SOURCE_DIR CLEAVE_COMPILE CLEAVE_TRAIN WORK_DIR
+#                     [MPIEXEC RANKS]
 # Exit status 77 (skipped) without torch/onnx, unless CLEAVE_REQUIRE_TORCH=1.
 #
 # ===------------------------------------------------------------------------===#
@@ -46,6 +54,8 @@ except ImportError as e:
     sys.exit(77)
 
 SOURCE, COMPILE, TRAIN, WORK = sys.argv[1:5]
+MPIEXEC, RANKS = (sys.argv[5], int(sys.argv[6])) if len(sys.argv) > 6 \
+    else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
 from export import Gpt, export  # noqa: E402
 
@@ -141,19 +151,28 @@ def token_loss(model, x, y):
 
 def train_pytorch(model, train, test):
     """PyTorch's accumulation loop in cleave-train's order: the loss of each
-    window and each epoch (per token), and each epoch's test loss."""
+    window and each epoch (per token), and each epoch's test loss. With
+    RANKS ranks, rank r trains on positions [r*S, (r+1)*S) of each epoch's
+    order (S = n // RANKS) and a window holds N micro-batches of each."""
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     x, y = train
     n = len(x)
+    share = n // RANKS
     windows, epochs, tests = [], [], []
     for epoch in range(EPOCHS):
         order = np.array(epoch_order(SEED, epoch, n))
         epoch_sum, epoch_count = 0.0, 0
-        batches = [order[i:i + MICRO_BATCH] for i in range(0, n, MICRO_BATCH)]
-        for w in range(0, len(batches), ACCUMULATE):
+        # batches[r][j]: micro-batch j of rank r.
+        batches = [[order[r * share + i:r * share + min(i + MICRO_BATCH,
+                                                         share)]
+                    for i in range(0, share, MICRO_BATCH)]
+                   for r in range(RANKS)]
+        micro_steps = len(batches[0])
+        for w in range(0, micro_steps, ACCUMULATE):
             opt.zero_grad()
             window_sum, window_count = 0.0, 0
-            for rows in batches[w:w + ACCUMULATE]:
+            for rows in [b for rank in batches
+                         for b in rank[w:w + ACCUMULATE]]:
                 loss, count = token_loss(model, x[rows], y[rows])
                 loss.backward()
                 window_sum += loss.item()
@@ -181,6 +200,18 @@ def main():
     corpus = os.path.join(WORK, "corpus")
     run(sys.executable, os.path.join(SOURCE, "scripts", "make-text-corpus.py"),
         "-o", corpus, f"--seq-len={TOKENS}", f"--max-bytes={TEXT_BYTES}")
+    # Sequences of different lengths: the last (7 i mod 24) targets of
+    # training sequence i are padding (the ignore index), so that windows,
+    # and under mpirun the ranks of a window, hold very different numbers
+    # of real tokens; normalising by samples, by N or per rank then fails.
+    path = os.path.join(corpus, "train.npz")
+    x, y = (np.load(path)[k] for k in "xy")
+    for i in range(len(y)):
+        pad = 7 * i % 24
+        if pad:
+            y[i, TOKENS - pad:] = IGNORE_INDEX
+    np.savez(path, x=x, y=y)
+
     model = Gpt(vocab=256, tokens=TOKENS, dim=32, hidden=64, layers=1)
     onnx_path = os.path.join(WORK, "gpt.onnx")
     artifact = os.path.join(WORK, "gpt.cleave")
@@ -188,16 +219,23 @@ def main():
     export(model, onnx_path, TOKENS)
     run(COMPILE, onnx_path, "--loss=cross-entropy", "--optimizer=adam",
         f"--lr={LR}", f"--micro-batch={MICRO_BATCH}",
-        f"--accumulate={ACCUMULATE}", "-o", artifact)
+        f"--accumulate={ACCUMULATE}", "-o", artifact,
+        *(["--reduce=mean"] if MPIEXEC else []))
     if os.path.exists(metrics):
         os.remove(metrics)
-    out = run(TRAIN, artifact, f"--data={corpus}", f"--epochs={EPOCHS}",
-              f"--seed={SEED}", f"--metrics={metrics}", "--progress=none")
+    launch = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np",
+              str(RANKS)] if MPIEXEC else []
+    out = run(*launch, TRAIN, artifact, f"--data={corpus}",
+              f"--epochs={EPOCHS}", f"--seed={SEED}", f"--metrics={metrics}",
+              "--progress=none")
     print(out)
     for part in (f"epoch 1/{EPOCHS}: loss ", ", test loss ",
                  ", test perplexity ",
                  "(per token)", "test sequences of 32 int64 token ids"):
         assert part in out, f"cleave-train's output lacks '{part}'"
+    if MPIEXEC:
+        part = f"data-parallel: {RANKS} ranks (reduce mean)"
+        assert out.count(part) == 1, f"cleave-train's output lacks '{part}'"
 
     records = [json.loads(line) for line in open(metrics)]
     cleave_windows = [r["loss"] for r in records if r["event"] == "step"]
