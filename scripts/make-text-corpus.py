@@ -61,7 +61,7 @@ def main():
     parser.add_argument("--max-bytes", type=int, default=0,
                         help="use only the first K bytes of the text (0: all)")
     parser.add_argument("--x-dtype", default="int64",
-                        choices=["int64", "int32", "uint8"],
+                        choices=["int64", "int32", "uint16", "uint8"],
                         help="dtype of the ids (default int64)")
     args = parser.parse_args()
     if args.seq_len < 1:

@@ -260,7 +260,8 @@ TEST(NpyTest, RefusesWhatItDoesNotRead) {
                "a.npy: big-endian dtype '>f4' (expected little-endian"));
   EXPECT_TRUE(contains(npyError(npy("<f8", {1}, "abcdefgh")),
                        "a.npy: unsupported dtype '<f8' (expected uint8 '|u1', "
-                       "int32 '<i4', int64 '<i8' or float32 '<f4')"));
+                       "uint16 '<u2', int32 '<i4', int64 '<i8' or float32 "
+                       "'<f4')"));
   EXPECT_TRUE(
       contains(npyError(npy("|O", {1}, "abcdefgh")), "unsupported dtype '|O'"));
   EXPECT_TRUE(contains(npyError(npy("<f4", {1 << 30, 1 << 30, 1 << 30}, "")),
@@ -949,10 +950,11 @@ TEST(TokenDatasetTest, LoadsIdsAndLabelsOfAnyIntegerType) {
   const Sequences s = letterWalks(5, 8, 3);
   const std::string y = npy("<i8", {5, 8}, raw(s.y));
   std::vector<int32_t> x32(s.x.begin(), s.x.end());
+  std::vector<uint16_t> x16(s.x.begin(), s.x.end());
   std::vector<uint8_t> x8(s.x.begin(), s.x.end());
   for (const std::string &x :
        {npy("<i8", {5, 8}, raw(s.x)), npy("<i4", {5, 8}, raw(x32)),
-        npy("|u1", {5, 8}, raw(x8))}) {
+        npy("<u2", {5, 8}, raw(x16)), npy("|u1", {5, 8}, raw(x8))}) {
     const std::string path = tokenNpz(dir, "tokens.npz", x, y);
     data::Dataset d = load(path, data::Split::Train, tokenOptions());
     EXPECT_TRUE(d.tokens);
@@ -1002,7 +1004,7 @@ TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
   EXPECT_TRUE(contains(
       error("float.npz", f32npy({4, 8}, std::vector<float>(32)), y),
       "float.npz:x_train.npy: float32 inputs of shape [4, 8] (expected token "
-      "ids of shape [N, 8], int64, int32 or uint8)"));
+      "ids of shape [N, 8], int64, int32, uint16 or uint8)"));
   EXPECT_TRUE(contains(
       error("long.npz", npy("<i8", {2, 16}, raw(s.x)),
             npy("<i8", {2, 16}, raw(s.y))),

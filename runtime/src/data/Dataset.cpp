@@ -58,7 +58,8 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
     return makeError(
         CLEAVE_INVALID_ARGUMENT, x.source, ": ", elementTypeName(x.type),
         " inputs of shape ", shapeString(x.shape()),
-        " (expected token ids of shape [N, ", t, "], int64, int32 or uint8)");
+        " (expected token ids of shape [N, ", t,
+        "], int64, int32, uint16 or uint8)");
   if (x.sampleShape[0] != t)
     return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": sequences of ",
                      x.sampleShape[0], " tokens, shape ",
@@ -119,6 +120,11 @@ int64_t integerAt(const uint8_t *p, ElementType type) {
   switch (type) {
   case ElementType::U8:
     return *p;
+  case ElementType::U16: {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
   case ElementType::I32: {
     int32_t v;
     std::memcpy(&v, p, sizeof(v));

@@ -125,24 +125,11 @@ void MicroBatcher::copySample(int64_t row, int64_t index) {
   const uint8_t *label = y.row(index);
   uint8_t *target =
       static_cast<uint8_t *>(targets_.get()) + size_t(row) * targetRowBytes_;
-  int64_t value = 0;
-  switch (y.type) {
-  case ElementType::U8:
-    value = *label;
-    break;
-  case ElementType::I32: {
-    int32_t v;
-    std::memcpy(&v, label, sizeof(v));
-    value = v;
-    break;
-  }
-  case ElementType::I64:
-    std::memcpy(&value, label, sizeof(value));
-    break;
-  case ElementType::F32:
+  if (y.type == ElementType::F32) {
     std::memcpy(target, label, targetRowBytes_);
     return;
   }
+  const int64_t value = integerAt(label, y.type);
   std::memcpy(target, &value, sizeof(value));
 }
 
