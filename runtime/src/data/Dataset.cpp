@@ -55,11 +55,11 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
   const SampleArray &x = d.inputs, &y = d.targets;
   const int64_t t = tokens.sequenceLength;
   if (!isInteger(x.type) || x.sampleShape.size() != 1)
-    return makeError(
-        CLEAVE_INVALID_ARGUMENT, x.source, ": ", elementTypeName(x.type),
-        " inputs of shape ", shapeString(x.shape()),
-        " (expected token ids of shape [N, ", t,
-        "], int64, int32, uint16 or uint8)");
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": ",
+                     elementTypeName(x.type), " inputs of shape ",
+                     shapeString(x.shape()),
+                     " (expected token ids of shape [N, ", t,
+                     "], int64, int32, uint16 or uint8)");
   if (x.sampleShape[0] != t)
     return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": sequences of ",
                      x.sampleShape[0], " tokens, shape ",
