@@ -65,14 +65,12 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
                        "labels of shape [" + std::to_string(m.microBatch) +
                        ", T] (a loss per token)");
   const int64_t t = labels[1];
-  if ((m.input.dtype != CLEAVE_DTYPE_I64 &&
-       m.input.dtype != CLEAVE_DTYPE_I32) ||
-      ids != labels)
+  if (m.input.dtype != CLEAVE_DTYPE_I64 || ids != labels)
     throw tools::Error(
         path + ": input '" + m.input.name + "' is " + dtypeName(m.input.dtype) +
         " " + shapeString(ids) + " (its inputs: " + listed +
         "); cleave-train feeds a model with token labels " +
-        shapeString(labels) + " token ids of the same shape, i64 or i32");
+        shapeString(labels) + " i64 token ids of the same shape");
   nlohmann::json record = manifestInput(artifact, m.target.name);
   if (!record.is_object() || !record.contains("ignore_index"))
     throw tools::Error(path + ": labels '" + m.target.name +

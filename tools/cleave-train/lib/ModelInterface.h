@@ -47,7 +47,7 @@ struct ModelInterface {
 /// input, and either i64 [B] labels and an eval_step with one f32 [B, C]
 /// output, or f32 targets (named "targets", as cleave-compile --loss=mse
 /// names them) and an eval_step with one output of their shape; or, for a
-/// language model, i64 or i32 ids [B, T], i64 labels [B, T] with an
+/// language model, i64 ids [B, T], i64 labels [B, T] with an
 /// ignore index and an eval_step with one f32 [B, T, V] output. `path`
 /// names the artifact in errors. Throws tools::Error.
 ModelInterface inspectModel(const cleave::Artifact &artifact,

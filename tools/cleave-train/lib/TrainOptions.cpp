@@ -25,6 +25,7 @@ processes train as one data-parallel job (an artifact compiled with
 
   --data=PATH            MNIST idx files or CIFAR-10 binary batches in a
                          directory, NumPy x/y arrays in .npy or .npz files
+                         (token sequences for a language model)
                          (default /usr/share/datasets/fashion-mnist)
   --epochs=E             epochs to train (default 1)
   --seed=S               seeds the initial parameters and shuffle (default 0)
