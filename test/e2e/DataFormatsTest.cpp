@@ -1046,6 +1046,20 @@ TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
                      npy("<i8", {4, 8}, raw(std::vector<int64_t>(32, -100)))),
                "ignored.npz:y_train.npy: every label is the ignore index -100 "
                "(expected at least one token to predict)"));
+  // Of the sequences kept: a limit that keeps only padding is refused too.
+  std::vector<int64_t> tail = s.y;
+  std::fill(tail.begin(), tail.begin() + 16, -100);
+  data::DatasetOptions limited = tokenOptions();
+  limited.limit = 2;
+  EXPECT_TRUE(contains(
+      error("limited.npz", x, npy("<i8", {4, 8}, raw(tail)), limited),
+      "limited.npz:y_train.npy: every label of the first 2 sequences is the "
+      "ignore index -100"));
+  limited.limit = 3;
+  EXPECT_EQ(load(tokenNpz(dir, "limited.npz", x, npy("<i8", {4, 8}, raw(tail))),
+                 data::Split::Train, limited)
+                .size(),
+            3);
   // Image datasets hold no token sequences; without the token options,
   // integer inputs are refused as before.
   writeCifar(dir / "cifar", 4, 4);

@@ -101,12 +101,21 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
                          " is out of range (expected 0 to ",
                          options.numClasses - 1, " or the ignore index ",
                          tokens.ignoreIndex, ")");
-      ++real;
+      // Only the sequences kept (options.limit) count: the loss and the
+      // test metrics are means over them.
+      if (options.limit == 0 || r < options.limit)
+        ++real;
     }
   }
   if (real == 0)
     return makeError(CLEAVE_INVALID_ARGUMENT, y.source,
-                     ": every label is the ignore index ", tokens.ignoreIndex,
+                     ": every label", options.limit > 0 &&
+                                              options.limit < x.count
+                                          ? " of the first " +
+                                                std::to_string(options.limit) +
+                                                " sequences"
+                                          : std::string(),
+                     " is the ignore index ", tokens.ignoreIndex,
                      " (expected at least one token to predict)");
   d.tokens = true;
   d.ignoreIndex = tokens.ignoreIndex;
