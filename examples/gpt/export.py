@@ -3,7 +3,8 @@
 #
 # Builds a GPT-style causal language model (token and position embeddings,
 # pre-norm blocks of causal self-attention and a GELU MLP, a final layer norm
-# and a head over the vocabulary; no dropout) and exports it to ONNX the way
+# and a head over the vocabulary, untied or --tied to the embedding; no
+# dropout) and exports it to ONNX the way
 # docs/user/onnx.md prescribes, for cleave-compile and cleave-train:
 #
 #   /usr/bin/python3 examples/gpt/export.py -o gpt.onnx
@@ -56,14 +57,22 @@ class Block(nn.Module):
 class Gpt(nn.Module):
     """Next-token logits [B, T, vocab] of ids [B, T]."""
 
-    def __init__(self, vocab=256, tokens=32, dim=32, hidden=64, layers=1):
+    def __init__(self, vocab=256, tokens=32, dim=32, hidden=64, layers=1,
+                 tied=False):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.pos = nn.Parameter(0.1 * torch.randn(tokens, dim))
         self.blocks = nn.ModuleList(
             Block(dim, hidden, tokens) for _ in range(layers))
         self.lnf = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, vocab)
+        # Tied (GPT-2's choice): the head's weight is the embedding table,
+        # one initializer in the ONNX file and one parameter in Cleave.
+        self.head = nn.Linear(dim, vocab, bias=not tied)
+        if tied:
+            # N(0, 0.02), GPT-2's: N(0, 1) rows would start the head with
+            # logits of the embedding's norm, far from a uniform guess.
+            nn.init.normal_(self.embed.weight, std=0.02)
+            self.head.weight = self.embed.weight
 
     def forward(self, ids):
         x = self.embed(ids) + self.pos
@@ -97,11 +106,14 @@ def main():
     parser.add_argument("--dim", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--tied", action="store_true",
+                        help="the head's weight is the embedding table")
     parser.add_argument("--seed", type=int, default=0,
                         help="seeds the initial parameters")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
-    model = Gpt(args.vocab, args.tokens, args.dim, args.hidden, args.layers)
+    model = Gpt(args.vocab, args.tokens, args.dim, args.hidden, args.layers,
+                args.tied)
     export(model, args.output, args.tokens)
     params = sum(p.numel() for p in model.parameters())
     print(f"wrote {args.output}: {args.layers}-block decoder, T={args.tokens},"

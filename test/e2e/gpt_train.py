@@ -28,8 +28,11 @@
 # and order); every window's and epoch's loss and the test loss agree within
 # the tolerances below.
 #
+# With --tied, the model's head is tied to its embedding (one parameter
+# that both uses update).
+#
 # Usage: gpt_train.py SOURCE_DIR CLEAVE_COMPILE CLEAVE_TRAIN WORK_DIR
-#                     [MPIEXEC RANKS]
+#                     [MPIEXEC RANKS] [--tied]
 # Exit status 77 (skipped) without torch/onnx, unless CLEAVE_REQUIRE_TORCH=1.
 #
 # ===------------------------------------------------------------------------===#
@@ -53,9 +56,10 @@ except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(77)
 
-SOURCE, COMPILE, TRAIN, WORK = sys.argv[1:5]
-MPIEXEC, RANKS = (sys.argv[5], int(sys.argv[6])) if len(sys.argv) > 6 \
-    else (None, 1)
+TIED = "--tied" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--tied"]
+SOURCE, COMPILE, TRAIN, WORK = ARGS[:4]
+MPIEXEC, RANKS = (ARGS[4], int(ARGS[5])) if len(ARGS) > 5 else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
 from export import Gpt, export  # noqa: E402
 
@@ -77,6 +81,10 @@ IGNORE_INDEX = -100
 # 5.6 to about 2.2 nats), so a wrong normalisation (by samples, by N, by
 # padded tokens) or a wrong order fails them at once.
 FIRST_WINDOW_RTOL = 1e-5
+# Where the test loss must have fallen to after the 5 epochs, from ln 256 =
+# 5.55 nats (a uniform guess): measured 2.28 (untied) and 2.81 (tied, whose
+# shared table learns slower at first).
+LOSS_BOUND = 3.2
 WINDOW_ATOL = 1e-4
 EPOCH_ATOL = 3e-5
 
@@ -212,7 +220,8 @@ def main():
             y[i, TOKENS - pad:] = IGNORE_INDEX
     np.savez(path, x=x, y=y)
 
-    model = Gpt(vocab=256, tokens=TOKENS, dim=32, hidden=64, layers=1)
+    model = Gpt(vocab=256, tokens=TOKENS, dim=32, hidden=64, layers=1,
+                tied=TIED)
     onnx_path = os.path.join(WORK, "gpt.onnx")
     artifact = os.path.join(WORK, "gpt.cleave")
     metrics = os.path.join(WORK, "gpt.jsonl")
@@ -282,9 +291,9 @@ def main():
     # The loss falls: from ln 256 = 5.55 (a uniform guess) to well below.
     for name, last in (("cleave", cleave_epochs[-1]["test_loss"]),
                        ("pytorch", tests[-1])):
-        if not last < 3.0:
+        if not last < LOSS_BOUND:
             failures.append(f"{name}'s test loss after {EPOCHS} epochs is "
-                            f"{last}, expected below 3.0")
+                            f"{last}, expected below {LOSS_BOUND}")
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         sys.exit(1)
