@@ -260,7 +260,8 @@ TEST(NpyTest, RefusesWhatItDoesNotRead) {
                "a.npy: big-endian dtype '>f4' (expected little-endian"));
   EXPECT_TRUE(contains(npyError(npy("<f8", {1}, "abcdefgh")),
                        "a.npy: unsupported dtype '<f8' (expected uint8 '|u1', "
-                       "int32 '<i4', int64 '<i8' or float32 '<f4')"));
+                       "uint16 '<u2', int32 '<i4', int64 '<i8' or float32 "
+                       "'<f4')"));
   EXPECT_TRUE(
       contains(npyError(npy("|O", {1}, "abcdefgh")), "unsupported dtype '|O'"));
   EXPECT_TRUE(contains(npyError(npy("<f4", {1 << 30, 1 << 30, 1 << 30}, "")),
@@ -908,6 +909,171 @@ TEST(NumpyCompatibilityTest, ReadsWhatNumpyWrites) {
 }
 
 //===----------------------------------------------------------------------===//
+// Token datasets
+//===----------------------------------------------------------------------===//
+
+/// Byte-level sequences of `t` tokens that walk the 8 letters a..h (the next
+/// token a function of the current one): ids x [n, t] and next-token labels
+/// y [n, t], the last `padded` labels of every third sequence the ignore
+/// index (a padded tail).
+struct Sequences {
+  std::vector<int64_t> x, y;
+};
+Sequences letterWalks(int64_t n, int64_t t, int64_t padded = 0) {
+  Sequences s;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < t; ++i) {
+      const int64_t letter = (r * 5 + i) % 8;
+      s.x.push_back('a' + letter);
+      const bool pad = r % 3 == 0 && i >= t - padded;
+      s.y.push_back(pad ? -100 : 'a' + (letter + 1) % 8);
+    }
+  return s;
+}
+
+data::DatasetOptions tokenOptions(int64_t t = 8, int64_t idBound = 256,
+                                  int64_t vocabulary = 256) {
+  data::DatasetOptions o;
+  o.numClasses = vocabulary;
+  o.tokens = data::TokenOptions{t, idBound, -100};
+  return o;
+}
+
+std::string tokenNpz(const TempDir &dir, const std::string &name,
+                     const std::string &x, const std::string &y) {
+  writeFile(dir / name, zip({{"x_train.npy", x}, {"y_train.npy", y}}));
+  return dir / name;
+}
+
+TEST(TokenDatasetTest, LoadsIdsAndLabelsOfAnyIntegerType) {
+  TempDir dir;
+  const Sequences s = letterWalks(5, 8, 3);
+  const std::string y = npy("<i8", {5, 8}, raw(s.y));
+  std::vector<int32_t> x32(s.x.begin(), s.x.end());
+  std::vector<uint16_t> x16(s.x.begin(), s.x.end());
+  std::vector<uint8_t> x8(s.x.begin(), s.x.end());
+  for (const std::string &x :
+       {npy("<i8", {5, 8}, raw(s.x)), npy("<i4", {5, 8}, raw(x32)),
+        npy("<u2", {5, 8}, raw(x16)), npy("|u1", {5, 8}, raw(x8))}) {
+    const std::string path = tokenNpz(dir, "tokens.npz", x, y);
+    data::Dataset d = load(path, data::Split::Train, tokenOptions());
+    EXPECT_TRUE(d.tokens);
+    EXPECT_FALSE(d.hasClassLabels());
+    EXPECT_EQ(d.numClasses, 256);
+    EXPECT_EQ(d.ignoreIndex, -100);
+    EXPECT_EQ(d.size(), 5);
+    // Ids and labels become i64 [k, T], neither converted nor standardised.
+    std::unique_ptr<data::MicroBatcher> b;
+    ASSERT_TRUE(data::MicroBatcher::create(d, 4, b).ok());
+    const uint32_t rows[] = {3, 0};
+    ASSERT_TRUE(b->gather(rows, 2).ok());
+    EXPECT_EQ(b->inputBytes(), 2u * 8 * sizeof(int64_t));
+    EXPECT_EQ(b->targetBytes(), 2u * 8 * sizeof(int64_t));
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(b->tokenIds()[r * 8 + i], s.x[size_t(rows[r] * 8 + i)]);
+        EXPECT_EQ(b->labels()[r * 8 + i], s.y[size_t(rows[r] * 8 + i)]);
+      }
+    // The padded tail of sequence 0 keeps its ignore index.
+    EXPECT_EQ(b->labels()[8 + 7], -100);
+    // Token ids index an embedding: they are never standardised.
+    data::Normalization n;
+    EXPECT_TRUE(contains(data::standardization(d, n).message(),
+                         "token ids are not standardised"));
+    EXPECT_FALSE(data::MicroBatcher::create(d, 4, b, {{0.5f}, {2.0f}}).ok());
+  }
+  // --limit-train applies to sequences.
+  data::DatasetOptions limited = tokenOptions();
+  limited.limit = 2;
+  EXPECT_EQ(load(tokenNpz(dir, "tokens.npz", npy("<i8", {5, 8}, raw(s.x)), y),
+                 data::Split::Train, limited)
+                .size(),
+            2);
+}
+
+TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
+  TempDir dir;
+  const Sequences s = letterWalks(4, 8);
+  const std::string x = npy("<i8", {4, 8}, raw(s.x));
+  const std::string y = npy("<i8", {4, 8}, raw(s.y));
+  auto error = [&](const std::string &name, const std::string &xs,
+                   const std::string &ys,
+                   data::DatasetOptions options = tokenOptions()) {
+    return loadError(tokenNpz(dir, name, xs, ys), data::Split::Train, options);
+  };
+  EXPECT_TRUE(contains(
+      error("float.npz", f32npy({4, 8}, std::vector<float>(32)), y),
+      "float.npz:x_train.npy: float32 inputs of shape [4, 8] (expected token "
+      "ids of shape [N, 8], int64, int32, uint16 or uint8)"));
+  EXPECT_TRUE(contains(
+      error("long.npz", npy("<i8", {2, 16}, raw(s.x)),
+            npy("<i8", {2, 16}, raw(s.y))),
+      "long.npz:x_train.npy: sequences of 16 tokens, shape [2, 16] (expected "
+      "[N, 8]: the model's sequence length is 8)"));
+  EXPECT_TRUE(contains(
+      error("shapes.npz", x,
+            npy("<i8", {4, 7}, raw(std::vector<int64_t>(28, 97)))),
+      "shapes.npz:y_train.npy: int64 labels of shape [4, 7] (expected one "
+      "integer label per token of " +
+          (dir / "shapes.npz") + ":x_train.npy, shape [4, 8])"));
+  EXPECT_TRUE(
+      contains(error("floaty.npz", x, f32npy({4, 8}, std::vector<float>(32))),
+               "floaty.npz:y_train.npy: float32 labels of shape [4, 8]"));
+  EXPECT_TRUE(
+      contains(error("count.npz", x,
+                     npy("<i8", {3, 8}, raw(std::vector<int64_t>(24, 97)))),
+               "count.npz:y_train.npy: 3 labels for the 4 samples of"));
+  std::vector<int64_t> bad = s.x;
+  bad[8 + 2] = 128;
+  EXPECT_TRUE(contains(
+      error("id.npz", npy("<i8", {4, 8}, raw(bad)), y, tokenOptions(8, 128)),
+      "id.npz:x_train.npy: token id 128 of sequence 1, position 2 is out of "
+      "range (expected 0 to 127: the model's embedding has 128 rows)"));
+  bad[8 + 2] = -1;
+  EXPECT_TRUE(contains(
+      error("negative.npz", npy("<i8", {4, 8}, raw(bad)), y,
+            tokenOptions(8, 0, 256)),
+      "token id -1 of sequence 1, position 2 is out of range (expected a "
+      "non-negative id)"));
+  std::vector<int64_t> labels = s.y;
+  labels[3 * 8 + 5] = 300;
+  EXPECT_TRUE(contains(
+      error("label.npz", x, npy("<i8", {4, 8}, raw(labels))),
+      "label.npz:y_train.npy: label 300 of sequence 3, position 5 is out of "
+      "range (expected 0 to 255 or the ignore index -100)"));
+  EXPECT_TRUE(
+      contains(error("ignored.npz", x,
+                     npy("<i8", {4, 8}, raw(std::vector<int64_t>(32, -100)))),
+               "ignored.npz:y_train.npy: every label is the ignore index -100 "
+               "(expected at least one token to predict)"));
+  // Of the sequences kept: a limit that keeps only padding is refused too.
+  std::vector<int64_t> tail = s.y;
+  std::fill(tail.begin(), tail.begin() + 16, -100);
+  data::DatasetOptions limited = tokenOptions();
+  limited.limit = 2;
+  EXPECT_TRUE(contains(
+      error("limited.npz", x, npy("<i8", {4, 8}, raw(tail)), limited),
+      "limited.npz:y_train.npy: every label of the first 2 sequences is the "
+      "ignore index -100"));
+  limited.limit = 3;
+  EXPECT_EQ(load(tokenNpz(dir, "limited.npz", x, npy("<i8", {4, 8}, raw(tail))),
+                 data::Split::Train, limited)
+                .size(),
+            3);
+  // Image datasets hold no token sequences; without the token options,
+  // integer inputs are refused as before.
+  writeCifar(dir / "cifar", 4, 4);
+  EXPECT_TRUE(contains(
+      loadError(dir / "cifar", data::Split::Train, tokenOptions()),
+      "a cifar-10 dataset of images (expected token sequences: an .npz or "
+      ".npy dataset whose x and y are integer [N, 8])"));
+  EXPECT_TRUE(contains(error("plain.npz", x, y, data::DatasetOptions{}),
+                       "int64 inputs of shape [4, 8] (expected float32, or "
+                       "uint8 pixels that become p / 255; integer token ids "
+                       "need a model with a label per token)"));
+}
+
+//===----------------------------------------------------------------------===//
 // cleave-train
 //===----------------------------------------------------------------------===//
 
@@ -1083,6 +1249,85 @@ TEST(TrainOnNewFormatsTest, RefusesDataTheModelDoesNotTake) {
                   npy("<i8", {4}, raw(std::vector<int64_t>{0, 10, 1, 2})))),
       "classes.npz:y_train.npy: label 10 of sample 1 is out of range "
       "(expected 0 to 9)"));
+}
+
+TEST(TrainOnTokensTest, ByteLevelLanguageModel) {
+  TempDir dir;
+  // Letter walks: the next token is a function of the current one, so that
+  // the bigram model of examples/tiny_lm.mlir learns it exactly. Padded
+  // tails (ignore index) are left out of the loss and of the metrics.
+  auto write = [&](const std::string &name, int64_t n) {
+    const Sequences s = letterWalks(n, 8, 3);
+    std::vector<uint8_t> x(s.x.begin(), s.x.end());
+    writeFile(dir / name, zip({{"x.npy", npy("|u1", {n, 8}, raw(x))},
+                               {"y.npy", npy("<i8", {n, 8}, raw(s.y))}}));
+  };
+  write("train.npz", 61);
+  write("test.npz", 20);
+  std::string out;
+  train::TrainSummary s =
+      trainOn("tiny_lm_b8_n2_adam", dir.path(), 6, 0.05, &out);
+  std::printf("%s", out.c_str());
+  ASSERT_EQ(s.epochs.size(), 6u);
+  // 8 micro-batches an epoch (the last of 5), windows of 2: 4 steps.
+  EXPECT_EQ(s.optimizerSteps, 24);
+  // From about ln 256 = 5.5 nats to a near-certain next letter.
+  EXPECT_GT(s.epochs[0].trainLoss, 2.0);
+  EXPECT_LT(s.epochs[5].trainLoss, 0.2 * s.epochs[0].trainLoss);
+  EXPECT_LT(s.epochs[5].testLoss, 0.5);
+  EXPECT_GE(s.epochs[5].testAccuracy, 0.99);
+  for (const train::EpochResult &e : s.epochs) {
+    EXPECT_DOUBLE_EQ(e.testPerplexity, std::exp(e.testLoss));
+    EXPECT_DOUBLE_EQ(e.trainPerplexity, std::exp(e.trainLoss));
+  }
+  EXPECT_TRUE(contains(out, "epoch 6/6: loss ")) << out;
+  EXPECT_TRUE(contains(out, ", test perplexity ")) << out;
+  EXPECT_TRUE(contains(out, "% (per token)")) << out;
+}
+
+TEST(TrainOnTokensTest, RefusesWhatALanguageModelDoesNotTake) {
+  TempDir dir;
+  const Sequences s = letterWalks(4, 8);
+  auto archive = [&](const std::string &name, const std::string &x,
+                     const std::string &y) {
+    writeFile(dir / name, zip({{"x_train.npy", x},
+                               {"y_train.npy", y},
+                               {"x_test.npy", x},
+                               {"y_test.npy", y}}));
+    return dir / name;
+  };
+  const std::string tokens = archive("tokens.npz", npy("<i8", {4, 8}, raw(s.x)),
+                                     npy("<i8", {4, 8}, raw(s.y)));
+  // A classifier is not fed token sequences, nor a language model images.
+  EXPECT_TRUE(contains(trainError("mlp_b32_n2_sgd", tokens),
+                       "int64 inputs of shape [4, 8]"));
+  EXPECT_TRUE(contains(
+      trainError("tiny_lm_b8_n2_adam",
+                 archive("images.npz",
+                         npy("|u1", {4, 784}, std::string(4 * 784, '\0')),
+                         npy("<i8", {4}, raw(cyclicLabels(4, 10))))),
+      "images.npz:x_train.npy: sequences of 784 tokens, shape [4, 784] "
+      "(expected [N, 8]: the model's sequence length is 8)"));
+  // Token ids are not normalised: an explicit --normalize=standard is an
+  // error, the default and --normalize=none train.
+  train::TrainOptions options;
+  options.artifact = artifactPath("tiny_lm_b8_n2_adam");
+  options.dataDir = tokens;
+  options.threads = 1;
+  options.quiet = true;
+  options.progress = train::ProgressMode::None;
+  options.normalizeGiven = true;
+  std::FILE *sink = std::tmpfile();
+  try {
+    train::train(options, sink, sink);
+    ADD_FAILURE() << "--normalize=standard on token ids was accepted";
+  } catch (const std::exception &e) {
+    EXPECT_TRUE(contains(e.what(), "--normalize=standard: "));
+    EXPECT_TRUE(contains(e.what(), "token ids are not normalised"));
+  }
+  options.standardize = false;
+  EXPECT_EQ(train::train(options, sink, sink).epochs.size(), 1u);
+  std::fclose(sink);
 }
 
 } // namespace

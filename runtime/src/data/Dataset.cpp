@@ -45,10 +45,95 @@ constexpr const char *kLayouts =
 
 /// The label of row `i` of integer class labels, widened.
 int64_t labelAt(const SampleArray &labels, int64_t i) {
-  const uint8_t *p = labels.row(i);
-  switch (labels.type) {
+  return integerAt(labels.row(i), labels.type);
+}
+
+/// The checks of a token dataset (finishDataset): integer ids and labels of
+/// one shape [N, T], T the model's, each id and label in range.
+Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
+                   Dataset &d) {
+  const SampleArray &x = d.inputs, &y = d.targets;
+  const int64_t t = tokens.sequenceLength;
+  if (!isInteger(x.type) || x.sampleShape.size() != 1)
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": ",
+                     elementTypeName(x.type), " inputs of shape ",
+                     shapeString(x.shape()),
+                     " (expected token ids of shape [N, ", t,
+                     "], int64, int32, uint16 or uint8)");
+  if (x.sampleShape[0] != t)
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": sequences of ",
+                     x.sampleShape[0], " tokens, shape ",
+                     shapeString(x.shape()), " (expected [N, ", t,
+                     "]: the model's sequence length is ", t, ")");
+  if (!isInteger(y.type) || y.sampleShape != x.sampleShape)
+    return makeError(CLEAVE_INVALID_ARGUMENT, y.source, ": ",
+                     elementTypeName(y.type), " labels of shape ",
+                     shapeString(y.shape()),
+                     " (expected one integer label per token of ", x.source,
+                     ", shape ", shapeString(x.shape()), ")");
+  if (options.numClasses < 1)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "dataset: a vocabulary of ",
+                     options.numClasses, " tokens, expected at least 1");
+  // Every id and label is read once: an id outside the embedding would
+  // silently train on another row (the generated code clamps it), a label
+  // outside the vocabulary on another class.
+  const size_t xSize = elementSize(x.type), ySize = elementSize(y.type);
+  int64_t real = 0;
+  for (int64_t r = 0; r < x.count; ++r) {
+    const uint8_t *ids = x.row(r), *labels = y.row(r);
+    for (int64_t i = 0; i < t; ++i) {
+      const int64_t id = integerAt(ids + size_t(i) * xSize, x.type);
+      if (id < 0 || (tokens.idBound > 0 && id >= tokens.idBound))
+        return makeError(
+            CLEAVE_INVALID_ARGUMENT, x.source, ": token id ", id,
+            " of sequence ", r, ", position ", i, " is out of range (expected ",
+            tokens.idBound > 0 ? "0 to " + std::to_string(tokens.idBound - 1) +
+                                     ": the model's embedding has " +
+                                     std::to_string(tokens.idBound) + " rows"
+                               : std::string("a non-negative id"),
+            ")");
+      const int64_t label = integerAt(labels + size_t(i) * ySize, y.type);
+      if (label == tokens.ignoreIndex)
+        continue;
+      if (label < 0 || label >= options.numClasses)
+        return makeError(CLEAVE_INVALID_ARGUMENT, y.source, ": label ", label,
+                         " of sequence ", r, ", position ", i,
+                         " is out of range (expected 0 to ",
+                         options.numClasses - 1, " or the ignore index ",
+                         tokens.ignoreIndex, ")");
+      // Only the sequences kept (options.limit) count: the loss and the
+      // test metrics are means over them.
+      if (options.limit == 0 || r < options.limit)
+        ++real;
+    }
+  }
+  if (real == 0)
+    return makeError(CLEAVE_INVALID_ARGUMENT, y.source,
+                     ": every label", options.limit > 0 &&
+                                              options.limit < x.count
+                                          ? " of the first " +
+                                                std::to_string(options.limit) +
+                                                " sequences"
+                                          : std::string(),
+                     " is the ignore index ", tokens.ignoreIndex,
+                     " (expected at least one token to predict)");
+  d.tokens = true;
+  d.ignoreIndex = tokens.ignoreIndex;
+  d.numClasses = options.numClasses;
+  return Status::success();
+}
+
+} // namespace
+
+int64_t integerAt(const uint8_t *p, ElementType type) {
+  switch (type) {
   case ElementType::U8:
     return *p;
+  case ElementType::U16: {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
   case ElementType::I32: {
     int32_t v;
     std::memcpy(&v, p, sizeof(v));
@@ -64,8 +149,6 @@ int64_t labelAt(const SampleArray &labels, int64_t i) {
   }
   return -1;
 }
-
-} // namespace
 
 int64_t SampleArray::sampleElements() const {
   int64_t n = 1;
@@ -137,6 +220,12 @@ Status loadDataset(const std::string &path, Split split,
                    const DatasetOptions &options, Dataset &out) {
   DataFormat format;
   CLEAVE_RETURN_IF_ERROR(detectFormat(path, format));
+  if (options.tokens &&
+      (format == DataFormat::Idx || format == DataFormat::Cifar10))
+    return makeError(CLEAVE_INVALID_ARGUMENT, path, ": a ", formatName(format),
+                     " dataset of images (expected token sequences: an .npz "
+                     "or .npy dataset whose x and y are integer [N, ",
+                     options.tokens->sequenceLength, "])");
   switch (format) {
   case DataFormat::Idx:
     return loadIdxDataset(path, split, options, out);
@@ -192,7 +281,9 @@ Status finishDataset(const DatasetOptions &options, Dataset &d) {
                      d.targets.count, " ", what, " for the ", d.inputs.count,
                      " samples of ", d.inputs.source, " (expected one per ",
                      "sample)");
-  if (labels) {
+  if (options.tokens) {
+    CLEAVE_RETURN_IF_ERROR(checkTokens(options, *options.tokens, d));
+  } else if (labels) {
     if (options.numClasses < 1)
       return makeError(CLEAVE_INVALID_ARGUMENT, "dataset: ", options.numClasses,
                        " classes, expected at least 1");
@@ -260,6 +351,10 @@ int64_t channelsOf(const std::vector<int64_t> &sampleShape) {
 
 Status standardization(const Dataset &dataset, Normalization &out) {
   const SampleArray &x = dataset.inputs;
+  if (dataset.tokens)
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source,
+                     ": token ids are not standardised (they index an "
+                     "embedding)");
   const int64_t channels = std::max<int64_t>(channelsOf(x.sampleShape), 1);
   const int64_t plane = x.sampleElements() / channels;
   std::vector<double> mean(size_t(channels), 0.0), var(size_t(channels), 0.0);

@@ -27,6 +27,12 @@
 // values); float inputs are used as they are. Either may then be
 // standardised per channel (Normalization).
 //
+// A token dataset (a language model's; NumPy layouts only, asked for with
+// DatasetOptions::tokens) holds integer token ids x [N, T] and, for each,
+// the integer label of the token that follows it, y [N, T], or the ignore
+// index where nothing is to be predicted (padding). Ids are fed as int64,
+// never converted to floats nor standardised.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_DATA_DATASET_H
@@ -37,6 +43,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,20 +79,34 @@ struct SampleArray {
 struct Dataset {
   /// "idx", "cifar-10", "npz" or "npy".
   std::string format;
-  /// uint8 (pixels) or float32.
+  /// uint8 (pixels) or float32; integer token ids for a token dataset.
   SampleArray inputs;
   /// Class labels (uint8, int32 or int64 with an empty sample shape, each in
   /// [0, numClasses)) or regression targets (float32, any sample shape).
   SampleArray targets;
-  /// The class labels' bound (0 for regression targets).
+  /// The class labels' bound (0 for regression targets); for a token
+  /// dataset, the vocabulary the labels index.
   int64_t numClasses = 0;
+  /// A token dataset: integer ids [N, T] and labels [N, T] (see above).
+  bool tokens = false;
+  /// For a token dataset, the label of tokens nothing is predicted for.
+  int64_t ignoreIndex = -100;
   /// Keeps `inputs.data` and `targets.data` alive: mapped files, inflated
   /// members, decoded buffers.
   std::vector<std::shared_ptr<const void>> storage;
 
   int64_t size() const { return inputs.count; }
-  bool hasClassLabels() const { return targets.type != ElementType::F32; }
+  /// One integer class label per sample (not a token dataset's labels).
+  bool hasClassLabels() const {
+    return !tokens && targets.type != ElementType::F32;
+  }
 };
+
+/// Whether `type` is an integer type (ids and labels may be).
+inline bool isInteger(ElementType type) { return type != ElementType::F32; }
+
+/// The integer at `p` (unaligned, little-endian) of integer `type`, widened.
+int64_t integerAt(const uint8_t *p, ElementType type);
 
 /// The two splits of a dataset.
 enum class Split { Train, Test };
@@ -93,10 +114,24 @@ enum class Split { Train, Test };
 /// "train" or "test".
 const char *splitName(Split split);
 
+/// What a token dataset must hold for the model it feeds.
+struct TokenOptions {
+  /// T: every sequence has exactly this many tokens.
+  int64_t sequenceLength = 0;
+  /// Ids must lie in [0, idBound) (the rows of the model's embedding); 0:
+  /// only non-negative.
+  int64_t idBound = 0;
+  /// Labels must lie in [0, DatasetOptions::numClasses) or equal this.
+  int64_t ignoreIndex = -100;
+};
+
 struct DatasetOptions {
   /// Class labels must lie in [0, numClasses). idx and CIFAR-10 datasets
-  /// have 10 classes; for NumPy labels the caller gives the model's count.
+  /// have 10 classes; for NumPy labels the caller gives the model's count
+  /// (for token labels: its vocabulary).
   int64_t numClasses = 10;
+  /// Set: the dataset must be a token dataset of this kind.
+  std::optional<TokenOptions> tokens;
   /// Keep only the first `limit` samples of the split (0: all). The whole
   /// files are still validated.
   int64_t limit = 0;
@@ -139,8 +174,10 @@ rt::Status loadNumpyDataset(const std::string &path, DataFormat format,
                             Dataset &out);
 
 /// Checks that `targets` holds one row per input of `inputs`, and, for
-/// class labels, that each is in [0, numClasses); then applies
-/// `options.limit`. The loaders' common last step.
+/// class labels, that each is in [0, numClasses); for a token dataset, that
+/// ids and labels are integer [N, T] arrays of the same shape, every id
+/// and label in range and at least one label not the ignore index; then
+/// applies `options.limit`. The loaders' common last step.
 rt::Status finishDataset(const DatasetOptions &options, Dataset &dataset);
 
 /// The number of channels of inputs of `sampleShape`: the first dimension of
@@ -158,7 +195,7 @@ struct Normalization {
 /// The mean and standard deviation of each channel of `dataset`'s inputs,
 /// accumulated in double: the standardisation fitted to a training split.
 /// A channel whose values are all equal keeps std 1. Float inputs must be
-/// finite (an error names the sample otherwise).
+/// finite (an error names the sample otherwise). Token ids are refused.
 rt::Status standardization(const Dataset &dataset, Normalization &out);
 
 } // namespace cleave::data

@@ -8,12 +8,15 @@
 namespace cleave::data {
 
 /// The element types a dataset array may hold, little-endian.
-enum class ElementType { U8, I32, I64, F32 };
+/// U16 holds token ids (a vocabulary of up to 65536 tokens).
+enum class ElementType { U8, U16, I32, I64, F32 };
 
 inline size_t elementSize(ElementType type) {
   switch (type) {
   case ElementType::U8:
     return 1;
+  case ElementType::U16:
+    return 2;
   case ElementType::I32:
   case ElementType::F32:
     return 4;
@@ -23,11 +26,14 @@ inline size_t elementSize(ElementType type) {
   return 0;
 }
 
-/// NumPy's name of the type: "uint8", "int32", "int64", "float32".
+/// NumPy's name of the type: "uint8", "uint16", "int32", "int64",
+/// "float32".
 inline const char *elementTypeName(ElementType type) {
   switch (type) {
   case ElementType::U8:
     return "uint8";
+  case ElementType::U16:
+    return "uint16";
   case ElementType::I32:
     return "int32";
   case ElementType::I64:

@@ -31,7 +31,12 @@ Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro-batch size ", capacity,
                      " is not positive");
   const SampleArray &x = dataset.inputs;
-  if (x.type != ElementType::U8 && x.type != ElementType::F32)
+  if (dataset.tokens && !normalization.isIdentity())
+    return makeError(CLEAVE_INVALID_ARGUMENT, x.source,
+                     ": token ids are not normalised (they index an "
+                     "embedding)");
+  if (!dataset.tokens && x.type != ElementType::U8 &&
+      x.type != ElementType::F32)
     return makeError(CLEAVE_INVALID_ARGUMENT, x.source, ": ",
                      elementTypeName(x.type),
                      " inputs (expected uint8 or float32)");
@@ -42,11 +47,15 @@ Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
     return makeError(CLEAVE_INVALID_ARGUMENT, "a normalisation of ",
                      normalization.mean.size(), " channels for inputs of ",
                      channels, " (", x.source, ")");
-  // Bounded so that the buffer sizes below (rounded up to the alignment)
-  // cannot overflow.
-  const size_t rowBytes = size_t(x.sampleElements()) * sizeof(float);
+  // Token ids and labels are fed as i64, one per token. The sizes are
+  // bounded so that the buffers below (rounded up to the alignment) cannot
+  // overflow.
+  const size_t rowBytes = size_t(x.sampleElements()) *
+                          (dataset.tokens ? sizeof(int64_t) : sizeof(float));
   const size_t targetRowBytes =
-      dataset.hasClassLabels()
+      dataset.tokens
+          ? size_t(dataset.targets.sampleElements()) * sizeof(int64_t)
+      : dataset.hasClassLabels()
           ? sizeof(int64_t)
           : size_t(dataset.targets.sampleElements()) * sizeof(float);
   const size_t widest = std::max({rowBytes, targetRowBytes, size_t(8)});
@@ -55,6 +64,7 @@ Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
                      capacity, " samples of ", rowBytes, " bytes");
   std::unique_ptr<MicroBatcher> b(new MicroBatcher(dataset, capacity));
   b->plane_ = x.sampleElements() / channels;
+  b->inputRowBytes_ = rowBytes;
   b->targetRowBytes_ = targetRowBytes;
   for (int64_t c = 0; c < channels; ++c) {
     const float mean =
@@ -68,8 +78,7 @@ Status MicroBatcher::create(const Dataset &dataset, int64_t capacity,
       for (int p = 0; p < 256; ++p)
         b->byteTable_.push_back((pixelToFloat(uint8_t(p)) - mean) / std);
   }
-  b->inputs_.reset(
-      static_cast<float *>(alignedZeroed(size_t(capacity) * rowBytes)));
+  b->inputs_.reset(alignedZeroed(size_t(capacity) * rowBytes));
   b->targets_.reset(alignedZeroed(size_t(capacity) * targetRowBytes));
   if (!b->inputs_ || !b->targets_)
     return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate a micro-batch of ",
@@ -82,7 +91,18 @@ void MicroBatcher::copySample(int64_t row, int64_t index) {
   const SampleArray &x = dataset_.inputs;
   const int64_t elements = x.sampleElements();
   const uint8_t *src = x.row(index);
-  float *dst = inputs_.get() + row * elements;
+  if (dataset_.tokens) {
+    const SampleArray &y = dataset_.targets;
+    int64_t *ids = static_cast<int64_t *>(inputs_.get()) + row * elements;
+    int64_t *labels = static_cast<int64_t *>(targets_.get()) + row * elements;
+    const uint8_t *labelSrc = y.row(index);
+    for (int64_t i = 0; i < elements; ++i) {
+      ids[i] = integerAt(src + size_t(i) * elementSize(x.type), x.type);
+      labels[i] = integerAt(labelSrc + size_t(i) * elementSize(y.type), y.type);
+    }
+    return;
+  }
+  float *dst = static_cast<float *>(inputs_.get()) + row * elements;
   const int64_t channels = int64_t(mean_.size());
   if (x.type == ElementType::U8) {
     for (int64_t c = 0; c < channels; ++c) {
@@ -105,24 +125,11 @@ void MicroBatcher::copySample(int64_t row, int64_t index) {
   const uint8_t *label = y.row(index);
   uint8_t *target =
       static_cast<uint8_t *>(targets_.get()) + size_t(row) * targetRowBytes_;
-  int64_t value = 0;
-  switch (y.type) {
-  case ElementType::U8:
-    value = *label;
-    break;
-  case ElementType::I32: {
-    int32_t v;
-    std::memcpy(&v, label, sizeof(v));
-    value = v;
-    break;
-  }
-  case ElementType::I64:
-    std::memcpy(&value, label, sizeof(value));
-    break;
-  case ElementType::F32:
+  if (y.type == ElementType::F32) {
     std::memcpy(target, label, targetRowBytes_);
     return;
   }
+  const int64_t value = integerAt(label, y.type);
   std::memcpy(target, &value, sizeof(value));
 }
 

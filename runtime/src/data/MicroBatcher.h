@@ -4,9 +4,10 @@
 // 64-byte aligned buffers in the layout of a Cleave artifact's inputs: the
 // inputs as f32 [k, elements per sample] (Normalization applied; also the
 // byte layout of any per-sample shape of that many elements), and the
-// targets as i64 [k] (class labels) or f32 [k, elements per target]. A full
-// micro-batch in these buffers is read by the runtime without a copy; a
-// short one (k < B) is padded by the runtime.
+// targets as i64 [k] (class labels) or f32 [k, elements per target]. A token
+// dataset's ids and labels both become i64 [k, T]. A full micro-batch in
+// these buffers is read by the runtime without a copy; a short one (k < B)
+// is padded by the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +27,7 @@ class MicroBatcher {
 public:
   /// A batcher of up to `capacity` samples of `dataset`, which must outlive
   /// it; inputs are mapped through `normalization` (one mean and std per
-  /// channel of the inputs, or none).
+  /// channel of the inputs, or none; none for token ids).
   static rt::Status create(const Dataset &dataset, int64_t capacity,
                            std::unique_ptr<MicroBatcher> &out,
                            Normalization normalization = {});
@@ -40,15 +41,21 @@ public:
   int64_t capacity() const { return capacity_; }
   /// The number of samples of the last gather.
   int64_t samples() const { return samples_; }
-  const float *inputs() const { return inputs_.get(); }
-  size_t inputBytes() const {
-    return size_t(samples_) * size_t(dataset_.inputs.sampleElements()) *
-           sizeof(float);
+  /// The f32 inputs (not for a token dataset).
+  const float *inputs() const {
+    return static_cast<const float *>(inputData());
   }
+  /// The i64 token ids (only for a token dataset).
+  const int64_t *tokenIds() const {
+    return static_cast<const int64_t *>(inputData());
+  }
+  /// The inputs, whichever their type.
+  const void *inputData() const { return inputs_.get(); }
+  size_t inputBytes() const { return size_t(samples_) * inputRowBytes_; }
   /// i64 class labels or f32 targets.
   const void *targets() const { return targets_.get(); }
   size_t targetBytes() const { return size_t(samples_) * targetRowBytes_; }
-  /// The targets as class labels (only for a dataset with class labels).
+  /// The targets as class labels or token labels (not for f32 targets).
   const int64_t *labels() const {
     return static_cast<const int64_t *>(targets());
   }
@@ -68,9 +75,9 @@ private:
   std::vector<float> byteTable_;
   std::vector<float> mean_, std_;
   int64_t plane_ = 0;
-  size_t targetRowBytes_ = 0;
+  size_t inputRowBytes_ = 0, targetRowBytes_ = 0;
   int64_t samples_ = 0;
-  std::unique_ptr<float, Free> inputs_;
+  std::unique_ptr<void, Free> inputs_;
   std::unique_ptr<void, Free> targets_;
 };
 

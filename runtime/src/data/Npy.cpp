@@ -130,8 +130,9 @@ Status parseDescr(const std::string &name, const std::string &descr,
   // on a little-endian machine mean the same for them.
   static const Known known[] = {
       {"|u1", ElementType::U8},  {"<u1", ElementType::U8},
-      {"=u1", ElementType::U8},  {"<i4", ElementType::I32},
-      {"<i8", ElementType::I64}, {"<f4", ElementType::F32},
+      {"=u1", ElementType::U8},  {"<u2", ElementType::U16},
+      {"<i4", ElementType::I32}, {"<i8", ElementType::I64},
+      {"<f4", ElementType::F32},
   };
   for (const Known &k : known)
     if (descr == k.descr) {
@@ -145,8 +146,8 @@ Status parseDescr(const std::string &name, const std::string &descr,
                      "arr.astype(arr.dtype.newbyteorder('<')))");
   return makeError(CLEAVE_INVALID_ARGUMENT, name, ": unsupported dtype '",
                    descr,
-                   "' (expected uint8 '|u1', int32 '<i4', int64 '<i8' or "
-                   "float32 '<f4')");
+                   "' (expected uint8 '|u1', uint16 '<u2', int32 '<i4', "
+                   "int64 '<i8' or float32 '<f4')");
 }
 
 } // namespace

@@ -146,12 +146,15 @@ Status loadNumpyDataset(const std::string &path, DataFormat format, Split split,
   std::string xSource, ySource;
   CLEAVE_RETURN_IF_ERROR(readArray(files, x, xs, xStorage, xSource));
   CLEAVE_RETURN_IF_ERROR(toSampleArray(xSource, xs, d.inputs));
-  if (xs.type != ElementType::U8 && xs.type != ElementType::F32)
+  // Token ids are any integer type (finishDataset checks them).
+  if (!options.tokens && xs.type != ElementType::U8 &&
+      xs.type != ElementType::F32)
     return makeError(CLEAVE_INVALID_ARGUMENT, xSource, ": ",
                      elementTypeName(xs.type), " inputs of shape ",
                      shapeString(xs.shape),
                      " (expected float32, or uint8 pixels that become "
-                     "p / 255)");
+                     "p / 255; integer token ids need a model with a label "
+                     "per token)");
   CLEAVE_RETURN_IF_ERROR(readArray(files, y, ys, yStorage, ySource));
   CLEAVE_RETURN_IF_ERROR(toSampleArray(ySource, ys, d.targets));
   d.storage = {xStorage, yStorage};

@@ -301,7 +301,8 @@ public:
                          std::to_string(samples) + " need " +
                          std::to_string(needed) + " (fewer --windows?)");
     data::Normalization normalization;
-    check(data::standardization(dataset_, normalization));
+    if (!dataset_.tokens) // token ids index an embedding: fed as they are
+      check(data::standardization(dataset_, normalization));
     check(
         data::MicroBatcher::create(dataset_, samples, batcher_, normalization));
     format_ = data::formatName(format);
@@ -313,7 +314,7 @@ public:
     batch.setSamples(samples_);
     for (size_t i = 0; i < 2; ++i) {
       if (i == model_.inputIndex)
-        batch.add(batcher_->inputs(), batcher_->inputBytes());
+        batch.add(batcher_->inputData(), batcher_->inputBytes());
       else
         batch.add(batcher_->targets(), batcher_->targetBytes());
     }
@@ -321,7 +322,7 @@ public:
 
   std::string describe() const override {
     return path_ + " (" + format_ + ", training split from sample 0, " +
-           "standardised)";
+           (dataset_.tokens ? "token sequences" : "standardised") + ")";
   }
 
 private:

@@ -5,6 +5,8 @@
 #include "Error.h"
 #include "data/Npy.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace cleave::train {
@@ -41,6 +43,62 @@ bool feeds(const std::vector<int64_t> &data,
          squeezed(model).size() <= 1;
 }
 
+/// The manifest record of the input named `name` (null if none).
+nlohmann::json manifestInput(const cleave::Artifact &artifact,
+                             const std::string &name) {
+  nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
+  for (const nlohmann::json &in : manifest.value("inputs", nlohmann::json()))
+    if (in.value("name", "") == name)
+      return in;
+  return nullptr;
+}
+
+/// inspectModel for an artifact whose labels have a token dimension.
+ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
+                                    const std::string &path, ModelInterface m,
+                                    const std::string &listed) {
+  const std::vector<int64_t> &labels = m.target.shape;
+  const std::vector<int64_t> &ids = m.input.shape;
+  if (labels.size() != 2 || labels[0] != m.microBatch || labels[1] < 1)
+    throw tools::Error(path + ": labels '" + m.target.name + "' are i64 " +
+                       shapeString(labels) + "; cleave-train trains token " +
+                       "labels of shape [" + std::to_string(m.microBatch) +
+                       ", T] (a loss per token)");
+  const int64_t t = labels[1];
+  if (m.input.dtype != CLEAVE_DTYPE_I64 || ids != labels)
+    throw tools::Error(
+        path + ": input '" + m.input.name + "' is " + dtypeName(m.input.dtype) +
+        " " + shapeString(ids) + " (its inputs: " + listed +
+        "); cleave-train feeds a model with token labels " +
+        shapeString(labels) + " i64 token ids of the same shape");
+  nlohmann::json record = manifestInput(artifact, m.target.name);
+  if (!record.is_object() || !record.contains("ignore_index"))
+    throw tools::Error(path + ": labels '" + m.target.name +
+                       "' have no ignore_index in the manifest (expected "
+                       "an artifact compiled with a loss per token)");
+  m.tokens = true;
+  m.sequenceLength = t;
+  m.ignoreIndex = record["ignore_index"].get<int64_t>();
+  nlohmann::json idRecord = manifestInput(artifact, m.input.name);
+  if (idRecord.is_object())
+    m.idBound = idRecord.value("index_bound", int64_t(0));
+
+  if (!artifact.hasEntry("eval_step"))
+    throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
+                              "to evaluate the test split)");
+  std::vector<cleave::TensorInfo> outputs = artifact.outputs("eval_step");
+  if (outputs.size() != 1 || outputs[0].dtype != CLEAVE_DTYPE_F32 ||
+      outputs[0].shape.size() != 3 || outputs[0].shape[0] != m.microBatch ||
+      outputs[0].shape[1] != t || outputs[0].shape[2] < 1)
+    throw tools::Error(path + ": eval_step must have one output of type f32 [" +
+                       std::to_string(m.microBatch) + ", " + std::to_string(t) +
+                       ", vocabulary] (the next-token logits) for "
+                       "cleave-train to evaluate it");
+  m.prediction = outputs[0].name;
+  m.classes = outputs[0].shape[2];
+  return m;
+}
+
 } // namespace
 
 ModelInterface inspectModel(const cleave::Artifact &artifact,
@@ -62,17 +120,18 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
            (t.dtype == CLEAVE_DTYPE_F32 && t.name == "targets");
   };
   m.targetIndex = isTargets(inputs[0]) ? 0 : 1;
+  // A language model's ids are integers too: its labels are the input with
+  // an ignore index (cleave-compile adds them after the model's inputs).
+  if (isTargets(inputs[0]) && isTargets(inputs[1]))
+    m.targetIndex =
+        manifestInput(artifact, inputs[0].name).contains("ignore_index") ? 0
+                                                                         : 1;
   m.inputIndex = 1 - m.targetIndex;
   m.input = inputs[m.inputIndex];
   m.target = inputs[m.targetIndex];
   m.classifier = m.target.dtype == CLEAVE_DTYPE_I64;
   if (m.classifier && m.target.shape.size() > 1)
-    throw tools::Error(
-        path + " takes token labels " + shapeString(m.target.shape) +
-        " (a loss per token); cleave-train trains classifiers and "
-        "regressions only. Train it through the runtime API "
-        "(cleave::Session::microStep with [B, T] ids and labels, "
-        "docs/design/split.md)");
+    return inspectLanguageModel(artifact, path, std::move(m), listed);
   if (!isTargets(m.target) || (m.classifier && m.target.shape.size() != 1) ||
       (!m.classifier && m.target.shape.empty()))
     throw tools::Error(
@@ -117,8 +176,11 @@ data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
   const bool numpy = format == data::DataFormat::NpzFile ||
                      format == data::DataFormat::NpzDir ||
                      format == data::DataFormat::NpyDir;
-  if (numpy && m.classifier)
+  if ((numpy || m.tokens) && m.classifier)
     options.numClasses = m.classes;
+  if (m.tokens)
+    options.tokens =
+        data::TokenOptions{m.sequenceLength, m.idBound, m.ignoreIndex};
   options.limit = limit;
   return options;
 }
@@ -126,6 +188,19 @@ data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
 void checkData(const ModelInterface &m, const data::Dataset &dataset,
                const std::string &path) {
   const data::SampleArray &x = dataset.inputs, &y = dataset.targets;
+  // A token dataset was checked against the model as it was loaded
+  // (datasetOptionsFor).
+  if (m.tokens != dataset.tokens)
+    throw tools::Error(path + (m.tokens ? " is a language model (token ids " +
+                                              shapeString(m.input.shape) +
+                                              "), the data has no token "
+                                              "sequences (" +
+                                              x.source + ")"
+                                        : " takes no token sequences, the "
+                                          "data has them (" +
+                                              x.source + ")"));
+  if (m.tokens)
+    return;
   const std::vector<int64_t> sample(m.input.shape.begin() + 1,
                                     m.input.shape.end());
   if (!feeds(x.sampleShape, sample)) {

@@ -1,8 +1,9 @@
 //===- ModelInterface.h - What an artifact takes and predicts ---*- C++ -*-===//
 //
 // The artifact interface cleave-train (and cleave-check --data) feeds from a
-// dataset: one f32 input and class labels or regression targets, checked
-// against the artifact and against the data before any training.
+// dataset: one f32 input and class labels or regression targets, or a
+// language model's token ids and a label per token, checked against the
+// artifact and against the data before any training.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,22 +28,35 @@ struct ModelInterface {
   /// otherwise the model regresses f32 targets (an mse loss) and predicts
   /// values of the targets' shape.
   bool classifier = true;
-  /// eval_step's output and, for a classifier, its number of classes.
+  /// eval_step's output and, for a classifier, its number of classes (for
+  /// a language model, its vocabulary).
   std::string prediction;
   int64_t classes = 0;
+  /// A language model: integer ids [B, T] in, logits [B, T, classes] out,
+  /// and i64 labels [B, T] with a loss per token (`classifier` is true too).
+  bool tokens = false;
+  /// For a language model: T, the labels' ignore index, and the bound of
+  /// the ids (the rows of the embedding they index; 0 if the manifest
+  /// records none).
+  int64_t sequenceLength = 0;
+  int64_t ignoreIndex = -100;
+  int64_t idBound = 0;
 };
 
 /// Checks the parts of the interface that do not depend on the data: one f32
 /// input, and either i64 [B] labels and an eval_step with one f32 [B, C]
 /// output, or f32 targets (named "targets", as cleave-compile --loss=mse
-/// names them) and an eval_step with one output of their shape. `path`
+/// names them) and an eval_step with one output of their shape; or, for a
+/// language model, i64 ids [B, T], i64 labels [B, T] with an
+/// ignore index and an eval_step with one f32 [B, T, V] output. `path`
 /// names the artifact in errors. Throws tools::Error.
 ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path);
 
 /// How to load the dataset at `dataPath` (of `format`) for `m`: idx and
 /// CIFAR-10 datasets have 10 classes, NumPy labels may be any of the
-/// model's; `limit` as DatasetOptions::limit.
+/// model's, a language model's NumPy data is a token dataset of its T,
+/// vocabulary, id bound and ignore index; `limit` as DatasetOptions::limit.
 data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
                                        data::DataFormat format, int64_t limit);
 

@@ -25,6 +25,7 @@ processes train as one data-parallel job (an artifact compiled with
 
   --data=PATH            MNIST idx files or CIFAR-10 binary batches in a
                          directory, NumPy x/y arrays in .npy or .npz files
+                         (token sequences for a language model)
                          (default /usr/share/datasets/fashion-mnist)
   --epochs=E             epochs to train (default 1)
   --seed=S               seeds the initial parameters and shuffle (default 0)
@@ -54,7 +55,8 @@ processes train as one data-parallel job (an artifact compiled with
   --resume               continue from the newest checkpoint in --checkpoint-dir
   --normalize=MODE       standard (default): inputs standardised with the
                          training split's mean and std per channel; none:
-                         pixel / 255, float inputs as they are
+                         pixel / 255, float inputs as they are (token ids
+                         are never normalised)
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
   --save-params=FILE     write the final parameters (raw, manifest order)
@@ -229,6 +231,7 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
         throw UsageError("invalid value '" + mode +
                          "' for --normalize (expected standard or none)");
       o.standardize = mode == "standard";
+      o.normalizeGiven = true;
     } else if (n == "--limit-train") {
       o.limitTrain = parseInt(n, args.value(f), 1, kMax);
     } else if (n == "--limit-test") {

@@ -63,6 +63,9 @@ struct TrainOptions {
   /// Standardise inputs with the training split's mean and std per channel
   /// (else the model sees pixel / 255, or float inputs as they are).
   bool standardize = true;
+  /// Whether --normalize was given (a language model's token ids refuse an
+  /// explicit --normalize=standard; the default leaves them alone).
+  bool normalizeGiven = false;
   /// > 0: use only the first K samples of the split.
   int64_t limitTrain = 0;
   int64_t limitTest = 0;

@@ -67,8 +67,9 @@ struct Position {
   int64_t trainSamples = 0;
   /// Micro-steps since the start of the run.
   int64_t microSteps = 0;
-  /// Sums of per-sample losses and sample counts: of the epoch so far and of
-  /// the current window (for the metrics).
+  /// Sums of per-sample losses and sample counts (per-token losses and
+  /// token counts for a language model): of the epoch so far and of the
+  /// current window (for the metrics).
   double epochLossSum = 0;
   int64_t epochSamples = 0;
   double windowLossSum = 0;
@@ -154,6 +155,8 @@ Position decodePosition(const std::string &bytes,
 struct EvalResult {
   double accuracy = 0;
   double loss = 0;
+  /// The tokens evaluated (a language model's, not ignored).
+  int64_t tokens = 0;
 };
 
 class Trainer {
@@ -294,9 +297,14 @@ void Trainer::load() {
                          shapeString(b->sampleShape) + " (" + b->source + ")");
   if (train_.size() > int64_t(UINT32_MAX))
     throw tools::Error(train_.inputs.source + ": more than 2^32 samples");
+  if (model_.tokens && o_.normalizeGiven && o_.standardize)
+    throw tools::Error("--normalize=standard: " + o_.artifact +
+                       " is a language model, whose token ids are not "
+                       "normalised (they index an embedding); leave "
+                       "--normalize out or give --normalize=none");
   // Test inputs are standardised with the training statistics.
   data::Normalization normalization;
-  if (o_.standardize)
+  if (o_.standardize && !model_.tokens)
     check(data::standardization(train_, normalization));
   check(data::MicroBatcher::create(train_, model_.microBatch, trainBatcher_,
                                    normalization));
@@ -630,14 +638,22 @@ void Trainer::announce() {
           "(give --lr-schedule again to recompute --total-steps)\n",
           (long long)schedule->total_steps, (long long)planned);
   }
-  say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
-      o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
-      (long long)test_.size(), data::elementTypeName(train_.inputs.type),
-      shapeString(train_.inputs.sampleShape).c_str(),
-      train_.hasClassLabels()
-          ? ("labels 0.." + std::to_string(train_.numClasses - 1)).c_str()
-          : ("float32 targets of " + shapeString(train_.targets.sampleShape))
-                .c_str());
+  if (model_.tokens)
+    say("data %s (%s): %lld training and %lld test sequences of %lld %s "
+        "token ids, labels 0..%lld (ignore index %lld)\n",
+        o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
+        (long long)test_.size(), (long long)model_.sequenceLength,
+        data::elementTypeName(train_.inputs.type),
+        (long long)train_.numClasses - 1, (long long)model_.ignoreIndex);
+  else
+    say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
+        o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
+        (long long)test_.size(), data::elementTypeName(train_.inputs.type),
+        shapeString(train_.inputs.sampleShape).c_str(),
+        train_.hasClassLabels()
+            ? ("labels 0.." + std::to_string(train_.numClasses - 1)).c_str()
+            : ("float32 targets of " + shapeString(train_.targets.sampleShape))
+                  .c_str());
   if (ranks_ > 1) {
     const std::string reduce =
         json::parse(artifact_->manifest()).value("reduce", "none");
@@ -706,7 +722,7 @@ void Trainer::announce() {
 void Trainer::microStep(int64_t k) {
   const void *data[2];
   size_t bytes[2];
-  data[model_.inputIndex] = trainBatcher_->inputs();
+  data[model_.inputIndex] = trainBatcher_->inputData();
   bytes[model_.inputIndex] = trainBatcher_->inputBytes();
   data[model_.targetIndex] = trainBatcher_->targets();
   bytes[model_.targetIndex] = trainBatcher_->targetBytes();
@@ -729,7 +745,8 @@ void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
                      {"step", session_->step()},
                      {"micro_steps", pos_.microSteps},
                      {"window", microSteps},
-                     {"window_samples", int64_t(window[1])},
+                     {model_.tokens ? "window_tokens" : "window_samples",
+                      int64_t(window[1])},
                      {"loss", window[1] ? window[0] / window[1] : 0.0}};
       if (ranks_ > 1)
         record["bytes_sent"] = windowBytes;
@@ -750,14 +767,24 @@ EvalResult Trainer::evaluate() {
   const int64_t begin = n * rank_ / ranks_, end = n * (rank_ + 1) / ranks_;
   const int64_t classes = model_.classes;
   const int64_t targetElements = test_.targets.sampleElements();
-  int64_t correct = 0;
+  int64_t correct = 0, tokens = 0;
   double lossSum = 0;
+  // Cross-entropy of a row of logits, with the max subtracted; counts the
+  // row as correct if its argmax is `label`.
+  auto crossEntropy = [&](const float *row, int64_t label) {
+    int64_t best = std::max_element(row, row + classes) - row;
+    correct += best == label;
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(double(row[c]) - double(row[best]));
+    lossSum += std::log(sum) + double(row[best]) - double(row[label]);
+  };
   for (int64_t first = begin; first < end; first += b) {
     int64_t k = std::min(b, end - first);
     check(testBatcher_->gatherRange(first, k));
     const void *data[2];
     size_t bytes[2];
-    data[model_.inputIndex] = testBatcher_->inputs();
+    data[model_.inputIndex] = testBatcher_->inputData();
     bytes[model_.inputIndex] = testBatcher_->inputBytes();
     data[model_.targetIndex] = testBatcher_->targets();
     bytes[model_.targetIndex] = testBatcher_->targetBytes();
@@ -786,21 +813,27 @@ EvalResult Trainer::evaluate() {
       continue;
     }
     const int64_t *labels = testBatcher_->labels();
-    for (int64_t r = 0; r < k; ++r) {
-      const float *row = pred + r * classes;
-      int64_t best = std::max_element(row, row + classes) - row;
-      correct += best == labels[r];
-      // Cross-entropy of the row as logits, with the max subtracted.
-      double sum = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        sum += std::exp(double(row[c]) - double(row[best]));
-      lossSum += std::log(sum) + double(row[best]) - double(row[labels[r]]);
+    if (model_.tokens) {
+      // A loss per token: the mean is over the tokens not ignored, as
+      // training's (the window's count is its real tokens).
+      const int64_t t = model_.sequenceLength;
+      for (int64_t i = 0; i < k * t; ++i) {
+        if (labels[i] == model_.ignoreIndex)
+          continue;
+        crossEntropy(pred + i * classes, labels[i]);
+        ++tokens;
+      }
+      continue;
     }
+    for (int64_t r = 0; r < k; ++r)
+      crossEntropy(pred + r * classes, labels[r]);
   }
-  double sums[2] = {double(correct), lossSum};
-  sumAcrossRanks(sums, 2);
-  return {model_.classifier ? sums[0] / double(n) : std::nan(""),
-          sums[1] / double(n)};
+  double sums[3] = {double(correct), lossSum, double(tokens)};
+  sumAcrossRanks(sums, 3);
+  // The loader made sure the split has a token to predict.
+  const double count = model_.tokens ? sums[2] : double(n);
+  return {model_.classifier ? sums[0] / count : std::nan(""), sums[1] / count,
+          int64_t(sums[2])};
 }
 
 void Trainer::checkpoint() {
@@ -844,6 +877,8 @@ void Trainer::runEpoch() {
     const double lr = nextLr();
     microStep(k);
     const double loss = session_->lastLoss();
+    // What the loss is a mean over: k samples, or their real tokens.
+    const int64_t count = model_.tokens ? session_->lastCount() : k;
     if (!std::isfinite(loss))
       throw tools::Error("training diverged: the loss of micro-step " +
                          std::to_string(pos_.microSteps + 1) + " (epoch " +
@@ -851,10 +886,10 @@ void Trainer::runEpoch() {
                          std::to_string(loss) + "; try a smaller --lr");
     pos_.sample += k;
     pos_.microSteps += 1;
-    pos_.epochLossSum += loss * double(k);
-    pos_.epochSamples += k;
-    pos_.windowLossSum += loss * double(k);
-    pos_.windowSamples += k;
+    pos_.epochLossSum += loss * double(count);
+    pos_.epochSamples += count;
+    pos_.windowLossSum += loss * double(count);
+    pos_.windowSamples += count;
     epochTrainedHere_ += k;
     rate = double(epochTrainedHere_ * ranks_) /
            std::max(secondsSince(epochTrainStart_), 1e-9);
@@ -891,14 +926,23 @@ void Trainer::runEpoch() {
   r.trainLoss = epoch[0] / std::max(epoch[1], 1.0);
   r.testAccuracy = eval.accuracy;
   r.testLoss = eval.loss;
+  if (model_.tokens) {
+    r.trainPerplexity = std::exp(r.trainLoss);
+    r.testPerplexity = std::exp(r.testLoss);
+  }
   r.samplesPerSecond = epoch[2];
   r.seconds = secondsSince(epochStart);
   r.steps = session_->step();
   summary_.epochs.push_back(r);
 
   if (root_) {
-    char result[64];
-    if (model_.classifier)
+    char result[128];
+    if (model_.tokens)
+      std::snprintf(result, sizeof(result),
+                    "test loss %.4f, test perplexity %.2f, test accuracy "
+                    "%.2f%% (per token)",
+                    r.testLoss, r.testPerplexity, 100.0 * r.testAccuracy);
+    else if (model_.classifier)
       std::snprintf(result, sizeof(result), "test accuracy %.2f%%",
                     100.0 * r.testAccuracy);
     else
@@ -923,6 +967,12 @@ void Trainer::runEpoch() {
                       {"elapsed", secondsSince(start_)}};
   if (model_.classifier)
     epochRecord["test_accuracy"] = r.testAccuracy;
+  if (model_.tokens) {
+    epochRecord["train_perplexity"] = r.trainPerplexity;
+    epochRecord["train_tokens"] = int64_t(epoch[1]);
+    epochRecord["test_perplexity"] = r.testPerplexity;
+    epochRecord["test_tokens"] = eval.tokens;
+  }
   if (hasLr_)
     epochRecord["lr"] = nextLr();
   metrics_.write(epochRecord);
@@ -975,13 +1025,20 @@ TrainSummary Trainer::trainAll() {
     saveParameters(*session_, o_.saveParams);
   if (!summary_.epochs.empty()) {
     const EpochResult &last = summary_.epochs.back();
-    say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test %s "
-        "%.*f%s\n",
-        summary_.epochs.size(), summary_.epochs.size() == 1 ? "" : "s",
-        secondsSince(start_), (long long)summary_.optimizerSteps,
-        model_.classifier ? "accuracy" : "loss", model_.classifier ? 2 : 4,
-        model_.classifier ? 100.0 * last.testAccuracy : last.testLoss,
-        model_.classifier ? "%" : "");
+    if (model_.tokens)
+      say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test loss "
+          "%.4f, test perplexity %.2f\n",
+          summary_.epochs.size(), summary_.epochs.size() == 1 ? "" : "s",
+          secondsSince(start_), (long long)summary_.optimizerSteps,
+          last.testLoss, last.testPerplexity);
+    else
+      say("trained %zu epoch%s in %.1f s (%lld optimizer steps); test %s "
+          "%.*f%s\n",
+          summary_.epochs.size(), summary_.epochs.size() == 1 ? "" : "s",
+          secondsSince(start_), (long long)summary_.optimizerSteps,
+          model_.classifier ? "accuracy" : "loss", model_.classifier ? 2 : 4,
+          model_.classifier ? 100.0 * last.testAccuracy : last.testLoss,
+          model_.classifier ? "%" : "");
   }
   return summary_;
 }

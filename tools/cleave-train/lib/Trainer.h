@@ -5,7 +5,8 @@
 // data, shuffles each epoch (data/Shuffle.h), feeds micro-batches of the
 // artifact's size (the last one of an epoch short: the runtime pads it),
 // flushes the partial window at each epoch's end, evaluates the test split
-// (accuracy of a classifier, mean squared error of a regression), writes
+// (accuracy of a classifier, mean squared error of a regression, loss and
+// perplexity of a language model over its tokens), writes
 // metrics and checkpoints, and resumes from a checkpoint exactly where it
 // stopped.
 //
@@ -28,6 +29,7 @@
 
 #include "cleave/runtime.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -41,14 +43,20 @@ struct EpochResult {
   /// 1-based.
   int64_t epoch = 0;
   /// Mean per-sample training loss over the epoch, on every rank's samples
-  /// (all of it, also the part trained before a resume).
+  /// (all of it, also the part trained before a resume); for a language
+  /// model the mean per-token loss over the tokens not ignored.
   double trainLoss = 0;
   /// Fraction of test samples whose prediction's argmax is the label (NaN
-  /// for a regression, which has no accuracy).
+  /// for a regression, which has no accuracy); for a language model, of
+  /// test tokens (those not ignored).
   double testAccuracy = 0;
-  /// Mean cross-entropy of the test predictions taken as logits, or for a
-  /// regression the mean per-sample squared error (nn.mse_loss's).
+  /// Mean cross-entropy of the test predictions taken as logits (per token
+  /// not ignored, for a language model), or for a regression the mean
+  /// per-sample squared error (nn.mse_loss's).
   double testLoss = 0;
+  /// A language model's exp(trainLoss) and exp(testLoss) (NaN otherwise).
+  double trainPerplexity = std::nan("");
+  double testPerplexity = std::nan("");
   /// Training samples per second of the job (all ranks) in this epoch
   /// (evaluation excluded).
   double samplesPerSecond = 0;
