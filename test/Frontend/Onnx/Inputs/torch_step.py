@@ -2,12 +2,14 @@
 """One SGD step of a small torch model, in PyTorch and in Cleave.
 
     torch_step.py CASE WORKDIR
+    torch_step.py --export CASE OUT.onnx
 
 Exports the case's model with torch.onnx (training mode, dynamic batch),
 compiles it with cleave-compile (cross-entropy, SGD), runs one micro-step
 and the optimizer with cleave-run, and compares the loss and every
 parameter after the step with PyTorch's step from the same initial values.
-Prints one `PASS name error` or `FAIL name error` line per compared tensor;
+With --export it only writes the ONNX model (for the CUDA back end's
+tests, which cannot run it). Prints one `PASS name error` or `FAIL name error` line per compared tensor;
 exits 1 on any failure. cleave-compile and cleave-run are taken from PATH.
 
 The cases exercise the importer's transposed convolution, resizing and
@@ -70,11 +72,9 @@ class Norms(nn.Module):
 CASES = {"upsampler": Upsampler, "norms": Norms}
 
 
-def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
-        sys.exit(__doc__)
-    case, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
+def build(case):
+    """The case's model with its initial parameters, an input batch, its
+    labels and its ONNX export."""
     torch.manual_seed(0)
     model = CASES[case]()
     # Non-trivial affine parameters, so their gradients reach the input.
@@ -94,7 +94,18 @@ def main():
                       do_constant_folding=False,
                       dynamic_axes={"image": {0: "batch"},
                                     "logits": {0: "batch"}})
-    onnx_model = onnx.load_from_string(buffer.getvalue())
+    return model, x, labels, onnx.load_from_string(buffer.getvalue())
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--export":
+        onnx.save(build(sys.argv[2])[3], sys.argv[3])
+        return
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
+        sys.exit(__doc__)
+    case, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    model, x, labels, onnx_model = build(case)
     onnx.save(onnx_model, os.path.join(work, "model.onnx"))
     trained = [i.name for i in onnx_model.graph.initializer
                if i.name in dict(model.named_parameters())]
