@@ -126,9 +126,9 @@ LogicalResult importConv(NodeImporter &n) {
 /// weight-gradient one. `output_padding` only enlarges the spatial size,
 /// which conv2d_grad_input takes as an attribute.
 LogicalResult importConvTranspose(NodeImporter &n) {
-  if (failed(n.checkAttrs({"auto_pad", "dilations", "group", "kernel_shape",
-                           "output_padding", "output_shape", "pads",
-                           "strides"})))
+  if (failed(
+          n.checkAttrs({"auto_pad", "dilations", "group", "kernel_shape",
+                        "output_padding", "output_shape", "pads", "strides"})))
     return failure();
   if (n.hasAttr("output_shape"))
     return n.emitError() << "ConvTranspose 'output_shape' is not supported; "
@@ -166,8 +166,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
     return failure();
   if (ArrayRef(*declared) != ArrayRef(kernel))
     return n.emitError() << "ConvTranspose kernel_shape ["
-                         << ArrayRef(*declared) << "] differs from the weight's "
-                         << wType;
+                         << ArrayRef(*declared)
+                         << "] differs from the weight's " << wType;
   if (strides->size() != 2 || dilations->size() != 2 || pads->size() != 4 ||
       outputPadding->size() != 2)
     return n.emitError() << "ConvTranspose window attributes must describe 2 "
@@ -188,9 +188,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
                  (*dilations)[i] * (kernel[i] - 1) + 1 - (*pads)[i] -
                  (*pads)[i + 2];
     if (outSize[i] < 1)
-      return n.emitError() << "ConvTranspose output would have "
-                           << outSize[i] << " positions along spatial axis "
-                           << i;
+      return n.emitError() << "ConvTranspose output would have " << outSize[i]
+                           << " positions along spatial axis " << i;
   }
   auto y = n.create<nn::Conv2DGradInputOp>(*x, *w, outSize, *strides, *pads,
                                            *dilations,
@@ -209,8 +208,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
   if (bType.getShape() != yType.getShape().slice(1, 1))
     return n.emitError() << "ConvTranspose bias must be ["
                          << yType.getDimSize(1) << "], got " << bType;
-  auto bias = n.create<nn::ReshapeOp>(
-      *b, ArrayRef<int64_t>{yType.getDimSize(1), 1, 1});
+  auto bias =
+      n.create<nn::ReshapeOp>(*b, ArrayRef<int64_t>{yType.getDimSize(1), 1, 1});
   if (failed(bias))
     return failure();
   return n.createOutput<nn::AddOp>(y->getResult(), bias->getResult());

@@ -125,9 +125,9 @@ LogicalResult importInstanceNormalization(NodeImporter &n) {
     return n.emitError() << "InstanceNormalization needs an input [N, C, D1, "
                             "...] of rank >= 3, got "
                          << type;
-  auto normalized = n.create<nn::LayerNormOp>(
-      *x, /*scale=*/Value(), /*bias=*/Value(), static_cast<uint64_t>(2),
-      APFloat(*epsilon));
+  auto normalized =
+      n.create<nn::LayerNormOp>(*x, /*scale=*/Value(), /*bias=*/Value(),
+                                static_cast<uint64_t>(2), APFloat(*epsilon));
   if (failed(normalized))
     return failure();
   Value y = normalized->getResult();

@@ -583,18 +583,16 @@ LogicalResult Conv2DGradInputOp::buildVJP(OpBuilder &b, ValueRange dys,
   // weight gradient with the roles of the two activations swapped.
   Location loc = getLoc();
   Value dy = dys[0];
-  grads.push_back(needed[0]
-                      ? Value(Conv2DOp::create(b, loc, dy, getWeight(),
-                                               /*bias=*/Value(), getStrides(),
-                                               getPadding(), getDilations(),
-                                               getGroups()))
-                      : Value());
-  grads.push_back(needed[1]
-                      ? Value(Conv2DGradWeightOp::create(
-                            b, loc, getGrad(), dy,
-                            shapeOf(getWeight()).drop_front(2), getStrides(),
-                            getPadding(), getDilations(), getGroups()))
-                      : Value());
+  grads.push_back(needed[0] ? Value(Conv2DOp::create(
+                                  b, loc, dy, getWeight(),
+                                  /*bias=*/Value(), getStrides(), getPadding(),
+                                  getDilations(), getGroups()))
+                            : Value());
+  grads.push_back(
+      needed[1] ? Value(Conv2DGradWeightOp::create(
+                      b, loc, getGrad(), dy, shapeOf(getWeight()).drop_front(2),
+                      getStrides(), getPadding(), getDilations(), getGroups()))
+                : Value());
   return success();
 }
 

@@ -393,16 +393,14 @@ std::vector<GradCase> allCases() {
   c.push_back(fn("conv2d_grad_input", {P("x", "2x2x3x3"), P("w", "2x3x2x2")},
                  "%y = nn.conv2d_grad_input %x, %w {input_size = array<i64: "
                  "4, 4>} : " +
-                     T("2x2x3x3") + ", " + T("2x3x2x2") + " -> " +
-                     T("2x3x4x4"),
+                     T("2x2x3x3") + ", " + T("2x3x2x2") + " -> " + T("2x3x4x4"),
                  T("2x3x4x4")));
   c.push_back(fn("conv2d_grad_input_all_attributes",
                  {P("x", "1x4x3x3"), P("w", "4x3x3x2")},
                  "%y = nn.conv2d_grad_input %x, %w {input_size = array<i64: "
                  "6, 6>, strides = array<i64: 2, 2>, padding = array<i64: 1, "
                  "0, 1, 1>, dilations = array<i64: 1, 2>, groups = 2} : " +
-                     T("1x4x3x3") + ", " + T("4x3x3x2") + " -> " +
-                     T("1x6x6x6"),
+                     T("1x4x3x3") + ", " + T("4x3x3x2") + " -> " + T("1x6x6x6"),
                  T("1x6x6x6")));
   {
     // InstanceNormalization: layer norm from axis 2, per-channel affine.
@@ -414,9 +412,8 @@ std::vector<GradCase> allCases() {
     body += "%bs = nn.reshape %b [3, 1, 1] : " + ch + " -> " + bc + "\n";
     body += "%s = nn.mul %n, %gs : " + x + ", " + bc + " -> " + x + "\n";
     body += "%y = nn.add %s, %bs : " + x + ", " + bc + " -> " + x;
-    c.push_back(fn("instance_norm", {P("x", "2x3x2x3"), P("g", "3"),
-                                     P("b", "3")},
-                   body, x));
+    c.push_back(fn("instance_norm",
+                   {P("x", "2x3x2x3"), P("g", "3"), P("b", "3")}, body, x));
   }
   {
     // Resize, bilinear (half_pixel) 3x3 -> 6x6: the interpolation matrix
@@ -431,8 +428,7 @@ std::vector<GradCase> allCases() {
             a + " -> " + z + "\n";
     body += "%y = nn.matmul %z, %a {transpose_a, transpose_b} : " + z + ", " +
             a + " -> " + T("1x2x6x6");
-    c.push_back(fn("resize_bilinear", {P("x", "1x2x3x3")}, body,
-                   T("1x2x6x6")));
+    c.push_back(fn("resize_bilinear", {P("x", "1x2x3x3")}, body, T("1x2x6x6")));
   }
 
   // Normalisation.
