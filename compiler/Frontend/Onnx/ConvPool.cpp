@@ -1,6 +1,7 @@
 //===- ConvPool.cpp - Convolution and pooling -----------------------------===//
 //
-// 2-D Conv, MaxPool, AveragePool and GlobalAveragePool on NCHW tensors.
+// 2-D Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool and Resize on NCHW tensors.
 // ONNX `pads` ([x1_begin, x2_begin, x1_end, x2_end]) is nn's `padding`
 // ([top, left, bottom, right]); `auto_pad` is resolved here from the static
 // spatial sizes.
@@ -10,6 +11,10 @@
 #include "compiler/Frontend/Onnx/Importer.h"
 
 #include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -113,6 +118,103 @@ LogicalResult importConv(NodeImporter &n) {
   return n.createOutput<nn::Conv2DOp>(*x, *w, bias, window->strides, window->padding, window->dilations, static_cast<uint64_t>(*group));
 }
 
+/// ConvTranspose is the backward-data pass of the convolution whose input
+/// it produces: nn.conv2d_grad_input with the ConvTranspose weight
+/// `[C_in, C_out / group, kH, kW]` read as that convolution's
+/// `[O, C / group, kH, kW]`, so it runs on the same oneDNN and cuDNN
+/// kernels, and its gradients are a forward convolution and a
+/// weight-gradient one. `output_padding` only enlarges the spatial size,
+/// which conv2d_grad_input takes as an attribute.
+LogicalResult importConvTranspose(NodeImporter &n) {
+  if (failed(
+          n.checkAttrs({"auto_pad", "dilations", "group", "kernel_shape",
+                        "output_padding", "output_shape", "pads", "strides"})))
+    return failure();
+  if (n.hasAttr("output_shape"))
+    return n.emitError() << "ConvTranspose 'output_shape' is not supported; "
+                            "give 'pads' and 'output_padding'";
+  FailureOr<std::string> autoPad = n.getString("auto_pad", "NOTSET");
+  if (failed(autoPad))
+    return failure();
+  if (*autoPad != "NOTSET" && *autoPad != "VALID")
+    return n.emitError() << "ConvTranspose auto_pad '" << *autoPad
+                         << "' is not supported; give explicit 'pads'";
+  if (*autoPad == "VALID" && n.hasAttr("pads"))
+    return n.emitError() << "ConvTranspose sets both 'pads' and 'auto_pad'";
+  FailureOr<Value> x = n.floatTensor(0);
+  FailureOr<Value> w = n.floatTensor(1);
+  FailureOr<int64_t> group = n.getInt("group", 1);
+  if (failed(x) || failed(w) || failed(group))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  auto wType = cast<RankedTensorType>(w->getType());
+  if (xType.getRank() != 4 || wType.getRank() != 4)
+    return n.emitError() << "ConvTranspose is supported on 2-D images (NCHW "
+                            "input, 4-D weight), got "
+                         << xType << " and " << wType;
+  if (xType.isDynamicDim(2) || xType.isDynamicDim(3))
+    return n.emitError() << "ConvTranspose needs static spatial sizes, got "
+                         << xType;
+  SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  auto declared = n.getInts("kernel_shape", ArrayRef(kernel));
+  auto strides = n.getInts("strides", ArrayRef<int64_t>{1, 1});
+  auto dilations = n.getInts("dilations", ArrayRef<int64_t>{1, 1});
+  auto pads = n.getInts("pads", ArrayRef<int64_t>{0, 0, 0, 0});
+  auto outputPadding = n.getInts("output_padding", ArrayRef<int64_t>{0, 0});
+  if (failed(declared) || failed(strides) || failed(dilations) ||
+      failed(pads) || failed(outputPadding))
+    return failure();
+  if (ArrayRef(*declared) != ArrayRef(kernel))
+    return n.emitError() << "ConvTranspose kernel_shape ["
+                         << ArrayRef(*declared)
+                         << "] differs from the weight's " << wType;
+  if (strides->size() != 2 || dilations->size() != 2 || pads->size() != 4 ||
+      outputPadding->size() != 2)
+    return n.emitError() << "ConvTranspose window attributes must describe 2 "
+                            "spatial dimensions";
+  SmallVector<int64_t> outSize(2);
+  for (int i = 0; i < 2; ++i) {
+    int64_t stride = (*strides)[i], op = (*outputPadding)[i];
+    // A larger output_padding (ONNX allows it up to the dilation) adds rows
+    // that no input position reaches, which the forward convolution the op
+    // inverts does not read back.
+    if (stride < 1 || op < 0 || op >= stride)
+      return n.emitError() << "ConvTranspose output_padding ["
+                           << ArrayRef(*outputPadding)
+                           << "] must be non-negative and smaller than the "
+                              "strides ["
+                           << ArrayRef(*strides) << "]";
+    outSize[i] = (xType.getDimSize(2 + i) - 1) * stride + op +
+                 (*dilations)[i] * (kernel[i] - 1) + 1 - (*pads)[i] -
+                 (*pads)[i + 2];
+    if (outSize[i] < 1)
+      return n.emitError() << "ConvTranspose output would have " << outSize[i]
+                           << " positions along spatial axis " << i;
+  }
+  auto y = n.create<nn::Conv2DGradInputOp>(*x, *w, outSize, *strides, *pads,
+                                           *dilations,
+                                           static_cast<uint64_t>(*group));
+  if (failed(y))
+    return failure();
+  if (!n.hasInput(2)) {
+    n.setOutput(0, y->getResult());
+    return success();
+  }
+  FailureOr<Value> b = n.floatTensor(2);
+  if (failed(b))
+    return failure();
+  auto yType = cast<RankedTensorType>(y->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (bType.getShape() != yType.getShape().slice(1, 1))
+    return n.emitError() << "ConvTranspose bias must be ["
+                         << yType.getDimSize(1) << "], got " << bType;
+  auto bias =
+      n.create<nn::ReshapeOp>(*b, ArrayRef<int64_t>{yType.getDimSize(1), 1, 1});
+  if (failed(bias))
+    return failure();
+  return n.createOutput<nn::AddOp>(y->getResult(), bias->getResult());
+}
+
 /// MaxPool and AveragePool.
 template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
   constexpr bool isMax = std::is_same_v<OpTy, nn::MaxPool2DOp>;
@@ -168,11 +270,299 @@ LogicalResult importGlobalAveragePool(NodeImporter &n) {
   return n.createOutput<nn::GlobalAvgPoolOp>(*x);
 }
 
+/// GlobalMaxPool is max pooling with one window over the whole image, so it
+/// reuses the pooling kernels and nn.max_pool2d_grad, which routes each
+/// cotangent to the first maximal element in row-major order: what
+/// PyTorch's adaptive_max_pool2d backward does too (its forward keeps the
+/// first index whose value exceeds the running maximum).
+LogicalResult importGlobalMaxPool(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() != 4)
+    return n.emitError() << "GlobalMaxPool is supported on 2-D images (NCHW), "
+                            "got "
+                         << type;
+  if (type.isDynamicDim(2) || type.isDynamicDim(3))
+    return n.emitError() << "GlobalMaxPool needs static spatial sizes, got "
+                         << type;
+  SmallVector<int64_t> kernel(type.getShape().drop_front(2));
+  return n.createOutput<nn::MaxPool2DOp>(
+      *x, kernel, /*strides=*/ArrayRef<int64_t>{1, 1},
+      /*padding=*/ArrayRef<int64_t>{0, 0, 0, 0},
+      /*dilations=*/ArrayRef<int64_t>{1, 1}, /*ceil_mode=*/false);
+}
+
+/// How Resize maps an output coordinate back to the input along one axis.
+struct ResizeAxis {
+  int64_t in = 0, out = 0;
+  /// out / in as the model states it (the `scales` entry, or the ratio of
+  /// the sizes).
+  double scale = 1.0;
+};
+
+/// The input coordinate output position `i` samples, per
+/// `coordinate_transformation_mode`.
+double sourceCoordinate(StringRef mode, const ResizeAxis &a, int64_t i) {
+  double x = static_cast<double>(i);
+  if (mode == "asymmetric")
+    return x / a.scale;
+  if (mode == "align_corners")
+    return a.out == 1 ? 0.0
+                      : x * static_cast<double>(a.in - 1) /
+                            static_cast<double>(a.out - 1);
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5) / a.scale;
+  if (mode == "pytorch_half_pixel" && a.out == 1)
+    return 0.0;
+  return (x + 0.5) / a.scale - 0.5; // half_pixel, pytorch_half_pixel
+}
+
+/// The `[out, in]` interpolation matrix of one axis: row `i` holds the
+/// weights output position `i` gives the input positions.
+DenseElementsAttr interpolationMatrix(const ResizeAxis &a, Type elementType,
+                                      StringRef mode, StringRef coordinates,
+                                      StringRef nearestMode) {
+  std::vector<double> m(a.out * a.in, 0.0);
+  for (int64_t i = 0; i < a.out; ++i) {
+    double x = sourceCoordinate(coordinates, a, i);
+    double *row = &m[i * a.in];
+    if (mode == "nearest") {
+      double f = std::floor(x);
+      double nearest;
+      if (nearestMode == "floor")
+        nearest = f;
+      else if (nearestMode == "ceil")
+        nearest = std::ceil(x);
+      else if (x - f == 0.5)
+        nearest = nearestMode == "round_prefer_ceil" ? f + 1 : f;
+      else
+        nearest = std::round(x);
+      row[std::clamp<int64_t>(static_cast<int64_t>(nearest), 0, a.in - 1)] =
+          1.0;
+      continue;
+    }
+    // Linear: the coordinate clamps to the input, so border outputs repeat
+    // the edge (ONNX's and PyTorch's behaviour).
+    x = std::clamp(x, 0.0, static_cast<double>(a.in - 1));
+    int64_t lo = static_cast<int64_t>(std::floor(x));
+    int64_t hi = std::min(lo + 1, a.in - 1);
+    double t = x - static_cast<double>(lo);
+    row[lo] += 1.0 - t;
+    row[hi] += t;
+  }
+  auto type = RankedTensorType::get({a.out, a.in}, elementType);
+  if (elementType.isF32()) {
+    std::vector<float> narrow(m.begin(), m.end());
+    return DenseElementsAttr::get(type, ArrayRef(narrow));
+  }
+  return DenseElementsAttr::get(type, ArrayRef(m));
+}
+
+bool isIdentity(const ResizeAxis &a, DenseElementsAttr matrix) {
+  if (a.in != a.out)
+    return false;
+  for (auto [k, v] : llvm::enumerate(matrix.getValues<APFloat>()))
+    if (v.convertToDouble() != (k / a.in == k % a.in ? 1.0 : 0.0))
+      return false;
+  return true;
+}
+
+SmallVector<double> floatsOf(DenseElementsAttr attr) {
+  SmallVector<double> values;
+  for (const APFloat &v : attr.getValues<APFloat>())
+    values.push_back(attr.getElementType().isF32()
+                         ? widenFloat(v.convertToFloat())
+                         : v.convertToDouble());
+  return values;
+}
+
+/// The values of an nn.concat of rank-1 float constants: torch.onnx builds
+/// Resize's `scales` as Concat(Constant, Constant) when it does not fold
+/// constants (training-mode exports), and only integer shape values fold
+/// while importing.
+std::optional<SmallVector<double>> concatenatedConstants(Value v) {
+  auto concat = v ? v.getDefiningOp<nn::ConcatOp>() : nn::ConcatOp();
+  if (!concat || cast<RankedTensorType>(concat.getType()).getRank() != 1)
+    return std::nullopt;
+  SmallVector<double> values;
+  for (Value part : concat.getInputs()) {
+    DenseElementsAttr attr;
+    if (!matchPattern(part, m_Constant(&attr)))
+      return std::nullopt;
+    values.append(floatsOf(attr));
+  }
+  return values;
+}
+
+/// Resize in `nearest` and `linear` (bilinear) modes on NCHW images. Both are
+/// separable: the result is `A_h X A_w^T` per image, with constant
+/// interpolation matrices built here, so it imports as one or two
+/// nn.matmul (the matrix kernels on every target) and needs no gradient of
+/// its own: the matmul VJP multiplies by the transposed matrices, which is
+/// the scatter-add of nearest and the transposed interpolation of linear.
+/// The dense matrices cost `out * in` per row, a fair price for the
+/// decoder-sized images the op appears in.
+LogicalResult importResize(NodeImporter &n) {
+  if (failed(n.checkAttrs({"coordinate_transformation_mode", "cubic_coeff_a",
+                           "exclude_outside", "extrapolation_value", "mode",
+                           "nearest_mode"})))
+    return failure();
+  FailureOr<std::string> mode = n.getString("mode", "nearest");
+  FailureOr<std::string> coordinates =
+      n.getString("coordinate_transformation_mode", "half_pixel");
+  FailureOr<std::string> nearestMode =
+      n.getString("nearest_mode", "round_prefer_floor");
+  if (failed(mode) || failed(coordinates) || failed(nearestMode))
+    return failure();
+  if (*mode != "nearest" && *mode != "linear")
+    return n.emitError() << "Resize mode '" << *mode
+                         << "' is not supported (nearest and linear are)";
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "tf_half_pixel_for_nn"},
+                          *coordinates))
+    return n.emitError() << "Resize coordinate_transformation_mode '"
+                         << *coordinates << "' is not supported";
+  if (!llvm::is_contained(
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          *nearestMode))
+    return n.emitError() << "Resize nearest_mode '" << *nearestMode
+                         << "' is not supported";
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() != 4 || type.isDynamicDim(2) || type.isDynamicDim(3))
+    return n.emitError() << "Resize is supported on NCHW images with static "
+                            "spatial sizes, got "
+                         << type;
+
+  // Opset 13 names the scales or the sizes; an empty tensor stands for an
+  // absent input (older exporters write one).
+  auto given = [&](unsigned i) {
+    if (!n.hasInput(i))
+      return false;
+    ImportedValue &v = n.input(i);
+    if (v.kind == ImportedValue::Kind::Constant)
+      return v.constant.getNumElements() != 0;
+    if (v.kind == ImportedValue::Kind::Symbolic)
+      return !v.symbolic.empty();
+    return true;
+  };
+  bool hasScales = given(2), hasSizes = given(3);
+  if (hasScales == hasSizes)
+    return n.emitError() << "Resize needs exactly one of 'scales' and 'sizes'";
+  SmallVector<double> scales;
+  SmallVector<int64_t> sizes;
+  bool batchKept = false;
+  if (hasScales) {
+    std::optional<SmallVector<double>> folded;
+    if (!n.isConstant(2))
+      folded = concatenatedConstants(n.input(2).tensor);
+    if (folded) {
+      scales = *folded;
+    } else {
+      FailureOr<DenseElementsAttr> attr = n.constant(2, "scales");
+      if (failed(attr))
+        return failure();
+      if (!isa<FloatType>(attr->getElementType()))
+        return n.emitError() << "Resize scales must be floating-point";
+      scales = floatsOf(*attr);
+    }
+  } else {
+    // torch.onnx writes sizes as Concat(Shape(x)[:2], [H, W]): the batch
+    // entry is known only up to the batch size.
+    FailureOr<SmallVector<SymInt>> given = n.symbolicInts(3, "sizes");
+    FailureOr<SmallVector<SymInt>> shape =
+        n.getGraph().symbolicShape(*x, n.getLoc());
+    if (failed(given) || failed(shape))
+      return failure();
+    batchKept = !given->empty() && (*given)[0] == (*shape)[0];
+    for (auto [d, size] : llvm::enumerate(*given)) {
+      if (d == 0)
+        sizes.push_back(0); // Compared symbolically above.
+      else if (!size.isConstant())
+        return n.emitError() << "Resize sizes [" << ArrayRef(*given)
+                             << "] depend on the batch size beyond dimension "
+                                "0";
+      else
+        sizes.push_back(size.coeff);
+    }
+  }
+  size_t count = hasScales ? scales.size() : sizes.size();
+  if (count != 4)
+    return n.emitError() << "Resize " << (hasScales ? "scales" : "sizes")
+                         << " must have 4 entries (NCHW), got " << count;
+  bool keepsBatchAndChannels =
+      hasScales ? scales[0] == 1.0 && scales[1] == 1.0
+                : batchKept && sizes[1] == type.getDimSize(1);
+  if (!keepsBatchAndChannels)
+    return n.emitError() << "Resize of the batch or channel dimension is not "
+                            "supported";
+
+  SmallVector<ResizeAxis, 2> axes(2);
+  for (int d = 0; d < 2; ++d) {
+    ResizeAxis &a = axes[d];
+    a.in = type.getDimSize(2 + d);
+    if (hasScales) {
+      a.scale = scales[2 + d];
+      a.out = static_cast<int64_t>(std::floor(a.in * a.scale));
+    } else {
+      a.out = sizes[2 + d];
+      a.scale = static_cast<double>(a.out) / static_cast<double>(a.in);
+    }
+    if (a.out < 1 || !(a.scale > 0))
+      return n.emitError() << "Resize to an empty image is not supported";
+  }
+
+  Type elementType = type.getElementType();
+  GraphImporter &g = n.getGraph();
+  DenseElementsAttr rows = interpolationMatrix(axes[0], elementType, *mode,
+                                               *coordinates, *nearestMode);
+  DenseElementsAttr cols = interpolationMatrix(axes[1], elementType, *mode,
+                                               *coordinates, *nearestMode);
+  bool resizeRows = !isIdentity(axes[0], rows);
+  bool resizeCols = !isIdentity(axes[1], cols);
+  Value y = *x;
+  if (resizeRows) {
+    // X^T A_h^T: [N, C, W, oH], rows resized, still transposed.
+    auto op = n.create<nn::MatmulOp>(y, g.materialize(rows, n.getLoc()),
+                                     /*transpose_a=*/true,
+                                     /*transpose_b=*/true);
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  }
+  if (resizeCols) {
+    // (X^T A_h^T)^T A_w^T = A_h X A_w^T, or X A_w^T alone.
+    auto op = n.create<nn::MatmulOp>(y, g.materialize(cols, n.getLoc()),
+                                     /*transpose_a=*/resizeRows,
+                                     /*transpose_b=*/true);
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  } else if (resizeRows) {
+    auto op = n.create<nn::TransposeOp>(y, ArrayRef<int64_t>{0, 1, 3, 2});
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  }
+  n.setOutput(0, y);
+  return success();
+}
+
 } // namespace
 
 void importer::populateConvPoolImporters(ImporterTable &table) {
   table["Conv"] = {importConv};
+  table["ConvTranspose"] = {importConvTranspose};
   table["MaxPool"] = {importPool<nn::MaxPool2DOp>};
   table["AveragePool"] = {importPool<nn::AvgPool2DOp>};
   table["GlobalAveragePool"] = {importGlobalAveragePool};
+  table["GlobalMaxPool"] = {importGlobalMaxPool};
+  // roi (input 1) only matters for tf_crop_and_resize, which is refused.
+  table["Resize"] = {importResize, 13, /*constantInputs=*/0b1110};
 }

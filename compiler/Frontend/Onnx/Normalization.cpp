@@ -79,6 +79,88 @@ LogicalResult importBatchNormalization(NodeImporter &n) {
   return success();
 }
 
+/// Whether input `i` is a compile-time constant whose every element is
+/// `expected`.
+bool isConstantSplat(NodeImporter &n, unsigned i, double expected) {
+  if (!n.isConstant(i))
+    return false;
+  FailureOr<DenseElementsAttr> attr = n.constant(i, "");
+  if (failed(attr) || !isa<FloatType>(attr->getElementType()))
+    return false;
+  return llvm::all_of(attr->getValues<APFloat>(), [&](const APFloat &v) {
+    return v.convertToDouble() == expected;
+  });
+}
+
+/// Reshapes the per-channel `v` `[C]` to `[C, 1, ..., 1]`, which broadcasts
+/// over the spatial dimensions of `x` `[N, C, ...]`.
+FailureOr<Value> perChannel(NodeImporter &n, Value v, RankedTensorType x) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getShape() != x.getShape().slice(1, 1))
+    return n.emitError() << n.getOpType() << " scale and bias must be ["
+                         << x.getDimSize(1) << "] for the input " << x
+                         << ", got " << type;
+  SmallVector<int64_t> shape(x.getRank() - 1, 1);
+  shape[0] = x.getDimSize(1);
+  auto op = n.create<nn::ReshapeOp>(v, shape);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// InstanceNormalization normalises each (sample, channel) over its spatial
+/// positions: nn.layer_norm over the dimensions from 2 on, then the
+/// per-channel affine map. torch.onnx exports nn.GroupNorm as this op on
+/// `[N, G, -1]` with a constant scale of ones and bias of zeros, which are
+/// left out rather than multiplied in.
+LogicalResult importInstanceNormalization(NodeImporter &n) {
+  if (failed(n.checkAttrs({"epsilon"})))
+    return failure();
+  FailureOr<double> epsilon = n.getFloat("epsilon", 1e-5);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(epsilon) || failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() < 3)
+    return n.emitError() << "InstanceNormalization needs an input [N, C, D1, "
+                            "...] of rank >= 3, got "
+                         << type;
+  auto normalized =
+      n.create<nn::LayerNormOp>(*x, /*scale=*/Value(), /*bias=*/Value(),
+                                static_cast<uint64_t>(2), APFloat(*epsilon));
+  if (failed(normalized))
+    return failure();
+  Value y = normalized->getResult();
+  bool unitScale = isConstantSplat(n, 1, 1.0);
+  bool zeroBias = isConstantSplat(n, 2, 0.0);
+  if (!unitScale) {
+    FailureOr<Value> scale = n.floatTensor(1);
+    if (failed(scale))
+      return failure();
+    FailureOr<Value> s = perChannel(n, *scale, type);
+    if (failed(s))
+      return failure();
+    auto mul = n.create<nn::MulOp>(y, *s);
+    if (failed(mul))
+      return failure();
+    y = mul->getResult();
+  }
+  if (!zeroBias) {
+    FailureOr<Value> bias = n.floatTensor(2);
+    if (failed(bias))
+      return failure();
+    FailureOr<Value> b = perChannel(n, *bias, type);
+    if (failed(b))
+      return failure();
+    auto add = n.create<nn::AddOp>(y, *b);
+    if (failed(add))
+      return failure();
+    y = add->getResult();
+  }
+  n.setOutput(0, y);
+  return success();
+}
+
 LogicalResult importLayerNormalization(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis", "epsilon", "stash_type"})))
     return failure();
@@ -167,6 +249,7 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
   table["BatchNormalization"] = {importBatchNormalization, 13, 0,
                                  /*stateInputs=*/0b11000};
   table["LayerNormalization"] = {importLayerNormalization, 17};
+  table["InstanceNormalization"] = {importInstanceNormalization};
   table["ReduceMean"] = {importReduce<nn::ReduceMeanOp>};
   table["ReduceSum"] = {importReduce<nn::ReduceSumOp>, 13,
                         /*constantInputs=*/0b10};

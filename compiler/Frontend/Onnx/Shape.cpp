@@ -243,8 +243,8 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return shape;
           })
-      .Case<nn::Conv2DOp, nn::MaxPool2DOp, nn::AvgPool2DOp,
-            nn::GlobalAvgPoolOp>([&](auto) -> Result {
+      .Case<nn::Conv2DOp, nn::Conv2DGradInputOp, nn::MaxPool2DOp,
+            nn::AvgPool2DOp, nn::GlobalAvgPoolOp>([&](auto) -> Result {
         // Only the batch dimension can be dynamic: spatial sizes are static.
         auto in = operandShape(0);
         if (failed(in))

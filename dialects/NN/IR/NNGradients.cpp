@@ -573,6 +573,29 @@ LogicalResult Conv2DOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult Conv2DGradInputOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                          ArrayRef<bool> needed,
+                                          SmallVectorImpl<Value> &grads) {
+  // The op is the adjoint of x -> conv2d(x, w), linear in each operand:
+  // <conv2d(a, w), g> = <a, conv2d_grad_input(g, w)>
+  //                   = <w, conv2d_grad_weight(g, a)>,
+  // so its own VJPs are the forward convolution of the cotangent and the
+  // weight gradient with the roles of the two activations swapped.
+  Location loc = getLoc();
+  Value dy = dys[0];
+  grads.push_back(needed[0] ? Value(Conv2DOp::create(
+                                  b, loc, dy, getWeight(),
+                                  /*bias=*/Value(), getStrides(), getPadding(),
+                                  getDilations(), getGroups()))
+                            : Value());
+  grads.push_back(
+      needed[1] ? Value(Conv2DGradWeightOp::create(
+                      b, loc, getGrad(), dy, shapeOf(getWeight()).drop_front(2),
+                      getStrides(), getPadding(), getDilations(), getGroups()))
+                : Value());
+  return success();
+}
+
 LogicalResult MaxPool2DOp::buildVJP(OpBuilder &b, ValueRange dys,
                                     ArrayRef<bool> needed,
                                     SmallVectorImpl<Value> &grads) {

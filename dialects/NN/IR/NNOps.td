@@ -628,14 +628,20 @@ def NN_Conv2DOp : NN_DiffOp<"conv2d", [InferTypeOpAdaptor]> {
 }
 
 //===- nn.conv2d_grad_input -----------------------------------------------===//
-def NN_Conv2DGradInputOp : NN_Op<"conv2d_grad_input",
-    [Pure, InferTypeOpAdaptor]> {
+def NN_Conv2DGradInputOp : NN_DiffOp<"conv2d_grad_input",
+    [InferTypeOpAdaptor]> {
   let summary = "gradient of nn.conv2d with respect to its input";
   let description = [{
     Given the output cotangent `grad` `[N, O, oH, oW]` and the `weight`,
     computes the input cotangent `[N, C, input_size[0], input_size[1]]`
     (backward-data). The spatial input size is an attribute because strided
     convolutions map several input sizes to one output size.
+
+    It is also the forward of a transposed convolution (ONNX ConvTranspose,
+    PyTorch ConvTranspose2d, whose `[C_in, C_out / groups, kH, kW]` weight is
+    this op's `weight`), so it is differentiable: the cotangent of `grad` is
+    a forward convolution of the result's cotangent, that of `weight` a
+    backward-weights convolution.
 
     ```mlir
     %0 = nn.conv2d_grad_input %dy, %w {input_size = array<i64: 28, 28>} : tensor<32x6x24x24xf32>, tensor<6x1x5x5xf32> -> tensor<32x1x28x28xf32>

@@ -1,4 +1,5 @@
-// Conv, MaxPool, AveragePool and GlobalAveragePool. ONNX pads
+// Conv, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
+// ConvTranspose and Resize. ONNX pads
 // [x1_begin, x2_begin, x1_end, x2_end] is nn's [top, left, bottom, right].
 //
 // RUN: %python %S/Inputs/make_model.py conv %t.conv.onnx
@@ -13,6 +14,18 @@
 // RUN: cleave-opt --import-onnx %t.avgpool.onnx | FileCheck %s --check-prefix=AVGPOOL
 // RUN: %python %S/Inputs/make_model.py global_avgpool %t.global.onnx
 // RUN: cleave-opt --import-onnx %t.global.onnx | FileCheck %s --check-prefix=GLOBAL
+// RUN: %python %S/Inputs/make_model.py global_maxpool %t.global_max.onnx
+// RUN: cleave-opt --import-onnx %t.global_max.onnx | FileCheck %s --check-prefix=GLOBAL-MAX
+// RUN: %python %S/Inputs/make_model.py conv_transpose %t.convt.onnx
+// RUN: cleave-opt --import-onnx %t.convt.onnx | FileCheck %s --check-prefix=CONVT
+// RUN: %python %S/Inputs/make_model.py conv_transpose_plain %t.convt_plain.onnx
+// RUN: cleave-opt --import-onnx %t.convt_plain.onnx | FileCheck %s --check-prefix=CONVT-PLAIN
+// RUN: %python %S/Inputs/make_model.py resize_nearest %t.nearest.onnx
+// RUN: cleave-opt --import-onnx %t.nearest.onnx | FileCheck %s --check-prefix=NEAREST
+// RUN: %python %S/Inputs/make_model.py resize_linear_sizes %t.linear_sizes.onnx
+// RUN: cleave-opt --import-onnx %t.linear_sizes.onnx | FileCheck %s --check-prefix=LINEAR-SIZES
+// RUN: %python %S/Inputs/make_model.py resize_linear_rows %t.linear_rows.onnx
+// RUN: cleave-opt --import-onnx %t.linear_rows.onnx | FileCheck %s --check-prefix=LINEAR-ROWS
 
 // Grouped, strided, dilated, asymmetrically padded, with a bias.
 // CONV-LABEL: func.func @forward(
@@ -46,3 +59,57 @@
 // GLOBAL-LABEL: func.func @forward(
 // GLOBAL-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x6x6xf32> {train.input = "x"})
 // GLOBAL-NEXT:    nn.global_avg_pool %[[X]] : tensor<?x3x6x6xf32> -> tensor<?x3x1x1xf32>
+
+// One window over the whole image: the pooling kernels, and a gradient to
+// the first maximum in row-major order, as PyTorch's adaptive_max_pool2d.
+// GLOBAL-MAX-LABEL: func.func @forward(
+// GLOBAL-MAX-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x5x4xf32> {train.input = "x"})
+// GLOBAL-MAX-NEXT:    nn.max_pool2d %[[X]] {kernel_size = array<i64: 5, 4>, strides = array<i64: 1, 1>} : tensor<?x3x5x4xf32> -> tensor<?x3x1x1xf32>
+
+// ConvTranspose is the backward-data convolution: its [C_in, C_out / group,
+// kH, kW] weight is the convolution's [O, C / group, kH, kW], and the
+// output size (H - 1) * stride + output_padding + dilation * (k - 1) + 1 -
+// pads is the attribute: (5-1)*2 + 1 + 1*2 + 1 - 2 = 10 rows and
+// (4-1)*3 + 2 + 2*1 + 1 - 1 = 13 columns. The bias is added per channel.
+// CONVT-LABEL: func.func @forward(
+// CONVT-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x4x5x4xf32> {train.input = "x"},
+// CONVT-SAME:    %[[W:[a-z0-9_]+]]: tensor<4x3x3x2xf32> {{.+}}train.param = "w"},
+// CONVT-SAME:    %[[B:[a-z0-9_]+]]: tensor<6xf32> {{.+}}train.param = "b"})
+// CONVT-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X]], %[[W]] {dilations = array<i64: 1, 2>, groups = 2 : i64, input_size = array<i64: 10, 13>, padding = array<i64: 1, 0, 1, 1>, strides = array<i64: 2, 3>} : tensor<?x4x5x4xf32>, tensor<4x3x3x2xf32> -> tensor<?x6x10x13xf32>
+// CONVT-NEXT:    %[[BC:.+]] = nn.reshape %[[B]] [6, 1, 1] : tensor<6xf32> -> tensor<6x1x1xf32>
+// CONVT-NEXT:    %[[R:.+]] = nn.add %[[Y]], %[[BC]] : tensor<?x6x10x13xf32>, tensor<6x1x1xf32> -> tensor<?x6x10x13xf32>
+// CONVT-NEXT:    return %[[R]]
+
+// CONVT-PLAIN-LABEL: func.func @forward(
+// CONVT-PLAIN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x3xf32> {train.input = "x"},
+// CONVT-PLAIN-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x1x3x3xf32>
+// CONVT-PLAIN-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X]], %[[W]] {input_size = array<i64: 5, 5>} : tensor<?x2x3x3xf32>, tensor<2x1x3x3xf32> -> tensor<?x1x5x5xf32>
+// CONVT-PLAIN-NEXT:    return %[[Y]]
+
+// Resize is A_h X A_w^T with constant interpolation matrices: nearest
+// (asymmetric, floor) doubles each row and column.
+// NEAREST-LABEL: func.func @forward(
+// NEAREST-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
+// NEAREST-DAG:     %[[AW:.+]] = arith.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<8x4xf32>
+// NEAREST-DAG:     %[[AH:.+]] = arith.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<6x3xf32>
+// NEAREST:         %[[T:.+]] = nn.matmul %[[X]], %[[AH]] {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
+// NEAREST-NEXT:    %[[Y:.+]] = nn.matmul %[[T]], %[[AW]] {transpose_a, transpose_b} : tensor<?x2x4x6xf32>, tensor<8x4xf32> -> tensor<?x2x6x8xf32>
+// NEAREST-NEXT:    return %[[Y]]
+
+// Bilinear, half_pixel, to sizes Concat(Shape(x)[:2], [3, 6]): the rows
+// keep their size and need no product; output column j samples
+// (j + 0.5) * 4 / 6 - 0.5, clamped to [0, 3]. X A_w^T is an nn.linear.
+// LINEAR-SIZES-LABEL: func.func @forward(
+// LINEAR-SIZES-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
+// LINEAR-SIZES-NEXT:    %[[AW:.+]] = arith.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [5.000000e-01, 5.000000e-01, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.833333313, 0.166666672, 0.000000e+00], [0.000000e+00, 0.166666672, 0.833333313, 0.000000e+00], [0.000000e+00, 0.000000e+00, 5.000000e-01, 5.000000e-01], [0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<6x4xf32>
+// LINEAR-SIZES-NEXT:    %[[Y:.+]] = nn.linear %[[X]], %[[AW]] : tensor<?x2x3x4xf32>, tensor<6x4xf32> -> tensor<?x2x3x6xf32>
+// LINEAR-SIZES-NEXT:    return %[[Y]]
+
+// align_corners: output row i samples i * 2 / 5. Only the rows change: one
+// product, transposed back.
+// LINEAR-ROWS-LABEL: func.func @forward(
+// LINEAR-ROWS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
+// LINEAR-ROWS-NEXT:    %[[AH:.+]] = arith.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00], [6.000000e-01, 4.000000e-01, 0.000000e+00], [2.000000e-01, 8.000000e-01, 0.000000e+00], [0.000000e+00, 8.000000e-01, 2.000000e-01], [0.000000e+00, 4.000000e-01, 6.000000e-01], [0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<6x3xf32>
+// LINEAR-ROWS-NEXT:    %[[T:.+]] = nn.matmul %[[X]], %[[AH]] {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
+// LINEAR-ROWS-NEXT:    %[[Y:.+]] = nn.transpose %[[T]] [0, 1, 3, 2] : tensor<?x2x4x6xf32> -> tensor<?x2x6x4xf32>
+// LINEAR-ROWS-NEXT:    return %[[Y]]

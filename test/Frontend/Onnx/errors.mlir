@@ -127,3 +127,42 @@
 // nn.linear's own type inference speaks; the note names the ONNX node.
 // INFER: error: bias must be [2], got [5]
 // INFER-NEXT: note: while importing ONNX node 'y' (Gemm, opset 13)
+
+// GlobalMaxPool, ConvTranspose, Resize and InstanceNormalization: the forms
+// that stay unsupported are refused, naming the node.
+// RUN: %python %S/Inputs/make_model.py global_maxpool_3d %t.gmp3d.onnx
+// RUN: not cleave-opt --import-onnx %t.gmp3d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-3D
+// GMP-3D: error: GlobalMaxPool is supported on 2-D images (NCHW), got 'tensor<?x3x2x5x4xf32>'
+// GMP-3D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_same %t.convt-same.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-same.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-SAME
+// CONVT-SAME: error: ConvTranspose auto_pad 'SAME_UPPER' is not supported; give explicit 'pads'
+// CONVT-SAME-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape %t.convt-shape.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-shape.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-SHAPE
+// CONVT-SHAPE: error: ConvTranspose 'output_shape' is not supported; give 'pads' and 'output_padding'
+// CONVT-SHAPE-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_large_output_padding %t.convt-op.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-op.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-OP
+// CONVT-OP: error: ConvTranspose output_padding [1, 1] must be non-negative and smaller than the strides [1, 1]
+// CONVT-OP-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_1d %t.convt-1d.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-1d.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-1D
+// CONVT-1D: error: ConvTranspose is supported on 2-D images (NCHW input, 4-D weight), got 'tensor<?x2x3xf32>' and 'tensor<2x1x3xf32>'
+// CONVT-1D-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py resize_cubic %t.cubic.onnx
+// RUN: not cleave-opt --import-onnx %t.cubic.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-CUBIC
+// RESIZE-CUBIC: error: Resize mode 'cubic' is not supported (nearest and linear are)
+// RESIZE-CUBIC-NEXT: note: while importing ONNX node 'y' (Resize, opset 13)
+// RUN: %python %S/Inputs/make_model.py resize_crop %t.crop.onnx
+// RUN: not cleave-opt --import-onnx %t.crop.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-CROP
+// RESIZE-CROP: error: Resize coordinate_transformation_mode 'tf_crop_and_resize' is not supported
+// RESIZE-CROP-NEXT: note: while importing ONNX node 'y' (Resize, opset 13)
+// RUN: %python %S/Inputs/make_model.py resize_channels %t.resize-c.onnx
+// RUN: not cleave-opt --import-onnx %t.resize-c.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-C
+// RESIZE-C: error: Resize of the batch or channel dimension is not supported
+// RESIZE-C-NEXT: note: while importing ONNX node 'y' (Resize, opset 13)
+// RUN: %python %S/Inputs/make_model.py instance_norm_bad_scale %t.in-scale.onnx
+// RUN: not cleave-opt --import-onnx %t.in-scale.onnx 2>&1 | FileCheck %s --check-prefix=IN-SCALE
+// IN-SCALE: error: InstanceNormalization scale and bias must be [3] for the input 'tensor<?x3x4x5xf32>', got 'tensor<1xf32>'
+// IN-SCALE-NEXT: note: while importing ONNX node 'y' (InstanceNormalization, opset 13)

@@ -1,5 +1,5 @@
 // BatchNormalization, LayerNormalization and the opset-13 layer-norm chain,
-// ReduceMean, Dropout.
+// InstanceNormalization, ReduceMean, Dropout.
 //
 // RUN: %python %S/Inputs/make_model.py batchnorm_eval %t.bn_eval.onnx
 // RUN: cleave-opt --import-onnx %t.bn_eval.onnx | FileCheck %s --check-prefix=BN-EVAL
@@ -17,6 +17,8 @@
 // RUN: cleave-opt --import-onnx %t.reductions.onnx | FileCheck %s --check-prefix=REDUCTIONS
 // RUN: %python %S/Inputs/make_model.py dropout %t.dropout.onnx
 // RUN: cleave-opt --import-onnx %t.dropout.onnx | FileCheck %s --check-prefix=DROPOUT
+// RUN: %python %S/Inputs/make_model.py instance_norm %t.instance.onnx
+// RUN: cleave-opt --import-onnx %t.instance.onnx | FileCheck %s --check-prefix=INSTANCE
 
 // Inference mode: the running statistics are buffers that normalise and
 // never change, so they are not results.
@@ -94,3 +96,16 @@
 // REDUCTIONS-NEXT:    %[[S:.+]] = nn.reduce_sum %[[X]] [1] {keepdims} : tensor<?x3x4xf32> -> tensor<?x1x4xf32>
 // REDUCTIONS-NEXT:    %[[M:.+]] = nn.reduce_max %[[S]] [-1] : tensor<?x1x4xf32> -> tensor<?x1xf32>
 // REDUCTIONS-NEXT:    return %[[M]]
+
+// InstanceNormalization: layer norm over the spatial dimensions (from 2 on),
+// then the per-channel scale and bias.
+// INSTANCE-LABEL: func.func @forward(
+// INSTANCE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4x5xf32> {train.input = "x"},
+// INSTANCE-SAME:    %[[G:[a-z0-9_]+]]: tensor<3xf32> {{.+}}train.param = "scale"},
+// INSTANCE-SAME:    %[[B:[a-z0-9_]+]]: tensor<3xf32> {{.+}}train.param = "bias"})
+// INSTANCE-NEXT:    %[[N:.+]] = nn.layer_norm %[[X]] {axis = 2 : i64, epsilon = 1.000000e-03 : f64} : tensor<?x3x4x5xf32> -> tensor<?x3x4x5xf32>
+// INSTANCE-NEXT:    %[[GC:.+]] = nn.reshape %[[G]] [3, 1, 1] : tensor<3xf32> -> tensor<3x1x1xf32>
+// INSTANCE-NEXT:    %[[S:.+]] = nn.mul %[[N]], %[[GC]] : tensor<?x3x4x5xf32>, tensor<3x1x1xf32> -> tensor<?x3x4x5xf32>
+// INSTANCE-NEXT:    %[[BC:.+]] = nn.reshape %[[B]] [3, 1, 1] : tensor<3xf32> -> tensor<3x1x1xf32>
+// INSTANCE-NEXT:    %[[Y:.+]] = nn.add %[[S]], %[[BC]] : tensor<?x3x4x5xf32>, tensor<3x1x1xf32> -> tensor<?x3x4x5xf32>
+// INSTANCE-NEXT:    return %[[Y]]

@@ -383,6 +383,54 @@ std::vector<GradCase> allCases() {
          "%y = nn.global_avg_pool %x : " + T("2x3x3x4") + " -> " + T("2x3x1x1"),
          T("2x3x1x1")));
 
+  // ONNX GlobalMaxPool, ConvTranspose, InstanceNormalization and Resize as
+  // the importer writes them (compiler/Frontend/Onnx).
+  pool("global_max_pool", "max_pool2d", "2x2x3x4", "2x2x1x1",
+       "kernel_size = array<i64: 3, 4>, strides = array<i64: 1, 1>");
+  // ConvTranspose: the backward-data convolution as a forward op. The
+  // second case has ONNX output_padding [1, 0] (input_size 6 where 5 also
+  // maps back to 3 rows).
+  c.push_back(fn("conv2d_grad_input", {P("x", "2x2x3x3"), P("w", "2x3x2x2")},
+                 "%y = nn.conv2d_grad_input %x, %w {input_size = array<i64: "
+                 "4, 4>} : " +
+                     T("2x2x3x3") + ", " + T("2x3x2x2") + " -> " + T("2x3x4x4"),
+                 T("2x3x4x4")));
+  c.push_back(fn("conv2d_grad_input_all_attributes",
+                 {P("x", "1x4x3x3"), P("w", "4x3x3x2")},
+                 "%y = nn.conv2d_grad_input %x, %w {input_size = array<i64: "
+                 "6, 6>, strides = array<i64: 2, 2>, padding = array<i64: 1, "
+                 "0, 1, 1>, dilations = array<i64: 1, 2>, groups = 2} : " +
+                     T("1x4x3x3") + ", " + T("4x3x3x2") + " -> " + T("1x6x6x6"),
+                 T("1x6x6x6")));
+  {
+    // InstanceNormalization: layer norm from axis 2, per-channel affine.
+    std::string x = T("2x3x2x3"), ch = T("3"), bc = T("3x1x1");
+    std::string body =
+        "%n = nn.layer_norm %x {axis = 2, epsilon = 1.0e-3 : f64} : " + x +
+        " -> " + x + "\n";
+    body += "%gs = nn.reshape %g [3, 1, 1] : " + ch + " -> " + bc + "\n";
+    body += "%bs = nn.reshape %b [3, 1, 1] : " + ch + " -> " + bc + "\n";
+    body += "%s = nn.mul %n, %gs : " + x + ", " + bc + " -> " + x + "\n";
+    body += "%y = nn.add %s, %bs : " + x + ", " + bc + " -> " + x;
+    c.push_back(fn("instance_norm",
+                   {P("x", "2x3x2x3"), P("g", "3"), P("b", "3")}, body, x));
+  }
+  {
+    // Resize, bilinear (half_pixel) 3x3 -> 6x6: the interpolation matrix
+    // of 3 -> 6 on both axes, A_h X A_w^T.
+    std::string a = T("6x3"), x = T("1x2x3x3"), z = T("1x2x3x6");
+    std::string body =
+        "%a = arith.constant dense<[[1.0, 0.0, 0.0], [0.75, 0.25, 0.0], "
+        "[0.25, 0.75, 0.0], [0.0, 0.75, 0.25], [0.0, 0.25, 0.75], [0.0, 0.0, "
+        "1.0]]> : " +
+        a + "\n";
+    body += "%z = nn.matmul %x, %a {transpose_a, transpose_b} : " + x + ", " +
+            a + " -> " + z + "\n";
+    body += "%y = nn.matmul %z, %a {transpose_a, transpose_b} : " + z + ", " +
+            a + " -> " + T("1x2x6x6");
+    c.push_back(fn("resize_bilinear", {P("x", "1x2x3x3")}, body, T("1x2x6x6")));
+  }
+
   // Normalisation.
   auto batchNorm = [&](StringRef name, StringRef x, StringRef ch,
                        StringRef attrs) {

@@ -533,6 +533,218 @@ def global_avgpool():
                  [value("y", F, [BATCH, 3, 1, 1])])
 
 
+# --- GlobalMaxPool, ConvTranspose, Resize, InstanceNormalization ----------
+
+@model
+def global_maxpool():
+    return graph([node("GlobalMaxPool", ["x"], ["y"])],
+                 [value("x", F, [BATCH, 3, 5, 4])],
+                 [value("y", F, [BATCH, 3, 1, 1])])
+
+
+@model
+def global_maxpool_3d():
+    return graph([node("GlobalMaxPool", ["x"], ["y"])],
+                 [value("x", F, [BATCH, 3, 2, 5, 4])],
+                 [value("y", F, [BATCH, 3, 1, 1, 1])])
+
+
+@model
+def conv_transpose():
+    """Strided, padded, with output_padding, dilation, groups and a bias."""
+    return graph([node("ConvTranspose", ["x", "w", "b"], ["y"], group=2,
+                       kernel_shape=[3, 2], strides=[2, 3],
+                       pads=[1, 0, 1, 1], output_padding=[1, 2],
+                       dilations=[1, 2])],
+                 [value("x", F, [BATCH, 4, 5, 4])],
+                 [value("y", F, [BATCH, 6, 10, 13])],
+                 [init("w", weights(4, 3, 3, 2)), init("b", weights(6))])
+
+
+@model
+def conv_transpose_plain():
+    return graph([node("ConvTranspose", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 3])],
+                 [value("y", F, [BATCH, 1, 5, 5])],
+                 [init("w", weights(2, 1, 3, 3))])
+
+
+def conv_transpose_error(**attrs):
+    return graph([node("ConvTranspose", ["x", "w"], ["y"], **attrs)],
+                 [value("x", F, [BATCH, 2, 3, 3])],
+                 [value("y", F, [BATCH, 1, 5, 5])],
+                 [init("w", weights(2, 1, 3, 3))])
+
+
+@model
+def conv_transpose_same():
+    return conv_transpose_error(auto_pad="SAME_UPPER", strides=[2, 2])
+
+
+@model
+def conv_transpose_output_shape():
+    return conv_transpose_error(output_shape=[6, 6], strides=[2, 2])
+
+
+@model
+def conv_transpose_large_output_padding():
+    return conv_transpose_error(output_padding=[1, 1], dilations=[2, 2])
+
+
+@model
+def conv_transpose_1d():
+    return graph([node("ConvTranspose", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3])], [value("y", F, [BATCH, 1, 5])],
+                 [init("w", weights(2, 1, 3))])
+
+
+def resize_graph(inputs, out_shape, **attrs):
+    """Resize of a [N, 2, 3, 4] image; `inputs` are roi, scales, sizes as
+    (name, array, dtype) or None for an absent input."""
+    nodes, names = [], ["x"]
+    for i, given in enumerate(inputs):
+        if given is None:
+            names.append("")
+            continue
+        name, array, dtype = given
+        nodes.append(const(name, array, dtype))
+        names.append(name)
+    nodes.append(node("Resize", names, ["y"], **attrs))
+    return graph(nodes, [value("x", F, [BATCH, 2, 3, 4])],
+                 [value("y", F, out_shape)])
+
+
+@model
+def resize_nearest():
+    """nn.Upsample(scale_factor=2) as torch.onnx writes it."""
+    return resize_graph([None, ("scales", [1, 1, 2, 2], np.float32)],
+                        [BATCH, 2, 6, 8], mode="nearest",
+                        coordinate_transformation_mode="asymmetric",
+                        nearest_mode="floor")
+
+
+@model
+def resize_linear_sizes():
+    """Bilinear to sizes, half_pixel; only the width changes. The sizes are
+    Concat(Shape(x)[:2], [3, 6]), as torch.onnx writes them, and roi and
+    scales empty tensors."""
+    return graph(
+        [const("roi", [], np.float32), const("scales", [], np.float32),
+         node("Shape", ["x"], ["shape"]),
+         const("start", [0], np.int64), const("end", [2], np.int64),
+         node("Slice", ["shape", "start", "end"], ["nc"]),
+         const("hw", [3, 6], np.int64),
+         node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+         node("Resize", ["x", "roi", "scales", "sizes"], ["y"],
+              mode="linear")],
+        [value("x", F, [BATCH, 2, 3, 4])], [value("y", F, [BATCH, 2, 3, 6])])
+
+
+@model
+def resize_linear_rows():
+    """Bilinear with align_corners; only the height changes."""
+    return resize_graph([None, ("scales", [1, 1, 2, 1], np.float32)],
+                        [BATCH, 2, 6, 4], mode="linear",
+                        coordinate_transformation_mode="align_corners")
+
+
+@model
+def resize_cubic():
+    return resize_graph([None, ("scales", [1, 1, 2, 2], np.float32)],
+                        [BATCH, 2, 6, 8], mode="cubic")
+
+
+@model
+def resize_crop():
+    return resize_graph([("roi", [0, 0, 0, 0, 1, 1, 1, 1], np.float32),
+                         ("scales", [1, 1, 2, 2], np.float32)],
+                        [BATCH, 2, 6, 8], mode="linear",
+                        coordinate_transformation_mode="tf_crop_and_resize")
+
+
+@model
+def resize_channels():
+    return resize_graph([None, ("scales", [1, 2, 1, 1], np.float32)],
+                        [BATCH, 2, 6, 8], mode="nearest")
+
+
+@model
+def instance_norm():
+    return graph([node("InstanceNormalization", ["x", "scale", "bias"], ["y"],
+                       epsilon=1e-3)],
+                 [value("x", F, [BATCH, 3, 4, 5])],
+                 [value("y", F, [BATCH, 3, 4, 5])],
+                 [init("scale", weights(3, seed=1)),
+                  init("bias", weights(3, seed=2))])
+
+
+@model
+def instance_norm_bad_scale():
+    return graph([node("InstanceNormalization", ["x", "scale", "bias"], ["y"])],
+                 [value("x", F, [BATCH, 3, 4, 5])],
+                 [value("y", F, [BATCH, 3, 4, 5])],
+                 [init("scale", weights(1)), init("bias", weights(3))])
+
+
+def torch_norm_model(opset):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.GroupNorm(2, 4),
+                      nn.ReLU(), nn.InstanceNorm2d(4, affine=True),
+                      nn.AdaptiveMaxPool2d(1), nn.Flatten())
+    return export(m, torch.randn(2, 2, 6, 6), (["image"], ["features"]),
+                  opset, training=True)
+
+
+@model
+def torch_norms13():
+    return torch_norm_model(13)
+
+
+@model
+def torch_norms17():
+    return torch_norm_model(17)
+
+
+def torch_upsampler(opset):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Upsampler(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1,
+                                         output_padding=1)
+
+        def forward(self, x):
+            y = self.up(x)
+            near = nn.functional.interpolate(y, scale_factor=2, mode="nearest")
+            bilinear = nn.functional.interpolate(y, scale_factor=2,
+                                                 mode="bilinear",
+                                                 align_corners=False)
+            corners = nn.functional.interpolate(y, size=(5, 7),
+                                                mode="bilinear",
+                                                align_corners=True)
+            return near + bilinear, corners
+
+    return export(Upsampler(), torch.randn(2, 3, 4, 4),
+                  (["image"], ["up", "corners"]), opset, training=True)
+
+
+@model
+def torch_upsampler13():
+    return torch_upsampler(13)
+
+
+@model
+def torch_upsampler17():
+    return torch_upsampler(17)
+
+
 # ---------------------------------------------------------------------------
 # Normalisation, reductions, dropout
 # ---------------------------------------------------------------------------

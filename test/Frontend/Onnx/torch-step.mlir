@@ -1,0 +1,29 @@
+// One SGD step of small torch models through torch.onnx, cleave-compile and
+// cleave-run, against PyTorch's own step (Inputs/torch_step.py): the loss
+// and the update of every parameter agree to 1e-4 of the largest update.
+// The upsampler covers ConvTranspose and Resize (nearest; bilinear with and
+// without align_corners), the norms model GroupNorm (InstanceNormalization
+// of a reshaped tensor), InstanceNorm2d and a global max pool, forward and
+// backward.
+//
+// REQUIRES: torch, cleave-runtime
+// RUN: %python %S/Inputs/torch_step.py upsampler %t.upsampler | FileCheck %s --check-prefix=UP
+// RUN: %python %S/Inputs/torch_step.py norms %t.norms | FileCheck %s --check-prefix=NORMS
+
+// UP:      PASS loss
+// UP-NEXT: PASS up.weight
+// UP-NEXT: PASS up.bias
+// UP-NEXT: PASS fc.weight
+// UP-NEXT: PASS fc.bias
+// UP-NOT:  FAIL
+
+// NORMS:      PASS loss
+// NORMS-NEXT: PASS conv.weight
+// NORMS-NEXT: PASS conv.bias
+// NORMS-NEXT: PASS gn.weight
+// NORMS-NEXT: PASS gn.bias
+// NORMS-NEXT: PASS inorm.weight
+// NORMS-NEXT: PASS inorm.bias
+// NORMS-NEXT: PASS fc.weight
+// NORMS-NEXT: PASS fc.bias
+// NORMS-NOT:  FAIL
