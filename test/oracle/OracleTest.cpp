@@ -33,6 +33,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -147,6 +148,9 @@ struct Case {
   std::vector<std::vector<int64_t>> windows;
   std::vector<double> losses;                        ///< PyTorch's
   std::map<std::string, std::vector<float>> tensors; ///< PyTorch's
+  /// PyTorch's float64 run, for cases with a float64 reference.
+  std::vector<double> losses64;
+  std::map<std::string, std::vector<double>> tensors64;
   int64_t microBatch = 0, accumulate = 0;
 };
 
@@ -192,6 +196,15 @@ Case readCase(const std::string &name, const std::string &dir) {
       size_t count;
       in >> n >> file >> count;
       c.tensors[n] = readRaw<float>(dir + "/" + file, count);
+    } else if (key == "loss64") {
+      double l;
+      in >> l;
+      c.losses64.push_back(l);
+    } else if (key == "tensor64") {
+      std::string n, file;
+      size_t count;
+      in >> n >> file >> count;
+      c.tensors64[n] = readRaw<double>(dir + "/" + file, count);
     } else if (!key.empty()) {
       ADD_FAILURE() << dir << "/case.txt: unknown line '" << line << "'";
     }
@@ -253,6 +266,7 @@ struct CleaveRun {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> tensors; ///< params and buffers
   std::map<std::string, cleave_global_kind> kinds;
+  double compileSeconds = 0; ///< cleave-compile's wall time, for the log
 };
 
 /// Compiles `c`'s ONNX file with its flags and trains its windows.
@@ -264,7 +278,11 @@ bool trainCleave(const Case &c, CleaveRun &out) {
   argv.insert(argv.end(), c.flags.begin(), c.flags.end());
   argv.push_back("-o");
   argv.push_back(artifact);
+  auto compileStart = std::chrono::steady_clock::now();
   int status = run(argv, log);
+  out.compileSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - compileStart)
+                           .count();
   EXPECT_EQ(status, 0) << "cleave-compile failed:\n" << readText(log);
   if (status != 0)
     return false;
@@ -336,7 +354,8 @@ double relativeError(double a, double b) {
 }
 
 /// max_i |a_i - b_i| / max_i |b_i|.
-double relativeError(const std::vector<float> &a, const std::vector<float> &b) {
+template <typename T>
+double relativeError(const std::vector<float> &a, const std::vector<T> &b) {
   if (a.size() != b.size())
     return INFINITY;
   double diff = 0, scale = 0;
@@ -452,6 +471,92 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
                            return std::string(info.param);
                          });
 
+//===----------------------------------------------------------------------===//
+// The model zoo: as close to PyTorch's float64 run as PyTorch's float32 run
+//===----------------------------------------------------------------------===//
+
+constexpr double kZooFactor = 4;
+constexpr double kZooFloor = 1e-6;
+
+class Zoo : public testing::TestWithParam<const char *> {};
+
+TEST_P(Zoo, MatchesPyTorchFloat64) {
+  SKIP_OR_FAIL_WITHOUT_TORCH();
+  std::vector<Case> cases;
+  if (!generate({GetParam()}, cases))
+    return; // generate() recorded the failure
+  const Case &c = cases.front();
+  ASSERT_EQ(c.losses64.size(), c.losses.size()) << c.dir;
+  ASSERT_EQ(c.tensors64.size(), c.tensors.size()) << c.dir;
+  CleaveRun cleave;
+  ASSERT_TRUE(trainCleave(c, cleave));
+  ASSERT_EQ(cleave.losses.size(), c.losses.size());
+
+  // One quantity: Cleave's error against float64 within kZooFactor of
+  // PyTorch float32's, or of kZooFloor where PyTorch's is below it.
+  Errors ours, theirs;
+  auto check = [&](double cleaveErr, double torchErr, double &worstOurs,
+                   double &worstTheirs, std::string &at,
+                   const std::string &what) {
+    EXPECT_LE(cleaveErr, kZooFactor * std::max(torchErr, kZooFloor))
+        << c.name << ": " << what << ": Cleave is " << cleaveErr
+        << " from PyTorch float64, PyTorch float32 " << torchErr;
+    if (cleaveErr >= worstOurs) {
+      worstOurs = cleaveErr;
+      at = what;
+    }
+    worstTheirs = std::max(worstTheirs, torchErr);
+  };
+  for (size_t w = 0; w < c.losses.size(); ++w)
+    check(relativeError(cleave.losses[w], c.losses64[w]),
+          relativeError(c.losses[w], c.losses64[w]), ours.loss, theirs.loss,
+          ours.lossAt, "window " + std::to_string(w) + " loss");
+  for (const auto &[name, reference] : c.tensors64) {
+    auto it = cleave.tensors.find(name);
+    EXPECT_NE(it, cleave.tensors.end())
+        << c.name << ": PyTorch's '" << name
+        << "' is not a parameter or buffer of the artifact";
+    if (it == cleave.tensors.end())
+      continue;
+    bool buffer = cleave.kinds.at(name) == CLEAVE_GLOBAL_BUFFER;
+    check(relativeError(it->second, reference),
+          relativeError(c.tensors.at(name), reference),
+          buffer ? ours.buffer : ours.param,
+          buffer ? theirs.buffer : theirs.param,
+          buffer ? ours.bufferAt : ours.paramAt, "final '" + name + "'");
+  }
+  for (const auto &[name, values] : cleave.tensors)
+    EXPECT_TRUE(c.tensors64.count(name))
+        << c.name << ": the artifact's '" << name
+        << "' is not an initializer PyTorch trains";
+  theirs.lossAt = theirs.paramAt = "worst";
+  if (!ours.bufferAt.empty())
+    theirs.bufferAt = "worst";
+  std::printf("[ zoo      ] %s: compiled in %.1f s; against PyTorch float64: "
+              "Cleave %s; PyTorch float32 %s\n",
+              c.name.c_str(), cleave.compileSeconds, describe(ours).c_str(),
+              describe(theirs).c_str());
+}
+
+// The model zoo of issue 10: torchvision's classifiers, a ViT, a
+// TransformerEncoder classifier and a GPT-style decoder, each with SGD and
+// with Adam.
+const char *const kZooCases[] = {
+    "zoo_resnet18_sgd",           "zoo_resnet18_adam",
+    "zoo_mobilenet_v2_sgd",       "zoo_mobilenet_v2_adam",
+    "zoo_mobilenet_v3_small_sgd", "zoo_mobilenet_v3_small_adam",
+    "zoo_efficientnet_b0_sgd",    "zoo_efficientnet_b0_adam",
+    "zoo_shufflenet_v2_x0_5_sgd", "zoo_shufflenet_v2_x0_5_adam",
+    "zoo_squeezenet1_1_sgd",      "zoo_squeezenet1_1_adam",
+    "zoo_vit_sgd",                "zoo_vit_adam",
+    "zoo_encoder_sgd",            "zoo_encoder_adam",
+    "zoo_gpt_sgd",                "zoo_gpt_adam"};
+
+INSTANTIATE_TEST_SUITE_P(, Zoo, testing::ValuesIn(kZooCases),
+                         [](const testing::TestParamInfo<const char *> &info) {
+                           return std::string(info.param);
+                         });
+
 /// Every case oracle.py defines is run by some test here.
 TEST(OracleCases, EveryCaseIsTested) {
   SKIP_OR_FAIL_WITHOUT_TORCH();
@@ -467,6 +572,7 @@ TEST(OracleCases, EveryCaseIsTested) {
     defined.push_back(name);
   tested.assign(std::begin(kCases), std::end(kCases));
   tested.insert(tested.end(), std::begin(kStudyCases), std::end(kStudyCases));
+  tested.insert(tested.end(), std::begin(kZooCases), std::end(kZooCases));
   std::sort(defined.begin(), defined.end());
   std::sort(tested.begin(), tested.end());
   EXPECT_EQ(defined, tested);
