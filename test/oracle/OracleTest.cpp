@@ -20,6 +20,11 @@
 // Cleave's sum-then-divide against PyTorch's divide-then-sum) gives 1e-7 on
 // losses and 1e-7 to 7e-6 on tensors; each test prints its worst errors.
 //
+// The Zoo tests (label "zoo") are the model zoo of docs/user/onnx.md:
+// torchvision's classifiers and three transformers, each with SGD and Adam,
+// where oracle.py also trains a float64 copy, and Cleave must be about as
+// close to that as PyTorch's float32 run is (kZooFactor below).
+//
 // The OracleBatchNorm tests are the batch-norm study of docs/user/onnx.md:
 // Cleave's N micro-batches match PyTorch's accumulation loop over the same
 // micro-batches, both differ from one batch of N*b by far more than the
@@ -491,12 +496,17 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
 /// summation orders against PyTorch's, sum-then-divide against
 /// divide-then-sum), so their float32 errors are two draws of the same kind
 /// of noise, carried through the same training map. Where that map is well
-/// conditioned (squeezenet, the transformers) the two draws are within 4x of
-/// each other; where batch norm over a few values amplifies rounding (the
-/// mobile networks: PyTorch's own float32 run is 1e-4 to 1e-2 from float64
-/// after one step) the amplification differs from draw to draw by up to
-/// ~5x. 10 leaves room for that and still catches a wrong gradient or a
-/// wrong update, whose error is O(1) on the affected tensors.
+/// conditioned (resnet18 with SGD, squeezenet, the transformers) the two
+/// draws are within 3x of each other. Where batch norm over a few values
+/// amplifies rounding (the mobile networks: PyTorch's own float32 run is
+/// 1e-3 to 1e-2 from float64 in loss after two steps), or a ReLU input
+/// within rounding of zero takes the other branch in one run only (see the
+/// resnet18 study in docs/design/optimizers.md), the ratio of the two draws
+/// is up to 6x in the cases below (11x for mobilenet_v2 at width 0.25,
+/// which is why it runs at full width). 10 still catches a wrong gradient
+/// or a wrong update, whose error is O(1) on the affected tensors. The
+/// cases are deterministic (fixed seeds, one thread): a change of kernels
+/// or of summation order is a new draw, and may need its ratio looked at.
 ///
 /// Why the worst over the model, not tensor by tensor: a tensor's error is
 /// one draw, and the ratio of two draws of one tensor ranges widely; the

@@ -16,7 +16,9 @@ For each case this script
   4. trains K windows with the gradient-accumulation loop that matches
      Cleave's contract (docs/design/split.md): each micro-batch adds the
      gradient of sum_i loss_i / window_samples, one optimizer step per window;
-  5. writes the per-window loss (the mean per-sample loss over the window's
+  5. for the model zoo's cases, trains a float64 copy of the model on the
+     same micro-batches too (the reference the zoo measures both against);
+  6. writes the per-window loss (the mean per-sample loss over the window's
      samples, all computed with the parameters the window started with) and
      the final value of every initializer the model trains or updates
      (parameters and batch-norm running statistics), by ONNX name.
