@@ -20,6 +20,11 @@
 // Cleave's sum-then-divide against PyTorch's divide-then-sum) gives 1e-7 on
 // losses and 1e-7 to 7e-6 on tensors; each test prints its worst errors.
 //
+// The Zoo tests (label "zoo") are the model zoo of docs/user/onnx.md:
+// torchvision's classifiers and three transformers, each with SGD and Adam,
+// where oracle.py also trains a float64 copy, and Cleave must be about as
+// close to that as PyTorch's float32 run is (kZooFactor below).
+//
 // The OracleBatchNorm tests are the batch-norm study of docs/user/onnx.md:
 // Cleave's N micro-batches match PyTorch's accumulation loop over the same
 // micro-batches, both differ from one batch of N*b by far more than the
@@ -33,12 +38,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,6 +154,11 @@ struct Case {
   std::vector<std::vector<int64_t>> windows;
   std::vector<double> losses;                        ///< PyTorch's
   std::map<std::string, std::vector<float>> tensors; ///< PyTorch's
+  /// PyTorch's float64 run, for cases with a float64 reference.
+  std::vector<double> losses64;
+  std::map<std::string, std::vector<double>> tensors64;
+  /// Parameters whose float64 gradient is zero: rounding noise in float32.
+  std::set<std::string> noise;
   int64_t microBatch = 0, accumulate = 0;
 };
 
@@ -192,6 +204,19 @@ Case readCase(const std::string &name, const std::string &dir) {
       size_t count;
       in >> n >> file >> count;
       c.tensors[n] = readRaw<float>(dir + "/" + file, count);
+    } else if (key == "loss64") {
+      double l;
+      in >> l;
+      c.losses64.push_back(l);
+    } else if (key == "tensor64") {
+      std::string n, file;
+      size_t count;
+      in >> n >> file >> count;
+      c.tensors64[n] = readRaw<double>(dir + "/" + file, count);
+    } else if (key == "noise") {
+      std::string n;
+      in >> n;
+      c.noise.insert(n);
     } else if (!key.empty()) {
       ADD_FAILURE() << dir << "/case.txt: unknown line '" << line << "'";
     }
@@ -253,6 +278,7 @@ struct CleaveRun {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> tensors; ///< params and buffers
   std::map<std::string, cleave_global_kind> kinds;
+  double compileSeconds = 0; ///< cleave-compile's wall time, for the log
 };
 
 /// Compiles `c`'s ONNX file with its flags and trains its windows.
@@ -264,7 +290,11 @@ bool trainCleave(const Case &c, CleaveRun &out) {
   argv.insert(argv.end(), c.flags.begin(), c.flags.end());
   argv.push_back("-o");
   argv.push_back(artifact);
+  auto compileStart = std::chrono::steady_clock::now();
   int status = run(argv, log);
+  out.compileSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - compileStart)
+                           .count();
   EXPECT_EQ(status, 0) << "cleave-compile failed:\n" << readText(log);
   if (status != 0)
     return false;
@@ -336,7 +366,8 @@ double relativeError(double a, double b) {
 }
 
 /// max_i |a_i - b_i| / max_i |b_i|.
-double relativeError(const std::vector<float> &a, const std::vector<float> &b) {
+template <typename T>
+double relativeError(const std::vector<float> &a, const std::vector<T> &b) {
   if (a.size() != b.size())
     return INFINITY;
   double diff = 0, scale = 0;
@@ -452,6 +483,138 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
                            return std::string(info.param);
                          });
 
+//===----------------------------------------------------------------------===//
+// The model zoo: as close to PyTorch's float64 run as PyTorch's float32 run
+//===----------------------------------------------------------------------===//
+
+/// The rule: for each measure (the window losses; the parameters; the
+/// batch-norm running statistics), Cleave's worst relative error against
+/// PyTorch's float64 run is at most kZooFactor times PyTorch float32's worst,
+/// or times kZooFloor where that is smaller.
+///
+/// Why a factor: Cleave and PyTorch round differently (oneDNN's kernels and
+/// summation orders against PyTorch's, sum-then-divide against
+/// divide-then-sum), so their float32 errors are two draws of the same kind
+/// of noise, carried through the same training map. Where that map is well
+/// conditioned (resnet18 with SGD, squeezenet, the transformers) the two
+/// draws are within 3x of each other. Where batch norm over a few values
+/// amplifies rounding (the mobile networks: PyTorch's own float32 run is
+/// 1e-3 to 1e-2 from float64 in loss after two steps), or a ReLU input
+/// within rounding of zero takes the other branch in one run only (see the
+/// resnet18 study in docs/design/optimizers.md), the ratio of the two draws
+/// is up to 6x in the cases below (11x for mobilenet_v2 at width 0.25,
+/// which is why it runs at full width). 10 still catches a wrong gradient
+/// or a wrong update, whose error is O(1) on the affected tensors. The
+/// cases are deterministic (fixed seeds, one thread): a change of kernels
+/// or of summation order is a new draw, and may need its ratio looked at.
+///
+/// Why the worst over the model, not tensor by tensor: a tensor's error is
+/// one draw, and the ratio of two draws of one tensor ranges widely; the
+/// worst over 60-200 tensors is a stable statistic.
+///
+/// Why a floor: where PyTorch float32 happens to land within a few ulps of
+/// float64, the rule would ask Cleave to do better than float32 can; 1e-6
+/// is ~16 float32 ulps (2^-24 = 6e-8).
+///
+/// Parameters whose gradient is zero in exact arithmetic (oracle.py's
+/// `noise` lines) are left out: their values are rounding noise in every
+/// float32 run.
+constexpr double kZooFactor = 10;
+constexpr double kZooFloor = 1e-6;
+
+class Zoo : public testing::TestWithParam<const char *> {};
+
+TEST_P(Zoo, MatchesPyTorchFloat64) {
+  SKIP_OR_FAIL_WITHOUT_TORCH();
+  std::vector<Case> cases;
+  if (!generate({GetParam()}, cases))
+    return; // generate() recorded the failure
+  const Case &c = cases.front();
+  ASSERT_EQ(c.losses64.size(), c.losses.size()) << c.dir;
+  ASSERT_EQ(c.tensors64.size(), c.tensors.size()) << c.dir;
+  CleaveRun cleave;
+  ASSERT_TRUE(trainCleave(c, cleave));
+  ASSERT_EQ(cleave.losses.size(), c.losses.size());
+
+  // Cleave's and PyTorch float32's worst errors against float64.
+  Errors ours, theirs;
+  auto record = [](double err, double &worst, std::string &at,
+                   const std::string &what) {
+    if (err >= worst) {
+      worst = err;
+      at = what;
+    }
+  };
+  for (size_t w = 0; w < c.losses.size(); ++w) {
+    std::string what = "window " + std::to_string(w);
+    record(relativeError(cleave.losses[w], c.losses64[w]), ours.loss,
+           ours.lossAt, what);
+    record(relativeError(c.losses[w], c.losses64[w]), theirs.loss,
+           theirs.lossAt, what);
+  }
+  for (const auto &[name, reference] : c.tensors64) {
+    auto it = cleave.tensors.find(name);
+    EXPECT_NE(it, cleave.tensors.end())
+        << c.name << ": PyTorch's '" << name
+        << "' is not a parameter or buffer of the artifact";
+    if (it == cleave.tensors.end() || c.noise.count(name))
+      continue;
+    bool buffer = cleave.kinds.at(name) == CLEAVE_GLOBAL_BUFFER;
+    record(relativeError(it->second, reference),
+           buffer ? ours.buffer : ours.param,
+           buffer ? ours.bufferAt : ours.paramAt, name);
+    record(relativeError(c.tensors.at(name), reference),
+           buffer ? theirs.buffer : theirs.param,
+           buffer ? theirs.bufferAt : theirs.paramAt, name);
+  }
+  for (const auto &[name, values] : cleave.tensors)
+    EXPECT_TRUE(c.tensors64.count(name))
+        << c.name << ": the artifact's '" << name
+        << "' is not an initializer PyTorch trains";
+  for (const std::string &name : c.noise) {
+    auto it = cleave.tensors.find(name);
+    if (it == cleave.tensors.end())
+      continue;
+    // Noise, but finite noise.
+    for (float v : it->second)
+      ASSERT_TRUE(std::isfinite(v)) << c.name << ": '" << name << "'";
+  }
+
+  auto check = [&](double cleaveErr, double torchErr, const char *what) {
+    EXPECT_LE(cleaveErr, kZooFactor * std::max(torchErr, kZooFloor))
+        << c.name << ": the worst " << what << " error against PyTorch "
+        << "float64 is " << cleaveErr << " for Cleave, " << torchErr
+        << " for PyTorch float32 (" << describe(ours) << " against "
+        << describe(theirs) << ")";
+  };
+  check(ours.loss, theirs.loss, "window loss");
+  check(ours.param, theirs.param, "parameter");
+  check(ours.buffer, theirs.buffer, "running statistic");
+  std::printf("[ zoo      ] %s: compiled in %.1f s; against PyTorch float64 "
+              "(%zu noise tensors left out): Cleave %s; PyTorch float32 %s\n",
+              c.name.c_str(), cleave.compileSeconds, c.noise.size(),
+              describe(ours).c_str(), describe(theirs).c_str());
+}
+
+// The model zoo of issue 10: torchvision's classifiers, a ViT, a
+// TransformerEncoder classifier and a GPT-style decoder, each with SGD and
+// with Adam.
+const char *const kZooCases[] = {
+    "zoo_resnet18_sgd",           "zoo_resnet18_adam",
+    "zoo_mobilenet_v2_sgd",       "zoo_mobilenet_v2_adam",
+    "zoo_mobilenet_v3_small_sgd", "zoo_mobilenet_v3_small_adam",
+    "zoo_efficientnet_b0_sgd",    "zoo_efficientnet_b0_adam",
+    "zoo_shufflenet_v2_x0_5_sgd", "zoo_shufflenet_v2_x0_5_adam",
+    "zoo_squeezenet1_1_sgd",      "zoo_squeezenet1_1_adam",
+    "zoo_vit_sgd",                "zoo_vit_adam",
+    "zoo_encoder_sgd",            "zoo_encoder_adam",
+    "zoo_gpt_sgd",                "zoo_gpt_adam"};
+
+INSTANTIATE_TEST_SUITE_P(, Zoo, testing::ValuesIn(kZooCases),
+                         [](const testing::TestParamInfo<const char *> &info) {
+                           return std::string(info.param);
+                         });
+
 /// Every case oracle.py defines is run by some test here.
 TEST(OracleCases, EveryCaseIsTested) {
   SKIP_OR_FAIL_WITHOUT_TORCH();
@@ -467,6 +630,7 @@ TEST(OracleCases, EveryCaseIsTested) {
     defined.push_back(name);
   tested.assign(std::begin(kCases), std::end(kCases));
   tested.insert(tested.end(), std::begin(kStudyCases), std::end(kStudyCases));
+  tested.insert(tested.end(), std::begin(kZooCases), std::end(kZooCases));
   std::sort(defined.begin(), defined.end());
   std::sort(tested.begin(), tested.end());
   EXPECT_EQ(defined, tested);
