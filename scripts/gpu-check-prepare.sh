@@ -46,6 +46,11 @@ done
 runtime=$(ls "$build"/lib/libcleave_runtime.so.[0-9]* 2>/dev/null | sort | tail -1)
 [ -n "$runtime" ] || { echo "gpu-check-prepare: no libcleave_runtime.so in $build/lib" >&2; exit 1; }
 
+/usr/bin/python3 -c 'import numpy, onnx, torch' 2>/dev/null || {
+  echo "gpu-check-prepare: /usr/bin/python3 needs numpy, onnx and torch (scripts/setup.sh installs them): it exports the transformer test model" >&2
+  exit 1
+}
+
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/artifacts" "$out/data"
 if [ "$out" = .gpu-check ] && ! grep -qx '/.gpu-check/' .git/info/exclude 2>/dev/null; then
