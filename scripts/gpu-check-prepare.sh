@@ -120,7 +120,7 @@ compile() { # name source extra-args...
 }
 for model in mlp lenet transformer; do
   source=examples/$model.mlir
-  [ $model = transformer ] && source=$transformer
+  [ "$model" = transformer ] && source=$transformer
   for opt in sgd adam; do
     compile "$model-$opt-cpu" "$source" --optimizer=$opt --micro-batch=32 --accumulate=4
     if [ $cuda = 1 ]; then

@@ -124,11 +124,11 @@ judge() { # value-ok(0/1) -> PASS/FAIL
 # --- numerics --------------------------------------------------------------
 for model in "${models[@]}"; do
   data="$carry/data/fashion.npz"
-  [ $model = transformer ] && data="$carry/data/tokens.npz"
+  [ "$model" = transformer ] && data="$carry/data/tokens.npz"
   for opt in sgd adam; do
     for where in cpu cuda; do
       artifact="$carry/artifacts/$model-$opt-$where.cleave" log="$work/$model-$opt-$where.log"
-      if [ $model = transformer ]; then
+      if [ "$model" = transformer ]; then
         # Token ids with one class label per sequence: cleave-train feeds
         # no such model, gpu-check-train.py drives the runtime's C API.
         "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" scripts/gpu-check-train.py "$runtime" \
