@@ -83,8 +83,9 @@ done
 # test/Frontend/Onnx/torch-transformer-cuda.mlir and bench/bf16.py), exported
 # by torch.onnx. gpu-check.sh times PyTorch on bench/pytorch_ref.py's
 # `transformer`, a second definition of the same Block: the two must have the
-# same parameters, name for name and shape for shape, or the speed row would
-# compare different models.
+# same parameters, name for name and shape for shape, and compute the same
+# logits from the same weights (dropout off), or the speed row would compare
+# different models.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 transformer=$tmp/transformer.onnx
@@ -100,6 +101,17 @@ if exported != twin:
     sys.exit("gpu-check-prepare: bench/pytorch_ref.py's transformer is not make_model.py's "
              f"torch_block17:\n  ONNX initializers {sorted(exported.items())}\n"
              f"  pytorch_ref.py    {sorted(twin.items())}")
+sys.path.insert(0, "test/Frontend/Onnx/Inputs")
+import make_model
+torch, _, _, Block = make_model.torch_modules()
+reference, copy = Block().eval(), pytorch_ref.model("transformer").eval()
+copy.load_state_dict(reference.state_dict())
+ids = torch.randint(0, pytorch_ref.VOCAB, (16, pytorch_ref.TOKENS))
+with torch.no_grad():
+    diff = (reference(ids) - copy(ids)).abs().max().item()
+if diff > 1e-6:
+    sys.exit("gpu-check-prepare: bench/pytorch_ref.py's transformer computes other logits "
+             f"than make_model.py's torch_block17 from the same weights (max |diff| {diff:.3g})")
 PY
 
 # Artifacts: for each model and optimizer the same options for the CPU and
