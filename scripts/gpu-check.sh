@@ -6,9 +6,10 @@
 #
 #   numerics  MLP, LeNet and the transformer test model (make_model.py's
 #             torch_block17), SGD and Adam: K = 20 windows (micro-batch 32,
-#             N = 4) with cleave-train on the GPU and on the CPU, same seed
-#             and data; the final parameters agree to 1e-4 (relative L2 over
-#             every parameter and buffer, --save-params)
+#             N = 4) on the GPU and on the CPU, same seed and data (cleave-
+#             train; the transformer's token classification through
+#             scripts/gpu-check-train.py); the final parameters agree to 1e-4
+#             (relative L2 over every parameter and buffer, --save-params)
 #   speed     samples/s of Cleave on the GPU (cleave-bench) against PyTorch's
 #             own accumulation loop on the same GPU in the same run
 #             (bench/pytorch_ref.py: eager, and torch.compile where it works):
