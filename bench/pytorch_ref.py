@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """PyTorch's own loop with gradient accumulation, timed like cleave-bench.
 
-Same models as examples/mlp.mlir and examples/lenet.mlir, random data of the
-same shapes, micro-batch B, window N, T threads. nn.Linear's GEMMs go to
+Same models as examples/mlp.mlir, examples/lenet.mlir and the ONNX
+transformer test model (`transformer`: the Block of
+test/Frontend/Onnx/Inputs/make_model.py's torch_block17, built here again so
+that a machine without the repository's tests or compiler can run it), random
+data of the same shapes, micro-batch B, window N, T threads. nn.Linear's GEMMs go to
 OpenBLAS (Debian's libblas.so.3 alternative, which scripts/setup.sh installs;
 torch calls sgemm_ from it) and nn.Conv2d to oneDNN (torch's mkldnn backend).
 Prints one JSON object like cleave-bench's.
@@ -23,7 +26,52 @@ import time
 import torch
 
 
+class Block(torch.nn.Module):
+    """The transformer test model, make_model.py's torch_block17: a pre-norm
+    transformer block over 8 token embeddings (vocabulary 50, d 16, 2 heads,
+    dropout 0.1), mean-pooled into 5 classes. Its parameters, their names and
+    shapes must stay those of make_model.py's Block: gpu-check-prepare.sh
+    compares them with the exported ONNX model's initializers."""
+
+    def __init__(self, vocab=50, dim=16, heads=2, classes=5):
+        super().__init__()
+        nn = torch.nn
+        self.embed = nn.Embedding(vocab, dim)
+        self.ln1 = nn.LayerNorm(dim)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(dim, classes)
+        self.heads = heads
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        b, t, d = x.shape
+        h = self.ln1(x)
+
+        def split_heads(y):
+            return y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+        q, k, v = split_heads(self.q(h)), split_heads(self.k(h)), split_heads(self.v(h))
+        scores = q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5
+        attn = self.drop(torch.softmax(scores, dim=-1)) @ v
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        x = x + self.fc2(self.drop(torch.nn.functional.gelu(self.fc1(self.ln2(x)))))
+        return self.head(x.mean(dim=1))
+
+
+# The transformer's input: sequences of 8 token ids below 50, 5 classes.
+TOKENS, VOCAB, CLASSES = 8, 50, 5
+
+
 def model(name):
+    if name == "transformer":
+        return Block(VOCAB, 16, 2, CLASSES)
     if name == "mlp":
         return torch.nn.Sequential(
             torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
@@ -55,8 +103,12 @@ def main():
         net = torch.compile(net)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     b, n = a.micro_batch, a.accumulate
-    x = torch.randn(b, 1, 28, 28, device=dev)
-    y = torch.arange(b, device=dev) % 10
+    if a.model == "transformer":
+        x = torch.arange(b * TOKENS, device=dev).view(b, TOKENS) % VOCAB
+        y = torch.arange(b, device=dev) % CLASSES
+    else:
+        x = torch.randn(b, 1, 28, 28, device=dev)
+        y = torch.arange(b, device=dev) % 10
 
     def sync():
         if dev.type == "cuda":

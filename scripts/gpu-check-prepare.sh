@@ -3,8 +3,11 @@
 # nothing and installs nothing: the artifacts (for the GPU and the CPU), the
 # tools that run them (cleave-train, cleave-bench), libcleave_runtime and the
 # shared libraries they need that such a machine may lack (oneDNN, OpenMPI,
-# ...), and a slice of Fashion-MNIST, all in one folder that travels with the
-# work tree (the device tool's `carry`), at most 64 MiB.
+# ...), a slice of Fashion-MNIST and a token dataset for the transformer test
+# model, all in one folder that travels with the work tree (the device tool's
+# `carry`), at most 64 MiB. Needs /usr/bin/python3 with torch and onnx (the
+# transformer is exported by torch.onnx here; the GPU machine compiles
+# nothing).
 #
 #   bash scripts/gpu-check-prepare.sh [--build=DIR] [--out=DIR] [--gpu-arch=sm_90]
 #                                     [--cpu-only]
@@ -43,6 +46,11 @@ done
 runtime=$(ls "$build"/lib/libcleave_runtime.so.[0-9]* 2>/dev/null | sort | tail -1)
 [ -n "$runtime" ] || { echo "gpu-check-prepare: no libcleave_runtime.so in $build/lib" >&2; exit 1; }
 
+/usr/bin/python3 -c 'import numpy, onnx, torch' 2>/dev/null || {
+  echo "gpu-check-prepare: /usr/bin/python3 needs numpy, onnx and torch (scripts/setup.sh installs them): it exports the transformer test model" >&2
+  exit 1
+}
+
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/artifacts" "$out/data"
 if [ "$out" = .gpu-check ] && ! grep -qx '/.gpu-check/' .git/info/exclude 2>/dev/null; then
@@ -71,30 +79,77 @@ done | sort -u | while read -r name path; do
   cp -L "$path" "$out/lib/$name"
 done
 
+# The transformer test model: make_model.py's torch_block17 (the model of
+# test/Frontend/Onnx/torch-transformer-cuda.mlir and bench/bf16.py), exported
+# by torch.onnx. gpu-check.sh times PyTorch on bench/pytorch_ref.py's
+# `transformer`, a second definition of the same Block: the two must have the
+# same parameters, name for name and shape for shape, and compute the same
+# logits from the same weights (dropout off), or the speed row would compare
+# different models.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+transformer=$tmp/transformer.onnx
+/usr/bin/python3 test/Frontend/Onnx/Inputs/make_model.py torch_block17 "$transformer"
+/usr/bin/python3 - "$transformer" <<'PY'
+import sys
+import onnx
+sys.path.insert(0, "bench")
+import pytorch_ref
+exported = {i.name: tuple(i.dims) for i in onnx.load(sys.argv[1]).graph.initializer}
+twin = {n: tuple(p.shape) for n, p in pytorch_ref.model("transformer").named_parameters()}
+if exported != twin:
+    sys.exit("gpu-check-prepare: bench/pytorch_ref.py's transformer is not make_model.py's "
+             f"torch_block17:\n  ONNX initializers {sorted(exported.items())}\n"
+             f"  pytorch_ref.py    {sorted(twin.items())}")
+sys.path.insert(0, "test/Frontend/Onnx/Inputs")
+import make_model
+torch, _, _, Block = make_model.torch_modules()
+reference, copy = Block().eval(), pytorch_ref.model("transformer").eval()
+copy.load_state_dict(reference.state_dict())
+ids = torch.randint(0, pytorch_ref.VOCAB, (16, pytorch_ref.TOKENS))
+with torch.no_grad():
+    diff = (reference(ids) - copy(ids)).abs().max().item()
+if diff > 1e-6:
+    sys.exit("gpu-check-prepare: bench/pytorch_ref.py's transformer computes other logits "
+             f"than make_model.py's torch_block17 from the same weights (max |diff| {diff:.3g})")
+PY
+
 # Artifacts: for each model and optimizer the same options for the CPU and
 # the GPU (numerics: K = 20 windows of N = 4 micro-batches of 32), and the
-# speed configurations (MLP at micro-batch 256, LeNet at 32; N = 4, SGD).
-compile() { # name model extra-args...
-  local name=$1 model=$2
+# speed configurations (MLP at micro-batch 256, LeNet at 32, the transformer
+# at 64; N = 4, SGD).
+# The transformer's dropout warns once per compile and function; say each
+# distinct warning once.
+compile() { # name source extra-args...
+  local name=$1 source=$2
   shift 2
-  "$build/bin/cleave-compile" "examples/$model.mlir" --loss=cross-entropy "$@" \
-    -o "$out/artifacts/$name.cleave"
+  "$build/bin/cleave-compile" "$source" --loss=cross-entropy "$@" \
+    -o "$out/artifacts/$name.cleave" 2>>"$tmp/compile.err" || {
+    echo "gpu-check-prepare: cleave-compile $source $* failed:" >&2
+    cat "$tmp/compile.err" >&2
+    exit 1
+  }
 }
-for model in mlp lenet; do
+for model in mlp lenet transformer; do
+  source=examples/$model.mlir
+  [ "$model" = transformer ] && source=$transformer
   for opt in sgd adam; do
-    compile "$model-$opt-cpu" "$model" --optimizer=$opt --micro-batch=32 --accumulate=4
+    compile "$model-$opt-cpu" "$source" --optimizer=$opt --micro-batch=32 --accumulate=4
     if [ $cuda = 1 ]; then
-      compile "$model-$opt-cuda" "$model" --optimizer=$opt --micro-batch=32 \
+      compile "$model-$opt-cuda" "$source" --optimizer=$opt --micro-batch=32 \
         --accumulate=4 --target=cuda --gpu-arch="$arch"
     fi
   done
 done
 if [ $cuda = 1 ]; then
-  compile mlp-speed-cuda mlp --optimizer=sgd --micro-batch=256 --accumulate=4 \
-    --target=cuda --gpu-arch="$arch"
-  compile lenet-speed-cuda lenet --optimizer=sgd --micro-batch=32 --accumulate=4 \
-    --target=cuda --gpu-arch="$arch"
+  compile mlp-speed-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=256 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch"
+  compile lenet-speed-cuda examples/lenet.mlir --optimizer=sgd --micro-batch=32 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch"
+  compile transformer-speed-cuda "$transformer" --optimizer=sgd --micro-batch=64 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch"
 fi
+[ -s "$tmp/compile.err" ] && sort -u "$tmp/compile.err" | sed 's/^/gpu-check-prepare: cleave-compile: /' >&2
 
 # 20 windows x 4 micro-batches x 32 samples = 2560 training samples, and 256
 # test samples, as one .npz (cleave-train reads x_train/y_train/x_test/y_test).
@@ -112,6 +167,23 @@ np.savez(sys.argv[1],
          y_train=idx("train-labels-idx1-ubyte.gz", 2560, 8, ()).astype(np.int64),
          x_test=idx("t10k-images-idx3-ubyte.gz", 256, 16, (28, 28)),
          y_test=idx("t10k-labels-idx1-ubyte.gz", 256, 8, ()).astype(np.int64))
+PY
+
+# The transformer's data, the same 2560 + 256 samples: sequences of 8 token
+# ids below 50 (int64 [N, 8]) and class labels below 5 (int64 [N]), drawn
+# from a fixed seed, each label a function of its sequence (the commonest
+# id's residue mod 5) so that there is something to learn.
+/usr/bin/python3 - "$out/data/tokens.npz" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(9)
+def split(n):
+    x = rng.integers(0, 50, size=(n, 8), dtype=np.int64)
+    y = np.array([np.bincount(row, minlength=50).argmax() % 5 for row in x], np.int64)
+    return x, y
+x_train, y_train = split(2560)
+x_test, y_test = split(256)
+np.savez(sys.argv[1], x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
 PY
 
 # What gpu-check.sh --dry-run verifies: every file and its checksum.
