@@ -17,7 +17,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <onnx/checker.h>
 
 #include <climits>
 
@@ -27,7 +26,7 @@ using namespace mlir::cleave::importer;
 
 /// The default-domain opsets the importer maps.
 static constexpr int64_t kMinOpset = 13;
-static constexpr int64_t kMaxOpset = 17;
+static constexpr int64_t kMaxOpset = 21;
 
 /// Finds the default-domain opset, or emits at `loc`.
 static FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model,
@@ -106,7 +105,7 @@ OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context,
   // The checker finds what the importer would otherwise trip over: dangling
   // value names, nodes out of order, attributes of the wrong type.
   try {
-    onnx::checker::check_model(model);
+    checkModel(model);
   } catch (const std::exception &e) {
     // The checker's messages span lines; keep the diagnostic on one.
     std::string message;

@@ -1,6 +1,6 @@
 //===- OnnxImporter.h - ONNX models to nn model functions -------*- C++ -*-===//
 //
-// Reads an ONNX model (opsets 13 to 17) into a module holding one model
+// Reads an ONNX model (opsets 13 to 21) into a module holding one model
 // function in the nn dialect, ready for cleave-attach-loss.
 //
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -318,9 +319,20 @@ LogicalResult setReshaped(NodeImporter &n, ImportedValue &v,
                        v.constant.reshape(v.constant.getType().clone(*dims))));
     return success();
   }
-  if (dims->size() > 1)
-    return n.emitError() << "reshaping the shape value '" << n.inputName(0)
-                         << "' to rank " << dims->size() << " is not supported";
+  if (dims->size() > 1) {
+    // Compile-time integers of higher rank are constants (positions
+    // unsqueezed into a row and a column of a mask).
+    if (!llvm::all_of(v.symbolic, [](SymInt d) { return d.isConstant(); }))
+      return n.emitError() << "reshaping the shape value '" << n.inputName(0)
+                           << "' to rank " << dims->size()
+                           << " is not supported";
+    FailureOr<DenseElementsAttr> values = n.constant(0, "input");
+    if (failed(values))
+      return failure();
+    n.setOutput(0, ImportedValue::ofConstant(
+                       values->reshape(values->getType().clone(*dims))));
+    return success();
+  }
   n.setOutput(
       0, ImportedValue::ofSymbolic(v.symbolic, dims->empty(), v.symbolicType));
   return success();
@@ -729,8 +741,11 @@ LogicalResult importSlice(NodeImporter &n) {
   return success();
 }
 
+/// Split into sizes given as an input, into `num_outputs` parts (opset 18:
+/// each ceil(dim / num_outputs), the last one smaller), or into as many
+/// equal parts as the node has outputs.
 LogicalResult importSplit(NodeImporter &n) {
-  if (failed(n.checkAttrs({"axis"})))
+  if (failed(n.checkAttrs({"axis", "num_outputs"})))
     return failure();
   FailureOr<int64_t> axis = n.getInt("axis", 0);
   FailureOr<Value> x = n.floatTensor(0);
@@ -747,10 +762,25 @@ LogicalResult importSplit(NodeImporter &n) {
   int64_t dim = type.getDimSize(*a), parts = n.getNumOutputs();
   SmallVector<int64_t> sizes;
   if (n.hasInput(1)) {
+    if (n.hasAttr("num_outputs"))
+      return n.emitError() << "Split has both a split input and num_outputs";
     auto given = n.constantInts(1, "split");
     if (failed(given))
       return failure();
     sizes = *given;
+  } else if (n.hasAttr("num_outputs")) {
+    FailureOr<int64_t> count = n.getInt("num_outputs");
+    if (failed(count))
+      return failure();
+    if (*count != parts)
+      return n.emitError() << "Split num_outputs " << *count
+                           << " differs from its " << parts << " outputs";
+    if (parts <= 0 || parts > dim)
+      return n.emitError() << "Split of size " << dim << " into " << parts
+                           << " parts";
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t start = 0; start < dim; start += chunk)
+      sizes.push_back(std::min(chunk, dim - start));
   } else {
     if (parts == 0 || dim % parts != 0)
       return n.emitError() << "Split of size " << dim << " into " << parts
@@ -982,7 +1012,9 @@ DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
 }
 
 LogicalResult importCast(NodeImporter &n) {
-  if (failed(n.checkAttrs({"to"})))
+  // `saturate` (opset 19) only governs conversions to float8 types, which
+  // convertElementType refuses.
+  if (failed(n.checkAttrs({"to", "saturate"})))
     return failure();
   FailureOr<int64_t> to = n.getInt("to");
   if (failed(to))
@@ -1036,7 +1068,8 @@ Interval possibleValues(SymInt v) {
   return {std::nullopt, v.coeff};
 }
 
-enum class Compare { Equal, Less, Greater };
+/// The comparisons, and the logical ops on booleans that fold the same way.
+enum class Compare { Equal, Less, Greater, And, Or };
 
 /// `a <op> b` for every batch size, or std::nullopt if it depends on it.
 std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
@@ -1136,7 +1169,19 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
                          << " do not broadcast";
   auto resultType = RankedTensorType::get(*shape, n.getBuilder().getI1Type());
   auto holds = [&](double u, double v) {
-    return op == Compare::Equal ? u == v : op == Compare::Less ? u < v : u > v;
+    switch (op) {
+    case Compare::Equal:
+      return u == v;
+    case Compare::Less:
+      return u < v;
+    case Compare::Greater:
+      return u > v;
+    case Compare::And:
+      return u != 0 && v != 0;
+    case Compare::Or:
+      return u != 0 || v != 0;
+    }
+    llvm_unreachable("unknown comparison");
   };
   // A splat (ConstantOfShape's) is read once, with stride 0.
   auto values = [&](DenseElementsAttr attr, SmallVector<int64_t> &strides) {
@@ -1234,6 +1279,91 @@ LogicalResult importNot(NodeImporter &n) {
     bits.push_back(!b);
   n.setOutput(0, ImportedValue::ofConstant(
                      DenseElementsAttr::get(x.constant.getType(), bits)));
+  return success();
+}
+
+/// And and Or fold on compile-time booleans of any rank, with broadcasting
+/// (masks combined from constant masks).
+template <Compare op> LogicalResult importLogical(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  for (unsigned i : {0u, 1u}) {
+    ImportedValue &x = n.input(i);
+    if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
+      return n.emitError() << n.getOpType()
+                           << " is supported on compile-time booleans, not "
+                              "on run-time tensors";
+  }
+  FailureOr<DenseElementsAttr> r =
+      compareConstants(n, op, n.input(0).constant, n.input(1).constant);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, ImportedValue::ofConstant(*r));
+  return success();
+}
+
+/// Range folds: start, limit and delta must be compile-time numbers (a
+/// length that depends on the batch size has no nn form). Integer ranges
+/// become shape values, as positions for an embedding or a mask.
+LogicalResult importRange(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  constexpr int64_t kMaxFolded = 1 << 16;
+  ImportedValue &first = n.input(0);
+  bool integer = first.kind == Kind::Symbolic;
+  if (integer) {
+    static constexpr StringLiteral kNames[] = {"start", "limit", "delta"};
+    SmallVector<int64_t> bounds;
+    for (auto [i, what] : llvm::enumerate(kNames)) {
+      auto v = n.symbolicInts(i, what);
+      if (failed(v))
+        return failure();
+      if (v->size() != 1 || !(*v)[0].isConstant())
+        return n.emitError() << "Range " << what << " " << ArrayRef(*v)
+                             << " is not a compile-time integer (B is the "
+                                "batch size)";
+      bounds.push_back((*v)[0].coeff);
+    }
+    int64_t start = bounds[0], limit = bounds[1], delta = bounds[2];
+    if (delta == 0)
+      return n.emitError() << "Range delta is 0";
+    int64_t count = std::max<int64_t>(
+        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    if (count > kMaxFolded)
+      return n.emitError() << "Range of " << count
+                           << " elements is too large to fold";
+    SmallVector<SymInt> out;
+    for (int64_t k = 0; k < count; ++k)
+      out.push_back(SymInt::constant(start + k * delta));
+    n.setOutput(0, ImportedValue::ofSymbolic(out, /*scalar=*/false,
+                                             first.symbolicType));
+    return success();
+  }
+  FailureOr<DenseElementsAttr> startAttr = n.constant(0, "start");
+  FailureOr<double> start = n.constantScalar(0, "start");
+  FailureOr<double> limit = n.constantScalar(1, "limit");
+  FailureOr<double> delta = n.constantScalar(2, "delta");
+  if (failed(startAttr) || failed(start) || failed(limit) || failed(delta))
+    return failure();
+  auto elt = dyn_cast<FloatType>(startAttr->getElementType());
+  if (!elt)
+    return n.emitError() << "Range of " << startAttr->getElementType()
+                         << " is not supported";
+  if (*delta == 0)
+    return n.emitError() << "Range delta is 0";
+  double count = std::max(0.0, std::ceil((*limit - *start) / *delta));
+  if (count > kMaxFolded)
+    return n.emitError() << "Range of " << count
+                         << " elements is too large to fold";
+  SmallVector<APFloat> out;
+  for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) {
+    APFloat v(*start + k * *delta);
+    bool lost;
+    v.convert(elt.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(v);
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, elt);
+  n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(type, out)));
   return success();
 }
 
@@ -1455,4 +1585,53 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
   table["Not"] = {importNot, 13, 1u};
   table["Where"] = {importWhere, 13, 1u};
+  table["And"] = {importLogical<Compare::And>, 13, 0b11};
+  table["Or"] = {importLogical<Compare::Or>, 13, 0b11};
+  table["Range"] = {importRange, 13, 0b111};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["Constant"].notes =
+      "folded at compile time";
+  table["Shape"].notes =
+      "folded at compile time, `start` and `end` included";
+  table["Reshape"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Flatten"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Transpose"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Squeeze"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Unsqueeze"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Concat"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Slice"].notes =
+      "bounds that fold to constants; on shape values and on any tensor along static axes. A batch-dependent axis (the batch, in any position: attention runs sequence-first) is taken whole: a `Slice` of it must run from 0 to its end (`x.size(0)` or 2^63-1) with step 1";
+  table["Split"].notes =
+      "bounds that fold to constants; on shape values and on any tensor along static axes. A batch-dependent axis (the batch, in any position: attention runs sequence-first) is taken whole: a `Slice` of it must run from 0 to its end (`x.size(0)` or 2^63-1) with step 1; sizes as an input, `num_outputs` (opset 18) or equal parts";
+  table["Gather"].notes =
+      "run-time indices on axis 0 of a float initializer (an embedding lookup, `nn.Embedding`), or constant indices on a non-batch axis";
+  table["Cast"].notes =
+      "folded at compile time; of a run-time tensor only to its own type";
+  table["ConstantOfShape"].notes =
+      "a constant shape (folded), or a float one whose shape holds the batch size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a data input";
+  table["Expand"].notes =
+      "a shape that folds to constants up to the batch size; a target entry equal to the batch size takes it from a data input (`cls_token.expand(n, -1, -1)`)";
+  table["Equal"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
+  table["Less"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
+  table["Greater"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
+  table["Not"].notes =
+      "folded on compile-time booleans";
+  table["And"].notes =
+      "folded on compile-time booleans of any rank, with broadcasting";
+  table["Or"].notes =
+      "folded on compile-time booleans of any rank, with broadcasting";
+  table["Range"].notes =
+      "folded: start, limit and delta must be compile-time numbers (integer ranges become shape values)";
+  table["Where"].notes =
+      "folded on shape values; between tensors, a compile-time condition (`masked_fill` with a constant mask, `-inf` fills) gives `nn.where`, whose gradient reaches only the selected side. A registered buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, such as a causal mask, stays a constant and folds";
 }

@@ -13,8 +13,8 @@
 // RUN: not cleave-opt --import-onnx %t.dangling.onnx 2>&1 | FileCheck %s --check-prefix=DANGLING
 // RUN: %python %S/Inputs/make_model.py opset12 %t.opset.onnx
 // RUN: not cleave-opt --import-onnx %t.opset.onnx 2>&1 | FileCheck %s --check-prefix=OPSET
-// RUN: %python %S/Inputs/make_model.py opset18 %t.opset18.onnx
-// RUN: not cleave-opt --import-onnx %t.opset18.onnx 2>&1 | FileCheck %s --check-prefix=OPSET18
+// RUN: %python %S/Inputs/make_model.py opset22 %t.opset22.onnx
+// RUN: not cleave-opt --import-onnx %t.opset22.onnx 2>&1 | FileCheck %s --check-prefix=OPSET22
 // RUN: %python %S/Inputs/make_model.py unsupported_op %t.op.onnx
 // RUN: not cleave-opt --import-onnx %t.op.onnx 2>&1 | FileCheck %s --check-prefix=OP
 // RUN: %python %S/Inputs/make_model.py layernorm_opset13 %t.newer.onnx
@@ -51,6 +51,8 @@
 // RUN: not cleave-opt --import-onnx %t.clip2.onnx 2>&1 | FileCheck %s --check-prefix=CLIP-INVERTED
 // RUN: %python %S/Inputs/make_model.py bad_gemm %t.gemm.onnx
 // RUN: not cleave-opt --import-onnx %t.gemm.onnx 2>&1 | FileCheck %s --check-prefix=INFER
+// RUN: %python %S/Inputs/make_model.py range_batch %t.range-batch.onnx
+// RUN: not cleave-opt --import-onnx %t.range-batch.onnx 2>&1 | FileCheck %s --check-prefix=RANGE-BATCH
 
 // MISSING: error: cannot open input file '{{.*}}missing.onnx': No such file or directory
 
@@ -67,8 +69,8 @@
 // The ONNX checker's verdict, on one line.
 // DANGLING: error: '{{.*}}dangling.onnx' is not a valid ONNX model: Nodes in a graph must be topologically sorted, however input 'ghost' of node: name: y OpType: Add is not output of any previous nodes.
 
-// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 17
-// OPSET18: error: unsupported ONNX opset 18; supported opsets are 13 to 17
+// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 21
+// OPSET22: error: unsupported ONNX opset 22; supported opsets are 13 to 21
 
 // The node's name, op type and opset.
 // OP: error: node 'pick' has unsupported op type 'Hardmax' (opset 13)
@@ -127,3 +129,6 @@
 // nn.linear's own type inference speaks; the note names the ONNX node.
 // INFER: error: bias must be [2], got [5]
 // INFER-NEXT: note: while importing ONNX node 'y' (Gemm, opset 13)
+
+// RANGE-BATCH: error: Range limit B is not a compile-time integer (B is the batch size)
+// RANGE-BATCH-NEXT: note: while importing ONNX node 'pos' (Range, opset 13)

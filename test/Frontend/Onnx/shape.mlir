@@ -34,6 +34,8 @@
 // RUN: cleave-opt --import-onnx %t.gather.onnx | FileCheck %s --check-prefix=GATHER
 // RUN: %python %S/Inputs/make_model.py constant_identity_cast %t.cast.onnx
 // RUN: cleave-opt --import-onnx %t.cast.onnx | FileCheck %s --check-prefix=CAST
+// RUN: %python %S/Inputs/make_model.py range_mask %t.range.onnx
+// RUN: cleave-opt --import-onnx %t.range.onnx | FileCheck %s --check-prefix=RANGE
 
 // A shape asked for at the end of a long chain whose every link reads the
 // previous value twice is found once per value, not once per path.
@@ -148,3 +150,14 @@
 // CAST-NEXT:    %[[C:.+]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
 // CAST-NEXT:    %[[Y:.+]] = nn.add %[[X]], %[[C]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
 // CAST-NEXT:    return %[[Y]]
+
+// Range, Unsqueeze, Greater, Less, And and Or fold into one constant mask
+// (the upper triangle: j > i); a float Range is a constant.
+// RANGE-LABEL: func.func @forward(
+// RANGE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// RANGE-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// RANGE-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// RANGE-DAG:     %[[RAMP:.+]] = arith.constant dense<[1.000000e+00, 5.000000e-01, 0.000000e+00]> : tensor<3xf32>
+// RANGE:         %[[S:.+]] = nn.add %[[X]], %[[RAMP]] : tensor<?x3x3xf32>, tensor<3xf32> -> tensor<?x3x3xf32>
+// RANGE-NEXT:    %[[Y:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]]
+// RANGE-NEXT:    return %[[Y]]

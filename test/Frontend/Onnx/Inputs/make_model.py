@@ -52,7 +52,10 @@ def graph(nodes, inputs, outputs, inits=(), opset=13):
     m = helper.make_model(g, producer_name="make_model.py",
                           opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
-    onnx.checker.check_model(m)
+    # The system onnx package (1.12) knows opsets up to 17; newer models are
+    # checked by the importer, whose checker has the newer schemas.
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(m)
     return m
 
 
@@ -916,6 +919,134 @@ def torchvision_vit():
         hidden_dim=16, mlp_dim=32, num_classes=10)
     return export(module, torch.randn(2, 3, 32, 32), (["image"], ["logits"]),
                   14, training=True)
+
+
+# ---------------------------------------------------------------------------
+# Opsets 18 to 21: forms that changed, and the ops added with them
+# ---------------------------------------------------------------------------
+
+@model
+def reductions_opset18():
+    """Every reduction with its axes as an input (opset 18), keepdims both
+    ways, and noop_with_empty_axes with and without axes."""
+    return graph(
+        [node("ReduceMean", ["x", "axes1"], ["mean"]),
+         node("ReduceMax", ["mean", "axes2"], ["max"], keepdims=0),
+         node("ReduceMin", ["x", "axes2"], ["min"], keepdims=0),
+         node("ReduceL2", ["x", "axes1"], ["l2"]),
+         node("ReduceSum", ["l2"], ["same"], noop_with_empty_axes=1),
+         node("ReduceSum", ["same", "axes2"], ["sum"],
+              noop_with_empty_axes=1, keepdims=0)],
+        [value("x", F, [BATCH, 3, 4])],
+        [value("max", F, [BATCH]), value("min", F, [BATCH, 3]),
+         value("sum", F, [BATCH, 1])],
+        [ints("axes1", [1]), ints("axes2", [-1])], opset=18)
+
+
+@model
+def split_num_outputs():
+    """Split with num_outputs (opset 18): 5 into 3 parts of 2, 2 and 1."""
+    return graph([node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)],
+                 [value("x", F, [BATCH, 5])],
+                 [value("a", F, [BATCH, 2]), value("b", F, [BATCH, 2]),
+                  value("c", F, [BATCH, 1])], opset=18)
+
+
+@model
+def gelu_opset20():
+    """The native Gelu of opset 20, in both forms."""
+    return graph([node("Gelu", ["x"], ["g"]),
+                  node("Gelu", ["g"], ["y"], approximate="tanh")],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=20)
+
+
+@model
+def opset21():
+    """Opset 21 with a Cast carrying opset 19's saturate attribute."""
+    return graph([node("Cast", ["x"], ["c"], to=F, saturate=1),
+                  node("Relu", ["c"], ["y"])],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=21)
+
+
+@model
+def opset22():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=22)
+
+
+@model
+def gelu_opset17():
+    """Gelu is no op before opset 20."""
+    g = gelu_opset20()
+    g.opset_import[0].version = 17
+    return g
+
+
+@model
+def gelu_bad_form():
+    return graph([node("Gelu", ["x"], ["y"], approximate="sigmoid")],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=20)
+
+
+@model
+def split_uneven_outputs():
+    """num_outputs 4 of a dimension of 5 gives 3 parts of 2, 2 and 1."""
+    return graph([node("Split", ["x"], ["a", "b", "c", "d"], axis=1,
+                       num_outputs=4)],
+                 [value("x", F, [BATCH, 5])],
+                 [value(o, F, [BATCH, 2]) for o in "abcd"], opset=18)
+
+
+@model
+def reduce_axes_attribute_opset18():
+    """The axes attribute is gone from ReduceMean-18: the checker, given the
+    newer schemas, still catches what a model of opset 17 would be refused
+    for."""
+    return graph([node("ReduceMean", ["x"], ["y"], axes=[1])],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 1])],
+                 opset=18)
+
+
+# ---------------------------------------------------------------------------
+# Ranges and logical ops (folded)
+# ---------------------------------------------------------------------------
+
+@model
+def range_mask():
+    """A causal mask built from positions, as `torch.arange(t)[None] >
+    torch.arange(t)[:, None]` exports it, combined with And/Or; and a float
+    Range added to the scores."""
+    return graph(
+        [node("Range", ["start", "limit", "delta"], ["pos"]),
+         node("Unsqueeze", ["pos", "axes0"], ["row"]),
+         node("Unsqueeze", ["pos", "axes1"], ["col"]),
+         node("Greater", ["row", "col"], ["upper"]),
+         node("Less", ["row", "col"], ["lower"]),
+         node("Or", ["upper", "lower"], ["offdiag"]),
+         node("And", ["offdiag", "upper"], ["future"]),
+         node("Range", ["fstart", "flimit", "fdelta"], ["ramp"]),
+         node("Add", ["x", "ramp"], ["shifted"]),
+         node("Where", ["future", "fill", "shifted"], ["y"])],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])],
+        [ints("start", 0), ints("limit", 3), ints("delta", 1),
+         ints("axes0", [0]), ints("axes1", [1]), init("fstart", 1.0),
+         init("flimit", -0.25), init("fdelta", -0.5), init("fill", -np.inf)])
+
+
+@model
+def range_batch():
+    """A Range whose length is the batch size has no nn form."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["n"], axis=0),
+         node("Range", ["zero", "n", "one"], ["pos"]),
+         node("Cast", ["pos"], ["fpos"], to=F),
+         node("Add", ["x", "fpos"], ["y"])],
+        [value("x", F, [BATCH])], [value("y", F, [BATCH])],
+        [ints("zero", 0), ints("one", 1)])
 
 
 # ---------------------------------------------------------------------------
