@@ -178,9 +178,10 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
   table["Conv"].notes =
-      "2-D (NCHW/OIHW), static spatial sizes; strides, dilations, groups, `pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
-  table["MaxPool"].notes =
-      "2-D; strides, pads, `ceil_mode`, `auto_pad`, dilations, `storage_order=0`, no `Indices` output";
+      "2-D (NCHW/OIHW), static spatial sizes; strides, dilations, groups, "
+      "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
+  table["MaxPool"].notes = "2-D; strides, pads, `ceil_mode`, `auto_pad`, "
+                           "dilations, `storage_order=0`, no `Indices` output";
   table["AveragePool"].notes =
       "2-D; strides, pads, `ceil_mode`, `auto_pad`, `count_include_pad`";
 }

@@ -412,26 +412,26 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
       "NumPy broadcasting; folds on shape values and on scalar constants";
   table["Div"].notes =
       "NumPy broadcasting; folds on shape values and on scalar constants";
-  table["Pow"].notes =
-      "constant exponent";
+  table["Pow"].notes = "constant exponent";
   table["Erf"].notes =
       "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";
   table["Clip"].notes =
-      "constant bounds (Constant nodes or initializers), either may be absent, `min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`). Its gradient is 0 at the bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's `clamp` passes it there)";
+      "constant bounds (Constant nodes or initializers), either may be absent, "
+      "`min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`). Its gradient "
+      "is 0 at the bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's "
+      "`clamp` passes it there)";
   table["HardSigmoid"].notes =
-      "`clamp(alpha * x + beta, 0, 1)` with `nn.clamp`; the gradient is PyTorch's except exactly at the kinks";
+      "`clamp(alpha * x + beta, 0, 1)` with `nn.clamp`; the gradient is "
+      "PyTorch's except exactly at the kinks";
   table["HardSwish"].notes =
       "`x * HardSigmoid(x)`; the gradient is PyTorch's except at x = -3 and 3";
-  table["Abs"].notes =
-      "a leaky ReLU of slope -1 (its gradient at exactly 0 is -1, PyTorch's is 0)";
+  table["Abs"].notes = "a leaky ReLU of slope -1 (its gradient at exactly 0 is "
+                       "-1, PyTorch's is 0)";
   table["Softplus"].notes =
-      "`relu(x) + log(1 + exp(-abs(x)))`, which cannot overflow (below about -17 it rounds to 0 rather than `exp(x)`: an absolute error under 1e-7)";
-  table["Reciprocal"].notes =
-      "`1 / x`";
-  table["Gelu"].notes =
-      "`approximate` `none` or `tanh`: one `nn.gelu`";
-  table["Softmax"].notes =
-      "any one axis";
-  table["LogSoftmax"].notes =
-      "any one axis";
+      "`relu(x) + log(1 + exp(-abs(x)))`, which cannot overflow (below about "
+      "-17 it rounds to 0 rather than `exp(x)`: an absolute error under 1e-7)";
+  table["Reciprocal"].notes = "`1 / x`";
+  table["Gelu"].notes = "`approximate` `none` or `tanh`: one `nn.gelu`";
+  table["Softmax"].notes = "any one axis";
+  table["LogSoftmax"].notes = "any one axis";
 }

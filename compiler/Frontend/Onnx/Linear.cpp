@@ -209,8 +209,12 @@ void importer::populateLinearImporters(ImporterTable &table) {
   table["MatMul"] = {importMatMul};
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Gemm"].notes =
-      "any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` on matrices exports `transB=1`)";
+  table["Gemm"].notes = "any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` "
+                        "on matrices exports `transB=1`)";
   table["MatMul"].notes =
-      "matrices, vectors, and batches with numpy broadcasting of the leading dimensions (a right-hand side whose batch dimensions are all 1 is one shared matrix; otherwise both sides are broadcast to the common batch, the batch size taken from a data input); `MatMul(x, Transpose(W)) + b` (`nn.Linear` on 3-D inputs) is recomposed into a linear layer";
+      "matrices, vectors, and batches with numpy broadcasting of the leading "
+      "dimensions (a right-hand side whose batch dimensions are all 1 is one "
+      "shared matrix; otherwise both sides are broadcast to the common batch, "
+      "the batch size taken from a data input); `MatMul(x, Transpose(W)) + b` "
+      "(`nn.Linear` on 3-D inputs) is recomposed into a linear layer";
 }

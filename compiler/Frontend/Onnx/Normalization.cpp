@@ -227,19 +227,28 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
   table["BatchNormalization"].notes =
-      "training mode (statistics outputs below opset 14, `training_mode=1` from 14) or inference mode; the saved-statistics outputs must be unused";
+      "training mode (statistics outputs below opset 14, `training_mode=1` "
+      "from 14) or inference mode; the saved-statistics outputs must be unused";
   table["LayerNormalization"].notes =
       "`stash_type=1`; the opset-13 decomposition is recomposed";
   table["ReduceMean"].notes =
-      "`axes` as an attribute or as a constant input (opset 18; `ReduceSum` from 13), `keepdims`, `noop_with_empty_axes`";
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
   table["ReduceSum"].notes =
-      "`axes` as an attribute or as a constant input (opset 18; `ReduceSum` from 13), `keepdims`, `noop_with_empty_axes`";
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
   table["ReduceMax"].notes =
-      "`axes` as an attribute or as a constant input (opset 18; `ReduceSum` from 13), `keepdims`, `noop_with_empty_axes`";
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
   table["ReduceMin"].notes =
-      "`axes` as an attribute or as a constant input (opset 18; `ReduceSum` from 13), `keepdims`, `noop_with_empty_axes`; `-max(-x)`, whose gradient reaches the minimal elements";
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
+      "`-max(-x)`, whose gradient reaches the minimal elements";
   table["ReduceL2"].notes =
-      "`axes` as an attribute or as a constant input (opset 18; `ReduceSum` from 13), `keepdims`, `noop_with_empty_axes`; `sqrt(sum(x * x))`, whose gradient is `x / norm` (NaN where the norm is 0)";
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
+      "`sqrt(sum(x * x))`, whose gradient is `x / norm` (NaN where the norm is "
+      "0)";
   table["Dropout"].notes =
       "constant `ratio` and `training_mode`; the `mask` output must be unused";
 }

@@ -17,7 +17,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-
 #include <climits>
 
 using namespace mlir;
@@ -65,6 +64,22 @@ static LogicalResult checkSupported(const onnx::GraphProto &graph,
     return diag;
   }
   return success();
+}
+
+void cleave::printOnnxOperatorTable(llvm::raw_ostream &os) {
+  const ImporterTable &table = getImporterTable();
+  SmallVector<StringRef> names;
+  for (const auto &entry : table)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  os << "| ONNX op | from opset | notes |\n|---|---|---|\n";
+  for (StringRef name : names) {
+    const OpImporter &op = table.find(name)->second;
+    os << "| `" << name << "` | " << std::max(op.minOpset, kMinOpset) << " |";
+    if (*op.notes)
+      os << " " << op.notes << " |";
+    os << "\n";
+  }
 }
 
 OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context, StringRef path) {

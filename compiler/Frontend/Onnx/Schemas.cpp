@@ -74,8 +74,9 @@ public:
         .Input(0, "X", "", "T")
         .Output(0, "Y", "", "T")
         .Attr("approximate", "", AttributeProto::STRING, std::string("none"))
-        .TypeConstraint("T", {"tensor(float16)", "tensor(float)",
-                              "tensor(double)", "tensor(bfloat16)"},
+        .TypeConstraint("T",
+                        {"tensor(float16)", "tensor(float)", "tensor(double)",
+                         "tensor(bfloat16)"},
                         "");
     for (auto &[name, versions] : schemas)
       for (OpSchema &s : versions)
@@ -117,8 +118,8 @@ private:
 void importer::checkModel(const onnx::ModelProto &model) {
   static const NewerOpsetRegistry registry;
   if (model.ir_version() > kMaxIrVersion)
-    fail_check("the IR version ", model.ir_version(),
-                " is newer than ", kMaxIrVersion);
+    fail_check("the IR version ", model.ir_version(), " is newer than ",
+               kMaxIrVersion);
   onnx::checker::CheckerContext ctx;
   ctx.set_ir_version(static_cast<int>(model.ir_version()));
   std::unordered_map<std::string, int> imports;

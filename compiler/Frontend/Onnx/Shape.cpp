@@ -1590,10 +1590,8 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Range"] = {importRange, 13, 0b111};
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Constant"].notes =
-      "folded at compile time";
-  table["Shape"].notes =
-      "folded at compile time, `start` and `end` included";
+  table["Constant"].notes = "folded at compile time";
+  table["Shape"].notes = "folded at compile time, `start` and `end` included";
   table["Reshape"].notes =
       "shapes must fold to constants up to the batch dimension";
   table["Flatten"].notes =
@@ -1607,31 +1605,50 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Concat"].notes =
       "shapes must fold to constants up to the batch dimension";
   table["Slice"].notes =
-      "bounds that fold to constants; on shape values and on any tensor along static axes. A batch-dependent axis (the batch, in any position: attention runs sequence-first) is taken whole: a `Slice` of it must run from 0 to its end (`x.size(0)` or 2^63-1) with step 1";
+      "bounds that fold to constants; on shape values and on any tensor along "
+      "static axes. A batch-dependent axis (the batch, in any position: "
+      "attention runs sequence-first) is taken whole: a `Slice` of it must run "
+      "from 0 to its end (`x.size(0)` or 2^63-1) with step 1";
   table["Split"].notes =
-      "bounds that fold to constants; on shape values and on any tensor along static axes. A batch-dependent axis (the batch, in any position: attention runs sequence-first) is taken whole: a `Slice` of it must run from 0 to its end (`x.size(0)` or 2^63-1) with step 1; sizes as an input, `num_outputs` (opset 18) or equal parts";
+      "along a static axis, into constant sizes given as an input, into "
+      "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
+      "last smaller) or into as many equal parts as it has outputs";
   table["Gather"].notes =
-      "run-time indices on axis 0 of a float initializer (an embedding lookup, `nn.Embedding`), or constant indices on a non-batch axis";
+      "run-time indices on axis 0 of a float initializer (an embedding lookup, "
+      "`nn.Embedding`), or constant indices on a non-batch axis";
   table["Cast"].notes =
       "folded at compile time; of a run-time tensor only to its own type";
   table["ConstantOfShape"].notes =
-      "a constant shape (folded), or a float one whose shape holds the batch size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a data input";
+      "a constant shape (folded), or a float one whose shape holds the batch "
+      "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
+      "data input";
   table["Expand"].notes =
-      "a shape that folds to constants up to the batch size; a target entry equal to the batch size takes it from a data input (`cls_token.expand(n, -1, -1)`)";
+      "a shape that folds to constants up to the batch size; a target entry "
+      "equal to the batch size takes it from a data input "
+      "(`cls_token.expand(n, -1, -1)`)";
   table["Equal"].notes =
-      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
   table["Less"].notes =
-      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
   table["Greater"].notes =
-      "folded on shape values (`expand`'s `-1` handling) and on constants of any rank (a mask); a comparison that depends on the batch size, or of run-time tensors, is refused";
-  table["Not"].notes =
-      "folded on compile-time booleans";
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
+  table["Not"].notes = "folded on compile-time booleans";
   table["And"].notes =
       "folded on compile-time booleans of any rank, with broadcasting";
   table["Or"].notes =
       "folded on compile-time booleans of any rank, with broadcasting";
-  table["Range"].notes =
-      "folded: start, limit and delta must be compile-time numbers (integer ranges become shape values)";
+  table["Range"].notes = "folded: start, limit and delta must be compile-time "
+                         "numbers (integer ranges become shape values)";
   table["Where"].notes =
-      "folded on shape values; between tensors, a compile-time condition (`masked_fill` with a constant mask, `-inf` fills) gives `nn.where`, whose gradient reaches only the selected side. A registered buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, such as a causal mask, stays a constant and folds";
+      "folded on shape values; between tensors, a compile-time condition "
+      "(`masked_fill` with a constant mask, `-inf` fills) gives `nn.where`, "
+      "whose gradient reaches only the selected side. A registered buffer that "
+      "only views (`Slice`, `Reshape`, ...) and comparisons read, such as a "
+      "causal mask, stays a constant and folds";
 }
