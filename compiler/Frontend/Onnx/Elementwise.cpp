@@ -342,6 +342,29 @@ LogicalResult importReciprocal(NodeImporter &n) {
   return n.createOutput<nn::DivOp>(scalarLike(n, *x, 1.0), *x);
 }
 
+/// Max and Min of one or more inputs with numpy broadcasting, folded left
+/// into `nn.maximum`/`nn.minimum`: the cotangent reaches the selected input.
+template <typename OpTy> LogicalResult importVariadic(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  if (n.getNumInputs() == 0)
+    return n.emitError() << n.getOpType() << " needs at least one input";
+  FailureOr<Value> acc = n.floatTensor(0);
+  if (failed(acc))
+    return failure();
+  for (unsigned i = 1, e = n.getNumInputs(); i < e; ++i) {
+    FailureOr<Value> next = n.floatTensor(i);
+    if (failed(next))
+      return failure();
+    FailureOr<OpTy> op = n.create<OpTy>(*acc, *next);
+    if (failed(op))
+      return failure();
+    acc = op->getResult();
+  }
+  n.setOutput(0, *acc);
+  return success();
+}
+
 /// Gelu (opset 20) in its erf form or its tanh approximation: one
 /// `nn.gelu`, as the opset-13 decomposition is recomposed into.
 LogicalResult importGelu(NodeImporter &n) {
@@ -400,6 +423,8 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Softplus"] = {importSoftplus};
   table["Reciprocal"] = {importReciprocal};
   table["Gelu"] = {importGelu, 20};
+  table["Max"] = {importVariadic<nn::MaximumOp>};
+  table["Min"] = {importVariadic<nn::MinimumOp>};
   table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
 
@@ -432,6 +457,12 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
       "-17 it rounds to 0 rather than `exp(x)`: an absolute error under 1e-7)";
   table["Reciprocal"].notes = "`1 / x`";
   table["Gelu"].notes = "`approximate` `none` or `tanh`: one `nn.gelu`";
+  table["Max"].notes =
+      "one or more inputs, numpy broadcasting: `nn.maximum`, whose gradient "
+      "reaches the larger input (the second on ties)";
+  table["Min"].notes =
+      "one or more inputs, numpy broadcasting: `nn.minimum`, whose gradient "
+      "reaches the smaller input (the second on ties)";
   table["Softmax"].notes = "any one axis";
   table["LogSoftmax"].notes = "any one axis";
 }

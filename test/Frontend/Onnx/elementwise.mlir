@@ -28,6 +28,8 @@
 // RUN: cleave-opt --import-onnx %t.gelu.onnx | FileCheck %s --check-prefix=GELU
 // RUN: %python %S/Inputs/make_model.py gelu_mismatch %t.gelu2.onnx
 // RUN: cleave-opt --import-onnx %t.gelu2.onnx | FileCheck %s --check-prefix=PLAIN
+// RUN: %python %S/Inputs/make_model.py max_min %t.max-min.onnx
+// RUN: cleave-opt --import-onnx %t.max-min.onnx | FileCheck %s --check-prefix=MAX-MIN
 
 // Add/Sub/Mul/Div of two inputs, a rank-1 initializer (a parameter), a
 // rank-0 initializer and a Constant node (both constants).
@@ -152,3 +154,14 @@
 // MASKED-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
 // MASKED:         %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[X]] : tensor<3x3xf32>, tensor<f32>, tensor<?x3x3xf32> -> tensor<?x3x3xf32>
 // MASKED-NEXT:    nn.softmax %[[W]] {axis = 2 : i64} : tensor<?x3x3xf32>
+
+// Max folds left over its inputs; a one-input Min is its input.
+// MAX-MIN-LABEL: func.func @forward(
+// MAX-MIN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// MAX-MIN-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "y"},
+// MAX-MIN-SAME:    %[[F:[a-z0-9_]+]]: tensor<3xf32> {train.init = {{.+}}, train.param = "floor"})
+// MAX-MIN:         %[[CAP:.+]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// MAX-MIN:         %[[A:.+]] = nn.maximum %[[X]], %[[Y]] : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    %[[B:.+]] = nn.maximum %[[A]], %[[F]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    %[[C:.+]] = nn.minimum %[[B]], %[[CAP]] : tensor<?x3xf32>, tensor<f32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    return %[[C]]

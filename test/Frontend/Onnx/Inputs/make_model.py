@@ -874,6 +874,35 @@ def torch_causal():
                   (["ids"], ["logits"]), 14, training=True)
 
 
+@model
+def torch_causal_triu():
+    """Causal self-attention with the mask built in forward, as
+    `torch.triu(torch.ones(t, t, dtype=torch.bool), 1)` and masked_fill."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class CausalTriu(nn.Module):
+        def __init__(self, vocab=20, dim=8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.head = nn.Linear(dim, vocab)
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            x = self.embed(ids)
+            q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+            att = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+            future = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+            att = att.masked_fill(future, float("-inf"))
+            return self.head(torch.softmax(att, dim=-1) @ v).mean(dim=1)
+
+    return export(CausalTriu(), torch.randint(0, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
 def torchvision_model(name):
     """A torchvision classifier (10 classes) exported for training at opset
     14, as issue 10 asks: 32x32 images keep the compile tests short."""
@@ -1008,6 +1037,91 @@ def reduce_axes_attribute_opset18():
     return graph([node("ReduceMean", ["x"], ["y"], axes=[1])],
                  [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 1])],
                  opset=18)
+
+
+# ---------------------------------------------------------------------------
+# Max and Min
+# ---------------------------------------------------------------------------
+
+@model
+def max_min():
+    """Variadic Max with broadcasting (a rank-1 parameter, a scalar), a
+    one-input Min (the identity) and a two-input Min."""
+    return graph(
+        [node("Max", ["x", "y", "floor"], ["hi"]),
+         node("Min", ["hi"], ["same"]),
+         node("Min", ["same", "cap"], ["out"])],
+        [value("x", F, [BATCH, 3]), value("y", F, [BATCH, 3])],
+        [value("out", F, [BATCH, 3])],
+        [init("floor", [0.0, -1.0, 0.5]), init("cap", 2.0)])
+
+
+# ---------------------------------------------------------------------------
+# Tile and Trilu
+# ---------------------------------------------------------------------------
+
+@model
+def tile():
+    return graph([node("Tile", ["x", "repeats"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3])], [value("y", F, [BATCH, 4, 9])],
+                 [ints("repeats", [1, 2, 3])])
+
+
+@model
+def tile_batch():
+    """Repeating the batch axis gives a multiple of the batch size."""
+    return graph([node("Tile", ["x", "repeats"], ["y"])],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [None, 3])],
+                 [ints("repeats", [2, 1])])
+
+
+@model
+def trilu():
+    """A causal mask built in forward: Trilu(ones, k=1) of a constant folds
+    to a mask; Trilu of a run-time tensor (lower, k=-1) is an nn.where."""
+    return graph(
+        [node("ConstantOfShape", ["shape"], ["ones"],
+              value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         node("Trilu", ["ones", "one"], ["future"]),
+         node("Cast", ["future"], ["mask"], to=TensorProto.BOOL),
+         node("Where", ["mask", "fill", "x"], ["masked"]),
+         node("Trilu", ["masked", "minus1"], ["y"], upper=0)],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])],
+        [ints("shape", [3, 3]), ints("one", 1), ints("minus1", -1),
+         init("fill", -np.inf)], opset=14)
+
+
+# ---------------------------------------------------------------------------
+# Einsum
+# ---------------------------------------------------------------------------
+
+@model
+def einsum_attention():
+    """Attention's two products as einsum writes them."""
+    return graph(
+        [node("Einsum", ["q", "k"], ["scores"], equation="bhqd,bhkd->bhqk"),
+         node("Softmax", ["scores"], ["probs"], axis=-1),
+         node("Einsum", ["probs", "v"], ["y"], equation="bhqk,bhkd->bhqd")],
+        [value("q", F, [BATCH, 2, 3, 4]), value("k", F, [BATCH, 2, 5, 4]),
+         value("v", F, [BATCH, 2, 5, 4])], [value("y", F, [BATCH, 2, 3, 4])])
+
+
+@model
+def einsum_forms():
+    """A shared right-hand matrix, a contraction first in the left operand
+    (transpose_a), and an output in another order (a transpose)."""
+    return graph(
+        [node("Einsum", ["x", "w"], ["h"], equation="bij,jk->bik"),
+         node("Einsum", ["h", "u"], ["g"], equation="bki, bkj -> bji")],
+        [value("x", F, [BATCH, 3, 4]), value("u", F, [BATCH, 3, 2])],
+        [value("g", F, [BATCH, 2, 5])], [init("w", weights(4, 5))])
+
+
+@model
+def einsum_unsupported():
+    return graph([node("Einsum", ["x", "y"], ["z"], equation="bij,bij->bi")],
+                 [value("x", F, [BATCH, 3, 4]), value("y", F, [BATCH, 3, 4])],
+                 [value("z", F, [BATCH, 3])])
 
 
 # ---------------------------------------------------------------------------
