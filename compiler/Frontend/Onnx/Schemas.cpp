@@ -3,7 +3,8 @@
 // The system ONNX library (1.12) knows the default domain up to opset 17.
 // Its checker looks each node up as the newest schema at or below the
 // model's opset, so an op whose form changed later (ReduceMean's axes input
-// at 18, Split's num_outputs at 18, Cast's saturate at 19) fails as a "bad
+// at 18, Split's num_outputs and Pad's axes at 18, Cast's saturate at 19)
+// fails as a "bad
 // node spec", and an op added later (Gelu at 20) has no schema at all. The
 // checker takes its schemas from a registry it is given: this one adds the
 // newer forms of the ops the importer maps and defers to the library's for
@@ -63,6 +64,16 @@ public:
         .Attr("axis", "", AttributeProto::INT, int64_t(0))
         .Attr("num_outputs", "", AttributeProto::INT, /*required=*/false)
         .TypeConstraint("T", OpSchema::all_tensor_types(), "");
+    // Opset 18 adds Pad's axes input, 19 its wrap mode.
+    add("Pad", 18)
+        .Input(0, "data", "", "T")
+        .Input(1, "pads", "", "tensor(int64)")
+        .Input(2, "constant_value", "", "T", OpSchema::Optional)
+        .Input(3, "axes", "", "Tind", OpSchema::Optional)
+        .Output(0, "output", "", "T")
+        .Attr("mode", "", AttributeProto::STRING, std::string("constant"))
+        .TypeConstraint("T", withBool(OpSchema::all_numeric_types()), "")
+        .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "");
     add("Cast", 19)
         .Input(0, "input", "", "T1")
         .Output(0, "output", "", "T2")

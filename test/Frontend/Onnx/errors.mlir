@@ -53,6 +53,12 @@
 // RUN: not cleave-opt --import-onnx %t.gemm.onnx 2>&1 | FileCheck %s --check-prefix=INFER
 // RUN: %python %S/Inputs/make_model.py range_batch %t.range-batch.onnx
 // RUN: not cleave-opt --import-onnx %t.range-batch.onnx 2>&1 | FileCheck %s --check-prefix=RANGE-BATCH
+// RUN: %python %S/Inputs/make_model.py tile_batch %t.tile-batch.onnx
+// RUN: not cleave-opt --import-onnx %t.tile-batch.onnx 2>&1 | FileCheck %s --check-prefix=TILE-BATCH
+// RUN: %python %S/Inputs/make_model.py einsum_unsupported %t.einsum.onnx
+// RUN: not cleave-opt --import-onnx %t.einsum.onnx 2>&1 | FileCheck %s --check-prefix=EINSUM
+// RUN: %python %S/Inputs/make_model.py pad_wrap %t.pad-wrap.onnx
+// RUN: not cleave-opt --import-onnx %t.pad-wrap.onnx 2>&1 | FileCheck %s --check-prefix=PAD-WRAP
 
 // MISSING: error: cannot open input file '{{.*}}missing.onnx': No such file or directory
 
@@ -132,3 +138,12 @@
 
 // RANGE-BATCH: error: Range limit B is not a compile-time integer (B is the batch size)
 // RANGE-BATCH-NEXT: note: while importing ONNX node 'pos' (Range, opset 13)
+
+// TILE-BATCH: error: Tile of the batch-dependent dimension B is not supported (B is the batch size)
+// TILE-BATCH-NEXT: note: while importing ONNX node 'y' (Tile, opset 13)
+
+// EINSUM: error: Einsum equation 'bij,bij->bi' is not supported: it is not a (batched) matrix product: one contracted dimension, one row and one column dimension
+// EINSUM-NEXT: note: while importing ONNX node 'z' (Einsum, opset 13)
+
+// PAD-WRAP: error: Pad mode 'wrap' is not supported (constant, reflect, edge)
+// PAD-WRAP-NEXT: note: while importing ONNX node 'y' (Pad, opset 19)

@@ -507,6 +507,14 @@ std::vector<GradCase> allCases() {
     body += "%y = nn.where %m, %x, %z : " + T("2x3") + ", " + T("2x2x3") +
             ", " + T("") + " -> " + T("2x2x3");
     c.push_back(fn("trilu_composition", {P("x", "2x2x3")}, body, T("2x2x3")));
+    // Pad reflect of [2, 1] along a dimension of 4: x2 x1 | x | x2.
+    body = "%a = nn.slice %x starts [0, 2] sizes [2, 1] strides [1, 1] : " +
+           T("2x4") + " -> " + T("2x1") + "\n";
+    body += "%b = nn.slice %x starts [0, 1] sizes [2, 1] strides [1, 1] : " +
+            T("2x4") + " -> " + T("2x1") + "\n";
+    body += "%y = nn.concat %a, %b, %x, %a {axis = 1} : " + T("2x1") + ", " +
+            T("2x1") + ", " + T("2x4") + ", " + T("2x1") + " -> " + T("2x7");
+    c.push_back(fn("pad_reflect_composition", {P("x", "2x4")}, body, T("2x7")));
   }
   return c;
 }

@@ -1092,6 +1092,38 @@ def trilu():
 
 
 # ---------------------------------------------------------------------------
+# Pad
+# ---------------------------------------------------------------------------
+
+@model
+def pad_modes():
+    """Pad constant (value 1.5) of the last axis, reflect of the middle one,
+    edge of the last one."""
+    return graph(
+        [node("Pad", ["x", "pads_c", "value"], ["c"]),
+         node("Pad", ["c", "pads_r"], ["r"], mode="reflect"),
+         node("Pad", ["r", "pads_e"], ["y"], mode="edge")],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 5, 9])],
+        [ints("pads_c", [0, 0, 1, 0, 0, 2]), init("value", 1.5),
+         ints("pads_r", [0, 1, 0, 0, 1, 0]), ints("pads_e", [0, 0, 2, 0, 0, 0])])
+
+
+@model
+def pad_axes_opset18():
+    """Pad with axes (opset 18) of a static tensor: constant zeros."""
+    return graph([node("Pad", ["x", "pads", "", "axes"], ["y"])],
+                 [value("x", F, [2, 3])], [value("y", F, [2, 6])],
+                 [ints("pads", [1, 2]), ints("axes", [-1])], opset=18)
+
+
+@model
+def pad_wrap():
+    return graph([node("Pad", ["x", "pads"], ["y"], mode="wrap")],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 5])],
+                 [ints("pads", [0, 1, 0, 1])], opset=19)
+
+
+# ---------------------------------------------------------------------------
 # Einsum
 # ---------------------------------------------------------------------------
 
