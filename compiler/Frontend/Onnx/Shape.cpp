@@ -228,7 +228,8 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return out;
           })
-      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::WhereOp>(
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MaximumOp,
+            nn::MinimumOp, nn::WhereOp>(
           [&](auto) -> Result {
             // Numpy broadcasting: a dynamic result dimension comes from an
             // operand whose aligned dimension is dynamic.

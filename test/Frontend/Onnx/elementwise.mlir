@@ -30,6 +30,8 @@
 // RUN: cleave-opt --import-onnx %t.gelu2.onnx | FileCheck %s --check-prefix=PLAIN
 // RUN: %python %S/Inputs/make_model.py max_min %t.max-min.onnx
 // RUN: cleave-opt --import-onnx %t.max-min.onnx | FileCheck %s --check-prefix=MAX-MIN
+// RUN: %python %S/Inputs/make_model.py max_min_batch %t.max-batch.onnx
+// RUN: cleave-opt --import-onnx %t.max-batch.onnx | FileCheck %s --check-prefix=MAX-BATCH
 
 // Add/Sub/Mul/Div of two inputs, a rank-1 initializer (a parameter), a
 // rank-0 initializer and a Constant node (both constants).
@@ -165,3 +167,10 @@
 // MAX-MIN-NEXT:    %[[B:.+]] = nn.maximum %[[A]], %[[F]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
 // MAX-MIN-NEXT:    %[[C:.+]] = nn.minimum %[[B]], %[[CAP]] : tensor<?x3xf32>, tensor<f32> -> tensor<?x3xf32>
 // MAX-MIN-NEXT:    return %[[C]]
+
+// The batch of a Max result is known, so a reshape target computed from its
+// Shape folds.
+// MAX-BATCH-LABEL: func.func @forward(
+// MAX-BATCH:         %[[M:.+]] = nn.maximum
+// MAX-BATCH-NEXT:    %[[R:.+]] = nn.reshape %[[M]] [-1, 6] : tensor<?x2x3xf32> -> tensor<?x6xf32>
+// MAX-BATCH-NEXT:    return %[[R]]

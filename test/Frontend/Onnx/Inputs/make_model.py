@@ -1044,6 +1044,22 @@ def reduce_axes_attribute_opset18():
 # ---------------------------------------------------------------------------
 
 @model
+def max_min_batch():
+    """Max of batched activations, then a reshape whose target is computed
+    from the result's shape (x.view(x.size(0), -1))."""
+    return graph(
+        [node("Max", ["x", "y"], ["m"]),
+         node("Shape", ["m"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["n"], axis=0),
+         node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         node("Concat", ["n1", "minus1"], ["target"], axis=0),
+         node("Reshape", ["m", "target"], ["out"])],
+        [value("x", F, [BATCH, 2, 3]), value("y", F, [BATCH, 2, 3])],
+        [value("out", F, [BATCH, 6])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1])])
+
+
+@model
 def max_min():
     """Variadic Max with broadcasting (a rank-1 parameter, a scalar), a
     one-input Min (the identity) and a two-input Min."""
