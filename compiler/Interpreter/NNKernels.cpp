@@ -68,6 +68,18 @@ LogicalResult runDiv(nn::DivOp op, Frame &f) {
   return runBinary(op, f, [](auto x, auto y) { return x / y; });
 }
 
+/// NaN propagates, as arith.maximumf/minimumf.
+LogicalResult runMaximum(nn::MaximumOp op, Frame &f) {
+  return runBinary(op, f, [](auto x, auto y) {
+    return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y);
+  });
+}
+LogicalResult runMinimum(nn::MinimumOp op, Frame &f) {
+  return runBinary(op, f, [](auto x, auto y) {
+    return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y);
+  });
+}
+
 LogicalResult runWhere(nn::WhereOp op, Frame &f) {
   const Tensor &c = f.get(op.getCondition());
   const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
@@ -926,6 +938,8 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::SubOp, runSub>();
   t.add<nn::MulOp, runMul>();
   t.add<nn::DivOp, runDiv>();
+  t.add<nn::MaximumOp, runMaximum>();
+  t.add<nn::MinimumOp, runMinimum>();
   t.add<nn::NegOp, runNeg>();
   t.add<nn::ExpOp, runExp>();
   t.add<nn::LogOp, runLog>();

@@ -29,6 +29,21 @@ func.func @mul_stretch(%a: tensor<4x3xf32>, %b: tensor<4x1xf32>) -> tensor<4x3xf
 
 // -----
 
+// ONNX Max and Min: NaN-propagating maximumf/minimumf.
+// CHECK-LABEL: func.func @maximum_minimum
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+// CHECK: linalg.generic
+// CHECK: arith.minimumf
+// CHECK-NOT: nn.
+func.func @maximum_minimum(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = nn.maximum %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %1 = nn.minimum %0, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %1 : tensor<4x3xf32>
+}
+
+// -----
+
 // relu(linear(x)) is one oneDNN matmul with a bias and a ReLU post-op; the
 // backward mask reads the activation instead of the pre-activation.
 // CHECK-LABEL: func.func @linear_relu

@@ -473,7 +473,7 @@ const char *const kCases[] = {
     "cnn_bn_lars",       "transformer_lars",  "encoder_sgd",
     "encoder_adam",      "vit_sgd",           "vit_adam",
     "causal_sgd",        "causal_adam",       "gpt_sgd",
-    "gpt_adam"};
+    "gpt_adam",          "causal_triu_adam"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

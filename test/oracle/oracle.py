@@ -226,6 +226,26 @@ class Causal(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class CausalTriu(Causal):
+    """Causal, with the mask built in forward as
+    `torch.triu(torch.ones(t, t, dtype=torch.bool), 1)` (ConstantOfShape
+    and Trilu, folded by the importer) rather than a registered buffer."""
+
+    def __init__(self):
+        super().__init__()
+        del self.mask
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.embed(ids) + self.pos[:, :t]
+        q, k, v = self.qkv(self.ln(x)).split(x.shape[-1], dim=2)
+        scores = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+        future = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+        scores = scores.masked_fill(future, float("-inf"))
+        x = x + self.proj(torch.softmax(scores, dim=-1) @ v)
+        return self.head(x.mean(dim=1))
+
+
 def vit():
     """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
     one layer of width 16. Its class token is expanded over the batch
@@ -274,6 +294,7 @@ MODELS = {
     "encoder": (Encoder, "x", (5, 6), "image", 4, 14),
     "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
     "causal": (Causal, "ids", (6,), "tokens", 4, 14),
+    "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
 }
 
 # The model zoo (issue 10): torchvision's image classifiers at 64x64, which
@@ -366,6 +387,9 @@ CASES = {
     # The causal block; its packed projection holds a key bias too.
     "causal_sgd": case("causal", "sgd", lr=0.1),
     "causal_adam": case("causal", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
+    # Its mask built in forward with torch.triu (Trilu).
+    "causal_triu_adam": case("causal_triu", "adam", windows=RAGGED, lr=0.01,
+                             eps=1e-4),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.

@@ -1,7 +1,8 @@
 //===- cleave-opt.cpp - Run Cleave and MLIR passes on MLIR text -----------===//
 //
 // The compiler engineer's driver: every Cleave and upstream pass, on files.
-// `--import-onnx model.onnx` starts from an ONNX model instead of MLIR.
+// `--import-onnx model.onnx` starts from an ONNX model instead of MLIR;
+// `--list-onnx-ops` prints the supported ONNX operators as a markdown table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,7 +81,19 @@ static int importAndRun(llvm::StringRef onnxPath, int argc, char **argv,
   return 0;
 }
 
+/// Whether the command line is exactly `--list-onnx-ops`.
+static bool listsOnnxOps(int argc, char **argv) {
+  return argc == 2 && (llvm::StringRef(argv[1]) == "--list-onnx-ops" ||
+                       llvm::StringRef(argv[1]) == "-list-onnx-ops");
+}
+
 int main(int argc, char **argv) {
+  // The operator table of docs/user/onnx.md
+  // (scripts/update-onnx-ops-doc.py splices it in).
+  if (listsOnnxOps(argc, argv)) {
+    mlir::cleave::printOnnxOperatorTable(llvm::outs());
+    return 0;
+  }
   mlir::DialectRegistry registry;
   mlir::cleave::registerAllDialects(registry);
   mlir::cleave::registerAllPasses();

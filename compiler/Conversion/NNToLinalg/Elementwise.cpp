@@ -140,7 +140,9 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
   patterns.add<BinaryLowering<AddOp, arith::AddFOp>,
                BinaryLowering<SubOp, arith::SubFOp>,
                BinaryLowering<MulOp, arith::MulFOp>,
-               BinaryLowering<DivOp, arith::DivFOp>>(ctx);
+               BinaryLowering<DivOp, arith::DivFOp>,
+               BinaryLowering<MaximumOp, arith::MaximumFOp>,
+               BinaryLowering<MinimumOp, arith::MinimumFOp>>(ctx);
 
   using Args = ValueRange;
   patterns.add<UnaryLowering<NegOp>>(

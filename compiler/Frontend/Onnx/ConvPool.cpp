@@ -407,10 +407,38 @@ std::optional<SmallVector<double>> concatenatedConstants(Value v) {
 /// The dense matrices cost `out * in` per row, a fair price for the
 /// decoder-sized images the op appears in.
 LogicalResult importResize(NodeImporter &n) {
-  if (failed(n.checkAttrs({"coordinate_transformation_mode", "cubic_coeff_a",
-                           "exclude_outside", "extrapolation_value", "mode",
-                           "nearest_mode"})))
+  if (failed(n.checkAttrs({"antialias", "axes", "coordinate_transformation_mode",
+                           "cubic_coeff_a", "exclude_outside",
+                           "extrapolation_value", "keep_aspect_ratio_policy",
+                           "mode", "nearest_mode"})))
     return failure();
+  // Opset 18: `axes` names the dimensions `scales`/`sizes` list (the others
+  // keep their size), `keep_aspect_ratio_policy` reinterprets `sizes`, and
+  // `antialias` filters linear downscaling.
+  FailureOr<int64_t> antialias = n.getInt("antialias", 0);
+  FailureOr<std::string> policy =
+      n.getString("keep_aspect_ratio_policy", "stretch");
+  if (failed(antialias) || failed(policy))
+    return failure();
+  if (*policy != "stretch")
+    return n.emitError() << "Resize keep_aspect_ratio_policy '" << *policy
+                         << "' is not supported (stretch is)";
+  SmallVector<int64_t> resizedAxes = {0, 1, 2, 3};
+  if (n.hasAttr("axes")) {
+    FailureOr<SmallVector<int64_t>> given = n.getInts("axes");
+    if (failed(given))
+      return failure();
+    resizedAxes.clear();
+    for (int64_t axis : *given) {
+      int64_t normalized = axis < 0 ? axis + 4 : axis;
+      if (normalized < 0 || normalized > 3 ||
+          llvm::is_contained(resizedAxes, normalized))
+        return n.emitError() << "Resize axes [" << ArrayRef(*given)
+                             << "] are not distinct dimensions of an NCHW "
+                                "image";
+      resizedAxes.push_back(normalized);
+    }
+  }
   FailureOr<std::string> mode = n.getString("mode", "nearest");
   FailureOr<std::string> coordinates =
       n.getString("coordinate_transformation_mode", "half_pixel");
@@ -480,8 +508,16 @@ LogicalResult importResize(NodeImporter &n) {
         n.getGraph().symbolicShape(*x, n.getLoc());
     if (failed(given) || failed(shape))
       return failure();
-    batchKept = !given->empty() && (*given)[0] == (*shape)[0];
-    for (auto [d, size] : llvm::enumerate(*given)) {
+    if (given->size() != resizedAxes.size())
+      return n.emitError() << "Resize sizes must have " << resizedAxes.size()
+                           << " entries (one per resized axis), got "
+                           << given->size();
+    // Every dimension keeps its size unless `sizes` names it.
+    SmallVector<SymInt> full(*shape);
+    for (auto [axis, size] : llvm::zip(resizedAxes, *given))
+      full[axis] = size;
+    batchKept = full[0] == (*shape)[0];
+    for (auto [d, size] : llvm::enumerate(full)) {
       if (d == 0)
         sizes.push_back(0); // Compared symbolically above.
       else if (!size.isConstant())
@@ -492,10 +528,16 @@ LogicalResult importResize(NodeImporter &n) {
         sizes.push_back(size.coeff);
     }
   }
-  size_t count = hasScales ? scales.size() : sizes.size();
-  if (count != 4)
-    return n.emitError() << "Resize " << (hasScales ? "scales" : "sizes")
-                         << " must have 4 entries (NCHW), got " << count;
+  if (hasScales) {
+    if (scales.size() != resizedAxes.size())
+      return n.emitError() << "Resize scales must have " << resizedAxes.size()
+                           << " entries (one per resized axis), got "
+                           << scales.size();
+    SmallVector<double> full(4, 1.0);
+    for (auto [axis, scale] : llvm::zip(resizedAxes, scales))
+      full[axis] = scale;
+    scales = std::move(full);
+  }
   bool keepsBatchAndChannels =
       hasScales ? scales[0] == 1.0 && scales[1] == 1.0
                 : batchKept && sizes[1] == type.getDimSize(1);
@@ -516,6 +558,10 @@ LogicalResult importResize(NodeImporter &n) {
     }
     if (a.out < 1 || !(a.scale > 0))
       return n.emitError() << "Resize to an empty image is not supported";
+    // Antialiasing only changes linear downscaling.
+    if (*antialias != 0 && *mode == "linear" && a.out < a.in)
+      return n.emitError() << "Resize with antialias=1 is not supported when "
+                              "linear mode shrinks the image";
   }
 
   Type elementType = type.getElementType();
@@ -565,4 +611,34 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
   table["GlobalMaxPool"] = {importGlobalMaxPool};
   // roi (input 1) only matters for tf_crop_and_resize, which is refused.
   table["Resize"] = {importResize, 13, /*constantInputs=*/0b1110};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["Conv"].notes =
+      "2-D (NCHW/OIHW), static spatial sizes; strides, dilations, groups, "
+      "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
+  table["MaxPool"].notes = "2-D; strides, pads, `ceil_mode`, `auto_pad`, "
+                           "dilations, `storage_order=0`, no `Indices` output";
+  table["AveragePool"].notes =
+      "2-D; strides, pads, `ceil_mode`, `auto_pad`, `count_include_pad`";
+  table["GlobalMaxPool"].notes =
+      "2-D; one max-pooling window over the image; the gradient goes to the "
+      "first maximum in row-major order, as PyTorch's `adaptive_max_pool2d` "
+      "backward. `nn.AdaptiveMaxPool2d(1)` itself exports a `MaxPool`";
+  table["ConvTranspose"].notes =
+      "2-D, static spatial sizes; strides, pads (or `auto_pad=VALID`), "
+      "dilations, groups, `output_padding` smaller than the stride. The "
+      "backward-data convolution (`nn.conv2d_grad_input`: oneDNN on CPU, "
+      "cuDNN on CUDA), whose gradients are a forward and a backward-weights "
+      "convolution. Refused: `auto_pad=SAME_*`, `output_shape`, 1-D and 3-D";
+  table["Resize"].notes =
+      "NCHW with static spatial sizes, `scales` or `sizes` (constant, or "
+      "`Concat(Shape(x)[:2], ...)` as `F.interpolate(size=...)` exports); "
+      "`mode` `nearest` (every `nearest_mode`) or `linear` (bilinear), "
+      "`coordinate_transformation_mode` `half_pixel`, `pytorch_half_pixel`, "
+      "`align_corners`, `asymmetric`, `tf_half_pixel_for_nn`. Imported as "
+      "`A_h X A_w^T` with constant interpolation matrices; the gradient is the "
+      "transposed product. Opset 18: `axes`, `keep_aspect_ratio_policy` "
+      "`stretch`, `antialias` where it changes nothing (nearest, or linear "
+      "that does not shrink). Refused: `cubic`, `tf_crop_and_resize`, "
+      "resizing N or C, antialiased linear downscaling";
 }

@@ -342,6 +342,46 @@ LogicalResult importReciprocal(NodeImporter &n) {
   return n.createOutput<nn::DivOp>(scalarLike(n, *x, 1.0), *x);
 }
 
+/// Max and Min of one or more inputs with numpy broadcasting, folded left
+/// into `nn.maximum`/`nn.minimum`: the cotangent reaches the selected input.
+template <typename OpTy> LogicalResult importVariadic(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  if (n.getNumInputs() == 0)
+    return n.emitError() << n.getOpType() << " needs at least one input";
+  FailureOr<Value> acc = n.floatTensor(0);
+  if (failed(acc))
+    return failure();
+  for (unsigned i = 1, e = n.getNumInputs(); i < e; ++i) {
+    FailureOr<Value> next = n.floatTensor(i);
+    if (failed(next))
+      return failure();
+    FailureOr<OpTy> op = n.create<OpTy>(*acc, *next);
+    if (failed(op))
+      return failure();
+    acc = op->getResult();
+  }
+  n.setOutput(0, *acc);
+  return success();
+}
+
+/// Gelu (opset 20) in its erf form or its tanh approximation: one
+/// `nn.gelu`, as the opset-13 decomposition is recomposed into.
+LogicalResult importGelu(NodeImporter &n) {
+  if (failed(n.checkAttrs({"approximate"})))
+    return failure();
+  FailureOr<std::string> approximate = n.getString("approximate", "none");
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(approximate) || failed(x))
+    return failure();
+  std::optional<nn::GeluApproximation> form =
+      nn::symbolizeGeluApproximation(*approximate);
+  if (!form)
+    return n.emitError() << "Gelu approximate '" << *approximate
+                         << "' is not supported (expected 'none' or 'tanh')";
+  return n.createOutput<nn::GeluOp>(*x, *form);
+}
+
 /// Softmax and LogSoftmax from opset 13 on normalise along one axis.
 template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
@@ -382,6 +422,47 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Abs"] = {importAbs};
   table["Softplus"] = {importSoftplus};
   table["Reciprocal"] = {importReciprocal};
+  table["Gelu"] = {importGelu, 20};
+  table["Max"] = {importVariadic<nn::MaximumOp>};
+  table["Min"] = {importVariadic<nn::MinimumOp>};
   table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["Add"].notes =
+      "NumPy broadcasting; folds on shape values and on scalar constants";
+  table["Sub"].notes =
+      "NumPy broadcasting; folds on shape values and on scalar constants";
+  table["Mul"].notes =
+      "NumPy broadcasting; folds on shape values and on scalar constants";
+  table["Div"].notes =
+      "NumPy broadcasting; folds on shape values and on scalar constants";
+  table["Pow"].notes = "constant exponent";
+  table["Erf"].notes =
+      "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";
+  table["Clip"].notes =
+      "constant bounds (Constant nodes or initializers), either may be absent, "
+      "`min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`). Its gradient "
+      "is 0 at the bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's "
+      "`clamp` passes it there)";
+  table["HardSigmoid"].notes =
+      "`clamp(alpha * x + beta, 0, 1)` with `nn.clamp`; the gradient is "
+      "PyTorch's except exactly at the kinks";
+  table["HardSwish"].notes =
+      "`x * HardSigmoid(x)`; the gradient is PyTorch's except at x = -3 and 3";
+  table["Abs"].notes = "a leaky ReLU of slope -1 (its gradient at exactly 0 is "
+                       "-1, PyTorch's is 0)";
+  table["Softplus"].notes =
+      "`relu(x) + log(1 + exp(-abs(x)))`, which cannot overflow (below about "
+      "-17 it rounds to 0 rather than `exp(x)`: an absolute error under 1e-7)";
+  table["Reciprocal"].notes = "`1 / x`";
+  table["Gelu"].notes = "`approximate` `none` or `tanh`: one `nn.gelu`";
+  table["Max"].notes =
+      "one or more inputs, numpy broadcasting: `nn.maximum`, whose gradient "
+      "reaches the larger input (the second on ties)";
+  table["Min"].notes =
+      "one or more inputs, numpy broadcasting: `nn.minimum`, whose gradient "
+      "reaches the smaller input (the second on ties)";
+  table["Softmax"].notes = "any one axis";
+  table["LogSoftmax"].notes = "any one axis";
 }

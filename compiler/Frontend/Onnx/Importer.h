@@ -93,12 +93,15 @@ enum class InputRole { Operand, Constant, RunningStat };
 /// An op importer and what its inputs are.
 struct OpImporter {
   ImportFn fn = nullptr;
-  /// Lowest default-domain opset the op exists at (within 13 to 17).
+  /// Lowest default-domain opset the op exists at (within 13 to 21).
   int64_t minOpset = 13;
   /// Bit i set: input i must be a compile-time constant.
   unsigned constantInputs = 0;
   /// Bit i set: input i is running state (BatchNormalization statistics).
   unsigned stateInputs = 0;
+  /// What of the op is supported, for the operator table of
+  /// docs/user/onnx.md (`cleave-opt --list-onnx-ops`): one markdown line.
+  const char *notes = "";
 
   InputRole role(unsigned input) const {
     if (input < 32 && (stateInputs >> input & 1))
@@ -124,6 +127,11 @@ void populateNormalizationImporters(ImporterTable &table);
 
 /// The table of every supported default-domain op.
 const ImporterTable &getImporterTable();
+
+/// onnx::checker::check_model with the schemas of the opset 18 to 21 forms
+/// of the mapped ops, which the system ONNX library predates. Throws
+/// onnx::checker::ValidationError as the checker does.
+void checkModel(const onnx::ModelProto &model);
 
 /// Rewrites exporter idioms into single nn ops (see `importOnnx`).
 void populateRecomposePatterns(RewritePatternSet &patterns);

@@ -11,6 +11,8 @@
 
 #include "dialects/NN/IR/NNOps.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::importer;
@@ -202,9 +204,152 @@ LogicalResult importMatMul(NodeImporter &n) {
   return success();
 }
 
+/// `v` with its dimensions, named by `from`, permuted to the order `to`
+/// (an nn.transpose unless the orders agree).
+FailureOr<Value> permuteTo(NodeImporter &n, Value v, StringRef from,
+                           StringRef to) {
+  if (from == to)
+    return v;
+  SmallVector<int64_t> perm;
+  for (char c : to)
+    perm.push_back(from.find(c));
+  auto op = n.create<nn::TransposeOp>(v, perm);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// Einsum of two operands whose equation is a (batched) matrix product, the
+/// forms attention is written with ("bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd",
+/// "bij,jk->ik" ...): one letter is contracted, one letter of each input
+/// appears in the output only with it (the rows m and the columns n), and
+/// the other output letters are batch dimensions, in both inputs or, with
+/// a right-hand matrix shared by the batch, in the left one only. The
+/// operands become one nn.matmul, its transpose flags taking the
+/// contraction where it already is; other orders are nn.transposes.
+LogicalResult importEinsum(NodeImporter &n) {
+  if (failed(n.checkAttrs({"equation"})))
+    return failure();
+  FailureOr<std::string> given = n.getString("equation");
+  if (failed(given))
+    return failure();
+  std::string equation;
+  for (char c : *given)
+    if (c != ' ')
+      equation.push_back(c);
+  auto refuse = [&](StringRef why) {
+    return n.emitError() << "Einsum equation '" << *given
+                         << "' is not supported: " << why;
+  };
+  StringRef eq(equation), inputs, out;
+  std::tie(inputs, out) = eq.split("->");
+  if (inputs.size() == eq.size())
+    return refuse("the output must be explicit ('->')");
+  auto [lhs, rhs] = inputs.split(',');
+  if (rhs.contains(',') || rhs.empty() || n.getNumInputs() != 2)
+    return refuse("only products of two operands are");
+  auto distinctLetters = [](StringRef term) {
+    for (auto [i, c] : llvm::enumerate(term))
+      if (!llvm::isAlpha(c) || term.drop_front(i + 1).contains(c))
+        return false;
+    return true;
+  };
+  if (!distinctLetters(lhs) || !distinctLetters(rhs) || !distinctLetters(out))
+    return refuse("each term must name distinct dimensions with letters (no "
+                  "ellipsis, no diagonal)");
+  std::string batch, lhsOnly, rhsOnly, contracted;
+  for (char c : lhs) {
+    bool inRhs = rhs.contains(c), inOut = out.contains(c);
+    if (inRhs && inOut)
+      batch.push_back(c);
+    else if (inRhs)
+      contracted.push_back(c);
+    else if (inOut)
+      lhsOnly.push_back(c);
+    else
+      return refuse("a dimension summed over one operand only");
+  }
+  for (char c : rhs) {
+    if (lhs.contains(c))
+      continue;
+    if (!out.contains(c))
+      return refuse("a dimension summed over one operand only");
+    rhsOnly.push_back(c);
+  }
+  for (char c : out)
+    if (!lhs.contains(c) && !rhs.contains(c))
+      return refuse("an output dimension in neither operand");
+  if (contracted.size() != 1 || rhsOnly.size() != 1 || lhsOnly.empty() ||
+      (lhsOnly.size() > 1 && !batch.empty()))
+    return refuse("it is not a (batched) matrix product: one contracted "
+                  "dimension, one row and one column dimension");
+  // The left operand's rows; its other own letters batch a shared matrix.
+  char m = lhsOnly.back(), k = contracted[0], cols = rhsOnly[0];
+  std::string lhsBatch = batch + lhsOnly.substr(0, lhsOnly.size() - 1);
+  // Batch letters in the left operand's order.
+  std::string lhsBatchOrdered;
+  for (char c : lhs)
+    if (StringRef(lhsBatch).contains(c))
+      lhsBatchOrdered.push_back(c);
+  std::string rhsBatch;
+  for (char c : lhsBatchOrdered)
+    if (StringRef(batch).contains(c))
+      rhsBatch.push_back(c);
+
+  FailureOr<Value> a = n.floatTensor(0);
+  FailureOr<Value> b = n.floatTensor(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto typeA = cast<RankedTensorType>(a->getType());
+  auto typeB = cast<RankedTensorType>(b->getType());
+  if (typeA.getRank() != (int64_t)lhs.size() ||
+      typeB.getRank() != (int64_t)rhs.size())
+    return refuse("its terms do not match the operands' ranks");
+  for (char c : batch)
+    if (typeA.getDimSize(lhs.find(c)) != typeB.getDimSize(rhs.find(c)))
+      return refuse("batch dimensions of different sizes (no broadcasting)");
+
+  std::string rowsFirst = lhsBatchOrdered + m + k;
+  std::string rowsLast = lhsBatchOrdered + k + m;
+  bool transposeA = lhs == StringRef(rowsLast);
+  a = permuteTo(n, *a, lhs, transposeA ? rowsLast : rowsFirst);
+  std::string kFirst = rhsBatch + k + cols, kLast = rhsBatch + cols + k;
+  bool transposeB = rhs == StringRef(kLast);
+  b = permuteTo(n, *b, rhs, transposeB ? kLast : kFirst);
+  if (failed(a) || failed(b))
+    return failure();
+  auto product = n.create<nn::MatmulOp>(*a, *b, transposeA, transposeB);
+  if (failed(product))
+    return failure();
+  FailureOr<Value> y =
+      permuteTo(n, product->getResult(), lhsBatchOrdered + m + cols, out);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
+  return success();
+}
+
 } // namespace
 
 void importer::populateLinearImporters(ImporterTable &table) {
   table["Gemm"] = {importGemm};
   table["MatMul"] = {importMatMul};
+  table["Einsum"] = {importEinsum};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["Einsum"].notes =
+      "two operands whose equation is a (batched) matrix product: one "
+      "contracted letter, one row and one column letter, batch letters in "
+      "both operands or (a shared right-hand matrix) in the left one only "
+      "(`bhqd,bhkd->bhqk`, `bhqk,bhkd->bhqd`, `bij,jk->bik`); one "
+      "`nn.matmul`, transposes where its flags cannot take the order. Other "
+      "equations are refused, named";
+  table["Gemm"].notes = "any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` "
+                        "on matrices exports `transB=1`)";
+  table["MatMul"].notes =
+      "matrices, vectors, and batches with numpy broadcasting of the leading "
+      "dimensions (a right-hand side whose batch dimensions are all 1 is one "
+      "shared matrix; otherwise both sides are broadcast to the common batch, "
+      "the batch size taken from a data input); `MatMul(x, Transpose(W)) + b` "
+      "(`nn.Linear` on 3-D inputs) is recomposed into a linear layer";
 }

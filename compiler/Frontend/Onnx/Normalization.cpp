@@ -187,11 +187,56 @@ LogicalResult importLayerNormalization(NodeImporter &n) {
   return n.createOutput<nn::LayerNormOp>(*x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
 }
 
-/// ReduceMean, ReduceSum and ReduceMax. The axes are an attribute, or an
-/// input that must fold to a constant (ReduceSum from opset 13, every
-/// reduction from opset 18); without axes every dimension is reduced, or
-/// none with noop_with_empty_axes.
-template <typename OpTy> LogicalResult importReduce(NodeImporter &n) {
+enum class Reduction { Sum, Mean, Max, Min, L2 };
+
+/// `kind` over `axes` of `x`. ReduceMin and ReduceL2 are composed exactly
+/// of nn ops, and so are their gradients: `-max(-x)` routes the cotangent
+/// to the minimal elements (split between ties, as reduce_max's), and
+/// `sqrt(sum(x * x))` gives `x / norm` (NaN where the norm is 0, where
+/// PyTorch's `linalg.vector_norm` gives 0).
+FailureOr<Value> reduce(NodeImporter &n, Reduction kind, Value x,
+                        ArrayRef<int64_t> axes, bool keepdims) {
+  auto result = [](auto op) -> FailureOr<Value> {
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  };
+  switch (kind) {
+  case Reduction::Sum:
+    return result(n.create<nn::ReduceSumOp>(x, axes, keepdims));
+  case Reduction::Mean:
+    return result(n.create<nn::ReduceMeanOp>(x, axes, keepdims));
+  case Reduction::Max:
+    return result(n.create<nn::ReduceMaxOp>(x, axes, keepdims));
+  case Reduction::Min: {
+    FailureOr<Value> negated = result(n.create<nn::NegOp>(x));
+    if (failed(negated))
+      return failure();
+    FailureOr<Value> max =
+        result(n.create<nn::ReduceMaxOp>(*negated, axes, keepdims));
+    if (failed(max))
+      return failure();
+    return result(n.create<nn::NegOp>(*max));
+  }
+  case Reduction::L2: {
+    FailureOr<Value> squares = result(n.create<nn::MulOp>(x, x));
+    if (failed(squares))
+      return failure();
+    FailureOr<Value> sum =
+        result(n.create<nn::ReduceSumOp>(*squares, axes, keepdims));
+    if (failed(sum))
+      return failure();
+    return result(n.create<nn::SqrtOp>(*sum));
+  }
+  }
+  llvm_unreachable("unknown reduction");
+}
+
+/// ReduceMean, ReduceSum, ReduceMax, ReduceMin and ReduceL2. The axes are
+/// an attribute, or an input that must fold to a constant (ReduceSum from
+/// opset 13, every reduction from opset 18); without axes every dimension
+/// is reduced, or none with noop_with_empty_axes.
+template <Reduction kind> LogicalResult importReduce(NodeImporter &n) {
   if (failed(n.checkAttrs({"axes", "keepdims", "noop_with_empty_axes"})))
     return failure();
   FailureOr<int64_t> keepdims = n.getInt("keepdims", 1);
@@ -218,7 +263,11 @@ template <typename OpTy> LogicalResult importReduce(NodeImporter &n) {
     n.setOutput(0, *x);
     return success();
   }
-  return n.createOutput<OpTy>(*x, axes, *keepdims != 0);
+  FailureOr<Value> y = reduce(n, kind, *x, axes, *keepdims != 0);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
+  return success();
 }
 
 LogicalResult importDropout(NodeImporter &n) {
@@ -250,9 +299,44 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
                                  /*stateInputs=*/0b11000};
   table["LayerNormalization"] = {importLayerNormalization, 17};
   table["InstanceNormalization"] = {importInstanceNormalization};
-  table["ReduceMean"] = {importReduce<nn::ReduceMeanOp>};
-  table["ReduceSum"] = {importReduce<nn::ReduceSumOp>, 13,
-                        /*constantInputs=*/0b10};
-  table["ReduceMax"] = {importReduce<nn::ReduceMaxOp>};
+  // The axes input exists from opset 13 (ReduceSum) or 18 (the others).
+  constexpr unsigned axes = 1u << 1;
+  table["ReduceMean"] = {importReduce<Reduction::Mean>, 13, axes};
+  table["ReduceSum"] = {importReduce<Reduction::Sum>, 13, axes};
+  table["ReduceMax"] = {importReduce<Reduction::Max>, 13, axes};
+  table["ReduceMin"] = {importReduce<Reduction::Min>, 13, axes};
+  table["ReduceL2"] = {importReduce<Reduction::L2>, 13, axes};
   table["Dropout"] = {importDropout, 13, /*constantInputs=*/0b110};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["BatchNormalization"].notes =
+      "training mode (statistics outputs below opset 14, `training_mode=1` "
+      "from 14) or inference mode; the saved-statistics outputs must be unused";
+  table["LayerNormalization"].notes =
+      "`stash_type=1`; the opset-13 decomposition is recomposed";
+  table["ReduceMean"].notes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
+  table["ReduceSum"].notes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
+  table["ReduceMax"].notes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
+  table["ReduceMin"].notes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
+      "`-max(-x)`, whose gradient reaches the minimal elements";
+  table["ReduceL2"].notes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
+      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
+      "`sqrt(sum(x * x))`, whose gradient is `x / norm` (NaN where the norm is "
+      "0)";
+  table["Dropout"].notes =
+      "constant `ratio` and `training_mode`; the `mask` output must be unused";
+  table["InstanceNormalization"].notes =
+      "rank >= 3; a layer norm over the dimensions from 2 on, then the "
+      "per-channel scale and bias. `nn.GroupNorm` as torch 1.13 exports it "
+      "(`InstanceNormalization` of x reshaped to `[N, G, -1]` with constant "
+      "unit scale and zero bias, reshaped back, then `Mul`/`Add`) imports";
 }

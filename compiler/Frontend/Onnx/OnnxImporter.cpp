@@ -17,8 +17,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <onnx/checker.h>
-
 #include <climits>
 
 using namespace mlir;
@@ -27,7 +25,7 @@ using namespace mlir::cleave::importer;
 
 /// The default-domain opsets the importer maps.
 static constexpr int64_t kMinOpset = 13;
-static constexpr int64_t kMaxOpset = 17;
+static constexpr int64_t kMaxOpset = 21;
 
 /// Finds the default-domain opset, or emits at `loc`.
 static FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model,
@@ -68,6 +66,22 @@ static LogicalResult checkSupported(const onnx::GraphProto &graph,
   return success();
 }
 
+void cleave::printOnnxOperatorTable(llvm::raw_ostream &os) {
+  const ImporterTable &table = getImporterTable();
+  SmallVector<StringRef> names;
+  for (const auto &entry : table)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  os << "| ONNX op | from opset | notes |\n|---|---|---|\n";
+  for (StringRef name : names) {
+    const OpImporter &op = table.find(name)->second;
+    os << "| `" << name << "` | " << std::max(op.minOpset, kMinOpset) << " |";
+    if (*op.notes)
+      os << " " << op.notes << " |";
+    os << "\n";
+  }
+}
+
 OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context, StringRef path) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
@@ -106,7 +120,7 @@ OwningOpRef<ModuleOp> cleave::importOnnx(MLIRContext &context,
   // The checker finds what the importer would otherwise trip over: dangling
   // value names, nodes out of order, attributes of the wrong type.
   try {
-    onnx::checker::check_model(model);
+    checkModel(model);
   } catch (const std::exception &e) {
     // The checker's messages span lines; keep the diagnostic on one.
     std::string message;

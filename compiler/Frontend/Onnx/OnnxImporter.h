@@ -1,6 +1,6 @@
 //===- OnnxImporter.h - ONNX models to nn model functions -------*- C++ -*-===//
 //
-// Reads an ONNX model (opsets 13 to 17) into a module holding one model
+// Reads an ONNX model (opsets 13 to 21) into a module holding one model
 // function in the nn dialect, ready for cleave-attach-loss.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +12,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBufferRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::cleave {
 
@@ -54,6 +55,11 @@ OwningOpRef<ModuleOp> importOnnx(MLIRContext &context, llvm::StringRef path);
 /// diagnostics; otherwise as importOnnx of a path.
 OwningOpRef<ModuleOp> importOnnx(MLIRContext &context,
                                  llvm::MemoryBufferRef buffer);
+
+/// Prints the supported default-domain ops as a markdown table (op, the
+/// opset it is supported from, notes), sorted by name: the operator table of
+/// docs/user/onnx.md, generated from the importer's own registry.
+void printOnnxOperatorTable(llvm::raw_ostream &os);
 
 } // namespace mlir::cleave
 

@@ -14,6 +14,7 @@
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -227,7 +228,8 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return out;
           })
-      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::WhereOp>(
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MaximumOp,
+            nn::MinimumOp, nn::WhereOp>(
           [&](auto) -> Result {
             // Numpy broadcasting: a dynamic result dimension comes from an
             // operand whose aligned dimension is dynamic.
@@ -318,9 +320,20 @@ LogicalResult setReshaped(NodeImporter &n, ImportedValue &v,
                        v.constant.reshape(v.constant.getType().clone(*dims))));
     return success();
   }
-  if (dims->size() > 1)
-    return n.emitError() << "reshaping the shape value '" << n.inputName(0)
-                         << "' to rank " << dims->size() << " is not supported";
+  if (dims->size() > 1) {
+    // Compile-time integers of higher rank are constants (positions
+    // unsqueezed into a row and a column of a mask).
+    if (!llvm::all_of(v.symbolic, [](SymInt d) { return d.isConstant(); }))
+      return n.emitError() << "reshaping the shape value '" << n.inputName(0)
+                           << "' to rank " << dims->size()
+                           << " is not supported";
+    FailureOr<DenseElementsAttr> values = n.constant(0, "input");
+    if (failed(values))
+      return failure();
+    n.setOutput(0, ImportedValue::ofConstant(
+                       values->reshape(values->getType().clone(*dims))));
+    return success();
+  }
   n.setOutput(
       0, ImportedValue::ofSymbolic(v.symbolic, dims->empty(), v.symbolicType));
   return success();
@@ -729,8 +742,11 @@ LogicalResult importSlice(NodeImporter &n) {
   return success();
 }
 
+/// Split into sizes given as an input, into `num_outputs` parts (opset 18:
+/// each ceil(dim / num_outputs), the last one smaller), or into as many
+/// equal parts as the node has outputs.
 LogicalResult importSplit(NodeImporter &n) {
-  if (failed(n.checkAttrs({"axis"})))
+  if (failed(n.checkAttrs({"axis", "num_outputs"})))
     return failure();
   FailureOr<int64_t> axis = n.getInt("axis", 0);
   FailureOr<Value> x = n.floatTensor(0);
@@ -747,10 +763,25 @@ LogicalResult importSplit(NodeImporter &n) {
   int64_t dim = type.getDimSize(*a), parts = n.getNumOutputs();
   SmallVector<int64_t> sizes;
   if (n.hasInput(1)) {
+    if (n.hasAttr("num_outputs"))
+      return n.emitError() << "Split has both a split input and num_outputs";
     auto given = n.constantInts(1, "split");
     if (failed(given))
       return failure();
     sizes = *given;
+  } else if (n.hasAttr("num_outputs")) {
+    FailureOr<int64_t> count = n.getInt("num_outputs");
+    if (failed(count))
+      return failure();
+    if (*count != parts)
+      return n.emitError() << "Split num_outputs " << *count
+                           << " differs from its " << parts << " outputs";
+    if (parts <= 0 || parts > dim)
+      return n.emitError() << "Split of size " << dim << " into " << parts
+                           << " parts";
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t start = 0; start < dim; start += chunk)
+      sizes.push_back(std::min(chunk, dim - start));
   } else {
     if (parts == 0 || dim % parts != 0)
       return n.emitError() << "Split of size " << dim << " into " << parts
@@ -982,7 +1013,9 @@ DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
 }
 
 LogicalResult importCast(NodeImporter &n) {
-  if (failed(n.checkAttrs({"to"})))
+  // `saturate` (opset 19) only governs conversions to float8 types, which
+  // convertElementType refuses.
+  if (failed(n.checkAttrs({"to", "saturate"})))
     return failure();
   FailureOr<int64_t> to = n.getInt("to");
   if (failed(to))
@@ -1036,7 +1069,8 @@ Interval possibleValues(SymInt v) {
   return {std::nullopt, v.coeff};
 }
 
-enum class Compare { Equal, Less, Greater };
+/// The comparisons, and the logical ops on booleans that fold the same way.
+enum class Compare { Equal, Less, Greater, And, Or };
 
 /// `a <op> b` for every batch size, or std::nullopt if it depends on it.
 std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
@@ -1136,7 +1170,19 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
                          << " do not broadcast";
   auto resultType = RankedTensorType::get(*shape, n.getBuilder().getI1Type());
   auto holds = [&](double u, double v) {
-    return op == Compare::Equal ? u == v : op == Compare::Less ? u < v : u > v;
+    switch (op) {
+    case Compare::Equal:
+      return u == v;
+    case Compare::Less:
+      return u < v;
+    case Compare::Greater:
+      return u > v;
+    case Compare::And:
+      return u != 0 && v != 0;
+    case Compare::Or:
+      return u != 0 || v != 0;
+    }
+    llvm_unreachable("unknown comparison");
   };
   // A splat (ConstantOfShape's) is read once, with stride 0.
   auto values = [&](DenseElementsAttr attr, SmallVector<int64_t> &strides) {
@@ -1234,6 +1280,91 @@ LogicalResult importNot(NodeImporter &n) {
     bits.push_back(!b);
   n.setOutput(0, ImportedValue::ofConstant(
                      DenseElementsAttr::get(x.constant.getType(), bits)));
+  return success();
+}
+
+/// And and Or fold on compile-time booleans of any rank, with broadcasting
+/// (masks combined from constant masks).
+template <Compare op> LogicalResult importLogical(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  for (unsigned i : {0u, 1u}) {
+    ImportedValue &x = n.input(i);
+    if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
+      return n.emitError() << n.getOpType()
+                           << " is supported on compile-time booleans, not "
+                              "on run-time tensors";
+  }
+  FailureOr<DenseElementsAttr> r =
+      compareConstants(n, op, n.input(0).constant, n.input(1).constant);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, ImportedValue::ofConstant(*r));
+  return success();
+}
+
+/// Range folds: start, limit and delta must be compile-time numbers (a
+/// length that depends on the batch size has no nn form). Integer ranges
+/// become shape values, as positions for an embedding or a mask.
+LogicalResult importRange(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  constexpr int64_t kMaxFolded = 1 << 16;
+  ImportedValue &first = n.input(0);
+  bool integer = first.kind == Kind::Symbolic;
+  if (integer) {
+    static constexpr StringLiteral kNames[] = {"start", "limit", "delta"};
+    SmallVector<int64_t> bounds;
+    for (auto [i, what] : llvm::enumerate(kNames)) {
+      auto v = n.symbolicInts(i, what);
+      if (failed(v))
+        return failure();
+      if (v->size() != 1 || !(*v)[0].isConstant())
+        return n.emitError() << "Range " << what << " " << ArrayRef(*v)
+                             << " is not a compile-time integer (B is the "
+                                "batch size)";
+      bounds.push_back((*v)[0].coeff);
+    }
+    int64_t start = bounds[0], limit = bounds[1], delta = bounds[2];
+    if (delta == 0)
+      return n.emitError() << "Range delta is 0";
+    int64_t count = std::max<int64_t>(
+        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    if (count > kMaxFolded)
+      return n.emitError() << "Range of " << count
+                           << " elements is too large to fold";
+    SmallVector<SymInt> out;
+    for (int64_t k = 0; k < count; ++k)
+      out.push_back(SymInt::constant(start + k * delta));
+    n.setOutput(0, ImportedValue::ofSymbolic(out, /*scalar=*/false,
+                                             first.symbolicType));
+    return success();
+  }
+  FailureOr<DenseElementsAttr> startAttr = n.constant(0, "start");
+  FailureOr<double> start = n.constantScalar(0, "start");
+  FailureOr<double> limit = n.constantScalar(1, "limit");
+  FailureOr<double> delta = n.constantScalar(2, "delta");
+  if (failed(startAttr) || failed(start) || failed(limit) || failed(delta))
+    return failure();
+  auto elt = dyn_cast<FloatType>(startAttr->getElementType());
+  if (!elt)
+    return n.emitError() << "Range of " << startAttr->getElementType()
+                         << " is not supported";
+  if (*delta == 0)
+    return n.emitError() << "Range delta is 0";
+  double count = std::max(0.0, std::ceil((*limit - *start) / *delta));
+  if (count > kMaxFolded)
+    return n.emitError() << "Range of " << count
+                         << " elements is too large to fold";
+  SmallVector<APFloat> out;
+  for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) {
+    APFloat v(*start + k * *delta);
+    bool lost;
+    v.convert(elt.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(v);
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, elt);
+  n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(type, out)));
   return success();
 }
 
@@ -1430,6 +1561,299 @@ LogicalResult importExpand(NodeImporter &n) {
   return success();
 }
 
+/// Tile with constant repeats: each repeated axis gets a size-1 axis
+/// before it, broadcast to the repeat count and merged back by a reshape.
+/// Its gradient (broadcast_to's) sums over the repeats. The batch axis
+/// cannot be repeated: the result would be a multiple of the batch.
+LogicalResult importTile(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto repeats = n.constantInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  if (repeats->size() != in->size())
+    return n.emitError() << "Tile repeats [" << ArrayRef(*repeats)
+                         << "] do not match rank " << in->size();
+  SmallVector<SymInt> expanded, tiled;
+  SmallVector<int64_t> target;
+  for (auto [d, r] : llvm::zip_equal(*in, *repeats)) {
+    if (r < 1)
+      return n.emitError() << "Tile repeats [" << ArrayRef(*repeats)
+                           << "] must be positive";
+    if (r != 1 && !d.isConstant())
+      return n.emitError() << "Tile of the batch-dependent dimension " << d
+                           << " is not supported (B is the batch size)";
+    if (r != 1) {
+      expanded.push_back(SymInt::constant(1));
+      target.push_back(r);
+      tiled.push_back(SymInt::constant(r * d.coeff));
+    } else {
+      tiled.push_back(d);
+    }
+    expanded.push_back(d);
+    if (d.isConstant())
+      target.push_back(d.coeff);
+    else if (d == SymInt::batch())
+      target.push_back(-1);
+    else
+      return n.emitError() << "Tile of a tensor of shape [" << ArrayRef(*in)
+                           << "] is not supported (B is the batch size)";
+  }
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
+  if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; })) {
+    n.setOutput(0, *value);
+    return success();
+  }
+  FailureOr<Value> spread = n.reshape(*value, expanded);
+  if (failed(spread))
+    return failure();
+  Value source;
+  if (llvm::is_contained(target, -1)) {
+    source = n.getGraph().batchSource();
+    if (!source)
+      return n.emitError() << "Tile of a batched tensor needs a data input "
+                              "with a batch dimension";
+  }
+  FailureOr<nn::BroadcastToOp> copies =
+      n.create<nn::BroadcastToOp>(*spread, target, source);
+  if (failed(copies))
+    return failure();
+  FailureOr<Value> r = n.reshape(copies->getResult(), tiled);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r);
+  return success();
+}
+
+/// Whether Trilu keeps element (i, j): on or above diagonal k (upper), on
+/// or below it (lower).
+bool triluKeeps(bool upper, int64_t k, int64_t i, int64_t j) {
+  return upper ? j - i >= k : j - i <= k;
+}
+
+/// Trilu of a constant folds (a causal mask built in `forward`, as
+/// `torch.triu(torch.ones(t, t), 1)` exports it); of a run-time tensor it
+/// selects the kept triangle with `nn.where` against a constant mask, so
+/// the gradient reaches only the kept elements.
+LogicalResult importTrilu(NodeImporter &n) {
+  if (failed(n.checkAttrs({"upper"})))
+    return failure();
+  FailureOr<int64_t> upper = n.getInt("upper", 1);
+  if (failed(upper))
+    return failure();
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    auto given = n.constantInts(1, "k");
+    if (failed(given))
+      return failure();
+    if (given->size() != 1)
+      return n.emitError() << "Trilu k must be one integer";
+    k = (*given)[0];
+  }
+  ImportedValue &x = n.input(0);
+  auto in = shapeOf(n, x);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  if (rank < 2)
+    return n.emitError() << "Trilu of rank " << rank << " (at least 2)";
+  SymInt rowsSym = (*in)[rank - 2], colsSym = (*in)[rank - 1];
+  if (!rowsSym.isConstant() || !colsSym.isConstant())
+    return n.emitError() << "Trilu over the batch-dependent matrix [" << rowsSym
+                         << ", " << colsSym
+                         << "] is not supported (B is the batch size)";
+  int64_t rows = rowsSym.coeff, cols = colsSym.coeff;
+  constexpr int64_t kMaxFolded = 1 << 24;
+  if (rows * cols > kMaxFolded)
+    return n.emitError() << "Trilu of a " << rows << "x" << cols
+                         << " matrix is too large to fold";
+  if (x.kind == Kind::Constant) {
+    DenseElementsAttr c = x.constant;
+    if (c.getNumElements() > kMaxFolded)
+      return n.emitError() << "Trilu of a constant of " << c.getNumElements()
+                           << " elements is too large to fold";
+    Type elt = c.getElementType();
+    Attribute zero = isa<FloatType>(elt) ? Attribute(FloatAttr::get(elt, 0.0))
+                                         : Attribute(IntegerAttr::get(elt, 0));
+    SmallVector<Attribute> out;
+    int64_t index = 0;
+    for (Attribute v : c.getValues<Attribute>()) {
+      int64_t j = index % cols, i = index / cols % rows;
+      out.push_back(triluKeeps(*upper, k, i, j) ? v : zero);
+      ++index;
+    }
+    n.setOutput(
+        0, ImportedValue::ofConstant(DenseElementsAttr::get(c.getType(), out)));
+    return success();
+  }
+  FailureOr<Value> value = n.floatTensor(0);
+  if (failed(value))
+    return failure();
+  Type elt = cast<RankedTensorType>(value->getType()).getElementType();
+  SmallVector<Attribute> mask;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.push_back(FloatAttr::get(elt, triluKeeps(*upper, k, i, j)));
+  GraphImporter &g = n.getGraph();
+  Value keep = g.materialize(
+      DenseElementsAttr::get(RankedTensorType::get({rows, cols}, elt), mask),
+      n.getLoc());
+  Value zero =
+      g.materialize(DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                                           FloatAttr::get(elt, 0.0).getValue()),
+                    n.getLoc());
+  return n.createOutput<nn::WhereOp>(keep, *value, zero);
+}
+
+/// A block of `value` shaped as `like` with dimension `axis` of size
+/// `size`: a constant, or broadcast over the batch of a data input when
+/// `like` is batched.
+FailureOr<Value> fillBlock(NodeImporter &n, Value like, int64_t axis,
+                           int64_t size, double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Type elt = type.getElementType();
+  GraphImporter &g = n.getGraph();
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = size;
+  if (type.hasStaticShape())
+    return g.materialize(
+        DenseElementsAttr::get(RankedTensorType::get(shape, elt),
+                               FloatAttr::get(elt, value).getValue()),
+        n.getLoc());
+  for (int64_t &d : shape)
+    if (ShapedType::isDynamic(d))
+      d = -1;
+  Value source = g.batchSource();
+  if (!source)
+    return n.emitError() << "Pad of a batched tensor needs a data input with "
+                            "a batch dimension";
+  Value scalar = g.materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                             FloatAttr::get(elt, value).getValue()),
+      n.getLoc());
+  auto op = n.create<nn::BroadcastToOp>(scalar, shape, source);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// Pad in mode constant, reflect or edge, with constant pads (and, from
+/// opset 18, axes): each padded axis is a concatenation of the input with
+/// what goes before and after it: blocks of the constant, single-element
+/// slices mirrored about the edge (reflect) or repeated (edge). The
+/// gradient is concat's (slices), folded back onto the mirrored or
+/// repeated elements by the slices' own gradients. Negative pads (crops)
+/// and padding the batch axis are refused.
+LogicalResult importPad(NodeImporter &n) {
+  if (failed(n.checkAttrs({"mode"})))
+    return failure();
+  FailureOr<std::string> mode = n.getString("mode", "constant");
+  if (failed(mode))
+    return failure();
+  if (*mode != "constant" && *mode != "reflect" && *mode != "edge")
+    return n.emitError() << "Pad mode '" << *mode
+                         << "' is not supported (constant, reflect, edge)";
+  auto pads = n.constantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  double fill = 0.0;
+  if (n.hasInput(2)) {
+    FailureOr<double> given = n.constantScalar(2, "constant_value");
+    if (failed(given))
+      return failure();
+    fill = *given;
+  }
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> axes;
+  if (n.hasInput(3)) {
+    auto given = n.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    for (int64_t axis : *given) {
+      std::optional<int64_t> a = normalizeAxis(axis, rank);
+      if (!a || llvm::is_contained(axes, *a))
+        return n.emitError() << "Pad axes [" << ArrayRef(*given)
+                             << "] are invalid for rank " << rank;
+      axes.push_back(*a);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t count = axes.size();
+  if ((int64_t)pads->size() != 2 * count)
+    return n.emitError() << "Pad pads [" << ArrayRef(*pads) << "] need "
+                         << 2 * count << " entries";
+  Value y = *x;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    int64_t before = (*pads)[i], after = (*pads)[i + count];
+    if (before == 0 && after == 0)
+      continue;
+    if (before < 0 || after < 0)
+      return n.emitError() << "Pad pads [" << ArrayRef(*pads)
+                           << "]: negative pads (crops) are not supported";
+    if (type.isDynamicDim(axis))
+      return n.emitError() << "Pad of the batch-dependent dimension " << axis
+                           << " is not supported";
+    int64_t dim = type.getDimSize(axis);
+    if (*mode == "reflect" && (before >= dim || after >= dim))
+      return n.emitError() << "Pad reflect of " << before << " and " << after
+                           << " along a dimension of size " << dim
+                           << " (at most " << dim - 1 << ")";
+    SmallVector<Value> parts;
+    auto element = [&](int64_t index) {
+      return sliceAxes(n, y, {{axis, {index, 1, 1}}});
+    };
+    auto side = [&](int64_t width, bool first) -> LogicalResult {
+      if (width == 0)
+        return success();
+      if (*mode == "constant") {
+        FailureOr<Value> block = fillBlock(n, y, axis, width, fill);
+        if (failed(block))
+          return failure();
+        parts.push_back(*block);
+        return success();
+      }
+      for (int64_t k = 0; k < width; ++k) {
+        // Element k of the padding, counted outwards from the input.
+        int64_t source = *mode == "edge" ? (first ? 0 : dim - 1)
+                         : first         ? k + 1
+                                         : dim - 2 - k;
+        FailureOr<Value> v = element(source);
+        if (failed(v))
+          return failure();
+        parts.push_back(*v);
+      }
+      // Before the input the padding runs inwards.
+      if (first)
+        std::reverse(parts.end() - width, parts.end());
+      return success();
+    };
+    if (failed(side(before, true)))
+      return failure();
+    parts.push_back(y);
+    if (failed(side(after, false)))
+      return failure();
+    auto op =
+        n.create<nn::ConcatOp>(ValueRange(parts), static_cast<uint64_t>(axis));
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+  }
+  n.setOutput(0, y);
+  return success();
+}
+
 } // namespace
 
 void importer::populateShapeImporters(ImporterTable &table) {
@@ -1455,4 +1879,85 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
   table["Not"] = {importNot, 13, 1u};
   table["Where"] = {importWhere, 13, 1u};
+  table["And"] = {importLogical<Compare::And>, 13, 0b11};
+  table["Or"] = {importLogical<Compare::Or>, 13, 0b11};
+  table["Range"] = {importRange, 13, 0b111};
+  table["Tile"] = {importTile, 13, second};
+  table["Trilu"] = {importTrilu, 14, second};
+  table["Pad"] = {importPad, 13, 0b1110};
+
+  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
+  table["Constant"].notes = "folded at compile time";
+  table["Shape"].notes = "folded at compile time, `start` and `end` included";
+  table["Reshape"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Flatten"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Transpose"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Squeeze"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Unsqueeze"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Concat"].notes =
+      "shapes must fold to constants up to the batch dimension";
+  table["Slice"].notes =
+      "bounds that fold to constants; on shape values and on any tensor along "
+      "static axes. A batch-dependent axis (the batch, in any position: "
+      "attention runs sequence-first) is taken whole: a `Slice` of it must run "
+      "from 0 to its end (`x.size(0)` or 2^63-1) with step 1";
+  table["Split"].notes =
+      "along a static axis, into constant sizes given as an input, into "
+      "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
+      "last smaller) or into as many equal parts as it has outputs";
+  table["Gather"].notes =
+      "run-time indices on axis 0 of a float initializer (an embedding lookup, "
+      "`nn.Embedding`), or constant indices on a non-batch axis";
+  table["Cast"].notes =
+      "folded at compile time; of a run-time tensor only to its own type";
+  table["ConstantOfShape"].notes =
+      "a constant shape (folded), or a float one whose shape holds the batch "
+      "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
+      "data input";
+  table["Expand"].notes =
+      "a shape that folds to constants up to the batch size; a target entry "
+      "equal to the batch size takes it from a data input "
+      "(`cls_token.expand(n, -1, -1)`)";
+  table["Equal"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
+  table["Less"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
+  table["Greater"].notes =
+      "folded on shape values (`expand`'s `-1` handling) and on constants of "
+      "any rank (a mask); a comparison that depends on the batch size, or of "
+      "run-time tensors, is refused";
+  table["Not"].notes = "folded on compile-time booleans";
+  table["And"].notes =
+      "folded on compile-time booleans of any rank, with broadcasting";
+  table["Or"].notes =
+      "folded on compile-time booleans of any rank, with broadcasting";
+  table["Range"].notes = "folded: start, limit and delta must be compile-time "
+                         "numbers (integer ranges become shape values)";
+  table["Tile"].notes =
+      "constant repeats, not of the batch axis: a reshape, `nn.broadcast_to` "
+      "and a reshape, whose gradient sums over the repeats";
+  table["Trilu"].notes =
+      "a constant `k`; folded on constants (a causal mask built in `forward` "
+      "with `torch.triu`), on run-time tensors an `nn.where` against a "
+      "constant mask over the last two (static) dimensions";
+  table["Pad"].notes =
+      "modes `constant` (any constant value), `reflect` and `edge`; constant "
+      "non-negative pads (and `axes`, opset 18) on static axes: a "
+      "concatenation with constant blocks or single-element slices, whose "
+      "gradient folds back onto the input";
+  table["Where"].notes =
+      "folded on shape values; between tensors, a compile-time condition "
+      "(`masked_fill` with a constant mask, `-inf` fills) gives `nn.where`, "
+      "whose gradient reaches only the selected side. A registered buffer that "
+      "only views (`Slice`, `Reshape`, ...) and comparisons read, such as a "
+      "causal mask, stays a constant and folds";
 }

@@ -91,6 +91,40 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// The cotangents of max(lhs, rhs) (`larger` = lhs - rhs) or of
+/// min(lhs, rhs) (`larger` = rhs - lhs): the cotangent reaches lhs where
+/// `larger` is positive (relu_grad), rhs elsewhere. For finite floats
+/// `a - b > 0` exactly when `a > b`.
+static void selectedVJP(OpBuilder &b, Location loc, Value dy, Value lhs,
+                        Value rhs, Value larger, ArrayRef<bool> needed,
+                        SmallVectorImpl<Value> &grads) {
+  Value toLhs = ReluGradOp::create(b, loc, dy, larger);
+  grads.push_back(needed[0] ? sumToShape(b, loc, toLhs, shapeOf(lhs))
+                            : Value());
+  grads.push_back(
+      needed[1]
+          ? sumToShape(b, loc, SubOp::create(b, loc, dy, toLhs), shapeOf(rhs))
+          : Value());
+}
+
+LogicalResult MaximumOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  selectedVJP(b, loc, dys[0], getLhs(), getRhs(),
+              SubOp::create(b, loc, getLhs(), getRhs()), needed, grads);
+  return success();
+}
+
+LogicalResult MinimumOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  selectedVJP(b, loc, dys[0], getLhs(), getRhs(),
+              SubOp::create(b, loc, getRhs(), getLhs()), needed, grads);
+  return success();
+}
+
 LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange dys,
                                 ArrayRef<bool> needed,
                                 SmallVectorImpl<Value> &grads) {

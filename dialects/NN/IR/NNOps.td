@@ -65,6 +65,13 @@ def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs"> {
 }
 //===- nn.div -------------------------------------------------------------===//
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
+//===- nn.maximum ---------------------------------------------------------===//
+// The cotangent goes to the larger operand, to `rhs` on ties (ONNX Max/Min,
+// torch.maximum/minimum, which split ties evenly; ties have measure zero for
+// the continuous values gradients flow through). NaN propagates.
+def NN_MaximumOp : NN_BinaryOp<"maximum", "max(lhs, rhs)">;
+//===- nn.minimum ---------------------------------------------------------===//
+def NN_MinimumOp : NN_BinaryOp<"minimum", "min(lhs, rhs)">;
 
 //===- nn.where -----------------------------------------------------------===//
 def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],

@@ -15,6 +15,10 @@ func.func @binary(%a: tensor<32x10xf32>, %b: tensor<10xf32>, %c: tensor<?x1xf64>
   %2 = nn.mul %a, %a : tensor<32x10xf32>, tensor<32x10xf32> -> tensor<32x10xf32>
   // CHECK: nn.div %[[C]], %[[D]] : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
   %3 = nn.div %c, %d : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
+  // CHECK: nn.maximum %[[A]], %[[B]] : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  %4 = nn.maximum %a, %b : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  // CHECK: nn.minimum %[[C]], %[[D]] : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
+  %5 = nn.minimum %c, %d : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
   return
 }
 

@@ -2,7 +2,8 @@
 //
 // RUN: %python %S/Inputs/make_model.py binary %t.binary.onnx
 // RUN: cleave-opt --import-onnx %t.binary.onnx | FileCheck %s --check-prefix=BINARY
-// Every opset from 13 to 17 imports (13, 15 and 17 are used throughout).
+// Every opset from 13 to 17 imports (13, 15 and 17 are used throughout;
+// 18 to 21 in newer-opsets.mlir).
 // RUN: %python %S/Inputs/make_model.py opset14 %t.opset14.onnx
 // RUN: cleave-opt --import-onnx %t.opset14.onnx | FileCheck %s --check-prefix=OPSET
 // RUN: %python %S/Inputs/make_model.py opset16 %t.opset16.onnx
@@ -27,6 +28,10 @@
 // RUN: cleave-opt --import-onnx %t.gelu.onnx | FileCheck %s --check-prefix=GELU
 // RUN: %python %S/Inputs/make_model.py gelu_mismatch %t.gelu2.onnx
 // RUN: cleave-opt --import-onnx %t.gelu2.onnx | FileCheck %s --check-prefix=PLAIN
+// RUN: %python %S/Inputs/make_model.py max_min %t.max-min.onnx
+// RUN: cleave-opt --import-onnx %t.max-min.onnx | FileCheck %s --check-prefix=MAX-MIN
+// RUN: %python %S/Inputs/make_model.py max_min_batch %t.max-batch.onnx
+// RUN: cleave-opt --import-onnx %t.max-batch.onnx | FileCheck %s --check-prefix=MAX-BATCH
 
 // Add/Sub/Mul/Div of two inputs, a rank-1 initializer (a parameter), a
 // rank-0 initializer and a Constant node (both constants).
@@ -151,3 +156,21 @@
 // MASKED-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
 // MASKED:         %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[X]] : tensor<3x3xf32>, tensor<f32>, tensor<?x3x3xf32> -> tensor<?x3x3xf32>
 // MASKED-NEXT:    nn.softmax %[[W]] {axis = 2 : i64} : tensor<?x3x3xf32>
+
+// Max folds left over its inputs; a one-input Min is its input.
+// MAX-MIN-LABEL: func.func @forward(
+// MAX-MIN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"},
+// MAX-MIN-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "y"},
+// MAX-MIN-SAME:    %[[F:[a-z0-9_]+]]: tensor<3xf32> {train.init = {{.+}}, train.param = "floor"})
+// MAX-MIN:         %[[CAP:.+]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// MAX-MIN:         %[[A:.+]] = nn.maximum %[[X]], %[[Y]] : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    %[[B:.+]] = nn.maximum %[[A]], %[[F]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    %[[C:.+]] = nn.minimum %[[B]], %[[CAP]] : tensor<?x3xf32>, tensor<f32> -> tensor<?x3xf32>
+// MAX-MIN-NEXT:    return %[[C]]
+
+// The batch of a Max result is known, so a reshape target computed from its
+// Shape folds.
+// MAX-BATCH-LABEL: func.func @forward(
+// MAX-BATCH:         %[[M:.+]] = nn.maximum
+// MAX-BATCH-NEXT:    %[[R:.+]] = nn.reshape %[[M]] [-1, 6] : tensor<?x2x3xf32> -> tensor<?x6xf32>
+// MAX-BATCH-NEXT:    return %[[R]]

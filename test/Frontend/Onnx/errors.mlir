@@ -13,8 +13,8 @@
 // RUN: not cleave-opt --import-onnx %t.dangling.onnx 2>&1 | FileCheck %s --check-prefix=DANGLING
 // RUN: %python %S/Inputs/make_model.py opset12 %t.opset.onnx
 // RUN: not cleave-opt --import-onnx %t.opset.onnx 2>&1 | FileCheck %s --check-prefix=OPSET
-// RUN: %python %S/Inputs/make_model.py opset18 %t.opset18.onnx
-// RUN: not cleave-opt --import-onnx %t.opset18.onnx 2>&1 | FileCheck %s --check-prefix=OPSET18
+// RUN: %python %S/Inputs/make_model.py opset22 %t.opset22.onnx
+// RUN: not cleave-opt --import-onnx %t.opset22.onnx 2>&1 | FileCheck %s --check-prefix=OPSET22
 // RUN: %python %S/Inputs/make_model.py unsupported_op %t.op.onnx
 // RUN: not cleave-opt --import-onnx %t.op.onnx 2>&1 | FileCheck %s --check-prefix=OP
 // RUN: %python %S/Inputs/make_model.py layernorm_opset13 %t.newer.onnx
@@ -51,6 +51,14 @@
 // RUN: not cleave-opt --import-onnx %t.clip2.onnx 2>&1 | FileCheck %s --check-prefix=CLIP-INVERTED
 // RUN: %python %S/Inputs/make_model.py bad_gemm %t.gemm.onnx
 // RUN: not cleave-opt --import-onnx %t.gemm.onnx 2>&1 | FileCheck %s --check-prefix=INFER
+// RUN: %python %S/Inputs/make_model.py range_batch %t.range-batch.onnx
+// RUN: not cleave-opt --import-onnx %t.range-batch.onnx 2>&1 | FileCheck %s --check-prefix=RANGE-BATCH
+// RUN: %python %S/Inputs/make_model.py tile_batch %t.tile-batch.onnx
+// RUN: not cleave-opt --import-onnx %t.tile-batch.onnx 2>&1 | FileCheck %s --check-prefix=TILE-BATCH
+// RUN: %python %S/Inputs/make_model.py einsum_unsupported %t.einsum.onnx
+// RUN: not cleave-opt --import-onnx %t.einsum.onnx 2>&1 | FileCheck %s --check-prefix=EINSUM
+// RUN: %python %S/Inputs/make_model.py pad_wrap %t.pad-wrap.onnx
+// RUN: not cleave-opt --import-onnx %t.pad-wrap.onnx 2>&1 | FileCheck %s --check-prefix=PAD-WRAP
 
 // MISSING: error: cannot open input file '{{.*}}missing.onnx': No such file or directory
 
@@ -67,8 +75,8 @@
 // The ONNX checker's verdict, on one line.
 // DANGLING: error: '{{.*}}dangling.onnx' is not a valid ONNX model: Nodes in a graph must be topologically sorted, however input 'ghost' of node: name: y OpType: Add is not output of any previous nodes.
 
-// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 17
-// OPSET18: error: unsupported ONNX opset 18; supported opsets are 13 to 17
+// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 21
+// OPSET22: error: unsupported ONNX opset 22; supported opsets are 13 to 21
 
 // The node's name, op type and opset.
 // OP: error: node 'pick' has unsupported op type 'Hardmax' (opset 13)
@@ -166,3 +174,15 @@
 // RUN: not cleave-opt --import-onnx %t.in-scale.onnx 2>&1 | FileCheck %s --check-prefix=IN-SCALE
 // IN-SCALE: error: InstanceNormalization scale and bias must be [3] for the input 'tensor<?x3x4x5xf32>', got 'tensor<1xf32>'
 // IN-SCALE-NEXT: note: while importing ONNX node 'y' (InstanceNormalization, opset 13)
+
+// RANGE-BATCH: error: Range limit B is not a compile-time integer (B is the batch size)
+// RANGE-BATCH-NEXT: note: while importing ONNX node 'pos' (Range, opset 13)
+
+// TILE-BATCH: error: Tile of the batch-dependent dimension B is not supported (B is the batch size)
+// TILE-BATCH-NEXT: note: while importing ONNX node 'y' (Tile, opset 13)
+
+// EINSUM: error: Einsum equation 'bij,bij->bi' is not supported: it is not a (batched) matrix product: one contracted dimension, one row and one column dimension
+// EINSUM-NEXT: note: while importing ONNX node 'z' (Einsum, opset 13)
+
+// PAD-WRAP: error: Pad mode 'wrap' is not supported (constant, reflect, edge)
+// PAD-WRAP-NEXT: note: while importing ONNX node 'y' (Pad, opset 19)

@@ -19,6 +19,10 @@
 // RUN: cleave-opt --import-onnx %t.broadcast.onnx --cleave-train-pipeline="micro-batch=2 loss=mse" | FileCheck %s --check-prefix=BROADCAST-GRAD
 // RUN: %python %S/Inputs/make_model.py matmul_batch_mismatch %t.mismatch.onnx
 // RUN: not cleave-opt --import-onnx %t.mismatch.onnx 2>&1 | FileCheck %s --check-prefix=MISMATCH
+// RUN: %python %S/Inputs/make_model.py einsum_attention %t.einsum.onnx
+// RUN: cleave-opt --import-onnx %t.einsum.onnx | FileCheck %s --check-prefix=EINSUM
+// RUN: %python %S/Inputs/make_model.py einsum_forms %t.einsum-forms.onnx
+// RUN: cleave-opt --import-onnx %t.einsum-forms.onnx | FileCheck %s --check-prefix=EINSUM-FORMS
 
 // nn.Linear as torch.onnx exports it. The parameters hold the exact exported
 // values (0.1 is printed as the float closest to it, as PyTorch stores it).
@@ -101,3 +105,24 @@
 
 // MISMATCH: error: MatMul batch dimensions [B, 2] and [3] do not broadcast (B is the batch size)
 // MISMATCH-NEXT: note: while importing ONNX node 'y' (MatMul, opset 13)
+
+// Attention's einsums: q k^T with transpose_b, then probs v.
+// EINSUM-LABEL: func.func @forward(
+// EINSUM-SAME:    %[[Q:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "q"},
+// EINSUM-SAME:    %[[K:[a-z0-9_]+]]: tensor<?x2x5x4xf32> {train.input = "k"},
+// EINSUM-SAME:    %[[V:[a-z0-9_]+]]: tensor<?x2x5x4xf32> {train.input = "v"})
+// EINSUM-NEXT:    %[[S:.+]] = nn.matmul %[[Q]], %[[K]] {transpose_b} : tensor<?x2x3x4xf32>, tensor<?x2x5x4xf32> -> tensor<?x2x3x5xf32>
+// EINSUM-NEXT:    %[[P:.+]] = nn.softmax %[[S]] {axis = 3 : i64}
+// EINSUM-NEXT:    %[[Y:.+]] = nn.matmul %[[P]], %[[V]] : tensor<?x2x3x5xf32>, tensor<?x2x5x4xf32> -> tensor<?x2x3x4xf32>
+// EINSUM-NEXT:    return %[[Y]]
+
+// A shared right-hand matrix; the contraction first on the left
+// (transpose_a); the output in another order (a transpose).
+// EINSUM-FORMS-LABEL: func.func @forward(
+// EINSUM-FORMS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"},
+// EINSUM-FORMS-SAME:    %[[U:[a-z0-9_]+]]: tensor<?x3x2xf32> {train.input = "u"},
+// EINSUM-FORMS-SAME:    %[[W:[a-z0-9_]+]]: tensor<4x5xf32> {{.+}}train.param = "w"})
+// EINSUM-FORMS-NEXT:    %[[H:.+]] = nn.matmul %[[X]], %[[W]] : tensor<?x3x4xf32>, tensor<4x5xf32> -> tensor<?x3x5xf32>
+// EINSUM-FORMS-NEXT:    %[[G:.+]] = nn.matmul %[[H]], %[[U]] {transpose_a} : tensor<?x3x5xf32>, tensor<?x3x2xf32> -> tensor<?x5x2xf32>
+// EINSUM-FORMS-NEXT:    %[[T:.+]] = nn.transpose %[[G]] [0, 2, 1] : tensor<?x5x2xf32> -> tensor<?x2x5xf32>
+// EINSUM-FORMS-NEXT:    return %[[T]]

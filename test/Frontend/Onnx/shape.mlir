@@ -34,6 +34,16 @@
 // RUN: cleave-opt --import-onnx %t.gather.onnx | FileCheck %s --check-prefix=GATHER
 // RUN: %python %S/Inputs/make_model.py constant_identity_cast %t.cast.onnx
 // RUN: cleave-opt --import-onnx %t.cast.onnx | FileCheck %s --check-prefix=CAST
+// RUN: %python %S/Inputs/make_model.py range_mask %t.range.onnx
+// RUN: cleave-opt --import-onnx %t.range.onnx | FileCheck %s --check-prefix=RANGE
+// RUN: %python %S/Inputs/make_model.py tile %t.tile.onnx
+// RUN: cleave-opt --import-onnx %t.tile.onnx | FileCheck %s --check-prefix=TILE
+// RUN: %python %S/Inputs/make_model.py trilu %t.trilu.onnx
+// RUN: cleave-opt --import-onnx %t.trilu.onnx | FileCheck %s --check-prefix=TRILU
+// RUN: %python %S/Inputs/make_model.py pad_modes %t.pad.onnx
+// RUN: cleave-opt --import-onnx %t.pad.onnx | FileCheck %s --check-prefix=PAD
+// RUN: %python %S/Inputs/make_model.py pad_axes_opset18 %t.pad18.onnx
+// RUN: cleave-opt --import-onnx %t.pad18.onnx | FileCheck %s --check-prefix=PAD18
 
 // A shape asked for at the end of a long chain whose every link reads the
 // previous value twice is found once per value, not once per path.
@@ -148,3 +158,61 @@
 // CAST-NEXT:    %[[C:.+]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
 // CAST-NEXT:    %[[Y:.+]] = nn.add %[[X]], %[[C]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
 // CAST-NEXT:    return %[[Y]]
+
+// Range, Unsqueeze, Greater, Less, And and Or fold into one constant mask
+// (the upper triangle: j > i); a float Range is a constant.
+// RANGE-LABEL: func.func @forward(
+// RANGE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// RANGE-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// RANGE-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// RANGE-DAG:     %[[RAMP:.+]] = arith.constant dense<[1.000000e+00, 5.000000e-01, 0.000000e+00]> : tensor<3xf32>
+// RANGE:         %[[S:.+]] = nn.add %[[X]], %[[RAMP]] : tensor<?x3x3xf32>, tensor<3xf32> -> tensor<?x3x3xf32>
+// RANGE-NEXT:    %[[Y:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]]
+// RANGE-NEXT:    return %[[Y]]
+
+// Tile [1, 2, 3]: a size-1 axis before each repeated one, broadcast to the
+// repeats and merged back.
+// TILE-LABEL: func.func @forward(
+// TILE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3xf32> {train.input = "x"})
+// TILE-NEXT:    %[[R:.+]] = nn.reshape %[[X]] [-1, 1, 2, 1, 3] : tensor<?x2x3xf32> -> tensor<?x1x2x1x3xf32>
+// TILE-NEXT:    %[[B:.+]] = nn.broadcast_to %[[R]] [-1, 2, 2, 3, 3] batch_of %[[X]] : tensor<?x1x2x1x3xf32>, tensor<?x2x3xf32> -> tensor<?x2x2x3x3xf32>
+// TILE-NEXT:    %[[Y:.+]] = nn.reshape %[[B]] [-1, 4, 9] : tensor<?x2x2x3x3xf32> -> tensor<?x4x9xf32>
+// TILE-NEXT:    return %[[Y]]
+
+// Trilu of ConstantOfShape's ones (k = 1, upper) folds into the causal
+// mask; Trilu of a run-time tensor (lower, k = -1) keeps the strictly lower
+// triangle with nn.where.
+// TRILU-LABEL: func.func @forward(
+// TRILU-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// TRILU-DAG:     %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// TRILU-DAG:     %[[LOWER:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 1.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// TRILU-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// TRILU-DAG:     %[[FUTURE:.+]] = arith.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// TRILU:         %[[M:.+]] = nn.where %[[FUTURE]], %[[INF]], %[[X]] : tensor<3x3xf32>, tensor<f32>, tensor<?x3x3xf32> -> tensor<?x3x3xf32>
+// TRILU-NEXT:    %[[Y:.+]] = nn.where %[[LOWER]], %[[M]], %[[ZERO]] : tensor<3x3xf32>, tensor<?x3x3xf32>, tensor<f32> -> tensor<?x3x3xf32>
+// TRILU-NEXT:    return %[[Y]]
+
+// Pad constant 1.5 ([1, 2] on the last axis: blocks over the batch),
+// reflect ([1, 1] on axis 1: element 1 on both sides of 3) and edge ([2, 0]
+// on the last axis: element 0 twice).
+// PAD-LABEL: func.func @forward(
+// PAD-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"})
+// PAD:         %[[V:.+]] = arith.constant dense<1.500000e+00> : tensor<f32>
+// PAD-NEXT:    %[[L:.+]] = nn.broadcast_to %[[V]] [-1, 3, 1] batch_of %[[X]]
+// PAD-NEXT:    %[[R:.+]] = nn.broadcast_to %[[V]] [-1, 3, 2] batch_of %[[X]]
+// PAD-NEXT:    %[[C:.+]] = nn.concat %[[L]], %[[X]], %[[R]] {axis = 2 : i64} : tensor<?x3x1xf32>, tensor<?x3x4xf32>, tensor<?x3x2xf32> -> tensor<?x3x7xf32>
+// PAD-NEXT:    %[[A:.+]] = nn.slice %[[C]] starts [0, 1, 0] sizes [-1, 1, 7]
+// PAD-NEXT:    %[[B:.+]] = nn.slice %[[C]] starts [0, 1, 0] sizes [-1, 1, 7]
+// PAD-NEXT:    %[[M:.+]] = nn.concat %[[A]], %[[C]], %[[B]] {axis = 1 : i64} : tensor<?x1x7xf32>, tensor<?x3x7xf32>, tensor<?x1x7xf32> -> tensor<?x5x7xf32>
+// PAD-NEXT:    %[[E1:.+]] = nn.slice %[[M]] starts [0, 0, 0] sizes [-1, 5, 1]
+// PAD-NEXT:    %[[E2:.+]] = nn.slice %[[M]] starts [0, 0, 0] sizes [-1, 5, 1]
+// PAD-NEXT:    %[[Y:.+]] = nn.concat %[[E2]], %[[E1]], %[[M]] {axis = 2 : i64} : tensor<?x5x1xf32>, tensor<?x5x1xf32>, tensor<?x5x7xf32> -> tensor<?x5x9xf32>
+// PAD-NEXT:    return %[[Y]]
+
+// Opset 18's axes input; a static tensor pads with constant blocks.
+// PAD18-LABEL: func.func @forward(
+// PAD18-SAME:    %[[X:[a-z0-9_]+]]: tensor<2x3xf32> {train.input = "x"})
+// PAD18-DAG:     %[[L:.+]] = arith.constant dense<0.000000e+00> : tensor<2x1xf32>
+// PAD18-DAG:     %[[R:.+]] = arith.constant dense<0.000000e+00> : tensor<2x2xf32>
+// PAD18:         %[[Y:.+]] = nn.concat %[[L]], %[[X]], %[[R]] {axis = 1 : i64} : tensor<2x1xf32>, tensor<2x3xf32>, tensor<2x2xf32> -> tensor<2x6xf32>
+// PAD18-NEXT:    return %[[Y]]

@@ -8,6 +8,10 @@
 // REQUIRES: torch
 // RUN: %python %S/Inputs/make_model.py torch_causal %t.onnx
 // RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
+// The mask built in forward (torch.triu of ones: ConstantOfShape, Trilu)
+// folds to the same constant.
+// RUN: %python %S/Inputs/make_model.py torch_causal_triu %t.triu.onnx
+// RUN: cleave-opt --import-onnx %t.triu.onnx | FileCheck %s --check-prefix=TRIU
 
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x6xi64> {train.input = "ids"},
@@ -21,3 +25,10 @@
 // CHECK:         %[[S:.+]] = nn.div
 // CHECK-NEXT:    %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]] : tensor<1x6x6xf32>, tensor<f32>, tensor<?x6x6xf32> -> tensor<?x6x6xf32>
 // CHECK-NEXT:    nn.softmax %[[W]] {axis = 2 : i64}
+
+// TRIU-LABEL: func.func @forward(
+// TRIU-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[\[}}0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00
+// TRIU-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// TRIU:         %[[S:.+]] = nn.div
+// TRIU-NEXT:    %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]] : tensor<6x6xf32>, tensor<f32>, tensor<?x6x6xf32> -> tensor<?x6x6xf32>
+// TRIU-NEXT:    nn.softmax %[[W]] {axis = 2 : i64}

@@ -182,6 +182,12 @@ Model binary(MLIRContext *ctx, std::mt19937_64 &rng) {
             o.where(mask, m.param("wp.p", {a, 1}), m.param("wp.q", {1, c})));
   m.observeGlobal("add_params",
                   o.add(m.param("ap.p", {a, 1}), m.param("ap.q", {1, c})));
+  // ONNX Max and Min, broadcasting; continuous random values, so ties
+  // (where the cotangent's side is a convention) have probability zero.
+  m.observe("maximum",
+            nn::MaximumOp::create(o.b(), o.l(), x, m.param("max.p", {c})));
+  m.observe("minimum_both_bcast",
+            nn::MinimumOp::create(o.b(), o.l(), x1, m.param("min.p", {a, 1})));
   return m.finish();
 }
 

@@ -520,6 +520,50 @@ std::vector<GradCase> allCases() {
                  "%y = nn.embedding %ids, %t : tensor<2x3xi64>, " + T("5x4") +
                      " -> " + T("2x3x4"),
                  T("2x3x4"), Draw::Signed, {{1, 4, 1, 0, 2, 4}}));
+
+  // ONNX Max/Min (nn.maximum/nn.minimum, broadcasting both ways), and the
+  // importer's ReduceMin (-max(-x)) and ReduceL2 (sqrt(sum(x * x))).
+  c.push_back(binary("maximum_broadcast", "maximum", "3x4", "4", "3x4"));
+  c.push_back(binary("minimum_broadcast", "minimum", "3x1", "1x4", "3x4"));
+  {
+    std::string t = T("2x3x4");
+    std::string body = "%n = nn.neg %x : " + t + "\n";
+    body += "%m = nn.reduce_max %n [-1] : " + t + " -> " + T("2x3") + "\n";
+    body += "%y = nn.neg %m : " + T("2x3");
+    c.push_back(
+        fn("reduce_min_composition", {P("x", "2x3x4")}, body, T("2x3")));
+    body = "%s = nn.mul %x, %x : " + t + ", " + t + " -> " + t + "\n";
+    body += "%r = nn.reduce_sum %s [1] {keepdims} : " + t + " -> " +
+            T("2x1x4") + "\n";
+    body += "%y = nn.sqrt %r : " + T("2x1x4");
+    c.push_back(
+        fn("reduce_l2_composition", {P("x", "2x3x4")}, body, T("2x1x4")));
+  }
+  // The importer's Tile ([2, 3] of a 2x3: reshape, broadcast, reshape; the
+  // gradient sums over the copies) and Trilu of a run-time tensor (where
+  // against a constant mask: only the kept triangle gets a gradient).
+  {
+    std::string body = "%r = nn.reshape %x [1, 2, 1, 3] : " + T("2x3") +
+                       " -> " + T("1x2x1x3") + "\n";
+    body += "%b = nn.broadcast_to %r [2, 2, 3, 3] : " + T("1x2x1x3") + " -> " +
+            T("2x2x3x3") + "\n";
+    body += "%y = nn.reshape %b [4, 9] : " + T("2x2x3x3") + " -> " + T("4x9");
+    c.push_back(fn("tile_composition", {P("x", "2x3")}, body, T("4x9")));
+    body = "%m = arith.constant dense<[[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]> : " +
+           T("2x3") + "\n";
+    body += "%z = arith.constant dense<0.0> : " + T("") + "\n";
+    body += "%y = nn.where %m, %x, %z : " + T("2x3") + ", " + T("2x2x3") +
+            ", " + T("") + " -> " + T("2x2x3");
+    c.push_back(fn("trilu_composition", {P("x", "2x2x3")}, body, T("2x2x3")));
+    // Pad reflect of [2, 1] along a dimension of 4: x2 x1 | x | x2.
+    body = "%a = nn.slice %x starts [0, 2] sizes [2, 1] strides [1, 1] : " +
+           T("2x4") + " -> " + T("2x1") + "\n";
+    body += "%b = nn.slice %x starts [0, 1] sizes [2, 1] strides [1, 1] : " +
+            T("2x4") + " -> " + T("2x1") + "\n";
+    body += "%y = nn.concat %a, %b, %x, %a {axis = 1} : " + T("2x1") + ", " +
+            T("2x1") + ", " + T("2x4") + ", " + T("2x1") + " -> " + T("2x7");
+    c.push_back(fn("pad_reflect_composition", {P("x", "2x4")}, body, T("2x7")));
+  }
   return c;
 }
 

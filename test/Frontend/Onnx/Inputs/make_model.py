@@ -52,7 +52,10 @@ def graph(nodes, inputs, outputs, inits=(), opset=13):
     m = helper.make_model(g, producer_name="make_model.py",
                           opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
-    onnx.checker.check_model(m)
+    # The system onnx package (1.12) knows opsets up to 17; newer models are
+    # checked by the importer, whose checker has the newer schemas.
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(m)
     return m
 
 
@@ -598,7 +601,7 @@ def conv_transpose_1d():
                  [init("w", weights(2, 1, 3))])
 
 
-def resize_graph(inputs, out_shape, **attrs):
+def resize_graph(inputs, out_shape, opset=13, **attrs):
     """Resize of a [N, 2, 3, 4] image; `inputs` are roi, scales, sizes as
     (name, array, dtype) or None for an absent input."""
     nodes, names = [], ["x"]
@@ -611,7 +614,7 @@ def resize_graph(inputs, out_shape, **attrs):
         names.append(name)
     nodes.append(node("Resize", names, ["y"], **attrs))
     return graph(nodes, [value("x", F, [BATCH, 2, 3, 4])],
-                 [value("y", F, out_shape)])
+                 [value("y", F, out_shape)], opset=opset)
 
 
 @model
@@ -646,6 +649,29 @@ def resize_linear_rows():
     return resize_graph([None, ("scales", [1, 1, 2, 1], np.float32)],
                         [BATCH, 2, 6, 4], mode="linear",
                         coordinate_transformation_mode="align_corners")
+
+
+@model
+def resize_axes_opset18():
+    """Opset 18: scales for the resized axes only (H and W), bilinear
+    upscaling with antialias=1 (no effect when enlarging)."""
+    return resize_graph([None, ("scales", [2, 2], np.float32)],
+                        [BATCH, 2, 6, 8], opset=18, mode="linear",
+                        axes=[-2, -1], antialias=1)
+
+
+@model
+def resize_antialias_shrink():
+    return resize_graph([None, ("scales", [1, 1, 0.5, 0.5], np.float32)],
+                        [BATCH, 2, 1, 2], opset=18, mode="linear",
+                        antialias=1)
+
+
+@model
+def resize_aspect_policy():
+    return resize_graph([None, None, ("sizes", [4, 4], np.int64)],
+                        [BATCH, 2, 4, 4], opset=18, mode="nearest",
+                        axes=[2, 3], keep_aspect_ratio_policy="not_larger")
 
 
 @model
@@ -1083,6 +1109,35 @@ def torch_causal():
                   (["ids"], ["logits"]), 14, training=True)
 
 
+@model
+def torch_causal_triu():
+    """Causal self-attention with the mask built in forward, as
+    `torch.triu(torch.ones(t, t, dtype=torch.bool), 1)` and masked_fill."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class CausalTriu(nn.Module):
+        def __init__(self, vocab=20, dim=8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.head = nn.Linear(dim, vocab)
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            x = self.embed(ids)
+            q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+            att = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+            future = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+            att = att.masked_fill(future, float("-inf"))
+            return self.head(torch.softmax(att, dim=-1) @ v).mean(dim=1)
+
+    return export(CausalTriu(), torch.randint(0, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
 def torchvision_model(name):
     """A torchvision classifier (10 classes) exported for training at opset
     14, as issue 10 asks: 32x32 images keep the compile tests short."""
@@ -1128,6 +1183,267 @@ def torchvision_vit():
         hidden_dim=16, mlp_dim=32, num_classes=10)
     return export(module, torch.randn(2, 3, 32, 32), (["image"], ["logits"]),
                   14, training=True)
+
+
+# ---------------------------------------------------------------------------
+# Opsets 18 to 21: forms that changed, and the ops added with them
+# ---------------------------------------------------------------------------
+
+@model
+def reductions_opset18():
+    """Every reduction with its axes as an input (opset 18), keepdims both
+    ways, and noop_with_empty_axes with and without axes."""
+    return graph(
+        [node("ReduceMean", ["x", "axes1"], ["mean"]),
+         node("ReduceMax", ["mean", "axes2"], ["max"], keepdims=0),
+         node("ReduceMin", ["x", "axes2"], ["min"], keepdims=0),
+         node("ReduceL2", ["x", "axes1"], ["l2"]),
+         node("ReduceSum", ["l2"], ["same"], noop_with_empty_axes=1),
+         node("ReduceSum", ["same", "axes2"], ["sum"],
+              noop_with_empty_axes=1, keepdims=0)],
+        [value("x", F, [BATCH, 3, 4])],
+        [value("max", F, [BATCH]), value("min", F, [BATCH, 3]),
+         value("sum", F, [BATCH, 1])],
+        [ints("axes1", [1]), ints("axes2", [-1])], opset=18)
+
+
+@model
+def split_num_outputs():
+    """Split with num_outputs (opset 18): 5 into 3 parts of 2, 2 and 1."""
+    return graph([node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)],
+                 [value("x", F, [BATCH, 5])],
+                 [value("a", F, [BATCH, 2]), value("b", F, [BATCH, 2]),
+                  value("c", F, [BATCH, 1])], opset=18)
+
+
+@model
+def gelu_opset20():
+    """The native Gelu of opset 20, in both forms."""
+    return graph([node("Gelu", ["x"], ["g"]),
+                  node("Gelu", ["g"], ["y"], approximate="tanh")],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=20)
+
+
+@model
+def opset21():
+    """Opset 21 with a Cast carrying opset 19's saturate attribute."""
+    return graph([node("Cast", ["x"], ["c"], to=F, saturate=1),
+                  node("Relu", ["c"], ["y"])],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=21)
+
+
+@model
+def opset22():
+    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])], opset=22)
+
+
+@model
+def gelu_opset17():
+    """Gelu is no op before opset 20."""
+    g = gelu_opset20()
+    g.opset_import[0].version = 17
+    return g
+
+
+@model
+def gelu_bad_form():
+    return graph([node("Gelu", ["x"], ["y"], approximate="sigmoid")],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 4])],
+                 opset=20)
+
+
+@model
+def split_uneven_outputs():
+    """num_outputs 4 of a dimension of 5 gives 3 parts of 2, 2 and 1."""
+    return graph([node("Split", ["x"], ["a", "b", "c", "d"], axis=1,
+                       num_outputs=4)],
+                 [value("x", F, [BATCH, 5])],
+                 [value(o, F, [BATCH, 2]) for o in "abcd"], opset=18)
+
+
+@model
+def reduce_axes_attribute_opset18():
+    """The axes attribute is gone from ReduceMean-18: the checker, given the
+    newer schemas, still catches what a model of opset 17 would be refused
+    for."""
+    return graph([node("ReduceMean", ["x"], ["y"], axes=[1])],
+                 [value("x", F, [BATCH, 4])], [value("y", F, [BATCH, 1])],
+                 opset=18)
+
+
+# ---------------------------------------------------------------------------
+# Max and Min
+# ---------------------------------------------------------------------------
+
+@model
+def max_min_batch():
+    """Max of batched activations, then a reshape whose target is computed
+    from the result's shape (x.view(x.size(0), -1))."""
+    return graph(
+        [node("Max", ["x", "y"], ["m"]),
+         node("Shape", ["m"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["n"], axis=0),
+         node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         node("Concat", ["n1", "minus1"], ["target"], axis=0),
+         node("Reshape", ["m", "target"], ["out"])],
+        [value("x", F, [BATCH, 2, 3]), value("y", F, [BATCH, 2, 3])],
+        [value("out", F, [BATCH, 6])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1])])
+
+
+@model
+def max_min():
+    """Variadic Max with broadcasting (a rank-1 parameter, a scalar), a
+    one-input Min (the identity) and a two-input Min."""
+    return graph(
+        [node("Max", ["x", "y", "floor"], ["hi"]),
+         node("Min", ["hi"], ["same"]),
+         node("Min", ["same", "cap"], ["out"])],
+        [value("x", F, [BATCH, 3]), value("y", F, [BATCH, 3])],
+        [value("out", F, [BATCH, 3])],
+        [init("floor", [0.0, -1.0, 0.5]), init("cap", 2.0)])
+
+
+# ---------------------------------------------------------------------------
+# Tile and Trilu
+# ---------------------------------------------------------------------------
+
+@model
+def tile():
+    return graph([node("Tile", ["x", "repeats"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3])], [value("y", F, [BATCH, 4, 9])],
+                 [ints("repeats", [1, 2, 3])])
+
+
+@model
+def tile_batch():
+    """Repeating the batch axis gives a multiple of the batch size."""
+    return graph([node("Tile", ["x", "repeats"], ["y"])],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [None, 3])],
+                 [ints("repeats", [2, 1])])
+
+
+@model
+def trilu():
+    """A causal mask built in forward: Trilu(ones, k=1) of a constant folds
+    to a mask; Trilu of a run-time tensor (lower, k=-1) is an nn.where."""
+    return graph(
+        [node("ConstantOfShape", ["shape"], ["ones"],
+              value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         node("Trilu", ["ones", "one"], ["future"]),
+         node("Cast", ["future"], ["mask"], to=TensorProto.BOOL),
+         node("Where", ["mask", "fill", "x"], ["masked"]),
+         node("Trilu", ["masked", "minus1"], ["y"], upper=0)],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])],
+        [ints("shape", [3, 3]), ints("one", 1), ints("minus1", -1),
+         init("fill", -np.inf)], opset=14)
+
+
+# ---------------------------------------------------------------------------
+# Pad
+# ---------------------------------------------------------------------------
+
+@model
+def pad_modes():
+    """Pad constant (value 1.5) of the last axis, reflect of the middle one,
+    edge of the last one."""
+    return graph(
+        [node("Pad", ["x", "pads_c", "value"], ["c"]),
+         node("Pad", ["c", "pads_r"], ["r"], mode="reflect"),
+         node("Pad", ["r", "pads_e"], ["y"], mode="edge")],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 5, 9])],
+        [ints("pads_c", [0, 0, 1, 0, 0, 2]), init("value", 1.5),
+         ints("pads_r", [0, 1, 0, 0, 1, 0]), ints("pads_e", [0, 0, 2, 0, 0, 0])])
+
+
+@model
+def pad_axes_opset18():
+    """Pad with axes (opset 18) of a static tensor: constant zeros."""
+    return graph([node("Pad", ["x", "pads", "", "axes"], ["y"])],
+                 [value("x", F, [2, 3])], [value("y", F, [2, 6])],
+                 [ints("pads", [1, 2]), ints("axes", [-1])], opset=18)
+
+
+@model
+def pad_wrap():
+    return graph([node("Pad", ["x", "pads"], ["y"], mode="wrap")],
+                 [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 5])],
+                 [ints("pads", [0, 1, 0, 1])], opset=19)
+
+
+# ---------------------------------------------------------------------------
+# Einsum
+# ---------------------------------------------------------------------------
+
+@model
+def einsum_attention():
+    """Attention's two products as einsum writes them."""
+    return graph(
+        [node("Einsum", ["q", "k"], ["scores"], equation="bhqd,bhkd->bhqk"),
+         node("Softmax", ["scores"], ["probs"], axis=-1),
+         node("Einsum", ["probs", "v"], ["y"], equation="bhqk,bhkd->bhqd")],
+        [value("q", F, [BATCH, 2, 3, 4]), value("k", F, [BATCH, 2, 5, 4]),
+         value("v", F, [BATCH, 2, 5, 4])], [value("y", F, [BATCH, 2, 3, 4])])
+
+
+@model
+def einsum_forms():
+    """A shared right-hand matrix, a contraction first in the left operand
+    (transpose_a), and an output in another order (a transpose)."""
+    return graph(
+        [node("Einsum", ["x", "w"], ["h"], equation="bij,jk->bik"),
+         node("Einsum", ["h", "u"], ["g"], equation="bki, bkj -> bji")],
+        [value("x", F, [BATCH, 3, 4]), value("u", F, [BATCH, 3, 2])],
+        [value("g", F, [BATCH, 2, 5])], [init("w", weights(4, 5))])
+
+
+@model
+def einsum_unsupported():
+    return graph([node("Einsum", ["x", "y"], ["z"], equation="bij,bij->bi")],
+                 [value("x", F, [BATCH, 3, 4]), value("y", F, [BATCH, 3, 4])],
+                 [value("z", F, [BATCH, 3])])
+
+
+# ---------------------------------------------------------------------------
+# Ranges and logical ops (folded)
+# ---------------------------------------------------------------------------
+
+@model
+def range_mask():
+    """A causal mask built from positions, as `torch.arange(t)[None] >
+    torch.arange(t)[:, None]` exports it, combined with And/Or; and a float
+    Range added to the scores."""
+    return graph(
+        [node("Range", ["start", "limit", "delta"], ["pos"]),
+         node("Unsqueeze", ["pos", "axes0"], ["row"]),
+         node("Unsqueeze", ["pos", "axes1"], ["col"]),
+         node("Greater", ["row", "col"], ["upper"]),
+         node("Less", ["row", "col"], ["lower"]),
+         node("Or", ["upper", "lower"], ["offdiag"]),
+         node("And", ["offdiag", "upper"], ["future"]),
+         node("Range", ["fstart", "flimit", "fdelta"], ["ramp"]),
+         node("Add", ["x", "ramp"], ["shifted"]),
+         node("Where", ["future", "fill", "shifted"], ["y"])],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH, 3, 3])],
+        [ints("start", 0), ints("limit", 3), ints("delta", 1),
+         ints("axes0", [0]), ints("axes1", [1]), init("fstart", 1.0),
+         init("flimit", -0.25), init("fdelta", -0.5), init("fill", -np.inf)])
+
+
+@model
+def range_batch():
+    """A Range whose length is the batch size has no nn form."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["n"], axis=0),
+         node("Range", ["zero", "n", "one"], ["pos"]),
+         node("Cast", ["pos"], ["fpos"], to=F),
+         node("Add", ["x", "fpos"], ["y"])],
+        [value("x", F, [BATCH])], [value("y", F, [BATCH])],
+        [ints("zero", 0), ints("one", 1)])
 
 
 # ---------------------------------------------------------------------------
