@@ -161,6 +161,100 @@ LogicalResult importInstanceNormalization(NodeImporter &n) {
   return success();
 }
 
+/// GroupNormalization normalises each (sample, group of channels) over the
+/// group's channels and positions: nn.layer_norm of x reshaped to
+/// `[N, G, C/G * D1 * ...]`, then the affine map, per group in opset 18 (the
+/// form opset 21 deprecated) and per channel from 21 (nn.GroupNorm's).
+LogicalResult importGroupNormalization(NodeImporter &n) {
+  if (failed(n.checkAttrs({"epsilon", "num_groups", "stash_type"})))
+    return failure();
+  FailureOr<double> epsilon = n.getFloat("epsilon", 1e-5);
+  FailureOr<int64_t> groups = n.getInt("num_groups", 0);
+  FailureOr<int64_t> stashType = n.getInt("stash_type", 1);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(epsilon) || failed(groups) || failed(stashType) || failed(x))
+    return failure();
+  if (*stashType != onnx::TensorProto::FLOAT)
+    return n.emitError() << "GroupNormalization stash_type " << *stashType
+                         << " is not supported";
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() < 3 || type.isDynamicDim(1) ||
+      llvm::any_of(type.getShape().drop_front(2), ShapedType::isDynamic))
+    return n.emitError() << "GroupNormalization needs an input [N, C, D1, "
+                            "...] with static C and D, got "
+                         << type;
+  int64_t channels = type.getDimSize(1);
+  if (*groups <= 0 || channels % *groups != 0)
+    return n.emitError() << "GroupNormalization num_groups " << *groups
+                         << " does not divide the " << channels
+                         << " channels";
+  int64_t perGroup = channels / *groups;
+  for (int64_t d : type.getShape().drop_front(2))
+    perGroup *= d;
+  auto grouped = n.create<nn::ReshapeOp>(
+      *x, SmallVector<int64_t>{-1, *groups, perGroup});
+  if (failed(grouped))
+    return failure();
+  auto normalized = n.create<nn::LayerNormOp>(
+      grouped->getResult(), /*scale=*/Value(), /*bias=*/Value(),
+      static_cast<uint64_t>(2), APFloat(*epsilon));
+  if (failed(normalized))
+    return failure();
+  Value y = normalized->getResult();
+  // The affine operands broadcast against y: [G, 1] over the grouped form
+  // (opset 18), [C, 1, ...] over the image (21).
+  bool perChannelAffine = n.getOpset() >= 21;
+  SmallVector<int64_t> imageShape(type.getShape());
+  imageShape[0] = -1;
+  auto broadcastable = [&](unsigned input) -> FailureOr<Value> {
+    FailureOr<Value> v = n.floatTensor(input);
+    if (failed(v))
+      return failure();
+    if (perChannelAffine)
+      return perChannel(n, *v, type);
+    auto vType = cast<RankedTensorType>(v->getType());
+    if (vType.getShape() != ArrayRef<int64_t>{*groups})
+      return n.emitError() << "GroupNormalization (opset " << n.getOpset()
+                           << ") scale and bias must be [" << *groups
+                           << "], one per group, got " << vType;
+    auto op = n.create<nn::ReshapeOp>(*v, SmallVector<int64_t>{*groups, 1});
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  };
+  auto toImage = [&]() -> LogicalResult {
+    auto op = n.create<nn::ReshapeOp>(y, imageShape);
+    if (failed(op))
+      return failure();
+    y = op->getResult();
+    return success();
+  };
+  if (perChannelAffine && failed(toImage()))
+    return failure();
+  if (!isConstantSplat(n, 1, 1.0)) {
+    FailureOr<Value> scale = broadcastable(1);
+    if (failed(scale))
+      return failure();
+    auto mul = n.create<nn::MulOp>(y, *scale);
+    if (failed(mul))
+      return failure();
+    y = mul->getResult();
+  }
+  if (!isConstantSplat(n, 2, 0.0)) {
+    FailureOr<Value> bias = broadcastable(2);
+    if (failed(bias))
+      return failure();
+    auto add = n.create<nn::AddOp>(y, *bias);
+    if (failed(add))
+      return failure();
+    y = add->getResult();
+  }
+  if (!perChannelAffine && failed(toImage()))
+    return failure();
+  n.setOutput(0, y);
+  return success();
+}
+
 LogicalResult importLayerNormalization(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis", "epsilon", "stash_type"})))
     return failure();
@@ -299,6 +393,7 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
                                  /*stateInputs=*/0b11000};
   table["LayerNormalization"] = {importLayerNormalization, 17};
   table["InstanceNormalization"] = {importInstanceNormalization};
+  table["GroupNormalization"] = {importGroupNormalization, 18};
   // The axes input exists from opset 13 (ReduceSum) or 18 (the others).
   constexpr unsigned axes = 1u << 1;
   table["ReduceMean"] = {importReduce<Reduction::Mean>, 13, axes};
@@ -334,6 +429,10 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
       "0)";
   table["Dropout"].notes =
       "constant `ratio` and `training_mode`; the `mask` output must be unused";
+  table["GroupNormalization"].notes =
+      "static C and spatial sizes; a layer norm of x reshaped to `[N, G, -1]`, "
+      "then scale and bias per group (opset 18) or per channel (21, "
+      "`stash_type=1`)";
   table["InstanceNormalization"].notes =
       "rank >= 3; a layer norm over the dimensions from 2 on, then the "
       "per-channel scale and bias. `nn.GroupNorm` as torch 1.13 exports it "

@@ -89,6 +89,47 @@ public:
                         {"tensor(float16)", "tensor(float)", "tensor(double)",
                          "tensor(bfloat16)"},
                         "");
+    // Opset 18: Resize's axes, antialias and keep_aspect_ratio_policy (19
+    // only adds a coordinate mode, a value the importer checks).
+    add("Resize", 18)
+        .Input(0, "X", "", "T1")
+        .Input(1, "roi", "", "T2", OpSchema::Optional)
+        .Input(2, "scales", "", "tensor(float)", OpSchema::Optional)
+        .Input(3, "sizes", "", "tensor(int64)", OpSchema::Optional)
+        .Output(0, "Y", "", "T1")
+        .Attr("antialias", "", AttributeProto::INT, int64_t(0))
+        .Attr("axes", "", AttributeProto::INTS, /*required=*/false)
+        .Attr("coordinate_transformation_mode", "", AttributeProto::STRING,
+              std::string("half_pixel"))
+        .Attr("cubic_coeff_a", "", AttributeProto::FLOAT, -0.75f)
+        .Attr("exclude_outside", "", AttributeProto::INT, int64_t(0))
+        .Attr("extrapolation_value", "", AttributeProto::FLOAT, 0.0f)
+        .Attr("keep_aspect_ratio_policy", "", AttributeProto::STRING,
+              std::string("stretch"))
+        .Attr("mode", "", AttributeProto::STRING, std::string("nearest"))
+        .Attr("nearest_mode", "", AttributeProto::STRING,
+              std::string("round_prefer_floor"))
+        .TypeConstraint("T1", OpSchema::all_tensor_types(), "")
+        .TypeConstraint("T2",
+                        {"tensor(float16)", "tensor(float)", "tensor(double)"},
+                        "");
+    // GroupNormalization: opset 18 (scale and bias per group), 21 (per
+    // channel, and stash_type).
+    for (int since : {18, 21}) {
+      OpSchema &s = add("GroupNormalization", since);
+      s.Input(0, "X", "", "T")
+          .Input(1, "scale", "", "T")
+          .Input(2, "bias", "", "T")
+          .Output(0, "Y", "", "T")
+          .Attr("epsilon", "", AttributeProto::FLOAT, 1e-5f)
+          .Attr("num_groups", "", AttributeProto::INT, /*required=*/true)
+          .TypeConstraint("T",
+                          {"tensor(float16)", "tensor(float)",
+                           "tensor(double)", "tensor(bfloat16)"},
+                          "");
+      if (since == 21)
+        s.Attr("stash_type", "", AttributeProto::INT, int64_t(1));
+    }
     for (auto &[name, versions] : schemas)
       for (OpSchema &s : versions)
         s.Finalize();

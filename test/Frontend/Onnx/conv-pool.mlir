@@ -26,6 +26,8 @@
 // RUN: cleave-opt --import-onnx %t.linear_sizes.onnx | FileCheck %s --check-prefix=LINEAR-SIZES
 // RUN: %python %S/Inputs/make_model.py resize_linear_rows %t.linear_rows.onnx
 // RUN: cleave-opt --import-onnx %t.linear_rows.onnx | FileCheck %s --check-prefix=LINEAR-ROWS
+// RUN: %python %S/Inputs/make_model.py resize_axes_opset18 %t.axes18.onnx
+// RUN: cleave-opt --import-onnx %t.axes18.onnx | FileCheck %s --check-prefix=AXES18
 
 // Grouped, strided, dilated, asymmetrically padded, with a bias.
 // CONV-LABEL: func.func @forward(
@@ -113,3 +115,9 @@
 // LINEAR-ROWS-NEXT:    %[[T:.+]] = nn.matmul %[[X]], %[[AH]] {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
 // LINEAR-ROWS-NEXT:    %[[Y:.+]] = nn.transpose %[[T]] [0, 1, 3, 2] : tensor<?x2x4x6xf32> -> tensor<?x2x6x4xf32>
 // LINEAR-ROWS-NEXT:    return %[[Y]]
+
+// Opset 18: scales for the listed axes only; antialias changes nothing when
+// bilinear enlarges the image.
+// AXES18-LABEL: func.func @forward(
+// AXES18:         nn.matmul %{{.+}}, %{{.+}} {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
+// AXES18:         nn.matmul %{{.+}}, %{{.+}} {transpose_a, transpose_b} : tensor<?x2x4x6xf32>, tensor<8x4xf32> -> tensor<?x2x6x8xf32>

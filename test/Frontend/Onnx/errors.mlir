@@ -186,3 +186,17 @@
 
 // PAD-WRAP: error: Pad mode 'wrap' is not supported (constant, reflect, edge)
 // PAD-WRAP-NEXT: note: while importing ONNX node 'y' (Pad, opset 19)
+
+// Resize (opset 18) and GroupNormalization forms that stay unsupported.
+// RUN: %python %S/Inputs/make_model.py resize_antialias_shrink %t.aa.onnx
+// RUN: not cleave-opt --import-onnx %t.aa.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-AA
+// RESIZE-AA: error: Resize with antialias=1 is not supported when linear mode shrinks the image
+// RESIZE-AA-NEXT: note: while importing ONNX node 'y' (Resize, opset 18)
+// RUN: %python %S/Inputs/make_model.py resize_aspect_policy %t.policy.onnx
+// RUN: not cleave-opt --import-onnx %t.policy.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-POLICY
+// RESIZE-POLICY: error: Resize keep_aspect_ratio_policy 'not_larger' is not supported (stretch is)
+// RESIZE-POLICY-NEXT: note: while importing ONNX node 'y' (Resize, opset 18)
+// RUN: %python %S/Inputs/make_model.py groupnorm_bad_groups %t.gn.onnx
+// RUN: not cleave-opt --import-onnx %t.gn.onnx 2>&1 | FileCheck %s --check-prefix=GN-GROUPS
+// GN-GROUPS: error: GroupNormalization num_groups 4 does not divide the 6 channels
+// GN-GROUPS-NEXT: note: while importing ONNX node 'y' (GroupNormalization, opset 21)

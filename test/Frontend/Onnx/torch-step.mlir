@@ -4,11 +4,16 @@
 // The upsampler covers ConvTranspose and Resize (nearest; bilinear with and
 // without align_corners), the norms model GroupNorm (InstanceNormalization
 // of a reshaped tensor), InstanceNorm2d and a global max pool, forward and
-// backward.
+// backward. The GroupNormalization cases (a node torch 1.13 cannot export,
+// written by hand) check the opset-18 form (scale and bias per group) and
+// the opset-21 form (per channel) against F.group_norm.
 //
 // REQUIRES: torch, cleave-runtime
 // RUN: %python %S/Inputs/torch_step.py upsampler %t.upsampler | FileCheck %s --check-prefix=UP
 // RUN: %python %S/Inputs/torch_step.py norms %t.norms | FileCheck %s --check-prefix=NORMS
+// The GroupNormalization node (opsets 18 and 21), written by hand.
+// RUN: %python %S/Inputs/torch_step.py groupnorm18 %t.gn18 | FileCheck %s --check-prefix=GN
+// RUN: %python %S/Inputs/torch_step.py groupnorm21 %t.gn21 | FileCheck %s --check-prefix=GN
 
 // UP:      PASS loss
 // UP-NEXT: PASS up.weight
@@ -27,3 +32,12 @@
 // NORMS-NEXT: PASS fc.weight
 // NORMS-NEXT: PASS fc.bias
 // NORMS-NOT:  FAIL
+
+// GN:      PASS loss
+// GN-NEXT: PASS gn_weight
+// GN-NEXT: PASS gn_bias
+// GN-NEXT: PASS conv.weight
+// GN-NEXT: PASS conv.bias
+// GN-NEXT: PASS fc.weight
+// GN-NEXT: PASS fc.bias
+// GN-NOT:  FAIL

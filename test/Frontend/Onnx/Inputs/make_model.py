@@ -675,6 +675,18 @@ def resize_aspect_policy():
 
 
 @model
+def groupnorm_bad_groups():
+    """GroupNormalization (opset 21) with 4 groups of 6 channels."""
+    return graph(
+        [const("scale", np.ones(6), np.float32),
+         const("bias", np.zeros(6), np.float32),
+         node("GroupNormalization", ["x", "scale", "bias"], ["y"],
+              num_groups=4)],
+        [value("x", F, [BATCH, 6, 3, 4])], [value("y", F, [BATCH, 6, 3, 4])],
+        opset=21)
+
+
+@model
 def resize_cubic():
     return resize_graph([None, ("scales", [1, 1, 2, 2], np.float32)],
                         [BATCH, 2, 6, 8], mode="cubic")

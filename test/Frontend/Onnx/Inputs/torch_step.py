@@ -69,7 +69,63 @@ class Norms(nn.Module):
         return self.fc(F.adaptive_max_pool2d(y, 1).flatten(1))
 
 
-CASES = {"upsampler": Upsampler, "norms": Norms}
+class GroupNormNode(nn.Module):
+    """A convolution, GroupNorm, ReLU, global average pool and a linear
+    head, written by hand as an ONNX GroupNormalization node (torch 1.13
+    cannot export one; see `hand_export`). At opset 18 the node's scale and
+    bias are per group: `gn_weight`/`gn_bias` here hold one value per group,
+    repeated over its channels."""
+
+    def __init__(self, opset):
+        super().__init__()
+        self.opset = opset
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        affine = 6 if opset >= 21 else 3
+        self.gn_weight = nn.Parameter(torch.ones(affine))
+        self.gn_bias = nn.Parameter(torch.zeros(affine))
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        weight, bias = self.gn_weight, self.gn_bias
+        if self.opset < 21:
+            weight = weight.repeat_interleave(2)
+            bias = bias.repeat_interleave(2)
+        y = F.group_norm(y, 3, weight, bias, eps=1e-5)
+        return self.fc(torch.relu(y).mean(dim=(2, 3)))
+
+    def hand_export(self):
+        from onnx import TensorProto, helper, numpy_helper
+        inits = [numpy_helper.from_array(p.detach().numpy(), n)
+                 for n, p in self.named_parameters()]
+        nodes = [
+            helper.make_node("Conv", ["image", "conv.weight", "conv.bias"],
+                             ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("GroupNormalization",
+                             ["c", "gn_weight", "gn_bias"], ["g"],
+                             num_groups=3, epsilon=1e-5),
+            helper.make_node("Relu", ["g"], ["r"]),
+            helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+            helper.make_node("Flatten", ["p"], ["f"]),
+            helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"],
+                             ["logits"], transB=1),
+        ]
+        graph = helper.make_graph(
+            nodes, "groupnorm",
+            [helper.make_tensor_value_info("image", TensorProto.FLOAT,
+                                           ["batch", 3, 4, 4])],
+            [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                           ["batch", 4])],
+            initializer=inits)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        model.ir_version = 8
+        return model
+
+
+CASES = {"upsampler": Upsampler, "norms": Norms,
+         "groupnorm18": lambda: GroupNormNode(18),
+         "groupnorm21": lambda: GroupNormNode(21)}
 
 
 def build(case):
@@ -87,6 +143,8 @@ def build(case):
     x = torch.randn(BATCH, 3, 4, 4)
     labels = torch.tensor([1, 3, 0])
 
+    if hasattr(model, "hand_export"):
+        return model, x, labels, model.hand_export()
     buffer = io.BytesIO()
     torch.onnx.export(model, x, buffer, input_names=["image"],
                       output_names=["logits"], opset_version=13,
