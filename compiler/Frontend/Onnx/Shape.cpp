@@ -1795,7 +1795,10 @@ LogicalResult importPad(NodeImporter &n) {
     return n.emitError() << "Pad pads [" << ArrayRef(*pads) << "] need "
                          << 2 * count << " entries";
   Value y = *x;
-  for (auto [i, axis] : llvm::enumerate(axes)) {
+  for (int64_t i = 0; i < count; ++i) {
+    // A plain local: the lambdas below capture it (C++17 cannot capture a
+    // structured binding).
+    int64_t axis = axes[i];
     int64_t before = (*pads)[i], after = (*pads)[i + count];
     if (before == 0 && after == 0)
       continue;
