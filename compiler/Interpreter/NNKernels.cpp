@@ -80,6 +80,69 @@ LogicalResult runMinimum(nn::MinimumOp op, Frame &f) {
   });
 }
 
+/// Compared in the operands' own type (int64 ids exactly); NaN compares
+/// unequal to everything, as arith.cmpf's ordered predicates and `une`.
+LogicalResult runCompare(nn::CompareOp op, Frame &f) {
+  const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
+  auto shape = nn::broadcastShapes(a.getShape(), b.getShape());
+  if (failed(shape))
+    return op.emitOpError("operands of shapes ")
+           << shapeToString(a.getShape()) << " and "
+           << shapeToString(b.getShape()) << " do not broadcast";
+  auto dtype = getDType(op.getDtype());
+  if (!dtype)
+    return op.emitOpError("unsupported mask type ") << op.getDtype();
+  Tensor out(*dtype, *shape);
+  SmallVector<int64_t> sa = broadcastStrides(a.getShape(), *shape);
+  SmallVector<int64_t> sb = broadcastStrides(b.getShape(), *shape);
+  nn::ComparePredicate pred = op.getPredicate();
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    ArrayRef<T> x = a.data<T>(), y = b.data<T>();
+    forEachIndex(*shape, [&](ArrayRef<int64_t> idx, int64_t i) {
+      T u = x[offsetOf(idx, sa)], v = y[offsetOf(idx, sb)];
+      bool holds = false;
+      switch (pred) {
+      case nn::ComparePredicate::eq:
+        holds = u == v;
+        break;
+      case nn::ComparePredicate::ne:
+        holds = u != v;
+        break;
+      case nn::ComparePredicate::lt:
+        holds = u < v;
+        break;
+      case nn::ComparePredicate::le:
+        holds = u <= v;
+        break;
+      case nn::ComparePredicate::gt:
+        holds = u > v;
+        break;
+      case nn::ComparePredicate::ge:
+        holds = u >= v;
+        break;
+      }
+      out.setDouble(i, holds ? 1.0 : 0.0);
+    });
+  };
+  switch (a.getDType()) {
+  case DType::f32:
+    run(float{});
+    break;
+  case DType::f64:
+    run(double{});
+    break;
+  case DType::i32:
+    run(int32_t{});
+    break;
+  case DType::i64:
+    run(int64_t{});
+    break;
+  }
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
 LogicalResult runWhere(nn::WhereOp op, Frame &f) {
   const Tensor &c = f.get(op.getCondition());
   const Tensor &a = f.get(op.getLhs()), &b = f.get(op.getRhs());
@@ -940,6 +1003,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::DivOp, runDiv>();
   t.add<nn::MaximumOp, runMaximum>();
   t.add<nn::MinimumOp, runMinimum>();
+  t.add<nn::CompareOp, runCompare>();
   t.add<nn::NegOp, runNeg>();
   t.add<nn::ExpOp, runExp>();
   t.add<nn::LogOp, runLog>();

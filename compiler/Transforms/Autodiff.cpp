@@ -107,7 +107,10 @@ private:
     for (BlockArgument a : wrt)
       varied.insert(a);
     for (Operation &op : func.getBody().front())
-      if (llvm::any_of(op.getOperands(),
+      // A comparison's mask is piecewise constant: its derivative is 0
+      // wherever it exists, so it does not vary with the parameters.
+      if (!isa<nn::CompareOp>(op) &&
+          llvm::any_of(op.getOperands(),
                        [&](Value v) { return varied.contains(v); }))
         for (Value r : op.getResults())
           varied.insert(r);

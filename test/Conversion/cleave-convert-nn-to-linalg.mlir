@@ -44,6 +44,32 @@ func.func @maximum_minimum(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4x3
 
 // -----
 
+// nn.compare: arith.cmpi (signed) on integers, arith.cmpf on floats (une
+// for ne: NaN is unequal to everything), the i1 widened to the mask type.
+// CHECK-LABEL: func.func @compare
+// CHECK: linalg.generic
+// CHECK: ^bb0(%{{.+}}: i64, %{{.+}}: i64, %{{.+}}: f32):
+// CHECK:   %[[EQ:.+]] = arith.cmpi eq
+// CHECK:   %[[M:.+]] = arith.uitofp %[[EQ]] : i1 to f32
+// CHECK:   linalg.yield %[[M]] : f32
+// CHECK: linalg.generic
+// CHECK:   arith.cmpi slt
+// CHECK: linalg.generic
+// CHECK:   %[[NE:.+]] = arith.cmpf une
+// CHECK:   arith.uitofp %[[NE]] : i1 to f64
+// CHECK: linalg.generic
+// CHECK:   arith.cmpf oge
+// CHECK-NOT: nn.
+func.func @compare(%ids: tensor<4x3xi64>, %z: tensor<i64>, %a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf64>, tensor<4x3xf32>) {
+  %0 = nn.compare <eq>, %ids, %z {dtype = f32} : tensor<4x3xi64>, tensor<i64> -> tensor<4x3xf32>
+  %1 = nn.compare <lt>, %ids, %z {dtype = f32} : tensor<4x3xi64>, tensor<i64> -> tensor<4x3xf32>
+  %2 = nn.compare <ne>, %a, %b {dtype = f64} : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf64>
+  %3 = nn.compare <ge>, %a, %b {dtype = f32} : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %0, %1, %2, %3 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf64>, tensor<4x3xf32>
+}
+
+// -----
+
 // relu(linear(x)) is one oneDNN matmul with a bias and a ReLU post-op; the
 // backward mask reads the activation instead of the pre-activation.
 // CHECK-LABEL: func.func @linear_relu

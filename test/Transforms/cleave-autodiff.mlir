@@ -79,6 +79,25 @@ func.func @partial(%x: tensor<4x3xf32>, %w: tensor<4x3xf32> {train.param = "w"})
 
 // -----
 
+// A mask compared from a parameter (`x > w`) carries no gradient: the
+// comparison is piecewise constant, so the where's condition is a constant
+// and only its selected side reaches %w, through the where's VJP.
+
+// AD-LABEL: func.func @compared_mask_grad(
+// AD: %[[MASK:.+]] = nn.compare <gt>
+// AD-NOT: nn.compare
+// AD: nn.where %[[MASK]], %{{.+}}, %{{.+}} :
+// AD: nn.where %[[MASK]], %{{.+}}, %{{.+}} :
+// AD: return
+func.func @compared_mask(%x: tensor<4xf32>, %w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
+  %mask = nn.compare <gt>, %x, %w {dtype = f32} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %y = nn.where %mask, %x, %w : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = nn.reduce_sum %y [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Without `function`, only functions with a train.param argument and a rank-0
 // first result are differentiated, and never a gradient function again.
 

@@ -246,6 +246,36 @@ class CausalTriu(Causal):
         return self.head(x.mean(dim=1))
 
 
+class Padded(nn.Module):
+    """Self-attention over padded sequences, the padding mask computed at
+    run time from the token ids (`ids == 0`: Equal, Unsqueeze and Where on
+    a run-time condition) and applied with masked_fill, mean over tokens, a
+    linear head. Every sequence holds a real token, so no query's keys are
+    all masked: with a `-inf` fill such a row would be NaN in both
+    frameworks (softmax of all `-inf`), with `-1e4` it is uniform attention
+    over the padding. (Cleave pads a short micro-batch with copies of its
+    last sample, which hold a real token too.)"""
+
+    def __init__(self, vocab=20, tokens=6, dim=16, classes=4,
+                 fill=float("-inf")):
+        super().__init__()
+        self.fill = fill
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.1)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        pad = ids == 0
+        x = self.embed(ids) + self.pos
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+        scores = q @ k.transpose(1, 2) / x.shape[-1] ** 0.5
+        scores = scores.masked_fill(pad[:, None, :], self.fill)
+        x = x + self.proj(torch.softmax(scores, dim=-1) @ v)
+        return self.head(x.mean(dim=1))
+
+
 def vit():
     """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
     one layer of width 16. Its class token is expanded over the batch
@@ -284,7 +314,9 @@ def torchvision_model(name, **kwargs):
 
 # name: (constructor, input name, per-sample shape, input kind, classes,
 #        opset). Input kind "lm": token ids in, a label per token out, some
-#        of them IGNORE (sequences of different lengths, padded).
+#        of them IGNORE (sequences of different lengths, padded). "padded":
+#        token ids 1.. with padding id 0 after a random length, a label per
+#        sequence.
 MODELS = {
     "mlp": (mlp, "image", (1, 8, 8), "image", 10, 13),
     "lenet": (LeNet, "image", (1, 12, 12), "image", 10, 13),
@@ -295,6 +327,8 @@ MODELS = {
     "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
     "causal": (Causal, "ids", (6,), "tokens", 4, 14),
     "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
+    "padded": (Padded, "ids", (6,), "padded", 4, 14),
+    "padded_1e4": (lambda: Padded(fill=-1e4), "ids", (6,), "padded", 4, 14),
 }
 
 # The model zoo (issue 10): torchvision's image classifiers at 64x64, which
@@ -390,6 +424,11 @@ CASES = {
     # Its mask built in forward with torch.triu (Trilu).
     "causal_triu_adam": case("causal_triu", "adam", windows=RAGGED, lr=0.01,
                              eps=1e-4),
+    # A padding mask computed from the ids at run time, filled with -inf
+    # and with -1e4.
+    "padded_sgd": case("padded", "sgd", lr=0.1),
+    "padded_adam": case("padded", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
+    "padded_1e4_sgd": case("padded_1e4", "sgd", lr=0.1),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.
@@ -612,9 +651,15 @@ def run(case_name, out_dir):
     module = build()
     total = sum(map(sum, windows))
     lm = kind == "lm"
-    if kind in ("tokens", "lm"):
+    if kind in ("tokens", "lm", "padded"):
         vocab = module.embed.num_embeddings
         data = torch.randint(0, vocab, (total,) + sample_shape)
+        if kind == "padded":
+            # Real ids are 1.., padding 0 after at least one real token.
+            data = torch.randint(1, vocab, (total,) + sample_shape)
+            lengths = torch.randint(1, sample_shape[0] + 1, (total,))
+            for i in range(total):
+                data[i, int(lengths[i]):] = 0
     else:
         data = torch.randn((total,) + sample_shape)
     mse = spec["loss"] == "mse"
@@ -705,7 +750,7 @@ def run(case_name, out_dir):
     for name in sorted(runtime):
         lines.append(f"hyper {name} {hyper[name]!r}")
 
-    dtype = "i64" if kind in ("tokens", "lm") else "f32"
+    dtype = "i64" if kind in ("tokens", "lm", "padded") else "f32"
     write_raw(os.path.join(directory, "input.bin"), data)
     lines.append(f"input {input_name} {dtype} input.bin "
                  f"{data[0].numel()}")

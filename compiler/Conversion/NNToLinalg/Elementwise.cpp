@@ -133,6 +133,40 @@ Value select(OpBuilder &b, Location loc, arith::CmpFPredicate pred, Value x,
   return arith::SelectOp::create(b, loc, c, t, f);
 }
 
+/// nn.compare: arith.cmpf (ordered, but unordered for `ne`, so NaN compares
+/// unequal to everything as in IEEE and PyTorch) or arith.cmpi (signed), the
+/// i1 widened to 0/1 in the mask's float type.
+struct CompareLowering : OpRewritePattern<CompareOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CompareOp op,
+                                PatternRewriter &rewriter) const override {
+    ComparePredicate pred = op.getPredicate();
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(
+        op,
+        elementwise(rewriter, op.getLoc(), type, {op.getLhs(), op.getRhs()},
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      Value holds;
+                      if (isa<FloatType>(a[0].getType())) {
+                        using P = arith::CmpFPredicate;
+                        static constexpr P kFloat[] = {P::OEQ, P::UNE, P::OLT,
+                                                       P::OLE, P::OGT, P::OGE};
+                        holds = arith::CmpFOp::create(
+                            b, l, kFloat[static_cast<int>(pred)], a[0], a[1]);
+                      } else {
+                        using P = arith::CmpIPredicate;
+                        static constexpr P kInt[] = {P::eq,  P::ne,  P::slt,
+                                                     P::sle, P::sgt, P::sge};
+                        holds = arith::CmpIOp::create(
+                            b, l, kInt[static_cast<int>(pred)], a[0], a[1]);
+                      }
+                      return arith::UIToFPOp::create(
+                          b, l, type.getElementType(), holds);
+                    }));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
@@ -142,7 +176,8 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
                BinaryLowering<MulOp, arith::MulFOp>,
                BinaryLowering<DivOp, arith::DivFOp>,
                BinaryLowering<MaximumOp, arith::MaximumFOp>,
-               BinaryLowering<MinimumOp, arith::MinimumFOp>>(ctx);
+               BinaryLowering<MinimumOp, arith::MinimumFOp>, CompareLowering>(
+      ctx);
 
   using Args = ValueRange;
   patterns.add<UnaryLowering<NegOp>>(

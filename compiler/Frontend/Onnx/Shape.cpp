@@ -229,7 +229,7 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             return out;
           })
       .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MaximumOp,
-            nn::MinimumOp, nn::WhereOp>(
+            nn::MinimumOp, nn::WhereOp, nn::CompareOp>(
           [&](auto) -> Result {
             // Numpy broadcasting: a dynamic result dimension comes from an
             // operand whose aligned dimension is dynamic.
@@ -1012,6 +1012,11 @@ DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
   return DenseElementsAttr::get(type, out);
 }
 
+/// The mask type of run-time booleans: nn has no boolean tensors, so a
+/// comparison of run-time tensors is an f32 mask (1 where it holds), which
+/// nn.where takes as its condition and nn.mul/nn.maximum combine.
+Type maskType(NodeImporter &n) { return n.getBuilder().getF32Type(); }
+
 LogicalResult importCast(NodeImporter &n) {
   // `saturate` (opset 19) only governs conversions to float8 types, which
   // convertElementType refuses.
@@ -1028,6 +1033,27 @@ LogicalResult importCast(NodeImporter &n) {
   switch (x.kind) {
   case Kind::Tensor: {
     Type from = cast<RankedTensorType>(x.tensor.getType()).getElementType();
+    // To bool: `x != 0` as a mask, the run-time boolean's form (masked_fill
+    // exports its boolean mask through such a Cast, after an Unsqueeze); a
+    // comparison's mask, viewed or not, already is one.
+    if (elt.isInteger(1)) {
+      Value source = x.tensor;
+      while (auto view = source.getDefiningOp<nn::ReshapeOp>())
+        source = view.getInput();
+      if (source.getDefiningOp<nn::CompareOp>()) {
+        n.setOutput(0, x.tensor);
+        return success();
+      }
+      OpBuilder &b = n.getBuilder();
+      Value zero = n.getGraph().materialize(
+          DenseElementsAttr::get(RankedTensorType::get({}, from),
+                                 b.getZeroAttr(from)),
+          n.getLoc());
+      return n.createOutput<nn::CompareOp>(
+          nn::ComparePredicateAttr::get(b.getContext(),
+                                        nn::ComparePredicate::ne),
+          x.tensor, zero, TypeAttr::get(maskType(n)));
+    }
     if (from != elt)
       return n.emitError() << "Cast of a run-time tensor from " << from
                            << " to " << elt
@@ -1070,12 +1096,28 @@ Interval possibleValues(SymInt v) {
 }
 
 /// The comparisons, and the logical ops on booleans that fold the same way.
-enum class Compare { Equal, Less, Greater, And, Or };
+enum class Compare {
+  Equal,
+  Less,
+  Greater,
+  LessOrEqual,
+  GreaterOrEqual,
+  And,
+  Or
+};
 
 /// `a <op> b` for every batch size, or std::nullopt if it depends on it.
 std::optional<bool> compareSym(Compare op, SymInt a, SymInt b) {
   if (op == Compare::Greater)
     return compareSym(Compare::Less, b, a);
+  if (op == Compare::LessOrEqual || op == Compare::GreaterOrEqual) {
+    std::optional<bool> r = op == Compare::LessOrEqual
+                                ? compareSym(Compare::Less, b, a)
+                                : compareSym(Compare::Less, a, b);
+    if (!r)
+      return std::nullopt;
+    return !*r;
+  }
   Interval x = possibleValues(a), y = possibleValues(b);
   bool below = x.hi && y.lo && *x.hi < *y.lo; // a < b always
   bool above = x.lo && y.hi && *x.lo > *y.hi; // a > b always
@@ -1140,9 +1182,6 @@ DenseElementsAttr boolVector(NodeImporter &n, ArrayRef<bool> bits,
       RankedTensorType::get(shape, n.getBuilder().getI1Type()), bits);
 }
 
-/// Equal, Less and Greater fold on shape values; `x.expand(n, -1, -1)`
-/// exports `Where(Equal(shape, -1), 1, shape)`. A comparison whose answer
-/// depends on the batch size is refused.
 /// Row-major strides of `in` read at the indices of the broadcast `out`
 /// (0 along broadcast dimensions).
 SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in,
@@ -1177,6 +1216,10 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
       return u < v;
     case Compare::Greater:
       return u > v;
+    case Compare::LessOrEqual:
+      return u <= v;
+    case Compare::GreaterOrEqual:
+      return u >= v;
     case Compare::And:
       return u != 0 && v != 0;
     case Compare::Or:
@@ -1229,9 +1272,83 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
   return DenseElementsAttr::get(resultType, bits);
 }
 
+/// Run-time boolean input `i`: the mask of a comparison (or of Not, And, Or
+/// of comparisons), the only run-time booleans the importer makes.
+FailureOr<Value> runtimeMask(NodeImporter &n, unsigned i) {
+  FailureOr<Value> v = n.tensor(i);
+  if (failed(v))
+    return failure();
+  auto type = cast<RankedTensorType>(v->getType());
+  if (type.getElementType() != maskType(n))
+    return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
+                         << "' is a run-time boolean of type " << type
+                         << " that no comparison computed (boolean graph "
+                            "inputs are not supported)";
+  return v;
+}
+
+/// Boolean input `i` of a logical op as a mask: a run-time mask, or a
+/// compile-time boolean materialised as one.
+FailureOr<Value> booleanMask(NodeImporter &n, unsigned i) {
+  ImportedValue &x = n.input(i);
+  if (x.kind == Kind::Tensor)
+    return runtimeMask(n, i);
+  if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
+    return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
+                         << "' must be a boolean tensor";
+  return n.getGraph().materialize(castElements(x.constant, maskType(n)),
+                                  n.getLoc());
+}
+
+/// `a <op> b` on run-time tensors: an `nn.compare` mask.
+LogicalResult runtimeCompare(NodeImporter &n, Compare op) {
+  FailureOr<Value> a = n.tensor(0);
+  if (failed(a))
+    return failure();
+  FailureOr<Value> b = n.tensor(1);
+  if (failed(b))
+    return failure();
+  for (Value v : {*a, *b})
+    if (cast<RankedTensorType>(v.getType()).getElementType().isInteger(1))
+      return n.emitError() << n.getOpType()
+                           << " of boolean tensors at run time is not "
+                              "supported (compare numbers)";
+  nn::ComparePredicate pred;
+  switch (op) {
+  case Compare::Equal:
+    pred = nn::ComparePredicate::eq;
+    break;
+  case Compare::Less:
+    pred = nn::ComparePredicate::lt;
+    break;
+  case Compare::Greater:
+    pred = nn::ComparePredicate::gt;
+    break;
+  case Compare::LessOrEqual:
+    pred = nn::ComparePredicate::le;
+    break;
+  case Compare::GreaterOrEqual:
+    pred = nn::ComparePredicate::ge;
+    break;
+  case Compare::And:
+  case Compare::Or:
+    llvm_unreachable("logical ops combine masks");
+  }
+  return n.createOutput<nn::CompareOp>(
+      nn::ComparePredicateAttr::get(n.getBuilder().getContext(), pred), *a, *b,
+      TypeAttr::get(maskType(n)));
+}
+
+/// Equal, Less, Greater, LessOrEqual and GreaterOrEqual fold on shape values
+/// (`x.expand(n, -1, -1)` exports `Where(Equal(shape, -1), 1, shape)`) and
+/// on constants; a comparison whose answer depends on the batch size is
+/// refused. With a run-time operand (a padding mask `ids == 0`) it is an
+/// `nn.compare`, which carries no gradient.
 template <Compare op> LogicalResult importCompare(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
+  if (n.input(0).kind == Kind::Tensor || n.input(1).kind == Kind::Tensor)
+    return runtimeCompare(n, op);
   if (n.input(0).kind == Kind::Constant || n.input(1).kind == Kind::Constant) {
     FailureOr<DenseElementsAttr> a = n.constant(0, "operand");
     if (failed(a))
@@ -1272,9 +1389,22 @@ LogicalResult importNot(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
   ImportedValue &x = n.input(0);
+  if (x.kind == Kind::Tensor) {
+    // A run-time boolean is a mask of 0 and 1: its negation is `mask == 0`.
+    FailureOr<Value> mask = runtimeMask(n, 0);
+    if (failed(mask))
+      return failure();
+    Value zero = n.getGraph().materialize(
+        DenseElementsAttr::get(RankedTensorType::get({}, maskType(n)), 0.0f),
+        n.getLoc());
+    return n.createOutput<nn::CompareOp>(
+        nn::ComparePredicateAttr::get(n.getBuilder().getContext(),
+                                      nn::ComparePredicate::eq),
+        *mask, zero, TypeAttr::get(maskType(n)));
+  }
   if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
-    return n.emitError() << "Not is supported on compile-time booleans, not "
-                            "on run-time tensors";
+    return n.emitError() << "Not is supported on booleans, not on shape "
+                            "values";
   SmallVector<bool> bits;
   for (bool b : x.constant.getValues<bool>())
     bits.push_back(!b);
@@ -1284,10 +1414,22 @@ LogicalResult importNot(NodeImporter &n) {
 }
 
 /// And and Or fold on compile-time booleans of any rank, with broadcasting
-/// (masks combined from constant masks).
+/// (masks combined from constant masks). With a run-time operand they
+/// combine 0/1 masks: `nn.mul` (and) and `nn.maximum` (or).
 template <Compare op> LogicalResult importLogical(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
+  if (n.input(0).kind == Kind::Tensor || n.input(1).kind == Kind::Tensor) {
+    FailureOr<Value> a = booleanMask(n, 0);
+    if (failed(a))
+      return failure();
+    FailureOr<Value> b = booleanMask(n, 1);
+    if (failed(b))
+      return failure();
+    if (op == Compare::And)
+      return n.createOutput<nn::MulOp>(*a, *b);
+    return n.createOutput<nn::MaximumOp>(*a, *b);
+  }
   for (unsigned i : {0u, 1u}) {
     ImportedValue &x = n.input(i);
     if (x.kind != Kind::Constant || !x.constant.getElementType().isInteger(1))
@@ -1369,13 +1511,12 @@ LogicalResult importRange(NodeImporter &n) {
 }
 
 /// A compile-time boolean mask as a float tensor of `elt` (1 where it
-/// holds), the condition nn.where takes.
+/// holds), the condition nn.where takes; a run-time boolean is already such
+/// a mask (of `maskType`).
 FailureOr<Value> floatMask(NodeImporter &n, unsigned i, Type elt) {
   ImportedValue &c = n.input(i);
   if (c.kind == Kind::Tensor)
-    return n.emitError() << n.getOpType() << " condition '" << n.inputName(i)
-                         << "' is computed at run time; it must fold to a "
-                            "constant (nn has no boolean tensors)";
+    return runtimeMask(n, i);
   FailureOr<DenseElementsAttr> bits = n.constant(i, "condition");
   if (failed(bits))
     return failure();
@@ -1880,6 +2021,8 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Equal"] = {importCompare<Compare::Equal>, 13, 0b11};
   table["Less"] = {importCompare<Compare::Less>, 13, 0b11};
   table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
+  table["LessOrEqual"] = {importCompare<Compare::LessOrEqual>, 13, 0b11};
+  table["GreaterOrEqual"] = {importCompare<Compare::GreaterOrEqual>, 13, 0b11};
   table["Not"] = {importNot, 13, 1u};
   table["Where"] = {importWhere, 13, 1u};
   table["And"] = {importLogical<Compare::And>, 13, 0b11};
@@ -1917,7 +2060,8 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "run-time indices on axis 0 of a float initializer (an embedding lookup, "
       "`nn.Embedding`), or constant indices on a non-batch axis";
   table["Cast"].notes =
-      "folded at compile time; of a run-time tensor only to its own type";
+      "folded at compile time; of a run-time tensor to its own type, or to "
+      "bool: the mask `x != 0` (`nn.compare`)";
   table["ConstantOfShape"].notes =
       "a constant shape (folded), or a float one whose shape holds the batch "
       "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
@@ -1926,23 +2070,22 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "a shape that folds to constants up to the batch size; a target entry "
       "equal to the batch size takes it from a data input "
       "(`cls_token.expand(n, -1, -1)`)";
-  table["Equal"].notes =
+  const char *compareNotes =
       "folded on shape values (`expand`'s `-1` handling) and on constants of "
-      "any rank (a mask); a comparison that depends on the batch size, or of "
-      "run-time tensors, is refused";
-  table["Less"].notes =
-      "folded on shape values (`expand`'s `-1` handling) and on constants of "
-      "any rank (a mask); a comparison that depends on the batch size, or of "
-      "run-time tensors, is refused";
-  table["Greater"].notes =
-      "folded on shape values (`expand`'s `-1` handling) and on constants of "
-      "any rank (a mask); a comparison that depends on the batch size, or of "
-      "run-time tensors, is refused";
-  table["Not"].notes = "folded on compile-time booleans";
+      "any rank (a mask; a comparison that depends on the batch size is "
+      "refused); with a run-time operand (a padding mask `ids == 0`), an "
+      "`nn.compare` mask of 0 and 1 in f32, which carries no gradient";
+  for (StringRef op :
+       {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    table[op].notes = compareNotes;
+  table["Not"].notes = "folded on compile-time booleans; on a run-time mask, "
+                       "`nn.compare` `eq` 0";
   table["And"].notes =
-      "folded on compile-time booleans of any rank, with broadcasting";
+      "folded on compile-time booleans of any rank, with broadcasting; on "
+      "run-time masks, `nn.mul`";
   table["Or"].notes =
-      "folded on compile-time booleans of any rank, with broadcasting";
+      "folded on compile-time booleans of any rank, with broadcasting; on "
+      "run-time masks, `nn.maximum`";
   table["Range"].notes = "folded: start, limit and delta must be compile-time "
                          "numbers (integer ranges become shape values)";
   table["Tile"].notes =
@@ -1959,8 +2102,10 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "gradient folds back onto the input";
   table["Where"].notes =
       "folded on shape values; between tensors, a compile-time condition "
-      "(`masked_fill` with a constant mask, `-inf` fills) gives `nn.where`, "
-      "whose gradient reaches only the selected side. A registered buffer that "
-      "only views (`Slice`, `Reshape`, ...) and comparisons read, such as a "
-      "causal mask, stays a constant and folds";
+      "(`masked_fill` with a constant mask, `-inf` fills) or a run-time one "
+      "computed by comparisons (a padding mask from the token ids) gives "
+      "`nn.where`, whose gradient reaches only the selected side. A registered "
+      "buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, "
+      "such as a causal mask, stays a constant and folds. Boolean graph "
+      "inputs are not supported";
 }

@@ -84,4 +84,21 @@ def NN_GeluApproximationAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "the relation nn.compare tests", [
+  I32EnumAttrCase<"eq", 0>,
+  I32EnumAttrCase<"ne", 1>,
+  I32EnumAttrCase<"lt", 2>,
+  I32EnumAttrCase<"le", 3>,
+  I32EnumAttrCase<"gt", 4>,
+  I32EnumAttrCase<"ge", 5>
+]> {
+  let cppNamespace = "::mlir::cleave::nn";
+  let genSpecializedAttr = 0;
+}
+def NN_ComparePredicateAttr
+    : EnumAttr<NN_Dialect, NN_ComparePredicate, "compare_predicate"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // CLEAVE_NN_DIALECT

@@ -149,6 +149,18 @@ CLEAVE_BINARY_INFER(MaximumOp)
 CLEAVE_BINARY_INFER(MinimumOp)
 #undef CLEAVE_BINARY_INFER
 
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  SmallVector<Type, 1> operands;
+  if (failed(inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), operands)))
+    return failure();
+  types.push_back(tensorOf(cast<RankedTensorType>(operands[0]).getShape(),
+                           adaptor.getDtype()));
+  return success();
+}
+
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -73,6 +73,36 @@ def NN_MaximumOp : NN_BinaryOp<"maximum", "max(lhs, rhs)">;
 //===- nn.minimum ---------------------------------------------------------===//
 def NN_MinimumOp : NN_BinaryOp<"minimum", "min(lhs, rhs)">;
 
+//===- nn.compare ---------------------------------------------------------===//
+// No gradient: the mask is piecewise constant in both operands, so its
+// derivative is 0 wherever it exists (PyTorch's comparisons return tensors
+// without grad_fn). cleave-autodiff treats its result as a constant even when
+// an operand depends on a parameter (a mask of `x > 0`).
+def NN_CompareOp : NN_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with numpy broadcasting, as a mask";
+  let description = [{
+    `lhs <predicate> rhs` elementwise, 1 where it holds and 0 elsewhere, in
+    the float type `dtype` (nn has no boolean tensors: the mask is what
+    `nn.where` takes as its condition, and `nn.mul`/`nn.maximum` combine
+    masks as logical and/or). The operands broadcast as in numpy and have the
+    same element type, float or integer. Float comparisons are IEEE: NaN
+    compares unequal to everything, itself included.
+
+    ```mlir
+    %0 = nn.compare <eq>, %ids, %zero {dtype = f32} : tensor<4x8xi64>, tensor<i64> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_ComparePredicateAttr:$predicate,
+                       RankedTensorOf<[F32, F64, I32, I64]>:$lhs,
+                       RankedTensorOf<[F32, F64, I32, I64]>:$rhs,
+                       TypeAttrOf<AnyTypeOf<[F32, F64]>>:$dtype);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->`
+    type($result)
+  }];
+}
+
 //===- nn.where -----------------------------------------------------------===//
 def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
                            ["isDifferentiableOperand"]> {
@@ -80,7 +110,8 @@ def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
   let description = [{
     `condition != 0 ? lhs : rhs` elementwise; the three operands broadcast
     as in numpy. The condition is a mask of numbers (ONNX `Where`'s boolean
-    condition, PyTorch's `masked_fill`, a causal attention mask) and carries
+    condition, PyTorch's `masked_fill`, a causal attention mask, a padding
+    mask `nn.compare` computes from the token ids) and carries
     no gradient. The cotangent of `lhs` is the result's where the condition
     holds and 0 elsewhere, and the other way round for `rhs`, so a filled
     `-inf` never meets a gradient.

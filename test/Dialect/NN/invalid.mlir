@@ -950,3 +950,29 @@ func.func @where_mask_does_not_broadcast(%m: tensor<3xf32>, %x: tensor<2x4xf32>)
   %0 = nn.where %m, %x, %x : tensor<3xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return
 }
+
+// -----
+
+func.func @compare_element_types_differ(%ids: tensor<4xi64>, %x: tensor<4xf32>) {
+  // expected-error @+2 {{operands must have the same element type, got 'i64' and 'f32'}}
+  // expected-error @+1 {{'nn.compare' op failed to infer returned types}}
+  %0 = nn.compare <eq>, %ids, %x {dtype = f32} : tensor<4xi64>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @compare_integer_mask(%ids: tensor<4xi64>) {
+  // expected-error @+1 {{attribute 'dtype' failed to satisfy constraint}}
+  %0 = nn.compare <eq>, %ids, %ids {dtype = i64} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @compare_does_not_broadcast(%a: tensor<3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{operand shapes [3] and [4] do not broadcast}}
+  // expected-error @+1 {{'nn.compare' op failed to infer returned types}}
+  %0 = nn.compare <lt>, %a, %b {dtype = f32} : tensor<3xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}

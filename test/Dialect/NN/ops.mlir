@@ -22,6 +22,24 @@ func.func @binary(%a: tensor<32x10xf32>, %b: tensor<10xf32>, %c: tensor<?x1xf64>
   return
 }
 
+// CHECK-LABEL: func.func @compare
+// CHECK-SAME: (%[[IDS:.+]]: tensor<?x8xi64>, %[[Z:.+]]: tensor<i64>, %[[A:.+]]: tensor<32x10xf32>, %[[B:.+]]: tensor<10xf32>)
+func.func @compare(%ids: tensor<?x8xi64>, %z: tensor<i64>, %a: tensor<32x10xf32>, %b: tensor<10xf32>) {
+  // CHECK: nn.compare <eq>, %[[IDS]], %[[Z]] {dtype = f32} : tensor<?x8xi64>, tensor<i64> -> tensor<?x8xf32>
+  %0 = nn.compare <eq>, %ids, %z {dtype = f32} : tensor<?x8xi64>, tensor<i64> -> tensor<?x8xf32>
+  // CHECK: nn.compare <ne>, %[[A]], %[[B]] {dtype = f64} : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf64>
+  %1 = nn.compare <ne>, %a, %b {dtype = f64} : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf64>
+  // CHECK: nn.compare <lt>
+  %2 = nn.compare <lt>, %a, %b {dtype = f32} : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  // CHECK: nn.compare <le>
+  %3 = nn.compare <le>, %a, %b {dtype = f32} : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  // CHECK: nn.compare <gt>
+  %4 = nn.compare <gt>, %ids, %z {dtype = f32} : tensor<?x8xi64>, tensor<i64> -> tensor<?x8xf32>
+  // CHECK: nn.compare <ge>
+  %5 = nn.compare <ge>, %ids, %z {dtype = f32} : tensor<?x8xi64>, tensor<i64> -> tensor<?x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[Y:.+]]: tensor<?x3xf64>)
 func.func @unary(%x: tensor<8x16xf32>, %y: tensor<?x3xf64>) {

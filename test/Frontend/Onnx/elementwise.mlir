@@ -32,6 +32,8 @@
 // RUN: cleave-opt --import-onnx %t.max-min.onnx | FileCheck %s --check-prefix=MAX-MIN
 // RUN: %python %S/Inputs/make_model.py max_min_batch %t.max-batch.onnx
 // RUN: cleave-opt --import-onnx %t.max-batch.onnx | FileCheck %s --check-prefix=MAX-BATCH
+// RUN: %python %S/Inputs/make_model.py padding_mask %t.padding.onnx
+// RUN: cleave-opt --import-onnx %t.padding.onnx | FileCheck %s --check-prefix=PADDING
 
 // Add/Sub/Mul/Div of two inputs, a rank-1 initializer (a parameter), a
 // rank-0 initializer and a Constant node (both constants).
@@ -174,3 +176,32 @@
 // MAX-BATCH:         %[[M:.+]] = nn.maximum
 // MAX-BATCH-NEXT:    %[[R:.+]] = nn.reshape %[[M]] [-1, 6] : tensor<?x2x3xf32> -> tensor<?x6xf32>
 // MAX-BATCH-NEXT:    return %[[R]]
+
+// A padding mask computed at run time (ids == 0) fills attention scores;
+// comparisons are nn.compare masks of 0 and 1 (a Cast of one to bool is
+// itself, of a float `x != 0`), Not compares a mask with 0, And and Or (with
+// a constant boolean) are nn.mul and nn.maximum, and Where takes the mask as
+// its condition.
+// PADDING-LABEL: func.func @forward(
+// PADDING-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x4xi64> {train.input = "ids"},
+// PADDING-SAME:    %[[S:[a-z0-9_]+]]: tensor<?x2x4xf32> {train.input = "scores"},
+// PADDING-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x4xf32> {train.input = "x"})
+// PADDING-DAG:     %[[FIRST:.+]] = arith.constant dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<4xf32>
+// PADDING-DAG:     %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// PADDING-DAG:     %[[HALF:.+]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// PADDING-DAG:     %[[TWO:.+]] = arith.constant dense<2> : tensor<i64>
+// PADDING-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// PADDING-DAG:     %[[PADID:.+]] = arith.constant dense<0> : tensor<i64>
+// PADDING:         %[[PAD:.+]] = nn.compare <eq>, %[[IDS]], %[[PADID]] {dtype = f32} : tensor<?x4xi64>, tensor<i64> -> tensor<?x4xf32>
+// PADDING:         %[[PAD1:.+]] = nn.reshape %[[PAD]] [-1, 1, 4]
+// PADDING-NOT:     nn.compare
+// PADDING:         %[[FILLED:.+]] = nn.where %[[PAD1]], %[[INF]], %[[S]] : tensor<?x1x4xf32>, tensor<f32>, tensor<?x2x4xf32> -> tensor<?x2x4xf32>
+// PADDING:         %[[SMALL:.+]] = nn.compare <lt>, %[[IDS]], %[[TWO]] {dtype = f32}
+// PADDING:         %[[BIG:.+]] = nn.compare <ge>, %[[X]], %[[HALF]] {dtype = f32} : tensor<?x4xf32>, tensor<f32> -> tensor<?x4xf32>
+// PADDING:         %[[LARGE:.+]] = nn.compare <eq>, %[[SMALL]], %[[ZERO]] {dtype = f32}
+// PADDING:         %[[BOTH:.+]] = nn.mul %[[LARGE]], %[[BIG]]
+// PADDING:         %[[EITHER:.+]] = nn.maximum %[[BOTH]], %[[FIRST]] : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+// PADDING:         %[[NONZERO:.+]] = nn.compare <ne>, %[[X]], %[[ZERO]] {dtype = f32} : tensor<?x4xf32>, tensor<f32> -> tensor<?x4xf32>
+// PADDING:         %[[CHOSEN:.+]] = nn.mul %[[EITHER]], %[[NONZERO]]
+// PADDING:         %[[PICKED:.+]] = nn.where %[[CHOSEN]], %[[X]], %[[HALF]]
+// PADDING:         return %[[FILLED]], %[[PICKED]]

@@ -39,8 +39,10 @@
 // RUN: not cleave-opt --import-onnx %t.compare.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE
 // RUN: %python %S/Inputs/make_model.py reduce_runtime_axes %t.reduce.onnx
 // RUN: not cleave-opt --import-onnx %t.reduce.onnx 2>&1 | FileCheck %s --check-prefix=REDUCE-AXES
-// RUN: %python %S/Inputs/make_model.py compare_runtime %t.compare-rt.onnx
-// RUN: not cleave-opt --import-onnx %t.compare-rt.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE-RT
+// RUN: %python %S/Inputs/make_model.py where_bool_input %t.where-bool.onnx
+// RUN: not cleave-opt --import-onnx %t.where-bool.onnx 2>&1 | FileCheck %s --check-prefix=WHERE-BOOL
+// RUN: %python %S/Inputs/make_model.py compare_masks %t.compare-masks.onnx
+// RUN: not cleave-opt --import-onnx %t.compare-masks.onnx 2>&1 | FileCheck %s --check-prefix=COMPARE-MASKS
 // RUN: %python %S/Inputs/make_model.py cast_runtime %t.cast.onnx
 // RUN: not cleave-opt --import-onnx %t.cast.onnx 2>&1 | FileCheck %s --check-prefix=CAST
 // RUN: %python %S/Inputs/make_model.py dropout_mask %t.mask.onnx
@@ -117,8 +119,11 @@
 // REDUCE-AXES: error: ReduceSum axes ('axes') is computed at run time; it must fold to a constant
 // REDUCE-AXES-NEXT: note: while importing ONNX node 'y' (ReduceSum, opset 13)
 
-// COMPARE-RT: error: Less input 'x' is supported when it is a shape value (integers of rank 0 or 1 known up to the batch size), not a run-time tensor
-// COMPARE-RT-NEXT: note: while importing ONNX node 'y' (Less, opset 13)
+// Run-time booleans are f32 masks (nn has no boolean tensors): a boolean
+// graph input is refused, and so is a comparison of masks.
+// WHERE-BOOL: error: graph input 'c' has unsupported element type BOOL
+// COMPARE-MASKS: error: Equal of boolean tensors at run time is not supported (compare numbers)
+// COMPARE-MASKS-NEXT: note: while importing ONNX node 'y' (Equal, opset 13)
 
 // CAST: error: Cast of a run-time tensor from 'f32' to 'f64' is not supported (nn has no conversion op)
 // CAST-NEXT: note: while importing ONNX node 'y' (Cast, opset 13)

@@ -188,6 +188,23 @@ Model binary(MLIRContext *ctx, std::mt19937_64 &rng) {
             nn::MaximumOp::create(o.b(), o.l(), x, m.param("max.p", {c})));
   m.observe("minimum_both_bcast",
             nn::MinimumOp::create(o.b(), o.l(), x1, m.param("min.p", {a, 1})));
+  // Comparisons give 0/1 masks: integer ids against a broadcast reference
+  // (a padding mask; small ids, so both outcomes occur), and data against a
+  // parameter, whose mask carries no gradient to it (autodiff treats it as
+  // a constant) while nn.where routes the cotangent by it.
+  auto compare = [&](nn::ComparePredicate pred, Value lhs, Value rhs) {
+    return nn::CompareOp::create(
+        o.b(), o.l(), nn::ComparePredicateAttr::get(o.b().getContext(), pred),
+        lhs, rhs, TypeAttr::get(o.b().getF32Type()));
+  };
+  Value ids = m.indexInput("cmp.ids", {a, c}, 3);
+  Value pad = compare(nn::ComparePredicate::eq, ids,
+                      m.indexInput("cmp.ref", {1, 1}, 3));
+  m.observe("compare_eq_ids", pad);
+  m.observe("where_padding", o.where(pad, m.param("pad.fill", {}), x));
+  Value above = compare(nn::ComparePredicate::gt, x, m.param("cmp.p", {c}));
+  m.observe("compare_gt_param", above);
+  m.observe("where_compared", o.where(above, x, m.param("wc.p", {a, 1})));
   return m.finish();
 }
 

@@ -1319,6 +1319,33 @@ def max_min():
         [init("floor", [0.0, -1.0, 0.5]), init("cap", 2.0)])
 
 
+@model
+def padding_mask():
+    """A padding mask from the token ids (ids == 0) fills attention scores
+    (masked_fill, with the Cast to bool torch exports); Less,
+    GreaterOrEqual, Not, And and Or of run-time masks, a constant boolean
+    combined with a run-time one, float operands and a float Cast to bool."""
+    return graph(
+        [const("ninf", -np.inf), const("half", 0.5),
+         node("Equal", ["ids", "zero"], ["pad"]),
+         node("Unsqueeze", ["pad", "axes1"], ["pad1"]),
+         node("Cast", ["pad1"], ["pad1b"], to=TensorProto.BOOL),
+         node("Where", ["pad1b", "ninf", "scores"], ["masked"]),
+         node("Less", ["ids", "two"], ["small"]),
+         node("GreaterOrEqual", ["x", "half"], ["big"]),
+         node("Not", ["small"], ["large"]),
+         node("And", ["large", "big"], ["both"]),
+         node("Or", ["both", "first"], ["either"]),
+         node("Cast", ["x"], ["nonzero"], to=TensorProto.BOOL),
+         node("And", ["either", "nonzero"], ["chosen"]),
+         node("Where", ["chosen", "x", "half"], ["picked"])],
+        [value("ids", I64, [BATCH, 4]), value("scores", F, [BATCH, 2, 4]),
+         value("x", F, [BATCH, 4])],
+        [value("masked", F, [BATCH, 2, 4]), value("picked", F, [BATCH, 4])],
+        [ints("zero", 0), ints("two", 2), ints("axes1", [1]),
+         init("first", np.array([True, False, False, False]), np.bool_)])
+
+
 # ---------------------------------------------------------------------------
 # Tile and Trilu
 # ---------------------------------------------------------------------------
@@ -1566,11 +1593,23 @@ def compare_batch():
 
 
 @model
-def compare_runtime():
-    """nn has no comparison op: Less of run-time tensors is refused."""
-    return graph([node("Less", ["x", "x"], ["y"])],
-                 [value("x", F, [BATCH, 4])],
-                 [value("y", TensorProto.BOOL, [BATCH, 4])])
+def compare_masks():
+    """Comparing run-time booleans (a mask with True) is refused: masks are
+    combined with Not, And and Or."""
+    return graph([node("Equal", ["ids", "zero"], ["pad"]),
+                  node("Equal", ["pad", "yes"], ["y"])],
+                 [value("ids", I64, [BATCH, 4])],
+                 [value("y", TensorProto.BOOL, [BATCH, 4])],
+                 [ints("zero", 0), init("yes", True, np.bool_)])
+
+
+@model
+def where_bool_input():
+    """nn has no boolean tensors: a boolean graph input is refused."""
+    return graph([node("Where", ["c", "x", "x"], ["y"])],
+                 [value("c", TensorProto.BOOL, [BATCH, 4]),
+                  value("x", F, [BATCH, 4])],
+                 [value("y", F, [BATCH, 4])])
 
 
 @model
