@@ -429,14 +429,9 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Add"].notes =
-      "NumPy broadcasting; folds on shape values and on scalar constants";
-  table["Sub"].notes =
-      "NumPy broadcasting; folds on shape values and on scalar constants";
-  table["Mul"].notes =
-      "NumPy broadcasting; folds on shape values and on scalar constants";
-  table["Div"].notes =
-      "NumPy broadcasting; folds on shape values and on scalar constants";
+  for (StringRef op : {"Add", "Sub", "Mul", "Div"})
+    table[op].notes =
+        "NumPy broadcasting; folds on shape values and on scalar constants";
   table["Pow"].notes = "constant exponent";
   table["Erf"].notes =
       "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";

@@ -409,15 +409,11 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
       "from 14) or inference mode; the saved-statistics outputs must be unused";
   table["LayerNormalization"].notes =
       "`stash_type=1`; the opset-13 decomposition is recomposed";
-  table["ReduceMean"].notes =
-      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
-      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
-  table["ReduceSum"].notes =
-      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
-      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
-  table["ReduceMax"].notes =
-      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
-      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`";
+  for (StringRef op : {"ReduceMean", "ReduceSum", "ReduceMax"})
+    table[op].notes =
+        "`axes` as an attribute, or as a constant input (`ReduceSum` from "
+        "opset 13, every reduction from 18); `keepdims`, "
+        "`noop_with_empty_axes`";
   table["ReduceMin"].notes =
       "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
       "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "

@@ -2035,18 +2035,8 @@ void importer::populateShapeImporters(ImporterTable &table) {
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
   table["Constant"].notes = "folded at compile time";
   table["Shape"].notes = "folded at compile time, `start` and `end` included";
-  table["Reshape"].notes =
-      "shapes must fold to constants up to the batch dimension";
-  table["Flatten"].notes =
-      "shapes must fold to constants up to the batch dimension";
-  table["Transpose"].notes =
-      "shapes must fold to constants up to the batch dimension";
-  table["Squeeze"].notes =
-      "shapes must fold to constants up to the batch dimension";
-  table["Unsqueeze"].notes =
-      "shapes must fold to constants up to the batch dimension";
-  table["Concat"].notes =
-      "shapes must fold to constants up to the batch dimension";
+  for (StringRef op : {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat"})
+    table[op].notes = "shapes must fold to constants up to the batch dimension";
   table["Slice"].notes =
       "bounds that fold to constants; on shape values and on any tensor along "
       "static axes. A batch-dependent axis (the batch, in any position: "
