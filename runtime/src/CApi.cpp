@@ -462,6 +462,8 @@ cleave_status cleave_session_create(cleave_artifact *artifact,
       opts.device = options->device == CLEAVE_DEVICE_CUDA
                         ? cleave::rt::DeviceKind::Cuda
                         : cleave::rt::DeviceKind::Cpu;
+      static_assert(CLEAVE_DEVICE_ORDINAL_AUTO ==
+                    cleave::rt::kAutoDeviceOrdinal);
       opts.deviceOrdinal = options->device_ordinal;
     }
     std::unique_ptr<Session> session;

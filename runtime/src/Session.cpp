@@ -174,16 +174,11 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     // launch is then a driver call that a profiler sees).
     const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
     session->useGraphs_ = !graphs || std::string_view(graphs) != "0";
-    if (options.deviceOrdinal < 0)
+    if (options.deviceOrdinal < 0 &&
+        options.deviceOrdinal != kAutoDeviceOrdinal)
       return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
-                       options.deviceOrdinal, ", expected 0 or more");
-    // Before anything is allocated: on a machine without a driver, a GPU or
-    // code for its architecture this is the one line the caller gets.
-    Status opened =
-        Gpu::open(options.deviceOrdinal, m.gpuArches, m.ptxArch, session->gpu_);
-    if (!opened.ok())
-      return opened.withContext(path);
-    session->alignment_ = kDeviceAlignment;
+                       options.deviceOrdinal,
+                       ", expected 0 or more, or -1 (one GPU per rank)");
   }
   CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
@@ -213,11 +208,13 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                             : " (not distributed: set the distributed option "
                               "and launch the job with mpirun -np ",
         options.distributed ? "" : std::to_string(m.ranks) + ")");
-  if (session->gpu_ && session->numRanks() > 1)
+  if (m.device == DeviceKind::Cuda && m.shardOptimizerState &&
+      session->numRanks() > 1)
     return makeError(CLEAVE_FAILED_PRECONDITION, path,
-                     ": data-parallel training on GPUs (NCCL) is not "
-                     "implemented yet; this job has ",
-                     session->numRanks(), " ranks, run one process");
+                     ": ZeRO-1 (sharded optimizer state) is not implemented "
+                     "on GPUs; compile without --shard-optimizer-state");
+  if (m.device == DeviceKind::Cuda)
+    CLEAVE_RETURN_IF_ERROR(session->openGpu(options));
   if (session->gpu_) {
     std::unique_ptr<DeviceKernels> kernels;
     Status built = session->gpu_->createKernels(m.kernels, kernels);
@@ -235,6 +232,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     session->kernelContext_->setCommunicator(session->communicator_.get());
     session->kernelContext_->setShardedCollectives(
         session->shardedCollectives_.get());
+    session->kernelContext_->setDeviceCollectives(
+        session->deviceCollectives_.get());
   }
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
@@ -778,6 +777,83 @@ Status Session::run(EntryKind kind) {
   b.fn(kernelContext_.get(), b.args.data());
   windowBytes_ += totalBytesSent() - before;
   return entryResult(kind);
+}
+
+namespace {
+/// Fails every rank of `comm` when any failed a step all of them took: a
+/// rank that failed returns its own error, the others one that says how
+/// many failed (each prints its reason where the job's errors are shown).
+Status agreeAcrossRanks(Communicator &comm, const Status &mine,
+                        const std::string &step) {
+  const double failed = comm.allreduceSum(mine.ok() ? 0.0 : 1.0);
+  if (!mine.ok() || failed == 0)
+    return mine;
+  return makeError(CLEAVE_FAILED_PRECONDITION, step, " failed on ",
+                   static_cast<int>(failed), " of the job's ", comm.size(),
+                   " ranks");
+}
+
+std::string ordinalSuffix(int n) {
+  const int tens = n % 100, units = n % 10;
+  if (tens >= 11 && tens <= 13)
+    return "th";
+  return units == 1 ? "st" : units == 2 ? "nd" : units == 3 ? "rd" : "th";
+}
+} // namespace
+
+Status Session::openGpu(const Options &options) {
+  const std::string &path = artifact_->path();
+  const Manifest &m = manifest_;
+  int ordinal = options.deviceOrdinal;
+  std::string placement;
+  Status placed = Status::success();
+  const bool several = communicator_ && numRanks() > 1;
+  if (several) {
+    // One GPU per process: a rank takes the GPU of its index among the
+    // job's processes on the same machine.
+    Communicator::NodeRanks node = communicator_->nodeRanks();
+    if (ordinal == kAutoDeviceOrdinal) {
+      ordinal = node.rank;
+      placement = "rank " + std::to_string(communicator_->rank()) +
+                  " is the " + std::to_string(node.rank + 1) +
+                  ordinalSuffix(node.rank + 1) + " of " +
+                  std::to_string(node.size) + " processes on " + node.host +
+                  ", and each takes a GPU of its own";
+    } else if (node.size > 1) {
+      placed = makeError(
+          CLEAVE_FAILED_PRECONDITION, path, ": ", node.size,
+          " ranks of the job run on ", node.host,
+          " and all would use GPU ", ordinal,
+          "; NCCL needs one GPU per rank (cleave-train --device=cuda, or "
+          "device ordinal -1 in the API, gives each rank its own)");
+    }
+  } else if (ordinal == kAutoDeviceOrdinal) {
+    ordinal = 0;
+  }
+  // Before anything is allocated: on a machine without a driver, a GPU or
+  // code for its architecture this is the one line the caller gets.
+  Status opened = placed;
+  if (opened.ok()) {
+    opened = Gpu::open(ordinal, m.gpuArches, m.ptxArch, gpu_);
+    if (!opened.ok()) {
+      opened = opened.withContext(path);
+      if (!placement.empty())
+        opened = Status(opened.code(),
+                        opened.message() + " (" + placement + ")");
+    }
+  }
+  if (several)
+    opened = agreeAcrossRanks(*communicator_, opened, "opening a GPU");
+  CLEAVE_RETURN_IF_ERROR(opened);
+  alignment_ = kDeviceAlignment;
+  if (several) {
+    Status joined = gpu_->createCollectives(*communicator_,
+                                            deviceCollectives_);
+    if (!joined.ok())
+      return joined.withContext(path + ": data-parallel training on " +
+                                gpu_->description());
+  }
+  return Status::success();
 }
 
 Status Session::entryResult(EntryKind kind) {

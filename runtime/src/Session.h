@@ -30,11 +30,16 @@
 namespace cleave::rt {
 
 class Communicator;
+class DeviceCollectives;
 class Gpu;
 class KernelContext;
 class ShardedCollectives;
 
 /// A zero-initialised, kBufferAlignment-aligned heap buffer.
+/// Session::Options::deviceOrdinal: one GPU per rank of the machine
+/// (CLEAVE_DEVICE_ORDINAL_AUTO of the C API).
+inline constexpr int kAutoDeviceOrdinal = -1;
+
 class AlignedBuffer {
 public:
   AlignedBuffer() = default;
@@ -67,7 +72,9 @@ public:
     /// What runs the entry points: must be what the artifact was compiled
     /// for (its manifest's `device`).
     DeviceKind device = DeviceKind::Cpu;
-    /// Which GPU, for DeviceKind::Cuda.
+    /// Which GPU, for DeviceKind::Cuda; kAutoDeviceOrdinal: the rank's
+    /// index on its machine (Communicator::nodeRanks), 0 when not
+    /// distributed, so that each rank of a job has a GPU of its own.
     int deviceOrdinal = 0;
   };
 
@@ -227,6 +234,10 @@ private:
   /// otherwise a failed rank returns its own error and the others one
   /// naming the failed ranks.
   Status agreeOnStatus(const Status &local) const;
+  /// Opens the GPU of a cuda session (which one: Options::deviceOrdinal)
+  /// and, in a job of several ranks, joins the NCCL communicator. Collective
+  /// when distributed: all ranks succeed or all fail.
+  Status openGpu(const Options &options);
   /// Collective: every rank returns rank 0's `status`.
   Status rankZeroStatus(const Status &status) const;
 
@@ -241,6 +252,8 @@ private:
   /// The GPU of a cuda session (null on the CPU). Declared before
   /// kernelContext_, whose device kernels use its stream and memory.
   std::unique_ptr<Gpu> gpu_;
+  /// NCCL over gpu_ and communicator_, for a cuda session of several ranks.
+  std::unique_ptr<DeviceCollectives> deviceCollectives_;
   std::unique_ptr<KernelContext> kernelContext_;
 
   /// The globals; on a GPU their host copy, current at creation, after a

@@ -269,12 +269,19 @@ typedef struct cleave_session_options {
    *  code for the GPU's architecture, a runtime built without CUDA), creating
    *  the session fails with CLEAVE_FAILED_PRECONDITION and one line. */
   int32_t device;
-  /** Which GPU (CUDA device ordinal) for CLEAVE_DEVICE_CUDA. Default 0. */
+  /** Which GPU (CUDA device ordinal) for CLEAVE_DEVICE_CUDA. Default 0.
+   *  CLEAVE_DEVICE_ORDINAL_AUTO: in a distributed session, the GPU whose
+   *  ordinal is the rank's index among the job's processes on its machine
+   *  (one GPU per process, which NCCL needs); otherwise GPU 0. A distributed
+   *  cuda session of several ranks reduces its windows with NCCL
+   *  (libnccl.so.2, loaded at run time). */
   int32_t device_ordinal;
 } cleave_session_options;
 
 /** Values of cleave_session_options.device. */
 enum { CLEAVE_DEVICE_CPU = 0, CLEAVE_DEVICE_CUDA = 1 };
+/** cleave_session_options.device_ordinal: one GPU per rank of the machine. */
+#define CLEAVE_DEVICE_ORDINAL_AUTO (-1)
 
 /** Sets every field of `options` to its default. */
 CLEAVE_API void cleave_session_options_init(cleave_session_options *options);

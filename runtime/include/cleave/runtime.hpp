@@ -216,6 +216,7 @@ struct SessionOptions {
   bool distributed = false;
   /// CLEAVE_DEVICE_CPU or CLEAVE_DEVICE_CUDA.
   int32_t device = CLEAVE_DEVICE_CPU;
+  /// A GPU ordinal, or CLEAVE_DEVICE_ORDINAL_AUTO (one GPU per rank).
   int32_t deviceOrdinal = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "Checksum.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -846,6 +847,37 @@ void Communicator::scatterBytes(const std::vector<std::string> &parts,
 void Communicator::barrier() {
   if (transport_)
     transport_->barrier("barrier");
+}
+
+Communicator::NodeRanks Communicator::nodeRanks() {
+  NodeRanks mine;
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0)
+    std::snprintf(host, sizeof(host), "(unnamed host)");
+  mine.host = host;
+  if (size_ == 1)
+    return mine;
+  std::vector<std::string> hosts;
+  gatherBytes(mine.host, hosts, /*root=*/0);
+  std::vector<std::string> answers;
+  if (rank_ == 0) {
+    // "<local rank> <local size>" for each rank.
+    answers.resize(size_);
+    for (int r = 0; r < size_; ++r) {
+      int before = 0, same = 0;
+      for (int q = 0; q < size_; ++q)
+        if (hosts[q] == hosts[r]) {
+          ++same;
+          before += q < r;
+        }
+      answers[r] = std::to_string(before) + " " + std::to_string(same);
+    }
+  }
+  std::string answer;
+  scatterBytes(answers, answer, /*root=*/0);
+  if (std::sscanf(answer.c_str(), "%d %d", &mine.rank, &mine.size) != 2)
+    fail("nodeRanks: rank 0 sent '" + answer + "'");
+  return mine;
 }
 
 void cleave::rt::crossRankReduce(Communicator *comm, int32_t kind,

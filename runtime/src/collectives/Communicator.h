@@ -237,6 +237,18 @@ public:
   /// Returns once every rank has called barrier().
   void barrier();
 
+  /// Where this rank sits on its machine: the job's ranks on the same host
+  /// (by host name) are numbered 0 .. size - 1 in rank order. A GPU session
+  /// takes GPU `rank` of its machine (one GPU per process). Collective:
+  /// rank 0 gathers the host names and scatters each rank its answer (the
+  /// bytes are counted as gatherBytes and scatterBytes count them).
+  struct NodeRanks {
+    int rank = 0;
+    int size = 1;
+    std::string host;
+  };
+  NodeRanks nodeRanks();
+
 private:
   Communicator(const CommunicatorOptions &options,
                std::shared_ptr<MpiSession> mpi,

@@ -59,6 +59,7 @@ namespace cleave::rt {
   X(cuLaunchKernel)                                                            \
   X(cuStreamBeginCapture)                                                      \
   X(cuStreamEndCapture)                                                        \
+  X(cuStreamIsCapturing)                                                       \
   X(cuGraphInstantiate)                                                        \
   X(cuGraphLaunch)                                                             \
   X(cuGraphDestroy)                                                            \

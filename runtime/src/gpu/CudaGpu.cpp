@@ -12,6 +12,7 @@
 #include "gpu/CudaKernels.h"
 #include "gpu/Gpu.h"
 #include "gpu/GpuArch.h"
+#include "gpu/Nccl.h"
 
 #include <map>
 #include <mutex>
@@ -240,6 +241,11 @@ public:
                        std::unique_ptr<DeviceKernels> &out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     return createCudaKernels(d_, *this, kernels, out);
+  }
+
+  Status createCollectives(Communicator &comm,
+                           std::unique_ptr<DeviceCollectives> &out) override {
+    return createNcclCollectives(d_, *this, comm, out);
   }
 
 private:

@@ -26,6 +26,8 @@
 
 namespace cleave::rt {
 
+class Communicator;
+class DeviceCollectives;
 class DeviceKernels;
 
 /// Whether this runtime was built with the CUDA headers (it can then run
@@ -120,6 +122,13 @@ public:
   /// kernel this runtime cannot run on a GPU.
   virtual Status createKernels(const nlohmann::json &kernels,
                                std::unique_ptr<DeviceKernels> &out) = 0;
+
+  /// The reduction of cleave_cross_rank_reduce when the session is one of
+  /// `comm`'s ranks (more than one): NCCL on this GPU's stream
+  /// (gpu/Nccl.h). Collective: every rank of the job calls it, and they all
+  /// succeed or all fail.
+  virtual Status createCollectives(Communicator &comm,
+                                   std::unique_ptr<DeviceCollectives> &out) = 0;
 };
 
 } // namespace cleave::rt

@@ -115,6 +115,7 @@ struct KernelContext::Impl {
   std::vector<std::unique_ptr<Kernel>> kernels;
   Communicator *comm = nullptr;
   ShardedCollectives *sharded = nullptr;
+  DeviceCollectives *deviceCollectives = nullptr;
 };
 
 KernelContext::KernelContext(std::unique_ptr<Impl> impl)
@@ -196,6 +197,12 @@ void KernelContext::setShardedCollectives(ShardedCollectives *collectives) {
 }
 ShardedCollectives *KernelContext::shardedCollectives() const {
   return impl_->sharded;
+}
+void KernelContext::setDeviceCollectives(DeviceCollectives *collectives) {
+  impl_->deviceCollectives = collectives;
+}
+DeviceCollectives *KernelContext::deviceCollectives() const {
+  return impl_->deviceCollectives;
 }
 size_t KernelContext::numKernels() const { return impl_->kernels.size(); }
 

@@ -61,6 +61,18 @@ public:
                          const int64_t *sizes, float *const *outputs) = 0;
 };
 
+/// cleave_cross_rank_reduce of a GPU session with several ranks: `buffers`
+/// are device pointers, and the reduction is enqueued on the session's
+/// stream like the kernels around it. The GPU layer implements it with NCCL
+/// (gpu/Nccl.cpp). `kind` is a CLEAVE_REDUCE_* value of kernel_abi.h, checked
+/// by the caller. Returns what went wrong (the caller records it).
+class DeviceCollectives {
+public:
+  virtual ~DeviceCollectives() = default;
+  virtual Status reduce(int32_t kind, int64_t count, float *const *buffers,
+                        const int64_t *sizes) = 0;
+};
+
 /// The kernel library of a session whose entry points run on a GPU
 /// (`"device": "cuda"`): the same kernel table and semantics as the oneDNN
 /// kernels, on device pointers, enqueued on the session's stream. Created
@@ -128,6 +140,10 @@ public:
   /// context does not own them.
   void setShardedCollectives(ShardedCollectives *collectives);
   ShardedCollectives *shardedCollectives() const;
+  /// Attaches the device reduction a GPU context's cleave_cross_rank_reduce
+  /// uses; nullptr (the default) means a single rank. Not owned.
+  void setDeviceCollectives(DeviceCollectives *collectives);
+  DeviceCollectives *deviceCollectives() const;
 
   size_t numKernels() const;
   /// The kernel with manifest id `id`, or nullptr if there is none.

@@ -292,6 +292,26 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
                                    std::to_string(sizes[i]) +
                                    (buffers[i] ? ")" : ", NULL pointer)"));
       });
+  // On a GPU the buffers are device pointers, and the reduction is
+  // enqueued on the session's stream (NCCL) like the kernels around it.
+  if (context->device()) {
+    DeviceCollectives *collectives = context->deviceCollectives();
+    // One rank: as below.
+    if (!collectives)
+      return;
+    Status status;
+    try {
+      status = collectives->reduce(kind, count, buffers, sizes);
+    } catch (...) {
+      status = currentException(entry);
+    }
+    if (!status.ok())
+      fail(ctx, [&] {
+        return Status(status.code(),
+                      std::string(entry) + ": " + status.message());
+      });
+    return;
+  }
   Communicator *comm = context->communicator();
   // One rank: sum, mean and Adasum of a single contribution are that
   // contribution.

@@ -46,8 +46,9 @@ processes train as one data-parallel job (an artifact compiled with
   --lr-step-size=K --lr-gamma=G   step: lr x G every K steps (G default 0.1)
   --lr-power=P           polynomial: the exponent (default 1)
   --threads=T            OpenMP threads of the kernels (default: OpenMP's)
-  --device=D             cpu (default) or cuda[:K] (GPU K, default 0): must
-                         be what the artifact was compiled for (--target)
+  --device=D             cpu (default) or cuda[:K] (GPU K; default GPU 0, and
+                         under mpirun one GPU per rank, reduced with NCCL):
+                         must be what the artifact was compiled for (--target)
   --metrics=FILE         JSON lines: one per optimizer step and per epoch
   --checkpoint-dir=DIR   checkpoint at every epoch end (and --checkpoint-every)
   --checkpoint-every=K   also checkpoint every K micro-steps
@@ -199,8 +200,10 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
       if (text == "cpu") {
         o.cuda = false;
       } else if (text == "cuda") {
+        // GPU 0, or under mpirun the GPU of the rank's index on its
+        // machine: one GPU per rank.
         o.cuda = true;
-        o.deviceOrdinal = 0;
+        o.deviceOrdinal = TrainOptions::kOneGpuPerRank;
       } else if (text.rfind("cuda:", 0) == 0) {
         o.cuda = true;
         o.deviceOrdinal = int32_t(parseInt(n, text.substr(5), 0, 1 << 20));

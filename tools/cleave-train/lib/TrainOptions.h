@@ -52,6 +52,10 @@ struct TrainOptions {
   /// --device=cpu (default) or cuda[:K]: where the artifact's entry points
   /// run; it must be what the artifact was compiled for.
   bool cuda = false;
+  /// --device=cuda:K gives K; --device=cuda kOneGpuPerRank (GPU 0, or the
+  /// GPU of the rank's index on its machine under mpirun), the runtime's
+  /// CLEAVE_DEVICE_ORDINAL_AUTO.
+  static constexpr int32_t kOneGpuPerRank = -1;
   int32_t deviceOrdinal = 0;
   std::string metricsPath;
   std::string checkpointDir;

@@ -396,6 +396,7 @@ void Trainer::startOrResume() {
   options.seed = o_.seed;
   options.numThreads = o_.threads;
   options.device = o_.cuda ? CLEAVE_DEVICE_CUDA : CLEAVE_DEVICE_CPU;
+  static_assert(TrainOptions::kOneGpuPerRank == CLEAVE_DEVICE_ORDINAL_AUTO);
   options.deviceOrdinal = o_.deviceOrdinal;
   if (o_.accumulate)
     options.accumulate = *o_.accumulate;

@@ -40,6 +40,12 @@
 #if defined(FAKE_SGD) == defined(FAKE_ADAM)
 #error "define exactly one of FAKE_SGD and FAKE_ADAM"
 #endif
+/* The reduction kind of the SGD fake's apply step (a data-parallel test
+ * builds it with CLEAVE_REDUCE_ADASUM too). */
+#ifndef FAKE_REDUCE
+#define FAKE_REDUCE CLEAVE_REDUCE_SUM
+#endif
+
 #if defined(FAKE_CUDA) && !defined(FAKE_SGD)
 #error "FAKE_CUDA needs FAKE_SGD"
 #endif
@@ -424,7 +430,7 @@ void cleave_entry_apply_step(void *ctx, void **args) {
   /* The window's gradient sums and sample counts of all ranks. */
   float *reduced[3] = {grads[0], grads[1], samples};
   if (ctx)
-    cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 3, reduced, sizes);
+    cleave_cross_rank_reduce(ctx, FAKE_REDUCE, 3, reduced, sizes);
 #ifdef FAKE_CUDA
   launch(ctx, "sgd_update", args, bad);
 #else

@@ -8,7 +8,8 @@
  *
  * Devices: two, device 0 of compute capability 9.0 and device 1 of 7.5,
  * unless FAKE_CUDA_DEVICES is set (a count, read at every
- * cuDeviceGetCount). fake_cuda_fail_sync(1) makes stream and event waits
+ * cuDeviceGetCount); FAKE_CUDA_UNIFORM=1 makes device 1 a 9.0 too (two
+ * ranks of a data-parallel test, one per device). fake_cuda_fail_sync(1) makes stream and event waits
  * fail as after a kernel's illegal memory access.
  *
  * Graphs: while a stream captures, a launch is recorded (its kernel and
@@ -85,8 +86,14 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   *device = ordinal;
   return CUDA_SUCCESS;
 }
+static int uniform(void) {
+  const char *env = getenv("FAKE_CUDA_UNIFORM");
+  return env && strcmp(env, "1") == 0;
+}
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
                               CUdevice device) {
+  if (uniform())
+    device = 0;
   if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
     *value = device == 0 ? 9 : 7;
   else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
@@ -96,7 +103,8 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
-  strncpy(name, device == 0 ? "Fake GPU" : "Old Fake GPU", (size_t)len);
+  strncpy(name, device == 0 || uniform() ? "Fake GPU" : "Old Fake GPU",
+          (size_t)len);
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
@@ -291,6 +299,14 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
   *graph = (CUgraph)capturing;
   capturing = NULL;
   ++stats.captures;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamIsCapturing(CUstream stream,
+                             CUstreamCaptureStatus *status) {
+  if (stream != (CUstream)&streamToken)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                      : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
