@@ -195,7 +195,9 @@ private:
   int64_t plannedSteps(int64_t n) const;
   void announce();
   void runEpoch();
-  void microStep(int64_t k);
+  /// Trains on the `k` gathered samples: one micro-step, or (k above the
+  /// micro-batch) consecutive micro-batches of one train_batch call.
+  void microSteps(int64_t k);
   /// The learning rate of the next optimizer step (0 without `lr`).
   double nextLr() const;
   /// Records the optimizer step that just ended a window of `microSteps`
@@ -218,6 +220,8 @@ private:
   ModelInterface model_;
   data::Dataset train_, test_;
   std::unique_ptr<data::MicroBatcher> trainBatcher_, testBatcher_;
+  /// The inputs' standardisation (identity unless --normalize=standard).
+  data::Normalization normalization_;
   bool root_ = true;
   /// This process's rank and the job's size (0 and 1 without mpirun).
   int rank_ = 0, ranks_ = 1;
@@ -303,13 +307,12 @@ void Trainer::load() {
                        "normalised (they index an embedding); leave "
                        "--normalize out or give --normalize=none");
   // Test inputs are standardised with the training statistics.
-  data::Normalization normalization;
   if (o_.standardize && !model_.tokens)
-    check(data::standardization(train_, normalization));
+    check(data::standardization(train_, normalization_));
   check(data::MicroBatcher::create(train_, model_.microBatch, trainBatcher_,
-                                   normalization));
+                                   normalization_));
   check(data::MicroBatcher::create(test_, model_.microBatch, testBatcher_,
-                                   normalization));
+                                   normalization_));
 
   if (const char *kill = std::getenv(kKillAtEnv)) {
     char *end = nullptr;
@@ -720,7 +723,7 @@ void Trainer::announce() {
                         {"hyperparameters", hyper}}));
 }
 
-void Trainer::microStep(int64_t k) {
+void Trainer::microSteps(int64_t k) {
   const void *data[2];
   size_t bytes[2];
   data[model_.inputIndex] = trainBatcher_->inputData();
@@ -728,7 +731,11 @@ void Trainer::microStep(int64_t k) {
   data[model_.targetIndex] = trainBatcher_->targets();
   bytes[model_.targetIndex] = trainBatcher_->targetBytes();
   cleave_batch batch{k, 2, data, bytes};
-  cleave::check(cleave_session_micro_step(session_->get(), &batch));
+  if (k <= model_.microBatch)
+    cleave::check(cleave_session_micro_step(session_->get(), &batch));
+  else
+    cleave::check(cleave_session_train_batch(session_->get(), &batch,
+                                             model_.microBatch));
 }
 
 void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
@@ -870,23 +877,43 @@ void Trainer::runEpoch() {
     progress_.beginEpoch(pos_.epoch + 1, o_.epochs, share_ * ranks_,
                          pos_.sample * ranks_);
 
+  // On a GPU, reading the loss waits for the device to finish. So the rest
+  // of a window goes to the session in one train_batch, whose micro-steps
+  // the GPU runs back to back while the host stages the next micro-batch,
+  // and the loss is read once per window (or per checkpoint interval,
+  // whichever ends first). On the CPU each micro-step is a call of its own.
+  const int64_t perCall = o_.cuda ? session_->accumulation() : 1;
+  if (trainBatcher_->capacity() < perCall * b)
+    check(data::MicroBatcher::create(train_, perCall * b, trainBatcher_,
+                                     normalization_));
   while (pos_.sample < share_) {
-    const int64_t k = std::min(b, share_ - pos_.sample);
+    int64_t steps = 1;
+    if (perCall > 1) {
+      steps = perCall - session_->microSteps();
+      if (o_.checkpointEvery > 0)
+        steps = std::min(steps, o_.checkpointEvery -
+                                    pos_.microSteps % o_.checkpointEvery);
+    }
+    const int64_t k = std::min(steps * b, share_ - pos_.sample);
+    steps = (k + b - 1) / b;
     check(trainBatcher_->gather(share + pos_.sample, k));
     const int64_t stepBefore = session_->step();
-    const int64_t window = session_->microSteps() + 1;
+    const int64_t closes = session_->microSteps() + steps;
     const double lr = nextLr();
-    microStep(k);
+    microSteps(k);
     const double loss = session_->lastLoss();
     // What the loss is a mean over: k samples, or their real tokens.
     const int64_t count = model_.tokens ? session_->lastCount() : k;
     if (!std::isfinite(loss))
-      throw tools::Error("training diverged: the loss of micro-step " +
-                         std::to_string(pos_.microSteps + 1) + " (epoch " +
-                         std::to_string(pos_.epoch + 1) + ") is " +
-                         std::to_string(loss) + "; try a smaller --lr");
+      throw tools::Error(
+          "training diverged: the loss of micro-step" +
+          (steps == 1 ? " " + std::to_string(pos_.microSteps + 1)
+                      : "s " + std::to_string(pos_.microSteps + 1) + " to " +
+                            std::to_string(pos_.microSteps + steps)) +
+          " (epoch " + std::to_string(pos_.epoch + 1) + ") is " +
+          std::to_string(loss) + "; try a smaller --lr");
     pos_.sample += k;
-    pos_.microSteps += 1;
+    pos_.microSteps += steps;
     pos_.epochLossSum += loss * double(count);
     pos_.epochSamples += count;
     pos_.windowLossSum += loss * double(count);
@@ -895,7 +922,7 @@ void Trainer::runEpoch() {
     rate = double(epochTrainedHere_ * ranks_) /
            std::max(secondsSince(epochTrainStart_), 1e-9);
     if (session_->step() != stepBefore)
-      windowClosed(window, rate, lr);
+      windowClosed(closes, rate, lr);
     maybeKill(KillPoint::MicroStep);
     if (root_)
       progress_.update(pos_.sample * ranks_,
