@@ -294,14 +294,15 @@ Status Session::allocateOnDevice() {
     CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.globals[i].bytes,
                                           "global '" + m.globals[i].name + "'",
                                           deviceGlobals_[i]));
-  deviceInputs_.resize(m.inputs.size());
-  for (int slot = 0; slot < 2; ++slot)
+  for (int slot = 0; slot < 2; ++slot) {
+    deviceInputs_[slot].resize(m.inputs.size());
     staging_[slot].resize(m.inputs.size());
+  }
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const std::string what = "input '" + m.inputs[i].name + "'";
-    CLEAVE_RETURN_IF_ERROR(
-        gpu_->allocate(m.inputs[i].bytes, what, deviceInputs_[i]));
     for (int slot = 0; slot < 2; ++slot) {
+      CLEAVE_RETURN_IF_ERROR(
+          gpu_->allocate(m.inputs[i].bytes, what, deviceInputs_[slot][i]));
       void *p = nullptr;
       CLEAVE_RETURN_IF_ERROR(gpu_->allocatePinned(m.inputs[i].bytes, what, p));
       staging_[slot][i] = static_cast<unsigned char *>(p);
@@ -442,7 +443,7 @@ Status Session::bindEntries() {
       switch (a.role) {
       case ArgRole::Input:
         b.inputArgs.emplace_back(b.args.size(), a.index);
-        ptr = gpu_ ? deviceInputs_[a.index] : inputs_[a.index].data();
+        ptr = gpu_ ? deviceInputs_[0][a.index] : inputs_[a.index].data();
         break;
       case ArgRole::Output:
         ptr = gpu_ ? b.deviceOutputs[a.index] : b.outputs[a.index].data();
@@ -696,6 +697,10 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
   // ago; usually they are long done and this does not wait.
   const int slot = stagingSlot_;
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->waitEvent(slot)));
+  // The copies into the set's device buffers wait, on the GPU, for the
+  // entry that read them two batches ago.
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->beginInputCopy(slot)));
+  std::vector<void *> &device = deviceInputs_[slot];
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
     if (!e.usesInput[idx])
@@ -703,7 +708,7 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
     const InputDesc &in = m.inputs[idx];
     copyPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes);
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->upload(deviceInputs_[idx], staging_[slot][idx], in.bytes)));
+        gpu_->uploadInput(device[idx], staging_[slot][idx], in.bytes)));
   }
   if (m.sampleWeightsInput && m.tokenLabelsInput &&
       e.usesInput[*m.sampleWeightsInput]) {
@@ -712,10 +717,11 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
         staging_[slot][*m.tokenLabelsInput],
         staging_[slot][*m.sampleWeightsInput], samples, kind));
     size_t idx = *m.sampleWeightsInput;
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->upload(
-        deviceInputs_[idx], staging_[slot][idx], m.inputs[idx].bytes)));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->uploadInput(
+        device[idx], staging_[slot][idx], m.inputs[idx].bytes)));
+    deviceWeightsSamples_[slot] = -1;
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
-             weightsSamples_ != samples) {
+             deviceWeightsSamples_[slot] != samples) {
     size_t idx = *m.sampleWeightsInput;
     unsigned char *w = staging_[slot][idx];
     for (int64_t i = 0; i < b; ++i) {
@@ -726,12 +732,13 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
         reinterpret_cast<float *>(w)[i] = float(v);
     }
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->upload(deviceInputs_[idx], w, m.inputs[idx].bytes)));
-    weightsSamples_ = samples;
+        gpu_->uploadInput(device[idx], w, m.inputs[idx].bytes)));
+    deviceWeightsSamples_[slot] = samples;
   }
   if (!m.tokenLabelsInput)
     lastCount_ = samples;
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->recordEvent(slot)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->endInputCopy(slot)));
+  stagedSet_ = slot;
   stagingSlot_ = 1 - slot;
   return Status::success();
 }
@@ -874,6 +881,24 @@ Status Session::runOnDevice(EntryKind kind) {
   const size_t k = static_cast<size_t>(kind);
   Binding &b = bindings_[k];
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
+  // An entry that reads inputs reads the set of the batch staged last, once
+  // its copies are done; the next copy into the set waits for the entry.
+  const bool readsInputs = !b.inputArgs.empty();
+  const int set = readsInputs ? stagedSet_ : 0;
+  if (readsInputs) {
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->useInputs(set)));
+    for (const auto &[arg, input] : b.inputArgs)
+      b.args[arg] = deviceInputs_[set][input];
+  }
+  Status status = enqueueOnDevice(kind, set);
+  if (readsInputs)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->doneWithInputs(set)));
+  return status;
+}
+
+Status Session::enqueueOnDevice(EntryKind kind, int set) {
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
   auto enqueue = [&] {
     // Launch errors of the artifact's kernels go to this context.
     GpuLaunchScope scope(kernelContext_.get());
@@ -883,14 +908,16 @@ Status Session::runOnDevice(EntryKind kind) {
     failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
     return failure_;
   };
-  if (graphs_[k]) {
-    Status launched = gpu_->launchGraph(graphs_[k]);
+  void *&graph = graphs_[k][size_t(set)];
+  if (graph) {
+    Status launched = gpu_->launchGraph(graph);
     return launched.ok() ? Status::success() : launchFailed(launched);
   }
   // The first runs load the kernel modules and let the libraries set
   // themselves up; then the entry's work (it only enqueues, on arguments
-  // that never change) is captured once and replayed as one graph launch.
-  // eval_step runs directly: it is not in the training loop.
+  // that never change for an input set) is captured once per set and
+  // replayed as one graph launch. eval_step runs directly: it is not in the
+  // training loop.
   const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
                        !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
   if (!capture || !gpu_->beginCapture().ok()) {
@@ -899,10 +926,10 @@ Status Session::runOnDevice(EntryKind kind) {
     return entryResult(kind);
   }
   enqueue();
-  void *graph = nullptr;
-  Status ended = gpu_->endCapture(graph);
+  void *captured = nullptr;
+  Status ended = gpu_->endCapture(captured);
   if (ended.ok() && !kernelContext_->failed()) {
-    graphs_[k] = graph;
+    graph = captured;
     Status launched = gpu_->launchGraph(graph);
     return launched.ok() ? Status::success() : launchFailed(launched);
   }

@@ -207,8 +207,12 @@ private:
   /// Calls entry `kind`. If a kernel call failed in it, the session becomes
   /// unusable (failure_) and the kernel's error is returned.
   Status run(EntryKind kind);
-  /// run() on a GPU: enqueues the entry's work, or replays its CUDA graph.
+  /// run() on a GPU: orders the entry after the copies of its input set and
+  /// the next copies into that set after it, around enqueueOnDevice.
   Status runOnDevice(EntryKind kind);
+  /// Enqueues the entry's work (on input set `set`), or replays its CUDA
+  /// graph for that set.
+  Status enqueueOnDevice(EntryKind kind, int set);
   /// The error a kernel call of entry `kind` recorded, which makes the
   /// session unusable; success if there is none.
   Status entryResult(EntryKind kind);
@@ -269,7 +273,14 @@ private:
 
   // GPU sessions only: device memory (owned by gpu_) and pinned staging.
   std::vector<void *> deviceGlobals_;
-  std::vector<void *> deviceInputs_;
+  /// Two sets of device inputs, alternated with the pinned sets below: the
+  /// copy of a batch into one overlaps the kernels that read the other
+  /// (Gpu::beginInputCopy).
+  std::array<std::vector<void *>, 2> deviceInputs_;
+  /// The set of the last batch staged (the one the next entry reads), and
+  /// the sample count each set's sample weights were written for.
+  int stagedSet_ = 0;
+  std::array<int64_t, 2> deviceWeightsSamples_{-1, -1};
   void *deviceHypers_ = nullptr;
   void *deviceScratch_ = nullptr;
   /// Two sets of pinned input buffers, alternated, so that a batch is
@@ -291,7 +302,9 @@ private:
   /// capturing it failed (it then always runs directly).
   static constexpr int64_t kGraphWarmupRuns = 2;
   bool useGraphs_ = false;
-  std::array<void *, kNumEntryKinds> graphs_{};
+  /// Per entry kind and input set: an entry's launches name the set's
+  /// buffers, so each set has a graph of its own.
+  std::array<std::array<void *, 2>, kNumEntryKinds> graphs_{};
   std::array<int64_t, kNumEntryKinds> directRuns_{};
   std::array<bool, kNumEntryKinds> noGraph_{};
   std::array<Binding, kNumEntryKinds> bindings_;

@@ -92,9 +92,16 @@ public:
       d_.cuStreamSynchronize(stream_);
     for (CUgraphExec g : graphs_)
       d_.cuGraphExecDestroy(g);
+    if (copyStream_)
+      d_.cuStreamSynchronize(copyStream_);
     for (CUevent &e : events_)
       if (e)
         d_.cuEventDestroy(e);
+    for (CUevent &e : consumed_)
+      if (e)
+        d_.cuEventDestroy(e);
+    if (copyStream_)
+      d_.cuStreamDestroy(copyStream_);
     if (stream_)
       d_.cuStreamDestroy(stream_);
     for (CUdeviceptr p : device_)
@@ -108,10 +115,14 @@ public:
     CLEAVE_RETURN_IF_ERROR(
         d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
                  description_ + ": cannot create a stream"));
-    for (CUevent &e : events_)
-      CLEAVE_RETURN_IF_ERROR(
-          d_.check(d_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                   description_ + ": cannot create an event"));
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuStreamCreate(&copyStream_, CU_STREAM_NON_BLOCKING),
+                 description_ + ": cannot create a stream"));
+    for (CUevent *events : {events_, consumed_})
+      for (int i = 0; i < 2; ++i)
+        CLEAVE_RETURN_IF_ERROR(
+            d_.check(d_.cuEventCreate(&events[i], CU_EVENT_DISABLE_TIMING),
+                     description_ + ": cannot create an event"));
     return Status::success();
   }
 
@@ -189,14 +200,47 @@ public:
 
   Status synchronize() override {
     CLEAVE_RETURN_IF_ERROR(current());
+    CLEAVE_RETURN_IF_ERROR(d_.check(d_.cuStreamSynchronize(copyStream_),
+                                    description_ + ": the GPU failed"));
     return d_.check(d_.cuStreamSynchronize(stream_),
                     description_ + ": the GPU failed");
   }
 
-  Status recordEvent(int slot) override {
+  Status beginInputCopy(int set) override {
     CLEAVE_RETURN_IF_ERROR(current());
-    recorded_[slot] = true;
-    return d_.check(d_.cuEventRecord(events_[slot], stream_),
+    if (!consumedRecorded_[set])
+      return Status::success();
+    return d_.check(d_.cuStreamWaitEvent(copyStream_, consumed_[set], 0),
+                    description_ + ": cannot order an input copy");
+  }
+
+  Status uploadInput(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemcpyHtoDAsync(ptr(dst), src, bytes, copyStream_),
+                    description_ + ": copy of an input to the GPU");
+  }
+
+  Status endInputCopy(int set) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    recorded_[set] = true;
+    return d_.check(d_.cuEventRecord(events_[set], copyStream_),
+                    description_ + ": cannot record an event");
+  }
+
+  Status useInputs(int set) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    if (!recorded_[set])
+      return Status::success();
+    return d_.check(d_.cuStreamWaitEvent(stream_, events_[set], 0),
+                    description_ + ": cannot wait for the input copies");
+  }
+
+  Status doneWithInputs(int set) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    consumedRecorded_[set] = true;
+    return d_.check(d_.cuEventRecord(consumed_[set], stream_),
                     description_ + ": cannot record an event");
   }
 
@@ -262,8 +306,14 @@ private:
   DeviceInfo info_;
   std::string description_;
   CUstream stream_ = nullptr;
+  /// Input copies (see beginInputCopy).
+  CUstream copyStream_ = nullptr;
+  /// Per input set: the copies into it are done (recorded on copyStream_),
+  /// and the entry that read it is done (recorded on stream_).
   CUevent events_[2] = {nullptr, nullptr};
   bool recorded_[2] = {false, false};
+  CUevent consumed_[2] = {nullptr, nullptr};
+  bool consumedRecorded_[2] = {false, false};
   std::vector<CUgraphExec> graphs_;
   std::vector<CUdeviceptr> device_;
   std::vector<void *> pinned_;

@@ -96,15 +96,29 @@ public:
   virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
   /// Enqueues writing `count` copies of the 32-bit `value` at `dst`.
   virtual Status fill32(void *dst, uint32_t value, size_t count) = 0;
-  /// Waits until everything enqueued so far has run; returns the first
-  /// error the GPU hit (an illegal address in a kernel, say), which is
-  /// then sticky: the device context is unusable after it.
+  /// Waits until everything enqueued so far (on both streams) has run;
+  /// returns the first error the GPU hit (an illegal address in a kernel,
+  /// say), which is then sticky: the device context is unusable after it.
   virtual Status synchronize() = 0;
-  /// Records event `slot` (0 or 1) on the stream, after the work enqueued
-  /// so far.
-  virtual Status recordEvent(int slot) = 0;
-  /// Waits for the last recording of event `slot` (at once if none).
-  virtual Status waitEvent(int slot) = 0;
+
+  /// Input copies overlap the kernels of the step before: they run on a
+  /// second stream, the copy stream, into one of two sets of device input
+  /// buffers, which alternate (set 0, 1, 0, ...). For a batch in set `s`:
+  /// beginInputCopy(s) makes the copy stream wait (on the GPU, not the
+  /// host) until the compute work that last read set s is done;
+  /// uploadInput enqueues each copy on the copy stream; endInputCopy(s)
+  /// records event s after them. useInputs(s) makes the compute stream wait
+  /// for event s before the entry that reads the set, and doneWithInputs(s)
+  /// marks, after that entry, when the set may be overwritten.
+  virtual Status beginInputCopy(int set) = 0;
+  virtual Status uploadInput(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status endInputCopy(int set) = 0;
+  virtual Status useInputs(int set) = 0;
+  virtual Status doneWithInputs(int set) = 0;
+  /// Waits on the host for the copies of set `set` (the last endInputCopy
+  /// of it; at once if none): its pinned source buffers may then be
+  /// refilled.
+  virtual Status waitEvent(int set) = 0;
 
   /// CUDA graphs: the work enqueued between beginCapture and endCapture
   /// is recorded instead of run, and becomes a graph that launchGraph

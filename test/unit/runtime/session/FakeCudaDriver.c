@@ -12,6 +12,11 @@
  * ranks of a data-parallel test, one per device). fake_cuda_fail_sync(1) makes stream and event waits
  * fail as after a kernel's illegal memory access.
  *
+ * Streams are distinct tokens, but all work runs at once, in call order;
+ * what a real GPU would order by streams and events is checked instead
+ * through the trace (fake_cuda_trace: one line per copy, launch, graph
+ * launch, event record and stream wait).
+ *
  * Graphs: while a stream captures, a launch is recorded (its kernel and
  * its two parameter values) instead of run, and a copy or fill is refused
  * (the runtime enqueues none inside an entry point); cuGraphLaunch replays
@@ -24,6 +29,8 @@
 
 #include <cuda.h>
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +48,45 @@ struct fake_graph {
 static struct fake_graph *capturing;
 static struct fake_context { int device; } contexts[2] = {{0}, {1}};
 static __thread CUcontext current;
+
+/* Streams and events are distinct non-null tokens. */
+enum { kMaxStreams = 64, kMaxEvents = 64 };
+static char streamTokens[kMaxStreams], eventTokens[kMaxEvents];
+static int nextStream, nextEvent;
+static int isStream(CUstream stream) {
+  const char *p = (const char *)stream;
+  return p >= streamTokens && p < streamTokens + kMaxStreams;
+}
+static int streamId(CUstream stream) {
+  return (int)((const char *)stream - streamTokens);
+}
+static int eventId(CUevent event) {
+  return (int)((const char *)event - eventTokens);
+}
+
+/* The trace: one line per copy, launch, graph launch, event record and
+ * stream wait ("h2d s3", "launch s2 sgd_update", "record e5 s3",
+ * "wait s2 e5"), for tests of the order of work on the streams. */
+static char trace[1 << 16];
+static size_t traceLength;
+static void note(const char *format, ...) {
+  char line[128];
+  va_list args;
+  va_start(args, format);
+  int n = vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  if (n > 0 && traceLength + (size_t)n + 1 < sizeof(trace)) {
+    memcpy(trace + traceLength, line, (size_t)n);
+    traceLength += (size_t)n;
+    trace[traceLength++] = '\n';
+    trace[traceLength] = 0;
+  }
+}
+const char *fake_cuda_trace(void) { return trace; }
+void fake_cuda_trace_reset(void) {
+  traceLength = 0;
+  trace[0] = 0;
+}
 
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
 void fake_cuda_fail_sync(int fail) { failSync = fail; }
@@ -152,17 +198,21 @@ CUresult cuMemFreeHost(void *ptr) {
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
                            CUstream stream) {
-  (void)stream;
   if (capturing)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!isStream(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  note("h2d s%d", streamId(stream));
   memcpy((void *)dst, src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
                            CUstream stream) {
-  (void)stream;
   if (capturing)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!isStream(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  note("d2h s%d", streamId(stream));
   memcpy(dst, (const void *)src, bytes);
   return CUDA_SUCCESS;
 }
@@ -191,12 +241,9 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
     memcpy((unsigned char *)dst + 4 * i, &value, 4);
   return CUDA_SUCCESS;
 }
-/* Streams and events are distinct non-null tokens. */
-static char streamToken, eventTokens[16];
-static int nextEvent;
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
   (void)flags;
-  *stream = (CUstream)&streamToken;
+  *stream = (CUstream)&streamTokens[nextStream++ % kMaxStreams];
   return CUDA_SUCCESS;
 }
 CUresult cuStreamDestroy(CUstream stream) {
@@ -209,11 +256,20 @@ CUresult cuStreamSynchronize(CUstream stream) {
 }
 CUresult cuEventCreate(CUevent *event, unsigned int flags) {
   (void)flags;
-  *event = (CUevent)&eventTokens[nextEvent++ % 16];
+  *event = (CUevent)&eventTokens[nextEvent++ % kMaxEvents];
   return CUDA_SUCCESS;
 }
 CUresult cuEventRecord(CUevent event, CUstream stream) {
-  (void)event, (void)stream;
+  if (!isStream(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  note("record e%d s%d", eventId(event), streamId(stream));
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event,
+                           unsigned int flags) {
+  if (!isStream(stream) || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  note("wait s%d e%d", streamId(stream), eventId(event));
   return CUDA_SUCCESS;
 }
 CUresult cuEventSynchronize(CUevent event) {
@@ -266,7 +322,7 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
                         CUstream stream, void **params, void **extra) {
   (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY,
       (void)blockZ, (void)sharedMem, (void)extra;
-  if (stream != (CUstream)&streamToken)
+  if (!isStream(stream))
     return CUDA_ERROR_INVALID_HANDLE;
   const fake_cuda_kernel *kernel = (const fake_cuda_kernel *)function;
   if (capturing) {
@@ -279,13 +335,14 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
     return CUDA_SUCCESS;
   }
   ++stats.launches;
+  note("launch s%d %s", streamId(stream), kernel->name);
   kernel->fn(params);
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
   (void)mode;
-  if (stream != (CUstream)&streamToken || capturing)
+  if (!isStream(stream) || capturing)
     return CUDA_ERROR_INVALID_VALUE;
   if (refuseCapture)
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -303,7 +360,7 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
 }
 CUresult cuStreamIsCapturing(CUstream stream,
                              CUstreamCaptureStatus *status) {
-  if (stream != (CUstream)&streamToken)
+  if (!isStream(stream))
     return CUDA_ERROR_INVALID_HANDLE;
   *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                       : CU_STREAM_CAPTURE_STATUS_NONE;
@@ -320,10 +377,11 @@ CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
   return CUDA_SUCCESS;
 }
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
-  if (stream != (CUstream)&streamToken || capturing)
+  if (!isStream(stream) || capturing)
     return CUDA_ERROR_INVALID_VALUE;
   struct fake_graph *g = (struct fake_graph *)exec;
   ++stats.graph_launches;
+  note("graph s%d", streamId(stream));
   for (int i = 0; i < g->count; ++i) {
     void *params[2] = {&g->params[i][0], &g->params[i][1]};
     ++stats.launches;

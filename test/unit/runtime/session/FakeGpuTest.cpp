@@ -23,7 +23,10 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <sstream>
 #include <cstdlib>
 #include <string>
 
@@ -159,6 +162,75 @@ TEST_F(FakeGpuTest, TrainsExactlyLikeTheCpu) {
             cpu.output<float>("eval_step", "prediction"));
 }
 
+/// The fake driver's trace (FakeCudaDriver.c) with streams and events
+/// renamed in order of first appearance (s0, s1, e0, ...), so that it does
+/// not depend on what earlier tests created.
+std::string normalizedTrace() {
+  auto fn = reinterpret_cast<const char *(*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_trace"));
+  if (!fn)
+    return "(no trace)";
+  std::map<std::string, std::string> names;
+  int streams = 0, events = 0;
+  std::istringstream in(fn());
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string word, renamed;
+    while (words >> word) {
+      if (word.size() > 1 && (word[0] == 's' || word[0] == 'e') &&
+          std::isdigit(static_cast<unsigned char>(word[1]))) {
+        auto [it, added] = names.emplace(word, "");
+        if (added)
+          it->second = word[0] + std::to_string(word[0] == 's' ? streams++
+                                                               : events++);
+        word = it->second;
+      }
+      renamed += (renamed.empty() ? "" : " ") + word;
+    }
+    out += renamed + "\n";
+  }
+  return out;
+}
+
+TEST_F(FakeGpuTest, InputCopiesOverlapTheStepBefore) {
+  // Two micro-steps to warm up (direct runs), so that the third is captured
+  // and the fourth replays a graph of the other input set.
+  Data data = makeData(4 * kMicroBatch, 9);
+  auto step = [&](int i) {
+    Data part = data.slice(i * kMicroBatch, kMicroBatch);
+    Batch b = part.batch();
+    cpu.microStep(b);
+    gpu.microStep(b);
+  };
+  auto reset = reinterpret_cast<void (*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
+  ASSERT_NE(reset, nullptr);
+  reset();
+  for (int i = 0; i < 4; ++i)
+    step(i);
+  // s0 is the copy stream, s1 the session's stream. e0 and e2 mark the end
+  // of the copies into input sets 0 and 1, e1 and e3 the end of the entries
+  // that read them. The entry waits for its batch's copies; a batch's
+  // copies wait for the entry that read their set two batches before, and
+  // for nothing else, so they overlap the entry before them. The first
+  // batch in each set also writes its sample weights (3 copies, then 2);
+  // the third and fourth micro-steps are captured (one graph per set) and
+  // launched; the apply step reads no input and waits for no copy.
+  EXPECT_EQ(normalizedTrace(),
+            "h2d s0\nh2d s0\nh2d s0\nrecord e0 s0\n"
+            "wait s1 e0\nlaunch s1 micro_step\nrecord e1 s1\nd2h s1\n"
+            "h2d s0\nh2d s0\nh2d s0\nrecord e2 s0\n"
+            "wait s1 e2\nlaunch s1 micro_step\nrecord e3 s1\nd2h s1\n"
+            "wait s0 e1\nh2d s0\nh2d s0\nrecord e0 s0\n"
+            "wait s1 e0\ngraph s1\nrecord e1 s1\nd2h s1\n"
+            "wait s0 e3\nh2d s0\nh2d s0\nrecord e2 s0\n"
+            "wait s1 e2\ngraph s1\nrecord e3 s1\nd2h s1\n"
+            "launch s1 sgd_update\n");
+  EXPECT_EQ(gpu.step(), 1);
+  expectSameState("four micro-steps, one window");
+}
+
 TEST_F(FakeGpuTest, WrittenGlobalsReachTheDevice) {
   std::vector<float> weight(kClasses * kFeatures, 0.25f);
   cpu.writeGlobal("fc.weight", weight);
@@ -213,9 +285,10 @@ TEST(FakeGpu, ModuleLoadsOncePerContextAndLaunchesOnTheSessionStream) {
   EXPECT_EQ(stats.module_loads, 1);
   // 8 micro-steps and 2 apply steps per session, one kernel each.
   EXPECT_EQ(stats.launches, 20);
-  // Each session captured its micro-step after two direct runs and replayed
-  // it 6 times; 2 apply steps are too few to capture.
-  EXPECT_EQ(stats.captures, 2);
+  // Each session captured its micro-step after two direct runs, once per
+  // input set, and replayed it 6 times; 2 apply steps are too few to
+  // capture.
+  EXPECT_EQ(stats.captures, 4);
   EXPECT_EQ(stats.graph_launches, 12);
 }
 
@@ -258,8 +331,8 @@ TEST(FakeGpu, WorkThatCannotBeCapturedRunsDirectly) {
 TEST(FakeGpu, GraphsReplayEveryStep) {
   Session gpu(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
   trainBothAndCompare(gpu);
-  // The micro-step and the apply step were each captured once.
-  EXPECT_EQ(driverStats().captures, 2);
+  // The micro-step was captured once per input set, the apply step once.
+  EXPECT_EQ(driverStats().captures, 3);
   EXPECT_EQ(driverStats().launches, 17);
   // Of 13 micro-steps and 4 apply steps, 2 of each ran directly and one of
   // each while it was captured, then by its graph.
