@@ -130,8 +130,9 @@ for model in "${models[@]}"; do
     for where in cpu cuda; do
       artifact="$carry/artifacts/$model-$opt-$where.cleave" log="$work/$model-$opt-$where.log"
       if [ "$model" = transformer ]; then
-        # Token ids with one class label per sequence: cleave-train feeds
-        # no such model, gpu-check-train.py drives the runtime's C API.
+        # Token ids with one class label per sequence, through the
+        # runtime's C API: gpu-check-train.py also saves the initial
+        # parameters, for the row's "of the update".
         "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" scripts/gpu-check-train.py "$runtime" \
           "$artifact" "$data" --device=$where --seed=0 --windows=20 \
           --save-initial="$work/$model-$opt-$where.init" \

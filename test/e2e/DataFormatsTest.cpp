@@ -991,6 +991,50 @@ TEST(TokenDatasetTest, LoadsIdsAndLabelsOfAnyIntegerType) {
             2);
 }
 
+TEST(TokenDatasetTest, SequenceClassifiersTakeOneLabelPerSequence) {
+  TempDir dir;
+  const Sequences s = letterWalks(5, 8);
+  const std::vector<int64_t> classes = {2, 0, 1, 1, 0};
+  data::DatasetOptions options = tokenOptions(8, 256, 3);
+  options.tokens->labelPerToken = false;
+  std::vector<int32_t> labels32(classes.begin(), classes.end());
+  data::Dataset d =
+      load(tokenNpz(dir, "seq.npz", npy("<i8", {5, 8}, raw(s.x)),
+                    npy("<i4", {5}, raw(labels32))),
+           data::Split::Train, options);
+  EXPECT_TRUE(d.tokens);
+  EXPECT_FALSE(d.labelPerToken);
+  EXPECT_TRUE(d.hasClassLabels());
+  EXPECT_EQ(d.numClasses, 3);
+  // Ids i64 [k, T], labels i64 [k].
+  std::unique_ptr<data::MicroBatcher> b;
+  ASSERT_TRUE(data::MicroBatcher::create(d, 4, b).ok());
+  const uint32_t rows[] = {4, 0, 2};
+  ASSERT_TRUE(b->gather(rows, 3).ok());
+  EXPECT_EQ(b->inputBytes(), 3u * 8 * sizeof(int64_t));
+  EXPECT_EQ(b->targetBytes(), 3u * sizeof(int64_t));
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(b->labels()[r], classes[rows[r]]);
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(b->tokenIds()[r * 8 + i], s.x[size_t(rows[r] * 8 + i)]);
+  }
+
+  auto error = [&](const std::string &name, const std::string &ys) {
+    return loadError(tokenNpz(dir, name, npy("<i8", {5, 8}, raw(s.x)), ys),
+                     data::Split::Train, options);
+  };
+  EXPECT_TRUE(contains(
+      error("per-token.npz", npy("<i8", {5, 8}, raw(s.y))),
+      "per-token.npz:y_train.npy: int64 labels of shape [5, 8] (expected one "
+      "integer class label per sequence of " +
+          (dir / "per-token.npz") + ":x_train.npy, shape [5])"));
+  std::vector<int64_t> bad = classes;
+  bad[3] = 3;
+  EXPECT_TRUE(contains(error("class.npz", npy("<i8", {5}, raw(bad))),
+                       "class.npz:y_train.npy: label 3 of sequence 3 is out "
+                       "of range (expected 0 to 2)"));
+}
+
 TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
   TempDir dir;
   const Sequences s = letterWalks(4, 8);
@@ -1070,7 +1114,7 @@ TEST(TokenDatasetTest, ErrorsNameTheFileAndWhatTheModelTakes) {
   EXPECT_TRUE(contains(error("plain.npz", x, y, data::DatasetOptions{}),
                        "int64 inputs of shape [4, 8] (expected float32, or "
                        "uint8 pixels that become p / 255; integer token ids "
-                       "need a model with a label per token)"));
+                       "need a model that takes them: i64 [B, T] ids)"));
 }
 
 //===----------------------------------------------------------------------===//

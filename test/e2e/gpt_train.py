@@ -40,7 +40,6 @@
 import json
 import math
 import os
-import subprocess
 import sys
 
 try:
@@ -61,7 +60,9 @@ ARGS = [a for a in sys.argv[1:] if a != "--tied"]
 SOURCE, COMPILE, TRAIN, WORK = ARGS[:4]
 MPIEXEC, RANKS = (ARGS[4], int(ARGS[5])) if len(ARGS) > 5 else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export import Gpt, export  # noqa: E402
+from train_reference import epoch_order, run  # noqa: E402
 
 # The run: 1383 training sequences of 32 bytes, 5 epochs of 44 windows of
 # 2 micro-batches of 16 (the last window of an epoch 1 micro-batch of 7):
@@ -87,64 +88,6 @@ FIRST_WINDOW_RTOL = 1e-5
 LOSS_BOUND = 3.2
 WINDOW_ATOL = 1e-4
 EPOCH_ATOL = 3e-5
-
-
-def mt19937_64(seed):
-    """std::mt19937_64 seeded with `seed`: a generator of its outputs."""
-    n, m = 312, 156
-    mask = (1 << 64) - 1
-    upper, lower = 0xFFFFFFFF80000000, 0x7FFFFFFF
-    mt = [seed & mask]
-    for i in range(1, n):
-        mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & mask)
-    index = n
-    while True:
-        if index >= n:
-            for i in range(n):
-                x = (mt[i] & upper) | (mt[(i + 1) % n] & lower)
-                xa = x >> 1
-                if x & 1:
-                    xa ^= 0xB5026F5AA96619E9
-                mt[i] = mt[(i + m) % n] ^ xa
-            index = 0
-        y = mt[index]
-        index += 1
-        y ^= (y >> 29) & 0x5555555555555555
-        y ^= (y << 17) & 0x71D67FFFEDA60000
-        y ^= (y << 37) & 0xFFF7EEE000000000
-        y ^= y >> 43
-        yield y & mask
-
-
-def splitmix64(z):
-    mask = (1 << 64) - 1
-    z = (z + 0x9E3779B97F4A7C15) & mask
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-    return z ^ (z >> 31)
-
-
-def epoch_order(seed, epoch, n):
-    """runtime/src/data/Shuffle.cpp's epochOrder."""
-    order = list(range(n))
-    engine = mt19937_64(splitmix64(splitmix64(seed) ^ epoch))
-    for i in range(n - 1, 0, -1):
-        bound = i + 1
-        threshold = ((1 << 64) - bound) % bound
-        r = next(engine)
-        while r < threshold:
-            r = next(engine)
-        j = r % bound
-        order[i], order[j] = order[j], order[i]
-    return order
-
-
-def run(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"error: {' '.join(args)} failed ({result.returncode}):\n"
-                 f"{result.stdout}{result.stderr}")
-    return result.stdout
 
 
 def token_loss(model, x, y):

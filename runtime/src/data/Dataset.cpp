@@ -65,7 +65,15 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
                      x.sampleShape[0], " tokens, shape ",
                      shapeString(x.shape()), " (expected [N, ", t,
                      "]: the model's sequence length is ", t, ")");
-  if (!isInteger(y.type) || y.sampleShape != x.sampleShape)
+  if (!tokens.labelPerToken &&
+      (!isInteger(y.type) || !y.sampleShape.empty()))
+    return makeError(CLEAVE_INVALID_ARGUMENT, y.source, ": ",
+                     elementTypeName(y.type), " labels of shape ",
+                     shapeString(y.shape()),
+                     " (expected one integer class label per sequence of ",
+                     x.source, ", shape [", x.count, "])");
+  if (tokens.labelPerToken &&
+      (!isInteger(y.type) || y.sampleShape != x.sampleShape))
     return makeError(CLEAVE_INVALID_ARGUMENT, y.source, ": ",
                      elementTypeName(y.type), " labels of shape ",
                      shapeString(y.shape()),
@@ -81,6 +89,14 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
   int64_t real = 0;
   for (int64_t r = 0; r < x.count; ++r) {
     const uint8_t *ids = x.row(r), *labels = y.row(r);
+    if (!tokens.labelPerToken) {
+      const int64_t label = integerAt(labels, y.type);
+      if (label < 0 || label >= options.numClasses)
+        return makeError(CLEAVE_INVALID_ARGUMENT, y.source, ": label ", label,
+                         " of sequence ", r, " is out of range (expected 0 to ",
+                         options.numClasses - 1, ")");
+      ++real;
+    }
     for (int64_t i = 0; i < t; ++i) {
       const int64_t id = integerAt(ids + size_t(i) * xSize, x.type);
       if (id < 0 || (tokens.idBound > 0 && id >= tokens.idBound))
@@ -92,6 +108,8 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
                                      std::to_string(tokens.idBound) + " rows"
                                : std::string("a non-negative id"),
             ")");
+      if (!tokens.labelPerToken)
+        continue;
       const int64_t label = integerAt(labels + size_t(i) * ySize, y.type);
       if (label == tokens.ignoreIndex)
         continue;
@@ -118,6 +136,7 @@ Status checkTokens(const DatasetOptions &options, const TokenOptions &tokens,
                      " is the ignore index ", tokens.ignoreIndex,
                      " (expected at least one token to predict)");
   d.tokens = true;
+  d.labelPerToken = tokens.labelPerToken;
   d.ignoreIndex = tokens.ignoreIndex;
   d.numClasses = options.numClasses;
   return Status::success();

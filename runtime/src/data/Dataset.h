@@ -27,11 +27,12 @@
 // values); float inputs are used as they are. Either may then be
 // standardised per channel (Normalization).
 //
-// A token dataset (a language model's; NumPy layouts only, asked for with
-// DatasetOptions::tokens) holds integer token ids x [N, T] and, for each,
-// the integer label of the token that follows it, y [N, T], or the ignore
-// index where nothing is to be predicted (padding). Ids are fed as int64,
-// never converted to floats nor standardised.
+// A token dataset (NumPy layouts only, asked for with
+// DatasetOptions::tokens) holds integer token ids x [N, T] and either, for
+// a language model, the integer label of the token that follows each, y
+// [N, T], or the ignore index where nothing is to be predicted (padding);
+// or, for a sequence classifier, one class label per sequence, y [N]. Ids
+// are fed as int64, never converted to floats nor standardised.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,8 +88,10 @@ struct Dataset {
   /// The class labels' bound (0 for regression targets); for a token
   /// dataset, the vocabulary the labels index.
   int64_t numClasses = 0;
-  /// A token dataset: integer ids [N, T] and labels [N, T] (see above).
+  /// A token dataset: integer ids [N, T] and labels [N, T] (see above), or
+  /// labels [N] when labelPerToken is false.
   bool tokens = false;
+  bool labelPerToken = true;
   /// For a token dataset, the label of tokens nothing is predicted for.
   int64_t ignoreIndex = -100;
   /// Keeps `inputs.data` and `targets.data` alive: mapped files, inflated
@@ -96,9 +99,9 @@ struct Dataset {
   std::vector<std::shared_ptr<const void>> storage;
 
   int64_t size() const { return inputs.count; }
-  /// One integer class label per sample (not a token dataset's labels).
+  /// One integer class label per sample (not a language model's labels).
   bool hasClassLabels() const {
-    return !tokens && targets.type != ElementType::F32;
+    return (!tokens || !labelPerToken) && targets.type != ElementType::F32;
   }
 };
 
@@ -123,6 +126,9 @@ struct TokenOptions {
   int64_t idBound = 0;
   /// Labels must lie in [0, DatasetOptions::numClasses) or equal this.
   int64_t ignoreIndex = -100;
+  /// False: a sequence classifier's data, one label per sequence (y [N], in
+  /// [0, numClasses), no ignore index).
+  bool labelPerToken = true;
 };
 
 struct DatasetOptions {

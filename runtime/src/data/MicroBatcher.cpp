@@ -92,14 +92,16 @@ void MicroBatcher::copySample(int64_t row, int64_t index) {
   const int64_t elements = x.sampleElements();
   const uint8_t *src = x.row(index);
   if (dataset_.tokens) {
+    // Labels per token, or one per sequence (targetRowBytes_ is either).
     const SampleArray &y = dataset_.targets;
+    const int64_t perRow = y.sampleElements();
     int64_t *ids = static_cast<int64_t *>(inputs_.get()) + row * elements;
-    int64_t *labels = static_cast<int64_t *>(targets_.get()) + row * elements;
+    int64_t *labels = static_cast<int64_t *>(targets_.get()) + row * perRow;
     const uint8_t *labelSrc = y.row(index);
-    for (int64_t i = 0; i < elements; ++i) {
+    for (int64_t i = 0; i < elements; ++i)
       ids[i] = integerAt(src + size_t(i) * elementSize(x.type), x.type);
+    for (int64_t i = 0; i < perRow; ++i)
       labels[i] = integerAt(labelSrc + size_t(i) * elementSize(y.type), y.type);
-    }
     return;
   }
   float *dst = static_cast<float *>(inputs_.get()) + row * elements;

@@ -153,8 +153,8 @@ Status loadNumpyDataset(const std::string &path, DataFormat format, Split split,
                      elementTypeName(xs.type), " inputs of shape ",
                      shapeString(xs.shape),
                      " (expected float32, or uint8 pixels that become "
-                     "p / 255; integer token ids need a model with a label "
-                     "per token)");
+                     "p / 255; integer token ids need a model that takes "
+                     "them: i64 [B, T] ids)");
   CLEAVE_RETURN_IF_ERROR(readArray(files, y, ys, yStorage, ySource));
   CLEAVE_RETURN_IF_ERROR(toSampleArray(ySource, ys, d.targets));
   d.storage = {xStorage, yStorage};

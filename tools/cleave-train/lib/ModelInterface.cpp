@@ -77,6 +77,7 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
                        "' have no ignore_index in the manifest (expected "
                        "an artifact compiled with a loss per token)");
   m.tokens = true;
+  m.ids = true;
   m.sequenceLength = t;
   m.ignoreIndex = record["ignore_index"].get<int64_t>();
   nlohmann::json idRecord = manifestInput(artifact, m.input.name);
@@ -140,11 +141,22 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
         "] and no f32 input named 'targets' (its inputs: " + listed +
         "); cleave-train trains classifiers on class indices "
         "and regressions (--loss=mse) on float targets");
-  if (m.input.dtype != CLEAVE_DTYPE_F32 || m.input.shape.empty())
+  // A sequence classifier: integer ids [B, T], one label per sequence.
+  if (m.classifier && m.input.dtype == CLEAVE_DTYPE_I64 &&
+      m.input.shape.size() == 2 && m.input.shape[0] == m.microBatch &&
+      m.input.shape[1] >= 1) {
+    m.ids = true;
+    m.sequenceLength = m.input.shape[1];
+    nlohmann::json idRecord = manifestInput(artifact, m.input.name);
+    if (idRecord.is_object())
+      m.idBound = idRecord.value("index_bound", int64_t(0));
+  } else if (m.input.dtype != CLEAVE_DTYPE_F32 || m.input.shape.empty()) {
     throw tools::Error(path + ": input '" + m.input.name + "' is " +
                        dtypeName(m.input.dtype) + " " +
                        shapeString(m.input.shape) +
-                       ", cleave-train feeds f32 [B, ...] inputs");
+                       ", cleave-train feeds f32 [B, ...] inputs, or i64 [B, "
+                       "T] token ids to a classifier of sequences");
+  }
 
   if (!artifact.hasEntry("eval_step"))
     throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
@@ -176,11 +188,16 @@ data::DatasetOptions datasetOptionsFor(const ModelInterface &m,
   const bool numpy = format == data::DataFormat::NpzFile ||
                      format == data::DataFormat::NpzDir ||
                      format == data::DataFormat::NpyDir;
-  if ((numpy || m.tokens) && m.classifier)
+  if ((numpy || m.ids) && m.classifier)
     options.numClasses = m.classes;
-  if (m.tokens)
-    options.tokens =
-        data::TokenOptions{m.sequenceLength, m.idBound, m.ignoreIndex};
+  if (m.ids) {
+    data::TokenOptions tokens;
+    tokens.sequenceLength = m.sequenceLength;
+    tokens.idBound = m.idBound;
+    tokens.ignoreIndex = m.ignoreIndex;
+    tokens.labelPerToken = m.tokens;
+    options.tokens = tokens;
+  }
   options.limit = limit;
   return options;
 }
@@ -190,16 +207,19 @@ void checkData(const ModelInterface &m, const data::Dataset &dataset,
   const data::SampleArray &x = dataset.inputs, &y = dataset.targets;
   // A token dataset was checked against the model as it was loaded
   // (datasetOptionsFor).
-  if (m.tokens != dataset.tokens)
-    throw tools::Error(path + (m.tokens ? " is a language model (token ids " +
-                                              shapeString(m.input.shape) +
-                                              "), the data has no token "
-                                              "sequences (" +
-                                              x.source + ")"
-                                        : " takes no token sequences, the "
-                                          "data has them (" +
-                                              x.source + ")"));
-  if (m.tokens)
+  if (m.ids != dataset.tokens)
+    throw tools::Error(path + (m.ids ? std::string(m.tokens
+                                                       ? " is a language model"
+                                                       : " classifies sequences") +
+                                           " (token ids " +
+                                           shapeString(m.input.shape) +
+                                           "), the data has no token "
+                                           "sequences (" +
+                                           x.source + ")"
+                                     : " takes no token sequences, the "
+                                       "data has them (" +
+                                           x.source + ")"));
+  if (m.ids)
     return;
   const std::vector<int64_t> sample(m.input.shape.begin() + 1,
                                     m.input.shape.end());

@@ -35,17 +35,21 @@ struct ModelInterface {
   /// A language model: integer ids [B, T] in, logits [B, T, classes] out,
   /// and i64 labels [B, T] with a loss per token (`classifier` is true too).
   bool tokens = false;
-  /// For a language model: T, the labels' ignore index, and the bound of
-  /// the ids (the rows of the embedding they index; 0 if the manifest
-  /// records none).
+  /// The input is integer ids [B, T] (fed as int64, never standardised): a
+  /// language model's, or a sequence classifier's (i64 labels [B], one per
+  /// sequence, and [B, classes] predictions, `tokens` false).
+  bool ids = false;
+  /// For a language model or a sequence classifier: T, the labels' ignore
+  /// index (language models), and the bound of the ids (the rows of the
+  /// embedding they index; 0 if the manifest records none).
   int64_t sequenceLength = 0;
   int64_t ignoreIndex = -100;
   int64_t idBound = 0;
 };
 
 /// Checks the parts of the interface that do not depend on the data: one f32
-/// input, and either i64 [B] labels and an eval_step with one f32 [B, C]
-/// output, or f32 targets (named "targets", as cleave-compile --loss=mse
+/// input (or i64 ids [B, T]), and either i64 [B] labels and an eval_step
+/// with one f32 [B, C] output, or f32 targets (named "targets", as cleave-compile --loss=mse
 /// names them) and an eval_step with one output of their shape; or, for a
 /// language model, i64 ids [B, T], i64 labels [B, T] with an
 /// ignore index and an eval_step with one f32 [B, T, V] output. `path`

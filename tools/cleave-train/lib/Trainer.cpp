@@ -301,13 +301,15 @@ void Trainer::load() {
                          shapeString(b->sampleShape) + " (" + b->source + ")");
   if (train_.size() > int64_t(UINT32_MAX))
     throw tools::Error(train_.inputs.source + ": more than 2^32 samples");
-  if (model_.tokens && o_.normalizeGiven && o_.standardize)
+  if (model_.ids && o_.normalizeGiven && o_.standardize)
     throw tools::Error("--normalize=standard: " + o_.artifact +
-                       " is a language model, whose token ids are not "
+                       (model_.tokens ? " is a language model"
+                                      : " classifies token sequences") +
+                       ", whose token ids are not "
                        "normalised (they index an embedding); leave "
                        "--normalize out or give --normalize=none");
   // Test inputs are standardised with the training statistics.
-  if (o_.standardize && !model_.tokens)
+  if (o_.standardize && !model_.ids)
     check(data::standardization(train_, normalization_));
   check(data::MicroBatcher::create(train_, model_.microBatch, trainBatcher_,
                                    normalization_));
@@ -649,6 +651,13 @@ void Trainer::announce() {
         (long long)test_.size(), (long long)model_.sequenceLength,
         data::elementTypeName(train_.inputs.type),
         (long long)train_.numClasses - 1, (long long)model_.ignoreIndex);
+  else if (model_.ids)
+    say("data %s (%s): %lld training and %lld test sequences of %lld %s "
+        "token ids, one label 0..%lld per sequence\n",
+        o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
+        (long long)test_.size(), (long long)model_.sequenceLength,
+        data::elementTypeName(train_.inputs.type),
+        (long long)train_.numClasses - 1);
   else
     say("data %s (%s): %lld training and %lld test samples of %s %s, %s\n",
         o_.dataDir.c_str(), train_.format.c_str(), (long long)train_.size(),
