@@ -14,11 +14,12 @@
 #
 # The model takes ids [B, T] (int64 byte values) and predicts next-token
 # logits [B, T, vocab]; cross-entropy is then a loss per token
-# (docs/design/split.md). Its attention is the one test/oracle's `Gpt` case
-# checks step for step against PyTorch: a single head per block and the
+# (docs/design/split.md). Its attention is a single head per block and the
 # causal mask a graph constant (-1e4 above the diagonal: exp() of it is 0 in
-# float32, as -inf would be, without inf arithmetic). The test
-# test/e2e/gpt_train.py imports `Gpt` and `export` from this file.
+# float32, as -inf would be, without inf arithmetic). The tests import `Gpt`
+# from this file: test/oracle/oracle.py's gpt cases check one block of it
+# step for step against PyTorch, test/e2e/gpt_train.py trains it with
+# cleave-train (with `export`).
 #
 # ===------------------------------------------------------------------------===#
 

@@ -55,6 +55,10 @@ except ImportError as error:  # pragma: no cover - depends on the machine
     print(f"oracle.py: needs torch and onnx: {error}", file=sys.stderr)
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "examples", "gpt"))
+from export import Gpt as ExampleGpt  # noqa: E402
+
 # Debian's torch already starts with one thread; pin it so the reference is
 # the same whatever the environment says.
 torch.set_num_threads(1)
@@ -136,39 +140,16 @@ class Block(nn.Module):
         return self.head(x.mean(dim=1))
 
 
-class Gpt(nn.Module):
-    """A GPT-style causal decoder: token and position embeddings, one
-    pre-norm block of causal single-head self-attention and a GELU MLP, a
-    final layer norm and an untied head over the vocabulary: next-token
-    logits [B, T, vocab], trained with a cross-entropy per token. The causal
-    mask is a constant of the graph (-1e4 above the diagonal: exp() of it is
-    exactly 0 in float32, as -inf would be, without inf arithmetic)."""
-
-    def __init__(self, vocab=20, dim=16, hidden=32, tokens=6):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.pos = nn.Parameter(0.1 * torch.randn(tokens, dim))
-        self.ln1 = nn.LayerNorm(dim)
-        self.q = nn.Linear(dim, dim)
-        self.k = nn.Linear(dim, dim, bias=False)
-        self.v = nn.Linear(dim, dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.fc1 = nn.Linear(dim, hidden)
-        self.fc2 = nn.Linear(hidden, dim)
-        self.lnf = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, vocab)
-        # A plain tensor, neither parameter nor buffer: a graph constant.
-        self.causal = torch.triu(torch.full((tokens, tokens), -1e4), 1)
-
-    def forward(self, ids):
-        x = self.embed(ids) + self.pos
-        h = self.ln1(x)
-        scores = self.q(h) @ self.k(h).transpose(1, 2) / h.shape[-1] ** 0.5
-        scores = scores + self.causal
-        x = x + self.proj(torch.softmax(scores, dim=-1) @ self.v(h))
-        x = x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
-        return self.head(self.lnf(x))
+def Gpt(vocab=20, dim=16, hidden=32, tokens=6):
+    """examples/gpt/export.py's GPT-style causal decoder with one block and
+    an untied head (token and position embeddings, pre-norm causal
+    single-head self-attention and a GELU MLP, a final layer norm): next-
+    token logits [B, T, vocab], trained with a cross-entropy per token. The
+    causal mask is a constant of the graph (-1e4 above the diagonal: exp()
+    of it is exactly 0 in float32, as -inf would be, without inf
+    arithmetic). The example itself is what these cases check."""
+    return ExampleGpt(vocab=vocab, tokens=tokens, dim=dim, hidden=hidden,
+                      layers=1)
 
 
 # The label of tokens a language model is not trained to predict (padding):
