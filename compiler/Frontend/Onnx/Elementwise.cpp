@@ -111,6 +111,27 @@ void foldSplats(NodeImporter &n, Arith kind, DenseElementsAttr a,
   n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(type, r)));
 }
 
+/// Operand `i` of a binary op whose other operand is `other`, as a float
+/// tensor. An integer constant against a run-time integer carried in float
+/// (`lengths - 1`, see Gather.cpp) is converted to the carrier's type.
+FailureOr<Value> operandOf(NodeImporter &n, unsigned i,
+                           ImportedValue &other) {
+  if (n.isConstant(i) && other.kind == ImportedValue::Kind::Tensor) {
+    auto type = cast<RankedTensorType>(other.tensor.getType());
+    if (isa<FloatType>(type.getElementType()) &&
+        isIntegerValued(other.tensor)) {
+      FailureOr<DenseElementsAttr> c = n.constant(i, "operand");
+      if (failed(c))
+        return failure();
+      if (c->getElementType().isSignlessInteger() &&
+          !c->getElementType().isInteger(1))
+        return n.getGraph().materialize(
+            castElements(*c, type.getElementType()), n.getLoc());
+    }
+  }
+  return n.floatTensor(i);
+}
+
 template <typename OpTy, Arith kind>
 LogicalResult importBinary(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
@@ -132,10 +153,10 @@ LogicalResult importBinary(NodeImporter &n) {
       return success();
     }
   }
-  FailureOr<Value> lhs = n.floatTensor(0);
+  FailureOr<Value> lhs = operandOf(n, 0, b);
   if (failed(lhs))
     return failure();
-  FailureOr<Value> rhs = n.floatTensor(1);
+  FailureOr<Value> rhs = operandOf(n, 1, a);
   if (failed(rhs))
     return failure();
   return n.createOutput<OpTy>(*lhs, *rhs);

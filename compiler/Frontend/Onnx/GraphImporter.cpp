@@ -159,6 +159,7 @@ const ImporterTable &importer::getImporterTable() {
     ImporterTable t;
     populateElementwiseImporters(t);
     populateShapeImporters(t);
+    populateGatherImporters(t);
     populateLinearImporters(t);
     populateConvPoolImporters(t);
     populateNormalizationImporters(t);

@@ -213,6 +213,23 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
         in->push_back(shape.back());
         return in;
       })
+      .Case([&](nn::GatherOp g) -> Result {
+        auto in = operandShape(0), ids = operandShape(1);
+        if (failed(in) || failed(ids))
+          return failure();
+        int64_t axis = g.getAxis();
+        SmallVector<SymInt> out(in->begin(), in->begin() + axis);
+        out.append(ids->begin(), ids->end());
+        out.append(in->begin() + axis + 1, in->end());
+        return out;
+      })
+      .Case([&](nn::GatherElementsOp) { return operandShape(1); })
+      .Case([&](nn::IotaOp i) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        return SmallVector<SymInt>{(*in)[i.getAxis()]};
+      })
       .Case<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp>(
           [&](auto r) -> Result {
             auto in = operandShape(0);
@@ -871,8 +888,8 @@ LogicalResult importUnsqueeze(NodeImporter &n) {
   return setReshaped(n, x, out);
 }
 
-/// Gather: an embedding lookup with run-time indices, slicing with constant
-/// indices, or an element of a shape value.
+/// Gather: a lookup with run-time indices (importRunTimeGather), slicing
+/// with constant indices, or an element of a shape value.
 LogicalResult importGather(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
     return failure();
@@ -882,16 +899,8 @@ LogicalResult importGather(NodeImporter &n) {
   ImportedValue &data = n.input(0);
   ImportedValue &indices = n.input(1);
 
-  if (indices.kind == Kind::Tensor) {
-    if (*axis != 0)
-      return n.emitError() << "Gather with run-time indices is supported on "
-                              "axis 0 (an embedding lookup), not axis "
-                           << *axis;
-    FailureOr<Value> table = n.floatTensor(0);
-    if (failed(table))
-      return failure();
-    return n.createOutput<nn::EmbeddingOp>(indices.tensor, *table);
-  }
+  if (indices.kind == Kind::Tensor)
+    return importRunTimeGather(n, *axis);
 
   auto ids = n.constantInts(1, "indices");
   if (failed(ids))
@@ -957,8 +966,9 @@ LogicalResult importGather(NodeImporter &n) {
   return success();
 }
 
-/// Converts constant elements to `elt` as ONNX Cast does.
-DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
+} // namespace
+
+DenseElementsAttr importer::castElements(DenseElementsAttr attr, Type elt) {
   auto type = attr.getType().clone(elt);
   // A splat (ConstantOfShape's) converts once, whatever its size.
   if (attr.isSplat() && attr.getNumElements() > 1) {
@@ -1012,6 +1022,8 @@ DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
   return DenseElementsAttr::get(type, out);
 }
 
+namespace {
+
 /// The mask type of run-time booleans: nn has no boolean tensors, so a
 /// comparison of run-time tensors is an f32 mask (1 where it holds), which
 /// nn.where takes as its condition and nn.mul/nn.maximum combine.
@@ -1053,6 +1065,23 @@ LogicalResult importCast(NodeImporter &n) {
           nn::ComparePredicateAttr::get(b.getContext(),
                                         nn::ComparePredicate::ne),
           x.tensor, zero, TypeAttr::get(maskType(n)));
+    }
+    // To an integer type: a float tensor holding integers (a count of a
+    // mask's entries) stays the float tensor that carries it (Gather.cpp).
+    if (isa<FloatType>(from) && elt.isSignlessInteger()) {
+      if (!isIntegerValued(x.tensor))
+        return n.emitError()
+               << "Cast of a run-time " << from << " tensor to " << elt
+               << " is not supported: only integers computed from masks, "
+                  "constants and positions convert (nn has no rounding "
+                  "conversion)";
+      n.setOutput(0, x.tensor);
+      return success();
+    }
+    // From such a carrier back to its own float type.
+    if (isa<FloatType>(elt) && elt == from) {
+      n.setOutput(0, x.tensor);
+      return success();
     }
     if (from != elt)
       return n.emitError() << "Cast of a run-time tensor from " << from
@@ -1457,16 +1486,19 @@ LogicalResult importRange(NodeImporter &n) {
   if (integer) {
     static constexpr StringLiteral kNames[] = {"start", "limit", "delta"};
     SmallVector<int64_t> bounds;
+    SmallVector<SymInt> symbolic;
     for (auto [i, what] : llvm::enumerate(kNames)) {
       auto v = n.symbolicInts(i, what);
       if (failed(v))
         return failure();
-      if (v->size() != 1 || !(*v)[0].isConstant())
+      if (v->size() != 1)
         return n.emitError() << "Range " << what << " " << ArrayRef(*v)
-                             << " is not a compile-time integer (B is the "
-                                "batch size)";
+                             << " is not a scalar";
+      symbolic.push_back((*v)[0]);
       bounds.push_back((*v)[0].coeff);
     }
+    if (llvm::any_of(symbolic, [](SymInt v) { return !v.isConstant(); }))
+      return importBatchRange(n, symbolic[0], symbolic[1], symbolic[2]);
     int64_t start = bounds[0], limit = bounds[1], delta = bounds[2];
     if (delta == 0)
       return n.emitError() << "Range delta is 0";
@@ -2047,8 +2079,14 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
       "last smaller) or into as many equal parts as it has outputs";
   table["Gather"].notes =
-      "run-time indices on axis 0 of a float initializer (an embedding lookup, "
-      "`nn.Embedding`), or constant indices on a non-batch axis";
+      "constant indices on a non-batch axis (a slice); run-time indices on "
+      "axis 0 of a float initializer (`nn.Embedding`: `nn.embedding`) or on "
+      "any axis of any tensor (`x[torch.arange(B), lengths - 1]`: "
+      "`nn.gather`, whose gradient is a scatter-add). Negative indices count "
+      "from the end. Run-time indices are an integer input or integers "
+      "computed from masks: `Cast` of a mask to an integer type, `ReduceSum`, "
+      "`Add`/`Sub`/`Mul` with constants and `Range(0, k * B, k)` are carried "
+      "as exact floats (below 2^24)";
   table["Cast"].notes =
       "folded at compile time; of a run-time tensor to its own type, or to "
       "bool: the mask `x != 0` (`nn.compare`)";
@@ -2076,8 +2114,10 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Or"].notes =
       "folded on compile-time booleans of any rank, with broadcasting; on "
       "run-time masks, `nn.maximum`";
-  table["Range"].notes = "folded: start, limit and delta must be compile-time "
-                         "numbers (integer ranges become shape values)";
+  table["Range"].notes =
+      "folded when start, limit and delta are compile-time numbers (integer "
+      "ranges become shape values); `Range(0, k * B, k)` over the batch size "
+      "B (`torch.arange(x.size(0))`) is `nn.iota` over a data input's batch";
   table["Tile"].notes =
       "constant repeats, not of the batch axis: a reshape, `nn.broadcast_to` "
       "and a reshape, whose gradient sums over the repeats";

@@ -1679,6 +1679,89 @@ def dangling_input():
     return m
 
 
+def torch_last_token(gather_elements):
+    """A sequence classifier reading the hidden state at the last
+    non-padding position, its index counted from the ids at run time:
+    `h[torch.arange(B), lengths - 1]` (Range over the batch, a flattening and
+    a Gather) or `torch.gather` (GatherElements)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class LastToken(nn.Module):
+        def __init__(self, vocab=20, dim=8, classes=4):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.proj = nn.Linear(dim, dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, ids):
+            h = torch.tanh(self.proj(self.embed(ids)))
+            lengths = (ids != 0).sum(1)
+            if gather_elements:
+                index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, h.shape[2])
+                return self.head(h.gather(1, index)[:, 0])
+            return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
+
+    return export(LastToken(), torch.randint(1, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
+@model
+def torch_last_token_index():
+    return torch_last_token(False)
+
+
+@model
+def torch_last_token_gather():
+    return torch_last_token(True)
+
+
+@model
+def gather_runtime():
+    """Gather and GatherElements on activations at run-time indices, a
+    data input: a negative axis, and indices of rank 2."""
+    return graph(
+        [node("Gather", ["x", "ids"], ["rows"], axis=-2),
+         node("GatherElements", ["x", "picks"], ["picked"], axis=1)],
+        [value("x", F, [BATCH, 5, 3]), value("ids", I64, [2, 2]),
+         value("picks", I64, [BATCH, 2, 3])],
+        [value("rows", F, [BATCH, 2, 2, 3]), value("picked", F, [BATCH, 2, 3])])
+
+
+@model
+def gather_float_indices():
+    """Float indices that are not counts (a Cast of data to int64 truncates;
+    nn has no such conversion)."""
+    return graph(
+        [node("Cast", ["f"], ["ids"], to=I64),
+         node("Gather", ["x", "ids"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5]), value("f", F, [BATCH])],
+        [value("y", F, [BATCH, BATCH])])
+
+
+@model
+def gather_float_data_indices():
+    """GatherElements whose indices are float data."""
+    return graph(
+        [node("GatherElements", ["x", "f"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5]), value("f", F, [BATCH, 5])],
+        [value("y", F, [BATCH, 5])])
+
+
+@model
+def range_batch_offset():
+    """Range(1, B, 1): bounds over the batch other than Range(0, k * B, k)."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["b"], axis=0),
+         node("Range", ["one", "b", "one"], ["r"]),
+         node("Cast", ["r"], ["y"], to=F)],
+        [value("x", F, [BATCH, 3])], [value("y", F, [BATCH])],
+        [ints("zero", 0), ints("one", 1)])
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
