@@ -276,6 +276,32 @@ class Padded(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class LastToken(nn.Module):
+    """A sequence classifier that reads the hidden state at the last
+    non-padding position of each sequence, its index counted from the ids at
+    run time: `h[torch.arange(B), lengths - 1]` (Range over the batch, a
+    flattening and a Gather at run-time indices, an nn.gather) or, with
+    `gather_elements`, `h.gather(1, index)` (GatherElements). The
+    gradient reaches the embedding of the read tokens only, through the
+    gathers' scatter-adds."""
+
+    def __init__(self, vocab=20, dim=16, classes=4, gather_elements=False):
+        super().__init__()
+        self.gather_elements = gather_elements
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.1)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        h = torch.tanh(self.proj(self.embed(ids) + self.pos))
+        lengths = (ids != 0).sum(1)
+        if self.gather_elements:
+            index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, h.shape[2])
+            return self.head(h.gather(1, index)[:, 0])
+        return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
+
+
 def vit():
     """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
     one layer of width 16. Its class token is expanded over the batch
@@ -329,6 +355,9 @@ MODELS = {
     "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
     "padded": (Padded, "ids", (6,), "padded", 4, 14),
     "padded_1e4": (lambda: Padded(fill=-1e4), "ids", (6,), "padded", 4, 14),
+    "last_token": (LastToken, "ids", (6,), "padded", 4, 14),
+    "last_token_gather": (lambda: LastToken(gather_elements=True), "ids",
+                          (6,), "padded", 4, 14),
 }
 
 # The model zoo (issue 10): torchvision's image classifiers at 64x64, which
@@ -429,6 +458,13 @@ CASES = {
     "padded_sgd": case("padded", "sgd", lr=0.1),
     "padded_adam": case("padded", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
     "padded_1e4_sgd": case("padded_1e4", "sgd", lr=0.1),
+    # The hidden state at the last non-padding position, read with a Gather
+    # at run-time per-sample indices and with torch.gather.
+    "last_token_sgd": case("last_token", "sgd", lr=0.1),
+    "last_token_adam": case("last_token", "adam", windows=RAGGED, lr=0.01),
+    "last_token_gather_momentum": case("last_token_gather", "momentum",
+                                       windows=RAGGED, lr=0.05,
+                                       momentum=0.9),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.
