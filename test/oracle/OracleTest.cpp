@@ -462,8 +462,8 @@ TEST_P(Oracle, MatchesPyTorch) {
 // The cases of oracle.py: each model with SGD, momentum and Adam; SGD with
 // weight decay, Nesterov, AdamW and MSE once each; ragged micro-batches in a
 // short window on two models; RMSprop, Adagrad, LAMB and LARS; a padding
-// mask computed from the ids; gathers at per-sample indices computed from
-// the ids. (The batch-norm study runs the others.)
+// mask computed from the ids, also as TransformerEncoder's
+// src_key_padding_mask; gathers at per-sample indices computed from the ids. (The batch-norm study runs the others.)
 const char *const kCases[] = {
     "mlp_sgd_wd",        "mlp_nesterov",      "mlp_adam",
     "mlp_momentum_mse",  "lenet_sgd",         "lenet_momentum",
@@ -476,7 +476,8 @@ const char *const kCases[] = {
     "causal_sgd",        "causal_adam",       "gpt_sgd",
     "gpt_adam",          "causal_triu_adam",  "padded_sgd",
     "padded_adam",       "padded_1e4_sgd",    "last_token_sgd",
-    "last_token_adam",   "last_token_gather_momentum"};
+    "last_token_adam",   "last_token_gather_momentum",
+    "encoder_padded_sgd", "encoder_padded_adam"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

@@ -199,6 +199,30 @@ class Encoder(nn.Module):
         return self.head(self.encoder(self.embed(x)).mean(dim=1))
 
 
+class PaddedEncoder(nn.Module):
+    """torch.nn.TransformerEncoder over padded token sequences with
+    `src_key_padding_mask` computed from the ids (`ids == 0`). torch 1.13
+    expands the mask over the heads (`[B * heads, 1, T]`, a
+    ConstantOfShape and an Expand to a multiple of the batch) and adds it
+    as a -inf bias to the scores. Every sequence starts with a real token,
+    so no query's keys are all masked (see Padded)."""
+
+    def __init__(self, vocab=20, dim=16, heads=2, hidden=32, layers=2,
+                 classes=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=hidden, dropout=0.0,
+            activation="gelu", batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        x = self.encoder(self.embed(ids), src_key_padding_mask=ids == 0)
+        return self.head(x.mean(dim=1))
+
+
 class Causal(nn.Module):
     """A GPT-style decoder block: token and position embeddings, causal
     self-attention with a packed q/k/v projection and the mask a registered
@@ -356,6 +380,7 @@ MODELS = {
     "padded": (Padded, "ids", (6,), "padded", 4, 14),
     "padded_1e4": (lambda: Padded(fill=-1e4), "ids", (6,), "padded", 4, 14),
     "last_token": (LastToken, "ids", (6,), "padded", 4, 14),
+    "encoder_padded": (PaddedEncoder, "ids", (6,), "padded", 4, 14),
     "last_token_gather": (lambda: LastToken(gather_elements=True), "ids",
                           (6,), "padded", 4, 14),
 }
@@ -458,6 +483,11 @@ CASES = {
     "padded_sgd": case("padded", "sgd", lr=0.1),
     "padded_adam": case("padded", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
     "padded_1e4_sgd": case("padded_1e4", "sgd", lr=0.1),
+    # torch.nn.TransformerEncoder with src_key_padding_mask (a mask
+    # expanded to B * heads rows); Adam's eps as for encoder_adam.
+    "encoder_padded_sgd": case("encoder_padded", "sgd", lr=0.1),
+    "encoder_padded_adam": case("encoder_padded", "adam", windows=RAGGED,
+                                lr=0.01, eps=1e-4),
     # The hidden state at the last non-padding position, read with a Gather
     # at run-time per-sample indices and with torch.gather.
     "last_token_sgd": case("last_token", "sgd", lr=0.1),

@@ -1599,6 +1599,64 @@ LogicalResult importWhere(NodeImporter &n) {
   return success();
 }
 
+/// Broadcasts `v`, of shape `in` up to the batch size B, to `out` as numpy
+/// does (`in` aligned at the end). nn.broadcast_to's -1 stands for B itself:
+/// an entry k * B (heads * B in nn.MultiheadAttention's key padding mask)
+/// is broadcast as the two axes [B, k] and merged back by a reshape, so the
+/// result still specialises with the batch.
+FailureOr<Value> broadcastSymbolic(NodeImporter &n, Value v,
+                                   ArrayRef<SymInt> in, ArrayRef<SymInt> out,
+                                   StringRef what) {
+  size_t rank = out.size();
+  SmallVector<SymInt> aligned(rank - in.size(), SymInt::constant(1));
+  aligned.append(in.begin(), in.end());
+  SmallVector<SymInt> splitIn;
+  SmallVector<int64_t> target;
+  bool split = false;
+  for (auto [a, d] : llvm::zip_equal(aligned, out)) {
+    if (d.isConstant()) {
+      target.push_back(d.coeff);
+      splitIn.push_back(a);
+      continue;
+    }
+    if (d.power != 1 || d.coeff < 1)
+      return n.emitError() << what << " to [" << out
+                           << "] is not supported: a batch-dependent size "
+                              "other than a multiple of B (B is the batch "
+                              "size)";
+    if (d.coeff == 1) {
+      target.push_back(-1);
+      splitIn.push_back(a);
+      continue;
+    }
+    split = true;
+    target.append({-1, d.coeff});
+    if (a == d)
+      splitIn.append({SymInt::batch(), SymInt::constant(d.coeff)});
+    else
+      splitIn.append({SymInt::constant(1), SymInt::constant(1)});
+  }
+  if (split && cast<RankedTensorType>(v.getType()).getRank() > 0) {
+    FailureOr<Value> r = n.reshape(v, splitIn);
+    if (failed(r))
+      return failure();
+    v = *r;
+  }
+  Value source;
+  if (llvm::is_contained(target, -1)) {
+    source = n.getGraph().batchSource();
+    if (!source)
+      return n.emitError() << what << " to a batch-dependent shape needs a "
+                                      "data input with a batch dimension";
+  }
+  FailureOr<nn::BroadcastToOp> op = n.create<nn::BroadcastToOp>(v, target, source);
+  if (failed(op))
+    return failure();
+  if (!split)
+    return op->getResult();
+  return n.reshape(op->getResult(), out);
+}
+
 /// ConstantOfShape of a compile-time shape is a splat constant; a float one
 /// whose shape holds the batch size (`torch.zeros(x.size(0), ...)` in
 /// `forward`) is the scalar broadcast over the batch of a data input.
@@ -1644,30 +1702,20 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
         0, ImportedValue::ofConstant(DenseElementsAttr::get(type, element)));
     return success();
   }
-  SmallVector<int64_t> sizes;
-  for (SymInt d : *dims) {
-    if (d.isConstant())
-      sizes.push_back(d.coeff);
-    else if (d == SymInt::batch())
-      sizes.push_back(-1);
-    else
-      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
-                           << "] is not supported: a batch-dependent size "
-                              "other than B itself (B is the batch size)";
-  }
   if (!isa<FloatType>(value.getElementType()))
     return n.emitError() << "ConstantOfShape of " << value.getElementType()
                          << " to the batch-dependent shape [" << ArrayRef(*dims)
                          << "] is not supported: nn has no integer tensors";
-  Value source = n.getGraph().batchSource();
-  if (!source)
-    return n.emitError() << "ConstantOfShape to a batch-dependent shape needs "
-                            "a data input with a batch dimension";
   Value scalar = n.getGraph().materialize(
       DenseElementsAttr::get(RankedTensorType::get({}, value.getElementType()),
                              element),
       n.getLoc());
-  return n.createOutput<nn::BroadcastToOp>(scalar, sizes, source);
+  FailureOr<Value> filled =
+      broadcastSymbolic(n, scalar, {}, *dims, "ConstantOfShape");
+  if (failed(filled))
+    return failure();
+  n.setOutput(0, *filled);
+  return success();
 }
 
 /// Expand broadcasts to the numpy broadcast of the input's shape and the
@@ -1708,29 +1756,11 @@ LogicalResult importExpand(NodeImporter &n) {
     n.setOutput(0, *value);
     return success();
   }
-  SmallVector<int64_t> shape;
-  for (SymInt d : out) {
-    if (d.isConstant())
-      shape.push_back(d.coeff);
-    else if (d == SymInt::batch())
-      shape.push_back(-1);
-    else
-      return n.emitError() << "Expand to [" << ArrayRef(out)
-                           << "] is not supported: a batch-dependent size "
-                              "other than B itself (B is the batch size)";
-  }
-  Value source;
-  if (llvm::is_contained(shape, -1)) {
-    source = n.getGraph().batchSource();
-    if (!source)
-      return n.emitError() << "Expand to a batch-dependent shape needs a data "
-                              "input with a batch dimension";
-  }
-  FailureOr<nn::BroadcastToOp> op =
-      n.create<nn::BroadcastToOp>(*value, shape, source);
-  if (failed(op))
+  FailureOr<Value> expanded =
+      broadcastSymbolic(n, *value, *in, out, "Expand");
+  if (failed(expanded))
     return failure();
-  n.setOutput(0, op->getResult());
+  n.setOutput(0, *expanded);
   return success();
 }
 

@@ -1474,7 +1474,7 @@ def range_mask():
 
 @model
 def range_batch():
-    """A Range whose length is the batch size has no nn form."""
+    """A Range whose length is the batch size: nn.iota over the batch."""
     return graph(
         [node("Shape", ["x"], ["shape"]),
          node("Gather", ["shape", "zero"], ["n"], axis=0),
@@ -1567,11 +1567,12 @@ def batch_slice():
 
 @model
 def batch_dependent_expand():
-    """expand(2 * B, ...) has a batch-dependent size other than B."""
+    """expand(B * B, ...) has a batch-dependent size that is not a multiple
+    of B."""
     return graph(
         [node("Shape", ["x"], ["shape"]),
          node("Gather", ["shape", "zero"], ["batch"], axis=0),
-         node("Mul", ["batch", "two"], ["twice"]),
+         node("Mul", ["batch", "batch"], ["twice"]),
          node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
          node("Concat", ["twice1", "four"], ["target"], axis=0),
          node("Expand", ["b", "target"], ["y"])],
@@ -1760,6 +1761,58 @@ def range_batch_offset():
          node("Cast", ["r"], ["y"], to=F)],
         [value("x", F, [BATCH, 3])], [value("y", F, [BATCH])],
         [ints("zero", 0), ints("one", 1)])
+
+
+@model
+def batch_multiples():
+    """Sizes that are multiples of the batch size B: expand(2 * B, 4) of a
+    parameter, and ConstantOfShape([2 * B, 1, 3]) as nn.MultiheadAttention
+    builds the zeros of its key padding mask, added to a reshape of the
+    input to the same shape."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Mul", ["batch", "two"], ["twice"]),
+         node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
+         node("Concat", ["twice1", "four"], ["target"], axis=0),
+         node("Expand", ["b", "target"], ["y"]),
+         node("Concat", ["twice1", "one", "three"], ["mask_shape"], axis=0),
+         node("ConstantOfShape", ["mask_shape"], ["zeros"]),
+         node("Reshape", ["x", "rows"], ["flat"]),
+         node("Add", ["zeros", "flat"], ["z"])],
+        [value("x", F, [BATCH, 6])],
+        [value("y", F, [None, 4]), value("z", F, [None, 1, 3])],
+        [ints("zero", 0), ints("two", 2), ints("axes0", [0]),
+         ints("four", [4]), ints("one", [1]), ints("three", [3]),
+         ints("rows", [-1, 1, 3]), init("b", weights(1, 4))])
+
+
+@model
+def torch_encoder_key_padding():
+    """torch.nn.TransformerEncoder with src_key_padding_mask from the ids:
+    torch 1.13 expands the mask to [B * heads, 1, T] and adds it to the
+    scores with the zeros of a ConstantOfShape of that shape."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab=20, dim=8, heads=2):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            layer = nn.TransformerEncoderLayer(
+                dim, heads, dim_feedforward=16, dropout=0.0,
+                batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 1,
+                                                 enable_nested_tensor=False)
+
+        def forward(self, ids):
+            x = self.encoder(self.embed(ids), src_key_padding_mask=ids == 0)
+            return x.mean(dim=1)
+
+    return export(Encoder(), torch.randint(1, 20, (2, 6)),
+                  (["ids"], ["y"]), 14, training=True)
 
 
 def main():
