@@ -477,7 +477,7 @@ const char *const kCases[] = {
     "gpt_adam",          "causal_triu_adam",  "padded_sgd",
     "padded_adam",       "padded_1e4_sgd",    "last_token_sgd",
     "last_token_adam",   "last_token_gather_momentum",
-    "encoder_padded_sgd", "encoder_padded_adam"};
+    "encoder_padded_sgd", "encoder_padded_adam", "encoder_mask_input_sgd"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

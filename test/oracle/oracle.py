@@ -223,6 +223,19 @@ class PaddedEncoder(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class MaskInputEncoder(PaddedEncoder):
+    """PaddedEncoder given its padding mask as a second, boolean input
+    `mask` (True at padding), as a user passes `src_key_padding_mask`:
+    a BOOL graph input, which Cleave takes as float32 0 and 1."""
+
+    # Extra inputs: name -> how they follow from the ids.
+    extra_inputs = {"mask": lambda ids: ids == 0}
+
+    def forward(self, ids, mask):
+        x = self.encoder(self.embed(ids), src_key_padding_mask=mask)
+        return self.head(x.mean(dim=1))
+
+
 class Causal(nn.Module):
     """A GPT-style decoder block: token and position embeddings, causal
     self-attention with a packed q/k/v projection and the mask a registered
@@ -381,6 +394,7 @@ MODELS = {
     "padded_1e4": (lambda: Padded(fill=-1e4), "ids", (6,), "padded", 4, 14),
     "last_token": (LastToken, "ids", (6,), "padded", 4, 14),
     "encoder_padded": (PaddedEncoder, "ids", (6,), "padded", 4, 14),
+    "encoder_mask_input": (MaskInputEncoder, "ids", (6,), "padded", 4, 14),
     "last_token_gather": (lambda: LastToken(gather_elements=True), "ids",
                           (6,), "padded", 4, 14),
 }
@@ -488,6 +502,9 @@ CASES = {
     "encoder_padded_sgd": case("encoder_padded", "sgd", lr=0.1),
     "encoder_padded_adam": case("encoder_padded", "adam", windows=RAGGED,
                                 lr=0.01, eps=1e-4),
+    # The same mask given as a boolean graph input.
+    "encoder_mask_input_sgd": case("encoder_mask_input", "sgd",
+                                   windows=RAGGED, lr=0.1),
     # The hidden state at the last non-padding position, read with a Gather
     # at run-time per-sample indices and with torch.gather.
     "last_token_sgd": case("last_token", "sgd", lr=0.1),
@@ -661,19 +678,19 @@ def make_optimizer(name, params, h):
     raise ValueError(f"unknown optimizer {name}")
 
 
-def export(module, example, input_name, path, opset):
+def export(module, examples, input_names, path, opset):
     """The export docs/user/onnx.md prescribes. A copy is traced so that the
     tracing forward cannot touch the module we train."""
     with warnings.catch_warnings():
         # torch 1.13 warns once per in-place op of a torchvision model.
         warnings.simplefilter("ignore")
-        torch.onnx.export(copy.deepcopy(module), example, path,
-                          input_names=[input_name],
+        axes = {name: {0: "batch"} for name in input_names + ["logits"]}
+        torch.onnx.export(copy.deepcopy(module), tuple(examples), path,
+                          input_names=input_names,
                           output_names=["logits"], opset_version=opset,
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False,
-                          dynamic_axes={input_name: {0: "batch"},
-                                        "logits": {0: "batch"}})
+                          dynamic_axes=axes)
 
 
 def load_initializers(module, path):
@@ -745,7 +762,15 @@ def run(case_name, out_dir):
         targets = torch.randint(0, classes, (total,))
 
     onnx_path = os.path.join(directory, "model.onnx")
-    export(module, data[:2], input_name, onnx_path, opset)
+    # Inputs beyond the first follow from it (a padding mask given to the
+    # model); Cleave reads a boolean one as float32 0 and 1.
+    extras = getattr(module, "extra_inputs", {})
+
+    def inputs(x):
+        return [x] + [derive(x) for derive in extras.values()]
+
+    export(module, inputs(data[:2]), [input_name] + list(extras), onnx_path,
+           opset)
     names = load_initializers(module, onnx_path)
     module.train()
 
@@ -784,7 +809,7 @@ def run(case_name, out_dir):
                 if mse:
                     y = y.to(dtype)
                 start += size
-                out = module(pad(x) if spec["pad"] else x)[:size]
+                out = module(*inputs(pad(x) if spec["pad"] else x))[:size]
                 loss = sum_of_losses(out, y)
                 (loss / samples).backward()
                 loss_sum += loss.item()
@@ -820,6 +845,9 @@ def run(case_name, out_dir):
     write_raw(os.path.join(directory, "input.bin"), data)
     lines.append(f"input {input_name} {dtype} input.bin "
                  f"{data[0].numel()}")
+    for name, derive in extras.items():
+        write_raw(os.path.join(directory, f"{name}.bin"), derive(data).float())
+        lines.append(f"input {name} f32 {name}.bin {data[0].numel()}")
     label_name = "targets" if mse else "labels"
     write_raw(os.path.join(directory, "labels.bin"), targets)
     lines.append(f"input {label_name} {'f32' if mse else 'i64'} labels.bin "

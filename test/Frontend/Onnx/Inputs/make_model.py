@@ -1605,12 +1605,18 @@ def compare_masks():
 
 
 @model
-def where_bool_input():
-    """nn has no boolean tensors: a boolean graph input is refused."""
-    return graph([node("Where", ["c", "x", "x"], ["y"])],
+def bool_input():
+    """A boolean graph input (a padding mask given to the model): a
+    masked_fill, its negation, and its Cast to float (a count of the real
+    positions)."""
+    return graph([node("Where", ["c", "minf", "x"], ["y"]),
+                  node("Not", ["c"], ["keep"]),
+                  node("Cast", ["keep"], ["fkeep"], to=F),
+                  node("Mul", ["x", "fkeep"], ["z"])],
                  [value("c", TensorProto.BOOL, [BATCH, 4]),
                   value("x", F, [BATCH, 4])],
-                 [value("y", F, [BATCH, 4])])
+                 [value("y", F, [BATCH, 4]), value("z", F, [BATCH, 4])],
+                 [init("minf", np.array(-np.inf, np.float32))])
 
 
 @model
