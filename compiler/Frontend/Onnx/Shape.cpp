@@ -2119,7 +2119,9 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "as exact floats (below 2^24)";
   table["Cast"].notes =
       "folded at compile time; of a run-time tensor to its own type, or to "
-      "bool: the mask `x != 0` (`nn.compare`)";
+      "bool: the mask `x != 0` (`nn.compare`); of a mask or of integers "
+      "computed from masks to an integer type (`(ids != 0).sum(1)`): the "
+      "same float tensor, which carries them exactly (see `Gather`)";
   table["ConstantOfShape"].notes =
       "a constant shape (folded), or a float one whose shape holds the batch "
       "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
@@ -2166,6 +2168,6 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "computed by comparisons (a padding mask from the token ids) gives "
       "`nn.where`, whose gradient reaches only the selected side. A registered "
       "buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, "
-      "such as a causal mask, stays a constant and folds. Boolean graph "
-      "inputs are not supported";
+      "such as a causal mask, stays a constant and folds. A boolean graph "
+      "input is such an f32 mask";
 }
