@@ -1,7 +1,7 @@
 //===- GatherKernels.cpp - Reference gathers and their scatter-adds -------===//
 //
-// nn.gather, nn.gather_elements, their gradients and nn.iota as direct loops over
-// row-major positions, accumulated in double. Indices are checked: a
+// nn.gather, nn.gather_elements, their gradients and nn.iota as direct loops
+// over row-major positions, accumulated in double. Indices are checked: a
 // negative one counts from the end of the axis, anything else out of range
 // (or a float index that is not an integer) is an error naming the op.
 //
@@ -84,10 +84,9 @@ LogicalResult runGatherGrad(nn::GatherGradOp op, Frame &f) {
   auto type = cast<RankedTensorType>(op.getType());
   ArrayRef<int64_t> shape = type.getShape();
   std::vector<double> acc(ShapedType::getNumElements(shape), 0.0);
-  if (failed(forEachGathered(op, shape, ids, op.getAxis(),
-                             [&](int64_t to, int64_t from) {
-                               acc[to] += g.getDouble(from);
-                             })))
+  if (failed(forEachGathered(
+          op, shape, ids, op.getAxis(),
+          [&](int64_t to, int64_t from) { acc[to] += g.getDouble(from); })))
     return failure();
   f.set(op.getResult(), Tensor::fromDoubles(g.getDType(), shape, acc));
   return success();
@@ -134,10 +133,9 @@ LogicalResult runGatherElementsGrad(nn::GatherElementsGradOp op, Frame &f) {
   const Tensor &g = f.get(op.getGrad()), &ids = f.get(op.getIndices());
   ArrayRef<int64_t> shape = op.getShape();
   std::vector<double> acc(ShapedType::getNumElements(shape), 0.0);
-  if (failed(forEachElement(op, shape, ids, op.getAxis(),
-                            [&](int64_t to, int64_t from) {
-                              acc[to] += g.getDouble(from);
-                            })))
+  if (failed(forEachElement(
+          op, shape, ids, op.getAxis(),
+          [&](int64_t to, int64_t from) { acc[to] += g.getDouble(from); })))
     return failure();
   f.set(op.getResult(), Tensor::fromDoubles(g.getDType(), shape, acc));
   return success();

@@ -57,9 +57,8 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType type,
   SmallVector<AffineExpr> read;
   for (int64_t d : indexDims)
     read.push_back(b.getAffineDimExpr(d));
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(rank, 0, read, b.getContext()),
-      b.getMultiDimIdentityMap(rank)};
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, read, b.getContext()),
+                                 b.getMultiDimIdentityMap(rank)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto g = linalg::GenericOp::create(
       b, loc, TypeRange{type}, ValueRange{indices},
@@ -76,8 +75,7 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType type,
 /// `indices` read at `indexPos(ivs)`.
 Value scatterAdd(
     OpBuilder &b, Location loc, RankedTensorType type, Value grad,
-    Value indices,
-    function_ref<SmallVector<Value>(ValueRange)> indexPos,
+    Value indices, function_ref<SmallVector<Value>(ValueRange)> indexPos,
     function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange, Value)>
         target) {
   ArrayRef<int64_t> shape = shapeOf(grad);
@@ -126,17 +124,17 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
     for (int64_t k = 0; k < q; ++k)
       indexDims.push_back(axis + k);
     rewriter.replaceOp(
-        op, gatherGeneric(
-                rewriter, op.getLoc(), type, op.getIndices(), indexDims,
-                [&](OpBuilder &b, Location l, Value id) -> Value {
-                  SmallVector<Value> at;
-                  for (int64_t d = 0; d < axis; ++d)
-                    at.push_back(linalg::IndexOp::create(b, l, d));
-                  at.push_back(axisIndex(b, l, id, size));
-                  for (int64_t d = axis + q; d < type.getRank(); ++d)
-                    at.push_back(linalg::IndexOp::create(b, l, d));
-                  return tensor::ExtractOp::create(b, l, input, at);
-                }));
+        op,
+        gatherGeneric(rewriter, op.getLoc(), type, op.getIndices(), indexDims,
+                      [&](OpBuilder &b, Location l, Value id) -> Value {
+                        SmallVector<Value> at;
+                        for (int64_t d = 0; d < axis; ++d)
+                          at.push_back(linalg::IndexOp::create(b, l, d));
+                        at.push_back(axisIndex(b, l, id, size));
+                        for (int64_t d = axis + q; d < type.getRank(); ++d)
+                          at.push_back(linalg::IndexOp::create(b, l, d));
+                        return tensor::ExtractOp::create(b, l, input, at);
+                      }));
     return success();
   }
 };
@@ -182,16 +180,17 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     for (int64_t d = 0; d < type.getRank(); ++d)
       all.push_back(d);
     rewriter.replaceOp(
-        op, gatherGeneric(rewriter, op.getLoc(), type, op.getIndices(), all,
-                          [&](OpBuilder &b, Location l, Value id) -> Value {
-                            SmallVector<Value> at;
-                            for (int64_t d = 0; d < type.getRank(); ++d)
-                              at.push_back(
-                                  d == axis ? axisIndex(b, l, id, size)
-                                            : linalg::IndexOp::create(b, l, d)
-                                                  .getResult());
-                            return tensor::ExtractOp::create(b, l, input, at);
-                          }));
+        op, gatherGeneric(
+                rewriter, op.getLoc(), type, op.getIndices(), all,
+                [&](OpBuilder &b, Location l, Value id) -> Value {
+                  SmallVector<Value> at;
+                  for (int64_t d = 0; d < type.getRank(); ++d)
+                    at.push_back(
+                        d == axis
+                            ? axisIndex(b, l, id, size)
+                            : linalg::IndexOp::create(b, l, d).getResult());
+                  return tensor::ExtractOp::create(b, l, input, at);
+                }));
     return success();
   }
 };
@@ -206,14 +205,14 @@ struct GatherElementsGradLowering : OpRewritePattern<GatherElementsGradOp> {
       return rewriter.notifyMatchFailure(op, "needs static shapes");
     int64_t axis = op.getAxis(), size = type.getDimSize(axis);
     rewriter.replaceOp(
-        op, scatterAdd(rewriter, op.getLoc(), type, op.getGrad(),
-                       op.getIndices(),
-                       [](ValueRange ivs) { return SmallVector<Value>(ivs); },
-                       [&](OpBuilder &b, Location l, ValueRange ivs, Value id) {
-                         SmallVector<Value> at(ivs);
-                         at[axis] = axisIndex(b, l, id, size);
-                         return at;
-                       }));
+        op, scatterAdd(
+                rewriter, op.getLoc(), type, op.getGrad(), op.getIndices(),
+                [](ValueRange ivs) { return SmallVector<Value>(ivs); },
+                [&](OpBuilder &b, Location l, ValueRange ivs, Value id) {
+                  SmallVector<Value> at(ivs);
+                  at[axis] = axisIndex(b, l, id, size);
+                  return at;
+                }));
     return success();
   }
 };

@@ -112,23 +112,12 @@ void foldSplats(NodeImporter &n, Arith kind, DenseElementsAttr a,
 }
 
 /// Operand `i` of a binary op whose other operand is `other`, as a float
-/// tensor. An integer constant against a run-time integer carried in float
-/// (`lengths - 1`, see Gather.cpp) is converted to the carrier's type.
-FailureOr<Value> operandOf(NodeImporter &n, unsigned i,
-                           ImportedValue &other) {
-  if (n.isConstant(i) && other.kind == ImportedValue::Kind::Tensor) {
-    auto type = cast<RankedTensorType>(other.tensor.getType());
-    if (isa<FloatType>(type.getElementType()) &&
-        isIntegerValued(other.tensor)) {
-      FailureOr<DenseElementsAttr> c = n.constant(i, "operand");
-      if (failed(c))
-        return failure();
-      if (c->getElementType().isSignlessInteger() &&
-          !c->getElementType().isInteger(1))
-        return n.getGraph().materialize(
-            castElements(*c, type.getElementType()), n.getLoc());
-    }
-  }
+/// tensor; an integer constant against a run-time integer carried in float
+/// (`lengths - 1`) takes the carrier's type.
+FailureOr<Value> operandOf(NodeImporter &n, unsigned i, ImportedValue &other) {
+  FailureOr<Value> carried = carriedConstant(n, i, other);
+  if (failed(carried) || *carried)
+    return carried;
   return n.floatTensor(i);
 }
 

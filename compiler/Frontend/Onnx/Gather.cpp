@@ -40,9 +40,8 @@ bool importer::isIntegerValued(Value v) {
     return false; // a float data input
   DenseElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr)))
-    return llvm::all_of(attr.getValues<APFloat>(), [](const APFloat &x) {
-      return x.isInteger();
-    });
+    return llvm::all_of(attr.getValues<APFloat>(),
+                        [](const APFloat &x) { return x.isInteger(); });
   auto all = [](ValueRange operands) {
     return llvm::all_of(operands, [](Value o) { return isIntegerValued(o); });
   };
@@ -61,6 +60,23 @@ bool importer::isIntegerValued(Value v) {
       .Default([](Operation *) { return false; });
 }
 
+FailureOr<Value> importer::carriedConstant(NodeImporter &n, unsigned i,
+                                           ImportedValue &other) {
+  if (!n.isConstant(i) || other.kind != Kind::Tensor)
+    return Value();
+  auto type = cast<RankedTensorType>(other.tensor.getType());
+  if (!isa<FloatType>(type.getElementType()) || !isIntegerValued(other.tensor))
+    return Value();
+  FailureOr<DenseElementsAttr> c = n.constant(i, "operand");
+  if (failed(c))
+    return failure();
+  Type elt = c->getElementType();
+  if (!elt.isSignlessInteger() || elt.isInteger(1))
+    return Value();
+  return n.getGraph().materialize(castElements(*c, type.getElementType()),
+                                  n.getLoc());
+}
+
 /// Whether `v` is a trainable initializer (an embedding table).
 static bool isParameter(Value v) {
   auto arg = dyn_cast<BlockArgument>(v);
@@ -70,9 +86,23 @@ static bool isParameter(Value v) {
   return f && f.getArgAttr(arg.getArgNumber(), train::TrainDialect::kParamAttr);
 }
 
-/// Input `i` as gather indices: a run-time integer tensor, a float one
-/// holding integers (see the file comment), or constant integers.
-static FailureOr<Value> gatherIndices(NodeImporter &n, unsigned i) {
+/// Input `i` as gather indices into an axis of `size` entries (dynamic:
+/// unknown): a run-time integer tensor, a float one holding integers (see
+/// the file comment), or constant integers, which must lie in
+/// [-size, size).
+static FailureOr<Value> gatherIndices(NodeImporter &n, unsigned i,
+                                      int64_t size) {
+  if (n.isConstant(i) && !ShapedType::isDynamic(size)) {
+    FailureOr<DenseElementsAttr> c = n.constant(i, "indices");
+    if (failed(c))
+      return failure();
+    if (c->getElementType().isSignlessInteger())
+      for (const APInt &v : c->getValues<APInt>())
+        if (int64_t id = v.getSExtValue(); id < -size || id >= size)
+          return n.emitError()
+                 << n.getOpType() << " index " << id
+                 << " is out of range for an axis of size " << size;
+  }
   FailureOr<Value> ids = n.tensor(i);
   if (failed(ids))
     return failure();
@@ -89,21 +119,21 @@ LogicalResult importer::importRunTimeGather(NodeImporter &n, int64_t axis) {
   FailureOr<Value> data = n.floatTensor(0);
   if (failed(data))
     return failure();
-  FailureOr<Value> ids = gatherIndices(n, 1);
-  if (failed(ids))
-    return failure();
-  int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
-  std::optional<int64_t> a = normalizeAxis(axis, rank);
+  auto type = cast<RankedTensorType>(data->getType());
+  std::optional<int64_t> a = normalizeAxis(axis, type.getRank());
   if (!a)
     return n.emitError() << "Gather axis " << axis
-                         << " is out of range for rank " << rank;
+                         << " is out of range for rank " << type.getRank();
+  FailureOr<Value> ids = gatherIndices(n, 1, type.getDimSize(*a));
+  if (failed(ids))
+    return failure();
+  int64_t rank = type.getRank();
   // A lookup in a trainable table keeps nn.embedding, whose indices the
   // runtime checks against the table when they are a data input.
   if (*a == 0 && rank == 2 && isParameter(*data) &&
       isa<IntegerType>(cast<RankedTensorType>(ids->getType()).getElementType()))
     return n.createOutput<nn::EmbeddingOp>(*ids, *data);
-  return n.createOutput<nn::GatherOp>(*data, *ids,
-                                      static_cast<uint64_t>(*a));
+  return n.createOutput<nn::GatherOp>(*data, *ids, static_cast<uint64_t>(*a));
 }
 
 namespace {
@@ -118,14 +148,14 @@ LogicalResult importGatherElements(NodeImporter &n) {
   FailureOr<Value> data = n.floatTensor(0);
   if (failed(data))
     return failure();
-  FailureOr<Value> ids = gatherIndices(n, 1);
-  if (failed(ids))
-    return failure();
-  int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
-  std::optional<int64_t> a = normalizeAxis(*axis, rank);
+  auto type = cast<RankedTensorType>(data->getType());
+  std::optional<int64_t> a = normalizeAxis(*axis, type.getRank());
   if (!a)
     return n.emitError() << "GatherElements axis " << *axis
-                         << " is out of range for rank " << rank;
+                         << " is out of range for rank " << type.getRank();
+  FailureOr<Value> ids = gatherIndices(n, 1, type.getDimSize(*a));
+  if (failed(ids))
+    return failure();
   return n.createOutput<nn::GatherElementsOp>(*data, *ids,
                                               static_cast<uint64_t>(*a));
 }
@@ -140,8 +170,7 @@ LogicalResult importer::importBatchRange(NodeImporter &n, SymInt start,
   if (!(start == SymInt::constant(0)) || !delta.isConstant() ||
       delta.coeff == 0 || limit.isConstant() || limit.power != 1 ||
       limit.coeff != delta.coeff)
-    return n.emitError() << "Range(" << start << ", " << limit << ", "
-                         << delta
+    return n.emitError() << "Range(" << start << ", " << limit << ", " << delta
                          << ") is not supported: a range whose bounds depend "
                             "on the batch size B must be Range(0, k * B, k)";
   Value source = n.getGraph().batchSource();

@@ -362,6 +362,12 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 /// tensors computed at run time, see Gather.cpp).
 bool isIntegerValued(Value v);
 
+/// Input `i`, an integer constant, converted to the float type of `other`
+/// when `other` is a run-time integer carried in float (`lengths - 1`,
+/// `lengths == 0`); null when that does not apply.
+FailureOr<Value> carriedConstant(NodeImporter &n, unsigned i,
+                                 ImportedValue &other);
+
 /// Gather of input 0 along `axis` at the run-time indices of input 1:
 /// `nn.embedding` for a trainable table, `nn.gather` otherwise.
 LogicalResult importRunTimeGather(NodeImporter &n, int64_t axis);

@@ -1311,8 +1311,7 @@ FailureOr<Value> runtimeMask(NodeImporter &n, unsigned i) {
   if (type.getElementType() != maskType(n))
     return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
                          << "' is a run-time boolean of type " << type
-                         << " that no comparison computed (boolean graph "
-                            "inputs are not supported)";
+                         << " that no comparison computed";
   return v;
 }
 
@@ -1331,10 +1330,18 @@ FailureOr<Value> booleanMask(NodeImporter &n, unsigned i) {
 
 /// `a <op> b` on run-time tensors: an `nn.compare` mask.
 LogicalResult runtimeCompare(NodeImporter &n, Compare op) {
-  FailureOr<Value> a = n.tensor(0);
+  // An integer constant against a run-time integer carried in float
+  // (`lengths == 0`) takes the carrier's type.
+  auto operand = [&](unsigned i) -> FailureOr<Value> {
+    FailureOr<Value> carried = carriedConstant(n, i, n.input(1 - i));
+    if (failed(carried) || *carried)
+      return carried;
+    return n.tensor(i);
+  };
+  FailureOr<Value> a = operand(0);
   if (failed(a))
     return failure();
-  FailureOr<Value> b = n.tensor(1);
+  FailureOr<Value> b = operand(1);
   if (failed(b))
     return failure();
   for (Value v : {*a, *b})
@@ -1492,8 +1499,8 @@ LogicalResult importRange(NodeImporter &n) {
       if (failed(v))
         return failure();
       if (v->size() != 1)
-        return n.emitError() << "Range " << what << " " << ArrayRef(*v)
-                             << " is not a scalar";
+        return n.emitError()
+               << "Range " << what << " " << ArrayRef(*v) << " is not a scalar";
       symbolic.push_back((*v)[0]);
       bounds.push_back((*v)[0].coeff);
     }
@@ -1646,10 +1653,12 @@ FailureOr<Value> broadcastSymbolic(NodeImporter &n, Value v,
   if (llvm::is_contained(target, -1)) {
     source = n.getGraph().batchSource();
     if (!source)
-      return n.emitError() << what << " to a batch-dependent shape needs a "
-                                      "data input with a batch dimension";
+      return n.emitError() << what
+                           << " to a batch-dependent shape needs a data "
+                              "input with a batch dimension";
   }
-  FailureOr<nn::BroadcastToOp> op = n.create<nn::BroadcastToOp>(v, target, source);
+  FailureOr<nn::BroadcastToOp> op =
+      n.create<nn::BroadcastToOp>(v, target, source);
   if (failed(op))
     return failure();
   if (!split)
@@ -1756,8 +1765,7 @@ LogicalResult importExpand(NodeImporter &n) {
     n.setOutput(0, *value);
     return success();
   }
-  FailureOr<Value> expanded =
-      broadcastSymbolic(n, *value, *in, out, "Expand");
+  FailureOr<Value> expanded = broadcastSymbolic(n, *value, *in, out, "Expand");
   if (failed(expanded))
     return failure();
   n.setOutput(0, *expanded);

@@ -1,8 +1,9 @@
 //===- NNGather.cpp - Gathers with run-time indices and their gradients ---===//
 //
 // Type inference and vector-Jacobian products of nn.gather and
-// nn.gather_elements, and nn.iota, which builds per-sample indices: the gradient of a gather is a scatter-add of the
-// cotangent into zeros of the input's shape; the indices carry none.
+// nn.gather_elements, and nn.iota, which builds per-sample indices: the
+// gradient of a gather is a scatter-add of the cotangent into zeros of the
+// input's shape; the indices carry none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +46,7 @@ static LogicalResult checkAxis(std::optional<Location> loc, int64_t axis,
 //===----------------------------------------------------------------------===//
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a,
+                                         std::optional<Location> loc, Adaptor a,
                                          SmallVectorImpl<Type> &types) {
   auto input = cast<RankedTensorType>(a.getInput().getType());
   ArrayRef<int64_t> ids = shapeOf(a.getIndices());
@@ -66,10 +66,10 @@ LogicalResult GatherOp::buildVJP(OpBuilder &b, ValueRange dys,
   int64_t size = shapeOf(getInput())[getAxis()];
   if (needed[0] && ShapedType::isDynamic(size))
     return emitOpError("gradient needs a static gathered axis");
-  grads.push_back(needed[0] ? Value(GatherGradOp::create(b, getLoc(), dys[0],
-                                                         getIndices(),
-                                                         getAxis(), size))
-                            : Value());
+  grads.push_back(needed[0]
+                      ? Value(GatherGradOp::create(
+                            b, getLoc(), dys[0], getIndices(), getAxis(), size))
+                      : Value());
   grads.push_back(Value());
   return success();
 }
@@ -125,9 +125,10 @@ static LogicalResult checkElementIndices(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult GatherElementsOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &types) {
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor a,
+                                                 SmallVectorImpl<Type> &types) {
   auto input = cast<RankedTensorType>(a.getInput().getType());
   ArrayRef<int64_t> ids = shapeOf(a.getIndices());
   if (failed(checkElementIndices(loc, input.getShape(), ids, a.getAxis())))
@@ -142,17 +143,18 @@ LogicalResult GatherElementsOp::buildVJP(OpBuilder &b, ValueRange dys,
   ArrayRef<int64_t> shape = shapeOf(getInput());
   if (needed[0] && ShapedType::isDynamicShape(shape))
     return emitOpError("gradient needs a static input shape");
-  grads.push_back(needed[0] ? Value(GatherElementsGradOp::create(
-                                  b, getLoc(), dys[0], getIndices(),
-                                  getAxis(), shape))
-                            : Value());
+  grads.push_back(
+      needed[0] ? Value(GatherElementsGradOp::create(
+                      b, getLoc(), dys[0], getIndices(), getAxis(), shape))
+                : Value());
   grads.push_back(Value());
   return success();
 }
 
-LogicalResult GatherElementsGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+GatherElementsGradOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc, Adaptor a,
+                                       SmallVectorImpl<Type> &types) {
   auto grad = cast<RankedTensorType>(a.getGrad().getType());
   ArrayRef<int64_t> ids = shapeOf(a.getIndices());
   ArrayRef<int64_t> shape = a.getShape();
@@ -179,7 +181,7 @@ LogicalResult IotaOp::inferReturnTypes(MLIRContext *,
   auto source = cast<RankedTensorType>(a.getSource().getType());
   if (failed(checkAxis(loc, a.getAxis(), source.getRank())))
     return failure();
-  types.push_back(RankedTensorType::get({source.getDimSize(a.getAxis())},
-                                        a.getDtype()));
+  types.push_back(
+      RankedTensorType::get({source.getDimSize(a.getAxis())}, a.getDtype()));
   return success();
 }

@@ -1821,6 +1821,35 @@ def torch_encoder_key_padding():
                   (["ids"], ["y"]), 14, training=True)
 
 
+@model
+def gather_elements_out_of_range():
+    """GatherElements at a constant index past the end of its axis."""
+    return graph(
+        [node("GatherElements", ["x", "picks"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5])], [value("y", F, [1, 2])],
+        [ints("picks", [[-5, 5]])])
+
+
+@model
+def carried_integers():
+    """Integer arithmetic on a mask: the lengths (ids != 0).sum(1), a
+    comparison of them with an int64 constant, and the last position
+    lengths - 1 indexing x with GatherElements."""
+    return graph(
+        [node("Equal", ["ids", "zero"], ["pad"]),
+         node("Not", ["pad"], ["real"]),
+         node("Cast", ["real"], ["counts"], to=I64),
+         node("ReduceSum", ["counts", "axes1"], ["lengths"], keepdims=1),
+         node("Equal", ["lengths", "four"], ["full"]),
+         node("Cast", ["full"], ["y"], to=F),
+         node("Sub", ["lengths", "one"], ["last"]),
+         node("GatherElements", ["x", "last"], ["z"], axis=1)],
+        [value("ids", I64, [BATCH, 4]), value("x", F, [BATCH, 4])],
+        [value("y", F, [BATCH, 1]), value("z", F, [BATCH, 1])],
+        [ints("zero", 0), ints("axes1", [1]), ints("four", 4),
+         ints("one", 1)])
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
