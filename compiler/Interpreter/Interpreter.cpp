@@ -297,6 +297,7 @@ static const KernelTable &getKernels() {
     KernelTable t;
     registerNNKernels(t);
     registerConvPoolKernels(t);
+    registerGatherKernels(t);
     registerTrainKernels(t);
     return t;
   }();

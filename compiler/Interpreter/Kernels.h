@@ -62,6 +62,8 @@ private:
 
 void registerNNKernels(KernelTable &table);
 void registerConvPoolKernels(KernelTable &table);
+/// nn.gather, nn.gather_elements and their gradients.
+void registerGatherKernels(KernelTable &table);
 void registerTrainKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//

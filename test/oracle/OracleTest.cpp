@@ -462,19 +462,47 @@ TEST_P(Oracle, MatchesPyTorch) {
 // The cases of oracle.py: each model with SGD, momentum and Adam; SGD with
 // weight decay, Nesterov, AdamW and MSE once each; ragged micro-batches in a
 // short window on two models; RMSprop, Adagrad, LAMB and LARS; a padding
-// mask computed from the ids. (The batch-norm study runs the others.)
-const char *const kCases[] = {
-    "mlp_sgd_wd",        "mlp_nesterov",      "mlp_adam",
-    "mlp_momentum_mse",  "lenet_sgd",         "lenet_momentum",
-    "lenet_adam_ragged", "cnn_bn_sgd",        "cnn_bn_momentum",
-    "cnn_bn_adam",       "transformer_sgd",   "transformer_momentum",
-    "transformer_adam",  "transformer_adamw", "mlp_rmsprop",
-    "cnn_bn_adagrad",    "mlp_lamb",          "transformer_lamb",
-    "cnn_bn_lars",       "transformer_lars",  "encoder_sgd",
-    "encoder_adam",      "vit_sgd",           "vit_adam",
-    "causal_sgd",        "causal_adam",       "gpt_sgd",
-    "gpt_adam",          "causal_triu_adam",  "padded_sgd",
-    "padded_adam",       "padded_1e4_sgd"};
+// mask computed from the ids, also as TransformerEncoder's
+// src_key_padding_mask and as a boolean input; gathers at per-sample indices
+// computed from the ids. (The batch-norm study runs the others.)
+const char *const kCases[] = {"mlp_sgd_wd",
+                              "mlp_nesterov",
+                              "mlp_adam",
+                              "mlp_momentum_mse",
+                              "lenet_sgd",
+                              "lenet_momentum",
+                              "lenet_adam_ragged",
+                              "cnn_bn_sgd",
+                              "cnn_bn_momentum",
+                              "cnn_bn_adam",
+                              "transformer_sgd",
+                              "transformer_momentum",
+                              "transformer_adam",
+                              "transformer_adamw",
+                              "mlp_rmsprop",
+                              "cnn_bn_adagrad",
+                              "mlp_lamb",
+                              "transformer_lamb",
+                              "cnn_bn_lars",
+                              "transformer_lars",
+                              "encoder_sgd",
+                              "encoder_adam",
+                              "vit_sgd",
+                              "vit_adam",
+                              "causal_sgd",
+                              "causal_adam",
+                              "gpt_sgd",
+                              "gpt_adam",
+                              "causal_triu_adam",
+                              "padded_sgd",
+                              "padded_adam",
+                              "padded_1e4_sgd",
+                              "last_token_sgd",
+                              "last_token_adam",
+                              "last_token_gather_momentum",
+                              "encoder_padded_sgd",
+                              "encoder_padded_adam",
+                              "encoder_mask_input_sgd"};
 const char *const kStudyCases[] = {"cnn_bn_sgd_big", "mlp_sgd_wd_big",
                                    "cnn_bn_sgd_ragged",
                                    "cnn_bn_sgd_ragged_padded"};

@@ -180,6 +180,43 @@ class Encoder(nn.Module):
         return self.head(self.encoder(self.embed(x)).mean(dim=1))
 
 
+class PaddedEncoder(nn.Module):
+    """torch.nn.TransformerEncoder over padded token sequences with
+    `src_key_padding_mask` computed from the ids (`ids == 0`). torch 1.13
+    expands the mask over the heads (`[B * heads, 1, T]`, a
+    ConstantOfShape and an Expand to a multiple of the batch) and adds it
+    as a -inf bias to the scores. Every sequence starts with a real token,
+    so no query's keys are all masked (see Padded)."""
+
+    def __init__(self, vocab=20, dim=16, heads=2, hidden=32, layers=2,
+                 classes=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=hidden, dropout=0.0,
+            activation="gelu", batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        x = self.encoder(self.embed(ids), src_key_padding_mask=ids == 0)
+        return self.head(x.mean(dim=1))
+
+
+class MaskInputEncoder(PaddedEncoder):
+    """PaddedEncoder given its padding mask as a second, boolean input
+    `mask` (True at padding), as a user passes `src_key_padding_mask`:
+    a BOOL graph input, which Cleave takes as float32 0 and 1."""
+
+    # Extra inputs: name -> how they follow from the ids.
+    extra_inputs = {"mask": lambda ids: ids == 0}
+
+    def forward(self, ids, mask):
+        x = self.encoder(self.embed(ids), src_key_padding_mask=mask)
+        return self.head(x.mean(dim=1))
+
+
 class Causal(nn.Module):
     """A GPT-style decoder block: token and position embeddings, causal
     self-attention with a packed q/k/v projection and the mask a registered
@@ -257,6 +294,32 @@ class Padded(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class LastToken(nn.Module):
+    """A sequence classifier that reads the hidden state at the last
+    non-padding position of each sequence, its index counted from the ids at
+    run time: `h[torch.arange(B), lengths - 1]` (Range over the batch, a
+    flattening and a Gather at run-time indices, an nn.gather) or, with
+    `gather_elements`, `h.gather(1, index)` (GatherElements). The
+    gradient reaches the embedding of the read tokens only, through the
+    gathers' scatter-adds."""
+
+    def __init__(self, vocab=20, dim=16, classes=4, gather_elements=False):
+        super().__init__()
+        self.gather_elements = gather_elements
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.1)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        h = torch.tanh(self.proj(self.embed(ids) + self.pos))
+        lengths = (ids != 0).sum(1)
+        if self.gather_elements:
+            index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, h.shape[2])
+            return self.head(h.gather(1, index)[:, 0])
+        return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
+
+
 def vit():
     """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
     one layer of width 16. Its class token is expanded over the batch
@@ -310,6 +373,11 @@ MODELS = {
     "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
     "padded": (Padded, "ids", (6,), "padded", 4, 14),
     "padded_1e4": (lambda: Padded(fill=-1e4), "ids", (6,), "padded", 4, 14),
+    "last_token": (LastToken, "ids", (6,), "padded", 4, 14),
+    "encoder_padded": (PaddedEncoder, "ids", (6,), "padded", 4, 14),
+    "encoder_mask_input": (MaskInputEncoder, "ids", (6,), "padded", 4, 14),
+    "last_token_gather": (lambda: LastToken(gather_elements=True), "ids",
+                          (6,), "padded", 4, 14),
 }
 
 # The model zoo (issue 10): torchvision's image classifiers at 64x64, which
@@ -410,6 +478,21 @@ CASES = {
     "padded_sgd": case("padded", "sgd", lr=0.1),
     "padded_adam": case("padded", "adam", windows=RAGGED, lr=0.01, eps=1e-4),
     "padded_1e4_sgd": case("padded_1e4", "sgd", lr=0.1),
+    # torch.nn.TransformerEncoder with src_key_padding_mask (a mask
+    # expanded to B * heads rows); Adam's eps as for encoder_adam.
+    "encoder_padded_sgd": case("encoder_padded", "sgd", lr=0.1),
+    "encoder_padded_adam": case("encoder_padded", "adam", windows=RAGGED,
+                                lr=0.01, eps=1e-4),
+    # The same mask given as a boolean graph input.
+    "encoder_mask_input_sgd": case("encoder_mask_input", "sgd",
+                                   windows=RAGGED, lr=0.1),
+    # The hidden state at the last non-padding position, read with a Gather
+    # at run-time per-sample indices and with torch.gather.
+    "last_token_sgd": case("last_token", "sgd", lr=0.1),
+    "last_token_adam": case("last_token", "adam", windows=RAGGED, lr=0.01),
+    "last_token_gather_momentum": case("last_token_gather", "momentum",
+                                       windows=RAGGED, lr=0.05,
+                                       momentum=0.9),
     # RMSprop and Adagrad against torch.optim; LAMB and LARS against the
     # float64 references below (docs/design/optimizers.md), on models whose
     # biases and normalisation weights exercise the exclusion rule.
@@ -576,19 +659,19 @@ def make_optimizer(name, params, h):
     raise ValueError(f"unknown optimizer {name}")
 
 
-def export(module, example, input_name, path, opset):
+def export(module, examples, input_names, path, opset):
     """The export docs/user/onnx.md prescribes. A copy is traced so that the
     tracing forward cannot touch the module we train."""
     with warnings.catch_warnings():
         # torch 1.13 warns once per in-place op of a torchvision model.
         warnings.simplefilter("ignore")
-        torch.onnx.export(copy.deepcopy(module), example, path,
-                          input_names=[input_name],
+        axes = {name: {0: "batch"} for name in input_names + ["logits"]}
+        torch.onnx.export(copy.deepcopy(module), tuple(examples), path,
+                          input_names=input_names,
                           output_names=["logits"], opset_version=opset,
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False,
-                          dynamic_axes={input_name: {0: "batch"},
-                                        "logits": {0: "batch"}})
+                          dynamic_axes=axes)
 
 
 def load_initializers(module, path):
@@ -660,7 +743,15 @@ def run(case_name, out_dir):
         targets = torch.randint(0, classes, (total,))
 
     onnx_path = os.path.join(directory, "model.onnx")
-    export(module, data[:2], input_name, onnx_path, opset)
+    # Inputs beyond the first follow from it (a padding mask given to the
+    # model); Cleave reads a boolean one as float32 0 and 1.
+    extras = getattr(module, "extra_inputs", {})
+
+    def inputs(x):
+        return [x] + [derive(x) for derive in extras.values()]
+
+    export(module, inputs(data[:2]), [input_name] + list(extras), onnx_path,
+           opset)
     names = load_initializers(module, onnx_path)
     module.train()
 
@@ -699,7 +790,7 @@ def run(case_name, out_dir):
                 if mse:
                     y = y.to(dtype)
                 start += size
-                out = module(pad(x) if spec["pad"] else x)[:size]
+                out = module(*inputs(pad(x) if spec["pad"] else x))[:size]
                 loss = sum_of_losses(out, y)
                 (loss / samples).backward()
                 loss_sum += loss.item()
@@ -735,6 +826,9 @@ def run(case_name, out_dir):
     write_raw(os.path.join(directory, "input.bin"), data)
     lines.append(f"input {input_name} {dtype} input.bin "
                  f"{data[0].numel()}")
+    for name, derive in extras.items():
+        write_raw(os.path.join(directory, f"{name}.bin"), derive(data).float())
+        lines.append(f"input {name} f32 {name}.bin {data[0].numel()}")
     label_name = "targets" if mse else "labels"
     write_raw(os.path.join(directory, "labels.bin"), targets)
     lines.append(f"input {label_name} {'f32' if mse else 'i64'} labels.bin "

@@ -84,6 +84,7 @@ struct ConvertNNToLinalgPass
     RewritePatternSet patterns(ctx);
     populateElementwisePatterns(patterns);
     populateShapePatterns(patterns);
+    populateGatherPatterns(patterns);
     populateReductionPatterns(patterns);
     populateKernelPatterns(patterns);
     populateTrainPatterns(patterns);

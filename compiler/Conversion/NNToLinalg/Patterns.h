@@ -15,6 +15,8 @@ namespace mlir::cleave {
 void populateElementwisePatterns(RewritePatternSet &patterns);
 /// Reshapes, transposes, slices, concatenation, broadcasts, embedding.
 void populateShapePatterns(RewritePatternSet &patterns);
+/// Gathers with run-time indices and their scatter-add gradients.
+void populateGatherPatterns(RewritePatternSet &patterns);
 /// Reductions, softmax, losses, normalisation, dropout.
 void populateReductionPatterns(RewritePatternSet &patterns);
 /// Matmul, linear, convolution and pooling as runtime kernels.

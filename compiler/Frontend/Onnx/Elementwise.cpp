@@ -111,6 +111,16 @@ void foldSplats(NodeImporter &n, Arith kind, DenseElementsAttr a,
   n.setOutput(0, ImportedValue::ofConstant(DenseElementsAttr::get(type, r)));
 }
 
+/// Operand `i` of a binary op whose other operand is `other`, as a float
+/// tensor; an integer constant against a run-time integer carried in float
+/// (`lengths - 1`) takes the carrier's type.
+FailureOr<Value> operandOf(NodeImporter &n, unsigned i, ImportedValue &other) {
+  FailureOr<Value> carried = carriedConstant(n, i, other);
+  if (failed(carried) || *carried)
+    return carried;
+  return n.floatTensor(i);
+}
+
 template <typename OpTy, Arith kind>
 LogicalResult importBinary(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
@@ -132,10 +142,10 @@ LogicalResult importBinary(NodeImporter &n) {
       return success();
     }
   }
-  FailureOr<Value> lhs = n.floatTensor(0);
+  FailureOr<Value> lhs = operandOf(n, 0, b);
   if (failed(lhs))
     return failure();
-  FailureOr<Value> rhs = n.floatTensor(1);
+  FailureOr<Value> rhs = operandOf(n, 1, a);
   if (failed(rhs))
     return failure();
   return n.createOutput<OpTy>(*lhs, *rhs);

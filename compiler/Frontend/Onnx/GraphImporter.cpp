@@ -159,6 +159,7 @@ const ImporterTable &importer::getImporterTable() {
     ImporterTable t;
     populateElementwiseImporters(t);
     populateShapeImporters(t);
+    populateGatherImporters(t);
     populateLinearImporters(t);
     populateConvPoolImporters(t);
     populateNormalizationImporters(t);
@@ -435,10 +436,15 @@ GraphImporter::convertInputType(const onnx::ValueInfoProto &input) {
            << "graph input '" << input.name() << "' is not a tensor";
   const onnx::TypeProto::Tensor &t = input.type().tensor_type();
   Type elt = convertElementType(t.elem_type());
-  if (!elt || elt.isInteger(1))
+  if (!elt)
     return mlir::emitError(loc)
            << "graph input '" << input.name()
            << "' has unsupported element type " << dataTypeName(t.elem_type());
+  // nn has no boolean tensors: a boolean input (a padding mask given to the
+  // model) is the f32 mask of 0 and 1 that comparisons produce, and is fed
+  // as such.
+  if (elt.isInteger(1))
+    elt = builder.getF32Type();
   if (!t.has_shape())
     return mlir::emitError(loc)
            << "graph input '" << input.name()

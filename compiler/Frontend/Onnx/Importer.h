@@ -118,6 +118,8 @@ using ImporterTable = llvm::StringMap<OpImporter>;
 void populateElementwiseImporters(ImporterTable &table);
 /// Constants, shapes, reshapes, slicing, concatenation, gathers, casts.
 void populateShapeImporters(ImporterTable &table);
+/// GatherElements (Gather's run-time form is importRunTimeGather).
+void populateGatherImporters(ImporterTable &table);
 /// Gemm and MatMul.
 void populateLinearImporters(ImporterTable &table);
 /// Convolution and pooling.
@@ -353,6 +355,29 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
+
+/// Whether the run-time value `v` holds integers: an integer tensor, or a
+/// float one computed from masks, integer constants and positions by
+/// arithmetic that keeps integers (the importer's carrier of ONNX integer
+/// tensors computed at run time, see Gather.cpp).
+bool isIntegerValued(Value v);
+
+/// Input `i`, an integer constant, converted to the float type of `other`
+/// when `other` is a run-time integer carried in float (`lengths - 1`,
+/// `lengths == 0`); null when that does not apply.
+FailureOr<Value> carriedConstant(NodeImporter &n, unsigned i,
+                                 ImportedValue &other);
+
+/// Gather of input 0 along `axis` at the run-time indices of input 1:
+/// `nn.embedding` for a trainable table, `nn.gather` otherwise.
+LogicalResult importRunTimeGather(NodeImporter &n, int64_t axis);
+
+/// Range whose bounds depend on the batch size (`torch.arange(B)`).
+LogicalResult importBatchRange(NodeImporter &n, SymInt start, SymInt limit,
+                               SymInt delta);
+
+/// Converts constant elements to `elt` as ONNX Cast does.
+DenseElementsAttr castElements(DenseElementsAttr attr, Type elt);
 
 /// The name diagnostics give a node: its own, else its first output's.
 std::string nodeName(const onnx::NodeProto &node, unsigned index);

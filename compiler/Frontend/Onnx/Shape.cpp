@@ -213,6 +213,23 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
         in->push_back(shape.back());
         return in;
       })
+      .Case([&](nn::GatherOp g) -> Result {
+        auto in = operandShape(0), ids = operandShape(1);
+        if (failed(in) || failed(ids))
+          return failure();
+        int64_t axis = g.getAxis();
+        SmallVector<SymInt> out(in->begin(), in->begin() + axis);
+        out.append(ids->begin(), ids->end());
+        out.append(in->begin() + axis + 1, in->end());
+        return out;
+      })
+      .Case([&](nn::GatherElementsOp) { return operandShape(1); })
+      .Case([&](nn::IotaOp i) -> Result {
+        auto in = operandShape(0);
+        if (failed(in))
+          return failure();
+        return SmallVector<SymInt>{(*in)[i.getAxis()]};
+      })
       .Case<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp>(
           [&](auto r) -> Result {
             auto in = operandShape(0);
@@ -871,8 +888,8 @@ LogicalResult importUnsqueeze(NodeImporter &n) {
   return setReshaped(n, x, out);
 }
 
-/// Gather: an embedding lookup with run-time indices, slicing with constant
-/// indices, or an element of a shape value.
+/// Gather: a lookup with run-time indices (importRunTimeGather), slicing
+/// with constant indices, or an element of a shape value.
 LogicalResult importGather(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
     return failure();
@@ -882,16 +899,8 @@ LogicalResult importGather(NodeImporter &n) {
   ImportedValue &data = n.input(0);
   ImportedValue &indices = n.input(1);
 
-  if (indices.kind == Kind::Tensor) {
-    if (*axis != 0)
-      return n.emitError() << "Gather with run-time indices is supported on "
-                              "axis 0 (an embedding lookup), not axis "
-                           << *axis;
-    FailureOr<Value> table = n.floatTensor(0);
-    if (failed(table))
-      return failure();
-    return n.createOutput<nn::EmbeddingOp>(indices.tensor, *table);
-  }
+  if (indices.kind == Kind::Tensor)
+    return importRunTimeGather(n, *axis);
 
   auto ids = n.constantInts(1, "indices");
   if (failed(ids))
@@ -957,8 +966,9 @@ LogicalResult importGather(NodeImporter &n) {
   return success();
 }
 
-/// Converts constant elements to `elt` as ONNX Cast does.
-DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
+} // namespace
+
+DenseElementsAttr importer::castElements(DenseElementsAttr attr, Type elt) {
   auto type = attr.getType().clone(elt);
   // A splat (ConstantOfShape's) converts once, whatever its size.
   if (attr.isSplat() && attr.getNumElements() > 1) {
@@ -1012,6 +1022,8 @@ DenseElementsAttr castElements(DenseElementsAttr attr, Type elt) {
   return DenseElementsAttr::get(type, out);
 }
 
+namespace {
+
 /// The mask type of run-time booleans: nn has no boolean tensors, so a
 /// comparison of run-time tensors is an f32 mask (1 where it holds), which
 /// nn.where takes as its condition and nn.mul/nn.maximum combine.
@@ -1053,6 +1065,23 @@ LogicalResult importCast(NodeImporter &n) {
           nn::ComparePredicateAttr::get(b.getContext(),
                                         nn::ComparePredicate::ne),
           x.tensor, zero, TypeAttr::get(maskType(n)));
+    }
+    // To an integer type: a float tensor holding integers (a count of a
+    // mask's entries) stays the float tensor that carries it (Gather.cpp).
+    if (isa<FloatType>(from) && elt.isSignlessInteger()) {
+      if (!isIntegerValued(x.tensor))
+        return n.emitError()
+               << "Cast of a run-time " << from << " tensor to " << elt
+               << " is not supported: only integers computed from masks, "
+                  "constants and positions convert (nn has no rounding "
+                  "conversion)";
+      n.setOutput(0, x.tensor);
+      return success();
+    }
+    // From such a carrier back to its own float type.
+    if (isa<FloatType>(elt) && elt == from) {
+      n.setOutput(0, x.tensor);
+      return success();
     }
     if (from != elt)
       return n.emitError() << "Cast of a run-time tensor from " << from
@@ -1282,8 +1311,7 @@ FailureOr<Value> runtimeMask(NodeImporter &n, unsigned i) {
   if (type.getElementType() != maskType(n))
     return n.emitError() << n.getOpType() << " input '" << n.inputName(i)
                          << "' is a run-time boolean of type " << type
-                         << " that no comparison computed (boolean graph "
-                            "inputs are not supported)";
+                         << " that no comparison computed";
   return v;
 }
 
@@ -1302,10 +1330,18 @@ FailureOr<Value> booleanMask(NodeImporter &n, unsigned i) {
 
 /// `a <op> b` on run-time tensors: an `nn.compare` mask.
 LogicalResult runtimeCompare(NodeImporter &n, Compare op) {
-  FailureOr<Value> a = n.tensor(0);
+  // An integer constant against a run-time integer carried in float
+  // (`lengths == 0`) takes the carrier's type.
+  auto operand = [&](unsigned i) -> FailureOr<Value> {
+    FailureOr<Value> carried = carriedConstant(n, i, n.input(1 - i));
+    if (failed(carried) || *carried)
+      return carried;
+    return n.tensor(i);
+  };
+  FailureOr<Value> a = operand(0);
   if (failed(a))
     return failure();
-  FailureOr<Value> b = n.tensor(1);
+  FailureOr<Value> b = operand(1);
   if (failed(b))
     return failure();
   for (Value v : {*a, *b})
@@ -1457,16 +1493,19 @@ LogicalResult importRange(NodeImporter &n) {
   if (integer) {
     static constexpr StringLiteral kNames[] = {"start", "limit", "delta"};
     SmallVector<int64_t> bounds;
+    SmallVector<SymInt> symbolic;
     for (auto [i, what] : llvm::enumerate(kNames)) {
       auto v = n.symbolicInts(i, what);
       if (failed(v))
         return failure();
-      if (v->size() != 1 || !(*v)[0].isConstant())
-        return n.emitError() << "Range " << what << " " << ArrayRef(*v)
-                             << " is not a compile-time integer (B is the "
-                                "batch size)";
+      if (v->size() != 1)
+        return n.emitError()
+               << "Range " << what << " " << ArrayRef(*v) << " is not a scalar";
+      symbolic.push_back((*v)[0]);
       bounds.push_back((*v)[0].coeff);
     }
+    if (llvm::any_of(symbolic, [](SymInt v) { return !v.isConstant(); }))
+      return importBatchRange(n, symbolic[0], symbolic[1], symbolic[2]);
     int64_t start = bounds[0], limit = bounds[1], delta = bounds[2];
     if (delta == 0)
       return n.emitError() << "Range delta is 0";
@@ -1567,6 +1606,66 @@ LogicalResult importWhere(NodeImporter &n) {
   return success();
 }
 
+/// Broadcasts `v`, of shape `in` up to the batch size B, to `out` as numpy
+/// does (`in` aligned at the end). nn.broadcast_to's -1 stands for B itself:
+/// an entry k * B (heads * B in nn.MultiheadAttention's key padding mask)
+/// is broadcast as the two axes [B, k] and merged back by a reshape, so the
+/// result still specialises with the batch.
+FailureOr<Value> broadcastSymbolic(NodeImporter &n, Value v,
+                                   ArrayRef<SymInt> in, ArrayRef<SymInt> out,
+                                   StringRef what) {
+  size_t rank = out.size();
+  SmallVector<SymInt> aligned(rank - in.size(), SymInt::constant(1));
+  aligned.append(in.begin(), in.end());
+  SmallVector<SymInt> splitIn;
+  SmallVector<int64_t> target;
+  bool split = false;
+  for (auto [a, d] : llvm::zip_equal(aligned, out)) {
+    if (d.isConstant()) {
+      target.push_back(d.coeff);
+      splitIn.push_back(a);
+      continue;
+    }
+    if (d.power != 1 || d.coeff < 1)
+      return n.emitError() << what << " to [" << out
+                           << "] is not supported: a batch-dependent size "
+                              "other than a multiple of B (B is the batch "
+                              "size)";
+    if (d.coeff == 1) {
+      target.push_back(-1);
+      splitIn.push_back(a);
+      continue;
+    }
+    split = true;
+    target.append({-1, d.coeff});
+    if (a == d)
+      splitIn.append({SymInt::batch(), SymInt::constant(d.coeff)});
+    else
+      splitIn.append({SymInt::constant(1), SymInt::constant(1)});
+  }
+  if (split && cast<RankedTensorType>(v.getType()).getRank() > 0) {
+    FailureOr<Value> r = n.reshape(v, splitIn);
+    if (failed(r))
+      return failure();
+    v = *r;
+  }
+  Value source;
+  if (llvm::is_contained(target, -1)) {
+    source = n.getGraph().batchSource();
+    if (!source)
+      return n.emitError() << what
+                           << " to a batch-dependent shape needs a data "
+                              "input with a batch dimension";
+  }
+  FailureOr<nn::BroadcastToOp> op =
+      n.create<nn::BroadcastToOp>(v, target, source);
+  if (failed(op))
+    return failure();
+  if (!split)
+    return op->getResult();
+  return n.reshape(op->getResult(), out);
+}
+
 /// ConstantOfShape of a compile-time shape is a splat constant; a float one
 /// whose shape holds the batch size (`torch.zeros(x.size(0), ...)` in
 /// `forward`) is the scalar broadcast over the batch of a data input.
@@ -1612,30 +1711,20 @@ LogicalResult importConstantOfShape(NodeImporter &n) {
         0, ImportedValue::ofConstant(DenseElementsAttr::get(type, element)));
     return success();
   }
-  SmallVector<int64_t> sizes;
-  for (SymInt d : *dims) {
-    if (d.isConstant())
-      sizes.push_back(d.coeff);
-    else if (d == SymInt::batch())
-      sizes.push_back(-1);
-    else
-      return n.emitError() << "ConstantOfShape to [" << ArrayRef(*dims)
-                           << "] is not supported: a batch-dependent size "
-                              "other than B itself (B is the batch size)";
-  }
   if (!isa<FloatType>(value.getElementType()))
     return n.emitError() << "ConstantOfShape of " << value.getElementType()
                          << " to the batch-dependent shape [" << ArrayRef(*dims)
                          << "] is not supported: nn has no integer tensors";
-  Value source = n.getGraph().batchSource();
-  if (!source)
-    return n.emitError() << "ConstantOfShape to a batch-dependent shape needs "
-                            "a data input with a batch dimension";
   Value scalar = n.getGraph().materialize(
       DenseElementsAttr::get(RankedTensorType::get({}, value.getElementType()),
                              element),
       n.getLoc());
-  return n.createOutput<nn::BroadcastToOp>(scalar, sizes, source);
+  FailureOr<Value> filled =
+      broadcastSymbolic(n, scalar, {}, *dims, "ConstantOfShape");
+  if (failed(filled))
+    return failure();
+  n.setOutput(0, *filled);
+  return success();
 }
 
 /// Expand broadcasts to the numpy broadcast of the input's shape and the
@@ -1676,29 +1765,10 @@ LogicalResult importExpand(NodeImporter &n) {
     n.setOutput(0, *value);
     return success();
   }
-  SmallVector<int64_t> shape;
-  for (SymInt d : out) {
-    if (d.isConstant())
-      shape.push_back(d.coeff);
-    else if (d == SymInt::batch())
-      shape.push_back(-1);
-    else
-      return n.emitError() << "Expand to [" << ArrayRef(out)
-                           << "] is not supported: a batch-dependent size "
-                              "other than B itself (B is the batch size)";
-  }
-  Value source;
-  if (llvm::is_contained(shape, -1)) {
-    source = n.getGraph().batchSource();
-    if (!source)
-      return n.emitError() << "Expand to a batch-dependent shape needs a data "
-                              "input with a batch dimension";
-  }
-  FailureOr<nn::BroadcastToOp> op =
-      n.create<nn::BroadcastToOp>(*value, shape, source);
-  if (failed(op))
+  FailureOr<Value> expanded = broadcastSymbolic(n, *value, *in, out, "Expand");
+  if (failed(expanded))
     return failure();
-  n.setOutput(0, op->getResult());
+  n.setOutput(0, *expanded);
   return success();
 }
 
@@ -2047,11 +2117,19 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
       "last smaller) or into as many equal parts as it has outputs";
   table["Gather"].notes =
-      "run-time indices on axis 0 of a float initializer (an embedding lookup, "
-      "`nn.Embedding`), or constant indices on a non-batch axis";
+      "constant indices on a non-batch axis (a slice); run-time indices on "
+      "axis 0 of a float initializer (`nn.Embedding`: `nn.embedding`) or on "
+      "any axis of any tensor (`x[torch.arange(B), lengths - 1]`: "
+      "`nn.gather`, whose gradient is a scatter-add). Negative indices count "
+      "from the end. Run-time indices are an integer input or integers "
+      "computed from masks: `Cast` of a mask to an integer type, `ReduceSum`, "
+      "`Add`/`Sub`/`Mul` with constants and `Range(0, k * B, k)` are carried "
+      "as exact floats (below 2^24)";
   table["Cast"].notes =
       "folded at compile time; of a run-time tensor to its own type, or to "
-      "bool: the mask `x != 0` (`nn.compare`)";
+      "bool: the mask `x != 0` (`nn.compare`); of a mask or of integers "
+      "computed from masks to an integer type (`(ids != 0).sum(1)`): the "
+      "same float tensor, which carries them exactly (see `Gather`)";
   table["ConstantOfShape"].notes =
       "a constant shape (folded), or a float one whose shape holds the batch "
       "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
@@ -2076,8 +2154,10 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Or"].notes =
       "folded on compile-time booleans of any rank, with broadcasting; on "
       "run-time masks, `nn.maximum`";
-  table["Range"].notes = "folded: start, limit and delta must be compile-time "
-                         "numbers (integer ranges become shape values)";
+  table["Range"].notes =
+      "folded when start, limit and delta are compile-time numbers (integer "
+      "ranges become shape values); `Range(0, k * B, k)` over the batch size "
+      "B (`torch.arange(x.size(0))`) is `nn.iota` over a data input's batch";
   table["Tile"].notes =
       "constant repeats, not of the batch axis: a reshape, `nn.broadcast_to` "
       "and a reshape, whose gradient sums over the repeats";
@@ -2096,6 +2176,6 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "computed by comparisons (a padding mask from the token ids) gives "
       "`nn.where`, whose gradient reaches only the selected side. A registered "
       "buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, "
-      "such as a causal mask, stays a constant and folds. Boolean graph "
-      "inputs are not supported";
+      "such as a causal mask, stays a constant and folds. A boolean graph "
+      "input is such an f32 mask";
 }

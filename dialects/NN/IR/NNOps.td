@@ -983,4 +983,145 @@ def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Gathers with run-time indices
+//===----------------------------------------------------------------------===//
+
+/// Index tensors of the gathers. Besides integers they take floats holding
+/// integers: the ONNX importer carries run-time integer arithmetic on masks
+/// (a sequence length counted from `ids != 0`) in the float type of
+/// nn.compare's masks, exact below 2^24.
+def NN_GatherIndexTensor : RankedTensorOf<[I32, I64, F32, F64]>;
+
+//===- nn.gather ----------------------------------------------------------===//
+def NN_GatherOp : NN_DiffOp<"gather", [InferTypeOpAdaptor],
+                            ["isDifferentiableOperand"]> {
+  let summary = "take entries along an axis at run-time indices (ONNX Gather)";
+  let description = [{
+    `input` of shape `[d_0, ..., d_(r-1)]` and `indices` of shape `S` give
+    `[d_0, ..., d_(axis-1), S..., d_(axis+1), ..., d_(r-1)]`: the result at
+    `(i, s, j)` is `input[i, indices[s], j]`. A negative index counts from
+    the end of the axis (`-1` is `d_axis - 1`), as in ONNX and PyTorch. An
+    index still out of `[0, d_axis)` is an error in the interpreter and
+    clamped into range in compiled code. Indices are not differentiable; the
+    gradient of `input` is `nn.gather_grad`, a scatter-add.
+
+    ```mlir
+    %0 = nn.gather %h, %last {axis = 0} : tensor<24x16xf32>, tensor<4xi64> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_GatherIndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices attr-dict `:` type($input) `,` type($indices) `->`
+    type($result)
+  }];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      return index == 0;
+    }
+  }];
+}
+
+//===- nn.gather_grad -----------------------------------------------------===//
+def NN_GatherGradOp : NN_Op<"gather_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.gather with respect to its input";
+  let description = [{
+    Scatter-adds `grad` (the shape of the gather's result) into zeros of the
+    gather's input shape, whose `axis` has `dim_size` entries: every
+    `grad[i, s, j]` is added to `result[i, indices[s], j]`, so repeated
+    indices accumulate.
+
+    ```mlir
+    %0 = nn.gather_grad %dy, %last {axis = 0, dim_size = 24} : tensor<4x16xf32>, tensor<4xi64> -> tensor<24x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_GatherIndexTensor:$indices,
+                       I64Attr:$axis, I64Attr:$dim_size);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+//===- nn.gather_elements -------------------------------------------------===//
+def NN_GatherElementsOp : NN_DiffOp<"gather_elements", [InferTypeOpAdaptor],
+                                    ["isDifferentiableOperand"]> {
+  let summary = "per-element gather along an axis (ONNX GatherElements, "
+                "torch.gather)";
+  let description = [{
+    `indices` has the rank of `input` and is the result's shape; along every
+    axis but `axis` it is no larger than `input`. The result at position `p`
+    is `input[p with p[axis] replaced by indices[p]]`. Negative indices count
+    from the end of the axis; out-of-range ones are an error in the
+    interpreter and clamped in compiled code. Indices are not
+    differentiable; the gradient of `input` is `nn.gather_elements_grad`.
+
+    ```mlir
+    %0 = nn.gather_elements %h, %idx {axis = 1} : tensor<4x6x16xf32>, tensor<4x1x16xi64> -> tensor<4x1x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_GatherIndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices attr-dict `:` type($input) `,` type($indices) `->`
+    type($result)
+  }];
+  let extraClassDefinition = [{
+    bool $cppClass::isDifferentiableOperand(unsigned index) {
+      return index == 0;
+    }
+  }];
+}
+
+//===- nn.gather_elements_grad --------------------------------------------===//
+def NN_GatherElementsGradOp : NN_Op<"gather_elements_grad",
+                                    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of nn.gather_elements with respect to its input";
+  let description = [{
+    Scatter-adds `grad` (the shape of `indices`) into zeros of `shape`, the
+    gather's input shape: `grad[p]` is added at `p` with `p[axis]` replaced
+    by `indices[p]` (ONNX ScatterElements with `reduction = "add"` into
+    zeros).
+
+    ```mlir
+    %0 = nn.gather_elements_grad %dy, %idx {axis = 1, shape = array<i64: 4, 6, 16>} : tensor<4x1x16xf32>, tensor<4x1x16xi64> -> tensor<4x6x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_GatherIndexTensor:$indices,
+                       I64Attr:$axis, DenseI64ArrayAttr:$shape);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+//===- nn.iota ------------------------------------------------------------===//
+// No gradient: the positions depend on the source's shape only, not on its
+// values.
+def NN_IotaOp : NN_Op<"iota", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the positions 0, 1, ... along a dimension of a tensor";
+  let description = [{
+    A rank-1 tensor of `source`'s dimension `axis`, holding 0, 1, 2, ... in
+    the float type `dtype`. Only the shape of `source` is read: a
+    batch-polymorphic model takes the batch from a data input (ONNX
+    `Range(0, x.size(0), 1)`, PyTorch's `torch.arange(B)` to index each
+    sample), and the result is static once the batch is specialised.
+
+    ```mlir
+    %0 = nn.iota %ids {axis = 0, dtype = f32} : tensor<?x6xi64> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source, I64Attr:$axis,
+                       TypeAttrOf<AnyTypeOf<[F32, F64]>>:$dtype);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` type($source) `->` type($result)
+  }];
+}
+
 #endif // CLEAVE_NN_OPS

@@ -16,6 +16,8 @@
 
 #include "dialects/NN/IR/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
@@ -567,6 +569,38 @@ Model embedding(MLIRContext *ctx, std::mt19937_64 &rng) {
   return m.finish();
 }
 
+/// Gathers on activations at per-sample indices: nn.gather along a middle
+/// axis (the result crosses samples, so it is observed globally) and
+/// nn.gather_elements along the sequence (`torch.gather`), with small axes
+/// so that indices repeat and the scatter-adds must add up.
+Model gather(MLIRContext *ctx, std::mt19937_64 &rng) {
+  int64_t batch = randomDim(rng, 3, 6);
+  ModelBuilder m(ctx, rng, batch);
+  int64_t t = m.dim(2, 4), d = m.dim(2, 4), k = m.dim(1, 3);
+  Value x = m.scaled("x.s", m.input("x", {t, d}), {d}, -1.5, 1.5);
+  Value pos = m.indexInput("pos", {k}, t);
+  Value picks = m.indexInput("picks", {k, d}, t, /*i32=*/true);
+  OpBuilder &b = m.b();
+  m.observeGlobal("gather_axis1",
+                  nn::GatherOp::create(b, m.loc(), x, pos, /*axis=*/1));
+  m.observe("gather_elements",
+            nn::GatherElementsOp::create(b, m.loc(), x, picks, /*axis=*/1));
+  // The last row of each sample of the flattened [B * t, d] tensor at float
+  // indices iota * t + t - 1 (the importer's `x[torch.arange(B), t - 1]`).
+  Ops o{m};
+  Value rows = nn::IotaOp::create(b, m.loc(), x, 0, b.getF32Type());
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  Value stride = arith::ConstantOp::create(
+      b, m.loc(), DenseElementsAttr::get(f32, float(t)));
+  Value last = arith::ConstantOp::create(
+      b, m.loc(), DenseElementsAttr::get(f32, float(t - 1)));
+  m.observe("gather_last_rows",
+            nn::GatherOp::create(b, m.loc(), o.reshape(x, {batch * t, d}),
+                                 o.add(o.mul(rows, stride), last),
+                                 /*axis=*/0));
+  return m.finish();
+}
+
 //===----------------------------------------------------------------------===//
 // Whole models
 //===----------------------------------------------------------------------===//
@@ -628,6 +662,7 @@ const std::vector<Case> &backend_test::allCases() {
     add("layer_norm", layerNorm, "nesterov");
     add("dropout", dropout, "adamw");
     add("embedding", embedding, "sgd");
+    add("gather", gather, "momentum");
     // The other optimizers on models with weights and rank-1 parameters
     // (which lamb and lars exempt from weight decay and the trust ratio).
     add("linear_rmsprop", linear, "rmsprop");

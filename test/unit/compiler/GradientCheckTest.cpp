@@ -520,6 +520,31 @@ std::vector<GradCase> allCases() {
                  "%y = nn.embedding %ids, %t : tensor<2x3xi64>, " + T("5x4") +
                      " -> " + T("2x3x4"),
                  T("2x3x4"), Draw::Signed, {{1, 4, 1, 0, 2, 4}}));
+  // Gathers on activations (ONNX Gather with run-time indices, GatherElements):
+  // repeated indices accumulate, negative ones count from the end, and float
+  // indices (the importer's run-time integer arithmetic) read like integers.
+  c.push_back(fn("gather_axis1",
+                 {P("x", "3x4x2"), A("ids", "tensor<2x2xi64>")},
+                 "%y = nn.gather %x, %ids {axis = 1} : " + T("3x4x2") +
+                     ", tensor<2x2xi64> -> " + T("3x2x2x2"),
+                 T("3x2x2x2"), Draw::Signed, {{0, -1, 3, 0}}));
+  c.push_back(fn("gather_axis0_float_indices", {P("x", "5x3")},
+                 "%ids = arith.constant dense<[4.0, -5.0, 2.0, 4.0]> : " +
+                     T("4") + "\n  %y = nn.gather %x, %ids {axis = 0} : " +
+                     T("5x3") + ", " + T("4") + " -> " + T("4x3"),
+                 T("4x3")));
+  c.push_back(fn("gather_elements_axis1",
+                 {P("x", "2x4x3"), A("ids", "tensor<2x2x2xi32>")},
+                 "%y = nn.gather_elements %x, %ids {axis = 1} : " +
+                     T("2x4x3") + ", tensor<2x2x2xi32> -> " + T("2x2x2"),
+                 T("2x2x2"), Draw::Signed, {{3, 0, -1, 3, 1, 1, 0, 2}}));
+  c.push_back(fn("gather_elements_last_token", {P("x", "3x4x2")},
+                 "%ids = arith.constant dense<[[[3.0, 3.0]], [[0.0, 0.0]], "
+                 "[[-2.0, -2.0]]]> : " +
+                     T("3x1x2") +
+                     "\n  %y = nn.gather_elements %x, %ids {axis = 1} : " +
+                     T("3x4x2") + ", " + T("3x1x2") + " -> " + T("3x1x2"),
+                 T("3x1x2")));
 
   // ONNX Max/Min (nn.maximum/nn.minimum, broadcasting both ways), and the
   // importer's ReduceMin (-max(-x)) and ReduceL2 (sqrt(sum(x * x))).

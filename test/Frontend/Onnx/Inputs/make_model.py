@@ -1474,7 +1474,7 @@ def range_mask():
 
 @model
 def range_batch():
-    """A Range whose length is the batch size has no nn form."""
+    """A Range whose length is the batch size: nn.iota over the batch."""
     return graph(
         [node("Shape", ["x"], ["shape"]),
          node("Gather", ["shape", "zero"], ["n"], axis=0),
@@ -1567,11 +1567,12 @@ def batch_slice():
 
 @model
 def batch_dependent_expand():
-    """expand(2 * B, ...) has a batch-dependent size other than B."""
+    """expand(B * B, ...) has a batch-dependent size that is not a multiple
+    of B."""
     return graph(
         [node("Shape", ["x"], ["shape"]),
          node("Gather", ["shape", "zero"], ["batch"], axis=0),
-         node("Mul", ["batch", "two"], ["twice"]),
+         node("Mul", ["batch", "batch"], ["twice"]),
          node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
          node("Concat", ["twice1", "four"], ["target"], axis=0),
          node("Expand", ["b", "target"], ["y"])],
@@ -1604,12 +1605,18 @@ def compare_masks():
 
 
 @model
-def where_bool_input():
-    """nn has no boolean tensors: a boolean graph input is refused."""
-    return graph([node("Where", ["c", "x", "x"], ["y"])],
+def bool_input():
+    """A boolean graph input (a padding mask given to the model): a
+    masked_fill, its negation, and its Cast to float (a count of the real
+    positions)."""
+    return graph([node("Where", ["c", "minf", "x"], ["y"]),
+                  node("Not", ["c"], ["keep"]),
+                  node("Cast", ["keep"], ["fkeep"], to=F),
+                  node("Mul", ["x", "fkeep"], ["z"])],
                  [value("c", TensorProto.BOOL, [BATCH, 4]),
                   value("x", F, [BATCH, 4])],
-                 [value("y", F, [BATCH, 4])])
+                 [value("y", F, [BATCH, 4]), value("z", F, [BATCH, 4])],
+                 [init("minf", np.array(-np.inf, np.float32))])
 
 
 @model
@@ -1677,6 +1684,170 @@ def dangling_input():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     return m
+
+
+def torch_last_token(gather_elements):
+    """A sequence classifier reading the hidden state at the last
+    non-padding position, its index counted from the ids at run time:
+    `h[torch.arange(B), lengths - 1]` (Range over the batch, a flattening and
+    a Gather) or `torch.gather` (GatherElements)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class LastToken(nn.Module):
+        def __init__(self, vocab=20, dim=8, classes=4):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.proj = nn.Linear(dim, dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, ids):
+            h = torch.tanh(self.proj(self.embed(ids)))
+            lengths = (ids != 0).sum(1)
+            if gather_elements:
+                index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, h.shape[2])
+                return self.head(h.gather(1, index)[:, 0])
+            return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
+
+    return export(LastToken(), torch.randint(1, 20, (2, 6)),
+                  (["ids"], ["logits"]), 14, training=True)
+
+
+@model
+def torch_last_token_index():
+    return torch_last_token(False)
+
+
+@model
+def torch_last_token_gather():
+    return torch_last_token(True)
+
+
+@model
+def gather_runtime():
+    """Gather and GatherElements on activations at run-time indices, a
+    data input: a negative axis, and indices of rank 2."""
+    return graph(
+        [node("Gather", ["x", "ids"], ["rows"], axis=-2),
+         node("GatherElements", ["x", "picks"], ["picked"], axis=1)],
+        [value("x", F, [BATCH, 5, 3]), value("ids", I64, [2, 2]),
+         value("picks", I64, [BATCH, 2, 3])],
+        [value("rows", F, [BATCH, 2, 2, 3]), value("picked", F, [BATCH, 2, 3])])
+
+
+@model
+def gather_float_indices():
+    """Float indices that are not counts (a Cast of data to int64 truncates;
+    nn has no such conversion)."""
+    return graph(
+        [node("Cast", ["f"], ["ids"], to=I64),
+         node("Gather", ["x", "ids"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5]), value("f", F, [BATCH])],
+        [value("y", F, [BATCH, BATCH])])
+
+
+@model
+def gather_float_data_indices():
+    """GatherElements whose indices are float data."""
+    return graph(
+        [node("GatherElements", ["x", "f"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5]), value("f", F, [BATCH, 5])],
+        [value("y", F, [BATCH, 5])])
+
+
+@model
+def range_batch_offset():
+    """Range(1, B, 1): bounds over the batch other than Range(0, k * B, k)."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["b"], axis=0),
+         node("Range", ["one", "b", "one"], ["r"]),
+         node("Cast", ["r"], ["y"], to=F)],
+        [value("x", F, [BATCH, 3])], [value("y", F, [BATCH])],
+        [ints("zero", 0), ints("one", 1)])
+
+
+@model
+def batch_multiples():
+    """Sizes that are multiples of the batch size B: expand(2 * B, 4) of a
+    parameter, and ConstantOfShape([2 * B, 1, 3]) as nn.MultiheadAttention
+    builds the zeros of its key padding mask, added to a reshape of the
+    input to the same shape."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Mul", ["batch", "two"], ["twice"]),
+         node("Unsqueeze", ["twice", "axes0"], ["twice1"]),
+         node("Concat", ["twice1", "four"], ["target"], axis=0),
+         node("Expand", ["b", "target"], ["y"]),
+         node("Concat", ["twice1", "one", "three"], ["mask_shape"], axis=0),
+         node("ConstantOfShape", ["mask_shape"], ["zeros"]),
+         node("Reshape", ["x", "rows"], ["flat"]),
+         node("Add", ["zeros", "flat"], ["z"])],
+        [value("x", F, [BATCH, 6])],
+        [value("y", F, [None, 4]), value("z", F, [None, 1, 3])],
+        [ints("zero", 0), ints("two", 2), ints("axes0", [0]),
+         ints("four", [4]), ints("one", [1]), ints("three", [3]),
+         ints("rows", [-1, 1, 3]), init("b", weights(1, 4))])
+
+
+@model
+def torch_encoder_key_padding():
+    """torch.nn.TransformerEncoder with src_key_padding_mask from the ids:
+    torch 1.13 expands the mask to [B * heads, 1, T] and adds it to the
+    scores with the zeros of a ConstantOfShape of that shape."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab=20, dim=8, heads=2):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            layer = nn.TransformerEncoderLayer(
+                dim, heads, dim_feedforward=16, dropout=0.0,
+                batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 1,
+                                                 enable_nested_tensor=False)
+
+        def forward(self, ids):
+            x = self.encoder(self.embed(ids), src_key_padding_mask=ids == 0)
+            return x.mean(dim=1)
+
+    return export(Encoder(), torch.randint(1, 20, (2, 6)),
+                  (["ids"], ["y"]), 14, training=True)
+
+
+@model
+def gather_elements_out_of_range():
+    """GatherElements at a constant index past the end of its axis."""
+    return graph(
+        [node("GatherElements", ["x", "picks"], ["y"], axis=1)],
+        [value("x", F, [BATCH, 5])], [value("y", F, [1, 2])],
+        [ints("picks", [[-5, 5]])])
+
+
+@model
+def carried_integers():
+    """Integer arithmetic on a mask: the lengths (ids != 0).sum(1), a
+    comparison of them with an int64 constant, and the last position
+    lengths - 1 indexing x with GatherElements."""
+    return graph(
+        [node("Equal", ["ids", "zero"], ["pad"]),
+         node("Not", ["pad"], ["real"]),
+         node("Cast", ["real"], ["counts"], to=I64),
+         node("ReduceSum", ["counts", "axes1"], ["lengths"], keepdims=1),
+         node("Equal", ["lengths", "four"], ["full"]),
+         node("Cast", ["full"], ["y"], to=F),
+         node("Sub", ["lengths", "one"], ["last"]),
+         node("GatherElements", ["x", "last"], ["z"], axis=1)],
+        [value("ids", I64, [BATCH, 4]), value("x", F, [BATCH, 4])],
+        [value("y", F, [BATCH, 1]), value("z", F, [BATCH, 1])],
+        [ints("zero", 0), ints("axes1", [1]), ints("four", 4),
+         ints("one", 1)])
 
 
 def main():
