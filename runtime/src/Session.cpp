@@ -800,8 +800,8 @@ Status Session::run(EntryKind kind) {
   if (update) {
     Status settled = kernelContext_->beginParameterUpdate();
     if (!settled.ok()) {
-      failure_ = settled.withContext(artifact_->path() + ": " +
-                                     entryName(kind));
+      failure_ =
+          settled.withContext(artifact_->path() + ": " + entryName(kind));
       return failure_;
     }
   }

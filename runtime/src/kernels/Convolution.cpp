@@ -248,9 +248,9 @@ void ConvolutionKernel::run(dnnl::stream &stream, const float *in0,
     in1_.stageIn(stream);
   }
 
-  PartialSum *sum = deferGradient_ ? cache_->partialSum(out, plainLayout_,
-                                                        blockedLayout_)
-                                   : nullptr;
+  PartialSum *sum = deferGradient_
+                        ? cache_->partialSum(out, plainLayout_, blockedLayout_)
+                        : nullptr;
   // The first gradient of a window is written straight into the partial
   // sum; later ones are staged and added to it.
   const bool intoSum = sum && sum->empty();

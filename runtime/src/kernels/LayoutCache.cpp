@@ -105,7 +105,8 @@ const dnnl::memory *LayoutCache::weights(dnnl::stream &stream,
 PartialSum *LayoutCache::partialSum(void *target,
                                     const dnnl::memory::desc &plain,
                                     const dnnl::memory::desc &blocked) {
-  if (!enabled_ || updating_ || !inside(accumulators_, target, plain.get_size()))
+  if (!enabled_ || updating_ ||
+      !inside(accumulators_, target, plain.get_size()))
     return nullptr;
   std::vector<std::unique_ptr<PartialSum>> &sums = sums_[target];
   for (const std::unique_ptr<PartialSum> &s : sums)
@@ -135,8 +136,7 @@ PartialSum *LayoutCache::partialSum(void *target,
   dnnl::post_ops ops;
   ops.append_sum(1.f);
   attr.set_post_ops(ops);
-  dnnl::reorder::primitive_desc flushPd(engine_, blocked, engine_, plain,
-                                        attr);
+  dnnl::reorder::primitive_desc flushPd(engine_, blocked, engine_, plain, attr);
   s->flush_ = dnnl::reorder(flushPd);
   s->flushArgs_[DNNL_ARG_FROM] = s->sum_;
   s->flushArgs_[DNNL_ARG_TO] = dnnl::memory(plain, engine_, target);
