@@ -286,8 +286,7 @@ TEST_P(MeanTest, RanksTimesMicroBatchesEqualOneBigBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, MeanTest,
-                         ::testing::Values("momentum", "adam",
-                                           "cnn_momentum"));
+                         ::testing::Values("momentum", "adam", "cnn_momentum"));
 
 //===----------------------------------------------------------------------===//
 // Traffic: once per window
