@@ -97,7 +97,8 @@ public:
 
 /// All oneDNN state of one session. Creating it creates every primitive;
 /// afterwards a kernel call binds the caller's pointers, executes and waits,
-/// and allocates nothing.
+/// and allocates nothing (but for the layout cache's copies, made by the
+/// first call that needs each one).
 ///
 /// A kernel call cannot return an error (kernel_abi.h), and generated code
 /// runs on past a failed one to the end of its entry point. So a call that
