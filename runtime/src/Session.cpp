@@ -237,6 +237,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   }
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
+  if (!session->gpu_)
+    session->enableLayoutCache();
   out = std::move(session);
   return Status::success();
 }
@@ -285,6 +287,25 @@ Status Session::allocateAndInitialize(const Options &options) {
     CLEAVE_RETURN_IF_ERROR(pushState());
   }
   return Status::success();
+}
+
+void Session::enableLayoutCache() {
+  // The session keeps the cache's rules (KernelContext::enableLayoutCache):
+  // parameters change only in apply_step (bracketed by run()) and through
+  // writeGlobal and loadCheckpoint, which tell the context; micro_step only
+  // adds into accumulators (train.accumulate), and everything else that
+  // reads or writes them settles first.
+  std::vector<BufferRange> parameters, accumulators;
+  for (size_t i = 0; i < manifest_.globals.size(); ++i) {
+    const GlobalDesc &g = manifest_.globals[i];
+    BufferRange range{globals_[i].data(), g.bytes};
+    if (g.kind == GlobalKind::Param)
+      parameters.push_back(range);
+    else if (g.kind == GlobalKind::Accumulator)
+      accumulators.push_back(range);
+  }
+  kernelContext_->enableLayoutCache(std::move(parameters),
+                                    std::move(accumulators));
 }
 
 Status Session::allocateOnDevice() {
@@ -780,9 +801,21 @@ Status Session::run(EntryKind kind) {
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
   Binding &b = bindings_[static_cast<size_t>(kind)];
+  // apply_step reads the accumulators and writes the parameters.
+  const bool update = kind == EntryKind::ApplyStep;
+  if (update) {
+    Status settled = kernelContext_->beginParameterUpdate();
+    if (!settled.ok()) {
+      failure_ =
+          settled.withContext(artifact_->path() + ": " + entryName(kind));
+      return failure_;
+    }
+  }
   const uint64_t before = totalBytesSent();
   b.fn(kernelContext_.get(), b.args.data());
   windowBytes_ += totalBytesSent() - before;
+  if (update)
+    kernelContext_->endParameterUpdate();
   return entryResult(kind);
 }
 
@@ -1181,9 +1214,18 @@ Status Session::readGlobal(std::string_view name, void *dst,
         noteDeviceError(gpu_->download(dst, deviceGlobals_[index], bytes)));
     return noteDeviceError(gpu_->synchronize());
   }
+  if (manifest_.globals[index].kind == GlobalKind::Accumulator)
+    CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
     std::memcpy(dst, globals_[index].data(), bytes);
   return Status::success();
+}
+
+Status Session::settleAccumulators() const {
+  Status settled = kernelContext_->settleAccumulators();
+  if (!settled.ok())
+    failure_ = settled.withContext(artifact_->path());
+  return settled;
 }
 
 Status Session::writeGlobal(std::string_view name, const void *src,
@@ -1192,8 +1234,11 @@ Status Session::writeGlobal(std::string_view name, const void *src,
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
   if (gpu_)
     CLEAVE_RETURN_IF_ERROR(checkUsable());
+  if (manifest_.globals[index].kind == GlobalKind::Accumulator)
+    CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
     std::memcpy(globals_[index].data(), src, bytes);
+  kernelContext_->parametersChanged();
   if (gpu_ && bytes > 0) {
     // The host copy is what goes up (counters stay in step with it), and
     // it must not change before the copy is done.
@@ -1332,6 +1377,12 @@ Status Session::saveCheckpoint(const std::string &path) const {
   // the checkpoint is written from (GPU sessions have one rank).
   if (gpu_)
     CLEAVE_RETURN_IF_ERROR(pullGlobals());
+  // Mid-window, the accumulators lack the gradients the layout cache holds
+  // back. Settling them here changes the order in which the rest of the
+  // window is summed, so a run that saves and one resumed from its
+  // checkpoint agree bit for bit (a run that never saved, to rounding).
+  if (usable.ok())
+    CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   CheckpointContents c = checkpointContents();
   if (numRanks() == 1)
     return writeCheckpoint(path, c);
@@ -1460,6 +1511,7 @@ void Session::applyCheckpoint(const CheckpointContents &c,
     if (plan.sources[i]->bytes > 0)
       std::memcpy(globals_[i].data(), plan.sources[i]->data,
                   plan.sources[i]->bytes);
+  kernelContext_->globalsReplaced();
   for (size_t i = 0; i < plan.hypers.size(); ++i)
     storeHyper(i, plan.hypers[i]);
   // A checkpoint without a schedule (also one written before schedules

@@ -172,6 +172,14 @@ private:
   /// the pinned staging buffers (GPU sessions).
   Status allocateOnDevice();
   Status bindEntries();
+  /// Tells the kernel context which globals are parameters and
+  /// accumulators, so that convolutions keep blocked copies across calls
+  /// (CPU sessions).
+  void enableLayoutCache();
+  /// Adds the gradients the kernel context holds back into the
+  /// accumulators; a failure makes the session unusable. Logically const:
+  /// the accumulators' meaning does not change, only where it is held.
+  Status settleAccumulators() const;
   /// stage() on a GPU: the batch goes through a pinned buffer to the
   /// device inputs, asynchronously.
   /// Token labels: fills one sample weight per token from `labels` (the

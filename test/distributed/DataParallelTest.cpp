@@ -234,6 +234,10 @@ void setHyperparameters(Session &session, const std::string &optimizer) {
 // Mean: the window of R ranks is one big batch
 //===----------------------------------------------------------------------===//
 
+/// The parameter names the artifacts: an optimizer on small_mlp, or
+/// "cnn_momentum", small_cnn with momentum, whose convolutions hold their
+/// weight gradients back in the layout cache until the apply step, which
+/// must settle them before it reduces.
 class MeanTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MeanTest, RanksTimesMicroBatchesEqualOneBigBatch) {
@@ -282,7 +286,7 @@ TEST_P(MeanTest, RanksTimesMicroBatchesEqualOneBigBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, MeanTest,
-                         ::testing::Values("momentum", "adam"));
+                         ::testing::Values("momentum", "adam", "cnn_momentum"));
 
 //===----------------------------------------------------------------------===//
 // Traffic: once per window

@@ -198,6 +198,23 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
   in1_ = Operand(Role::Input, plain(args.in1), wanted(args.in1), env);
   out_ = Operand(accumulate ? Role::AccumulatedOutput : Role::Output,
                  plain(args.out), wanted(args.out), env);
+  in0Arg_ = args.in0;
+  in1Arg_ = args.in1;
+  outArg_ = args.out;
+
+  // The operand that may live in the cache: the weights of the forward and
+  // backward-data directions when staged, the weight gradient of an
+  // accumulating backward-weights one.
+  cache_ = env.cache;
+  if (kind == KernelKind::ConvolutionBackwardWeights) {
+    deferGradient_ = cache_ && accumulate;
+    plainLayout_ = plain(args.out);
+    blockedLayout_ = wanted(args.out);
+  } else {
+    cacheWeights_ = cache_ && in1_.staged();
+    plainLayout_ = plain(args.in1);
+    blockedLayout_ = wanted(args.in1);
+  }
 
   conv_.emplace(dnnl::primitive(pd), pd, env);
   conv_->args[args.in0] = in0_.forPrimitive();
@@ -221,9 +238,30 @@ void ConvolutionKernel::run(dnnl::stream &stream, const float *in0,
   if (hasBias_)
     bias_.set_data_handle(const_cast<float *>(bias));
   in0_.stageIn(stream);
-  in1_.stageIn(stream);
+  const dnnl::memory *weights =
+      cacheWeights_ ? cache_->weights(stream, in1, plainLayout_, blockedLayout_)
+                    : nullptr;
+  if (weights) {
+    conv_->args[in1Arg_] = *weights;
+  } else {
+    conv_->args[in1Arg_] = in1_.forPrimitive();
+    in1_.stageIn(stream);
+  }
+
+  PartialSum *sum = deferGradient_
+                        ? cache_->partialSum(out, plainLayout_, blockedLayout_)
+                        : nullptr;
+  // The first gradient of a window is written straight into the partial
+  // sum; later ones are staged and added to it.
+  const bool intoSum = sum && sum->empty();
+  conv_->args[outArg_] = intoSum ? sum->memory() : out_.forPrimitive();
   conv_->execute(stream);
-  out_.stageOut(stream);
+  if (intoSum)
+    sum->markWritten();
+  else if (sum)
+    sum->add(stream, out_.forPrimitive());
+  else
+    out_.stageOut(stream);
 }
 
 std::string ConvolutionKernel::describe() const {

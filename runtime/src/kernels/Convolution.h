@@ -8,6 +8,7 @@
 #define CLEAVE_RUNTIME_KERNELS_CONVOLUTION_H
 
 #include "kernels/Kernel.h"
+#include "kernels/LayoutCache.h"
 
 #include <optional>
 
@@ -24,6 +25,11 @@ class KernelSpec;
 /// tensors through the arena, unless the chosen layout pads channels so much
 /// (e.g. a 1-channel image blocked by 16) that the plain GEMM-based
 /// implementation wins. See Convolution.cpp for the measurements.
+///
+/// Staged weights that are a session parameter come from the context's
+/// LayoutCache instead, reordered once per parameter generation rather than
+/// per call; and a staged weight gradient added into an accumulator goes to
+/// the cache's blocked partial sum, reordered back once per window.
 class ConvolutionKernel final : public Kernel {
 public:
   /// Reads and validates the entry (`op` decides the direction), then creates
@@ -43,6 +49,16 @@ public:
 private:
   bool hasBias_ = false;
   Operand in0_, in1_, out_;
+  /// oneDNN argument ids of in0_, in1_ and out_.
+  int in0Arg_ = 0, in1Arg_ = 0, outArg_ = 0;
+  LayoutCache *cache_ = nullptr;
+  /// Weights (forward and backward data, staged): the plain and blocked
+  /// layouts the cache is asked for.
+  bool cacheWeights_ = false;
+  /// Accumulated weight gradient (backward weights): its plain and blocked
+  /// layouts, for the cache's partial sums.
+  bool deferGradient_ = false;
+  dnnl::memory::desc plainLayout_, blockedLayout_;
   dnnl::memory bias_;
   std::optional<Step> conv_;
   std::string impl_;

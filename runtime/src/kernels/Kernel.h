@@ -19,6 +19,8 @@
 
 namespace cleave::rt {
 
+class LayoutCache;
+
 /// The entry point family a kernel belongs to: a call through the wrong
 /// family (e.g. cleave_kernel_matmul with the id of a convolution) is caught
 /// by comparing kinds.
@@ -61,6 +63,8 @@ private:
 struct BuildEnv {
   dnnl::engine &engine;
   ArenaPlanner &arena;
+  /// Copies kept across calls (LayoutCache.h); outlives the kernels.
+  LayoutCache *cache = nullptr;
 };
 
 /// Primitive attributes every kernel uses: scratchpads come from the arena

@@ -8,6 +8,7 @@
 #include "kernels/Convolution.h"
 #include "kernels/Kernel.h"
 #include "kernels/KernelSpec.h"
+#include "kernels/LayoutCache.h"
 #include "kernels/Matmul.h"
 #include "kernels/Pooling.h"
 
@@ -112,6 +113,7 @@ struct KernelContext::Impl {
   dnnl::stream stream;
   std::unique_ptr<char, FreeDeleter> arena;
   size_t arenaBytes = 0;
+  LayoutCache cache;
   std::vector<std::unique_ptr<Kernel>> kernels;
   Communicator *comm = nullptr;
   ShardedCollectives *sharded = nullptr;
@@ -136,7 +138,7 @@ KernelContext::create(const nlohmann::json &kernels, std::string &error) {
     impl->stream = dnnl::stream(impl->engine);
     impl->kernels.resize(kernels.size());
     ArenaPlanner planner;
-    BuildEnv env{impl->engine, planner};
+    BuildEnv env{impl->engine, planner, &impl->cache};
     for (size_t i = 0; i < kernels.size(); ++i) {
       const nlohmann::json &entry = kernels[i];
       current = "kernels[" + std::to_string(i) + "]";
@@ -220,6 +222,46 @@ std::string KernelContext::describeKernel(int64_t id) const {
 size_t KernelContext::arenaBytes() const { return impl_->arenaBytes; }
 
 dnnl::stream &KernelContext::stream() { return impl_->stream; }
+
+void KernelContext::enableLayoutCache(std::vector<BufferRange> parameters,
+                                      std::vector<BufferRange> accumulators) {
+  // A GPU context has no oneDNN kernels to cache for.
+  if (!device_)
+    impl_->cache.enable(impl_->engine, std::move(parameters),
+                        std::move(accumulators));
+}
+
+void KernelContext::parametersChanged() { impl_->cache.parametersChanged(); }
+
+Status KernelContext::beginParameterUpdate() {
+  CLEAVE_RETURN_IF_ERROR(settleAccumulators());
+  impl_->cache.beginUpdate();
+  return Status::success();
+}
+
+void KernelContext::endParameterUpdate() { impl_->cache.endUpdate(); }
+
+Status KernelContext::settleAccumulators() {
+  if (!impl_->cache.unsettled())
+    return Status::success();
+  try {
+    impl_->cache.settle(impl_->stream);
+  } catch (const dnnl::error &e) {
+    return Status(e.status == dnnl_out_of_memory ? CLEAVE_OUT_OF_MEMORY
+                                                 : CLEAVE_INTERNAL,
+                  std::string("adding the window's weight gradients into "
+                              "their accumulators: oneDNN error: ") +
+                      e.what() + " (" + dnnl_status2str(e.status) + ")");
+  }
+  return Status::success();
+}
+
+void KernelContext::globalsReplaced() {
+  impl_->cache.discardPartialSums();
+  impl_->cache.parametersChanged();
+}
+
+size_t KernelContext::layoutCacheBytes() const { return impl_->cache.bytes(); }
 
 void KernelContext::fail(Status error) {
   if (error_.ok())

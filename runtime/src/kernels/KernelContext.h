@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dnnl {
 struct stream;
@@ -30,6 +31,12 @@ namespace cleave::rt {
 
 class Communicator;
 class Kernel;
+
+/// `bytes` bytes at `data`: one of a session's buffers.
+struct BufferRange {
+  const void *data = nullptr;
+  size_t bytes = 0;
+};
 
 /// Combines `count` buffers (`buffers[i]` holds `sizes[i]` floats) across the
 /// ranks of `comm`, in place; `kind` is a CLEAVE_REDUCE_* value of
@@ -102,7 +109,8 @@ public:
 
 /// All oneDNN state of one session. Creating it creates every primitive;
 /// afterwards a kernel call binds the caller's pointers, executes and waits,
-/// and allocates nothing.
+/// and allocates nothing (but for the layout cache's copies, made by the
+/// first call that needs each one).
 ///
 /// A kernel call cannot return an error (kernel_abi.h), and generated code
 /// runs on past a failed one to the end of its entry point. So a call that
@@ -160,6 +168,35 @@ public:
 
   /// The in-order CPU stream every kernel of this context executes on.
   dnnl::stream &stream();
+
+  /// Lets convolutions keep the blocked copies of parameters read as
+  /// weights, and the window's weight gradients in the blocked layout, from
+  /// one call to the next (LayoutCache.h). In exchange the caller keeps
+  /// these rules:
+  /// * `parameters` change only between beginParameterUpdate and
+  ///   endParameterUpdate, or followed by parametersChanged;
+  /// * kernel calls outside such a pair only add into `accumulators`, and
+  ///   settleAccumulators runs before anything else reads or writes them.
+  /// Nothing is cached in a context where this was never called.
+  void enableLayoutCache(std::vector<BufferRange> parameters,
+                         std::vector<BufferRange> accumulators);
+  /// The parameters were written (outside an update): the blocked copies
+  /// made before are stale.
+  void parametersChanged();
+  /// Settles the accumulators, then until endParameterUpdate parameters may
+  /// change under any kernel call (nothing is cached) and accumulators may
+  /// be read: brackets an apply step.
+  Status beginParameterUpdate();
+  void endParameterUpdate();
+  /// Adds the window's blocked weight gradients held back so far into their
+  /// accumulators, which then hold every gradient of the window.
+  Status settleAccumulators();
+  /// Every parameter and accumulator was overwritten (a checkpoint was
+  /// loaded): the blocked copies are stale and the gradients held back
+  /// belong to no window any more.
+  void globalsReplaced();
+  /// Bytes the layout cache holds.
+  size_t layoutCacheBytes() const;
 
   /// The first error a kernel call recorded since the context was created or
   /// last cleared; ok() if none.

@@ -155,4 +155,56 @@ TEST(Allocation, RepeatedCallsAllocateNoBuffers) {
   EXPECT_EQ(largeAllocations.load(), 0);
 }
 
+TEST(Allocation, TheLayoutCacheAllocatesOnFirstUseOnly) {
+  json conv = {{"n", 2},
+               {"c", 16},
+               {"h", 16},
+               {"w", 16},
+               {"o", 32},
+               {"kh", 3},
+               {"kw", 3},
+               {"oh", 16},
+               {"ow", 16},
+               {"strides", {1, 1}},
+               {"padding", {1, 1, 1, 1}},
+               {"dilations", {1, 1}},
+               {"groups", 1}};
+  json fwd = conv, bwdData = conv, bwdW = conv;
+  fwd["id"] = 0, fwd["op"] = "conv2d_fwd";
+  fwd["bias"] = false, fwd["activation"] = "none";
+  bwdData["id"] = 1, bwdData["op"] = "conv2d_bwd_data";
+  bwdW["id"] = 2, bwdW["op"] = "conv2d_bwd_weights";
+  bwdW["accumulate"] = true;
+  auto ctx = makeContext(json::array({fwd, bwdData, bwdW}));
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> src(2 * 16 * 16 * 16, 0.25f), dst(2 * 32 * 16 * 16, 0.5f);
+  std::vector<float> wei(32 * 16 * 9, 0.1f), grad(wei.size(), 0.f);
+  ctx->enableLayoutCache({{wei.data(), wei.size() * sizeof(float)}},
+                         {{grad.data(), grad.size() * sizeof(float)}});
+  auto window = [&] {
+    for (int i = 0; i < 4; ++i) {
+      cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(), nullptr,
+                               dst.data());
+      cleave_kernel_conv2d_bwd_data(ctx.get(), 1, dst.data(), wei.data(),
+                                    src.data());
+      cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), dst.data(),
+                                       grad.data());
+    }
+    // An apply step: settles the gradients, then the parameters change.
+    EXPECT_TRUE(ctx->beginParameterUpdate().ok());
+    ctx->endParameterUpdate();
+  };
+  // The first window makes the copies and the partial sum.
+  window();
+  ASSERT_GE(ctx->layoutCacheBytes(), 3 * wei.size() * sizeof(float));
+  counting = true;
+  for (int i = 0; i < 5; ++i) {
+    window();
+    ctx->parametersChanged();
+  }
+  counting = false;
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+  EXPECT_EQ(largeAllocations.load(), 0);
+}
+
 } // namespace
