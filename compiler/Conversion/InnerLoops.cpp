@@ -15,6 +15,7 @@
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEANNOTATEINNERLOOPS
@@ -24,6 +25,44 @@ namespace mlir::cleave {
 using namespace mlir;
 
 namespace {
+
+/// Whether `v` is an affine function of `loop`'s induction variable (with
+/// values from outside the loop as symbols): an address the vectoriser can
+/// turn into a contiguous or strided vector access.
+bool isAffineIn(scf::ForOp loop, Value v) {
+  if (v == loop.getInductionVar())
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return !loop->isAncestor(cast<BlockArgument>(v).getOwner()->getParentOp());
+  if (!loop->isAncestor(def) || isa<arith::ConstantOp>(def))
+    return true;
+  if (isa<arith::AddIOp, arith::SubIOp, affine::AffineApplyOp>(def))
+    return llvm::all_of(def->getOperands(),
+                        [&](Value o) { return isAffineIn(loop, o); });
+  if (auto mul = dyn_cast<arith::MulIOp>(def))
+    return (matchPattern(mul.getLhs(), m_Constant()) &&
+            isAffineIn(loop, mul.getRhs())) ||
+           (matchPattern(mul.getRhs(), m_Constant()) &&
+            isAffineIn(loop, mul.getLhs()));
+  return false;
+}
+
+/// Whether every memory access of `loop` is at an affine address.
+bool hasAffineAccesses(scf::ForOp loop) {
+  WalkResult r = loop.getBody()->walk([&](Operation *op) {
+    ValueRange indices;
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      indices = load.getIndices();
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      indices = store.getIndices();
+    for (Value i : indices)
+      if (!isAffineIn(loop, i))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
+}
 
 struct AnnotateInnerLoopsPass
     : cleave::impl::CleaveAnnotateInnerLoopsBase<AnnotateInnerLoopsPass> {
@@ -54,6 +93,11 @@ struct AnnotateInnerLoopsPass
       // whose trip count is not known here.
       std::optional<APInt> trips = loop.getStaticTripCount();
       if (!trips || trips->getSExtValue() < minTripCount)
+        return;
+      // Gathers (clamped or computed indices: slices, padding,
+      // concatenation) vectorise no better rolled; LLVM's unrolling at
+      // least overlaps their scalar loads.
+      if (!hasAffineAccesses(loop))
         return;
       // convert-scf-to-cf copies the loop's attributes onto its back edge,
       // and convert-cf-to-llvm onto the `llvm.br`, where this one is the

@@ -195,7 +195,10 @@ def CleaveAnnotateInnerLoops : Pass<"cleave-annotate-inner-loops"> {
     `convert-scf-to-cf` copies it onto the loop's back edge and
     `convert-cf-to-llvm` onto the `llvm.br`, whose `loop_annotation` the
     LLVM translation turns into `!llvm.loop` metadata. Other loops are left
-    as they are.
+    as they are, and so are innermost loops with a memory access whose
+    index is not an affine function of the induction variable (the clamped
+    reads of slices, padding and concatenation): their gathers vectorise no
+    better rolled.
 
     Why: LLVM's O3 fully unrolls short innermost loops before its loop
     vectoriser runs, and then vectorises the enclosing loop across the
