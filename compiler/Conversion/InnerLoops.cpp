@@ -78,8 +78,8 @@ struct AnnotateInnerLoopsPass
     MLIRContext *ctx = &getContext();
     auto annotation = LLVM::LoopAnnotationAttr::get(
         ctx, /*disableNonforced=*/{}, /*vectorize=*/{}, /*interleave=*/{},
-        LLVM::LoopUnrollAttr::get(ctx, /*disable=*/BoolAttr::get(ctx, true),
-                                  {}, {}, {}, {}, {}, {}),
+        LLVM::LoopUnrollAttr::get(ctx, /*disable=*/BoolAttr::get(ctx, true), {},
+                                  {}, {}, {}, {}, {}),
         {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
     getOperation()->walk([&](scf::ForOp loop) {
       bool innermost = true;

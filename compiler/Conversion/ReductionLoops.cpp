@@ -76,7 +76,8 @@ struct InnerReductionToLoops : OpRewritePattern<linalg::GenericOp> {
     auto values = [&](auto field, unsigned from, unsigned to) {
       SmallVector<Value> out;
       for (unsigned d = from; d < to; ++d)
-        out.push_back(getValueOrCreateConstantIndexOp(rw, loc, field(ranges[d])));
+        out.push_back(
+            getValueOrCreateConstantIndexOp(rw, loc, field(ranges[d])));
       return out;
     };
     auto lbs = [](const Range &r) { return r.offset; };
@@ -114,16 +115,17 @@ struct InnerReductionToLoops : OpRewritePattern<linalg::GenericOp> {
                 llvm::append_range(ivs, innerIvs);
                 IRMapping map;
                 for (OpOperand *input : op.getDpsInputOperands()) {
-                  BlockArgument arg = body.getArgument(input->getOperandNumber());
+                  BlockArgument arg =
+                      body.getArgument(input->getOperandNumber());
                   if (!isa<ShapedType>(input->get().getType())) {
                     map.map(arg, input->get());
                     continue;
                   }
-                  map.map(arg, memref::LoadOp::create(
-                                   ib, il, input->get(),
-                                   applyMap(ib, il,
-                                            op.getMatchingIndexingMap(input),
-                                            ivs)));
+                  map.map(arg,
+                          memref::LoadOp::create(
+                              ib, il, input->get(),
+                              applyMap(ib, il, op.getMatchingIndexingMap(input),
+                                       ivs)));
                 }
                 for (auto [i, acc] : llvm::enumerate(accs))
                   map.map(body.getArgument(numInputs + i), acc);
