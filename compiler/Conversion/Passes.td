@@ -152,6 +152,70 @@ def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def CleaveLowerReductionsToLoops : Pass<"cleave-lower-reductions-to-loops"> {
+  let summary = "Inner reductions to loops that accumulate in registers";
+  let description = [{
+    Lowers each bufferized `linalg.generic` whose loops are parallel ones
+    followed by reduction ones (so the innermost loop reduces: a layer
+    norm's statistics, softmax's max and sum, a log-sum-exp, a row reduced
+    along its contiguous dimension) to an `scf.for` nest that loads each
+    output element once, carries it through the reduction loops as an
+    iteration argument and stores it once. An `arith.addf` that folds a
+    value into the carried element gets the `reassoc` fast-math flag: a sum
+    may then be computed in any order, and LLVM splits it across vector
+    lanes. Other combiners (`maximumf`, `minimumf`) are exact in any order
+    and are left as they are.
+
+    Why: upstream `convert-linalg-to-loops` loads and stores the output
+    element in every iteration; LLVM can neither keep it in a register (it
+    cannot prove that the output does not alias the inputs) nor reorder the
+    adds, so these loops ran as scalar chains of dependent adds. Like
+    linalg's own vectorisation, the lowering assumes that no input aliases
+    an output, which holds for the ops bufferization produces.
+
+    Ops with a reduction loop outside a parallel one (a bias gradient sums
+    over rows, the innermost loop is parallel and vectorises as it is),
+    without a reduction, or on tensors are left for
+    `convert-linalg-to-loops`. The summation order changes and so does the
+    rounding, as with oneDNN's blocking (docs/design/cpu-lowering.md,
+    Numerics); for a given artifact it is fixed.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def CleaveAnnotateInnerLoops : Pass<"cleave-annotate-inner-loops"> {
+  let summary = "Keep LLVM from fully unrolling the innermost loops";
+  let description = [{
+    Gives every innermost `scf.for` with a static trip count of at least
+    `min-trip-count` a `loop_annotation` attribute
+    `#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>`.
+    `convert-scf-to-cf` copies it onto the loop's back edge and
+    `convert-cf-to-llvm` onto the `llvm.br`, whose `loop_annotation` the
+    LLVM translation turns into `!llvm.loop` metadata. Other loops are left
+    as they are, and so are innermost loops with a memory access whose
+    index is not an affine function of the induction variable (the clamped
+    reads of slices, padding and concatenation): their gathers vectorise no
+    better rolled.
+
+    Why: LLVM's O3 fully unrolls short innermost loops before its loop
+    vectoriser runs, and then vectorises the enclosing loop across the
+    unrolled copies, with gathers and scatters at the unrolled dimension's
+    stride, or not at all when the copies may alias. The attention nests of
+    a transformer (rows of 32 or 64 elements) ran as scalar or scatter code
+    that way. Left rolled, an innermost loop is vectorised along its
+    contiguous dimension and interleaved by the vectoriser itself. Loops
+    shorter than a vector are better unrolled and are not annotated.
+  }];
+  let options = [
+    Option<"minTripCount", "min-trip-count", "int64_t", /*default=*/"16",
+           "The shortest innermost loop that is kept rolled">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def CleaveLinalgToGpuLoops : Pass<"cleave-linalg-to-gpu-loops",
                                   "::mlir::func::FuncOp"> {
   let summary = "Bufferized linalg ops to parallel loops mapped to GPU blocks "

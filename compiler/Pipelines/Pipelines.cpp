@@ -270,7 +270,12 @@ void cleave::buildCpuBackendPipeline(
   pm.addPass(createCleaveOutlineKernels());
   // Loops, then the LLVM dialect. LLVM's O3 vectorises the loops later,
   // transcendentals included once they are arithmetic.
+  // Inner reductions accumulate in registers, in an order LLVM may choose,
+  // so that they vectorise; the rest are plain loops.
+  pm.addPass(createCleaveLowerReductionsToLoops());
   pm.addPass(createConvertLinalgToLoopsPass());
+  // Innermost loops stay rolled for LLVM's loop vectoriser.
+  pm.addPass(createCleaveAnnotateInnerLoops());
   pm.addPass(createCleaveApproximateMath());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
