@@ -62,7 +62,7 @@ MPIEXEC, RANKS = (ARGS[4], int(ARGS[5])) if len(ARGS) > 5 else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export import Gpt, export  # noqa: E402
-from train_reference import epoch_order, run  # noqa: E402
+from train_reference import compare_windows, epoch_order, run  # noqa: E402
 
 # The run: 1383 training sequences of 32 bytes, 5 epochs of 44 windows of
 # 2 micro-batches of 16 (the last window of an epoch 1 micro-batch of 7):
@@ -207,17 +207,8 @@ def main():
               f"{r['test_loss']:.5f} {tests[e]:.5f}  "
               f"{r['test_perplexity']:.3f}")
 
-    failures = []
-    if len(cleave_windows) != len(windows):
-        failures.append(f"{len(cleave_windows)} windows, PyTorch "
-                        f"{len(windows)}")
-    if abs(cleave_windows[0] - windows[0]) > FIRST_WINDOW_RTOL * windows[0]:
-        failures.append(f"first window: {cleave_windows[0]} against "
-                        f"PyTorch's {windows[0]}")
-    worst = max(abs(a - b) for a, b in zip(cleave_windows, windows))
-    print(f"largest window difference {worst:.2e} (bound {WINDOW_ATOL})")
-    if worst > WINDOW_ATOL:
-        failures.append(f"window losses differ by up to {worst}")
+    failures = compare_windows(cleave_windows, windows, FIRST_WINDOW_RTOL,
+                               WINDOW_ATOL)
     worst_epoch = max(max(abs(r["train_loss"] - epochs[e]),
                           abs(r["test_loss"] - tests[e]))
                       for e, r in enumerate(cleave_epochs))

@@ -46,7 +46,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_reference import epoch_order, run  # noqa: E402
+from train_reference import compare_windows, epoch_order, run  # noqa: E402
 
 COMPILE, TRAIN, WORK = sys.argv[1:4]
 VOCAB, TOKENS, DIM, CLASSES = 16, 12, 16, 3
@@ -166,17 +166,8 @@ def main():
               f"{r['test_loss']:.5f} {tests[e][0]:.5f}  "
               f"{r['test_accuracy']:.3f} {tests[e][1]:.3f}")
 
-    failures = []
-    if len(cleave_windows) != len(windows):
-        failures.append(f"{len(cleave_windows)} windows, PyTorch "
-                        f"{len(windows)}")
-    if abs(cleave_windows[0] - windows[0]) > FIRST_WINDOW_RTOL * windows[0]:
-        failures.append(f"first window: {cleave_windows[0]} against "
-                        f"PyTorch's {windows[0]}")
-    worst = max(abs(a - b) for a, b in zip(cleave_windows, windows))
-    print(f"largest window difference {worst:.2e} (bound {WINDOW_ATOL})")
-    if worst > WINDOW_ATOL:
-        failures.append(f"window losses differ by up to {worst}")
+    failures = compare_windows(cleave_windows, windows, FIRST_WINDOW_RTOL,
+                               WINDOW_ATOL)
     for e, r in enumerate(cleave_epochs):
         for key, theirs in (("train_loss", epochs[e]),
                             ("test_loss", tests[e][0])):

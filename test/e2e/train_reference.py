@@ -4,8 +4,8 @@
 # What the end-to-end tests that train a model with cleave-train and again
 # with PyTorch's own loop (gpt_train.py, seqcls_train.py) need in order to
 # feed PyTorch the same micro-batches: cleave-train's shuffled order of an
-# epoch (runtime/src/data/Shuffle.cpp, reimplemented bit for bit), and a
-# subprocess runner.
+# epoch (runtime/src/data/Shuffle.cpp, reimplemented bit for bit), a
+# subprocess runner, and the comparison of the two runs' window losses.
 #
 # ===------------------------------------------------------------------------===#
 
@@ -69,3 +69,20 @@ def run(*args):
         sys.exit(f"error: {' '.join(args)} failed ({result.returncode}):\n"
                  f"{result.stdout}{result.stderr}")
     return result.stdout
+
+
+def compare_windows(cleave, pytorch, first_rtol, atol):
+    """The failures of cleave-train's window losses against PyTorch's: the
+    same number of windows, the first (identical parameters and data) within
+    `first_rtol` relative, every one within `atol`."""
+    failures = []
+    if len(cleave) != len(pytorch):
+        failures.append(f"{len(cleave)} windows, PyTorch {len(pytorch)}")
+    if abs(cleave[0] - pytorch[0]) > first_rtol * pytorch[0]:
+        failures.append(f"first window: {cleave[0]} against PyTorch's "
+                        f"{pytorch[0]}")
+    worst = max(abs(a - b) for a, b in zip(cleave, pytorch))
+    print(f"largest window difference {worst:.2e} (bound {atol})")
+    if worst > atol:
+        failures.append(f"window losses differ by up to {worst}")
+    return failures

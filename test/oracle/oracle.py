@@ -157,6 +157,15 @@ def Gpt(vocab=20, dim=16, hidden=32, tokens=6):
 IGNORE = -100
 
 
+def encoder_layers(dim, heads, hidden, layers):
+    """A torch.nn.TransformerEncoder of pre-norm GELU layers, batch first,
+    dropout off."""
+    layer = nn.TransformerEncoderLayer(
+        dim, heads, dim_feedforward=hidden, dropout=0.0, activation="gelu",
+        batch_first=True, norm_first=True)
+    return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+
 class Encoder(nn.Module):
     """torch.nn.TransformerEncoder as users write it (pre-norm, GELU,
     batch_first) over a sequence of feature vectors, mean-pooled, with a
@@ -169,11 +178,7 @@ class Encoder(nn.Module):
                  classes=4):
         super().__init__()
         self.embed = nn.Linear(features, dim)
-        layer = nn.TransformerEncoderLayer(
-            dim, heads, dim_feedforward=hidden, dropout=0.0,
-            activation="gelu", batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers,
-                                             enable_nested_tensor=False)
+        self.encoder = encoder_layers(dim, heads, hidden, layers)
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x):
@@ -192,11 +197,7 @@ class PaddedEncoder(nn.Module):
                  classes=4):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        layer = nn.TransformerEncoderLayer(
-            dim, heads, dim_feedforward=hidden, dropout=0.0,
-            activation="gelu", batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers,
-                                             enable_nested_tensor=False)
+        self.encoder = encoder_layers(dim, heads, hidden, layers)
         self.head = nn.Linear(dim, classes)
 
     def forward(self, ids):

@@ -152,6 +152,23 @@ void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
   }
 }
 
+/// Runs `fn()`, which returns a Status, and records what went wrong (its
+/// error or an exception, prefixed with `entry`) in `ctx`.
+template <typename Fn>
+void record(const char *entry, void *ctx, Fn &&fn) noexcept {
+  Status status;
+  try {
+    status = fn();
+  } catch (...) {
+    status = currentException(entry);
+  }
+  if (!status.ok())
+    fail(ctx, [&] {
+      return Status(status.code(),
+                    std::string(entry) + ": " + status.message());
+    });
+}
+
 /// Runs `fn(kernels)` when `ctx` is a GPU context (KernelContext::device)
 /// and returns true; false (nothing done) for a CPU context or a NULL one,
 /// which `dispatch` then handles. The device kernels check the id and kind
@@ -167,17 +184,7 @@ bool onDevice(const char *entry, void *ctx, Fn &&fn) noexcept {
     return false;
   if (context->failed())
     return true;
-  Status status;
-  try {
-    status = fn(*kernels);
-  } catch (...) {
-    status = currentException(entry);
-  }
-  if (!status.ok())
-    fail(ctx, [&] {
-      return Status(status.code(),
-                    std::string(entry) + ": " + status.message());
-    });
+  record(entry, ctx, [&] { return fn(*kernels); });
   return true;
 }
 
@@ -299,17 +306,8 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
     // One rank: as below.
     if (!collectives)
       return;
-    Status status;
-    try {
-      status = collectives->reduce(kind, count, buffers, sizes);
-    } catch (...) {
-      status = currentException(entry);
-    }
-    if (!status.ok())
-      fail(ctx, [&] {
-        return Status(status.code(),
-                      std::string(entry) + ": " + status.message());
-      });
+    record(entry, ctx,
+           [&] { return collectives->reduce(kind, count, buffers, sizes); });
     return;
   }
   Communicator *comm = context->communicator();
