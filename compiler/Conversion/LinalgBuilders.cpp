@@ -197,9 +197,35 @@ Value cleave::extractScalar(OpBuilder &b, Location loc, Value rank0) {
 
 Value cleave::clampedIndex(OpBuilder &b, Location loc, Value element,
                            int64_t bound) {
-  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+  return clampIndex(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), element),
+      bound);
+}
+
+Value cleave::clampIndex(OpBuilder &b, Location loc, Value index,
+                         int64_t bound) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value max = arith::ConstantIndexOp::create(b, loc, bound - 1);
-  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, zero),
-                                max);
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, index, zero), max);
+}
+
+Value cleave::indexedGeneric(
+    OpBuilder &b, Location loc, RankedTensorType type, Value indices,
+    ArrayRef<int64_t> indexDims,
+    function_ref<Value(OpBuilder &, Location, Value)> body) {
+  int64_t rank = type.getRank();
+  SmallVector<AffineExpr> read;
+  for (int64_t d : indexDims)
+    read.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, read, b.getContext()),
+                                 b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{indices},
+      ValueRange{empty(b, loc, type)}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(nb, l, body(nb, l, a[0]));
+      });
+  return g.getResult(0);
 }

@@ -60,6 +60,16 @@ Value extractScalar(OpBuilder &b, Location loc, Value rank0);
 /// [0, bound) so that bad data can never make generated code read out of
 /// bounds (the runtime validates labels and indices before they get here).
 Value clampedIndex(OpBuilder &b, Location loc, Value element, int64_t bound);
+/// clampedIndex of a value that is an `index` already.
+Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t bound);
+
+/// A linalg.generic over `type` whose one input, `indices`, is read at the
+/// result dimensions `indexDims`: `body` maps the index element (the
+/// builder positioned in the body) to the result element. Lookups (one-hot,
+/// embedding, gathers) build on it.
+Value indexedGeneric(OpBuilder &b, Location loc, RankedTensorType type,
+                     Value indices, ArrayRef<int64_t> indexDims,
+                     function_ref<Value(OpBuilder &, Location, Value)> body);
 
 } // namespace mlir::cleave
 

@@ -12,6 +12,7 @@
 #include "Checkpoint.h"
 #include "Initializers.h"
 #include "LrSchedule.h"
+#include "collectives/Agree.h"
 #include "collectives/Communicator.h"
 #include "gpu/Gpu.h"
 #include "gpu/GpuArch.h"
@@ -820,19 +821,6 @@ Status Session::run(EntryKind kind) {
 }
 
 namespace {
-/// Fails every rank of `comm` when any failed a step all of them took: a
-/// rank that failed returns its own error, the others one that says how
-/// many failed (each prints its reason where the job's errors are shown).
-Status agreeAcrossRanks(Communicator &comm, const Status &mine,
-                        const std::string &step) {
-  const double failed = comm.allreduceSum(mine.ok() ? 0.0 : 1.0);
-  if (!mine.ok() || failed == 0)
-    return mine;
-  return makeError(CLEAVE_FAILED_PRECONDITION, step, " failed on ",
-                   static_cast<int>(failed), " of the job's ", comm.size(),
-                   " ranks");
-}
-
 std::string ordinalSuffix(int n) {
   const int tens = n % 100, units = n % 10;
   if (tens >= 11 && tens <= 13)
@@ -1336,23 +1324,7 @@ CheckpointContents Session::checkpointContents() const {
 Status Session::agreeOnStatus(const Status &local) const {
   if (numRanks() == 1)
     return local;
-  std::vector<double> failed(size_t(numRanks()), 0.0);
-  failed[size_t(rank())] = local.ok() ? 0.0 : 1.0;
-  communicator_->allreduceSum(failed.data(), int64_t(failed.size()));
-  if (!local.ok())
-    return local;
-  std::string ranks;
-  cleave_status code = CLEAVE_OK;
-  for (size_t r = 0; r < failed.size(); ++r)
-    if (failed[r] > 0) {
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      code = CLEAVE_FAILED_PRECONDITION;
-    }
-  if (code == CLEAVE_OK)
-    return Status::success();
-  return makeError(code, "rank ", rank(), " of ", numRanks(),
-                   ": stopped because rank(s) ", ranks,
-                   " failed (see their errors)");
+  return agreeAcrossRanks(*communicator_, local);
 }
 
 Status Session::rankZeroStatus(const Status &status) const {

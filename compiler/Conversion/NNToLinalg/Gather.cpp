@@ -36,37 +36,14 @@ Value axisIndex(OpBuilder &b, Location loc, Value element, int64_t size) {
   if (isa<FloatType>(element.getType()))
     element = arith::FPToSIOp::create(b, loc, b.getI64Type(), element);
   Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value negative =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
+  Value negative = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, i,
+      arith::ConstantIndexOp::create(b, loc, 0));
   Value wrapped = arith::AddIOp::create(
       b, loc, i, arith::ConstantIndexOp::create(b, loc, size));
-  i = arith::SelectOp::create(b, loc, negative, wrapped, i);
-  Value max = arith::ConstantIndexOp::create(b, loc, size - 1);
-  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, zero),
-                                max);
-}
-
-/// A linalg.generic over `type` whose single input is `indices`, read at the
-/// result dimensions `indexDims`; `body` maps the index element (and the
-/// builder positioned in the body) to the result element.
-Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType type,
-                    Value indices, ArrayRef<int64_t> indexDims,
-                    function_ref<Value(OpBuilder &, Location, Value)> body) {
-  int64_t rank = type.getRank();
-  SmallVector<AffineExpr> read;
-  for (int64_t d : indexDims)
-    read.push_back(b.getAffineDimExpr(d));
-  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, read, b.getContext()),
-                                 b.getMultiDimIdentityMap(rank)};
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{type}, ValueRange{indices},
-      ValueRange{empty(b, loc, type)}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        linalg::YieldOp::create(nb, l, body(nb, l, a[0]));
-      });
-  return g.getResult(0);
+  return clampIndex(b, loc,
+                    arith::SelectOp::create(b, loc, negative, wrapped, i),
+                    size);
 }
 
 /// Scatter-add of `grad` into zeros of `type`: a loop nest over every
@@ -125,7 +102,7 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
       indexDims.push_back(axis + k);
     rewriter.replaceOp(
         op,
-        gatherGeneric(rewriter, op.getLoc(), type, op.getIndices(), indexDims,
+        indexedGeneric(rewriter, op.getLoc(), type, op.getIndices(), indexDims,
                       [&](OpBuilder &b, Location l, Value id) -> Value {
                         SmallVector<Value> at;
                         for (int64_t d = 0; d < axis; ++d)
@@ -180,7 +157,7 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     for (int64_t d = 0; d < type.getRank(); ++d)
       all.push_back(d);
     rewriter.replaceOp(
-        op, gatherGeneric(
+        op, indexedGeneric(
                 rewriter, op.getLoc(), type, op.getIndices(), all,
                 [&](OpBuilder &b, Location l, Value id) -> Value {
                   SmallVector<Value> at;

@@ -216,28 +216,16 @@ struct BroadcastToLowering : OpRewritePattern<BroadcastToOp> {
   }
 };
 
-/// A linalg.generic over `type` whose one input, `indices`, has the shape of
-/// all but the last result dimension: `body` computes a result element from
-/// the index at its leading position (the last position is
-/// `linalg.index rank - 1`).
+/// indexedGeneric with `indices` of the shape of all but the last result
+/// dimension: `body` computes a result element from the index at its
+/// leading position (the last position is `linalg.index rank - 1`).
 Value perIndexGeneric(OpBuilder &b, Location loc, RankedTensorType type,
                       Value indices,
                       function_ref<Value(OpBuilder &, Location, Value)> body) {
-  int64_t rank = type.getRank();
-  SmallVector<AffineExpr> leading;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    leading.push_back(b.getAffineDimExpr(d));
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(rank, 0, leading, b.getContext()),
-      b.getMultiDimIdentityMap(rank)};
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{type}, ValueRange{indices},
-      ValueRange{empty(b, loc, type)}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        linalg::YieldOp::create(nb, l, body(nb, l, a[0]));
-      });
-  return g.getResult(0);
+  SmallVector<int64_t> leading;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    leading.push_back(d);
+  return indexedGeneric(b, loc, type, indices, leading, body);
 }
 
 /// One-hot encoding: 1 where the class position equals the label.

@@ -11,6 +11,7 @@
 
 #include "gpu/Nccl.h"
 
+#include "collectives/Agree.h"
 #include "collectives/Communicator.h"
 #include "gpu/CudaDriver.h"
 #include "gpu/Gpu.h"
@@ -96,20 +97,6 @@ struct NcclLibrary {
                      ncclGetErrorString(result), ")");
   }
 };
-
-/// Fails every rank when any failed: `mine` is this rank's result of a step
-/// every rank took. A rank that failed returns its own error; the others
-/// return one that says how many ranks failed at `step`.
-Status agree(Communicator &comm, const Status &mine, const std::string &step) {
-  const double failed = comm.allreduceSum(mine.ok() ? 0.0 : 1.0);
-  if (!mine.ok())
-    return mine;
-  if (failed == 0)
-    return Status::success();
-  return makeError(CLEAVE_FAILED_PRECONDITION, step, " failed on ",
-                   static_cast<int>(failed), " of the job's ", comm.size(),
-                   " ranks (they print why)");
-}
 
 class NcclCollectives final : public DeviceCollectives {
 public:
@@ -197,7 +184,7 @@ Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
       nccl ? Status::success()
            : makeError(CLEAVE_FAILED_PRECONDITION, "rank ", comm.rank(), ": ",
                        loadError);
-  CLEAVE_RETURN_IF_ERROR(agree(comm, loaded, "loading NCCL"));
+  CLEAVE_RETURN_IF_ERROR(agreeAcrossRanks(comm, loaded, "loading NCCL"));
 
   // The unique id names the NCCL communicator; rank 0 makes it, every rank
   // joins with it. The first byte of the broadcast says whether it worked.
@@ -230,7 +217,7 @@ Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
   // Whatever NCCL's reason, this job cannot train on these GPUs.
   if (!joined.ok())
     joined = Status(CLEAVE_FAILED_PRECONDITION, joined.message());
-  Status all = agree(comm, joined, "joining the NCCL communicator");
+  Status all = agreeAcrossRanks(comm, joined, "joining the NCCL communicator");
   if (!all.ok()) {
     if (nc)
       nccl->ncclCommAbort(nc);
