@@ -3,20 +3,25 @@
 // Host code of a `cuda` artifact only enqueues work on the runtime's stream:
 // one pass checks that it never dereferences a (device) buffer, the other
 // points every kernel launch at the stream `cleave_gpu_stream(ctx)` returns
-// (the contract with the runtime, docs/design/gpu.md).
+// (the contract with the runtime, docs/design/gpu.md), and a third makes
+// launches of the same code share one kernel.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/GpuUtils.h"
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/SameCode.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEVERIFYDEVICEONLY
 #define GEN_PASS_DEF_CLEAVELAUNCHONRUNTIMESTREAM
+#define GEN_PASS_DEF_CLEAVEDEDUPLICATEKERNELS
 #include "compiler/Conversion/Passes.h.inc"
 } // namespace mlir::cleave
 
@@ -88,6 +93,69 @@ struct VerifyDeviceOnlyPass
     });
     if (failed)
       signalPassFailure();
+  }
+};
+
+/// The kernel of a module that holds nothing else (as `gpu-kernel-outlining`
+/// makes them), or null.
+gpu::GPUFuncOp onlyKernel(gpu::GPUModuleOp gpuModule) {
+  Block &body = gpuModule.getBodyRegion().front();
+  if (!llvm::hasSingleElement(body))
+    return {};
+  auto kernel = dyn_cast<gpu::GPUFuncOp>(body.front());
+  return kernel && kernel.isKernel() ? kernel : gpu::GPUFuncOp();
+}
+
+/// `@module::@kernel`, as a launch names it.
+SymbolRefAttr kernelReference(gpu::GPUFuncOp kernel) {
+  auto gpuModule = cast<gpu::GPUModuleOp>(kernel->getParentOp());
+  return SymbolRefAttr::get(gpuModule.getNameAttr(),
+                            {FlatSymbolRefAttr::get(kernel.getNameAttr())});
+}
+
+struct DeduplicateKernelsPass
+    : cleave::impl::CleaveDeduplicateKernelsBase<DeduplicateKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    DenseMap<llvm::hash_code, SmallVector<gpu::GPUFuncOp, 1>> kernelsByHash;
+    DenseMap<SymbolRefAttr, SymbolRefAttr> twinOf;
+    SmallVector<gpu::GPUModuleOp> duplicates;
+    for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
+      // A module with more than its kernel in it is left as it is.
+      gpu::GPUFuncOp kernel = onlyKernel(gpuModule);
+      if (!kernel)
+        continue;
+      // Twins must also be built alike (targets, options).
+      DictionaryAttr build = attributesButName(gpuModule);
+      SmallVector<gpu::GPUFuncOp, 1> &twins =
+          kernelsByHash[llvm::hash_combine(build, hashCode(kernel))];
+      auto twin = llvm::find_if(twins, [&](gpu::GPUFuncOp other) {
+        return attributesButName(other->getParentOp()) == build &&
+               isSameCode(kernel, other);
+      });
+      if (twin == twins.end()) {
+        twins.push_back(kernel);
+        continue;
+      }
+      twinOf[kernelReference(kernel)] = kernelReference(*twin);
+      duplicates.push_back(gpuModule);
+    }
+    if (duplicates.empty())
+      return;
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      auto twin = twinOf.find(launch.getKernel());
+      if (twin != twinOf.end())
+        launch.setKernelAttr(twin->second);
+    });
+    // A module something other than a launch still names stays.
+    DenseSet<StringAttr> named;
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(module))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        named.insert(use.getSymbolRef().getRootReference());
+    for (gpu::GPUModuleOp gpuModule : duplicates)
+      if (!named.contains(gpuModule.getNameAttr()))
+        gpuModule.erase();
   }
 };
 

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/SameCode.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -73,32 +74,9 @@ bool clonedIntoKernel(Operation *op, Value result) {
   return isa<ViewLikeOpInterface>(op) && !passableByBarePointer(result);
 }
 
-/// A hash of a kernel's signature and code, blind to names and locations:
-/// equal for kernels that `sameCode` says are the same.
-llvm::hash_code hashKernel(func::FuncOp kernel) {
-  llvm::hash_code hash = hash_value(kernel.getFunctionType());
-  kernel.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
-  });
-  return hash;
-}
-
-/// Whether two kernels are the same code: same signature, and bodies equal
-/// op for op up to the renaming of values (block arguments map in order).
-bool sameCode(func::FuncOp a, func::FuncOp b) {
-  return a.getFunctionType() == b.getFunctionType() &&
-         OperationEquivalence::isRegionEquivalentTo(
-             &a.getBody(), &b.getBody(),
-             OperationEquivalence::IgnoreLocations);
-}
-
 struct OutlineKernelsPass
     : cleave::impl::CleaveOutlineKernelsBase<OutlineKernelsPass> {
-  /// The kernels made so far, by `hashKernel`.
+  /// The kernels made so far, by `hashCode`.
   DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> kernelsByHash;
 
   void runOnOperation() override {
@@ -205,9 +183,9 @@ struct OutlineKernelsPass
     builder.clone(*op, mapping);
     func::ReturnOp::create(builder, op->getLoc());
 
-    SmallVector<func::FuncOp, 1> &twins = kernelsByHash[hashKernel(kernel)];
+    SmallVector<func::FuncOp, 1> &twins = kernelsByHash[hashCode(kernel)];
     auto twin = llvm::find_if(
-        twins, [&](func::FuncOp other) { return sameCode(kernel, other); });
+        twins, [&](func::FuncOp other) { return isSameCode(kernel, other); });
     if (twin != twins.end()) {
       anchor = previousAnchor;
       symbols.erase(kernel);

@@ -293,6 +293,21 @@ def CleaveVerifyDeviceOnly : Pass<"cleave-verify-device-only",
   }];
 }
 
+def CleaveDeduplicateKernels : Pass<"cleave-deduplicate-kernels",
+                                    "::mlir::ModuleOp"> {
+  let summary = "Launch one GPU kernel for every loop nest of the same code";
+  let description = [{
+    After `gpu-kernel-outlining`, which makes one `gpu.module` per launch:
+    a module whose only op is a kernel that is the same code as an earlier
+    module's kernel (its name aside: the micro-step's and the evaluation's
+    copies of a layer are twins) is erased, and its launches call the
+    earlier kernel. A model repeats itself (the blocks of a ResNet stage,
+    the layers of a transformer), and every kernel costs an NVPTX
+    compilation and a `ptxas` run per architecture at compile time and a
+    module load at run time: resnet18's 692 launches need 200 kernels.
+  }];
+}
+
 def CleaveLaunchOnRuntimeStream : Pass<"cleave-launch-on-runtime-stream",
                                        "::mlir::ModuleOp"> {
   let summary = "Launch every kernel on the stream the runtime hands out";

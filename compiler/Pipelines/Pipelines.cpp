@@ -315,6 +315,8 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
   // Constants into the kernels (folded there, not passed as parameters).
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // One kernel for all launches of the same code.
+  pm.addPass(createCleaveDeduplicateKernels());
   // The host only launches and calls: it never dereferences a buffer.
   pm.addPass(createCleaveVerifyDeviceOnly());
   // One NVVM target per architecture, in the order given; the fatbin pass
