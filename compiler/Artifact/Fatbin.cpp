@@ -15,6 +15,8 @@
 #include "compiler/Artifact/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -78,26 +80,68 @@ struct GpuModuleToFatbinPass
       module.emitError(error);
       return signalPassFailure();
     }
-    for (gpu::GPUModuleOp gpuModule : gpuModules)
-      if (failed(convert(gpuModule, *toolkit, *fatbinary)))
-        return signalPassFailure();
+    // Modules compile independently (each in an LLVM context of its own,
+    // ptxas and fatbinary in processes of their own), one per thread of the
+    // context's pool; errors are reported in module order. Only the IR
+    // changes afterwards, here.
+    MLIRContext *ctx = &getContext();
+    SmallVector<std::string> fatbins(gpuModules.size());
+    ParallelDiagnosticHandler diagnostics(ctx);
+    LogicalResult compiled = failableParallelForEach(
+        ctx, llvm::seq<size_t>(0, gpuModules.size()), [&](size_t i) {
+          diagnostics.setOrderIDForThread(i);
+          LogicalResult result =
+              compile(gpuModules[i], *toolkit, *fatbinary, fatbins[i]);
+          diagnostics.eraseOrderIDForThread();
+          return result;
+        });
+    if (failed(compiled))
+      return signalPassFailure();
+    for (auto [gpuModule, fatbin] : llvm::zip_equal(gpuModules, fatbins)) {
+      OpBuilder b(gpuModule);
+      auto object = gpu::ObjectAttr::get(
+          ctx, lowestTarget(gpuModule), gpu::CompilationTarget::Fatbin,
+          StringAttr::get(ctx, fatbin), /*properties=*/nullptr,
+          /*kernels=*/nullptr);
+      gpu::BinaryOp::create(
+          b, gpuModule.getLoc(), gpuModule.getName(),
+          gpu::SelectObjectAttr::get(ctx, b.getI64IntegerAttr(0)),
+          ArrayRef<Attribute>{object});
+      gpuModule.erase();
+    }
   }
 
-  LogicalResult convert(gpu::GPUModuleOp gpuModule, StringRef toolkit,
-                        StringRef fatbinary) {
-    ArrayAttr targets = gpuModule.getTargetsAttr();
-    SmallVector<NVVM::NVVMTargetAttr> nvvmTargets;
-    if (targets)
-      for (Attribute t : targets)
-        if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
-          nvvmTargets.push_back(nvvm);
-    if (nvvmTargets.empty() || nvvmTargets.size() != targets.size())
-      return gpuModule.emitError(
-          "expected #nvvm.target attributes only (run nvvm-attach-target)");
-    NVVM::NVVMTargetAttr ptxTarget = *llvm::min_element(
-        nvvmTargets, [](NVVM::NVVMTargetAttr a, NVVM::NVVMTargetAttr b) {
+  /// The module's NVVM targets, or an empty list if it has another kind.
+  static SmallVector<NVVM::NVVMTargetAttr> nvvmTargets(gpu::GPUModuleOp m) {
+    ArrayAttr targets = m.getTargetsAttr();
+    SmallVector<NVVM::NVVMTargetAttr> nvvm;
+    if (!targets)
+      return nvvm;
+    for (Attribute t : targets)
+      if (auto target = dyn_cast<NVVM::NVVMTargetAttr>(t))
+        nvvm.push_back(target);
+    if (nvvm.size() != targets.size())
+      nvvm.clear();
+    return nvvm;
+  }
+
+  /// The target whose PTX the fatbin carries: the lowest architecture.
+  static NVVM::NVVMTargetAttr lowestTarget(gpu::GPUModuleOp gpuModule) {
+    return *llvm::min_element(
+        nvvmTargets(gpuModule),
+        [](NVVM::NVVMTargetAttr a, NVVM::NVVMTargetAttr b) {
           return smNumber(a.getChip()) < smNumber(b.getChip());
         });
+  }
+
+  /// `gpuModule`'s fatbin in `fatbin`. Reads the IR only.
+  LogicalResult compile(gpu::GPUModuleOp gpuModule, StringRef toolkit,
+                        StringRef fatbinary, std::string &fatbin) {
+    SmallVector<NVVM::NVVMTargetAttr> targets = nvvmTargets(gpuModule);
+    if (targets.empty())
+      return gpuModule.emitError(
+          "expected #nvvm.target attributes only (run nvvm-attach-target)");
+    NVVM::NVVMTargetAttr ptxTarget = lowestTarget(gpuModule);
 
     TempFiles temps;
     std::string error;
@@ -106,7 +150,7 @@ struct GpuModuleToFatbinPass
     if (!output)
       return gpuModule.emitError(error);
     SmallVector<std::string> args = {"fatbinary", "-64", "--create", *output};
-    for (NVVM::NVVMTargetAttr target : nvvmTargets) {
+    for (NVVM::NVVMTargetAttr target : targets) {
       std::string ptx;
       // TargetOptions keeps a function_ref: the callable must outlive it.
       auto keepPtx = [&](StringRef isa) { ptx = isa.str(); };
@@ -159,18 +203,7 @@ struct GpuModuleToFatbinPass
     if (!blob)
       return gpuModule.emitError("cannot read the fatbin: ")
              << blob.getError().message();
-
-    MLIRContext *ctx = &getContext();
-    OpBuilder b(gpuModule);
-    auto object = gpu::ObjectAttr::get(
-        ctx, ptxTarget, gpu::CompilationTarget::Fatbin,
-        StringAttr::get(ctx, (*blob)->getBuffer()), /*properties=*/nullptr,
-        /*kernels=*/nullptr);
-    gpu::BinaryOp::create(
-        b, gpuModule.getLoc(), gpuModule.getName(),
-        gpu::SelectObjectAttr::get(ctx, b.getI64IntegerAttr(0)),
-        ArrayRef<Attribute>{object});
-    gpuModule.erase();
+    fatbin = (*blob)->getBuffer().str();
     return success();
   }
 };

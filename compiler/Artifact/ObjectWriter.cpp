@@ -1,7 +1,8 @@
 //===- ObjectWriter.cpp - LLVM dialect to a shared object -----------------===//
 //
 // Translates the final module to LLVM IR, optimises it for the target CPU
-// (LLVM's O3 pipeline: this is where elementwise loops get vectorised),
+// (LLVM's O3 pipeline: this is where elementwise loops get vectorised; a
+// cuda artifact's host code, which only enqueues work, gets a cheaper one),
 // emits position-independent object code and links a shared object with the
 // host linker, then seals it with a checksum. The output appears atomically:
 // written beside, then renamed.
@@ -20,6 +21,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
@@ -43,8 +45,9 @@ using namespace mlir;
 namespace {
 
 /// The machine for the CPU and features the manifest records.
-std::unique_ptr<llvm::TargetMachine> targetMachine(ModuleOp module,
-                                                   std::string &error) {
+std::unique_ptr<llvm::TargetMachine>
+targetMachine(ModuleOp module, llvm::CodeGenOptLevel level,
+              std::string &error) {
   FailureOr<cleave::CpuTarget> target = cleave::targetOf(module, error);
   if (failed(target))
     return nullptr;
@@ -58,7 +61,7 @@ std::unique_ptr<llvm::TargetMachine> targetMachine(ModuleOp module,
   llvm::TargetOptions options;
   return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
       triple, target->cpu, target->featureString(), options, llvm::Reloc::PIC_,
-      llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
+      llvm::CodeModel::Small, level));
 }
 
 /// The functions of MLIR's CUDA runtime wrappers a cuda artifact may call:
@@ -86,6 +89,35 @@ bool resolvableAtLoad(StringRef name, bool cuda) {
          (libm && dlsym(libm, symbol.c_str()));
 }
 
+/// LLVM's O2 without the vectorisers, for the host code of a cuda
+/// artifact: per entry one long straight line of kernel launches and library
+/// calls, nothing to vectorise. The SLP vectoriser's scheduling is quadratic
+/// in the length of a basic block: on such a line it took two of the
+/// three minutes efficientnet_b0 spent in LLVM. (Its machine code is
+/// selected and allocated by the fast, -O0, code generator: the greedy
+/// register allocator and the DAG selector took another 10 s on it, to save
+/// nanoseconds on launches that take microseconds each and are replayed
+/// from a CUDA graph after the first steps.)
+llvm::Error optimizeLaunchSequence(llvm::Module &module,
+                                   llvm::TargetMachine *machine) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = false;
+  tuning.SLPVectorization = false;
+  llvm::PassBuilder builder(machine, tuning);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
+      .run(module, modules);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
@@ -108,7 +140,10 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
     error = "translation to LLVM IR failed";
     return failure();
   }
-  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(module, error);
+  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(
+      module,
+      cuda ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive,
+      error);
   if (!machine)
     return failure();
   for (llvm::Function &f : *llvmModule)
@@ -127,7 +162,9 @@ LogicalResult cleave::emitObject(ModuleOp module, StringRef objectPath,
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
   if (llvm::Error e =
-          makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
+          cuda ? optimizeLaunchSequence(*llvmModule, machine.get())
+               : makeOptimizingTransformer(3, 0, machine.get())(
+                     llvmModule.get())) {
     error = llvm::toString(std::move(e));
     return failure();
   }
