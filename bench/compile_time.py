@@ -3,6 +3,7 @@
 
     bench/compile_time.py [--build=build] [--models=mlp,resnet18,efficientnet_b0]
                           [--image=32] [--workdir=/tmp/cleave-compile-time]
+                          [--target=cpu|cuda]
 
 Exports each torchvision model the way docs/user/onnx.md says (training
 mode, opset 14, dynamic batch, no constant folding), then runs
@@ -15,6 +16,13 @@ total is wall time and CPU time (user + system, the linker included) of the
 whole process. CPU time, because on a shared machine wall time measures the
 neighbours too. The MLP is examples/mlp.mlir. Needs python3-torchvision
 (scripts/setup.sh).
+
+With --target=cuda (the default architectures, sm_80 and sm_90) the phases
+after bufferization are the cuda pipeline's: `gpu` (loop nests to kernels,
+outlining), `nvvm`, `llvm` (host code), `kernels` (NVPTX code generation,
+ptxas and fatbinary, on all of the context's threads: its CPU seconds are
+the pass's own thread, ptxas is in the process total) and `machine code`
+(the host code).
 """
 
 import argparse
@@ -45,6 +53,20 @@ FIRST_PASS = {
 PHASES = ["import", "loss", "grad", "step", "split", "linalg", "bufferize",
           "llvm", "machine code"]
 
+# The same for the cuda pipeline. Its gpu phase starts with a nested
+# pipeline, which `-v` names by its adaptor: the pass after the last one of
+# bufferization ("after:" marks a phase that starts after the named pass).
+CUDA_FIRST_PASS = {
+    **{k: v for k, v in FIRST_PASS.items() if v != "llvm"},
+    "after:CleaveWriteManifest": "gpu",
+    "SCFToControlFlowPass": "nvvm",
+    "FinalizeMemRefToLLVMConversionPass": "llvm",
+    "CleaveGpuModuleToFatbin": "kernels",
+    "CleaveEmitArtifactAbi": "llvm",
+}
+CUDA_PHASES = ["import", "loss", "grad", "step", "split", "linalg",
+               "bufferize", "gpu", "nvvm", "llvm", "kernels", "machine code"]
+
 
 def export(name, path, image):
     import torch
@@ -67,10 +89,10 @@ def export(name, path, image):
                                     "logits": {0: "batch"}})
 
 
-def parse(stderr):
+def parse(stderr, phases, first_pass):
     """Phase -> CPU seconds, from the `cleave-compile: cpu PASS T s` lines
     and the import and machine-code lines of `-v`."""
-    times = {p: 0.0 for p in PHASES}
+    times = {p: 0.0 for p in phases}
     phase = "loss"
     for line in stderr.splitlines():
         m = re.match(r"cleave-compile: (import|machine code) in \S+ s "
@@ -80,8 +102,9 @@ def parse(stderr):
             continue
         m = re.match(r"cleave-compile: cpu (\S+) ([0-9.e+-]+) s", line)
         if m:
-            phase = FIRST_PASS.get(m.group(1), phase)
+            phase = first_pass.get(m.group(1), phase)
             times[phase] += float(m.group(2))
+            phase = first_pass.get("after:" + m.group(1), phase)
     return times
 
 
@@ -94,7 +117,10 @@ def main():
                     help="input height and width of the exported CNNs")
     ap.add_argument("--workdir", default="/tmp/cleave-compile-time")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     args = ap.parse_args()
+    phases, first_pass = ((CUDA_PHASES, CUDA_FIRST_PASS)
+                          if args.target == "cuda" else (PHASES, FIRST_PASS))
     os.makedirs(args.workdir, exist_ok=True)
     compiler = os.path.join(args.build, "bin", "cleave-compile")
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -108,6 +134,7 @@ def main():
             if not os.path.exists(model):
                 export(name, model, args.image)
         cmd = [compiler, model, "--micro-batch=32", "--accumulate=4", "-v",
+               f"--target={args.target}",
                "-o", os.path.join(args.workdir, name + ".cleave")]
         start = time.monotonic()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -123,21 +150,21 @@ def main():
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if run.returncode != 0:
             sys.exit(f"{name}: cleave-compile failed:\n{run.stderr}")
-        times = parse(run.stderr)
+        times = parse(run.stderr, phases, first_pass)
         rows.append((name, times, (cpu, wall)))
         print(f"{name}: cpu {cpu:.2f} s, wall {wall:.2f} s  " +
-              "  ".join(f"{p} {times[p]:.2f}" for p in PHASES), flush=True)
+              "  ".join(f"{p} {times[p]:.2f}" for p in phases), flush=True)
 
     print("\nCPU seconds per phase; total CPU and wall of the process")
-    print("\n| model | " + " | ".join(PHASES) + " | total cpu | wall |")
-    print("|---" * (len(PHASES) + 3) + "|")
+    print("\n| model | " + " | ".join(phases) + " | total cpu | wall |")
+    print("|---" * (len(phases) + 3) + "|")
     for name, times, total in rows:
         if times is None:
-            print(f"| {name} | " + " | ".join("" for _ in PHASES) +
+            print(f"| {name} | " + " | ".join("" for _ in phases) +
                   f" | | > {total:.0f} |")
         else:
             cpu, wall = total
-            print(f"| {name} | " + " | ".join(f"{times[p]:.2f}" for p in PHASES)
+            print(f"| {name} | " + " | ".join(f"{times[p]:.2f}" for p in phases)
                   + f" | {cpu:.2f} | {wall:.2f} |")
 
 
