@@ -308,6 +308,25 @@ def CleaveDeduplicateKernels : Pass<"cleave-deduplicate-kernels",
   }];
 }
 
+def CleaveRunGpuLaunchesOnHost : Pass<"cleave-run-gpu-launches-on-host"> {
+  let summary = "Testing aid: each gpu.launch as host loops over its blocks "
+                "and threads";
+  let description = [{
+    For checking the cuda target's loop nests on a machine without a GPU
+    (the op tests' `GpuKernelsOnHost` back end, never a real artifact):
+    every `gpu.launch` becomes `scf.for` loops over its grid and, inside,
+    over its block's threads, which run one after another. A launch with
+    one float `gpu.all_reduce` directly in its body (a block reduction)
+    runs each block in two sweeps: every thread's operand combined in
+    thread order, then every thread's remainder with the total. Anything
+    that needs threads to run together (barriers, shuffles, shared memory)
+    is an error naming the op.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def CleaveLaunchOnRuntimeStream : Pass<"cleave-launch-on-runtime-stream",
                                        "::mlir::ModuleOp"> {
   let summary = "Launch every kernel on the stream the runtime hands out";

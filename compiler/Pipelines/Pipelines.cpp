@@ -227,7 +227,8 @@ void cleave::buildCpuPipeline(OpPassManager &pm,
 static void buildBufferizedPipeline(OpPassManager &pm,
                                     const CleaveWriteManifestOptions &target,
                                     Phase stopAfter,
-                                    const CleaveLowerRuntimeCallsOptions &kernels) {
+                                    const CleaveLowerRuntimeCallsOptions &kernels,
+                                    bool gpuKernels) {
   // Compute-bound ops to library kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.
@@ -240,7 +241,7 @@ static void buildBufferizedPipeline(OpPassManager &pm,
   cleanup(pm);
   // On a GPU the host cannot read the tensors scalars come from: each
   // loop nest computes the scalars it uses itself.
-  if (target.device == rt::Device::cuda) {
+  if (gpuKernels) {
     pm.addNestedPass<func::FuncOp>(createCleaveSinkScalarsIntoLinalg());
     cleanup(pm);
   }
@@ -259,10 +260,38 @@ static void buildBufferizedPipeline(OpPassManager &pm,
   pm.addPass(createCleaveWriteManifest(target));
 }
 
+/// Host code's memrefs, arithmetic, functions and branches to the LLVM
+/// dialect. Entry points take one raw pointer per buffer (static shapes).
+static void addHostToLlvmConversions(OpPassManager &pm) {
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions func;
+  func.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(func));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+}
+
+/// Host loops (scf, memref, arith, math) to the LLVM dialect and the
+/// artifact's ABI: the end of the CPU back end.
+static void buildHostLoopsToLlvmPipeline(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  // What has no LLVM intrinsic (erf, tanh) calls libm.
+  pm.addPass(createConvertMathToLibmPass());
+  addHostToLlvmConversions(pm);
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  // cleave_entry_*, cleave_manifest, cleave_init_data, cleave_abi_version.
+  pm.addPass(createCleaveEmitArtifactAbi());
+}
+
 void cleave::buildCpuBackendPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target,
     Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels) {
-  buildBufferizedPipeline(pm, target, stopAfter, kernels);
+  buildBufferizedPipeline(pm, target, stopAfter, kernels,
+                          /*gpuKernels=*/false);
   if (stopAfter <= Phase::Bufferize)
     return;
   // One small function per loop nest: LLVM's O3 is not linear in the size
@@ -277,23 +306,25 @@ void cleave::buildCpuBackendPipeline(
   // Innermost loops stay rolled for LLVM's loop vectoriser.
   pm.addPass(createCleaveAnnotateInnerLoops());
   pm.addPass(createCleaveApproximateMath());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
+  buildHostLoopsToLlvmPipeline(pm);
+}
+
+/// Bufferized loop nests to `gpu.launch` regions: parallel loops tiled into
+/// blocks of threads.
+static void buildGpuLaunchesPipeline(OpPassManager &pm) {
+  OpPassManager &entry = pm.nest<func::FuncOp>();
+  entry.addPass(createCleaveLinalgToGpuLoops());
+  entry.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertMathToLLVMPass());
-  // What has no LLVM intrinsic (erf, tanh) calls libm.
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  ConvertFuncToLLVMPassOptions func;
-  // Entry points take one raw pointer per buffer (static shapes).
-  func.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(func));
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  // cleave_entry_*, cleave_manifest, cleave_init_data, cleave_abi_version.
-  pm.addPass(createCleaveEmitArtifactAbi());
+  cleanup(pm);
+}
+
+void cleave::buildGpuKernelsOnHostPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target) {
+  buildBufferizedPipeline(pm, target, Phase::LLVM, {}, /*gpuKernels=*/true);
+  buildGpuLaunchesPipeline(pm);
+  pm.addPass(createCleaveRunGpuLaunchesOnHost());
+  buildHostLoopsToLlvmPipeline(pm);
 }
 
 void cleave::buildCudaBackendPipeline(OpPassManager &pm,
@@ -302,16 +333,10 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
   // Library calls (cuBLASLt, cuDNN in the runtime) stay host calls on
   // device pointers; everything else becomes linalg on buffers, as for the
   // CPU.
-  buildBufferizedPipeline(pm, target, stopAfter, {});
+  buildBufferizedPipeline(pm, target, stopAfter, {}, /*gpuKernels=*/true);
   if (stopAfter <= Phase::Bufferize)
     return;
-  // Every loop nest as a kernel: parallel loops tiled into blocks of
-  // threads, then gpu.launch regions.
-  OpPassManager &entry = pm.nest<func::FuncOp>();
-  entry.addPass(createCleaveLinalgToGpuLoops());
-  entry.addPass(createConvertParallelLoopToGpuPass());
-  pm.addPass(createLowerAffinePass());
-  cleanup(pm);
+  buildGpuLaunchesPipeline(pm);
   // Constants into the kernels (folded there, not passed as parameters).
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
@@ -348,13 +373,7 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
     return;
   // Host code to the LLVM dialect as for the CPU (bare pointers at the
   // entry ABI); launches keep memref descriptors, matching the kernels.
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  ConvertFuncToLLVMPassOptions func;
-  func.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(func));
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  addHostToLlvmConversions(pm);
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // cleave_gpu_stream(ctx) as every launch's stream.

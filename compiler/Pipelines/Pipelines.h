@@ -214,6 +214,16 @@ void buildCudaBackendPipeline(OpPassManager &pm,
                               const CleaveWriteManifestOptions &target,
                               Phase stopAfter = Phase::LLVM);
 
+/// Testing aid, never a real artifact: split-level IR to a CPU artifact
+/// whose loop nests are lowered as `buildCudaBackendPipeline` lowers them
+/// (scalars sunk into the nests, the GPU loop mapping, block reductions),
+/// each `gpu.launch` then run on the host by `cleave-run-gpu-launches-on-host`.
+/// The op tests compare it with the reference interpreter, which checks
+/// the cuda target's kernels on a machine without a GPU. `target.device`
+/// must be cpu (the library calls run on the CPU).
+void buildGpuKernelsOnHostPipeline(OpPassManager &pm,
+                                   const CleaveWriteManifestOptions &target = {});
+
 /// Whether `phase` exists for `device` (`gpu` and `nvvm` only for cuda).
 bool phaseExists(Phase phase, rt::Device device);
 

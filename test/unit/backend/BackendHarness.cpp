@@ -245,9 +245,10 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
   return split;
 }
 
-/// The split module through the CPU back end into the artifact `path`.
+/// The split module through the CPU back end (or, with `gpuKernelsOnHost`,
+/// the cuda target's kernels run on the host) into the artifact `path`.
 static LogicalResult compileArtifact(ModuleOp split, StringRef path,
-                                     std::string &errors,
+                                     bool gpuKernelsOnHost, std::string &errors,
                                      std::map<std::string, double> &seconds) {
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
@@ -258,7 +259,10 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   MLIRContext *ctx = split.getContext();
   test::DiagnosticCollector diags(ctx);
   PassManager pm(ctx);
-  buildCpuBackendPipeline(pm, {}, Phase::LLVM);
+  if (gpuKernelsOnHost)
+    buildGpuKernelsOnHostPipeline(pm);
+  else
+    buildCpuBackendPipeline(pm, {}, Phase::LLVM);
   if (failed(pm.run(*lowered))) {
     errors = "CPU back end failed:\n" + diags.str();
     return failure();
@@ -675,7 +679,8 @@ void Runner::compileBoth() {
   std::string path = dir + "/" + c.name + ".cleave";
   {
     Timer t(out, "artifact");
-    if (failed(compileArtifact(*split, path, errors, out.seconds))) {
+    if (failed(compileArtifact(*split, path, options.gpuKernelsOnHost,
+                               errors, out.seconds))) {
       cmp.fail(errors);
       return;
     }

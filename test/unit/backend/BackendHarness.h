@@ -174,6 +174,10 @@ struct RunOptions {
   Perturbation perturbation;
   /// Extra seed mixed into the case's (CLEAVE_BACKEND_SEED overrides it).
   uint64_t seed = 0;
+  /// Lower the loop nests as the cuda target does and run its kernels on
+  /// the host (`buildGpuKernelsOnHostPipeline`) instead of the CPU back
+  /// end's loops.
+  bool gpuKernelsOnHost = false;
 };
 
 /// The result of one case.

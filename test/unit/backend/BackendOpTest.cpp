@@ -7,6 +7,11 @@
 // (on the same split-level @micro_step / @apply_step / @eval_step) in lock
 // step, from the same state and on the same data:
 //
+// Every case runs twice: through the CPU back end (MatchesInterpreter) and
+// with the cuda target's loop nests run on the host
+// (GpuKernelsOnHostMatchInterpreter, docs/design/gpu.md, "Testing the
+// kernels without a GPU").
+//
 //   per window: a full micro-batch and a short one (k < B, padded, weight
 //   0), then apply_step (flush), then eval_step on a short batch; two
 //   windows, so optimizer state and the step count carry over.
@@ -97,21 +102,20 @@ namespace {
 
 class BackendOp : public ::testing::TestWithParam<Case> {};
 
-TEST_P(BackendOp, MatchesInterpreter) {
-  const Case &c = GetParam();
-  RunOptions options;
+/// Runs `c` with `options` and expects every comparison within tolerance.
+void expectMatchesInterpreter(const Case &c, RunOptions options) {
   if (const char *rtol = std::getenv("CLEAVE_BACKEND_RTOL"))
     options.tolerances.kernels = std::atof(rtol);
   Outcome out = runCase(c, options);
   for (auto &[kind, error] : out.worst) {
     std::ostringstream os;
     os << error;
-    RecordProperty("max_relative_error_" + kind, os.str());
+    ::testing::Test::RecordProperty("max_relative_error_" + kind, os.str());
   }
   for (auto &[phase, seconds] : out.seconds) {
     std::ostringstream os;
     os << seconds;
-    RecordProperty("seconds_" + phase, os.str());
+    ::testing::Test::RecordProperty("seconds_" + phase, os.str());
   }
   if (std::getenv("CLEAVE_BACKEND_VERBOSE")) {
     std::cout << c.name << ":";
@@ -128,6 +132,20 @@ TEST_P(BackendOp, MatchesInterpreter) {
       << llvm::join(out.failures, "\n") << "\n\nthe model:\n"
       << out.modelText;
   EXPECT_GT(out.comparisons, 0);
+}
+
+TEST_P(BackendOp, MatchesInterpreter) {
+  expectMatchesInterpreter(GetParam(), {});
+}
+
+// The cuda target's kernels, run on the host: scalars sunk into the loop
+// nests, the GPU loop mapping (blocks, masked tails, dimensions left to run
+// in a thread) and the block reductions compute what the interpreter does.
+// Only the library calls (GEMMs, convolutions) are the CPU's.
+TEST_P(BackendOp, GpuKernelsOnHostMatchInterpreter) {
+  RunOptions options;
+  options.gpuKernelsOnHost = true;
+  expectMatchesInterpreter(GetParam(), options);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BackendOp, ::testing::ValuesIn(allCases()),
