@@ -541,6 +541,28 @@ Model layerNorm(MLIRContext *ctx, std::mt19937_64 &rng) {
   return m.finish();
 }
 
+/// Rows longer than 512 elements, few of them: the cuda target reduces each
+/// row with a block of threads and `gpu.all_reduce` (docs/design/gpu.md),
+/// the CPU with one loop. Softmax and log-softmax (maximum, then sum),
+/// cross-entropy, layer norm (mean and variance) and, through the training
+/// step, their gradients.
+Model wideRows(MLIRContext *ctx, std::mt19937_64 &rng) {
+  ModelBuilder m(ctx, rng, randomDim(rng, 2, 3));
+  Ops o{m};
+  int64_t classes = m.dim(513, 700);
+  Value logits = o.add(m.scaled("l.s", m.input("x", {classes}, -2, 2),
+                                {classes}),
+                       m.param("l.b", {classes}));
+  Value labels = m.indexInput("lbl", {}, classes);
+  m.observe("softmax", o.softmax<nn::SoftmaxOp>(logits, -1));
+  m.observe("log_softmax", o.softmax<nn::LogSoftmaxOp>(logits, 1));
+  m.observeGlobal("ce_mean", o.crossEntropy(logits, labels, Reduction::mean));
+  m.observe("layer_norm",
+            o.layerNorm(logits, m.param("ln.g", {classes}, 0.5, 1.5),
+                        m.param("ln.b", {classes}), -1, 1e-5));
+  return m.finish();
+}
+
 /// Dropout with two ratios and streams; @eval_step drops it. The seed
 /// advances every micro-step, in both implementations.
 Model dropout(MLIRContext *ctx, std::mt19937_64 &rng) {
@@ -660,6 +682,7 @@ const std::vector<Case> &backend_test::allCases() {
     // code cannot fail at run time and normalises with variance 0.
     add("batch_norm", batchNorm, "momentum")->minShortBatch = 2;
     add("layer_norm", layerNorm, "nesterov");
+    add("wide_rows", wideRows, "adam")->clipNorm = 1e-3;
     add("dropout", dropout, "adamw");
     add("embedding", embedding, "sgd");
     add("gather", gather, "momentum");
