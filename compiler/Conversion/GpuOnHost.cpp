@@ -94,7 +94,7 @@ struct RunGpuLaunchesOnHostPass
       }
       if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp,
               gpu::GridDimOp, gpu::TerminatorOp>(op) ||
-          op->getDialect() != op->getContext()->getLoadedDialect("gpu"))
+          !isa<gpu::GPUDialect>(op->getDialect()))
         return WalkResult::advance();
       op->emitError("cannot run on the host: threads of a block run one "
                     "after another");
@@ -188,9 +188,9 @@ struct RunGpuLaunchesOnHostPass
       forEach(block, launch.getThreadIds(), [&] {
         IRMapping thread = map;
         cloneRange(thread, body.begin(), reduce->getIterator());
-        Value so = memref::LoadOp::create(b, loc, total);
+        Value sofar = memref::LoadOp::create(b, loc, total);
         Value combined = arith::getReductionOp(
-            kind, b, loc, so, thread.lookup(reduce.getValue()));
+            kind, b, loc, sofar, thread.lookup(reduce.getValue()));
         memref::StoreOp::create(b, loc, combined, total);
       });
       // Sweep 2: the rest of each thread, with the total.
