@@ -42,18 +42,6 @@ import math
 import os
 import sys
 
-try:
-    import numpy as np
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
-    import torch
-except ImportError as e:
-    if os.environ.get("CLEAVE_REQUIRE_TORCH") == "1":
-        print(f"error: torch, onnx and numpy are required "
-              f"(CLEAVE_REQUIRE_TORCH=1) but cannot be imported: {e}",
-              file=sys.stderr)
-        sys.exit(1)
-    print(f"skipped: {e}")
-    sys.exit(77)
 
 TIED = "--tied" in sys.argv
 ARGS = [a for a in sys.argv[1:] if a != "--tied"]
@@ -61,8 +49,11 @@ SOURCE, COMPILE, TRAIN, WORK = ARGS[:4]
 MPIEXEC, RANKS = (ARGS[4], int(ARGS[5])) if len(ARGS) > 5 else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_reference import (compare_windows, epoch_order,  # noqa: E402
+                             require_torch, run)
+
+np, torch = require_torch()
 from export import Gpt, export  # noqa: E402
-from train_reference import compare_windows, epoch_order, run  # noqa: E402
 
 # The run: 1383 training sequences of 32 bytes, 5 epochs of 44 windows of
 # 2 micro-batches of 16 (the last window of an epoch 1 micro-batch of 7):

@@ -32,21 +32,12 @@ import math
 import os
 import sys
 
-try:
-    import numpy as np
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
-    import torch
-except ImportError as e:
-    if os.environ.get("CLEAVE_REQUIRE_TORCH") == "1":
-        print(f"error: torch, onnx and numpy are required "
-              f"(CLEAVE_REQUIRE_TORCH=1) but cannot be imported: {e}",
-              file=sys.stderr)
-        sys.exit(1)
-    print(f"skipped: {e}")
-    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_reference import compare_windows, epoch_order, run  # noqa: E402
+from train_reference import (compare_windows, epoch_order,  # noqa: E402
+                             require_torch, run)
+
+np, torch = require_torch()
 
 COMPILE, TRAIN, WORK = sys.argv[1:4]
 VOCAB, TOKENS, DIM, CLASSES = 16, 12, 16, 3

@@ -5,12 +5,33 @@
 # with PyTorch's own loop (gpt_train.py, seqcls_train.py) need in order to
 # feed PyTorch the same micro-batches: cleave-train's shuffled order of an
 # epoch (runtime/src/data/Shuffle.cpp, reimplemented bit for bit), a
-# subprocess runner, and the comparison of the two runs' window losses.
+# subprocess runner, the comparison of the two runs' window losses, and
+# the import of PyTorch that skips (or, with CLEAVE_REQUIRE_TORCH=1, fails)
+# where it is missing.
 #
 # ===------------------------------------------------------------------------===#
 
+import os
 import subprocess
 import sys
+
+
+def require_torch():
+    """numpy and torch (onnx checked too: torch.onnx.export needs it). Where
+    one is missing: exit 77, ctest's skip, or 1 with CLEAVE_REQUIRE_TORCH=1."""
+    try:
+        import numpy
+        import onnx  # noqa: F401
+        import torch
+    except ImportError as e:
+        if os.environ.get("CLEAVE_REQUIRE_TORCH") == "1":
+            print(f"error: torch, onnx and numpy are required "
+                  f"(CLEAVE_REQUIRE_TORCH=1) but cannot be imported: {e}",
+                  file=sys.stderr)
+            sys.exit(1)
+        print(f"skipped: {e}")
+        sys.exit(77)
+    return numpy, torch
 
 
 def mt19937_64(seed):
