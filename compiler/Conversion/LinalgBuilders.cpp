@@ -116,6 +116,47 @@ Value cleave::reduce(
   return op.getResult(0);
 }
 
+Value cleave::sum(OpBuilder &b, Location loc, Value input,
+                  ArrayRef<int64_t> axes) {
+  auto inType = cast<RankedTensorType>(input.getType());
+  Type elt = inType.getElementType();
+  if (!elt.isF32())
+    return reduce(b, loc, input, axes, 0.0,
+                  [](OpBuilder &nb, Location nl, Value x, Value acc) -> Value {
+                    return arith::AddFOp::create(nb, nl, x, acc);
+                  });
+  Type wide = b.getF64Type();
+  SmallVector<int64_t> outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t d = 0; d < inType.getRank(); ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    iters.push_back(reduced ? utils::IteratorType::reduction
+                            : utils::IteratorType::parallel);
+    if (!reduced) {
+      outShape.push_back(inType.getDimSize(d));
+      outExprs.push_back(b.getAffineDimExpr(d));
+    }
+  }
+  auto accType = RankedTensorType::get(outShape, wide);
+  SmallVector<AffineMap> maps = {
+      b.getMultiDimIdentityMap(inType.getRank()),
+      AffineMap::get(inType.getRank(), 0, outExprs, b.getContext())};
+  auto acc = linalg::GenericOp::create(
+      b, loc, TypeRange{accType}, ValueRange{input},
+      ValueRange{filled(b, loc, accType, 0.0)}, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, nl, wide, args[0]);
+        Value total = arith::AddFOp::create(nb, nl, x, args[1]);
+        linalg::YieldOp::create(nb, nl, total);
+      });
+  return elementwise(b, loc, RankedTensorType::get(outShape, elt),
+                     {acc.getResult(0)},
+                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                       return arith::TruncFOp::create(nb, nl, elt, a[0]);
+                     });
+}
+
 Value cleave::keepDims(OpBuilder &b, Location loc, Value reduced,
                        ArrayRef<int64_t> axes, int64_t rank) {
   auto t = cast<RankedTensorType>(reduced.getType());

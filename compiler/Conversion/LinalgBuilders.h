@@ -46,6 +46,13 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
              double init,
              function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
 
+/// Sums `input` over the sorted `axes` (dropping them). An f32 sum
+/// accumulates in f64 and rounds once at the end, as PyTorch's CPU kernels
+/// do for batch-norm statistics: a float32 sum of n terms drifts by up to
+/// n ulps, enough to flip the sign of a near-zero gradient that an adaptive
+/// optimizer then turns into a full step (docs/design/numerics.md).
+Value sum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes);
+
 /// Reinserts the reduced `axes` as size-1 dimensions.
 Value keepDims(OpBuilder &b, Location loc, Value reduced,
                ArrayRef<int64_t> axes, int64_t rank);

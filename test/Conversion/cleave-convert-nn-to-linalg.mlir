@@ -191,6 +191,39 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 
 // -----
 
+// An f32 sum accumulates in f64 and rounds once (docs/design/numerics.md);
+// the mean scales the rounded sum.
+// CHECK-LABEL: func.func @reduce_mean_f32
+// CHECK: %[[ZERO:.+]] = linalg.fill ins(%{{.+}} : f64) outs(%{{.+}} : tensor<3xf64>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} iterator_types = ["reduction", "parallel", "reduction"]} ins(%{{.+}} : tensor<2x3x5xf32>) outs(%[[ZERO]] : tensor<3xf64>)
+// CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[ACC:.+]]: f64):
+// CHECK-NEXT: %[[WIDE:.+]] = arith.extf %[[X]] : f32 to f64
+// CHECK-NEXT: %[[ADD:.+]] = arith.addf %[[WIDE]], %[[ACC]] : f64
+// CHECK-NEXT: linalg.yield %[[ADD]] : f64
+// CHECK: linalg.generic {{.+}} ins(%[[SUM]] : tensor<3xf64>) outs(%{{.+}} : tensor<3xf32>)
+// CHECK: arith.truncf %{{.+}} : f64 to f32
+// CHECK: arith.mulf
+func.func @reduce_mean_f32(%x: tensor<2x3x5xf32>) -> tensor<3xf32> {
+  %0 = nn.reduce_mean %x [0, 2] : tensor<2x3x5xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// An f64 sum accumulates in f64: nothing to widen.
+// CHECK-LABEL: func.func @reduce_sum_f64
+// CHECK: linalg.fill ins(%{{.+}} : f64) outs(%{{.+}} : tensor<3xf64>)
+// CHECK: linalg.generic
+// CHECK-NOT: arith.extf
+// CHECK-NOT: arith.truncf
+// CHECK: return
+func.func @reduce_sum_f64(%x: tensor<2x3xf64>) -> tensor<3xf64> {
+  %0 = nn.reduce_sum %x [0] : tensor<2x3xf64> -> tensor<3xf64>
+  return %0 : tensor<3xf64>
+}
+
+// -----
+
 // Cross-entropy reads each sample's label logit with a clamped index.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK: linalg.index 0

@@ -98,9 +98,10 @@
 // NVVM: llvm.call @__nv_sqrt
 
 // Batch norm's statistics reduce over the batch (the outer dimension): the
-// reduction moves inside, one thread per feature.
+// reduction moves inside, one thread per feature, accumulating the weighted
+// f32 elements in f64.
 // NORMS-LABEL: func.func @micro_step(
-// NORMS: gpu.launch_func @[[BNSUM:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c16, %c1, %c1) args(%{{.+}} : memref<8x16xf32>, %{{.+}} : memref<16xf32>)
+// NORMS: gpu.launch_func @[[BNSUM:micro_step_kernel_[0-9]+]]::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c16, %c1, %c1) args(%{{.+}} : memref<8x16xf32>, %{{.+}} : memref<8x1xf32>, %{{.+}} : memref<16xf64>)
 // NORMS: return
 // NORMS: gpu.module @[[BNSUM]]
 // NORMS: scf.for %[[ROW:.+]] = %c0 to %c8 step %c1

@@ -108,6 +108,39 @@ std::vector<T> readRaw(const std::string &path, size_t count) {
   return out;
 }
 
+/// The instruction set a run emulates, from CLEAVE_ORACLE_ISA: unset for the
+/// machine's own; `avx2` for an AVX2-only x86-64-v3 machine (the artifacts
+/// compiled with --target-cpu=x86-64-v3, oneDNN in this process and in
+/// PyTorch capped at AVX2, PyTorch's own kernels at their AVX2 build), so
+/// that an AVX-512 machine also checks what an AVX2 one computes. Applied
+/// before main (below), before oneDNN or a child process reads it.
+struct Isa {
+  std::string workdir;                   ///< where oracle.py writes cases
+  std::vector<std::string> compileFlags; ///< appended to each case's flags
+};
+
+const Isa &isa() {
+  static const Isa value = [] {
+    Isa isa{CLEAVE_ORACLE_WORKDIR, {}};
+    const char *name = std::getenv("CLEAVE_ORACLE_ISA");
+    if (!name || !*name)
+      return isa;
+    if (std::string(name) != "avx2") {
+      std::fprintf(stderr, "CLEAVE_ORACLE_ISA=%s: expected avx2 or unset\n",
+                   name);
+      std::exit(2);
+    }
+    ::setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    ::setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
+    ::setenv("ATEN_CPU_CAPABILITY", "avx2", 1);
+    isa.workdir += "-avx2";
+    isa.compileFlags = {"--target-cpu=x86-64-v3"};
+    return isa;
+  }();
+  return value;
+}
+[[maybe_unused]] const bool kIsaApplied = (isa(), true);
+
 void makeDirs(const std::string &path) {
   for (size_t i = 1; i <= path.size(); ++i)
     if (i == path.size() || path[i] == '/')
@@ -118,9 +151,9 @@ void makeDirs(const std::string &path) {
 const std::string &torchMissing() {
   static const std::string reason = [] {
     // One log per process: ctest may run several tests at once.
-    std::string log = std::string(CLEAVE_ORACLE_WORKDIR) + "/probe." +
-                      std::to_string(::getpid()) + ".log";
-    makeDirs(CLEAVE_ORACLE_WORKDIR);
+    std::string log =
+        isa().workdir + "/probe." + std::to_string(::getpid()) + ".log";
+    makeDirs(isa().workdir);
     std::remove(log.c_str());
     int status = run({CLEAVE_ORACLE_PYTHON, "-c", "import torch, onnx"}, log);
     std::string output = readText(log);
@@ -159,6 +192,10 @@ struct Case {
   std::map<std::string, std::vector<double>> tensors64;
   /// Parameters whose float64 gradient is zero: rounding noise in float32.
   std::set<std::string> noise;
+  /// The worst error against float64 of PyTorch's float32 runs from
+  /// 1-ulp perturbed starts (oracle.py's float32_envelope), by measure:
+  /// "loss", "param", "buffer".
+  std::map<std::string, double> envelope;
   int64_t microBatch = 0, accumulate = 0;
 };
 
@@ -217,6 +254,11 @@ Case readCase(const std::string &name, const std::string &dir) {
       std::string n;
       in >> n;
       c.noise.insert(n);
+    } else if (key == "envelope") {
+      std::string measure;
+      double error;
+      in >> measure >> error;
+      c.envelope[measure] = error;
     } else if (!key.empty()) {
       ADD_FAILURE() << dir << "/case.txt: unknown line '" << line << "'";
     }
@@ -253,7 +295,7 @@ bool generate(const std::vector<std::string> &names, std::vector<Case> &out) {
   const auto *info = testing::UnitTest::GetInstance()->current_test_info();
   std::string test = std::string(info->test_suite_name()) + "." + info->name();
   std::replace(test.begin(), test.end(), '/', '.');
-  std::string dir = std::string(CLEAVE_ORACLE_WORKDIR) + "/" + test;
+  std::string dir = isa().workdir + "/" + test;
   makeDirs(dir);
   std::string log = dir + "/oracle.log";
   std::remove(log.c_str());
@@ -288,6 +330,7 @@ bool trainCleave(const Case &c, CleaveRun &out) {
   std::remove(log.c_str());
   std::vector<std::string> argv = {CLEAVE_COMPILE_EXE, c.dir + "/model.onnx"};
   argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+  argv.insert(argv.end(), isa().compileFlags.begin(), isa().compileFlags.end());
   argv.push_back("-o");
   argv.push_back(artifact);
   auto compileStart = std::chrono::steady_clock::now();
@@ -440,6 +483,19 @@ std::string describe(const Errors &e) {
   return s.str();
 }
 
+/// The worst errors of a float32 envelope, by measure.
+std::string describe(const std::map<std::string, double> &envelope) {
+  std::ostringstream s;
+  s.precision(2);
+  s << std::scientific;
+  const char *sep = "";
+  for (const auto &[measure, error] : envelope) {
+    s << sep << measure << " " << error;
+    sep = ", ";
+  }
+  return s.str();
+}
+
 //===----------------------------------------------------------------------===//
 // Cleave against PyTorch, one case each
 //===----------------------------------------------------------------------===//
@@ -519,23 +575,28 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
 /// The rule: for each measure (the window losses; the parameters; the
 /// batch-norm running statistics), Cleave's worst relative error against
 /// PyTorch's float64 run is at most kZooFactor times PyTorch float32's worst,
-/// or times kZooFloor where that is smaller.
+/// or times kZooFloor where that is smaller. PyTorch float32's worst is over
+/// its own run and the envelope of FLOAT32_DRAWS more runs from starts one
+/// ulp away (oracle.py's float32_envelope).
 ///
 /// Why a factor: Cleave and PyTorch round differently (oneDNN's kernels and
 /// summation orders against PyTorch's, sum-then-divide against
-/// divide-then-sum), so their float32 errors are two draws of the same kind
-/// of noise, carried through the same training map. Where that map is well
-/// conditioned (resnet18 with SGD, squeezenet, the transformers) the two
-/// draws are within 3x of each other. Where batch norm over a few values
-/// amplifies rounding (the mobile networks: PyTorch's own float32 run is
-/// 1e-3 to 1e-2 from float64 in loss after two steps), or a ReLU input
-/// within rounding of zero takes the other branch in one run only (see the
-/// resnet18 study in docs/design/optimizers.md), the ratio of the two draws
-/// is up to 6x in the cases below (11x for mobilenet_v2 at width 0.25,
-/// which is why it runs at full width). 10 still catches a wrong gradient
-/// or a wrong update, whose error is O(1) on the affected tensors. The
-/// cases are deterministic (fixed seeds, one thread): a change of kernels
-/// or of summation order is a new draw, and may need its ratio looked at.
+/// divide-then-sum), so their float32 errors are draws of the same kind of
+/// noise, carried through the same training map. Where that map is well
+/// conditioned (resnet18 with SGD on its first step, squeezenet, the
+/// transformers) the draws are within 3x of each other.
+///
+/// Why an envelope: where batch norm over a few values amplifies rounding
+/// (the mobile networks) or a ReLU input within rounding of zero takes the
+/// other branch in one run only, one float32 run says little: PyTorch's own
+/// runs from starts one ulp apart land 10x (mobilenet_v3_small with Adam) to
+/// 1000x (resnet18 with SGD, AVX2) apart (docs/design/numerics.md), so a
+/// factor over one draw fails or passes by luck, and differently on each
+/// CPU. The worst of five draws is a stable bound; 3x of it still catches a
+/// wrong gradient or a wrong update, whose error is O(1) on the affected
+/// tensors, and a systematic loss of precision such as float32 batch-norm
+/// sums (2-5x the gradient error, 10x the drift, before Cleave summed in
+/// f64).
 ///
 /// Why the worst over the model, not tensor by tensor: a tensor's error is
 /// one draw, and the ratio of two draws of one tensor ranges widely; the
@@ -548,7 +609,10 @@ INSTANTIATE_TEST_SUITE_P(, Oracle, testing::ValuesIn(kCases),
 /// Parameters whose gradient is zero in exact arithmetic (oracle.py's
 /// `noise` lines) are left out: their values are rounding noise in every
 /// float32 run.
-constexpr double kZooFactor = 10;
+///
+/// The tests run on the machine's own instruction set, and again as an
+/// AVX2-only machine (label zoo-avx2, CLEAVE_ORACLE_ISA=avx2).
+constexpr double kZooFactor = 3;
 constexpr double kZooFloor = 1e-6;
 
 class Zoo : public testing::TestWithParam<const char *> {};
@@ -609,20 +673,27 @@ TEST_P(Zoo, MatchesPyTorchFloat64) {
       ASSERT_TRUE(std::isfinite(v)) << c.name << ": '" << name << "'";
   }
 
-  auto check = [&](double cleaveErr, double torchErr, const char *what) {
-    EXPECT_LE(cleaveErr, kZooFactor * std::max(torchErr, kZooFloor))
+  ASSERT_EQ(c.envelope.size(), 3u)
+      << c.dir << "/case.txt: expected an envelope line per measure";
+  auto check = [&](double cleaveErr, double torchErr, const char *measure,
+                   const char *what) {
+    double bound = std::max(torchErr, c.envelope.at(measure));
+    EXPECT_LE(cleaveErr, kZooFactor * std::max(bound, kZooFloor))
         << c.name << ": the worst " << what << " error against PyTorch "
-        << "float64 is " << cleaveErr << " for Cleave, " << torchErr
+        << "float64 is " << cleaveErr << " for Cleave, " << bound
         << " for PyTorch float32 (" << describe(ours) << " against "
-        << describe(theirs) << ")";
+        << describe(theirs) << "; perturbed runs " << describe(c.envelope)
+        << ")";
   };
-  check(ours.loss, theirs.loss, "window loss");
-  check(ours.param, theirs.param, "parameter");
-  check(ours.buffer, theirs.buffer, "running statistic");
+  check(ours.loss, theirs.loss, "loss", "window loss");
+  check(ours.param, theirs.param, "param", "parameter");
+  check(ours.buffer, theirs.buffer, "buffer", "running statistic");
   std::printf("[ zoo      ] %s: compiled in %.1f s; against PyTorch float64 "
-              "(%zu noise tensors left out): Cleave %s; PyTorch float32 %s\n",
+              "(%zu noise tensors left out): Cleave %s; PyTorch float32 %s; "
+              "its perturbed runs %s\n",
               c.name.c_str(), cleave.compileSeconds, c.noise.size(),
-              describe(ours).c_str(), describe(theirs).c_str());
+              describe(ours).c_str(), describe(theirs).c_str(),
+              describe(c.envelope).c_str());
 }
 
 // The model zoo of issue 10: torchvision's classifiers, a ViT, a
@@ -647,8 +718,8 @@ INSTANTIATE_TEST_SUITE_P(, Zoo, testing::ValuesIn(kZooCases),
 /// Every case oracle.py defines is run by some test here.
 TEST(OracleCases, EveryCaseIsTested) {
   SKIP_OR_FAIL_WITHOUT_TORCH();
-  std::string log = std::string(CLEAVE_ORACLE_WORKDIR) + "/list." +
-                    std::to_string(::getpid()) + ".log";
+  std::string log =
+      isa().workdir + "/list." + std::to_string(::getpid()) + ".log";
   std::remove(log.c_str());
   ASSERT_EQ(run({CLEAVE_ORACLE_PYTHON, CLEAVE_ORACLE_SCRIPT, "--list"}, log), 0)
       << readText(log);

@@ -26,15 +26,12 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-Value add(OpBuilder &b, Location l, Value x, Value acc) {
-  return arith::AddFOp::create(b, l, x, acc);
-}
 Value maxf(OpBuilder &b, Location l, Value x, Value acc) {
   return arith::MaximumFOp::create(b, l, x, acc);
 }
 
 Value sumOver(OpBuilder &b, Location l, Value x, ArrayRef<int64_t> axes) {
-  return reduce(b, l, x, axes, 0.0, add);
+  return sum(b, l, x, axes);
 }
 Value maxOver(OpBuilder &b, Location l, Value x, ArrayRef<int64_t> axes) {
   return reduce(b, l, x, axes, -std::numeric_limits<double>::infinity(), maxf);
