@@ -15,7 +15,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
+
+#include <algorithm>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEWRITEMANIFEST
@@ -141,9 +144,18 @@ struct WriteManifestPass
 
     json::Object entries;
     json::Array hypers, inputs;
+    llvm::StringSet<> inputNames;
     SmallVector<Attribute> entryNames;
     Type floatType;
-    for (auto f : module.getOps<func::FuncOp>()) {
+    // micro_step first: its inputs come first in the list.
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    std::stable_partition(
+        functions.begin(), functions.end(), [](func::FuncOp f) {
+          auto e =
+              f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
+          return e && e.getValue() == "micro_step";
+        });
+    for (auto f : functions) {
       auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
       if (!abi)
         continue;
@@ -186,7 +198,12 @@ struct WriteManifestPass
         }
         if (role == "hyper")
           floatType = type.getElementType();
-        if (name.getValue() == "micro_step" && role == "input") {
+        // Every entry's inputs, micro_step's first: an input the training
+        // step does not read (one used only through its shape) is still one
+        // the evaluation reads.
+        StringRef inputName =
+            role == "input" ? d.getAs<StringAttr>("name").getValue() : "";
+        if (role == "input" && inputNames.insert(inputName).second) {
           json::Object in{{"name", toJson(d.get("name"))},
                           {"dtype", arg["dtype"]},
                           {"shape", arg["shape"]}};

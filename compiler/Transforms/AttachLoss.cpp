@@ -57,7 +57,8 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
         })))
       return signalPassFailure();
     if (failed(requireStraightLine(model, "cleave-attach-loss")) ||
-        failed(nameInputs(model)) || failed(specialise(model)))
+        failed(nameInputs(model)) || failed(checkBatchFirst(model)) ||
+        failed(specialise(model)))
       return signalPassFailure();
     if (module.lookupSymbol("loss")) {
       module.emitError("the module already has a @loss function");
@@ -85,6 +86,35 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
             StringAttr::get(f.getContext(), data.size() == 1
                                                 ? std::string("x")
                                                 : "x" + std::to_string(n)));
+    return success();
+  }
+
+  /// Before the batch is fixed: a prediction whose first dimension is
+  /// static while another one is dynamic, in a model whose inputs have a
+  /// dynamic batch, carries the batch elsewhere (ONNX exports mark the
+  /// batch dynamic). After it, appendLoss compares the sizes.
+  LogicalResult checkBatchFirst(func::FuncOp f) {
+    bool dynamicBatch =
+        llvm::any_of(llvm::seq(f.getNumArguments()), [&](unsigned i) {
+          auto t = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
+          return !isStateArg(f, i) && t && t.getRank() >= 1 &&
+                 t.isDynamicDim(0);
+        });
+    if (!dynamicBatch)
+      return success();
+    for (unsigned i = 0; i < f.getNumResults(); ++i) {
+      if (f.getResultAttr(i, TrainDialect::kBufferAttr))
+        continue;
+      auto t = dyn_cast<RankedTensorType>(f.getResultTypes()[i]);
+      if (t && t.getRank() >= 2 && !t.isDynamicDim(0) &&
+          ShapedType::isDynamicShape(t.getShape()))
+        return f.emitError("the prediction ")
+               << t << " does not start with the batch dimension (its "
+               << "dynamic dimension is elsewhere); the loss is per sample "
+                  "along the prediction's first dimension (put the batch "
+                  "first, for example by transposing the model's output)";
+      break;
+    }
     return success();
   }
 
@@ -149,6 +179,25 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
              << pred.getType();
     Type elt = predType.getElementType();
     int64_t batch = predType.getDimSize(0);
+    // The runtime feeds every input, the targets included, by rows of the
+    // micro-batch: the loss is per sample along dimension 0 of the
+    // prediction, which must be the inputs' batch dimension.
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      auto name = f.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
+      auto type = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
+      if (!name || !type || type.getRank() < 1)
+        continue;
+      int64_t inputBatch = type.getDimSize(0);
+      if (inputBatch != batch && !ShapedType::isDynamic(inputBatch) &&
+          !ShapedType::isDynamic(batch))
+        return f.emitError("the prediction ")
+               << predType << " does not start with the batch dimension of "
+               << "input '" << name.getValue() << "' " << type
+               << "; the loss is per sample along the prediction's first "
+                  "dimension (put the batch first, for example by "
+                  "transposing the model's output)";
+      break;
+    }
     Location loc = ret.getLoc();
     OpBuilder b(ret);
 

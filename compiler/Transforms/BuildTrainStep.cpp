@@ -329,6 +329,26 @@ struct BuildTrainStepPass
     }
     if (!elt)
       return grad.emitError("@loss has no parameter");
+    // The window's sums, the normalisation and the update mix the
+    // parameters' type with that of the data, the sample weights and the
+    // loss (an f64 prediction gets f64 weights): one float type throughout.
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+      Type t = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
+      if (classify(grad, i).kind != ArgRole::Data || !isa<FloatType>(t) ||
+          t == elt)
+        continue;
+      auto name =
+          grad.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
+      return grad.emitError("input '")
+             << (name ? name.getValue() : StringRef("?")) << "' is " << t
+             << " but the parameters are " << elt
+             << "; a training step has one float type (the prediction, the "
+                "float inputs and the parameters must agree)";
+    }
+    if (Type t = getElementTypeOrSelf(grad.getResultTypes()[0]); t != elt)
+      return grad.emitError("the loss is ")
+             << t << " but the parameters are " << elt
+             << "; a training step has one float type";
     unsigned firstHyper = argTypes.size();
     auto scalarType = RankedTensorType::get({}, elt);
     for (auto [name, value] : spec.hypers) {

@@ -57,3 +57,20 @@ func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf16>) attributes {train.entr
   return
 }
 // expected-error @-3 {{argument #1 has an element type the runtime does not support: 'memref<2xf16>'}}
+
+// -----
+
+// An input the training step does not read (a model that uses it only
+// through its shape) is still listed: eval_step reads it. micro_step's
+// inputs come first, in its order, wherever it is in the module.
+// CHECK: module attributes {rt.entries = ["micro_step", "eval_step"]
+// CHECK-SAME: \22inputs\22:[{\22dtype\22:\22f32\22,\22name\22:\22targets\22,\22shape\22:[4,2]},{\22dtype\22:\22f32\22,\22name\22:\22weights\22,\22role\22:\22sample_weights\22,\22shape\22:[4]},{\22dtype\22:\22f32\22,\22name\22:\22x\22,\22shape\22:[4,3]}]
+module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
+  train.global counter @train.step : tensor<i64>
+  func.func @eval_step(%ctx: !llvm.ptr, %x: memref<4x3xf32>, %p: memref<4x2xf32>) attributes {train.entry = "eval_step", rt.abi = [{name = "x", role = "input"}, {name = "prediction", role = "output"}]} {
+    return
+  }
+  func.func @micro_step(%ctx: !llvm.ptr, %t: memref<4x2xf32>, %wt: memref<4xf32>, %loss: memref<f32>) attributes {train.entry = "micro_step", rt.abi = [{name = "targets", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}]} {
+    return
+  }
+}

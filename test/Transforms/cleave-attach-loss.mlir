@@ -147,6 +147,24 @@ func.func @forward(%x: tensor<?x4xf32>, %m: tensor<3xf32> {train.buffer = "m"}) 
 
 // -----
 
+// The batch (dynamic in an export) is not the prediction's first dimension.
+// expected-error @+1 {{the prediction 'tensor<3x?xf32>' does not start with the batch dimension (its dynamic dimension is elsewhere); the loss is per sample along the prediction's first dimension (put the batch first, for example by transposing the model's output)}}
+func.func @forward(%x: tensor<?x3xf32>) -> tensor<3x?xf32> {
+  %0 = nn.transpose %x [1, 0] : tensor<?x3xf32> -> tensor<3x?xf32>
+  return %0 : tensor<3x?xf32>
+}
+
+// -----
+
+// A static model whose prediction's first dimension is not the batch's size.
+// expected-error @+1 {{the prediction 'tensor<3x8xf32>' does not start with the batch dimension of input 'x' 'tensor<8x3xf32>'; the loss is per sample along the prediction's first dimension}}
+func.func @forward(%x: tensor<8x3xf32>) -> tensor<3x8xf32> {
+  %0 = nn.transpose %x [1, 0] : tensor<8x3xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
 // expected-error @+1 {{the prediction must be a float tensor with a batch dimension, got 'tensor<8xi64>'}}
 func.func @forward(%x: tensor<?x4xf32>, %l: tensor<8xi64>) -> tensor<8xi64> {
   return %l : tensor<8xi64>

@@ -380,3 +380,28 @@ func.func @loss_grad(%x: tensor<8x4xf32> {train.input = "x"}, %w: tensor<4xf32> 
   %0 = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
   return %0, %w : tensor<f32>, tensor<4xf32>
 }
+
+// -----
+
+// An f64 prediction (and so f64 sample weights) beside f32 parameters: the
+// window's normalisation would divide an f32 gradient by an f64 count.
+func.func @forward(%x: tensor<8x4xf64> {train.input = "x"}) -> tensor<8x4xf64> {
+  return %x : tensor<8x4xf64>
+}
+// expected-error @+1 {{input 'x' is 'f64' but the parameters are 'f32'; a training step has one float type (the prediction, the float inputs and the parameters must agree)}}
+func.func @loss_grad(%x: tensor<8x4xf64> {train.input = "x"}, %w: tensor<1xf32> {train.param = "w", train.init = #train.init<ones>}, %weights: tensor<8xf64> {train.input = "weights"}) -> (tensor<f64>, tensor<1xf32> {train.grad_of = "w"}) attributes {train.gradient_of = @loss} {
+  %0 = nn.reduce_sum %weights [] : tensor<8xf64> -> tensor<f64>
+  return %0, %w : tensor<f64>, tensor<1xf32>
+}
+
+// -----
+
+// The loss in another type than the parameters.
+func.func @forward(%x: tensor<8x4xf32> {train.input = "x"}) -> tensor<8x4xf32> {
+  return %x : tensor<8x4xf32>
+}
+// expected-error @+1 {{the loss is 'f64' but the parameters are 'f32'; a training step has one float type}}
+func.func @loss_grad(%x: tensor<8x4xf32> {train.input = "x"}, %w: tensor<1xf32> {train.param = "w", train.init = #train.init<ones>}, %weights: tensor<8xf32> {train.input = "weights"}) -> (tensor<f64>, tensor<1xf32> {train.grad_of = "w"}) attributes {train.gradient_of = @loss} {
+  %l = arith.constant dense<0.0> : tensor<f64>
+  return %l, %w : tensor<f64>, tensor<1xf32>
+}

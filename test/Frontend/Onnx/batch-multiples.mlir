@@ -5,7 +5,12 @@
 //
 // RUN: %python %S/Inputs/make_model.py batch_multiples %t.onnx
 // RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
-// RUN: cleave-compile %t.onnx --loss=mse --micro-batch=3 --compile-to=loss | FileCheck %s --check-prefix=SPECIALISED
+// The same folded back into rows of the batch (a prediction must start
+// with the batch) specialises to micro-batch 3.
+// RUN: %python %S/Inputs/make_model.py batch_multiples_rows %t.rows.onnx
+// RUN: cleave-compile %t.rows.onnx --loss=mse --micro-batch=3 --compile-to=loss | FileCheck %s --check-prefix=SPECIALISED
+// Without that, the prediction's first dimension is 2 * B: refused.
+// RUN: not cleave-compile %t.onnx --loss=mse --micro-batch=3 --compile-to=loss 2>&1 | FileCheck %s --check-prefix=NOT-BATCH-FIRST
 // torch.nn.TransformerEncoder with src_key_padding_mask (torch 1.13): the
 // mask [B, T] is expanded over the heads and reshaped to [B * heads, 1, T],
 // and the zeros it selects -inf against are a ConstantOfShape of that shape.
@@ -32,6 +37,9 @@
 // SPECIALISED-NEXT:    nn.reshape {{.+}} : tensor<3x2x4xf32> -> tensor<6x4xf32>
 // SPECIALISED-NEXT:    nn.broadcast_to {{.+}} -> tensor<3x2x1x3xf32>
 // SPECIALISED-NEXT:    nn.reshape {{.+}} : tensor<3x2x1x3xf32> -> tensor<6x1x3xf32>
+// SPECIALISED:         nn.reshape {{.+}} : tensor<6x4xf32> -> tensor<3x8xf32>
+
+// NOT-BATCH-FIRST: error: the prediction 'tensor<6x4xf32>' does not start with the batch dimension of input 'x' 'tensor<3x6xf32>'; the loss is per sample along the prediction's first dimension
 
 // ENCODER-LABEL: func.func @forward(
 // ENCODER-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x6xi64> {train.input = "ids"},

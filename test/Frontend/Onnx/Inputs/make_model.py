@@ -1794,6 +1794,31 @@ def batch_multiples():
 
 
 @model
+def batch_multiples_rows():
+    """batch_multiples with its [2 * B, 4] folded back into rows of the
+    batch, [B, 8], so that it can be trained: the prediction's first
+    dimension must be the batch."""
+    m = batch_multiples()
+    m.graph.node.append(node("Reshape", ["y", "per_sample"], ["y_rows"]))
+    m.graph.initializer.append(ints("per_sample", [-1, 8]))
+    m.graph.output[0].CopyFrom(value("y_rows", F, [None, 8]))
+    onnx.checker.check_model(m)
+    return m
+
+
+@model
+def shape_only_input():
+    """An input the prediction uses only through its shape: a parameter
+    expanded to the input's shape."""
+    return graph(
+        [node("Shape", ["x"], ["shape"]),
+         node("Expand", ["p", "shape"], ["y"])],
+        [value("x", F, [BATCH, 4])],
+        [value("y", F, [None, 4])],
+        [init("p", [[1.0, 2.0, 3.0, 4.0]])])
+
+
+@model
 def torch_encoder_key_padding():
     """torch.nn.TransformerEncoder with src_key_padding_mask from the ids:
     torch 1.13 expands the mask to [B * heads, 1, T] and adds it to the
