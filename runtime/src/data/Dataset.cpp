@@ -282,6 +282,27 @@ Status findIdxFile(const std::string &dir, const std::string &stem,
                    dir, ")");
 }
 
+/// Float rows must hold finite values, whatever the normalisation: a NaN
+/// or an infinity in a sample makes its loss and gradients non-finite (or,
+/// through a max or a ReLU in a kernel that drops NaN, silently wrong).
+static Status checkFinite(const SampleArray &a, const char *what) {
+  if (a.type != ElementType::F32)
+    return Status::success();
+  const int64_t elements = a.sampleElements();
+  for (int64_t r = 0; r < a.count; ++r) {
+    const uint8_t *row = a.row(r);
+    for (int64_t i = 0; i < elements; ++i) {
+      float v;
+      std::memcpy(&v, row + sizeof(float) * size_t(i), sizeof(v));
+      if (!std::isfinite(v))
+        return makeError(CLEAVE_INVALID_ARGUMENT, a.source, ": ", what,
+                         " value ", i, " of sample ", r, " is ", v,
+                         " (expected finite values)");
+    }
+  }
+  return Status::success();
+}
+
 Status finishDataset(const DatasetOptions &options, Dataset &d) {
   if (options.limit < 0)
     return makeError(CLEAVE_INVALID_ARGUMENT, "dataset: sample limit ",
@@ -327,6 +348,9 @@ Status finishDataset(const DatasetOptions &options, Dataset &d) {
     d.inputs.count = options.limit;
     d.targets.count = options.limit;
   }
+  // The samples training reads, in every normalisation mode.
+  CLEAVE_RETURN_IF_ERROR(checkFinite(d.inputs, "input"));
+  CLEAVE_RETURN_IF_ERROR(checkFinite(d.targets, "target"));
   return Status::success();
 }
 

@@ -183,7 +183,8 @@ rt::Status loadNumpyDataset(const std::string &path, DataFormat format,
 /// class labels, that each is in [0, numClasses); for a token dataset, that
 /// ids and labels are integer [N, T] arrays of the same shape, every id
 /// and label in range and at least one label not the ignore index; then
-/// applies `options.limit`. The loaders' common last step.
+/// applies `options.limit`, and checks that the float inputs and targets
+/// of the samples left are finite. The loaders' common last step.
 rt::Status finishDataset(const DatasetOptions &options, Dataset &dataset);
 
 /// The number of channels of inputs of `sampleShape`: the first dimension of
