@@ -49,9 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   uint8_t pick = size ? data[size - 1] : 0;
   cleave::TrainingPipelineOptions options;
-  options.loss = pick & 1 ? nn::LossKind::mse : nn::LossKind::cross_entropy;
-  options.optimizer =
-      pick & 2 ? train::OptimizerKind::adam : train::OptimizerKind::sgd;
+  options.loss = pick & 1 ? cleave::nn::LossKind::mse
+                          : cleave::nn::LossKind::cross_entropy;
+  options.optimizer = pick & 2 ? cleave::train::OptimizerKind::adam
+                               : cleave::train::OptimizerKind::sgd;
   options.microBatch = 2;
   options.accumulate = 2;
   PassManager pm(&context);
