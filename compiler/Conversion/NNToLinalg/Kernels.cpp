@@ -11,6 +11,10 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/Runtime/IR/RtOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::nn;
@@ -241,8 +245,39 @@ struct MaxPoolLowering : OpRewritePattern<MaxPool2DOp> {
                              out.getShape(), false);
     if (failed(config))
       return failure();
-    rw.replaceOp(op, kernel(rw, op.getLoc(), rt::KernelKind::max_pool2d_fwd,
-                            {op.getInput()}, out, *config));
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    Value y =
+        kernel(rw, loc, rt::KernelKind::max_pool2d_fwd, {x}, out, *config);
+    // oneDNN's max skips NaN; PyTorch's max pooling (like its ReLU, clamp
+    // and maximum) returns NaN for a window that holds one. Pooling +inf
+    // where x is NaN and -inf elsewhere, with the same kernel and so the
+    // same windows and padding, marks those windows.
+    Value marks = elementwise(
+        rw, loc, typeOf(x), {x},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type t = a[0].getType();
+          Value nan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                            a[0], a[0]);
+          double inf = std::numeric_limits<double>::infinity();
+          return arith::SelectOp::create(b, l, nan, scalar(b, l, inf, t),
+                                         scalar(b, l, -inf, t));
+        });
+    Value hit =
+        kernel(rw, loc, rt::KernelKind::max_pool2d_fwd, {marks}, out, *config);
+    rw.replaceOp(
+        op, elementwise(
+                rw, loc, out, {y, hit},
+                [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Type t = a[0].getType();
+                  Value has =
+                      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                            a[1], scalar(b, l, 0.0, t));
+                  return arith::SelectOp::create(
+                      b, l, has,
+                      scalar(b, l, std::numeric_limits<double>::quiet_NaN(), t),
+                      a[0]);
+                }));
     return success();
   }
 };
@@ -302,55 +337,14 @@ struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   }
 };
 
-/// relu(linear(x)) and relu(conv2d(x)) become one kernel with a ReLU
-/// post-op. The backward pass's relu_grad masks read the pre-activation, but
-/// `pre > 0` iff `relu(pre) > 0`, so they are rewired to the activation and
-/// the pre-activation need not exist.
-template <typename ProducerOp>
-struct FusedReluLowering : OpRewritePattern<ProducerOp> {
-  FusedReluLowering(MLIRContext *ctx)
-      : OpRewritePattern<ProducerOp>(ctx, /*benefit=*/2) {}
-  LogicalResult matchAndRewrite(ProducerOp producer,
-                                PatternRewriter &rw) const override {
-    if (failed(requireF32(rw, producer)))
-      return failure();
-    Value pre = producer.getResult();
-    ReluOp relu;
-    SmallVector<ReluGradOp> masks;
-    for (Operation *user : pre.getUsers()) {
-      if (auto r = dyn_cast<ReluOp>(user)) {
-        if (relu)
-          return rw.notifyMatchFailure(producer, "two relus of one value");
-        relu = r;
-        continue;
-      }
-      auto grad = dyn_cast<ReluGradOp>(user);
-      if (!grad || grad.getGrad() == pre)
-        return rw.notifyMatchFailure(producer, "pre-activation has other uses");
-      masks.push_back(grad);
-    }
-    if (!relu)
-      return rw.notifyMatchFailure(producer, "not followed by a relu");
-    NamedAttribute act = rw.getNamedAttr("activation", rw.getStringAttr("relu"));
-    Value fused;
-    if constexpr (std::is_same_v<ProducerOp, LinearOp>)
-      fused = linearKernel(rw, producer, act);
-    else
-      fused = conv2dKernel(rw, producer, act);
-    for (ReluGradOp mask : masks)
-      rw.modifyOpInPlace(mask, [&] { mask.getInputMutable().assign(fused); });
-    rw.replaceOp(relu, fused);
-    // The pre-activation no longer exists; its remaining uses were rewired.
-    rw.eraseOp(producer);
-    return success();
-  }
-};
-
 } // namespace
 
 void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
-  patterns.add<FusedReluLowering<LinearOp>, FusedReluLowering<Conv2DOp>>(
-      patterns.getContext());
+  // relu(linear(x)) and relu(conv2d(x)) stay two ops, although the kernels
+  // take a ReLU post-op: oneDNN's (and cuBLASLt's) ReLU maps NaN to 0,
+  // which PyTorch's does not, and a NaN must reach the loss and the
+  // non-finite checks instead of training silently (docs/design/numerics.md;
+  // LeNet pays ~6%, bench/README.md).
   patterns.add<MatmulLowering, LinearLowering, Conv2DLowering,
                Conv2DGradInputLowering, Conv2DGradWeightLowering,
                MaxPoolLowering, MaxPoolGradLowering, AvgPoolLowering,
