@@ -48,9 +48,9 @@ Value cleave::elementwise(OpBuilder &b, Location loc, RankedTensorType outType,
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
   for (Value in : inputs)
-    maps.push_back(broadcastMap(
-        ctx, cast<RankedTensorType>(in.getType()).getShape(),
-        outType.getShape()));
+    maps.push_back(broadcastMap(ctx,
+                                cast<RankedTensorType>(in.getType()).getShape(),
+                                outType.getShape()));
   maps.push_back(b.getMultiDimIdentityMap(outType.getRank()));
   SmallVector<utils::IteratorType> iters(outType.getRank(),
                                          utils::IteratorType::parallel);
@@ -70,9 +70,9 @@ SmallVector<Value> cleave::updateInPlace(OpBuilder &b, Location loc,
   auto outType = cast<RankedTensorType>(inits.front().getType());
   SmallVector<AffineMap> maps;
   for (Value in : inputs)
-    maps.push_back(broadcastMap(
-        ctx, cast<RankedTensorType>(in.getType()).getShape(),
-        outType.getShape()));
+    maps.push_back(broadcastMap(ctx,
+                                cast<RankedTensorType>(in.getType()).getShape(),
+                                outType.getShape()));
   for (size_t i = 0; i < inits.size(); ++i)
     maps.push_back(b.getMultiDimIdentityMap(outType.getRank()));
   SmallVector<utils::IteratorType> iters(outType.getRank(),
@@ -85,10 +85,13 @@ SmallVector<Value> cleave::updateInPlace(OpBuilder &b, Location loc,
   return SmallVector<Value>(op.getResults());
 }
 
-Value cleave::reduce(
-    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
-    double init,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+/// Reduces `input` over the sorted `axes` into an accumulator of element
+/// type `accElt` starting at `init`; `combine(x, acc)` sees the input's
+/// element and the accumulator's.
+static Value
+reduceInto(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+           Type accElt, double init,
+           function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   auto inType = cast<RankedTensorType>(input.getType());
   int64_t rank = inType.getRank();
   SmallVector<int64_t> outShape;
@@ -103,7 +106,7 @@ Value cleave::reduce(
       outExprs.push_back(b.getAffineDimExpr(d));
     }
   }
-  auto outType = RankedTensorType::get(outShape, inType.getElementType());
+  auto outType = RankedTensorType::get(outShape, accElt);
   SmallVector<AffineMap> maps = {
       b.getMultiDimIdentityMap(rank),
       AffineMap::get(rank, 0, outExprs, b.getContext())};
@@ -111,47 +114,37 @@ Value cleave::reduce(
       b, loc, TypeRange{outType}, ValueRange{input},
       ValueRange{filled(b, loc, outType, init)}, maps, iters,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        linalg::YieldOp::create(nb, nl, combine(nb, nl, args[0], args[1]));
+        Value combined = combine(nb, nl, args[0], args[1]);
+        linalg::YieldOp::create(nb, nl, combined);
       });
   return op.getResult(0);
 }
 
+Value cleave::reduce(
+    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+    double init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  Type elt = cast<RankedTensorType>(input.getType()).getElementType();
+  return reduceInto(b, loc, input, axes, elt, init, combine);
+}
+
 Value cleave::sum(OpBuilder &b, Location loc, Value input,
                   ArrayRef<int64_t> axes) {
-  auto inType = cast<RankedTensorType>(input.getType());
-  Type elt = inType.getElementType();
+  Type elt = cast<RankedTensorType>(input.getType()).getElementType();
   if (!elt.isF32())
     return reduce(b, loc, input, axes, 0.0,
                   [](OpBuilder &nb, Location nl, Value x, Value acc) -> Value {
                     return arith::AddFOp::create(nb, nl, x, acc);
                   });
   Type wide = b.getF64Type();
-  SmallVector<int64_t> outShape;
-  SmallVector<AffineExpr> outExprs;
-  SmallVector<utils::IteratorType> iters;
-  for (int64_t d = 0; d < inType.getRank(); ++d) {
-    bool reduced = llvm::is_contained(axes, d);
-    iters.push_back(reduced ? utils::IteratorType::reduction
-                            : utils::IteratorType::parallel);
-    if (!reduced) {
-      outShape.push_back(inType.getDimSize(d));
-      outExprs.push_back(b.getAffineDimExpr(d));
-    }
-  }
-  auto accType = RankedTensorType::get(outShape, wide);
-  SmallVector<AffineMap> maps = {
-      b.getMultiDimIdentityMap(inType.getRank()),
-      AffineMap::get(inType.getRank(), 0, outExprs, b.getContext())};
-  auto acc = linalg::GenericOp::create(
-      b, loc, TypeRange{accType}, ValueRange{input},
-      ValueRange{filled(b, loc, accType, 0.0)}, maps, iters,
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value x = arith::ExtFOp::create(nb, nl, wide, args[0]);
-        Value total = arith::AddFOp::create(nb, nl, x, args[1]);
-        linalg::YieldOp::create(nb, nl, total);
-      });
-  return elementwise(b, loc, RankedTensorType::get(outShape, elt),
-                     {acc.getResult(0)},
+  Value acc =
+      reduceInto(b, loc, input, axes, wide, 0.0,
+                 [&](OpBuilder &nb, Location nl, Value x, Value acc) -> Value {
+                   return arith::AddFOp::create(
+                       nb, nl, arith::ExtFOp::create(nb, nl, wide, x), acc);
+                 });
+  auto accType = cast<RankedTensorType>(acc.getType());
+  return elementwise(b, loc, accType.clone(elt), {acc},
                      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                        return arith::TruncFOp::create(nb, nl, elt, a[0]);
                      });
