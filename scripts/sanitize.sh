@@ -56,6 +56,8 @@ build)
   # The build runs the sanitized cleave-compile to make the tests'
   # artifacts, so it needs the same options as the tests.
   sanitizer_env
+  # As scripts/build.sh: ccache keys on paths relative to the checkout.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   ninja -C "$build" -j "$jobs" "$@"
   ;;
 test)

@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-  # Build
-  cmake ninja-build g++ pkg-config
+  # Build (ccache: rebuilds and other clones reuse objects)
+  cmake ninja-build g++ pkg-config ccache
   # LLVM/MLIR 22 (libmlir-22-dev needs the tools for its CMake exports)
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Runtime libraries (dnnl-config.cmake looks for OpenCL, its GPU runtime)
