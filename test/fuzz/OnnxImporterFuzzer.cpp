@@ -11,28 +11,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ErrorRecorder.h"
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
 #include <cstdint>
-#include <cstdlib>
 
 using namespace mlir;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext context(MLIRContext::Threading::DISABLED);
-  bool reported = false;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    reported |= diag.getSeverity() == DiagnosticSeverity::Error;
-    return success();
-  });
+  cleave::fuzz::ErrorRecorder errors(context);
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module =
       cleave::importOnnx(context, llvm::MemoryBufferRef(bytes, "fuzz.onnx"));
-  if (!module && !reported)
-    std::abort();
+  errors.requireErrorIf(!module);
   return 0;
 }

@@ -16,17 +16,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ErrorRecorder.h"
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
 #include <cstdint>
-#include <cstdlib>
 
 using namespace mlir;
 
@@ -34,19 +33,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   DialectRegistry registry;
   cleave::registerAllDialects(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  bool reported = false;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    reported |= diag.getSeverity() == DiagnosticSeverity::Error;
-    return success();
-  });
+  cleave::fuzz::ErrorRecorder errors(context);
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module =
       cleave::importOnnx(context, llvm::MemoryBufferRef(bytes, "fuzz.onnx"));
-  if (!module) {
-    if (!reported)
-      std::abort();
+  errors.requireErrorIf(!module);
+  if (!module)
     return 0;
-  }
   uint8_t pick = size ? data[size - 1] : 0;
   cleave::TrainingPipelineOptions options;
   options.loss = pick & 1 ? cleave::nn::LossKind::mse
@@ -57,7 +50,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.accumulate = 2;
   PassManager pm(&context);
   cleave::buildTargetPipeline(pm, options, cleave::Phase::Linalg);
-  if (failed(pm.run(*module)) && !reported)
-    std::abort();
+  errors.requireErrorIf(failed(pm.run(*module)));
   return 0;
 }
