@@ -201,9 +201,8 @@ struct WriteManifestPass
         // Every entry's inputs, micro_step's first: an input the training
         // step does not read (one used only through its shape) is still one
         // the evaluation reads.
-        StringRef inputName =
-            role == "input" ? d.getAs<StringAttr>("name").getValue() : "";
-        if (role == "input" && inputNames.insert(inputName).second) {
+        if (role == "input" &&
+            inputNames.insert(d.getAs<StringAttr>("name").getValue()).second) {
           json::Object in{{"name", toJson(d.get("name"))},
                           {"dtype", arg["dtype"]},
                           {"shape", arg["shape"]}};

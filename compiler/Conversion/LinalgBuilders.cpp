@@ -114,8 +114,7 @@ reduceInto(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
       b, loc, TypeRange{outType}, ValueRange{input},
       ValueRange{filled(b, loc, outType, init)}, maps, iters,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value combined = combine(nb, nl, args[0], args[1]);
-        linalg::YieldOp::create(nb, nl, combined);
+        linalg::YieldOp::create(nb, nl, combine(nb, nl, args[0], args[1]));
       });
   return op.getResult(0);
 }

@@ -102,19 +102,21 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
         });
     if (!dynamicBatch)
       return success();
-    for (unsigned i = 0; i < f.getNumResults(); ++i) {
-      if (f.getResultAttr(i, TrainDialect::kBufferAttr))
-        continue;
-      auto t = dyn_cast<RankedTensorType>(f.getResultTypes()[i]);
-      if (t && t.getRank() >= 2 && !t.isDynamicDim(0) &&
-          ShapedType::isDynamicShape(t.getShape()))
-        return f.emitError("the prediction ")
-               << t << " does not start with the batch dimension (its "
-               << "dynamic dimension is elsewhere); the loss is per sample "
-                  "along the prediction's first dimension (put the batch "
-                  "first, for example by transposing the model's output)";
-      break;
-    }
+    // The prediction is the first result that is not a buffer.
+    auto results = llvm::seq(f.getNumResults());
+    auto prediction = llvm::find_if(results, [&](unsigned i) {
+      return !f.getResultAttr(i, TrainDialect::kBufferAttr);
+    });
+    if (prediction == results.end())
+      return success(); // appendLoss reports it
+    auto t = dyn_cast<RankedTensorType>(f.getResultTypes()[*prediction]);
+    if (t && t.getRank() >= 2 && !t.isDynamicDim(0) &&
+        ShapedType::isDynamicShape(t.getShape()))
+      return f.emitError("the prediction ")
+             << t << " does not start with the batch dimension (its "
+             << "dynamic dimension is elsewhere); the loss is per sample "
+                "along the prediction's first dimension (put the batch "
+                "first, for example by transposing the model's output)";
     return success();
   }
 
@@ -181,22 +183,20 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     int64_t batch = predType.getDimSize(0);
     // The runtime feeds every input, the targets included, by rows of the
     // micro-batch: the loss is per sample along dimension 0 of the
-    // prediction, which must be the inputs' batch dimension.
+    // prediction, which must be the inputs' batch dimension (every data
+    // input has it as its dimension 0; specialise fixed it).
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       auto name = f.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr);
       auto type = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
-      if (!name || !type || type.getRank() < 1)
+      if (!name || !type || type.getRank() < 1 || type.isDynamicDim(0) ||
+          ShapedType::isDynamic(batch) || type.getDimSize(0) == batch)
         continue;
-      int64_t inputBatch = type.getDimSize(0);
-      if (inputBatch != batch && !ShapedType::isDynamic(inputBatch) &&
-          !ShapedType::isDynamic(batch))
-        return f.emitError("the prediction ")
-               << predType << " does not start with the batch dimension of "
-               << "input '" << name.getValue() << "' " << type
-               << "; the loss is per sample along the prediction's first "
-                  "dimension (put the batch first, for example by "
-                  "transposing the model's output)";
-      break;
+      return f.emitError("the prediction ")
+             << predType << " does not start with the batch dimension of "
+             << "input '" << name.getValue() << "' " << type
+             << "; the loss is per sample along the prediction's first "
+                "dimension (put the batch first, for example by "
+                "transposing the model's output)";
     }
     Location loc = ret.getLoc();
     OpBuilder b(ret);

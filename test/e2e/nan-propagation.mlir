@@ -16,7 +16,7 @@
 // CHECK-NEXT:   [0] nan nan nan nan
 // CHECK-NEXT:   [1] 44 44 44 44
 
-// The loss and the gradients are NaN too, for the non-finite checks to see.
+// The loss and the gradients are NaN too: the NaN is not lost on the way.
 // STEP: loss = nan
 // STEP: w.grad: f32 [4, 4]
 // STEP-NEXT: nan

@@ -342,9 +342,9 @@ struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
 void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
   // relu(linear(x)) and relu(conv2d(x)) stay two ops, although the kernels
   // take a ReLU post-op: oneDNN's (and cuBLASLt's) ReLU maps NaN to 0,
-  // which PyTorch's does not, and a NaN must reach the loss and the
-  // non-finite checks instead of training silently (docs/design/numerics.md;
-  // LeNet pays ~6%, bench/README.md).
+  // which PyTorch's does not, and a NaN must reach the loss instead of
+  // training silently (docs/design/numerics.md; LeNet pays 5-10%,
+  // bench/README.md).
   patterns.add<MatmulLowering, LinearLowering, Conv2DLowering,
                Conv2DGradInputLowering, Conv2DGradWeightLowering,
                MaxPoolLowering, MaxPoolGradLowering, AvgPoolLowering,
