@@ -8,9 +8,11 @@ cleave-train does).
 
 Models: examples/mlp.mlir, examples/lenet.mlir and the ONNX transformer test
 model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
-micro-batches 32 and 256, N = 4. Prints a Markdown table with the CPU's name
-and whether it has AVX512-BF16 (without it there is nothing to measure: the
-compiler refuses bf16 for such a target).
+micro-batches 32 and 256, N = 4; PyTorch's own loop on the same models
+(bench/pytorch_ref.py) in float32 and under torch.autocast(dtype=bfloat16)
+in the same run. Prints a Markdown table with the CPU's name and whether it
+has AVX512-BF16 and AMX (without AVX512-BF16 there is nothing to measure:
+the compiler refuses bf16 for such a target).
 """
 
 import argparse
@@ -29,6 +31,14 @@ def cpu_name():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return "unknown CPU"
+
+
+def has_flag(flag):
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return f" {flag}" in line
+    return False
 
 
 def has_bf16():
@@ -81,13 +91,32 @@ def main():
                         result.strip().splitlines()[-1])["samples_per_second"]
                     print(f"  [load {load:.1f}] {name} b{b} {precision}: "
                           f"{speed[precision]:.0f} samples/s", file=sys.stderr)
-                rows.append((name, b, speed["f32"], speed["bf16"]))
-    print(f"\n{cpu_name()}, AVX512-BF16, {a.threads} thread(s), N = "
+                reference = {"MLP 784-512-512-10": "mlp", "LeNet": "lenet"}.get(
+                    name, "transformer")
+                for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
+                    result = subprocess.run(
+                        ["/usr/bin/python3", os.path.join(ROOT, "bench",
+                                                          "pytorch_ref.py"),
+                         reference, f"--micro-batch={b}",
+                         f"--accumulate={a.accumulate}",
+                         f"--threads={a.threads}",
+                         f"--seconds={a.seconds}"] + flags, env=env,
+                        check=True, capture_output=True, text=True).stdout
+                    speed[mode] = json.loads(
+                        result.strip().splitlines()[-1])["samples_per_second"]
+                    print(f"  {name} b{b} PyTorch {mode}: {speed[mode]:.0f} "
+                          "samples/s", file=sys.stderr)
+                rows.append((name, b, speed))
+    amx = "AMX" if has_flag("amx_bf16") else "no AMX"
+    print(f"\n{cpu_name()}, AVX512-BF16, {amx}, {a.threads} thread(s), N = "
           f"{a.accumulate}\n")
-    print("| model | micro-batch | f32 samples/s | bf16 samples/s | bf16 / f32 |")
-    print("|---|---|---|---|---|")
-    for name, b, f32, bf16 in rows:
-        print(f"| {name} | {b} | {f32:,.0f} | {bf16:,.0f} | {bf16 / f32:.2f} × |")
+    print("| model | micro-batch | Cleave f32 | Cleave bf16 | bf16 / f32 | "
+          "PyTorch f32 | PyTorch autocast bf16 | Cleave bf16 / autocast |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, b, s in rows:
+        print(f"| {name} | {b} | {s['f32']:,.0f} | {s['bf16']:,.0f} | "
+              f"{s['bf16'] / s['f32']:.2f} × | {s['torch']:,.0f} | "
+              f"{s['autocast']:,.0f} | {s['bf16'] / s['autocast']:.2f} × |")
 
 
 if __name__ == "__main__":

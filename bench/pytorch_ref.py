@@ -16,7 +16,9 @@ With --device=cuda the model and data live on the GPU, every timed phase
 ends with torch.cuda.synchronize(), and the JSON also has the peak of
 torch.cuda.max_memory_allocated (PyTorch's tensors, not its cache or the
 CUDA context). --compile runs the model through torch.compile first
-(scripts/gpu-check.sh reports it where it works).
+(scripts/gpu-check.sh reports it where it works). --autocast runs the
+forward pass and the loss under torch.autocast(dtype=torch.bfloat16), the
+reference for Cleave's --precision=bf16 (bench/bf16.py).
 """
 import argparse
 import json
@@ -94,6 +96,9 @@ def main():
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--autocast", action="store_true",
+                   help="forward and loss under torch.autocast(device, "
+                   "dtype=torch.bfloat16): PyTorch's own mixed precision")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -117,7 +122,9 @@ def main():
     window = float(b * n)
 
     def micro():
-        loss = loss_fn(net(x), y) / window
+        with torch.autocast(dev.type, dtype=torch.bfloat16,
+                            enabled=a.autocast):
+            loss = loss_fn(net(x), y) / window
         loss.backward()
 
     def apply():
