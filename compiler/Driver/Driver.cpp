@@ -246,6 +246,29 @@ int cleave::compileMain(int argc, char **argv) {
                         .count()
                  << " s (cpu " << cpuSeconds() - importCpu << " s)\n";
 
+  // A model without trainable parameters has nothing to train: with
+  // loss=none (its prediction is all there is) it is compiled forward-only,
+  // with a loss it is refused with the way out.
+  auto model = module->lookupSymbol<func::FuncOp>(training.model);
+  if (!training.inference && model &&
+      llvm::none_of(llvm::seq(model.getNumArguments()), [&](unsigned i) {
+        return model.getArgAttr(i, train::TrainDialect::kParamAttr);
+      })) {
+    if (training.loss != nn::LossKind::none) {
+      model.emitError("@")
+          << training.model
+          << " has no trainable parameter, so there is nothing to train; "
+             "compile it forward-only (--inference, or --loss=none) to "
+             "evaluate it";
+      return 1;
+    }
+    training.inference = true;
+    if (opts.verbose)
+      llvm::errs() << "cleave-compile: @" << training.model
+                   << " has no trainable parameter and loss=none: a "
+                      "forward-only artifact (--inference)\n";
+  }
+
   auto start = std::chrono::steady_clock::now();
   std::optional<Phase> runTo = stopAfter;
   if (!opts.emit.empty())

@@ -60,6 +60,7 @@ CleaveAttachLossOptions TrainingPipelineOptions::attachLossOptions() const {
   o.loss = loss;
   o.microBatch = microBatch;
   o.ignoreIndex = ignoreIndex;
+  o.inference = inference;
   return o;
 }
 
@@ -78,6 +79,7 @@ TrainingPipelineOptions::buildTrainStepOptions() const {
   o.eta = eta;
   o.weightDecay = weightDecay;
   o.clipNorm = clipNorm;
+  o.inference = inference;
   return o;
 }
 
@@ -125,6 +127,13 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
           "trust ratio needs the norms of whole parameters, which are "
           "sharded across ranks; use adam, adamw, rmsprop, adagrad, sgd or "
           "momentum with ZeRO-1");
+    return failure();
+  }
+  if (inference && (reduce != train::RankReduction::none || ranks > 0 ||
+                    shardOptimizerState || reduceEveryMicroStep)) {
+    error("inference (a forward-only artifact) has no gradients to reduce "
+          "across ranks: drop reduce, ranks, shard-optimizer-state and "
+          "reduce-every-micro-step");
     return failure();
   }
   std::string message;
@@ -195,6 +204,13 @@ void cleave::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCleaveAttachLoss(o.attachLossOptions()));
   if (stopAfter == Phase::Loss)
     return;
+  // Forward only: the state and @eval_step; nothing to differentiate or
+  // split.
+  if (o.inference) {
+    pm.addPass(createCleaveBuildTrainStep(o.buildTrainStepOptions()));
+    cleanup(pm);
+    return;
+  }
   // Reverse mode through every op's VJP.
   CleaveAutodiffOptions autodiff;
   autodiff.function = "loss";

@@ -62,6 +62,13 @@ struct TrainingPipelineOptions
                      "such as padding; they count for nothing, and the window "
                      "is normalised by its number of real tokens"),
       llvm::cl::init(-100)};
+  Option<bool> inference{
+      *this, "inference",
+      llvm::cl::desc("Forward only: an artifact with eval_step alone (every "
+                     "output of the model; no loss, gradients, optimizer or "
+                     "accumulation). Implied by loss=none on a model without "
+                     "trainable parameters"),
+      llvm::cl::init(false)};
   Option<train::OptimizerKind> optimizer{
       *this, "optimizer", llvm::cl::desc("The update rule"),
       llvm::cl::init(train::OptimizerKind::sgd),

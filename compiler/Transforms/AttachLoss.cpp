@@ -57,8 +57,16 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
         })))
       return signalPassFailure();
     if (failed(requireStraightLine(model, "cleave-attach-loss")) ||
-        failed(nameInputs(model)) || failed(checkBatchFirst(model)) ||
-        failed(specialise(model)))
+        failed(nameInputs(model)))
+      return signalPassFailure();
+    // Forward only: no loss is per sample along the prediction, so any
+    // output shape will do.
+    if (inference) {
+      if (failed(specialise(model)))
+        return signalPassFailure();
+      return;
+    }
+    if (failed(checkBatchFirst(model)) || failed(specialise(model)))
       return signalPassFailure();
     if (module.lookupSymbol("loss")) {
       module.emitError("the module already has a @loss function");
@@ -126,6 +134,7 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     o.loss = loss;
     o.microBatch = microBatch;
     o.ignoreIndex = ignoreIndex;
+    o.inference = inference;
     return o;
   }
 

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSet.h"
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -104,6 +105,8 @@ struct BuildTrainStepPass
           module.emitError(message);
         })))
       return signalPassFailure();
+    if (inference)
+      return buildInference(module);
     OptimizerSpec spec = optimizerSpec();
     func::FuncOp grad, model = module.lookupSymbol<func::FuncOp>(this->model);
     for (auto f : module.getOps<func::FuncOp>())
@@ -126,15 +129,39 @@ struct BuildTrainStepPass
 
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
-    if (failed(createGlobals(b, grad, spec)))
+    if (failed(createGlobals(b, grad, spec, /*training=*/true)))
       return signalPassFailure();
     b.setInsertionPoint(grad);
-    if (failed(buildStep(b, grad, spec)) || failed(buildEval(b, model)))
+    if (failed(buildStep(b, grad, spec)) ||
+        failed(buildEval(b, model, /*allOutputs=*/false)))
       return signalPassFailure();
     if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
       loss.erase();
     grad.erase();
     model.erase();
+  }
+
+  /// A forward-only module: the globals of the parameters and buffers and
+  /// @eval_step returning every output of the model.
+  void buildInference(ModuleOp module) {
+    auto model = module.lookupSymbol<func::FuncOp>(this->model);
+    if (!model) {
+      module.emitError("no model function @") << this->model;
+      return signalPassFailure();
+    }
+    if (failed(requireStraightLine(model, "cleave-build-train-step")))
+      return signalPassFailure();
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    if (failed(createGlobals(b, model, OptimizerSpec(), /*training=*/false)))
+      return signalPassFailure();
+    b.setInsertionPoint(model);
+    if (failed(buildEval(b, model, /*allOutputs=*/true)))
+      return signalPassFailure();
+    model.erase();
+    module->setAttr(TrainDialect::kManifestAttr,
+                    b.getDictionaryAttr(
+                        b.getNamedAttr("kind", b.getStringAttr("inference"))));
   }
 
   CleaveBuildTrainStepOptions options() const {
@@ -151,6 +178,7 @@ struct BuildTrainStepPass
     o.eta = eta;
     o.weightDecay = weightDecay;
     o.clipNorm = clipNorm;
+    o.inference = inference;
     return o;
   }
 
@@ -190,8 +218,10 @@ struct BuildTrainStepPass
     return s;
   }
 
+  /// The globals of `grad`'s state arguments; for training also the
+  /// optimizer state, the dropout seed and the step counter.
   LogicalResult createGlobals(OpBuilder &b, func::FuncOp grad,
-                              const OptimizerSpec &spec) {
+                              const OptimizerSpec &spec, bool training) {
     Location loc = grad.getLoc();
     MLIRContext *ctx = b.getContext();
     auto add = [&](StringRef name, GlobalKind kind, Type type, Attribute init,
@@ -223,7 +253,7 @@ struct BuildTrainStepPass
       } else if (role.kind == ArgRole::Buffer) {
         if (failed(add(role.name, GlobalKind::buffer, type, init, {})))
           return failure();
-      } else if (role.kind == ArgRole::Rng) {
+      } else if (role.kind == ArgRole::Rng && training) {
         // The seed is advanced with integer arithmetic on a tensor<i64>.
         if (type != RankedTensorType::get({}, b.getI64Type()))
           return grad.emitError("the train.rng argument must be tensor<i64>, "
@@ -234,6 +264,8 @@ struct BuildTrainStepPass
           return failure();
       }
     }
+    if (!training)
+      return success();
     return add(TrainDialect::kStepGlobal, GlobalKind::counter,
                RankedTensorType::get({}, b.getI64Type()), {}, {});
   }
@@ -520,7 +552,10 @@ struct BuildTrainStepPass
     return success();
   }
 
-  LogicalResult buildEval(OpBuilder &b, func::FuncOp model) {
+  /// @eval_step: the model's prediction (its first result that is not a
+  /// buffer), or with `allOutputs` every such result, each named by its
+  /// `train.output` (the first one "prediction" if it has none).
+  LogicalResult buildEval(OpBuilder &b, func::FuncOp model, bool allOutputs) {
     MLIRContext *ctx = b.getContext();
     Location loc = model.getLoc();
     SmallVector<Type> argTypes;
@@ -530,19 +565,32 @@ struct BuildTrainStepPass
         argTypes.push_back(model.getArgumentTypes()[i]);
         argAttrs.push_back(model.getArgAttrDict(i));
       }
-    int prediction = -1;
-    for (unsigned i = 0; i < model.getNumResults() && prediction < 0; ++i)
-      if (!model.getResultAttr(i, TrainDialect::kBufferAttr))
-        prediction = i;
-    if (prediction < 0)
+    SmallVector<unsigned> outputs;
+    for (unsigned i = 0; i < model.getNumResults(); ++i)
+      if (!model.getResultAttr(i, TrainDialect::kBufferAttr) &&
+          (allOutputs || outputs.empty()))
+        outputs.push_back(i);
+    if (outputs.empty())
       return model.emitError("@")
              << model.getSymName() << " returns no prediction";
+    SmallVector<Type> resultTypes;
+    for (unsigned i : outputs)
+      resultTypes.push_back(model.getResultTypes()[i]);
     auto eval = func::FuncOp::create(
-        b, loc, "eval_step",
-        FunctionType::get(ctx, argTypes, {model.getResultTypes()[prediction]}));
+        b, loc, "eval_step", FunctionType::get(ctx, argTypes, resultTypes));
     eval.setAllArgAttrs(argAttrs);
-    eval.setResultAttr(0, TrainDialect::kOutputAttr,
-                       StringAttr::get(ctx, "prediction"));
+    llvm::StringSet<> names;
+    for (auto [n, i] : llvm::enumerate(outputs)) {
+      auto name =
+          model.getResultAttrOfType<StringAttr>(i, TrainDialect::kOutputAttr);
+      if (!allOutputs || !name)
+        name = StringAttr::get(ctx, n == 0 ? std::string("prediction")
+                                           : "output" + std::to_string(n));
+      if (!names.insert(name.getValue()).second)
+        return model.emitError("two outputs are named '")
+               << name.getValue() << "'";
+      eval.setResultAttr(n, TrainDialect::kOutputAttr, name);
+    }
     eval->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "eval_step"));
 
     OpBuilder::InsertionGuard guard(b);
@@ -561,7 +609,10 @@ struct BuildTrainStepPass
         bn.setTraining(false);
     }
     auto ret = cast<func::ReturnOp>(model.getBody().front().getTerminator());
-    func::ReturnOp::create(b, loc, map.lookup(ret.getOperand(prediction)));
+    SmallVector<Value> results;
+    for (unsigned i : outputs)
+      results.push_back(map.lookup(ret.getOperand(i)));
+    func::ReturnOp::create(b, loc, results);
     return success();
   }
 };

@@ -33,6 +33,10 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
     `nn.batch_norm`, so that padding does not enter batch statistics.
     `@loss` returns that scalar first, then the buffer updates.
 
+    With `inference`, the pass only names the data inputs and specialises
+    the batch: no `@loss` is added (a forward-only artifact,
+    `cleave-build-train-step` with `inference`).
+
     Token-level cross-entropy: when the prediction has more than two
     dimensions (`[B, T, ..., classes]`, a language model's logits), the
     labels are `[B, T, ...]` (marked `train.ignore_index`) and so are the
@@ -56,6 +60,8 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "Token-level cross-entropy: the label value of tokens that are "
            "not predicted (padding)">,
+    Option<"inference", "inference", "bool", /*default=*/"false",
+           "Forward only: specialise the batch, add no loss">,
   ];
 }
 
@@ -111,6 +117,12 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
       loaded, batch normalisation in inference mode and dropout removed.
 
     The source functions are erased.
+
+    With `inference` (a forward-only artifact), it needs no `@loss` and
+    builds only the globals of parameters and buffers and `@eval_step`, and
+    marks the module `train.manifest = {kind = "inference"}`: no optimizer
+    state, step counter or hyperparameters. The parameters may then be of
+    any float types, and a model without parameters is fine.
   }];
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::cleave::train::TrainDialect",
@@ -144,6 +156,8 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Compile global-norm clipping in, with this default max norm "
            "(0: no clipping)">,
+    Option<"inference", "inference", "bool", /*default=*/"false",
+           "Forward only: the globals and @eval_step, no training step">,
   ];
 }
 

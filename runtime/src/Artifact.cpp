@@ -272,13 +272,15 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                        "x86-64-v3, ...) or on this machine");
     }
   }
-  if (artifact->manifest_.kind != expected)
-    return makeError(
-        CLEAVE_INVALID_ARTIFACT, path, ": a ",
-        artifactKindName(artifact->manifest_.kind), " artifact; ",
-        expected == ArtifactKind::Training
-            ? "graph artifacts run through cleave_executable_load"
-            : "training artifacts run through cleave_session_create");
+  // Sessions run training and inference artifacts alike.
+  auto graph = [](ArtifactKind kind) { return kind == ArtifactKind::Graph; };
+  if (graph(artifact->manifest_.kind) != graph(expected))
+    return makeError(CLEAVE_INVALID_ARTIFACT, path, ": a ",
+                     artifactKindName(artifact->manifest_.kind), " artifact; ",
+                     !graph(expected)
+                         ? "graph artifacts run through cleave_executable_load"
+                         : "training and inference artifacts run through "
+                           "cleave_session_create");
 
   artifact->initData_ = static_cast<const unsigned char *>(initDataFn());
   for (const GlobalDesc &g : artifact->manifest_.globals)

@@ -36,7 +36,8 @@ using EntryFn = cleave_entry_fn;
 class Artifact {
 public:
   /// Loads the artifact at `path`, which must be of kind `expected` (a
-  /// Session needs a training artifact, an Executable a graph artifact).
+  /// Session needs a training or inference artifact, an Executable a graph
+  /// artifact).
   /// Errors start with the path, e.g. "model.cleave: not a Cleave artifact
   /// (missing symbol cleave_manifest)".
   static Status load(const std::string &path, std::shared_ptr<Artifact> &out,

@@ -92,6 +92,8 @@ const char *artifactKindName(ArtifactKind kind) {
   switch (kind) {
   case ArtifactKind::Training:
     return "training";
+  case ArtifactKind::Inference:
+    return "inference";
   case ArtifactKind::Graph:
     return "graph";
   }
@@ -276,6 +278,7 @@ private:
   }
 
   Status parseKind(const json &root);
+  Status parseInference(const json &root);
   Status parseTarget(const json &root);
   Status parseDevice(const json &root);
   Status parseDataParallel(const json &root);
@@ -401,6 +404,8 @@ Status ManifestParser::parse(const json &root) {
   if (m.kind == ArtifactKind::Graph)
     return parseGraph(root);
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "micro_batch", 1, m.microBatch));
+  if (m.kind == ArtifactKind::Inference)
+    return parseInference(root);
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "accumulate", 1, m.accumulate));
 
   std::string reduce;
@@ -466,11 +471,37 @@ Status ManifestParser::parseKind(const json &root) {
     return Status::success();
   if (kind->is_string() && *kind == "training")
     m.kind = ArtifactKind::Training;
+  else if (kind->is_string() && *kind == "inference")
+    m.kind = ArtifactKind::Inference;
   else if (kind->is_string() && *kind == "graph")
     m.kind = ArtifactKind::Graph;
   else
-    return error("kind", "must be \"training\" or \"graph\" when present");
+    return error("kind", "must be \"training\", \"inference\" or \"graph\" "
+                         "when present");
   return Status::success();
+}
+
+/// A forward-only artifact: inputs by rows of the micro-batch as for
+/// training, globals without counters, and eval_step alone. `dtype` and
+/// `hyperparameters` are optional (a model without parameters has no float
+/// type of its own); the training-only fields are ignored.
+Status ManifestParser::parseInference(const json &root) {
+  m.accumulate = 1;
+  const json *v;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "dtype", false, v));
+  if (v) {
+    CLEAVE_RETURN_IF_ERROR(getDType(root, "", m.dtype));
+    if (!isFloat(m.dtype))
+      return error("dtype", "must be f32 or f64 (the model's float type)");
+  }
+  CLEAVE_RETURN_IF_ERROR(parseGlobalList(root));
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "hyperparameters", false, v));
+  if (v)
+    CLEAVE_RETURN_IF_ERROR(parseHypers(root));
+  CLEAVE_RETURN_IF_ERROR(parseInputs(root));
+  CLEAVE_RETURN_IF_ERROR(parseEntries(root));
+  CLEAVE_RETURN_IF_ERROR(parseKernels(root));
+  return parseWarnings(root);
 }
 
 /// A graph artifact has no window, counters, data inputs or hyperparameters
@@ -886,7 +917,15 @@ Status ManifestParser::parseEntries(const json &root) {
     if (!kind)
       return error(path, "is not an entry point of ABI version 1 (expected "
                          "micro_step, apply_step or eval_step)");
+    if (m.kind == ArtifactKind::Inference && *kind != EntryKind::EvalStep)
+      return error(path, "is not allowed in an inference artifact (it has "
+                         "eval_step alone)");
     CLEAVE_RETURN_IF_ERROR(parseEntry(*kind, it.value(), path));
+  }
+  if (m.kind == ArtifactKind::Inference) {
+    if (!m.entry(EntryKind::EvalStep).present)
+      return error("entries.eval_step", "is missing");
+    return Status::success();
   }
   for (EntryKind kind : {EntryKind::MicroStep, EntryKind::ApplyStep})
     if (!m.entry(kind).present)

@@ -139,9 +139,11 @@ struct EntryDesc {
 
 enum class ReduceMode : uint8_t { None, Sum, Mean, Adasum };
 
-/// What an artifact is for: a Session trains a Training artifact, an
-/// Executable runs the entries of a Graph artifact.
-enum class ArtifactKind : uint8_t { Training, Graph };
+/// What an artifact is for: a Session trains a Training artifact and
+/// evaluates an Inference one (forward only: eval_step alone, no counters,
+/// hyperparameters or window), an Executable runs the entries of a Graph
+/// artifact.
+enum class ArtifactKind : uint8_t { Training, Inference, Graph };
 const char *artifactKindName(ArtifactKind kind);
 
 /// One argument of a graph entry. Inputs, outputs and globals are buffers

@@ -260,9 +260,14 @@ Status Session::allocateAndInitialize(const Options &options) {
     for (size_t i = 0; i < m.globals.size(); ++i)
       communicator_->broadcast(globals_[i].data(), int64_t(m.globals[i].bytes),
                                /*root=*/0);
-  microSteps_ =
-      reinterpret_cast<int64_t *>(globals_[m.microStepsGlobal].data());
-  step_ = reinterpret_cast<int64_t *>(globals_[m.stepGlobal].data());
+  if (m.kind == ArtifactKind::Inference) {
+    microSteps_ = &noCounters_[0];
+    step_ = &noCounters_[1];
+  } else {
+    microSteps_ =
+        reinterpret_cast<int64_t *>(globals_[m.microStepsGlobal].data());
+    step_ = reinterpret_cast<int64_t *>(globals_[m.stepGlobal].data());
+  }
 
   inputs_.resize(m.inputs.size());
   inputPtrs_.resize(m.inputs.size());
@@ -973,7 +978,16 @@ Status Session::checkUsable() const {
                    "); destroy it or load a checkpoint into it");
 }
 
+Status Session::checkTraining(const char *what) const {
+  if (manifest_.kind != ArtifactKind::Inference)
+    return Status::success();
+  return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
+                   ": an inference artifact (compiled forward-only) cannot ",
+                   what, "; it has eval_step alone");
+}
+
 Status Session::microStep(const cleave_batch &batch) {
+  CLEAVE_RETURN_IF_ERROR(checkTraining("run a micro-step"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
   CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
   int64_t before = *microSteps_;
@@ -1034,6 +1048,7 @@ Status Session::apply() {
 
 Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
   const Manifest &m = manifest_;
+  CLEAVE_RETURN_IF_ERROR(checkTraining("train"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (microSize < 1 || microSize > m.microBatch)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
@@ -1101,6 +1116,7 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
 }
 
 Status Session::flush() {
+  CLEAVE_RETURN_IF_ERROR(checkTraining("apply a window"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (*microSteps_ > 0)
     return apply();
@@ -1121,6 +1137,7 @@ Status Session::eval(const cleave_batch &batch) {
 //===----------------------------------------------------------------------===//
 
 Status Session::setAccumulation(int64_t n) {
+  CLEAVE_RETURN_IF_ERROR(checkTraining("accumulate"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
   if (n < 1)
     return makeError(CLEAVE_INVALID_ARGUMENT, "accumulation count is ", n,
@@ -1340,6 +1357,8 @@ Status Session::rankZeroStatus(const Status &status) const {
 }
 
 Status Session::saveCheckpoint(const std::string &path) const {
+  CLEAVE_RETURN_IF_ERROR(checkTraining(
+      "save a checkpoint (read its parameters with read_global)"));
   // A failed session's globals are half-updated: a checkpoint of them would
   // resume a run that never was.
   Status usable = checkUsable();
@@ -1504,6 +1523,8 @@ void Session::applyCheckpoint(const CheckpointContents &c,
 }
 
 Status Session::loadCheckpoint(const std::string &path) {
+  CLEAVE_RETURN_IF_ERROR(checkTraining(
+      "load a checkpoint (write its parameters with write_global)"));
   LoadedCheckpoint loaded;
   Restore plan;
   if (numRanks() == 1) {

@@ -227,6 +227,8 @@ private:
   /// An error if an entry point failed since the session was created or
   /// last restored from a checkpoint.
   Status checkUsable() const;
+  /// Fails naming `what` on an inference artifact, which cannot train.
+  Status checkTraining(const char *what) const;
   Status apply();
   /// The index of global `name`, which must have exactly `bytes` bytes.
   Status findGlobalOfSize(std::string_view name, size_t bytes,
@@ -325,8 +327,11 @@ private:
   std::vector<const void *> sliceData_;
   std::vector<size_t> sliceBytes_;
 
+  /// train.micro_steps and train.step; an inference artifact has neither
+  /// and they point at `noCounters_`, which stay zero.
   int64_t *microSteps_ = nullptr;
   int64_t *step_ = nullptr;
+  int64_t noCounters_[2] = {0, 0};
   std::vector<double> hyperValues_;
   /// The index of hyperparameter `lr`, if the model has one.
   std::optional<size_t> lrHyper_;

@@ -13,6 +13,7 @@
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lars eta=-1" 2>&1 | FileCheck %s --check-prefix=BAD-ETA
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=adagrad lr-decay=-0.5" 2>&1 | FileCheck %s --check-prefix=BAD-LR-DECAY
 // RUN: cleave-opt %t/state.mlir --cleave-build-train-step | FileCheck %s --check-prefix=STATE
+// RUN: cleave-opt %t/inference.mlir --cleave-build-train-step=inference=true | FileCheck %s --check-prefix=INFER
 // RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics --cleave-build-train-step
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BAD-OPTIMIZER
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step=model=nope 2>&1 | FileCheck %s --check-prefix=NO-MODEL
@@ -301,6 +302,40 @@ func.func @loss_grad(%x: tensor<4x2xf32> {train.input = "x"},
   %y, %mean, %var = nn.batch_norm %d, %g, %g, %m, %g {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
   %l = nn.reduce_sum %y [] : tensor<4x2xf32> -> tensor<f32>
   return %l, %mean, %g : tensor<f32>, tensor<2xf32>, tensor<2xf32>
+}
+
+//--- inference.mlir
+
+// Forward only: the globals of the parameters and buffers (no optimizer
+// state, seed or step counter), and @eval_step returning every output that
+// is not a buffer, in order, named by its train.output or by position. No
+// gradient function is needed.
+
+// INFER: module attributes {train.manifest = {kind = "inference"}}
+// INFER-NEXT: train.global param @g : tensor<2xf32> = #train.init<ones>
+// INFER-NEXT: train.global buffer @bn.mean : tensor<2xf32> = #train.init<zeros>
+// INFER-NOT: train.global
+// INFER-LABEL: func.func @eval_step(
+// INFER-SAME: %[[X:[^:]+]]: tensor<4x2xf32> {train.input = "x"})
+// INFER-SAME: -> (tensor<4x2xf32> {train.output = "prediction"}, tensor<4x2xf32> {train.output = "scores"}, tensor<4x2xf32> {train.output = "output2"})
+// INFER-NOT: nn.dropout
+// INFER: %[[G:.+]] = train.load @g
+// INFER: %[[MEAN:.+]] = train.load @bn.mean
+// INFER: %[[Y:.+]], %{{.+}}, %{{.+}} = nn.batch_norm %[[X]], %[[G]], %[[G]], %[[MEAN]], %[[G]] :
+// INFER: %[[RELU:.+]] = nn.relu %[[Y]]
+// INFER: return %[[Y]], %[[RELU]], %[[X]]
+// INFER-NOT: func.func
+
+func.func @forward(%x: tensor<4x2xf32> {train.input = "x"},
+                   %g: tensor<2xf32> {train.param = "g", train.init = #train.init<ones>},
+                   %m: tensor<2xf32> {train.buffer = "bn.mean", train.init = #train.init<zeros>},
+                   %seed: tensor<i64> {train.rng})
+    -> (tensor<4x2xf32>, tensor<2xf32> {train.buffer = "bn.mean"},
+        tensor<4x2xf32> {train.output = "scores"}, tensor<4x2xf32>) {
+  %d = nn.dropout %x, %seed {ratio = 0.5} : tensor<4x2xf32>, tensor<i64> -> tensor<4x2xf32>
+  %y, %mean, %var = nn.batch_norm %d, %g, %g, %m, %g {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
+  %n = nn.relu %y : tensor<4x2xf32>
+  return %y, %mean, %n, %x : tensor<4x2xf32>, tensor<2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
 }
 
 //--- invalid.mlir

@@ -160,8 +160,8 @@ static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
     bool ok;
     if (key == "kind") {
       auto s = dyn_cast<StringAttr>(value);
-      ok = s && s.getValue() == "graph";
-      expected = "\"graph\"";
+      ok = s && llvm::is_contained({"graph", "inference"}, s.getValue());
+      expected = "\"graph\" or \"inference\"";
     } else if (key == "accumulate" || key == "ranks") {
       ok = isPositiveInteger(value);
       expected = "a positive integer";

@@ -98,7 +98,7 @@ module attributes {train.manifest = {micro_batch = 8 : i64}} {
 
 // -----
 
-// expected-error @+1 {{'train.manifest' entry 'kind' must be "graph", got "step"}}
+// expected-error @+1 {{'train.manifest' entry 'kind' must be "graph" or "inference", got "step"}}
 module attributes {train.manifest = {kind = "step"}} {
 }
 

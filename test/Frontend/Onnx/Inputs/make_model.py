@@ -1819,6 +1819,27 @@ def shape_only_input():
 
 
 @model
+def forward_only():
+    """A graph without parameters and with two outputs: forward-only."""
+    return graph(
+        [node("Relu", ["x"], ["relu"]),
+         node("Neg", ["x"], ["neg"])],
+        [value("x", F, [BATCH, 3])],
+        [value("relu", F, [None, 3]), value("neg", F, [None, 3])])
+
+
+@model
+def forward_only_affine():
+    """x W + b with initializers: an inference artifact starts from them."""
+    return graph(
+        [node("MatMul", ["x", "w"], ["xw"]),
+         node("Add", ["xw", "b"], ["y"])],
+        [value("x", F, [BATCH, 2])],
+        [value("y", F, [None, 2])],
+        [init("w", [[1.0, 2.0], [3.0, 4.0]]), init("b", [0.5, -0.5])])
+
+
+@model
 def torch_encoder_key_padding():
     """torch.nn.TransformerEncoder with src_key_padding_mask from the ids:
     torch 1.13 expands the mask to [B * heads, 1, T] and adds it to the

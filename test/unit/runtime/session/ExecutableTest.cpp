@@ -221,8 +221,8 @@ TEST(ExecutableKindTest, TrainingAndGraphArtifactsDoNotMix) {
   expectError(cleave_executable_load(CLEAVE_FAKE_SGD, nullptr, &exe),
               CLEAVE_INVALID_ARTIFACT,
               std::string(CLEAVE_FAKE_SGD) +
-                  ": a training artifact; training artifacts run through "
-                  "cleave_session_create");
+                  ": a training artifact; training and inference artifacts run "
+                  "through cleave_session_create");
   EXPECT_EQ(exe, nullptr);
 }
 
@@ -309,9 +309,9 @@ TEST_F(GraphManifestTest, RunsOnTheCpuOnly) {
 
 TEST_F(GraphManifestTest, RefusesWhatItCannotRun) {
   json m = graphManifest();
-  m["kind"] = "inference";
-  expectRefused(m, "manifest: kind must be \"training\" or \"graph\" when "
-                   "present");
+  m["kind"] = "evaluation";
+  expectRefused(m, "manifest: kind must be \"training\", \"inference\" or "
+                   "\"graph\" when present");
 
   m = graphManifest();
   m["entries"] = json::object();

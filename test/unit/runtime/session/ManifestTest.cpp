@@ -146,6 +146,41 @@ TEST(ManifestTest, OptionalPartsMayBeAbsent) {
   EXPECT_FALSE(out.samplesGlobal);
 }
 
+/// The valid manifest made forward-only: eval_step alone, parameters as the
+/// only globals, no hyperparameters, window or float type.
+json inferenceManifest() {
+  json m = validManifest();
+  m["kind"] = "inference";
+  for (const char *key : {"accumulate", "reduce", "dtype", "hyperparameters"})
+    m.erase(key);
+  m["entries"].erase("micro_step");
+  m["entries"].erase("apply_step");
+  m["globals"] = json::array({m["globals"][0], m["globals"][1]});
+  m["inputs"] = json::array({m["inputs"][0]});
+  return m;
+}
+
+TEST(ManifestTest, InferenceArtifactsHaveEvalStepAlone) {
+  Manifest out;
+  Status s = parseManifest(inferenceManifest().dump(), out);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(out.kind, ArtifactKind::Inference);
+  EXPECT_TRUE(out.entry(EntryKind::EvalStep).present);
+  EXPECT_FALSE(out.entry(EntryKind::MicroStep).present);
+  EXPECT_EQ(out.accumulate, 1);
+  EXPECT_TRUE(out.hypers.empty());
+
+  json m = inferenceManifest();
+  m["entries"]["micro_step"] = validManifest()["entries"]["micro_step"];
+  s = parseManifest(m.dump(), out);
+  EXPECT_EQ(s.message(), "manifest: entries.micro_step is not allowed in an "
+                         "inference artifact (it has eval_step alone)");
+  m = inferenceManifest();
+  m["entries"].erase("eval_step");
+  s = parseManifest(m.dump(), out);
+  EXPECT_EQ(s.message(), "manifest: entries.eval_step is missing");
+}
+
 TEST(ManifestTest, DeviceIsTheCpuUnlessSaid) {
   Manifest out;
   ASSERT_TRUE(parseManifest(validManifest().dump(), out).ok());
