@@ -63,10 +63,11 @@ build)
 test)
   sanitizer_env
   # Excluded (the design doc says why): the fuzzing runs (stage `fuzz`),
-  # "slow" (the 3-epoch accuracy run) and "torch" (PyTorch oracles).
+  # "slow" (the 3-epoch accuracy run), "torch" (PyTorch oracles) and
+  # "conformance" (the ONNX node tests: hundreds of compilations).
   rc=0
   ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-    -LE '^(fuzz|slow|torch|mpi)$' "$@" || rc=$?
+    -LE '^(fuzz|slow|torch|mpi|conformance)$' "$@" || rc=$?
   # Under mpirun, without LeakSanitizer: OpenMPI's components are dlopened
   # and built without frame pointers, so their leaks at MPI_Finalize come
   # with one-frame stacks in "<unknown module>" that no suppression can

@@ -16,6 +16,8 @@ packages=(
   # Tests and benchmarks: GoogleTest, PyTorch and ONNX as oracles, OpenBLAS
   # so PyTorch's GEMMs run on a real BLAS
   libgtest-dev python3-torch python3-onnx libopenblas0-pthread
+  # The ONNX project's backend node tests (test/onnx-node)
+  libonnx-testdata
   # The sanitizer build and the fuzz targets (scripts/sanitize.sh): Clang
   # with its ASan, UBSan and libFuzzer runtimes
   clang-14 libclang-rt-14-dev

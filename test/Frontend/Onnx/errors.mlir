@@ -11,7 +11,7 @@
 // RUN: not cleave-opt --import-onnx %t.raw.onnx 2>&1 | FileCheck %s --check-prefix=RAW
 // RUN: %python %S/Inputs/make_model.py dangling_input %t.dangling.onnx
 // RUN: not cleave-opt --import-onnx %t.dangling.onnx 2>&1 | FileCheck %s --check-prefix=DANGLING
-// RUN: %python %S/Inputs/make_model.py opset12 %t.opset.onnx
+// RUN: %python %S/Inputs/make_model.py opset11_squeeze %t.opset.onnx
 // RUN: not cleave-opt --import-onnx %t.opset.onnx 2>&1 | FileCheck %s --check-prefix=OPSET
 // RUN: %python %S/Inputs/make_model.py opset22 %t.opset22.onnx
 // RUN: not cleave-opt --import-onnx %t.opset22.onnx 2>&1 | FileCheck %s --check-prefix=OPSET22
@@ -73,8 +73,9 @@
 // The ONNX checker's verdict, on one line.
 // DANGLING: error: '{{.*}}dangling.onnx' is not a valid ONNX model: Nodes in a graph must be topologically sorted, however input 'ghost' of node: name: y OpType: Add is not output of any previous nodes.
 
-// OPSET: error: unsupported ONNX opset 12; supported opsets are 13 to 21
-// OPSET22: error: unsupported ONNX opset 22; supported opsets are 13 to 21
+// Below opset 13, an op whose definition changed at 13 is refused, named.
+// OPSET: error: node 'squeeze' is Squeeze-11 (opset 11), whose definition changed in Squeeze-13; Cleave imports that one and later (export with opset 13 or later)
+// OPSET22: error: unsupported ONNX opset 22; supported opsets are 13 to 21 (and older ones whose ops are unchanged at opset 13)
 
 // The node's name, op type and opset.
 // OP: error: node 'pick' has unsupported op type 'Hardmax' (opset 13)

@@ -1497,9 +1497,23 @@ def unsupported_op():
 
 
 @model
-def opset12():
-    return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, 4])],
-                 [value("y", F, [BATCH, 4])], opset=12)
+def opset11_squeeze():
+    """Squeeze-11 takes its axes as an attribute; 13 made them an input."""
+    return graph([helper.make_node("Squeeze", ["x"], ["y"], name="squeeze",
+                                   axes=[1])],
+                 [value("x", F, [BATCH, 1, 4])], [value("y", F, [BATCH, 4])],
+                 opset=11)
+
+
+@model
+def opset11_conv():
+    """Conv-11 and Relu-6 at opset 11: the definitions of opset 13 (Relu-13
+    only added bfloat16)."""
+    return graph([node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                  node("Relu", ["c"], ["y"])],
+                 [value("x", F, [BATCH, 1, 4, 4])],
+                 [value("y", F, [BATCH, 2, 4, 4])],
+                 [init("w", np.ones((2, 1, 3, 3)))], opset=11)
 
 
 @model
