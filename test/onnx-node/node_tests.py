@@ -404,20 +404,21 @@ def main():
           f"are listed ({len(unlisted)} tests use others)")
 
     if args.update:
+        # Entries of tests this run did not run (--filter) stay as they are.
+        entries = dict(expected)
+        for name, (status, detail) in results.items():
+            if status == "pass":
+                entries.pop(name, None)
+            elif name not in entries or (entries[name][0] == "refused") != (
+                    status == "refused"):
+                entries[name] = ("refused" if status == "refused" else "bug",
+                                 detail)
         with open(args.expected) as f:
             header = [l for l in f if l.startswith("#")]
         with open(args.expected, "w") as f:
             f.writelines(header)
-            for name in sorted(results):
-                status, detail = results[name]
-                if status == "pass":
-                    continue
-                if name in expected and (expected[name][0] == "refused") == (
-                        status == "refused"):
-                    f.write(f"{name} {expected[name][0]} {expected[name][1]}\n")
-                else:
-                    kind = "refused" if status == "refused" else "bug"
-                    f.write(f"{name} {kind} {detail}\n")
+            for name in sorted(entries):
+                f.write(f"{name} {entries[name][0]} {entries[name][1]}\n")
         print(f"updated {args.expected}")
         return 0
     if surprises:

@@ -255,14 +255,61 @@ LogicalResult importGroupNormalization(NodeImporter &n) {
   return success();
 }
 
+/// LayerNormalization's optional outputs: the mean and the inverse standard
+/// deviation over the normalised axes (`axis` to the last), with those axes
+/// kept as 1. Composed of nn ops (the normalisation itself stays one
+/// nn.layer_norm): `mean(x)`, `(mean((x - mean)^2) + epsilon)^-1/2`.
+LogicalResult importLayerNormStatistics(NodeImporter &n, Value x, int64_t axis,
+                                        double epsilon) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  if (axis < -rank || axis >= rank)
+    return n.emitError() << "LayerNormalization axis " << axis
+                         << " is out of range for rank " << rank;
+  if (axis < 0)
+    axis += rank;
+  auto axes = llvm::to_vector(llvm::seq<int64_t>(axis, rank));
+  auto mean = n.create<nn::ReduceMeanOp>(x, axes, /*keepdims=*/true);
+  if (failed(mean))
+    return failure();
+  n.setOutput(1, mean->getResult());
+  if (!n.isOutputUsed(2))
+    return success();
+  auto centered = n.create<nn::SubOp>(x, mean->getResult());
+  if (failed(centered))
+    return failure();
+  auto squares =
+      n.create<nn::MulOp>(centered->getResult(), centered->getResult());
+  if (failed(squares))
+    return failure();
+  auto variance =
+      n.create<nn::ReduceMeanOp>(squares->getResult(), axes, /*keepdims=*/true);
+  if (failed(variance))
+    return failure();
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  APFloat eps(epsilon);
+  bool lost;
+  eps.convert(cast<FloatType>(type.getElementType()).getFloatSemantics(),
+              APFloat::rmNearestTiesToEven, &lost);
+  Value epsValue =
+      n.getGraph().materialize(DenseElementsAttr::get(scalar, eps), n.getLoc());
+  auto shifted = n.create<nn::AddOp>(variance->getResult(), epsValue);
+  if (failed(shifted))
+    return failure();
+  auto invStdDev = n.create<nn::PowOp>(shifted->getResult(), APFloat(-0.5));
+  if (failed(invStdDev))
+    return failure();
+  n.setOutput(2, invStdDev->getResult());
+  return success();
+}
+
 LogicalResult importLayerNormalization(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis", "epsilon", "stash_type"})))
     return failure();
   FailureOr<int64_t> axis = n.getInt("axis", -1);
   FailureOr<double> epsilon = n.getFloat("epsilon", 1e-5);
   FailureOr<int64_t> stashType = n.getInt("stash_type", 1);
-  if (failed(axis) || failed(epsilon) || failed(stashType) ||
-      failed(n.requireUnused(1, "mean and inverse standard deviation")))
+  if (failed(axis) || failed(epsilon) || failed(stashType))
     return failure();
   if (*stashType != onnx::TensorProto::FLOAT)
     return n.emitError() << "LayerNormalization stash_type " << *stashType
@@ -278,7 +325,12 @@ LogicalResult importLayerNormalization(NodeImporter &n) {
       return failure();
     bias = *b;
   }
-  return n.createOutput<nn::LayerNormOp>(*x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon));
+  if (failed(n.createOutput<nn::LayerNormOp>(
+          *x, *scale, bias, static_cast<uint64_t>(*axis), APFloat(*epsilon))))
+    return failure();
+  if (!n.isOutputUsed(1) && !n.isOutputUsed(2))
+    return success();
+  return importLayerNormStatistics(n, *x, *axis, *epsilon);
 }
 
 enum class Reduction { Sum, Mean, Max, Min, L2 };
@@ -408,7 +460,8 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
       "training mode (statistics outputs below opset 14, `training_mode=1` "
       "from 14) or inference mode; the saved-statistics outputs must be unused";
   table["LayerNormalization"].notes =
-      "`stash_type=1`; the opset-13 decomposition is recomposed";
+      "`stash_type=1`; the opset-13 decomposition is recomposed. The mean "
+      "and inverse standard deviation outputs are composed of nn ops";
   for (StringRef op : {"ReduceMean", "ReduceSum", "ReduceMax"})
     table[op].notes =
         "`axes` as an attribute, or as a constant input (`ReduceSum` from "
