@@ -477,6 +477,31 @@ LogicalResult runAddI(arith::AddIOp op, Frame &f) {
 LogicalResult runMulI(arith::MulIOp op, Frame &f) {
   return runIntBinary(op, f, [](uint64_t x, uint64_t y) { return x * y; });
 }
+LogicalResult runSubI(arith::SubIOp op, Frame &f) {
+  return runIntBinary(op, f, [](uint64_t x, uint64_t y) { return x - y; });
+}
+
+/// Float to signed integer, rounding toward zero (the apply step's
+/// verdict and its 0/1 masks, which are small integers).
+LogicalResult runFPToSI(arith::FPToSIOp op, Frame &f) {
+  const Tensor &a = f.get(op.getIn());
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  std::optional<DType> dtype =
+      type ? getDType(type.getElementType()) : std::nullopt;
+  if (!isFloat(a.getDType()) || !dtype || isFloat(*dtype))
+    return op.emitOpError("the reference interpreter converts float tensors "
+                          "to i32 or i64 tensors, got ")
+           << a.describe() << " to " << op.getType();
+  Tensor out(*dtype, a.getShape());
+  for (int64_t i = 0, e = a.getNumElements(); i < e; ++i) {
+    double v = a.getDouble(i);
+    if (!(std::fabs(v) < 9.2e18))
+      return op.emitOpError("converts ") << v << ", which no i64 holds";
+    out.setInt(i, static_cast<int64_t>(v));
+  }
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
 
 } // namespace
 
@@ -500,4 +525,6 @@ void kernels::registerTrainKernels(KernelTable &t) {
   t.add<arith::ConstantOp, runConstant>();
   t.add<arith::AddIOp, runAddI>();
   t.add<arith::MulIOp, runMulI>();
+  t.add<arith::SubIOp, runSubI>();
+  t.add<arith::FPToSIOp, runFPToSI>();
 }

@@ -179,6 +179,7 @@ struct BuildTrainStepPass
     o.weightDecay = weightDecay;
     o.clipNorm = clipNorm;
     o.inference = inference;
+    o.checkFinite = checkFinite;
     return o;
   }
 
@@ -266,8 +267,17 @@ struct BuildTrainStepPass
     }
     if (!training)
       return success();
-    return add(TrainDialect::kStepGlobal, GlobalKind::counter,
-               RankedTensorType::get({}, b.getI64Type()), {}, {});
+    auto counterType = RankedTensorType::get({}, b.getI64Type());
+    if (failed(add(TrainDialect::kStepGlobal, GlobalKind::counter, counterType,
+                   {}, {})))
+      return failure();
+    if (!checkFinite)
+      return success();
+    if (failed(add(TrainDialect::kNonfiniteGlobal, GlobalKind::counter,
+                   counterType, {}, {})))
+      return failure();
+    return add(TrainDialect::kSkippedStepsGlobal, GlobalKind::counter,
+               counterType, {}, {});
   }
 
   /// Loads state for the arguments of `src` and maps data arguments to the
@@ -443,13 +453,17 @@ struct BuildTrainStepPass
 
     // The cut: everything below runs once per window.
     SmallVector<Value> sums(grads);
+    if (checkFinite) {
+      sums.push_back(loss);
+      targets.push_back(StringAttr::get(ctx, "loss"));
+    }
     sums.push_back(count);
     targets.push_back(StringAttr::get(ctx, "samples"));
     auto window = train::WindowSumOp::create(
         b, loc, ValueRange(sums).getTypes(), sums, b.getArrayAttr(targets));
     Value samples = window.getResults().back();
     SmallVector<Value> normalised;
-    for (Value g : window.getResults().drop_back())
+    for (Value g : window.getResults().take_front(grads.size()))
       normalised.push_back(nn::DivOp::create(b, loc, g, samples));
     if (Value maxNorm = hyper("clip_norm")) {
       auto clip = train::ClipByGlobalNormOp::create(
@@ -464,8 +478,28 @@ struct BuildTrainStepPass
     Value one = arith::ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1).getValue()));
-    Value t1 = arith::AddIOp::create(b, loc, t, one);
+    // 1 when the update is taken, 0 when the window is skipped.
+    Value ok;
+    Value advance = one;
+    if (checkFinite) {
+      ok = checkWindow(b, loc, window.getResults(), elt);
+      advance = arith::FPToSIOp::create(b, loc, counterType, ok);
+      Value skipped = train::LoadOp::create(b, loc, counterType,
+                                            TrainDialect::kSkippedStepsGlobal);
+      train::StoreOp::create(
+          b, loc,
+          arith::AddIOp::create(b, loc, skipped,
+                                arith::SubIOp::create(b, loc, one, advance)),
+          TrainDialect::kSkippedStepsGlobal);
+    }
+    Value t1 = arith::AddIOp::create(b, loc, t, advance);
     train::StoreOp::create(b, loc, t1, TrainDialect::kStepGlobal);
+    // Parameters and optimizer state keep their values in a skipped window.
+    auto store = [&](Value updated, Value old, StringRef global) {
+      if (ok)
+        updated = nn::WhereOp::create(b, loc, ok, updated, old);
+      train::StoreOp::create(b, loc, updated, global);
+    };
 
     for (auto [g, target] : llvm::zip(normalised, targets)) {
       StringRef name = cast<FlatSymbolRefAttr>(target).getValue();
@@ -476,7 +510,7 @@ struct BuildTrainStepPass
       case OptimizerKind::sgd: {
         Value np = train::SgdOp::create(b, loc, p, g, hyper("lr"),
                                         hyper("weight_decay"));
-        train::StoreOp::create(b, loc, np, name);
+        store(np, p, name);
         break;
       }
       case OptimizerKind::momentum:
@@ -486,9 +520,8 @@ struct BuildTrainStepPass
         auto upd = train::MomentumOp::create(
             b, loc, p, g, buf, hyper("lr"), hyper("momentum"),
             hyper("weight_decay"), optimizer == OptimizerKind::nesterov);
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewBuf(),
-                               slot("momentum_buffer"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewBuf(), buf, slot("momentum_buffer"));
         break;
       }
       case OptimizerKind::adam:
@@ -499,9 +532,9 @@ struct BuildTrainStepPass
                                          hyper("beta1"), hyper("beta2"),
                                          hyper("eps"), hyper("weight_decay"),
                                          optimizer == OptimizerKind::adamw);
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
-        train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewM(), m, slot("exp_avg"));
+        store(upd.getNewV(), v, slot("exp_avg_sq"));
         break;
       }
       case OptimizerKind::rmsprop: {
@@ -509,9 +542,8 @@ struct BuildTrainStepPass
         auto upd = train::RmspropOp::create(b, loc, p, g, sq, hyper("lr"),
                                             hyper("alpha"), hyper("eps"),
                                             hyper("weight_decay"));
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewSquareAvg(),
-                               slot("square_avg"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewSquareAvg(), sq, slot("square_avg"));
         break;
       }
       case OptimizerKind::adagrad: {
@@ -519,8 +551,8 @@ struct BuildTrainStepPass
         auto upd = train::AdagradOp::create(b, loc, p, g, sum, t1, hyper("lr"),
                                             hyper("lr_decay"), hyper("eps"),
                                             hyper("weight_decay"));
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewSum(), slot("sum"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewSum(), sum, slot("sum"));
         break;
       }
       case OptimizerKind::lamb: {
@@ -530,9 +562,9 @@ struct BuildTrainStepPass
                                          hyper("beta1"), hyper("beta2"),
                                          hyper("eps"), hyper("weight_decay"),
                                          isExcludedFromAdaptation(type));
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewM(), slot("exp_avg"));
-        train::StoreOp::create(b, loc, upd.getNewV(), slot("exp_avg_sq"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewM(), m, slot("exp_avg"));
+        store(upd.getNewV(), v, slot("exp_avg_sq"));
         break;
       }
       case OptimizerKind::lars: {
@@ -541,15 +573,45 @@ struct BuildTrainStepPass
         auto upd = train::LarsOp::create(
             b, loc, p, g, buf, hyper("lr"), hyper("momentum"), hyper("eta"),
             hyper("weight_decay"), isExcludedFromAdaptation(type));
-        train::StoreOp::create(b, loc, upd.getNewParam(), name);
-        train::StoreOp::create(b, loc, upd.getNewBuf(),
-                               slot("momentum_buffer"));
+        store(upd.getNewParam(), p, name);
+        store(upd.getNewBuf(), buf, slot("momentum_buffer"));
         break;
       }
       }
     }
     func::ReturnOp::create(b, loc, loss);
     return success();
+  }
+
+  /// The window's verdict, in `elt`: 1 when every element of every window
+  /// sum is finite, else 0. `train.nonfinite` gets 1 + the position of the
+  /// first sum that is not (0 if none): `s - s` is 0 where `s` is finite and
+  /// NaN elsewhere, and so is its sum.
+  Value checkWindow(OpBuilder &b, Location loc, ValueRange windowSums,
+                    Type elt) {
+    auto scalarType = RankedTensorType::get({}, elt);
+    auto scalar = [&](double v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalarType, FloatAttr::get(elt, v)));
+    };
+    Value zero = scalar(0.0);
+    Value verdict = zero;
+    // From the last sum to the first, so that the first one wins.
+    for (int i = int(windowSums.size()) - 1; i >= 0; --i) {
+      Value s = windowSums[i];
+      Value nan = nn::SubOp::create(b, loc, s, s);
+      if (cast<RankedTensorType>(s.getType()).getRank() > 0)
+        nan = nn::ReduceSumOp::create(b, loc, nan, ArrayRef<int64_t>{}, false);
+      Value bad = nn::CompareOp::create(b, loc, nn::ComparePredicate::ne, nan,
+                                        nan, elt);
+      verdict = nn::WhereOp::create(b, loc, bad, scalar(i + 1), verdict);
+    }
+    auto counterType = RankedTensorType::get({}, b.getI64Type());
+    train::StoreOp::create(
+        b, loc, arith::FPToSIOp::create(b, loc, counterType, verdict),
+        TrainDialect::kNonfiniteGlobal);
+    return nn::CompareOp::create(b, loc, nn::ComparePredicate::eq, verdict,
+                                 zero, elt);
   }
 
   /// @eval_step: the model's prediction (its first result that is not a

@@ -118,6 +118,18 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
 
     The source functions are erased.
 
+    With `check-finite`, the window also sums the loss (target `loss`), and
+    the update is guarded: after the cut, every window sum is checked for
+    NaN and infinity (`reduce_sum(s - s)`, NaN exactly when an element of
+    `s` is not finite); `train.nonfinite` (an i64 counter) records 1 + the
+    position among the window's sums of the first that is not finite, or 0.
+    Only when it is 0 do the parameters and optimizer state take their new
+    values (`nn.where`) and `train.step` advance; otherwise
+    `train.skipped_steps` counts the window. The accumulators are zeroed
+    either way (`cleave-split-step`). The verdict is the same on every rank
+    when the sums are reduced across ranks before the update (not with
+    Adasum or ZeRO-1, whose pipelines leave the check out).
+
     With `inference` (a forward-only artifact), it needs no `@loss` and
     builds only the globals of parameters and buffers and `@eval_step`, and
     marks the module `train.manifest = {kind = "inference"}`: no optimizer
@@ -158,6 +170,9 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
            "(0: no clipping)">,
     Option<"inference", "inference", "bool", /*default=*/"false",
            "Forward only: the globals and @eval_step, no training step">,
+    Option<"checkFinite", "check-finite", "bool", /*default=*/"false",
+           "Skip the update of a window whose sums (gradients, loss, "
+           "sample count) are not all finite, recording it">,
   ];
 }
 

@@ -203,6 +203,8 @@ const char *cleave_status_string(cleave_status status) {
     return "out of memory";
   case CLEAVE_INTERNAL:
     return "internal error";
+  case CLEAVE_NON_FINITE:
+    return "not finite";
   }
   return "unknown status";
 }
@@ -439,6 +441,7 @@ void cleave_session_options_init(cleave_session_options *options) {
   options->distributed = 0;
   options->device = CLEAVE_DEVICE_CPU;
   options->device_ordinal = 0;
+  options->on_nonfinite = CLEAVE_NONFINITE_STOP;
 }
 
 cleave_status cleave_session_create(cleave_artifact *artifact,
@@ -465,6 +468,13 @@ cleave_status cleave_session_create(cleave_artifact *artifact,
       static_assert(CLEAVE_DEVICE_ORDINAL_AUTO ==
                     cleave::rt::kAutoDeviceOrdinal);
       opts.deviceOrdinal = options->device_ordinal;
+      if (options->on_nonfinite != CLEAVE_NONFINITE_STOP &&
+          options->on_nonfinite != CLEAVE_NONFINITE_SKIP)
+        return makeError(CLEAVE_INVALID_ARGUMENT, "options: on_nonfinite is ",
+                         options->on_nonfinite,
+                         ", expected CLEAVE_NONFINITE_STOP (0) or "
+                         "CLEAVE_NONFINITE_SKIP (1)");
+      opts.skipNonfinite = options->on_nonfinite == CLEAVE_NONFINITE_SKIP;
     }
     std::unique_ptr<Session> session;
     CLEAVE_RETURN_IF_ERROR(Session::create(artifact->impl, opts, session));

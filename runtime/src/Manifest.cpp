@@ -701,6 +701,13 @@ Status ManifestParser::parseGlobals(const json &root) {
   m.microStepsGlobal = *idx;
   CLEAVE_RETURN_IF_ERROR(
       checkWellKnown("train.samples", false, false, true, m.samplesGlobal));
+  CLEAVE_RETURN_IF_ERROR(
+      checkWellKnown("train.nonfinite", false, true, false, m.nonfiniteGlobal));
+  CLEAVE_RETURN_IF_ERROR(checkWellKnown("train.skipped_steps", false, true,
+                                        false, m.skippedStepsGlobal));
+  if (m.nonfiniteGlobal.has_value() != m.skippedStepsGlobal.has_value())
+    return error("globals", "has one of 'train.nonfinite' and "
+                            "'train.skipped_steps' without the other");
   return checkWellKnown("train.rng", false, false, false, m.rngGlobal);
 }
 

@@ -184,6 +184,7 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
   session->numThreads_ = options.numThreads;
+  session->skipNonfinite_ = options.skipNonfinite;
   session->accumulate_ =
       options.accumulate > 0 ? options.accumulate : m.accumulate;
 
@@ -1028,22 +1029,73 @@ Status Session::apply() {
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
   lastWindowBytes_ = windowBytes_;
   windowBytes_ = 0;
+  // The apply step's verdict on the window: 0, or which sum was not finite
+  // (its update was skipped and train.step left alone).
+  int64_t verdict = 0;
+  if (const std::optional<size_t> g = manifest_.nonfiniteGlobal) {
+    if (gpu_) {
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+          globals_[*g].data(), deviceGlobals_[*g], sizeof(int64_t))));
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
+    }
+    std::memcpy(&verdict, globals_[*g].data(), sizeof(verdict));
+  }
+  const int64_t advance = verdict == 0 ? 1 : 0;
   if (gpu_) {
     *microSteps_ = 0;
-    ++*step_;
-    syncScheduledLr();
-    return Status::success();
+    *step_ += advance;
+  } else {
+    if (*microSteps_ != 0)
+      return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                       ": apply_step left train.micro_steps at ", *microSteps_,
+                       " (expected 0)");
+    if (*step_ != stepBefore + advance)
+      return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                       ": apply_step changed train.step from ", stepBefore,
+                       " to ", *step_, " (expected ", stepBefore + advance,
+                       ")");
   }
-  if (*microSteps_ != 0)
-    return makeError(CLEAVE_INTERNAL, artifact_->path(),
-                     ": apply_step left train.micro_steps at ", *microSteps_,
-                     " (expected 0)");
-  if (*step_ != stepBefore + 1)
-    return makeError(CLEAVE_INTERNAL, artifact_->path(),
-                     ": apply_step changed train.step from ", stepBefore,
-                     " to ", *step_, " (expected ", stepBefore + 1, ")");
   syncScheduledLr();
-  return Status::success();
+  if (verdict == 0 || skipNonfinite_)
+    return Status::success();
+  return nonfiniteWindow(verdict, stepBefore);
+}
+
+Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
+  const Manifest &m = manifest_;
+  // The window sums are the accumulators, in manifest order.
+  std::string what = "window sum #" + std::to_string(verdict);
+  int64_t position = 0;
+  for (const GlobalDesc &g : m.globals) {
+    if (g.kind != GlobalKind::Accumulator || ++position != verdict)
+      continue;
+    if (!g.of.empty())
+      what = "the gradient of '" + g.of + "'";
+    else if (g.name == "train.loss")
+      what = "the loss";
+    else if (g.name == "train.samples")
+      what = "the sample count";
+    else
+      what = "'" + g.name + "'";
+    break;
+  }
+  // Windows applied so far, this one included: the steps taken and skipped
+  // (both counters are checkpointed, so the count survives a resume).
+  int64_t skipped = 0;
+  if (m.skippedStepsGlobal) {
+    if (gpu_) {
+      (void)gpu_->download(globals_[*m.skippedStepsGlobal].data(),
+                           deviceGlobals_[*m.skippedStepsGlobal],
+                           sizeof(int64_t));
+      (void)gpu_->synchronize();
+    }
+    std::memcpy(&skipped, globals_[*m.skippedStepsGlobal].data(),
+                sizeof(skipped));
+  }
+  return makeError(CLEAVE_NON_FINITE, artifact_->path(), ": window ",
+                   *step_ + skipped, " (optimizer step ", step + 1, "): ", what,
+                   " is not finite (NaN or infinite); the step was skipped, "
+                   "the parameters and optimizer state are unchanged");
 }
 
 Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {

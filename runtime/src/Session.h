@@ -76,6 +76,9 @@ public:
     /// index on its machine (Communicator::nodeRanks), 0 when not
     /// distributed, so that each rank of a job has a GPU of its own.
     int deviceOrdinal = 0;
+    /// A window that is not finite: skipped either way; false fails the
+    /// call that applied it with CLEAVE_NON_FINITE.
+    bool skipNonfinite = false;
   };
 
   static Status create(std::shared_ptr<const Artifact> artifact,
@@ -229,6 +232,9 @@ private:
   Status checkUsable() const;
   /// Fails naming `what` on an inference artifact, which cannot train.
   Status checkTraining(const char *what) const;
+  /// The CLEAVE_NON_FINITE status of a skipped window: the apply step's
+  /// `verdict` and the optimizer step it would have taken after `step`.
+  Status nonfiniteWindow(int64_t verdict, int64_t step) const;
   Status apply();
   /// The index of global `name`, which must have exactly `bytes` bytes.
   Status findGlobalOfSize(std::string_view name, size_t bytes,
@@ -338,6 +344,7 @@ private:
   std::optional<cleave_lr_schedule> lrSchedule_;
   int64_t accumulate_ = 1;
   uint64_t seed_ = 0;
+  bool skipNonfinite_ = false;
   int numThreads_ = 0;
   mutable double lastLoss_;
   double lastLossSum_ = 0.0;

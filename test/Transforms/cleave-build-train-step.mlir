@@ -9,6 +9,7 @@
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lamb weight-decay=0.125" | FileCheck %s --check-prefix=LAMB
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lars eta=0.02" | FileCheck %s --check-prefix=LARS
 // RUN: cleave-opt %t/model.mlir --cleave-build-train-step=clip-norm=2.0 | FileCheck %s --check-prefix=CLIP
+// RUN: cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=momentum check-finite=true" | FileCheck %s --check-prefix=FINITE
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=rmsprop alpha=1" 2>&1 | FileCheck %s --check-prefix=BAD-ALPHA
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=lars eta=-1" 2>&1 | FileCheck %s --check-prefix=BAD-ETA
 // RUN: not cleave-opt %t/model.mlir --cleave-build-train-step="optimizer=adagrad lr-decay=-0.5" 2>&1 | FileCheck %s --check-prefix=BAD-LR-DECAY
@@ -66,6 +67,45 @@
 // SGD: %[[ONE:.+]] = arith.constant dense<1> : tensor<i64>
 // SGD: %[[NEXT:.+]] = arith.addi %[[STEP]], %[[ONE]]
 // SGD: train.store %[[NEXT]], @train.step
+
+// With check-finite the loss is summed over the window too, and each window
+// sum is checked: s - s is NaN exactly where s is not finite, and so is its
+// sum. train.nonfinite gets 1 + the position of the first such sum (checked
+// last to first, so the first wins), or 0; only a window whose sums are all
+// finite advances train.step and stores new parameters and optimizer state.
+// FINITE: train.global counter @train.step : tensor<i64>
+// FINITE-NEXT: train.global counter @train.nonfinite : tensor<i64>
+// FINITE-NEXT: train.global counter @train.skipped_steps : tensor<i64>
+// FINITE-LABEL: func.func @train_step(
+// FINITE: %[[SUMS:.+]]:4 = train.window_sum %{{.+}}, %{{.+}}, %[[LOSS:.+]], %{{.+}} {targets = [@w, @b, "loss", "samples"]}
+// FINITE: %[[STEP:.+]] = train.load @train.step
+// FINITE: %[[D3:.+]] = nn.sub %[[SUMS]]#3, %[[SUMS]]#3 : tensor<f32>
+// FINITE: %[[BAD3:.+]] = nn.compare <ne>, %[[D3]], %[[D3]] {dtype = f32}
+// FINITE: %[[V3:.+]] = nn.where %[[BAD3]], %{{.+}}, %{{.+}} :
+// FINITE: nn.sub %[[SUMS]]#2, %[[SUMS]]#2
+// FINITE: nn.sub %[[SUMS]]#1, %[[SUMS]]#1
+// FINITE: %[[D0:.+]] = nn.sub %[[SUMS]]#0, %[[SUMS]]#0 : tensor<3x4xf32>
+// FINITE: %[[R0:.+]] = nn.reduce_sum %[[D0]] [] : tensor<3x4xf32> -> tensor<f32>
+// FINITE: %[[BAD0:.+]] = nn.compare <ne>, %[[R0]], %[[R0]] {dtype = f32}
+// FINITE: %[[VERDICT:.+]] = nn.where %[[BAD0]], %{{.+}}, %{{.+}} :
+// FINITE: %[[VI:.+]] = arith.fptosi %[[VERDICT]] : tensor<f32> to tensor<i64>
+// FINITE: train.store %[[VI]], @train.nonfinite
+// FINITE: %[[OK:.+]] = nn.compare <eq>, %[[VERDICT]], %{{.+}} {dtype = f32}
+// FINITE: %[[ADVANCE:.+]] = arith.fptosi %[[OK]] : tensor<f32> to tensor<i64>
+// FINITE: %[[SKIPPED:.+]] = train.load @train.skipped_steps
+// FINITE: %[[NOTOK:.+]] = arith.subi %{{.+}}, %[[ADVANCE]]
+// FINITE: %[[SKIPPED2:.+]] = arith.addi %[[SKIPPED]], %[[NOTOK]]
+// FINITE: train.store %[[SKIPPED2]], @train.skipped_steps
+// FINITE: %[[NEXT:.+]] = arith.addi %[[STEP]], %[[ADVANCE]]
+// FINITE: train.store %[[NEXT]], @train.step
+// FINITE: %[[W:.+]] = train.load @w
+// FINITE: %[[BUF:.+]] = train.load @w.momentum_buffer
+// FINITE: %[[NEWW:.+]], %[[NEWBUF:.+]] = train.momentum %[[W]]
+// FINITE: %[[KEEPW:.+]] = nn.where %[[OK]], %[[NEWW]], %[[W]]
+// FINITE: train.store %[[KEEPW]], @w
+// FINITE: %[[KEEPBUF:.+]] = nn.where %[[OK]], %[[NEWBUF]], %[[BUF]]
+// FINITE: train.store %[[KEEPBUF]], @w.momentum_buffer
+// FINITE: return %[[LOSS]]
 
 // SGD: %[[W2:.+]] = train.load @w
 // SGD: %[[NEWW:.+]] = train.sgd %[[W2]], %[[GW]] lr %[[LR]] weight_decay %[[WD]] : tensor<3x4xf32>, tensor<f32>

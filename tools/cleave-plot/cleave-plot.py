@@ -55,7 +55,8 @@ def series(records):
         event = r["event"]
         if event == "start":
             start = r
-        elif event == "step":
+        elif event == "step" and not r.get("skipped"):
+            # A skipped window (not finite) took no step.
             steps[r["step"]] = r
         elif event == "epoch":
             epochs[r["epoch"]] = r

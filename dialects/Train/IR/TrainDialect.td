@@ -90,6 +90,13 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMicroStepsGlobal =
         "train.micro_steps";
     static constexpr ::llvm::StringLiteral kRngGlobal = "train.rng";
+    // The apply step's verdict on the window (1 + the position among the
+    // accumulators of its first sum that is not finite; 0: all finite) and
+    // the number of windows it skipped for that.
+    static constexpr ::llvm::StringLiteral kNonfiniteGlobal =
+        "train.nonfinite";
+    static constexpr ::llvm::StringLiteral kSkippedStepsGlobal =
+        "train.skipped_steps";
 
     /// Whether `name` is an entry point of a training artifact.
     static bool isTrainingEntry(::llvm::StringRef name);

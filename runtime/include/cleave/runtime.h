@@ -109,7 +109,13 @@ typedef enum cleave_status {
   CLEAVE_OUT_OF_MEMORY = 7,
   /** A broken invariant, e.g. an entry point that did not update the window
    *  counters as the ABI requires. */
-  CLEAVE_INTERNAL = 8
+  CLEAVE_INTERNAL = 8,
+  /** A window's gradients or loss were not finite (NaN or infinite): its
+   *  optimizer step was skipped, leaving the parameters and optimizer state
+   *  as they were and the accumulators zeroed. Returned by the call that
+   *  applied the window when the session stops on it
+   *  (CLEAVE_NONFINITE_STOP); the session stays usable. */
+  CLEAVE_NON_FINITE = 9
 } cleave_status;
 
 /** The enumerator's name without the prefix ("ok", "invalid argument", ...). */
@@ -276,7 +282,18 @@ typedef struct cleave_session_options {
    *  cuda session of several ranks reduces its windows with NCCL
    *  (libnccl.so.2, loaded at run time). */
   int32_t device_ordinal;
+  /** What a window whose gradients or loss are not finite does, where the
+   *  artifact checks (every artifact but Adasum and ZeRO-1 ones): its step is
+   *  skipped either way; CLEAVE_NONFINITE_STOP (the default) also fails the
+   *  call that applied it with CLEAVE_NON_FINITE, naming the optimizer step,
+   *  the window and the first tensor that is not finite;
+   *  CLEAVE_NONFINITE_SKIP goes on (the global "train.skipped_steps" counts
+   *  such windows), as PyTorch's GradScaler skips an overflowing step. */
+  int32_t on_nonfinite;
 } cleave_session_options;
+
+/** Values of cleave_session_options.on_nonfinite. */
+enum { CLEAVE_NONFINITE_STOP = 0, CLEAVE_NONFINITE_SKIP = 1 };
 
 /** Values of cleave_session_options.device. */
 enum { CLEAVE_DEVICE_CPU = 0, CLEAVE_DEVICE_CUDA = 1 };

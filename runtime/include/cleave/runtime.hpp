@@ -218,6 +218,8 @@ struct SessionOptions {
   int32_t device = CLEAVE_DEVICE_CPU;
   /// A GPU ordinal, or CLEAVE_DEVICE_ORDINAL_AUTO (one GPU per rank).
   int32_t deviceOrdinal = 0;
+  /// CLEAVE_NONFINITE_STOP or CLEAVE_NONFINITE_SKIP.
+  int32_t onNonfinite = CLEAVE_NONFINITE_STOP;
 };
 
 /// Pointers to `samples` rows of each user input, in artifact input order. A
@@ -262,6 +264,7 @@ public:
     opts.distributed = options.distributed ? 1 : 0;
     opts.device = options.device;
     opts.device_ordinal = options.deviceOrdinal;
+    opts.on_nonfinite = options.onNonfinite;
     check(cleave_session_create(artifact.get(), &opts, &handle_));
   }
   Session(Session &&other) noexcept : handle_(other.handle_) {

@@ -58,6 +58,12 @@ processes train as one data-parallel job (an artifact compiled with
                          training split's mean and std per channel; none:
                          pixel / 255, float inputs as they are (token ids
                          are never normalised)
+  --on-nonfinite=MODE    a window whose gradients or loss are NaN or
+                         infinite is never applied; stop (default): exit 1
+                         naming the optimizer step, the window and the
+                         tensor (checkpoints already written stay the last
+                         good ones); skip: go on, counting it (the step's
+                         metrics line says skipped)
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
   --save-params=FILE     write the final parameters (raw, manifest order)
@@ -235,6 +241,12 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
                          "' for --normalize (expected standard or none)");
       o.standardize = mode == "standard";
       o.normalizeGiven = true;
+    } else if (n == "--on-nonfinite") {
+      std::string mode = args.value(f);
+      if (mode != "stop" && mode != "skip")
+        throw UsageError("invalid value '" + mode +
+                         "' for --on-nonfinite (expected stop or skip)");
+      o.skipNonfinite = mode == "skip";
     } else if (n == "--limit-train") {
       o.limitTrain = parseInt(n, args.value(f), 1, kMax);
     } else if (n == "--limit-test") {

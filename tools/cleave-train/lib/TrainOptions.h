@@ -70,6 +70,9 @@ struct TrainOptions {
   /// Whether --normalize was given (a language model's token ids refuse an
   /// explicit --normalize=standard; the default leaves them alone).
   bool normalizeGiven = false;
+  /// --on-nonfinite=skip: a window that is not finite is skipped and the
+  /// run goes on (stop, the default, ends it).
+  bool skipNonfinite = false;
   /// > 0: use only the first K samples of the split.
   int64_t limitTrain = 0;
   int64_t limitTest = 0;

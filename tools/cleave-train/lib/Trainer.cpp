@@ -198,11 +198,18 @@ private:
   /// Trains on the `k` gathered samples: one micro-step, or (k above the
   /// micro-batch) consecutive micro-batches of one train_batch call.
   void microSteps(int64_t k);
+  /// Throws for a failed call; a window that was not finite says so.
+  void checkWindow(cleave_status status) const;
   /// The learning rate of the next optimizer step (0 without `lr`).
   double nextLr() const;
   /// Records the optimizer step that just ended a window of `microSteps`
   /// micro-steps with learning rate `lr`.
-  void windowClosed(int64_t microSteps, double rate, double lr);
+  void windowClosed(int64_t microSteps, double rate, double lr,
+                    bool skipped = false);
+  /// The number of windows skipped for not being finite so far.
+  int64_t skippedWindows() const;
+  /// Whether the artifact checks its windows (train.skipped_steps).
+  bool hasSkipCounter() const;
   EvalResult evaluate();
   void checkpoint();
   /// Signals this process if the testing hook says so at `point`.
@@ -403,6 +410,8 @@ void Trainer::startOrResume() {
   options.device = o_.cuda ? CLEAVE_DEVICE_CUDA : CLEAVE_DEVICE_CPU;
   static_assert(TrainOptions::kOneGpuPerRank == CLEAVE_DEVICE_ORDINAL_AUTO);
   options.deviceOrdinal = o_.deviceOrdinal;
+  options.onNonfinite =
+      o_.skipNonfinite ? CLEAVE_NONFINITE_SKIP : CLEAVE_NONFINITE_STOP;
   if (o_.accumulate)
     options.accumulate = *o_.accumulate;
   // Under mpirun the ranks form one data-parallel job; otherwise this is a
@@ -616,6 +625,12 @@ void Trainer::announce() {
   for (const auto &w : artifact_->warnings())
     std::fprintf(err_, "cleave-train: warning: %s: %s: %s\n", w.loc.c_str(),
                  w.op.c_str(), w.message.c_str());
+  if (!hasSkipCounter())
+    std::fprintf(err_,
+                 "cleave-train: warning: %s does not check its windows for "
+                 "NaN and infinity (Adasum and ZeRO-1 artifacts do not): "
+                 "only a loss that is not finite stops the run\n",
+                 o_.artifact.c_str());
   int64_t n = session_->accumulation();
   say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
       "optimizer step)\n",
@@ -740,14 +755,40 @@ void Trainer::microSteps(int64_t k) {
   data[model_.targetIndex] = trainBatcher_->targets();
   bytes[model_.targetIndex] = trainBatcher_->targetBytes();
   cleave_batch batch{k, 2, data, bytes};
-  if (k <= model_.microBatch)
-    cleave::check(cleave_session_micro_step(session_->get(), &batch));
-  else
-    cleave::check(cleave_session_train_batch(session_->get(), &batch,
-                                             model_.microBatch));
+  cleave_status status =
+      k <= model_.microBatch
+          ? cleave_session_micro_step(session_->get(), &batch)
+          : cleave_session_train_batch(session_->get(), &batch,
+                                       model_.microBatch);
+  checkWindow(status);
 }
 
-void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
+void Trainer::checkWindow(cleave_status status) const {
+  if (status == CLEAVE_NON_FINITE)
+    throw tools::Error(std::string(cleave_last_error_message()) + " (epoch " +
+                       std::to_string(pos_.epoch + 1) +
+                       "): training diverged (try a smaller --lr) or the "
+                       "data holds a NaN or infinity; checkpoints written so "
+                       "far hold the parameters before it "
+                       "(--on-nonfinite=skip would go on)");
+  cleave::check(status);
+}
+
+bool Trainer::hasSkipCounter() const {
+  for (const cleave::GlobalInfo &g : artifact_->globals())
+    if (g.tensor.name == "train.skipped_steps")
+      return true;
+  return false;
+}
+
+int64_t Trainer::skippedWindows() const {
+  return hasSkipCounter()
+             ? session_->readGlobal<int64_t>("train.skipped_steps").at(0)
+             : 0;
+}
+
+void Trainer::windowClosed(int64_t microSteps, double rate, double lr,
+                           bool skipped) {
   // Every rank knows whether there are metrics (the same flags), so they
   // all take part in combining the window's loss.
   if (!o_.metricsPath.empty()) {
@@ -764,7 +805,12 @@ void Trainer::windowClosed(int64_t microSteps, double rate, double lr) {
                      {"window", microSteps},
                      {model_.tokens ? "window_tokens" : "window_samples",
                       int64_t(window[1])},
-                     {"loss", window[1] ? window[0] / window[1] : 0.0}};
+                     // A skipped window's losses are not finite: null.
+                     {"loss", window[1] ? window[0] / window[1]
+                              : skipped ? std::nan("")
+                                        : 0.0}};
+      if (skipped)
+        record["skipped"] = true;
       if (ranks_ > 1)
         record["bytes_sent"] = windowBytes;
       if (hasLr_)
@@ -880,6 +926,7 @@ void Trainer::runEpoch() {
   const Clock::time_point epochStart = Clock::now();
   epochTrainStart_ = epochStart;
   epochTrainedHere_ = 0;
+  const int64_t skippedBefore = skippedWindows();
   double rate = 0;
   // Progress counts the samples of all ranks, which move in step.
   if (root_)
@@ -908,30 +955,44 @@ void Trainer::runEpoch() {
     check(trainBatcher_->gather(share + pos_.sample, k));
     const int64_t stepBefore = session_->step();
     const int64_t closes = session_->microSteps() + steps;
+    const bool closesWindow = closes >= session_->accumulation();
     const double lr = nextLr();
     microSteps(k);
     const double loss = session_->lastLoss();
     // What the loss is a mean over: k samples, or their real tokens.
     const int64_t count = model_.tokens ? session_->lastCount() : k;
-    if (!std::isfinite(loss))
+    const bool finite = std::isfinite(loss);
+    // A loss that is not finite makes the window's sums not finite: the
+    // window is never applied. Stopping here names it before the rest of
+    // the window is computed.
+    if (!finite && !o_.skipNonfinite)
       throw tools::Error(
-          "training diverged: the loss of micro-step" +
+          "the loss of micro-step" +
           (steps == 1 ? " " + std::to_string(pos_.microSteps + 1)
                       : "s " + std::to_string(pos_.microSteps + 1) + " to " +
                             std::to_string(pos_.microSteps + steps)) +
-          " (epoch " + std::to_string(pos_.epoch + 1) + ") is " +
-          std::to_string(loss) + "; try a smaller --lr");
+          " (epoch " + std::to_string(pos_.epoch + 1) + ", window " +
+          std::to_string(stepBefore + skippedWindows() + 1) +
+          ", which would be optimizer step " + std::to_string(stepBefore + 1) +
+          ") is " + std::to_string(loss) +
+          ": training diverged (try a smaller --lr) or the data holds a NaN "
+          "or infinity; the window is not applied, checkpoints written so "
+          "far hold the parameters before it (--on-nonfinite=skip would go "
+          "on)");
     pos_.sample += k;
     pos_.microSteps += steps;
-    pos_.epochLossSum += loss * double(count);
-    pos_.epochSamples += count;
-    pos_.windowLossSum += loss * double(count);
-    pos_.windowSamples += count;
+    // A skipped window's loss is left out of the means.
+    if (finite) {
+      pos_.epochLossSum += loss * double(count);
+      pos_.epochSamples += count;
+      pos_.windowLossSum += loss * double(count);
+      pos_.windowSamples += count;
+    }
     epochTrainedHere_ += k;
     rate = double(epochTrainedHere_ * ranks_) /
            std::max(secondsSince(epochTrainStart_), 1e-9);
-    if (session_->step() != stepBefore)
-      windowClosed(closes, rate, lr);
+    if (closesWindow)
+      windowClosed(closes, rate, lr, session_->step() == stepBefore);
     maybeKill(KillPoint::MicroStep);
     if (root_)
       progress_.update(pos_.sample * ranks_,
@@ -947,8 +1008,9 @@ void Trainer::runEpoch() {
   // samples applied and the evaluation sees them.
   if (int64_t window = session_->microSteps(); window > 0) {
     const double lr = nextLr();
-    session_->flush();
-    windowClosed(window, rate, lr);
+    const int64_t stepBefore = session_->step();
+    checkWindow(cleave_session_flush(session_->get()));
+    windowClosed(window, rate, lr, session_->step() == stepBefore);
   }
   if (root_)
     progress_.endEpoch();
@@ -988,6 +1050,13 @@ void Trainer::runEpoch() {
                  "epoch %lld/%lld: loss %.4f, %s, %.0f samples/s, %.1f s\n",
                  (long long)r.epoch, (long long)o_.epochs, r.trainLoss, result,
                  r.samplesPerSecond, r.seconds);
+    if (int64_t skipped = skippedWindows() - skippedBefore; skipped > 0)
+      std::fprintf(out_,
+                   "epoch %lld/%lld: skipped %lld windows whose gradients or "
+                   "loss were not finite (their losses are left out of the "
+                   "epoch's)\n",
+                   (long long)r.epoch, (long long)o_.epochs,
+                   (long long)skipped);
     std::fflush(out_);
   }
   json epochRecord = {{"event", "epoch"},

@@ -204,6 +204,14 @@ TEST_F(CApiTest, ValuesOutOfRangeAreRefused) {
               "options: accumulate is -2, expected 0 (the manifest's) or a "
               "positive count");
   EXPECT_EQ(s, nullptr);
+  cleave_session_options_init(&options);
+  EXPECT_EQ(options.on_nonfinite, CLEAVE_NONFINITE_STOP);
+  options.on_nonfinite = 2;
+  expectError(cleave_session_create(artifact, &options, &s),
+              CLEAVE_INVALID_ARGUMENT,
+              "options: on_nonfinite is 2, expected CLEAVE_NONFINITE_STOP (0) "
+              "or CLEAVE_NONFINITE_SKIP (1)");
+  EXPECT_EQ(s, nullptr);
 }
 
 TEST_F(CApiTest, SuccessLeavesTheLastErrorAlone) {
@@ -220,6 +228,7 @@ TEST_F(CApiTest, StatusNames) {
   EXPECT_STREQ(cleave_status_string(CLEAVE_OK), "ok");
   EXPECT_STREQ(cleave_status_string(CLEAVE_INVALID_CHECKPOINT),
                "invalid checkpoint");
+  EXPECT_STREQ(cleave_status_string(CLEAVE_NON_FINITE), "not finite");
   // 15: no enumerator, yet a value of the enum (its range is that of a
   // 4-bit field). A cast of 1234 would be undefined behaviour in C++, which
   // UBSan reports.
