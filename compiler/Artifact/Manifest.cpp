@@ -6,12 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Artifact/Passes.h"
 #include "compiler/Artifact/GpuTarget.h"
+#include "compiler/Artifact/Passes.h"
 #include "compiler/Artifact/Target.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 #include "runtime/include/cleave/kernel_abi.h"
+#include "runtime/src/ManifestCheck.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -82,7 +83,7 @@ json::Value toJson(Attribute a) {
 }
 
 struct WriteManifestPass
-    : cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
+    : mlir::cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
   using CleaveWriteManifestBase::CleaveWriteManifestBase;
 
   void runOnOperation() override {
@@ -249,6 +250,15 @@ struct WriteManifestPass
     std::string text;
     llvm::raw_string_ostream os(text);
     os << json::Value(std::move(root));
+#ifdef CLEAVE_CHECK_MANIFEST
+    // Whatever the runtime would refuse to load is refused here, with its
+    // message, rather than when the artifact is run.
+    std::string refusal;
+    if (!::cleave::rt::checkManifest(text, refusal)) {
+      module.emitError("the runtime would refuse this artifact: ") << refusal;
+      return signalPassFailure();
+    }
+#endif
     Builder b(&getContext());
     module->setAttr(rt::RtDialect::kManifestJsonAttr, b.getStringAttr(text));
     module->setAttr(rt::RtDialect::kEntriesAttr, b.getArrayAttr(entryNames));

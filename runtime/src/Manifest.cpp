@@ -9,6 +9,7 @@
 #include "Manifest.h"
 
 #include "Checksum.h"
+#include "ManifestCheck.h"
 
 #include <algorithm>
 #include <cctype>
@@ -1087,6 +1088,14 @@ Status ManifestParser::parseWarnings(const json &root) {
 }
 
 } // namespace
+
+bool checkManifest(std::string_view text, std::string &error) {
+  Manifest m;
+  Status status = parseManifest(text, m);
+  if (!status.ok())
+    error = status.message();
+  return status.ok();
+}
 
 Status parseManifest(std::string_view text, Manifest &out) {
   json root;

@@ -36,10 +36,11 @@ module attributes {rt.kernels = [{id = 0 : i64, op = "matmul", trans_a = false}]
   train.global buffer @s : tensor<2xf32> = dense<3.0> : tensor<2xf32>
   train.global accumulator @w.grad of @w : tensor<2x2xf32>
   train.global counter @train.step : tensor<i64>
-  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
+  train.global counter @train.micro_steps : tensor<i64>
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %m: memref<i64>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {name = "train.micro_steps", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
     return
   }
-  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}]} {
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {
     return
   }
 }
@@ -63,14 +64,33 @@ func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf16>) attributes {train.entr
 // An input the training step does not read (a model that uses it only
 // through its shape) is still listed: eval_step reads it. micro_step's
 // inputs come first, in its order, wherever it is in the module.
-// CHECK: module attributes {rt.entries = ["micro_step", "eval_step"]
+// CHECK: module attributes {rt.entries = ["micro_step", "eval_step", "apply_step"]
 // CHECK-SAME: \22inputs\22:[{\22dtype\22:\22f32\22,\22name\22:\22targets\22,\22shape\22:[4,2]},{\22dtype\22:\22f32\22,\22name\22:\22weights\22,\22role\22:\22sample_weights\22,\22shape\22:[4]},{\22dtype\22:\22f32\22,\22name\22:\22x\22,\22shape\22:[4,3]}]
 module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
   train.global counter @train.step : tensor<i64>
+  train.global counter @train.micro_steps : tensor<i64>
   func.func @eval_step(%ctx: !llvm.ptr, %x: memref<4x3xf32>, %p: memref<4x2xf32>) attributes {train.entry = "eval_step", rt.abi = [{name = "x", role = "input"}, {name = "prediction", role = "output"}]} {
     return
   }
-  func.func @micro_step(%ctx: !llvm.ptr, %t: memref<4x2xf32>, %wt: memref<4xf32>, %loss: memref<f32>) attributes {train.entry = "micro_step", rt.abi = [{name = "targets", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}]} {
+  func.func @micro_step(%ctx: !llvm.ptr, %t: memref<4x2xf32>, %wt: memref<4xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "targets", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+}
+
+// -----
+
+// What the runtime would refuse to load is refused here, with its message.
+// expected-error @+1 {{the runtime would refuse this artifact: manifest: entries.apply_step does not take global 'train.step'}}
+module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
+  train.global counter @train.step : tensor<i64>
+  train.global counter @train.micro_steps : tensor<i64>
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<4x2xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.micro_steps", role = "global"}]} {
     return
   }
 }

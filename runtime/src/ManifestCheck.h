@@ -1,0 +1,25 @@
+//===- ManifestCheck.h - The runtime's manifest rules, for the compiler -*- C++ -*-===//
+//
+// The one entry point into the runtime that the compiler links
+// (cleave_manifest): cleave-write-manifest runs the runtime's own parser on
+// the manifest it wrote, so an artifact the runtime would refuse to load is
+// refused when it is compiled, with the runtime's message. Nothing of the
+// runtime's types crosses this header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_MANIFESTCHECK_H
+#define CLEAVE_RUNTIME_MANIFESTCHECK_H
+
+#include <string>
+#include <string_view>
+
+namespace cleave::rt {
+
+/// Whether the runtime accepts `text` as a manifest; if not, `error` says
+/// why ("manifest: inputs[0].shape must start with the micro-batch size 8").
+bool checkManifest(std::string_view text, std::string &error);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_MANIFESTCHECK_H
