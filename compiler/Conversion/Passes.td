@@ -186,6 +186,35 @@ def CleaveLowerReductionsToLoops : Pass<"cleave-lower-reductions-to-loops"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CleaveFoldGuardedUpdates : Pass<"cleave-fold-guarded-updates"> {
+  let summary = "Select a guarded update in place, in the loop that makes it";
+  let description = [{
+    The apply step stores each parameter and optimizer state as
+    `nn.where(ok, new, old)` (`cleave-build-train-step`'s `check-finite`).
+    After elementwise fusion the optimizer's in-place loop yields both `new`
+    (into `old`'s tensor, a result nothing uses) and `select(ok, new, old)`
+    (into a new tensor, which the entry then copies into the global): a
+    second buffer and a copy of every parameter per window. This pass yields
+    the `select` into `old`'s tensor instead and drops the other output, so
+    the update stays in place:
+
+    ```mlir
+    %r:2 = linalg.generic ins(%ok, %g, %p : ...) outs(%p, %empty : ...) {
+    ^bb0(%c: f32, %gi: f32, %pi: f32, %o: f32, %e: f32):
+      %new = ... %o ...
+      %sel = arith.select %cond, %new, %pi : f32
+      linalg.yield %new, %sel : f32, f32
+    }
+    // uses of %r#1 (and none of %r#0)
+    ```
+
+    becomes the same loop yielding `%sel` into `%p` alone, %r#0 replacing
+    %r#1. It applies when the unused output's init is the tensor the select
+    reads for its false value (an input or that output's own block argument)
+    with the same indexing map, and both outputs have that map.
+  }];
+}
+
 def CleaveAnnotateInnerLoops : Pass<"cleave-annotate-inner-loops"> {
   let summary = "Keep LLVM from fully unrolling the innermost loops";
   let description = [{

@@ -262,6 +262,9 @@ static void buildBufferizedPipeline(OpPassManager &pm,
   // Producer-consumer fusion of elementwise generics (one loop nest each).
   pm.addPass(createLinalgElementwiseOpFusionPass());
   cleanup(pm);
+  // A guarded update (a skipped window keeps its parameters) selects in the
+  // optimizer's in-place loop rather than into a copy.
+  pm.addPass(createCleaveFoldGuardedUpdates());
   // On a GPU the host cannot read the tensors scalars come from: each
   // loop nest computes the scalars it uses itself.
   if (gpuKernels) {

@@ -1,0 +1,214 @@
+//===- GuardedUpdates.cpp - Guarded optimizer updates stay in place -------===//
+//
+// A window that is not finite keeps its parameters: the apply step stores
+// `nn.where(ok, new, old)`. Elementwise fusion folds the select into the
+// optimizer's in-place loop but keeps the loop's in-place output and adds
+// one for the select, so every parameter would be written twice and copied
+// once per window. This pass moves the select onto the in-place output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVEFOLDGUARDEDUPDATES
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+
+namespace {
+
+struct YieldSelectInPlace : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics())
+      return failure();
+    Block *body = op.getBody();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    unsigned numOutputs = op.getNumDpsInits();
+    for (unsigned b = 0; b < numOutputs; ++b) {
+      auto select = yield.getOperand(b).getDefiningOp<arith::SelectOp>();
+      if (!select || select->getBlock() != body)
+        continue;
+      for (unsigned a = 0; a < numOutputs; ++a) {
+        if (a == b || yield.getOperand(a) != select.getTrueValue() ||
+            !op.getResult(a).use_empty())
+          continue;
+        OpOperand *inPlace = op.getDpsInitOperand(a);
+        AffineMap map = op.getMatchingIndexingMap(inPlace);
+        if (op.getMatchingIndexingMap(op.getDpsInitOperand(b)) != map)
+          continue;
+        // The false value reads the in-place tensor at the same element.
+        auto old = dyn_cast<BlockArgument>(select.getFalseValue());
+        if (!old || old.getOwner() != body)
+          continue;
+        OpOperand *read = op.getMatchingOpOperand(old);
+        if (read->get() != inPlace->get() ||
+            op.getMatchingIndexingMap(read) != map)
+          continue;
+        rewriter.modifyOpInPlace(yield, [&] { yield.setOperand(a, select); });
+        rewriter.replaceAllUsesWith(op.getResult(b), op.getResult(a));
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
+/// The multi-result form (Adam's parameter and moments), which elementwise
+/// fusion leaves as separate loops: a consumer that reads result `k` of an
+/// in-place producer and the producer's init `k` (the old value) is inlined
+/// into the producer, whose output `k` then yields the consumer's value:
+///
+///   %p:3 = linalg.generic ins(%g) outs(%w, %m, %v) {... yield %a, %b, %c}
+///   %s = linalg.generic ins(%ok, %p#0, %w) outs(%e) {
+///     ^bb0(%c0, %new, %old, %o): ... yield select(%c0 != 0, %new, %old) }
+///
+/// becomes one loop with ins(%g, %ok) outs(%w, %m, %v) yielding the select
+/// for %w (%old is the loop's own output argument, the value before it).
+struct FoldConsumerIntoInPlaceProducer
+    : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics() || consumer.getNumDpsInits() != 1 ||
+        consumer.getNumParallelLoops() != consumer.getNumLoops())
+      return failure();
+    Block *cBody = consumer.getBody();
+    if (!cBody->getArgument(cBody->getNumArguments() - 1).use_empty())
+      return failure();
+    // The producer's result the consumer reads, beside that result's init
+    // (the old value).
+    linalg::GenericOp producer;
+    unsigned k = 0;
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      auto r = dyn_cast<OpResult>(in->get());
+      auto p = r ? dyn_cast<linalg::GenericOp>(r.getOwner()) : nullptr;
+      if (!p || !p.hasPureTensorSemantics())
+        continue;
+      Value old = p.getDpsInitOperand(r.getResultNumber())->get();
+      if (llvm::any_of(consumer.getDpsInputOperands(),
+                       [&](OpOperand *o) { return o->get() == old; })) {
+        producer = p;
+        k = r.getResultNumber();
+        break;
+      }
+    }
+    if (!producer || !producer.hasPureTensorSemantics() ||
+        producer.getNumLoops() != consumer.getNumLoops() ||
+        producer.getNumParallelLoops() != producer.getNumLoops() ||
+        !producer.getResult(k).hasOneUse())
+      return failure();
+    OpOperand *init = producer.getDpsInitOperand(k);
+    AffineMap map = producer.getMatchingIndexingMap(init);
+    if (!map.isPermutation() ||
+        consumer.getResult(0).getType() != producer.getResult(k).getType() ||
+        consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)) != map)
+      return failure();
+
+    // Every other consumer input is the old value (the producer's init k)
+    // or comes from before the producer.
+    SmallVector<OpOperand *> extra;
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      Value v = in->get();
+      AffineMap m = consumer.getMatchingIndexingMap(in);
+      if (v == producer.getResult(k) || v == init->get()) {
+        if (m != map)
+          return failure();
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (def && (def->getBlock() != producer->getBlock() ||
+                  !def->isBeforeInBlock(producer)))
+        return failure();
+      extra.push_back(in);
+    }
+
+    // The fused loop: the producer's inputs, then the consumer's others.
+    SmallVector<Value> inputs(producer.getDpsInputs());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *in : producer.getDpsInputOperands())
+      maps.push_back(producer.getMatchingIndexingMap(in));
+    for (OpOperand *in : extra) {
+      inputs.push_back(in->get());
+      maps.push_back(consumer.getMatchingIndexingMap(in));
+    }
+    for (OpOperand &out : producer.getDpsInitsMutable())
+      maps.push_back(producer.getMatchingIndexingMap(&out));
+    auto fused = linalg::GenericOp::create(
+        rewriter, producer.getLoc(), producer.getResultTypes(), inputs,
+        producer.getDpsInits(), maps, producer.getIteratorTypesArray());
+    Block *pBody = producer.getBody();
+    Block *body = rewriter.createBlock(&fused.getRegion());
+    IRMapping mapping;
+    unsigned numIn = producer.getNumDpsInputs();
+    for (unsigned i = 0; i < numIn; ++i)
+      mapping.map(pBody->getArgument(i),
+                  body->addArgument(pBody->getArgument(i).getType(),
+                                    producer.getLoc()));
+    SmallVector<BlockArgument> extraArgs;
+    for (OpOperand *in : extra)
+      extraArgs.push_back(body->addArgument(
+          consumer.getMatchingBlockArgument(in).getType(), consumer.getLoc()));
+    for (unsigned i = numIn; i < pBody->getNumArguments(); ++i)
+      mapping.map(pBody->getArgument(i),
+                  body->addArgument(pBody->getArgument(i).getType(),
+                                    producer.getLoc()));
+    rewriter.setInsertionPointToStart(body);
+    for (Operation &op : pBody->without_terminator())
+      rewriter.clone(op, mapping);
+    auto pYield = cast<linalg::YieldOp>(pBody->getTerminator());
+    SmallVector<Value> yielded;
+    for (Value v : pYield.getOperands())
+      yielded.push_back(mapping.lookupOrDefault(v));
+    // The consumer's body, on the producer's value k and old value.
+    IRMapping cMapping;
+    Value oldArg = mapping.lookup(producer.getMatchingBlockArgument(init));
+    unsigned e = 0;
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      BlockArgument arg = consumer.getMatchingBlockArgument(in);
+      if (in->get() == producer.getResult(k))
+        cMapping.map(arg, yielded[k]);
+      else if (in->get() == init->get())
+        cMapping.map(arg, oldArg);
+      else
+        cMapping.map(arg, extraArgs[e++]);
+    }
+    for (Operation &op : cBody->without_terminator())
+      rewriter.clone(op, cMapping);
+    auto cYield = cast<linalg::YieldOp>(cBody->getTerminator());
+    yielded[k] = cMapping.lookupOrDefault(cYield.getOperand(0));
+    linalg::YieldOp::create(rewriter, producer.getLoc(), yielded);
+
+    rewriter.replaceOp(consumer, fused.getResult(k));
+    SmallVector<Value> replacements(fused.getResults());
+    rewriter.replaceOp(producer, replacements);
+    return success();
+  }
+};
+
+struct FoldGuardedUpdatesPass
+    : cleave::impl::CleaveFoldGuardedUpdatesBase<FoldGuardedUpdatesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<YieldSelectInPlace, FoldConsumerIntoInPlaceProducer>(
+        &getContext());
+    // The output whose result is no longer used goes (upstream's pattern for
+    // unused results whose init the body does not read).
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,91 @@
+// RUN: cleave-opt %s --split-input-file --cleave-fold-guarded-updates | FileCheck %s
+
+// SGD's fused loop: the select moves onto the in-place output (%p), the
+// second output goes, and its result's uses take the in-place one.
+// CHECK-LABEL: func.func @single_result
+// CHECK-SAME: (%[[OK:.+]]: tensor<f32>, %[[G:.+]]: tensor<4xf32>, %[[P:.+]]: tensor<4xf32>)
+// CHECK: %[[R:.+]] = linalg.generic
+// CHECK-SAME: outs(%[[P]] : tensor<4xf32>)
+// CHECK: %[[NEW:.+]] = arith.subf
+// CHECK: %[[SEL:.+]] = arith.select %{{.+}}, %[[NEW]], %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[SEL]] : f32
+// CHECK: return %[[R]]
+#id = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+func.func @single_result(%ok: tensor<f32>, %g: tensor<4xf32>, %p: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %r:2 = linalg.generic {indexing_maps = [#scalar, #id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%ok, %g, %p : tensor<f32>, tensor<4xf32>, tensor<4xf32>) outs(%p, %e : tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%c: f32, %gi: f32, %pi: f32, %o: f32, %unused: f32):
+    %new = arith.subf %o, %gi : f32
+    %cond = arith.cmpf une, %c, %zero : f32
+    %sel = arith.select %cond, %new, %pi : f32
+    linalg.yield %new, %sel : f32, f32
+  } -> (tensor<4xf32>, tensor<4xf32>)
+  return %r#1 : tensor<4xf32>
+}
+
+// -----
+
+// Adam's loop has three in-place outputs, which elementwise fusion leaves
+// beside the select: the select's loop is inlined into it, choosing between
+// the new value and the loop's own output argument (the old value).
+// CHECK-LABEL: func.func @multi_result
+// CHECK-SAME: (%[[OK:.+]]: tensor<f32>, %[[G:.+]]: tensor<4xf32>, %[[P:.+]]: tensor<4xf32>, %[[M:.+]]: tensor<4xf32>)
+// CHECK: %[[R:.+]]:2 = linalg.generic
+// CHECK-SAME: ins(%[[G]], %[[OK]] : tensor<4xf32>, tensor<f32>)
+// CHECK-SAME: outs(%[[P]], %[[M]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: ^bb0(%[[GI:.+]]: f32, %[[C:.+]]: f32, %[[PO:.+]]: f32, %[[MO:.+]]: f32):
+// CHECK: %[[NEWM:.+]] = arith.addf %[[MO]], %[[GI]]
+// CHECK: %[[NEWP:.+]] = arith.subf %[[PO]], %[[NEWM]]
+// CHECK: %[[COND:.+]] = arith.cmpf une, %[[C]]
+// CHECK: %[[SEL:.+]] = arith.select %[[COND]], %[[NEWP]], %[[PO]] : f32
+// CHECK: linalg.yield %[[SEL]], %[[NEWM]] : f32, f32
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+#id2 = affine_map<(d0) -> (d0)>
+#scalar2 = affine_map<(d0) -> ()>
+func.func @multi_result(%ok: tensor<f32>, %g: tensor<4xf32>, %p: tensor<4xf32>, %m: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %u:2 = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel"]}
+      ins(%g : tensor<4xf32>) outs(%p, %m : tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%gi: f32, %po: f32, %mo: f32):
+    %newm = arith.addf %mo, %gi : f32
+    %newp = arith.subf %po, %newm : f32
+    linalg.yield %newp, %newm : f32, f32
+  } -> (tensor<4xf32>, tensor<4xf32>)
+  %s = linalg.generic {indexing_maps = [#scalar2, #id2, #id2, #id2], iterator_types = ["parallel"]}
+      ins(%ok, %u#0, %p : tensor<f32>, tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%c: f32, %new: f32, %old: f32, %unused: f32):
+    %cond = arith.cmpf une, %c, %zero : f32
+    %sel = arith.select %cond, %new, %old : f32
+    linalg.yield %sel : f32
+  } -> tensor<4xf32>
+  return %s, %u#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A loop that reads another loop's result but not the value it replaces is
+// left alone (plain producer-consumer fusion is upstream's).
+// CHECK-LABEL: func.func @unrelated
+// CHECK-COUNT-2: linalg.generic
+#id3 = affine_map<(d0) -> (d0)>
+func.func @unrelated(%g: tensor<4xf32>, %p: tensor<4xf32>, %q: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %u:2 = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel"]}
+      ins(%g : tensor<4xf32>) outs(%p, %p : tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%gi: f32, %po: f32, %po2: f32):
+    %n = arith.addf %po, %gi : f32
+    linalg.yield %n, %n : f32, f32
+  } -> (tensor<4xf32>, tensor<4xf32>)
+  %s = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel"]}
+      ins(%u#0, %q : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %unused: f32):
+    %x = arith.mulf %a, %b : f32
+    linalg.yield %x : f32
+  } -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
