@@ -145,6 +145,9 @@ struct FoldConsumerIntoInPlaceProducer
     }
     for (OpOperand &out : producer.getDpsInitsMutable())
       maps.push_back(producer.getMatchingIndexingMap(&out));
+    // Where the producer is: its other results may be used before the
+    // consumer, and the extra inputs are defined before it.
+    rewriter.setInsertionPoint(producer);
     auto fused = linalg::GenericOp::create(
         rewriter, producer.getLoc(), producer.getResultTypes(), inputs,
         producer.getDpsInits(), maps, producer.getIteratorTypesArray());

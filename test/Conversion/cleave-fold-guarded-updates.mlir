@@ -68,6 +68,43 @@ func.func @multi_result(%ok: tensor<f32>, %g: tensor<4xf32>, %p: tensor<4xf32>, 
 
 // -----
 
+// The fused loop takes the producer's place: its other result is used
+// before the select's loop.
+// CHECK-LABEL: func.func @other_result_used_first
+// CHECK: %[[R:.+]]:2 = linalg.generic
+// CHECK: %[[NEG:.+]] = linalg.generic {{.*}} ins(%[[R]]#1 : tensor<4xf32>)
+// CHECK: return %[[R]]#0, %[[NEG]]
+#id4 = affine_map<(d0) -> (d0)>
+#scalar4 = affine_map<(d0) -> ()>
+func.func @other_result_used_first(%ok: tensor<f32>, %g: tensor<4xf32>, %p: tensor<4xf32>, %m: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %u:2 = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel"]}
+      ins(%g : tensor<4xf32>) outs(%p, %m : tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%gi: f32, %po: f32, %mo: f32):
+    %newm = arith.addf %mo, %gi : f32
+    %newp = arith.subf %po, %newm : f32
+    linalg.yield %newp, %newm : f32, f32
+  } -> (tensor<4xf32>, tensor<4xf32>)
+  %first = tensor.empty() : tensor<4xf32>
+  %neg = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel"]}
+      ins(%u#1 : tensor<4xf32>) outs(%first : tensor<4xf32>) {
+  ^bb0(%a: f32, %unused: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#scalar4, #id4, #id4, #id4], iterator_types = ["parallel"]}
+      ins(%ok, %u#0, %p : tensor<f32>, tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%c: f32, %new: f32, %old: f32, %unused: f32):
+    %cond = arith.cmpf une, %c, %zero : f32
+    %sel = arith.select %cond, %new, %old : f32
+    linalg.yield %sel : f32
+  } -> tensor<4xf32>
+  return %s, %neg : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A loop that reads another loop's result but not the value it replaces is
 // left alone (plain producer-consumer fusion is upstream's).
 // CHECK-LABEL: func.func @unrelated
