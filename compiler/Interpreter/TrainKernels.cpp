@@ -403,8 +403,10 @@ LogicalResult runLars(train::LarsOp op, Frame &f) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult runClipByGlobalNorm(train::ClipByGlobalNormOp op, Frame &f) {
+  // Values, not references into the frame: each f.set below may grow it.
   const Tensor &maxNormT = f.get(op.getMaxNorm());
-  double maxNorm = maxNormT.getDouble(0);
+  const double maxNorm = maxNormT.getDouble(0);
+  const DType normType = maxNormT.getDType();
   double sq = 0;
   for (Value g : op.getGrads()) {
     const Tensor &t = f.get(g);
@@ -426,7 +428,7 @@ LogicalResult runClipByGlobalNorm(train::ClipByGlobalNormOp op, Frame &f) {
     });
     f.set(r, std::move(out));
   }
-  f.set(op.getNorm(), Tensor::scalar(maxNormT.getDType(), norm));
+  f.set(op.getNorm(), Tensor::scalar(normType, norm));
   return success();
 }
 
