@@ -75,6 +75,9 @@ struct YieldSelectInPlace : OpRewritePattern<linalg::GenericOp> {
 ///
 /// becomes one loop with ins(%g, %ok) outs(%w, %m, %v) yielding the select
 /// for %w (%old is the loop's own output argument, the value before it).
+/// Upstream's linalg::fuseElementwiseOps, allowed to fuse here, keeps the
+/// producer for its other results and recomputes them in the fused loop:
+/// two loops writing the moments in place, which bufferization copies.
 struct FoldConsumerIntoInPlaceProducer
     : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -1084,10 +1084,10 @@ Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
   int64_t skipped = 0;
   if (m.skippedStepsGlobal) {
     if (gpu_) {
-      (void)gpu_->download(globals_[*m.skippedStepsGlobal].data(),
-                           deviceGlobals_[*m.skippedStepsGlobal],
-                           sizeof(int64_t));
-      (void)gpu_->synchronize();
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+          globals_[*m.skippedStepsGlobal].data(),
+          deviceGlobals_[*m.skippedStepsGlobal], sizeof(int64_t))));
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
     }
     std::memcpy(&skipped, globals_[*m.skippedStepsGlobal].data(),
                 sizeof(skipped));

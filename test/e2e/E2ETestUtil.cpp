@@ -180,6 +180,18 @@ void putBigEndian(std::string &s, uint32_t v) {
 }
 } // namespace
 
+void randomImagesAndLabels(std::mt19937 &rng, int64_t samples,
+                           std::vector<float> &images,
+                           std::vector<int64_t> &labels) {
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  images.resize(size_t(samples) * 28 * 28);
+  labels.resize(size_t(samples));
+  for (float &x : images)
+    x = pixel(rng);
+  for (int64_t &y : labels)
+    y = int64_t(rng() % 10);
+}
+
 IdxFiles makeIdx(int64_t count, int64_t rows, int64_t cols) {
   IdxFiles f;
   putBigEndian(f.images, 0x803);

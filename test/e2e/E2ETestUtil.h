@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,13 @@ ProcessResult run(const std::vector<std::string> &argv, const TempDir &dir,
 std::string readFile(const std::string &path);
 void writeFile(const std::string &path, const std::string &bytes);
 std::string gzipBytes(const std::string &bytes);
+
+/// `samples` random 28x28 images (pixels uniform in [0, 1), drawn first)
+/// and labels in 0..9 (drawn next) from `rng`: a micro-batch of the MNIST
+/// examples' shape.
+void randomImagesAndLabels(std::mt19937 &rng, int64_t samples,
+                           std::vector<float> &images,
+                           std::vector<int64_t> &labels);
 
 /// A synthetic MNIST-style split: `count` images of rows x cols with pixel
 /// values from a fixed pattern and labels i % 10.

@@ -49,15 +49,11 @@ TEST(InferenceTest, EvaluatesAsTheTrainingSessionDoes) {
     EXPECT_EQ(g.kind, CLEAVE_GLOBAL_PARAM) << g.tensor.name;
 
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::vector<float> images(kMicroBatch * kPixels);
-  std::vector<int64_t> labels(kMicroBatch);
+  std::vector<float> images;
+  std::vector<int64_t> labels;
   cleave::Session training(trainArtifact);
   for (int step = 0; step < 8; ++step) {
-    for (float &x : images)
-      x = pixel(rng);
-    for (int64_t &y : labels)
-      y = int64_t(rng() % 10);
+    randomImagesAndLabels(rng, kMicroBatch, images, labels);
     training.microStep(cleave::Batch(kMicroBatch).add(images).add(labels));
   }
   ASSERT_EQ(training.step(), 2);
@@ -66,8 +62,8 @@ TEST(InferenceTest, EvaluatesAsTheTrainingSessionDoes) {
   for (const cleave::GlobalInfo &g : inferArtifact.globals())
     inference.writeGlobal(g.tensor.name,
                           training.readGlobal<float>(g.tensor.name));
-  for (float &x : images)
-    x = pixel(rng);
+  std::vector<int64_t> unusedLabels;
+  randomImagesAndLabels(rng, kMicroBatch, images, unusedLabels);
   // A training artifact's batches carry every input, the labels too.
   training.eval(cleave::Batch(kMicroBatch).add(images).add(labels));
   inference.eval(cleave::Batch(kMicroBatch).add(images));

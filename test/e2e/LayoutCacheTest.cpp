@@ -31,7 +31,6 @@ namespace cleave::e2e {
 namespace {
 
 constexpr int64_t kMicroBatch = 8;
-constexpr int64_t kPixels = 28 * 28;
 
 /// Random images and labels, a micro-batch at a time.
 class Samples {
@@ -39,13 +38,7 @@ public:
   explicit Samples(uint32_t seed) : rng_(seed) {}
   /// The next micro-batch; the Batch points into this object.
   const cleave::Batch &next() {
-    std::uniform_real_distribution<float> pixel(0.f, 1.f);
-    images_.resize(kMicroBatch * kPixels);
-    labels_.resize(kMicroBatch);
-    for (float &x : images_)
-      x = pixel(rng_);
-    for (int64_t &y : labels_)
-      y = int64_t(rng_() % 10);
+    randomImagesAndLabels(rng_, kMicroBatch, images_, labels_);
     batch_ = cleave::Batch(kMicroBatch);
     batch_.add(images_).add(labels_);
     return batch_;

@@ -37,13 +37,7 @@ public:
   Data(int64_t poisoned, float value) : poisoned_(poisoned), value_(value) {}
   const cleave::Batch &batch(int64_t microStep) {
     std::mt19937 rng(uint32_t(1000 + microStep));
-    std::uniform_real_distribution<float> pixel(0.f, 1.f);
-    images_.resize(kMicroBatch * kPixels);
-    labels_.resize(kMicroBatch);
-    for (float &x : images_)
-      x = pixel(rng);
-    for (int64_t &y : labels_)
-      y = int64_t(rng() % 10);
+    randomImagesAndLabels(rng, kMicroBatch, images_, labels_);
     if (microStep == poisoned_)
       images_[kPixels + 17] = value_;
     batch_ = cleave::Batch(kMicroBatch);

@@ -170,7 +170,8 @@ def adapt(model_in, constants):
 
 
 def parse_outputs(text):
-    """{name: flat float64 array} from cleave-run's --print=output text."""
+    """{name: the printed values, as text} from cleave-run's --print=output
+    text."""
     values = collections.OrderedDict()
     current = None
     for line in text.splitlines():
@@ -183,23 +184,25 @@ def parse_outputs(text):
             continue
         line = re.sub(r"^\s*\[\d+\]", "", line)
         values[current].extend(line.split())
-    return collections.OrderedDict(
-        (k, np.array([float(v) for v in vs], np.float64))
-        for k, vs in values.items())
+    return values
 
 
-def compare(got, expected):
-    """None if `got` (flat float64) matches `expected`, else why not."""
-    if got.size != expected.size:
-        return f"{got.size} values, expected {expected.size}"
+def compare(texts, expected):
+    """None if the printed values `texts` match `expected`, else why not:
+    integers and booleans exactly (as integers, not through float64),
+    floats to ATOL + RTOL |expected| with NaN where NaN is expected."""
+    if len(texts) != expected.size:
+        return f"{len(texts)} values, expected {expected.size}"
     if expected.dtype.kind in "iub":
-        want = expected.astype(np.float64).reshape(-1)
+        got = np.array([int(float(t)) if "." in t or "e" in t else int(t)
+                        for t in texts], np.int64)
+        want = expected.astype(np.int64).reshape(-1)
         bad = np.nonzero(got != want)[0]
     else:
+        got = np.array([float(t) for t in texts], np.float64)
         want = expected.astype(np.float64).reshape(-1)
-        nan = np.isnan(want)
-        close = np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
-        bad = np.nonzero(~close | (np.isnan(got) != nan))[0]
+        bad = np.nonzero(~np.isclose(got, want, rtol=RTOL, atol=ATOL,
+                                     equal_nan=True))[0]
     if bad.size == 0:
         return None
     i = bad[0]

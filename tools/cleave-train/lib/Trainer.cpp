@@ -208,8 +208,6 @@ private:
                     bool skipped = false);
   /// The number of windows skipped for not being finite so far.
   int64_t skippedWindows() const;
-  /// Whether the artifact checks its windows (train.skipped_steps).
-  bool hasSkipCounter() const;
   EvalResult evaluate();
   void checkpoint();
   /// Signals this process if the testing hook says so at `point`.
@@ -230,6 +228,9 @@ private:
   /// The inputs' standardisation (identity unless --normalize=standard).
   data::Normalization normalization_;
   bool root_ = true;
+  /// Whether the artifact checks its windows for NaN and infinity (it has
+  /// train.skipped_steps; Adasum and ZeRO-1 artifacts do not).
+  bool checksWindows_ = false;
   /// This process's rank and the job's size (0 and 1 without mpirun).
   int rank_ = 0, ranks_ = 1;
   /// Training samples each rank takes from every epoch: E / R.
@@ -418,6 +419,8 @@ void Trainer::startOrResume() {
   // single rank and MPI is not touched.
   options.distributed = true;
   session_.emplace(*artifact_, options);
+  for (const cleave::GlobalInfo &g : artifact_->globals())
+    checksWindows_ |= g.tensor.name == "train.skipped_steps";
   std::tie(rank_, ranks_) = session_->rank();
   root_ = rank_ == 0;
   {
@@ -625,7 +628,7 @@ void Trainer::announce() {
   for (const auto &w : artifact_->warnings())
     std::fprintf(err_, "cleave-train: warning: %s: %s: %s\n", w.loc.c_str(),
                  w.op.c_str(), w.message.c_str());
-  if (!hasSkipCounter())
+  if (!checksWindows_)
     std::fprintf(err_,
                  "cleave-train: warning: %s does not check its windows for "
                  "NaN and infinity (Adasum and ZeRO-1 artifacts do not): "
@@ -774,15 +777,8 @@ void Trainer::checkWindow(cleave_status status) const {
   cleave::check(status);
 }
 
-bool Trainer::hasSkipCounter() const {
-  for (const cleave::GlobalInfo &g : artifact_->globals())
-    if (g.tensor.name == "train.skipped_steps")
-      return true;
-  return false;
-}
-
 int64_t Trainer::skippedWindows() const {
-  return hasSkipCounter()
+  return checksWindows_
              ? session_->readGlobal<int64_t>("train.skipped_steps").at(0)
              : 0;
 }
