@@ -7,6 +7,10 @@
 
 #include "compiler/Artifact/Target.h"
 
+#ifdef CLEAVE_CHECK_MANIFEST
+#include "runtime/src/CpuFeatures.h"
+#endif
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -21,17 +25,30 @@ using namespace mlir;
 using namespace mlir::cleave;
 
 std::string CpuTarget::featureString() const {
-  std::string out;
-  for (const std::string &f : features) {
-    if (!out.empty())
-      out += ',';
-    out += '+' + f;
+  SmallVector<std::string> parts;
+  for (const std::string &f : features)
+    parts.push_back('+' + f);
+  // The CPU name implies features of its own: one that `features` leaves
+  // out (turned off by --target-features, or a host feature the kernel does
+  // not enable) is turned off explicitly, or the name would turn it back on.
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  if (const llvm::Target *target =
+          llvm::TargetRegistry::lookupTarget(triple, error)) {
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target->createMCSubtargetInfo(triple, cpu, ""));
+    for (const llvm::SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
+      if (sti->getFeatureBits().test(kv.Value) &&
+          !llvm::is_contained(features, kv.Key))
+        parts.push_back("-" + std::string(kv.Key));
   }
-  return out;
+  return llvm::join(parts, ",");
 }
 
-FailureOr<CpuTarget> cleave::resolveCpuTarget(StringRef cpu, StringRef features,
-                                              std::string &error) {
+FailureOr<CpuTarget> mlir::cleave::resolveCpuTarget(StringRef cpu,
+                                                    StringRef features,
+                                                    std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *target =
@@ -39,12 +56,16 @@ FailureOr<CpuTarget> cleave::resolveCpuTarget(StringRef cpu, StringRef features,
   if (!target)
     return failure();
 
-  llvm::SubtargetFeatures requested;
+  // What the CPU name leaves to features: the host's (CPUID), then those
+  // the kernel does not enable (below), then the user's, which win.
+  llvm::SubtargetFeatures hostFeatures;
+  std::vector<std::string> withheld;
   CpuTarget out;
-  if (cpu.empty() || cpu == "host") {
+  bool host = cpu.empty() || cpu == "host";
+  if (host) {
     out.cpu = llvm::sys::getHostCPUName().str();
     for (auto &f : llvm::sys::getHostCPUFeatures())
-      requested.AddFeature(f.first(), f.second);
+      hostFeatures.AddFeature(f.first(), f.second);
   } else {
     out.cpu = cpu.str();
   }
@@ -64,7 +85,7 @@ FailureOr<CpuTarget> cleave::resolveCpuTarget(StringRef cpu, StringRef features,
   };
   SmallVector<StringRef> extra;
   features.split(extra, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef f : extra) {
+  for (StringRef &f : extra) {
     f = f.trim();
     if (f.size() < 2 || (f[0] != '+' && f[0] != '-') ||
         !isKnown(f.drop_front())) {
@@ -73,19 +94,54 @@ FailureOr<CpuTarget> cleave::resolveCpuTarget(StringRef cpu, StringRef features,
               "(+avx2, -avx512f, ...)";
       return failure();
     }
-    requested.AddFeature(f);
   }
 
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      target->createMCSubtargetInfo(triple, out.cpu, requested.getString()));
-  for (const llvm::SubtargetFeatureKV &kv : known)
-    if (sti->getFeatureBits().test(kv.Value))
-      out.features.push_back(kv.Key);
-  llvm::sort(out.features);
+  auto enabled = [&] {
+    llvm::SubtargetFeatures requested = hostFeatures;
+    for (const std::string &f : withheld)
+      requested.AddFeature(f, /*Enable=*/false);
+    for (StringRef f : extra)
+      requested.AddFeature(f);
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target->createMCSubtargetInfo(triple, out.cpu, requested.getString()));
+    std::vector<std::string> list;
+    for (const llvm::SubtargetFeatureKV &kv : known)
+      if (sti->getFeatureBits().test(kv.Value))
+        list.push_back(kv.Key);
+    llvm::sort(list);
+    return list;
+  };
+  out.features = enabled();
+#ifdef CLEAVE_CHECK_MANIFEST
+  // The host's own code must load on the host. LLVM reads CPUID, which a
+  // hypervisor may report more generously than the kernel enables (seen: a
+  // KVM guest whose CPUID names fsgsbase, lzcnt and sse4a that its
+  // /proc/cpuinfo lacks); the runtime checks /proc/cpuinfo, so code for the
+  // host withholds what the runtime's check would refuse, unless the user
+  // asked for it (--target-features=+xop builds code for another machine).
+  // Turning a feature off turns off those that imply it: repeat until
+  // nothing new is missing.
+  if (host) {
+    std::string flags = ::cleave::rt::hostCpuFlags();
+    while (!flags.empty()) {
+      bool grew = false;
+      for (const std::string &f :
+           ::cleave::rt::missingCpuFeatures(out.features, flags))
+        if (!llvm::is_contained(withheld, f)) {
+          withheld.push_back(f);
+          grew = true;
+        }
+      if (!grew)
+        break;
+      out.features = enabled();
+    }
+  }
+#endif
   return out;
 }
 
-FailureOr<CpuTarget> cleave::targetOf(ModuleOp module, std::string &error) {
+FailureOr<CpuTarget> mlir::cleave::targetOf(ModuleOp module,
+                                            std::string &error) {
   auto attr = module->getAttrOfType<DictionaryAttr>(rt::RtDialect::kTargetAttr);
   if (!attr)
     return resolveCpuTarget("host", "", error);

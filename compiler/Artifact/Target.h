@@ -27,13 +27,16 @@ struct CpuTarget {
   /// without a sign (`avx2`, `avx512f`), sorted.
   std::vector<std::string> features;
 
-  /// The features as an LLVM feature string (`+avx2,+avx512f,...`).
+  /// The features as an LLVM feature string (`+avx2,+avx512f,...`), with
+  /// `-name` for each feature the CPU name implies that `features` lacks.
   std::string featureString() const;
 };
 
 /// Resolves `cpu` ("host": this machine's CPU, as LLVM names it) and
 /// `features` (LLVM's `+a,-b` syntax, on top of the CPU's; with "host" the
-/// machine's features are the base). Fails with `error` for a CPU or a
+/// base is the machine's features as CPUID reports them, less those the
+/// runtime's check would find missing from the kernel's /proc/cpuinfo,
+/// where the build has the runtime). Fails with `error` for a CPU or a
 /// feature LLVM does not know.
 FailureOr<CpuTarget> resolveCpuTarget(StringRef cpu, StringRef features,
                                       std::string &error);

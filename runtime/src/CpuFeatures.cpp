@@ -8,7 +8,12 @@
 
 #include "CpuFeatures.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -84,6 +89,51 @@ constexpr FeatureName kX86Features[] = {
     {"amx-fp16", "amx_fp16"},
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+/// Extensions whose instructions need nothing from the kernel (no register
+/// state to save, no control-register bit): where CPUID has them they run,
+/// whether or not /proc/cpuinfo lists them. Seen: a KVM guest kernel whose
+/// cpuinfo lacks abm (lzcnt) and sse4a although CPUID reports both and
+/// lzcnt executes (x86-64-v3 code was refused there).
+struct CpuidBit {
+  const char *procName;
+  uint32_t leaf;
+  uint32_t subleaf;
+  int reg; // 1: EBX, 2: ECX
+  int bit;
+};
+constexpr CpuidBit kUngatedBits[] = {
+    {"cx16", 1, 0, 2, 13},
+    {"movbe", 1, 0, 2, 22},
+    {"popcnt", 1, 0, 2, 23},
+    {"bmi1", 7, 0, 1, 3},
+    {"bmi2", 7, 0, 1, 8},
+    {"adx", 7, 0, 1, 19},
+    {"lahf_lm", 0x80000001, 0, 2, 0},
+    {"abm", 0x80000001, 0, 2, 5},
+    {"sse4a", 0x80000001, 0, 2, 6},
+};
+
+/// The Linux names of kUngatedBits that CPUID reports.
+std::string cpuidFlags() {
+  std::string out;
+  unsigned maxBasic = __get_cpuid_max(0, nullptr);
+  unsigned maxExtended = __get_cpuid_max(0x80000000, nullptr);
+  for (const CpuidBit &b : kUngatedBits) {
+    unsigned max = b.leaf >= 0x80000000 ? maxExtended : maxBasic;
+    if (b.leaf > max)
+      continue;
+    unsigned regs[4] = {};
+    __cpuid_count(b.leaf, b.subleaf, regs[0], regs[1], regs[2], regs[3]);
+    if (regs[b.reg] >> b.bit & 1)
+      out += std::string(" ") + b.procName;
+  }
+  return out;
+}
+#else
+std::string cpuidFlags() { return {}; }
+#endif
+
 } // namespace
 
 std::string hostCpuFlags() {
@@ -95,7 +145,7 @@ std::string hostCpuFlags() {
       continue;
     size_t colon = line.find(':');
     if (colon != std::string::npos)
-      return line.substr(colon + 1);
+      return line.substr(colon + 1) + cpuidFlags();
   }
   return {};
 }

@@ -18,7 +18,10 @@
 namespace cleave::rt {
 
 /// The `flags` of the first processor in /proc/cpuinfo (space-separated
-/// Linux names), or an empty string when it cannot be read.
+/// Linux names), or an empty string when it cannot be read; plus, under
+/// their Linux names, the extensions that need no kernel support (lzcnt,
+/// sse4a, bmi, ...) where CPUID reports them, which some guest kernels leave
+/// out of cpuinfo.
 std::string hostCpuFlags();
 
 /// Of `required` (LLVM feature names, as the manifest lists them), the

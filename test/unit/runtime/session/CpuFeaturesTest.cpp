@@ -55,5 +55,18 @@ TEST(CpuFeaturesTest, ThisMachineRunsBaselineCode) {
             Features{});
 }
 
+TEST(CpuFeaturesTest, ThisMachineRunsX86_64_v3CodeWhereItHasAvx2) {
+  // Every CPU with AVX2 (Haswell, Zen and later) has x86-64-v3's scalar
+  // extensions too, which need no kernel support: they count where CPUID
+  // reports them even if the kernel's cpuinfo omits them (abm, seen).
+  std::string flags = hostCpuFlags();
+  if ((flags + " ").find(" avx2 ") == std::string::npos)
+    GTEST_SKIP() << "no AVX2 on this machine";
+  EXPECT_EQ(
+      missingCpuFeatures(
+          {"lzcnt", "bmi", "bmi2", "movbe", "popcnt", "cx16", "sahf"}, flags),
+      Features{});
+}
+
 } // namespace
 } // namespace cleave::rt
