@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 namespace cleave::rt {
@@ -142,6 +143,23 @@ uint64_t readLe64(const unsigned char *p) {
   return v;
 }
 
+/// An artifact resolves the kernel ABI (cleave_kernel_*) against the global
+/// symbol scope. A program that links libcleave_runtime puts it there; a
+/// host that dlopens it with RTLD_LOCAL (Python loads extension modules and
+/// their libraries that way) does not, and every artifact would fail to load
+/// with "undefined symbol: cleave_kernel_...". Re-opening the library that
+/// holds this function with RTLD_NOLOAD | RTLD_GLOBAL promotes it, once.
+void exposeKernelAbi() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info;
+    if (::dladdr(reinterpret_cast<void *>(&exposeKernelAbi), &info) &&
+        info.dli_fname)
+      // The handle only pins what is already loaded; it is never closed.
+      (void)::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  });
+}
+
 /// If the `size` bytes of `fd` (the file `path`) end with a seal, verifies
 /// it (`sealed` is then true). A damaged file fails here, before dlopen maps
 /// and relocates it.
@@ -213,6 +231,7 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
   artifact->path_ = path;
   // A name without a slash would make dlopen search the library path.
   std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
+  exposeKernelAbi();
   // RTLD_NOW: an artifact whose kernel symbols do not resolve against this
   // runtime fails here, not in the middle of a training step.
   artifact->handle_ = ::dlopen(dlPath.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -10,6 +10,7 @@
 #include "cleave/runtime.h"
 
 #include "Artifact.h"
+#include "Checkpoint.h"
 #include "Executable.h"
 #include "LrSchedule.h"
 #include "Session.h"
@@ -789,6 +790,31 @@ cleave_status cleave_session_load_checkpoint(cleave_session *session,
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(path);
     return session->impl->loadCheckpoint(path);
+  });
+}
+
+cleave_status cleave_checkpoint_user_state(const char *path, const char *key,
+                                           void *dst, size_t capacity,
+                                           size_t *bytes) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(path);
+    CLEAVE_CHECK_ARG(key);
+    CLEAVE_CHECK_ARG(bytes);
+    cleave::rt::LoadedCheckpoint checkpoint;
+    CLEAVE_RETURN_IF_ERROR(cleave::rt::readCheckpoint(path, checkpoint));
+    const auto &state = checkpoint.contents().userState;
+    auto it = state.find(key);
+    if (it == state.end())
+      return makeError(CLEAVE_NOT_FOUND, path, ": no user-state key '", key,
+                       "'");
+    *bytes = it->second.size();
+    if (capacity < it->second.size())
+      return Status::success();
+    if (!it->second.empty()) {
+      CLEAVE_CHECK_ARG(dst);
+      std::memcpy(dst, it->second.data(), it->second.size());
+    }
+    return Status::success();
   });
 }
 

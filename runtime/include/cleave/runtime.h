@@ -548,6 +548,18 @@ cleave_session_save_checkpoint(const cleave_session *session, const char *path);
 CLEAVE_API cleave_status cleave_session_load_checkpoint(cleave_session *session,
                                                         const char *path);
 
+/** Reads the value under user-state `key` of the checkpoint at `path`
+ *  without a session (a program finds there what it needs to resume, such as
+ *  the artifact the checkpoint belongs to). The file is verified as
+ *  cleave_session_load_checkpoint verifies it. `*bytes` is set to the value's
+ *  size; the value is copied to `dst` only when `capacity` >= that size (call
+ *  with capacity 0 to learn it). CLEAVE_NOT_FOUND if the key is absent. */
+CLEAVE_API cleave_status cleave_checkpoint_user_state(const char *path,
+                                                      const char *key,
+                                                      void *dst,
+                                                      size_t capacity,
+                                                      size_t *bytes);
+
 /*===----------------------------------------------------------------------===
  * Executables: the entries of a graph artifact
  *===----------------------------------------------------------------------===*/

@@ -319,6 +319,35 @@ TEST_F(CheckpointTest, UserStateCanBeErased) {
   EXPECT_EQ(session.userState("position"), "120");
 }
 
+TEST_F(CheckpointTest, UserStateIsReadableWithoutASession) {
+  session.setUserState("artifact", std::string("/a/b\0c", 6));
+  session.saveCheckpoint(path);
+  size_t bytes = 0;
+  ASSERT_EQ(cleave_checkpoint_user_state(path.c_str(), "artifact", nullptr, 0,
+                                         &bytes),
+            CLEAVE_OK);
+  EXPECT_EQ(bytes, 6u);
+  std::string value(bytes, '?');
+  ASSERT_EQ(cleave_checkpoint_user_state(path.c_str(), "artifact", value.data(),
+                                         value.size(), &bytes),
+            CLEAVE_OK);
+  EXPECT_EQ(value, std::string("/a/b\0c", 6));
+
+  CallResult r = result(cleave_checkpoint_user_state(
+      path.c_str(), "absent", value.data(), value.size(), &bytes));
+  EXPECT_EQ(r.status, CLEAVE_NOT_FOUND);
+  EXPECT_EQ(r.message, path + ": no user-state key 'absent'");
+
+  // The file is verified as a load verifies it.
+  std::string bytesOnDisk = readFile(path);
+  bytesOnDisk[bytesOnDisk.size() / 2] ^= 0x10;
+  std::string corrupt = dir + "/corrupt.ckpt";
+  writeFile(corrupt, bytesOnDisk);
+  r = result(cleave_checkpoint_user_state(corrupt.c_str(), "artifact",
+                                          value.data(), value.size(), &bytes));
+  EXPECT_EQ(r.status, CLEAVE_INVALID_CHECKPOINT) << r.message;
+}
+
 TEST_F(CheckpointTest, KeysOfTheDataParallelCheckpointAreReserved) {
   // A data-parallel checkpoint stores each rank's tag and image under them.
   for (const char *key : {"cleave.rank", "cleave.rank.1", "cleave.ranks"}) {
