@@ -28,6 +28,10 @@ packages=(
   dataset-fashion-mnist
   # cleave-plot and cleave-train --plot draw metrics with matplotlib
   python3-matplotlib
+  # The Python package (python/, docs/user/python.md): pybind11, the venv it
+  # is installed into with pip and setuptools, pytest for its tests
+  pybind11-dev python3-dev python3-venv python3-setuptools python3-wheel
+  python3-pytest
 )
 
 missing=()
