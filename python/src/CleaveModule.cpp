@@ -408,12 +408,30 @@ public:
     return py::tuple(py::cast(results));
   }
 
-  double loss() const { return session_->lastLoss(); }
-  int64_t lastCount() const { return session_->lastCount(); }
-  int64_t step() const { return session_->step(); }
-  int64_t microSteps() const { return session_->microSteps(); }
-  uint64_t seed() const { return session_->seed(); }
-  int64_t accumulation() const { return session_->accumulation(); }
+  double loss() const {
+    Lock lock(*this);
+    return session_->lastLoss();
+  }
+  int64_t lastCount() const {
+    Lock lock(*this);
+    return session_->lastCount();
+  }
+  int64_t step() const {
+    Lock lock(*this);
+    return session_->step();
+  }
+  int64_t microSteps() const {
+    Lock lock(*this);
+    return session_->microSteps();
+  }
+  uint64_t seed() const {
+    Lock lock(*this);
+    return session_->seed();
+  }
+  int64_t accumulation() const {
+    Lock lock(*this);
+    return session_->accumulation();
+  }
   void setAccumulation(int64_t n) {
     if (n < 1)
       throw py::value_error("accumulate must be >= 1, not " +
@@ -424,10 +442,66 @@ public:
   }
 
   double hyper(const std::string &name) const {
+    Lock lock(*this);
     return session_->hyperparameter(name);
   }
   void setHyper(const std::string &name, double value) {
+    Lock lock(*this);
     session_->setHyperparameter(name, value);
+  }
+
+  /// Sets (kind given) or removes (None) the learning-rate schedule.
+  void setLrSchedule(const std::optional<std::string> &kind, double lr,
+                     double minLr, int64_t warmupSteps,
+                     double warmupStartFactor, int64_t totalSteps,
+                     int64_t stepSize, double gamma, double power) {
+    Lock lock(*this);
+    if (!kind) {
+      session_->clearLrSchedule();
+      return;
+    }
+    cleave_lr_schedule schedule;
+    cleave_lr_schedule_init(&schedule);
+    bool known = false;
+    for (cleave_lr_schedule_kind k :
+         {CLEAVE_LR_CONSTANT, CLEAVE_LR_COSINE, CLEAVE_LR_STEP,
+          CLEAVE_LR_POLYNOMIAL, CLEAVE_LR_ONE_CYCLE})
+      if (*kind == cleave_lr_schedule_kind_name(k)) {
+        schedule.kind = k;
+        known = true;
+      }
+    if (!known)
+      throw py::value_error("learning-rate schedule '" + *kind +
+                            "' is not one of constant, cosine, step, "
+                            "polynomial, one-cycle");
+    schedule.lr = lr;
+    schedule.min_lr = minLr;
+    schedule.warmup_steps = warmupSteps;
+    schedule.warmup_start_factor = warmupStartFactor;
+    schedule.total_steps = totalSteps;
+    schedule.step_size = stepSize;
+    schedule.gamma = gamma;
+    schedule.power = power;
+    session_->setLrSchedule(schedule);
+  }
+
+  /// The schedule as a dict (its peak lr resolved), or None.
+  py::object lrSchedule() const {
+    Lock lock(*this);
+    std::optional<cleave_lr_schedule> s = session_->lrSchedule();
+    if (!s)
+      return py::none();
+    py::dict d;
+    d["kind"] = cleave_lr_schedule_kind_name(s->kind);
+    d["lr"] = s->lr;
+    d["min_lr"] = s->min_lr;
+    d["warmup_steps"] = s->warmup_steps;
+    d["warmup_start_factor"] = s->warmup_start_factor;
+    d["total_steps"] = s->total_steps;
+    d["step_size"] = s->step_size;
+    d["gamma"] = s->gamma;
+    d["power"] = s->power;
+    return d;
   }
   std::vector<std::string> hyperNames() const {
     std::vector<std::string> names;
@@ -438,6 +512,7 @@ public:
 
   /// The values of every global of `kind` (or of the given names), copied.
   py::dict read(const std::vector<cleave_global_kind> &kinds) const {
+    Lock lock(*this);
     py::dict out;
     for (const cleave::GlobalInfo &g : artifact_->globals()) {
       if (std::find(kinds.begin(), kinds.end(), g.kind) == kinds.end())
@@ -458,6 +533,7 @@ public:
   }
 
   py::array readNamed(const std::string &name) const {
+    Lock lock(*this);
     const cleave::GlobalInfo *g = artifact_->global(name);
     if (!g)
       throw cleave::Error(CLEAVE_NOT_FOUND,
@@ -509,6 +585,7 @@ public:
   }
 
   void save(const std::string &path) const {
+    Lock lock(*this);
     py::gil_scoped_release release;
     session_->saveCheckpoint(path);
   }
@@ -518,6 +595,7 @@ public:
     session_->loadCheckpoint(path);
   }
   void setUserState(const std::string &key, py::bytes value) {
+    Lock lock(*this);
     session_->setUserState(key, value);
   }
 
@@ -527,7 +605,7 @@ private:
   /// holds this lock and a second caller gets an error, not a race.
   class Lock {
   public:
-    explicit Lock(PySession &s) : lock_(s.busy_, std::try_to_lock) {
+    explicit Lock(const PySession &s) : lock_(s.busy_, std::try_to_lock) {
       if (!lock_.owns_lock())
         throw cleave::Error(CLEAVE_FAILED_PRECONDITION,
                             "the session is in use by another thread (a "
@@ -624,7 +702,7 @@ private:
   std::shared_ptr<PyArtifact> artifact_;
   std::string device_;
   std::optional<cleave::Session> session_;
-  std::mutex busy_;
+  mutable std::mutex busy_;
 };
 
 } // namespace
@@ -816,6 +894,29 @@ as a new array of k rows, or a tuple when the model has several outputs.)")
                     "The accumulation count N, settable at run time (no "
                     "recompilation); a window that already holds N "
                     "micro-steps is applied at once.")
+      .def("set_lr_schedule", &PySession::setLrSchedule, py::arg("kind"),
+           py::kw_only(), py::arg("lr") = std::nan(""), py::arg("min_lr") = 0.0,
+           py::arg("warmup_steps") = 0, py::arg("warmup_start_factor") = 0.0,
+           py::arg("total_steps") = 0, py::arg("step_size") = 1,
+           py::arg("gamma") = 0.1, py::arg("power") = 1.0,
+           R"(set_lr_schedule(kind, *, lr=nan, min_lr=0, warmup_steps=0,
+                warmup_start_factor=0, total_steps=0, step_size=1,
+                gamma=0.1, power=1)
+
+Makes hyperparameter `lr` a function of the optimizer step, set before each
+apply step (never per micro-step; changing `accumulate` does not stretch
+it), saved in checkpoints. `kind`: "constant", "cosine", "step",
+"polynomial" or "one-cycle" (PyTorch's LinearLR warmup, CosineAnnealingLR,
+StepLR, PolynomialLR, OneCycleLR in closed form:
+docs/design/lr-schedules.md); None removes the schedule. `lr` is the peak
+(default: the session's current lr), reached after `warmup_steps` of linear
+warmup from warmup_start_factor * lr; cosine and polynomial decay to
+`min_lr` at `total_steps`; step multiplies by `gamma` every `step_size`
+steps. While a schedule is set, session.hyper["lr"] reads the lr of the
+next step and refuses writes.)")
+      .def_property_readonly("lr_schedule", &PySession::lrSchedule,
+                             "The schedule as a dict (peak lr resolved), or "
+                             "None.")
       .def("_hyper", &PySession::hyper)
       .def("_set_hyper", &PySession::setHyper)
       .def("_hyper_names", &PySession::hyperNames)

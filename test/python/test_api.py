@@ -217,3 +217,34 @@ def test_compile_documents_every_option_of_cleave_compile():
                           if f.replace("-", "_") not in doc
                           and f not in ("help", "help-list", "version"))
     assert not undocumented, f"compile's docstring lacks {undocumented}"
+
+
+def test_learning_rate_schedule(fresh, tmp_path):
+    import math
+    session, _ = fresh
+    session.accumulate = 1
+    assert session.lr_schedule is None
+    session.set_lr_schedule("cosine", lr=0.2, min_lr=0.02, warmup_steps=2,
+                            total_steps=6)
+    assert session.lr_schedule["kind"] == "cosine"
+    assert session.lr_schedule["lr"] == 0.2
+    expected = [0.0, 0.1] + [0.02 + 0.18 * (1 + math.cos(math.pi * t / 4)) / 2
+                             for t in range(4)] + [0.02]
+    x, y = random_batches((12,), 5, [8], seed=6)[0]
+    seen = []
+    for _ in expected:
+        seen.append(session.hyper["lr"])  # the lr of the next step
+        session.micro_step(x, y)
+    assert seen == pytest.approx(expected)
+    with pytest.raises(cleave.FailedPreconditionError, match="schedule"):
+        session.hyper["lr"] = 0.5
+    path = tmp_path / "scheduled.ckpt"
+    session.save(path)
+    assert cleave.Session.resume(path).lr_schedule == session.lr_schedule
+    with pytest.raises(ValueError, match="'linear' is not one of"):
+        session.set_lr_schedule("linear")
+    with pytest.raises(cleave.InvalidArgumentError):
+        session.set_lr_schedule("cosine", warmup_steps=5, total_steps=2)
+    session.set_lr_schedule(None)
+    assert session.lr_schedule is None
+    session.hyper["lr"] = 0.5
