@@ -248,3 +248,31 @@ def test_learning_rate_schedule(fresh, tmp_path):
     session.set_lr_schedule(None)
     assert session.lr_schedule is None
     session.hyper["lr"] = 0.5
+
+
+def test_steps_release_the_gil_and_a_busy_session_refuses_a_second_caller(
+        fresh, mlp_artifact):
+    import threading
+    session, _ = fresh
+    # 9000 micro-steps: about 0.1 s, long enough to overlap on a busy machine.
+    x, y = random_batches((12,), 5, [8 * 9000], seed=7)[0]
+    x, y = x.numpy(), y.numpy()
+    worker = threading.Thread(target=session.train_batch, args=(x, y))
+    refused = []
+    worker.start()
+    # This thread runs Python while the worker's step runs (the GIL is
+    # released), and the session refuses it rather than racing.
+    while worker.is_alive():
+        try:
+            session.step
+        except cleave.FailedPreconditionError as e:
+            refused.append(str(e))
+    worker.join()
+    assert refused, "no call overlapped the step: was the GIL held?"
+    assert "in use by another thread" in refused[0]
+    assert session.step == 3000 and session.micro_steps == 0
+    # The same batch on another session: the refused calls changed nothing.
+    other = cleave.Session(mlp_artifact[1])
+    other.train_batch(x, y)
+    for name, value in other.params().items():
+        np.testing.assert_array_equal(session.params()[name], value)
