@@ -13,7 +13,10 @@
 // lr = 1 instead, whose update is minus the window's gradient: it must be
 // the gradient a read of the accumulator returns. LeNet's second
 // convolution (16x6x5x5) runs on oneDNN's blocked layouts, so its weights
-// and their gradients are cached.
+// and their gradients are cached. With --precision=bf16 the matmuls' (and
+// convolutions') weights are cached as bf16 copies, made once per parameter
+// generation: the weight tests run on the MLP and LeNet in bf16 too, where
+// the CPU has AVX512-BF16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <optional>
 #include <random>
 
@@ -51,11 +55,21 @@ private:
   cleave::Batch batch_;
 };
 
+bool hostHasBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" avx512_bf16 ") != std::string::npos;
+  return false;
+}
+
 class LayoutCacheTest : public ::testing::Test {
 protected:
-  void SetUp() override {
-    artifact_.emplace(
-        cleave::Artifact::load(artifactPath("lenet_b8_n4_momentum")));
+  void SetUp() override { load("lenet_b8_n4_momentum"); }
+
+  void load(const std::string &name) {
+    artifact_.emplace(cleave::Artifact::load(artifactPath(name)));
     ASSERT_EQ(artifact_->microBatch(), kMicroBatch);
     ASSERT_EQ(artifact_->accumulate(), 4);
     session_.emplace(*artifact_, options());
@@ -108,20 +122,52 @@ protected:
   std::optional<cleave::Session> session_;
 };
 
-TEST_F(LayoutCacheTest, AWeightWrittenMidWindowIsWhatTheRestOfItUses) {
+/// An artifact whose weights are cached, and one of those weights.
+struct CacheCase {
+  const char *name;
+  const char *artifact;
+  const char *weight;
+  bool bf16;
+};
+
+void PrintTo(const CacheCase &c, std::ostream *os) { *os << c.name; }
+
+class WeightCopiesTest : public LayoutCacheTest,
+                         public ::testing::WithParamInterface<CacheCase> {
+protected:
+  void SetUp() override {
+    if (GetParam().bf16 && !hostHasBf16())
+      GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in "
+                      "/proc/cpuinfo), which bf16 artifacts need";
+    load(GetParam().artifact);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Artifacts, WeightCopiesTest,
+    ::testing::Values(
+        CacheCase{"lenet", "lenet_b8_n4_momentum", "conv2.weight", false},
+        CacheCase{"mlp_bf16", "mlp_b8_n4_momentum_bf16", "fc1.weight", true},
+        CacheCase{"lenet_bf16", "lenet_b8_n4_momentum_bf16", "conv2.weight",
+                  true}),
+    [](const ::testing::TestParamInfo<CacheCase> &info) {
+      return std::string(info.param.name);
+    });
+
+TEST_P(WeightCopiesTest, AWeightWrittenMidWindowIsWhatTheRestOfItUses) {
   Samples samples(1);
   for (int i = 0; i < 6; ++i) // an apply, then half a window
     session_->microStep(samples.next());
-  std::vector<float> w = session_->readGlobal<float>("conv2.weight");
+  std::vector<float> w = session_->readGlobal<float>(GetParam().weight);
   for (float &x : w)
     x = 0.5f - x;
-  session_->writeGlobal("conv2.weight", w);
+  session_->writeGlobal(GetParam().weight, w);
   cleave::Session fresh = freshCopy();
   trainBoth(*session_, fresh, 7, 2); // across the next apply
   expectSameState(*session_, fresh);
 }
 
-TEST_F(LayoutCacheTest, ACheckpointLoadedMidWindowReplacesCopiesAndSums) {
+TEST_P(WeightCopiesTest, ACheckpointLoadedMidWindowReplacesCopiesAndSums) {
   Samples samples(1);
   for (int i = 0; i < 6; ++i)
     session_->microStep(samples.next());
@@ -141,7 +187,7 @@ TEST_F(LayoutCacheTest, ACheckpointLoadedMidWindowReplacesCopiesAndSums) {
   expectSameState(*session_, fresh);
 }
 
-TEST_F(LayoutCacheTest, EvaluationAfterAnApplySeesTheNewWeights) {
+TEST_P(WeightCopiesTest, EvaluationAfterAnApplySeesTheNewWeights) {
   Samples samples(1);
   const cleave::Batch &batch = samples.next();
   // Copies of the initial weights, for the evaluation's kernels too.
@@ -160,7 +206,7 @@ TEST_F(LayoutCacheTest, EvaluationAfterAnApplySeesTheNewWeights) {
   EXPECT_EQ(fresh.output<float>("eval_step", "prediction"), after);
 }
 
-TEST_F(LayoutCacheTest, AFlushedPartialWindowUpdatesTheCopies) {
+TEST_P(WeightCopiesTest, AFlushedPartialWindowUpdatesTheCopies) {
   Samples samples(1);
   for (int i = 0; i < 2; ++i)
     session_->microStep(samples.next());

@@ -30,9 +30,19 @@ public:
   std::string describe() const override;
 
 private:
+  /// Stages `operand` for this call, or takes the cache's copy when it is a
+  /// parameter (a bf16 weight converted once per parameter generation).
+  void stageOrCache(dnnl::stream &stream, Operand &operand, const float *data,
+                    int arg, const dnnl::memory::desc &plain,
+                    const dnnl::memory::desc &wanted);
+
   bool hasBias_ = false;
   /// A and B, staged into bf16 copies when the entry multiplies in bf16.
   Operand a_, b_;
+  /// Their layouts, for the cache.
+  dnnl::memory::desc aPlain_, bPlain_, aWanted_, bWanted_;
+  /// The session's copies of parameters (null in graph executables).
+  LayoutCache *cache_ = nullptr;
   dnnl::memory bias_, c_;
   std::optional<Step> matmul_;
   std::string impl_;

@@ -240,4 +240,53 @@ TEST(Matmul, Bf16RoundsInputsAndAccumulatesInF32) {
       }
 }
 
+/// In a context whose layout cache is on (a session's), a bf16 operand that
+/// is a parameter is converted once per parameter generation, not per call,
+/// with the same results: the copy is the same rounding of the same values.
+TEST(Matmul, Bf16ParametersAreConvertedOncePerGeneration) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(8);
+  for (bool transB : {false, true}) {
+    MatmulCase t{1,
+                 24,
+                 40,
+                 16,
+                 /*transA=*/false,
+                 transB,
+                 /*bBatched=*/false,
+                 /*bias=*/false,
+                 /*relu=*/false,
+                 /*accumulate=*/false};
+    nlohmann::json entry = t.entry(0);
+    entry["math"] = "bf16";
+    SCOPED_TRACE(entry.dump());
+    auto cached = makeContext(nlohmann::json::array({entry}));
+    auto plain = makeContext(nlohmann::json::array({entry}));
+    ASSERT_TRUE(cached && plain);
+    auto a = randomVector(t.m * t.k, rng);
+    auto b = randomVector(t.k * t.n, rng);
+    cached->enableLayoutCache({{b.data(), b.size() * sizeof(float)}}, {});
+    auto run = [&](KernelContext &ctx) {
+      std::vector<float> c(t.m * t.n);
+      cleave_kernel_matmul(&ctx, 0, a.data(), b.data(), nullptr, c.data());
+      EXPECT_FALSE(ctx.failed()) << ctx.error().message();
+      return c;
+    };
+    const std::vector<float> before = run(*plain);
+    EXPECT_EQ(run(*cached), before);
+    // One bf16 copy of B; A (not a parameter) is staged per call.
+    EXPECT_EQ(cached->layoutCacheBytes(), b.size() * 2);
+    // A write the cache is not told about is not seen: the kernel really
+    // reads the copy...
+    for (float &x : b)
+      x = -x;
+    EXPECT_EQ(run(*cached), before);
+    // ...until the parameters' generation moves on.
+    cached->parametersChanged();
+    EXPECT_EQ(run(*cached), run(*plain));
+    EXPECT_NE(run(*plain), before);
+    EXPECT_EQ(cached->layoutCacheBytes(), b.size() * 2);
+  }
+}
+
 } // namespace
