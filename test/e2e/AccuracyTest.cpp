@@ -86,15 +86,6 @@ train::TrainSummary threeEpochs(const std::string &artifact) {
   return train::train(options, stdout, stderr);
 }
 
-bool hostHasBf16() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0)
-      return line.find(" avx512_bf16") != std::string::npos;
-  return false;
-}
-
 class Bf16AccuracyTest : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(Bf16AccuracyTest, MatchesF32WithinHalfAPoint) {

@@ -147,6 +147,15 @@ std::string readFile(const std::string &path) {
                      std::istreambuf_iterator<char>());
 }
 
+bool hostHasBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" avx512_bf16 ") != std::string::npos;
+  return false;
+}
+
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));

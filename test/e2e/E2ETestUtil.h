@@ -66,6 +66,8 @@ ProcessResult run(const std::vector<std::string> &argv, const TempDir &dir,
                   double timeoutSeconds = 300);
 
 std::string readFile(const std::string &path);
+/// Whether /proc/cpuinfo lists avx512_bf16, which bf16 artifacts need.
+bool hostHasBf16();
 void writeFile(const std::string &path, const std::string &bytes);
 std::string gzipBytes(const std::string &bytes);
 

@@ -27,7 +27,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <random>
 
@@ -54,15 +53,6 @@ private:
   std::vector<int64_t> labels_;
   cleave::Batch batch_;
 };
-
-bool hostHasBf16() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0)
-      return (line + " ").find(" avx512_bf16 ") != std::string::npos;
-  return false;
-}
 
 class LayoutCacheTest : public ::testing::Test {
 protected:
