@@ -22,8 +22,11 @@ config.substitutions.append(("%mlir_lib_dir", config.llvm_lib_dir))
 
 # CUDA_ROOT, CUDA_HOME and CUDA_PATH point cleave-compile --target=cuda at
 # the CUDA toolkit (ptxas, fatbinary, libdevice), as they point MLIR.
+# XDG_CACHE_HOME and CLEAVE_MODEL_CACHE place the cache of the ONNX tests'
+# models (Frontend/Onnx/Inputs/make_model.py).
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "CUDA_ROOT",
-                                     "CUDA_HOME", "CUDA_PATH"])
+                                     "CUDA_HOME", "CUDA_PATH",
+                                     "XDG_CACHE_HOME", "CLEAVE_MODEL_CACHE"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

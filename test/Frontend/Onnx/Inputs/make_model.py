@@ -7,12 +7,72 @@ Most models are built node by node with onnx.helper, for exact control over
 ops, attributes and initializer values; the `torch_*` ones are exported by
 torch.onnx, for the patterns real exporters produce. Weights are seeded, so
 every run writes the same file.
+
+Each model is also kept in a cache (CLEAVE_MODEL_CACHE, by default
+$XDG_CACHE_HOME/cleave/test-models; empty turns it off), under a key of this
+file's contents, the model's name and the versions of torch, torchvision,
+onnx and numpy: the normal and the sanitizer builds' lit runs each write some
+150 models, and a torch export takes seconds. A hit is copied without
+importing any of them.
 """
 
-import io
+import hashlib
+import os
+import shutil
 import sys
 
-import numpy as np
+
+def cache_path(name):
+    """Where the cache keeps model `name`, or None when it is off."""
+    root = os.environ.get("CLEAVE_MODEL_CACHE")
+    if root is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "cleave", "test-models")
+    if not root:
+        return None
+    from importlib import metadata
+    key = hashlib.sha256()
+    with open(__file__, "rb") as f:
+        key.update(f.read())
+    key.update(name.encode())
+    for package in ("torch", "torchvision", "onnx", "numpy"):
+        try:
+            version = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            version = "none"
+        key.update(f"\0{package}={version}".encode())
+    return os.path.join(root, f"{name}-{key.hexdigest()[:16]}.onnx")
+
+
+def copy_from_cache(name, path):
+    cached = cache_path(name)
+    if cached is None or not os.path.exists(cached):
+        return False
+    shutil.copyfile(cached, path)
+    return True
+
+
+def store_in_cache(name, path):
+    cached = cache_path(name)
+    if cached is None:
+        return
+    # Written beside and renamed into place: lit runs tests in parallel, and
+    # a reader sees a whole file or none.
+    os.makedirs(os.path.dirname(cached), exist_ok=True)
+    partial = f"{cached}.{os.getpid()}.partial"
+    shutil.copyfile(path, partial)
+    os.replace(partial, cached)
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and copy_from_cache(
+        sys.argv[1], sys.argv[2]):
+    sys.exit(0)
+
+# The heavy imports come after the cache's early exit, on purpose.
+import io  # noqa: E402
+
+import numpy as np  # noqa: E402
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -1926,6 +1986,7 @@ def main():
     if name not in MODELS:
         sys.exit(f"unknown model '{name}'; known: {', '.join(sorted(MODELS))}")
     onnx.save(MODELS[name](), path)
+    store_in_cache(name, path)
 
 
 if __name__ == "__main__":
