@@ -54,7 +54,7 @@ RUNTIME_DTYPES = {
 def listed_ops(cleave_opt):
     table = subprocess.run([cleave_opt, "--list-onnx-ops"], check=True,
                            capture_output=True, text=True).stdout
-    return set(re.findall(r"^\| `([A-Za-z]+)` \|", table, re.M))
+    return set(re.findall(r"^\| `([A-Za-z0-9]+)` \|", table, re.M))
 
 
 def read_expected(path):

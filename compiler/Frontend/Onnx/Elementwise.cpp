@@ -291,6 +291,24 @@ Value scalarLike(NodeImporter &n, Value x, double v) {
       n.getLoc());
 }
 
+/// Neg, folded on shape values (`-axis` in ONNX's function bodies).
+LogicalResult importNeg(NodeImporter &n) {
+  if (!n.hasInput(0) || n.input(0).kind != ImportedValue::Kind::Symbolic)
+    return importUnary<nn::NegOp>(n);
+  if (failed(n.checkAttrs({})))
+    return failure();
+  ImportedValue &x = n.input(0);
+  SmallVector<SymInt> out;
+  for (SymInt v : x.symbolic) {
+    FailureOr<SymInt> negated = mul(v, SymInt::constant(-1));
+    if (failed(negated))
+      return n.emitError() << "cannot fold Neg of " << v;
+    out.push_back(*negated);
+  }
+  n.setOutput(0, ImportedValue::ofSymbolic(out, x.scalar, x.symbolicType));
+  return success();
+}
+
 /// |x| as `nn.leaky_relu` with slope -1: exact, and its gradient is the sign
 /// of x (at x = 0 it is -1 where PyTorch's abs backward gives 0).
 FailureOr<Value> absolute(NodeImporter &n, Value x) {
@@ -354,7 +372,7 @@ LogicalResult importReciprocal(NodeImporter &n) {
 
 /// Max and Min of one or more inputs with numpy broadcasting, folded left
 /// into `nn.maximum`/`nn.minimum`: the cotangent reaches the selected input.
-template <typename OpTy> LogicalResult importVariadic(NodeImporter &n) {
+template <typename OpTy> FailureOr<Value> foldInputs(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
   if (n.getNumInputs() == 0)
@@ -371,8 +389,241 @@ template <typename OpTy> LogicalResult importVariadic(NodeImporter &n) {
       return failure();
     acc = op->getResult();
   }
-  n.setOutput(0, *acc);
+  return acc;
+}
+
+template <typename OpTy> LogicalResult importVariadic(NodeImporter &n) {
+  FailureOr<Value> y = foldInputs<OpTy>(n);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
   return success();
+}
+
+/// Mean of one or more inputs with numpy broadcasting: their sum, divided
+/// by their number.
+LogicalResult importMean(NodeImporter &n) {
+  FailureOr<Value> sum = foldInputs<nn::AddOp>(n);
+  if (failed(sum))
+    return failure();
+  return n.createOutput<nn::DivOp>(
+      *sum, scalarLike(n, *sum, static_cast<double>(n.getNumInputs())));
+}
+
+/// Builds the single-result nn ops of a composition at a node. After the
+/// first failure (whose diagnostic the op emitted) every later build yields
+/// null, so a formula reads as one, and `failed` tells.
+class Composer {
+public:
+  explicit Composer(NodeImporter &n) : n(n) {}
+
+  template <typename OpTy, typename... Args> Value op(Args &&...args) {
+    if (failed || (isNull(args) || ...)) {
+      failed = true;
+      return {};
+    }
+    FailureOr<OpTy> built = n.create<OpTy>(std::forward<Args>(args)...);
+    if (mlir::failed(built)) {
+      failed = true;
+      return {};
+    }
+    return built->getResult();
+  }
+  /// A rank-0 constant of `like`'s element type.
+  Value scalar(Value like, double v) {
+    return like ? scalarLike(n, like, v) : Value();
+  }
+  /// `lhs <pred> rhs` as a mask of `lhs`'s element type.
+  Value compare(nn::ComparePredicate pred, Value lhs, Value rhs) {
+    if (!lhs)
+      return fail();
+    Type elt = cast<RankedTensorType>(lhs.getType()).getElementType();
+    return op<nn::CompareOp>(
+        nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
+        TypeAttr::get(elt));
+  }
+  Value abs(Value x) { return op<nn::LeakyReluOp>(x, APFloat(-1.0)); }
+  /// min(x, 0), whose gradient is 0 from x = 0 on.
+  Value negativePart(Value x) {
+    return op<nn::ClampOp>(x, APFloat(-std::numeric_limits<double>::infinity()),
+                           APFloat(0.0));
+  }
+  /// Stops the composition (after a diagnostic).
+  Value fail() {
+    failed = true;
+    return {};
+  }
+  /// Makes `y` output 0 of the node.
+  LogicalResult output(Value y) {
+    if (failed || !y)
+      return failure();
+    n.setOutput(0, y);
+    return success();
+  }
+
+private:
+  static bool isNull(Value v) { return !v; }
+  template <typename T> static bool isNull(const T &) { return false; }
+
+  NodeImporter &n;
+  bool failed = false;
+};
+
+/// The unary activations composed of nn ops, so their gradients follow
+/// from the ops'. Each reads its attributes and returns `y` for `x`.
+using Composition = Value (*)(NodeImporter &, Composer &, Value, double,
+                              double);
+
+template <Composition compose>
+LogicalResult importComposed(NodeImporter &n, ArrayRef<StringRef> attrs,
+                             double dfltA, double dfltB) {
+  if (failed(n.checkAttrs(attrs)))
+    return failure();
+  FailureOr<double> a = attrs.empty() ? dfltA : n.getFloat(attrs[0], dfltA);
+  FailureOr<double> b = attrs.size() < 2 ? dfltB : n.getFloat(attrs[1], dfltB);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(a) || failed(b) || failed(x))
+    return failure();
+  Composer c(n);
+  return c.output(compose(n, c, *x, *a, *b));
+}
+
+/// alpha * (exp(min(x, 0) / scale) - 1) + relu(x): ELU (scale 1) and CELU
+/// (scale alpha). The exponential never sees a positive argument, so its
+/// branch cannot overflow where it is not taken.
+Value exponentialUnit(Composer &c, Value x, double alpha, double scale) {
+  Value negative = c.negativePart(x);
+  if (scale != 1.0)
+    negative = c.op<nn::DivOp>(negative, c.scalar(x, scale));
+  Value decay = c.op<nn::SubOp>(c.op<nn::ExpOp>(negative), c.scalar(x, 1.0));
+  return c.op<nn::AddOp>(c.op<nn::ReluOp>(x),
+                         c.op<nn::MulOp>(c.scalar(x, alpha), decay));
+}
+
+Value elu(NodeImporter &, Composer &c, Value x, double alpha, double) {
+  return exponentialUnit(c, x, alpha, 1.0);
+}
+
+Value celu(NodeImporter &n, Composer &c, Value x, double alpha, double) {
+  if (alpha == 0) {
+    n.emitError() << "Celu alpha must not be 0";
+    return c.fail();
+  }
+  return exponentialUnit(c, x, alpha, alpha);
+}
+
+Value selu(NodeImporter &, Composer &c, Value x, double alpha, double gamma) {
+  return c.op<nn::MulOp>(c.scalar(x, gamma), exponentialUnit(c, x, alpha, 1.0));
+}
+
+/// x where x > alpha, else 0.
+Value thresholdedRelu(NodeImporter &, Composer &c, Value x, double alpha,
+                      double) {
+  return c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::gt, x, c.scalar(x, alpha)), x,
+      c.scalar(x, 0.0));
+}
+
+/// x / (1 + |x|).
+Value softsign(NodeImporter &, Composer &c, Value x, double, double) {
+  return c.op<nn::DivOp>(x, c.op<nn::AddOp>(c.scalar(x, 1.0), c.abs(x)));
+}
+
+/// x + bias below -lambd, x - bias above lambd, 0 between.
+Value shrink(NodeImporter &, Composer &c, Value x, double bias, double lambd) {
+  Value above = c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::gt, x, c.scalar(x, lambd)),
+      c.op<nn::SubOp>(x, c.scalar(x, bias)), c.scalar(x, 0.0));
+  return c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, -lambd)),
+      c.op<nn::AddOp>(x, c.scalar(x, bias)), above);
+}
+
+/// 1 above 0, -1 below, and x itself (0, -0 or NaN) otherwise.
+Value sign(NodeImporter &, Composer &c, Value x, double, double) {
+  Value notPositive = c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0)),
+      c.scalar(x, -1.0), c.op<nn::MulOp>(x, c.scalar(x, 0.0)));
+  return c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::gt, x, c.scalar(x, 0.0)),
+      c.scalar(x, 1.0), notPositive);
+}
+
+/// (exp(x) - exp(-x)) / 2 and (exp(x) + exp(-x)) / 2. Near 0, sinh's
+/// absolute error is that of exp (about 1e-7 in f32), not relative to x.
+template <typename CombineOp>
+Value hyperbolic(NodeImporter &, Composer &c, Value x, double, double) {
+  Value up = c.op<nn::ExpOp>(x);
+  Value down = c.op<nn::ExpOp>(c.op<nn::NegOp>(x));
+  return c.op<nn::MulOp>(c.scalar(x, 0.5), c.op<CombineOp>(up, down));
+}
+
+/// sign(x) * log(|x| + sqrt(x^2 + 1)), odd by construction.
+Value asinh(NodeImporter &, Composer &c, Value x, double, double) {
+  Value m = c.abs(x);
+  Value r = c.op<nn::LogOp>(
+      c.op<nn::AddOp>(m, c.op<nn::SqrtOp>(c.op<nn::AddOp>(c.op<nn::MulOp>(m, m),
+                                                          c.scalar(x, 1.0)))));
+  return c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0)),
+      c.op<nn::NegOp>(r), r);
+}
+
+/// log(x + sqrt(x^2 - 1)), NaN below 1.
+Value acosh(NodeImporter &, Composer &c, Value x, double, double) {
+  return c.op<nn::LogOp>(
+      c.op<nn::AddOp>(x, c.op<nn::SqrtOp>(c.op<nn::SubOp>(c.op<nn::MulOp>(x, x),
+                                                          c.scalar(x, 1.0)))));
+}
+
+/// log((1 + x) / (1 - x)) / 2.
+Value atanh(NodeImporter &, Composer &c, Value x, double, double) {
+  Value ratio = c.op<nn::DivOp>(c.op<nn::AddOp>(c.scalar(x, 1.0), x),
+                                c.op<nn::SubOp>(c.scalar(x, 1.0), x));
+  return c.op<nn::MulOp>(c.scalar(x, 0.5), c.op<nn::LogOp>(ratio));
+}
+
+/// NaN elements: x != x.
+Value isNan(NodeImporter &, Composer &c, Value x, double, double) {
+  return c.compare(nn::ComparePredicate::ne, x, x);
+}
+
+/// PRelu: x where x >= 0, slope * x below, the slope broadcasting to x
+/// (usually a trainable parameter, whose gradient is x where x < 0).
+LogicalResult importPRelu(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  FailureOr<Value> slope = n.floatTensor(1);
+  if (failed(x) || failed(slope))
+    return failure();
+  Composer c(n);
+  return c.output(c.op<nn::WhereOp>(
+      c.compare(nn::ComparePredicate::lt, *x, c.scalar(*x, 0.0)),
+      c.op<nn::MulOp>(*slope, *x), *x));
+}
+
+/// IsInf: x == inf (detect_positive), x == -inf (detect_negative), or
+/// |x| == inf (both, the default).
+LogicalResult importIsInf(NodeImporter &n) {
+  if (failed(n.checkAttrs({"detect_negative", "detect_positive"})))
+    return failure();
+  FailureOr<int64_t> negative = n.getInt("detect_negative", 1);
+  FailureOr<int64_t> positive = n.getInt("detect_positive", 1);
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(negative) || failed(positive) || failed(x))
+    return failure();
+  Composer c(n);
+  double inf = std::numeric_limits<double>::infinity();
+  using P = nn::ComparePredicate;
+  if (*negative && *positive)
+    return c.output(c.compare(P::eq, c.abs(*x), c.scalar(*x, inf)));
+  if (*positive)
+    return c.output(c.compare(P::eq, *x, c.scalar(*x, inf)));
+  if (*negative)
+    return c.output(c.compare(P::eq, *x, c.scalar(*x, -inf)));
+  // Nothing is detected: x < -inf holds for no x, NaN included.
+  return c.output(c.compare(P::lt, *x, c.scalar(*x, -inf)));
 }
 
 /// Gelu (opset 20) in its erf form or its tanh approximation: one
@@ -424,7 +675,7 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Sqrt"] = {importUnary<nn::SqrtOp>};
   table["Exp"] = {importUnary<nn::ExpOp>};
   table["Log"] = {importUnary<nn::LogOp>};
-  table["Neg"] = {importUnary<nn::NegOp>};
+  table["Neg"] = {importNeg};
   table["LeakyRelu"] = {importLeakyRelu};
   table["Clip"] = {importClip, 13, 1u << 1 | 1u << 2};
   table["HardSigmoid"] = {importHardSigmoid};
@@ -434,6 +685,48 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Reciprocal"] = {importReciprocal};
   table["Gelu"] = {importGelu, 20};
   table["Max"] = {importVariadic<nn::MaximumOp>};
+  table["Sum"] = {importVariadic<nn::AddOp>};
+  table["Mean"] = {importMean};
+  table["Elu"] = {[](NodeImporter &n) {
+    return importComposed<elu>(n, {"alpha"}, 1.0, 0.0);
+  }};
+  table["Celu"] = {[](NodeImporter &n) {
+                     return importComposed<celu>(n, {"alpha"}, 1.0, 0.0);
+                   },
+                   12};
+  table["Selu"] = {[](NodeImporter &n) {
+    // ONNX's defaults, the float32 values of PyTorch's constants.
+    return importComposed<selu>(n, {"alpha", "gamma"},
+                                1.67326319217681884765625,
+                                1.05070102214813232421875);
+  }};
+  table["ThresholdedRelu"] = {[](NodeImporter &n) {
+    return importComposed<thresholdedRelu>(n, {"alpha"}, 1.0, 0.0);
+  }};
+  table["Softsign"] = {[](NodeImporter &n) {
+    return importComposed<softsign>(n, {}, 0.0, 0.0);
+  }};
+  table["Shrink"] = {[](NodeImporter &n) {
+    return importComposed<shrink>(n, {"bias", "lambd"}, 0.0, 0.5);
+  }};
+  table["Sign"] = {
+      [](NodeImporter &n) { return importComposed<sign>(n, {}, 0.0, 0.0); }};
+  table["Sinh"] = {[](NodeImporter &n) {
+    return importComposed<hyperbolic<nn::SubOp>>(n, {}, 0.0, 0.0);
+  }};
+  table["Cosh"] = {[](NodeImporter &n) {
+    return importComposed<hyperbolic<nn::AddOp>>(n, {}, 0.0, 0.0);
+  }};
+  table["Asinh"] = {
+      [](NodeImporter &n) { return importComposed<asinh>(n, {}, 0.0, 0.0); }};
+  table["Acosh"] = {
+      [](NodeImporter &n) { return importComposed<acosh>(n, {}, 0.0, 0.0); }};
+  table["Atanh"] = {
+      [](NodeImporter &n) { return importComposed<atanh>(n, {}, 0.0, 0.0); }};
+  table["IsNaN"] = {
+      [](NodeImporter &n) { return importComposed<isNan>(n, {}, 0.0, 0.0); }};
+  table["IsInf"] = {importIsInf};
+  table["PRelu"] = {importPRelu};
   table["Min"] = {importVariadic<nn::MinimumOp>};
   table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
@@ -469,5 +762,30 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
       "one or more inputs, numpy broadcasting: `nn.minimum`, whose gradient "
       "reaches the smaller input (the second on ties)";
   table["Softmax"].notes = "any one axis";
+  table["Sum"].notes = "one or more inputs, numpy broadcasting: `nn.add`";
+  table["Mean"].notes =
+      "one or more inputs, numpy broadcasting: their sum over their number";
+  table["Elu"].notes = "`relu(x) + alpha * (exp(min(x, 0)) - 1)`";
+  table["Celu"].notes = "`relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)`";
+  table["Selu"].notes = "`gamma * Elu(x)`";
+  table["ThresholdedRelu"].notes = "`nn.where(x > alpha, x, 0)`";
+  table["Softsign"].notes = "`x / (1 + abs(x))`";
+  table["Shrink"].notes = "two `nn.where`s";
+  table["Sign"].notes = "two `nn.where`s; NaN stays NaN";
+  table["Sinh"].notes = "`(exp(x) - exp(-x)) / 2`: near 0 its error is "
+                        "absolute (about 1e-7 in f32), not relative";
+  table["Cosh"].notes = "`(exp(x) + exp(-x)) / 2`";
+  table["Asinh"].notes =
+      "`sign(x) * log(abs(x) + sqrt(x * x + 1))`: near 0 its error is "
+      "absolute (about 1e-7 in f32), and it overflows above about 1e19";
+  table["Acosh"].notes = "`log(x + sqrt(x * x - 1))`; overflows above about "
+                         "1e19";
+  table["Atanh"].notes = "`log((1 + x) / (1 - x)) / 2`: near 0 its error is "
+                         "absolute (about 1e-7 in f32)";
+  table["IsNaN"].notes = "`x != x`, a run-time mask";
+  table["IsInf"].notes = "`detect_negative`, `detect_positive`; a run-time "
+                         "mask";
+  table["PRelu"].notes = "`nn.where(x < 0, slope * x, x)`, the slope "
+                         "broadcasting to x (a parameter, trained)";
   table["LogSoftmax"].notes = "any one axis";
 }

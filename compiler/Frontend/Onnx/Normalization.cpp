@@ -333,7 +333,88 @@ LogicalResult importLayerNormalization(NodeImporter &n) {
   return importLayerNormStatistics(n, *x, *axis, *epsilon);
 }
 
-enum class Reduction { Sum, Mean, Max, Min, L2 };
+enum class Reduction {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  L1,
+  L2,
+  SumSquare,
+  LogSum,
+  LogSumExp
+};
+
+/// The result of an op `NodeImporter::create` built, or its failure.
+template <typename OpTy> FailureOr<Value> resultOf(FailureOr<OpTy> op) {
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// A rank-0 constant of `like`'s element type.
+Value scalarOf(NodeImporter &n, Value like, double v) {
+  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+  return n.getGraph().materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                             FloatAttr::get(elt, v).getValue()),
+      n.getLoc());
+}
+
+/// log(sum(exp(x - m))) + m over `axes`, m the maximum (0 where it is
+/// infinite, as PyTorch's `logsumexp`): no exponential overflows. The two
+/// maxima (one kept for the subtraction, one shaped as the result) route
+/// opposite cotangents to the same elements, so the gradient is softmax(x).
+FailureOr<Value> logSumExp(NodeImporter &n, Value x, ArrayRef<int64_t> axes,
+                           bool keepdims) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  auto scalar = [&](double v) {
+    return n.getGraph().materialize(
+        DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                               FloatAttr::get(elt, v).getValue()),
+        n.getLoc());
+  };
+  // The maximum, or 0 where it is infinite (every element -inf, or one +inf).
+  auto finiteMax = [&](bool keep) -> FailureOr<Value> {
+    auto max = n.create<nn::ReduceMaxOp>(x, axes, keep);
+    if (failed(max))
+      return failure();
+    auto magnitude = n.create<nn::LeakyReluOp>(max->getResult(), APFloat(-1.0));
+    if (failed(magnitude))
+      return failure();
+    auto infinite = n.create<nn::CompareOp>(
+        nn::ComparePredicateAttr::get(n.getContext(), nn::ComparePredicate::eq),
+        magnitude->getResult(), scalar(std::numeric_limits<double>::infinity()),
+        TypeAttr::get(elt));
+    if (failed(infinite))
+      return failure();
+    auto safe = n.create<nn::WhereOp>(infinite->getResult(), scalar(0.0),
+                                      max->getResult());
+    if (failed(safe))
+      return failure();
+    return safe->getResult();
+  };
+  FailureOr<Value> kept = finiteMax(true);
+  if (failed(kept))
+    return failure();
+  FailureOr<Value> shifted = resultOf(n.create<nn::SubOp>(x, *kept));
+  if (failed(shifted))
+    return failure();
+  FailureOr<Value> e = resultOf(n.create<nn::ExpOp>(*shifted));
+  if (failed(e))
+    return failure();
+  FailureOr<Value> sum =
+      resultOf(n.create<nn::ReduceSumOp>(*e, axes, keepdims));
+  if (failed(sum))
+    return failure();
+  FailureOr<Value> log = resultOf(n.create<nn::LogOp>(*sum));
+  if (failed(log))
+    return failure();
+  FailureOr<Value> max = keepdims ? kept : finiteMax(false);
+  if (failed(max))
+    return failure();
+  return resultOf(n.create<nn::AddOp>(*log, *max));
+}
 
 /// `kind` over `axes` of `x`. ReduceMin and ReduceL2 are composed exactly
 /// of nn ops, and so are their gradients: `-max(-x)` routes the cotangent
@@ -374,6 +455,27 @@ FailureOr<Value> reduce(NodeImporter &n, Reduction kind, Value x,
       return failure();
     return result(n.create<nn::SqrtOp>(*sum));
   }
+  case Reduction::L1: {
+    FailureOr<Value> magnitudes =
+        result(n.create<nn::LeakyReluOp>(x, APFloat(-1.0)));
+    if (failed(magnitudes))
+      return failure();
+    return result(n.create<nn::ReduceSumOp>(*magnitudes, axes, keepdims));
+  }
+  case Reduction::SumSquare: {
+    FailureOr<Value> squares = result(n.create<nn::MulOp>(x, x));
+    if (failed(squares))
+      return failure();
+    return result(n.create<nn::ReduceSumOp>(*squares, axes, keepdims));
+  }
+  case Reduction::LogSum: {
+    FailureOr<Value> sum = result(n.create<nn::ReduceSumOp>(x, axes, keepdims));
+    if (failed(sum))
+      return failure();
+    return result(n.create<nn::LogOp>(*sum));
+  }
+  case Reduction::LogSumExp:
+    return logSumExp(n, x, axes, keepdims);
   }
   llvm_unreachable("unknown reduction");
 }
@@ -416,6 +518,118 @@ template <Reduction kind> LogicalResult importReduce(NodeImporter &n) {
   return success();
 }
 
+/// MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes`, the
+/// variance as the mean of squared deviations (ONNX's function subtracts
+/// the squared mean from the mean square, which can round below 0).
+LogicalResult importMeanVarianceNormalization(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axes"})))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes =
+      n.getInts("axes", ArrayRef<int64_t>{0, 2, 3});
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(axes) || failed(x))
+    return failure();
+  FailureOr<Value> mean =
+      resultOf(n.create<nn::ReduceMeanOp>(*x, *axes, /*keepdims=*/true));
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> centered = resultOf(n.create<nn::SubOp>(*x, *mean));
+  if (failed(centered))
+    return failure();
+  FailureOr<Value> squares =
+      resultOf(n.create<nn::MulOp>(*centered, *centered));
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> variance =
+      resultOf(n.create<nn::ReduceMeanOp>(*squares, *axes, true));
+  if (failed(variance))
+    return failure();
+  FailureOr<Value> deviation = resultOf(n.create<nn::SqrtOp>(*variance));
+  if (failed(deviation))
+    return failure();
+  FailureOr<Value> divisor =
+      resultOf(n.create<nn::AddOp>(*deviation, scalarOf(n, *x, 1e-9)));
+  if (failed(divisor))
+    return failure();
+  return n.createOutput<nn::DivOp>(*centered, *divisor);
+}
+
+/// LRN: x / (bias + alpha / size * s)^beta, s the sum of squares over the
+/// `size` channels around each one. The window sum is a product with a
+/// constant band matrix along the channels (moved last and back by
+/// transposes), so it and its gradient are ops nn has.
+LogicalResult importLRN(NodeImporter &n) {
+  if (failed(n.checkAttrs({"alpha", "beta", "bias", "size"})))
+    return failure();
+  FailureOr<double> alpha = n.getFloat("alpha", 1e-4);
+  FailureOr<double> beta = n.getFloat("beta", 0.75);
+  FailureOr<double> bias = n.getFloat("bias", 1.0);
+  FailureOr<int64_t> size = n.getInt("size");
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(alpha) || failed(beta) || failed(bias) || failed(size) ||
+      failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  if (rank < 3 || type.isDynamicDim(1))
+    return n.emitError() << "LRN needs an input [N, C, D1, ...] of rank >= 3 "
+                            "with a static C, got "
+                         << type;
+  if (*size < 1)
+    return n.emitError() << "LRN size " << *size << " must be positive";
+  int64_t channels = type.getDimSize(1);
+  int64_t before = (*size - 1) / 2, after = *size - 1 - before;
+  SmallVector<APFloat> band;
+  const llvm::fltSemantics &semantics =
+      cast<FloatType>(type.getElementType()).getFloatSemantics();
+  for (int64_t from = 0; from < channels; ++from)
+    for (int64_t to = 0; to < channels; ++to) {
+      APFloat one(1.0), zero(0.0);
+      bool lost;
+      APFloat v = from >= to - before && from <= to + after ? one : zero;
+      v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+      band.push_back(v);
+    }
+  Value window = n.getGraph().materialize(
+      DenseElementsAttr::get(
+          RankedTensorType::get({channels, channels}, type.getElementType()),
+          band),
+      n.getLoc());
+  SmallVector<int64_t> last = {0}, back = {0, rank - 1};
+  for (int64_t i = 2; i < rank; ++i)
+    last.push_back(i);
+  last.push_back(1);
+  for (int64_t i = 1; i < rank - 1; ++i)
+    back.push_back(i);
+  FailureOr<Value> squares = resultOf(n.create<nn::MulOp>(*x, *x));
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> moved =
+      resultOf(n.create<nn::TransposeOp>(*squares, ArrayRef(last)));
+  if (failed(moved))
+    return failure();
+  FailureOr<Value> summed = resultOf(n.create<nn::MatmulOp>(*moved, window));
+  if (failed(summed))
+    return failure();
+  FailureOr<Value> sums =
+      resultOf(n.create<nn::TransposeOp>(*summed, ArrayRef(back)));
+  if (failed(sums))
+    return failure();
+  FailureOr<Value> scaled =
+      resultOf(n.create<nn::MulOp>(*sums, scalarOf(n, *x, *alpha / *size)));
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> base =
+      resultOf(n.create<nn::AddOp>(*scaled, scalarOf(n, *x, *bias)));
+  if (failed(base))
+    return failure();
+  FailureOr<Value> divisor =
+      resultOf(n.create<nn::PowOp>(*base, APFloat(*beta)));
+  if (failed(divisor))
+    return failure();
+  return n.createOutput<nn::DivOp>(*x, *divisor);
+}
+
 LogicalResult importDropout(NodeImporter &n) {
   if (failed(n.checkAttrs({"seed"})) || failed(n.requireUnused(1, "mask")))
     return failure();
@@ -453,6 +667,12 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
   table["ReduceMax"] = {importReduce<Reduction::Max>, 13, axes};
   table["ReduceMin"] = {importReduce<Reduction::Min>, 13, axes};
   table["ReduceL2"] = {importReduce<Reduction::L2>, 13, axes};
+  table["ReduceL1"] = {importReduce<Reduction::L1>, 13, axes};
+  table["ReduceSumSquare"] = {importReduce<Reduction::SumSquare>, 13, axes};
+  table["ReduceLogSum"] = {importReduce<Reduction::LogSum>, 13, axes};
+  table["ReduceLogSumExp"] = {importReduce<Reduction::LogSumExp>, 13, axes};
+  table["MeanVarianceNormalization"] = {importMeanVarianceNormalization};
+  table["LRN"] = {importLRN};
   table["Dropout"] = {importDropout, 13, /*constantInputs=*/0b110};
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
@@ -476,6 +696,24 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
       "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
       "`sqrt(sum(x * x))`, whose gradient is `x / norm` (NaN where the norm is "
       "0)";
+  table["ReduceL1"].notes =
+      "`axes` as an attribute, or as a constant input (from opset 18); "
+      "`keepdims`, `noop_with_empty_axes`; `sum(abs(x))`";
+  table["ReduceSumSquare"].notes =
+      "`axes` as an attribute, or as a constant input (from opset 18); "
+      "`keepdims`, `noop_with_empty_axes`; `sum(x * x)`";
+  table["ReduceLogSum"].notes =
+      "`axes` as an attribute, or as a constant input (from opset 18); "
+      "`keepdims`, `noop_with_empty_axes`; `log(sum(x))`";
+  table["ReduceLogSumExp"].notes =
+      "`axes` as an attribute, or as a constant input (from opset 18); "
+      "`keepdims`, `noop_with_empty_axes`; `log(sum(exp(x - max))) + max`, "
+      "which cannot overflow";
+  table["MeanVarianceNormalization"].notes =
+      "`axes`; the variance is the mean of squared deviations";
+  table["LRN"].notes =
+      "rank >= 3 with static channels; the window sum is a product with a "
+      "band matrix along the channels";
   table["Dropout"].notes =
       "constant `ratio` and `training_mode`; the `mask` output must be unused";
   table["GroupNormalization"].notes =

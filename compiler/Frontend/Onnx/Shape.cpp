@@ -361,8 +361,11 @@ struct SliceRange {
   int64_t start, size, step;
 };
 
+/// The range of a Slice along a dimension of size `dim`. It may select no
+/// element (`allowEmpty`) only in a shape value: nn has no empty tensors.
 FailureOr<SliceRange> clampSlice(NodeImporter &n, int64_t dim, int64_t start,
-                                 int64_t end, int64_t step) {
+                                 int64_t end, int64_t step,
+                                 bool allowEmpty = false) {
   if (step <= 0)
     return n.emitError() << n.getOpType() << " step " << step
                          << " is not supported; steps must be positive";
@@ -374,7 +377,7 @@ FailureOr<SliceRange> clampSlice(NodeImporter &n, int64_t dim, int64_t start,
   start = clamp(start);
   end = clamp(end);
   int64_t size = end > start ? (end - start - 1) / step + 1 : 0;
-  if (size == 0)
+  if (size == 0 && !allowEmpty)
     return n.emitError() << n.getOpType()
                          << " selects no element; empty tensors are not "
                             "supported";
@@ -517,6 +520,26 @@ LogicalResult importShape(NodeImporter &n) {
   return success();
 }
 
+/// Size: the number of elements, known up to the batch size.
+LogicalResult importSize(NodeImporter &n) {
+  if (failed(n.checkAttrs({})))
+    return failure();
+  auto shape = shapeOf(n, n.input(0));
+  if (failed(shape))
+    return failure();
+  SymInt size = SymInt::constant(1);
+  for (SymInt d : *shape) {
+    FailureOr<SymInt> product = mul(size, d);
+    if (failed(product))
+      return n.emitError() << "Size of a tensor of " << size << " * " << d
+                           << " elements (B is the batch size) overflows";
+    size = *product;
+  }
+  n.setOutput(0, ImportedValue::ofSymbolic({size}, /*scalar=*/true,
+                                           n.getBuilder().getI64Type()));
+  return success();
+}
+
 LogicalResult importReshape(NodeImporter &n) {
   if (failed(n.checkAttrs({"allowzero"})))
     return failure();
@@ -609,6 +632,110 @@ LogicalResult importTranspose(NodeImporter &n) {
   return n.createOutput<nn::TransposeOp>(*x, *perm);
 }
 
+/// `x` reshaped to `split`, transposed by `perm`, and reshaped to `out`:
+/// DepthToSpace and SpaceToDepth, which move blocks between the channels and
+/// the image.
+LogicalResult rearrange(NodeImporter &n, Value x, ArrayRef<SymInt> split,
+                        ArrayRef<int64_t> perm, ArrayRef<SymInt> out) {
+  FailureOr<Value> blocks = n.reshape(x, split);
+  if (failed(blocks))
+    return failure();
+  FailureOr<nn::TransposeOp> moved = n.create<nn::TransposeOp>(*blocks, perm);
+  if (failed(moved))
+    return failure();
+  FailureOr<Value> y = n.reshape(moved->getResult(), out);
+  if (failed(y))
+    return failure();
+  n.setOutput(0, *y);
+  return success();
+}
+
+/// The NCHW shape of `x`, the input of DepthToSpace (`toSpace`) or
+/// SpaceToDepth, and the node's `blocksize`, checked to divide the channels
+/// (by its square) or the height and width.
+FailureOr<std::pair<SmallVector<SymInt>, int64_t>>
+blockShape(NodeImporter &n, Value x, bool toSpace) {
+  FailureOr<int64_t> block = n.getInt("blocksize");
+  if (failed(block))
+    return failure();
+  FailureOr<SmallVector<SymInt>> shape =
+      n.getGraph().symbolicShape(x, n.getLoc());
+  if (failed(shape))
+    return failure();
+  if (shape->size() != 4)
+    return n.emitError() << n.getOpType()
+                         << " is supported on NCHW images, got " << x.getType();
+  if (!(*shape)[1].isConstant() || !(*shape)[2].isConstant() ||
+      !(*shape)[3].isConstant())
+    return n.emitError() << n.getOpType()
+                         << " needs the channels, height and width of "
+                         << x.getType() << " known at compile time";
+  if (*block < 1)
+    return n.emitError() << n.getOpType() << " blocksize " << *block
+                         << " must be positive";
+  auto divides = [&](SymInt d) {
+    return d.isConstant() &&
+           d.coeff % (toSpace ? *block * *block : *block) == 0;
+  };
+  bool ok = toSpace ? divides((*shape)[1])
+                    : divides((*shape)[2]) && divides((*shape)[3]);
+  if (!ok)
+    return n.emitError() << n.getOpType() << " blocksize " << *block
+                         << " does not divide the "
+                         << (toSpace ? "channels" : "height and width")
+                         << " of " << x.getType();
+  return std::make_pair(*shape, *block);
+}
+
+/// DepthToSpace: channel blocks become `blocksize` x `blocksize` pixels,
+/// depth-column-row (DCR, the default) or column-row-depth (CRD, PyTorch's
+/// `pixel_shuffle`) ordered.
+LogicalResult importDepthToSpace(NodeImporter &n) {
+  if (failed(n.checkAttrs({"blocksize", "mode"})))
+    return failure();
+  FailureOr<std::string> mode = n.getString("mode", "DCR");
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(mode) || failed(x))
+    return failure();
+  if (*mode != "DCR" && *mode != "CRD")
+    return n.emitError() << "DepthToSpace mode '" << *mode
+                         << "' is not supported (expected DCR or CRD)";
+  auto shape = blockShape(n, *x, /*toSpace=*/true);
+  if (failed(shape))
+    return failure();
+  auto [dims, block] = *shape;
+  SymInt batch = dims[0], b = SymInt::constant(block);
+  int64_t c = dims[1].coeff, h = dims[2].coeff, w = dims[3].coeff;
+  SymInt depth = SymInt::constant(c / (block * block));
+  SmallVector<SymInt> out = {batch, depth, SymInt::constant(h * block),
+                             SymInt::constant(w * block)};
+  if (*mode == "DCR")
+    return rearrange(n, *x, {batch, b, b, depth, dims[2], dims[3]},
+                     {0, 3, 4, 1, 5, 2}, out);
+  return rearrange(n, *x, {batch, depth, b, b, dims[2], dims[3]},
+                   {0, 1, 4, 2, 5, 3}, out);
+}
+
+/// SpaceToDepth: `blocksize` x `blocksize` pixels become channels, the
+/// inverse of DepthToSpace in DCR mode.
+LogicalResult importSpaceToDepth(NodeImporter &n) {
+  if (failed(n.checkAttrs({"blocksize"})))
+    return failure();
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  auto shape = blockShape(n, *x, /*toSpace=*/false);
+  if (failed(shape))
+    return failure();
+  auto [dims, block] = *shape;
+  SymInt batch = dims[0], b = SymInt::constant(block);
+  int64_t c = dims[1].coeff, h = dims[2].coeff, w = dims[3].coeff;
+  SymInt rows = SymInt::constant(h / block), cols = SymInt::constant(w / block);
+  return rearrange(n, *x, {batch, dims[1], rows, b, cols, b},
+                   {0, 3, 5, 1, 2, 4},
+                   {batch, SymInt::constant(c * block * block), rows, cols});
+}
+
 LogicalResult importConcat(NodeImporter &n) {
   if (failed(n.checkAttrs({"axis"})))
     return failure();
@@ -685,8 +812,8 @@ LogicalResult importSlice(NodeImporter &n) {
   // Resolves the bounds along `axis`, of symbolic size `dim`: a range of a
   // static dimension, or std::nullopt for the whole of a batch-dependent
   // one (start 0, end at or past its size, step 1).
-  auto rangeOf = [&](size_t i, int64_t axis,
-                     SymInt dim) -> FailureOr<std::optional<SliceRange>> {
+  auto rangeOf = [&](size_t i, int64_t axis, SymInt dim,
+                     bool allowEmpty) -> FailureOr<std::optional<SliceRange>> {
     SymInt start = (*starts)[i], end = (*ends)[i];
     int64_t step = steps[i];
     if (dim.isConstant()) {
@@ -696,7 +823,7 @@ LogicalResult importSlice(NodeImporter &n) {
                << "Slice bounds [" << start << ", " << end << ") of dimension "
                << axis << " of size " << dim << " depend on the batch size B";
       FailureOr<SliceRange> r =
-          clampSlice(n, dim.coeff, start.coeff, end.coeff, step);
+          clampSlice(n, dim.coeff, start.coeff, end.coeff, step, allowEmpty);
       if (failed(r))
         return failure();
       return std::optional<SliceRange>(*r);
@@ -718,7 +845,8 @@ LogicalResult importSlice(NodeImporter &n) {
   if (x.kind == Kind::Symbolic) {
     if (starts->size() != 1 || !normalizeAxis(axes[0], 1))
       return n.emitError() << "Slice of a shape value must be along axis 0";
-    auto range = rangeOf(0, 0, SymInt::constant(x.symbolic.size()));
+    auto range = rangeOf(0, 0, SymInt::constant(x.symbolic.size()),
+                         /*allowEmpty=*/true);
     if (failed(range))
       return failure();
     SmallVector<SymInt> out;
@@ -737,7 +865,7 @@ LogicalResult importSlice(NodeImporter &n) {
       return n.emitError() << "Slice axes [" << ArrayRef(axes)
                            << "] are invalid for rank " << rank;
     seen.push_back(*a);
-    auto range = rangeOf(i, *a, (*in)[*a]);
+    auto range = rangeOf(i, *a, (*in)[*a], /*allowEmpty=*/false);
     if (failed(range))
       return failure();
     if (*range)
@@ -1132,7 +1260,8 @@ enum class Compare {
   LessOrEqual,
   GreaterOrEqual,
   And,
-  Or
+  Or,
+  Xor
 };
 
 /// `a <op> b` for every batch size, or std::nullopt if it depends on it.
@@ -1253,6 +1382,8 @@ FailureOr<DenseElementsAttr> compareConstants(NodeImporter &n, Compare op,
       return u != 0 && v != 0;
     case Compare::Or:
       return u != 0 || v != 0;
+    case Compare::Xor:
+      return (u != 0) != (v != 0);
     }
     llvm_unreachable("unknown comparison");
   };
@@ -1368,6 +1499,7 @@ LogicalResult runtimeCompare(NodeImporter &n, Compare op) {
     break;
   case Compare::And:
   case Compare::Or:
+  case Compare::Xor:
     llvm_unreachable("logical ops combine masks");
   }
   return n.createOutput<nn::CompareOp>(
@@ -1464,6 +1596,11 @@ template <Compare op> LogicalResult importLogical(NodeImporter &n) {
       return failure();
     if (op == Compare::And)
       return n.createOutput<nn::MulOp>(*a, *b);
+    if (op == Compare::Xor)
+      return n.createOutput<nn::CompareOp>(
+          nn::ComparePredicateAttr::get(n.getBuilder().getContext(),
+                                        nn::ComparePredicate::ne),
+          *a, *b, TypeAttr::get(maskType(n)));
     return n.createOutput<nn::MaximumOp>(*a, *b);
   }
   for (unsigned i : {0u, 1u}) {
@@ -2076,9 +2213,12 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Identity"] = {importIdentity};
   // Shape reads only the static type of its input.
   table["Shape"] = {importShape, 13, /*constantInputs=*/1u};
+  table["Size"] = {importSize, 13, /*constantInputs=*/1u};
   table["Reshape"] = {importReshape, 13, second};
   table["Flatten"] = {importFlatten};
   table["Transpose"] = {importTranspose};
+  table["DepthToSpace"] = {importDepthToSpace};
+  table["SpaceToDepth"] = {importSpaceToDepth};
   table["Concat"] = {importConcat};
   table["Slice"] = {importSlice, 13, 0b11110};
   table["Split"] = {importSplit, 13, second};
@@ -2097,6 +2237,7 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Where"] = {importWhere, 13, 1u};
   table["And"] = {importLogical<Compare::And>, 13, 0b11};
   table["Or"] = {importLogical<Compare::Or>, 13, 0b11};
+  table["Xor"] = {importLogical<Compare::Xor>, 13, 0b11};
   table["Range"] = {importRange, 13, 0b111};
   table["Tile"] = {importTile, 13, second};
   table["Trilu"] = {importTrilu, 14, second};
@@ -2154,6 +2295,13 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Or"].notes =
       "folded on compile-time booleans of any rank, with broadcasting; on "
       "run-time masks, `nn.maximum`";
+  table["Xor"].notes =
+      "folded on compile-time booleans of any rank, with broadcasting; on "
+      "run-time masks, `nn.compare <ne>`";
+  table["Size"].notes = "folded at compile time, in the batch size too";
+  table["DepthToSpace"].notes =
+      "NCHW, `DCR` and `CRD` modes: a reshape, a transpose and a reshape";
+  table["SpaceToDepth"].notes = "NCHW: a reshape, a transpose and a reshape";
   table["Range"].notes =
       "folded when start, limit and delta are compile-time numbers (integer "
       "ranges become shape values); `Range(0, k * B, k)` over the batch size "

@@ -194,6 +194,46 @@ def abs_softplus_reciprocal():
 
 
 @model
+def composed_activations():
+    """Elu, then PRelu with a per-channel slope (a parameter)."""
+    return graph(
+        [node("Elu", ["x"], ["e"], alpha=0.5),
+         node("PRelu", ["e", "slope"], ["out"])],
+        [value("x", F, [BATCH, 3, 4])], [value("out", F, [BATCH, 3, 4])],
+        [init("slope", weights(3, 1))])
+
+
+@model
+def depth_space():
+    """PyTorch's pixel_shuffle (DepthToSpace CRD), then SpaceToDepth."""
+    return graph(
+        [node("DepthToSpace", ["x"], ["up"], blocksize=2, mode="CRD"),
+         node("SpaceToDepth", ["up"], ["out"], blocksize=2)],
+        [value("x", F, [BATCH, 8, 3, 5])], [value("out", F, [BATCH, 8, 3, 5])])
+
+
+@model
+def depth_to_space_bad_block():
+    return graph(
+        [node("DepthToSpace", ["x"], ["out"], blocksize=3)],
+        [value("x", F, [BATCH, 8, 3, 5])], [value("out", F, [BATCH, 0, 9, 15])])
+
+
+@model
+def log_sum_exp():
+    return graph(
+        [node("ReduceLogSumExp", ["x"], ["out"], axes=[1], keepdims=0)],
+        [value("x", F, [BATCH, 4])], [value("out", F, [BATCH])])
+
+
+@model
+def lrn():
+    return graph(
+        [node("LRN", ["x"], ["out"], size=3, alpha=1e-3, beta=0.5, bias=2.0)],
+        [value("x", F, [BATCH, 4, 2, 2])], [value("out", F, [BATCH, 4, 2, 2])])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
