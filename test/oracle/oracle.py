@@ -324,6 +324,26 @@ class LastToken(nn.Module):
         return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
 
 
+class Recurrent(nn.Module):
+    """Embedding, a bidirectional LSTM and a GRU (batch first), the last
+    step's state into a linear head. torch.onnx exports ONNX LSTM and GRU
+    (linear_before_reset = 1) with their weights reordered by Slice and
+    Concat of the parameters; Cleave unrolls them, so the gradient is
+    backpropagation through time."""
+
+    def __init__(self, vocab=20, dim=8, hidden=8, classes=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, ids):
+        x, _ = self.lstm(self.embed(ids))
+        x, _ = self.gru(x)
+        return self.head(x[:, -1])
+
+
 def vit():
     """torchvision's VisionTransformer, small: 4x4 patches of 12x12 images,
     one layer of width 16. Its class token is expanded over the batch
@@ -373,6 +393,7 @@ MODELS = {
     "gpt": (Gpt, "ids", (6,), "lm", 20, 14),
     "encoder": (Encoder, "x", (5, 6), "image", 4, 14),
     "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
+    "recurrent": (Recurrent, "ids", (6,), "tokens", 4, 14),
     "causal": (Causal, "ids", (6,), "tokens", 4, 14),
     "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
     "padded": (Padded, "ids", (6,), "padded", 4, 14),
@@ -470,6 +491,8 @@ CASES = {
     # torchvision VisionTransformer, the same way (its attention is
     # nn.MultiheadAttention too).
     "vit_sgd": case("vit", "sgd", lr=0.1),
+    "recurrent_sgd": case("recurrent", "sgd", lr=0.1),
+    "recurrent_adam": case("recurrent", "adam", windows=RAGGED, lr=0.01),
     "vit_adam": case("vit", "adam", lr=0.01, eps=1e-4),
     # The causal block; its packed projection holds a key bias too.
     "causal_sgd": case("causal", "sgd", lr=0.1),

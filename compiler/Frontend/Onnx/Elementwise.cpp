@@ -410,65 +410,6 @@ LogicalResult importMean(NodeImporter &n) {
       *sum, scalarLike(n, *sum, static_cast<double>(n.getNumInputs())));
 }
 
-/// Builds the single-result nn ops of a composition at a node. After the
-/// first failure (whose diagnostic the op emitted) every later build yields
-/// null, so a formula reads as one, and `failed` tells.
-class Composer {
-public:
-  explicit Composer(NodeImporter &n) : n(n) {}
-
-  template <typename OpTy, typename... Args> Value op(Args &&...args) {
-    if (failed || (isNull(args) || ...)) {
-      failed = true;
-      return {};
-    }
-    FailureOr<OpTy> built = n.create<OpTy>(std::forward<Args>(args)...);
-    if (mlir::failed(built)) {
-      failed = true;
-      return {};
-    }
-    return built->getResult();
-  }
-  /// A rank-0 constant of `like`'s element type.
-  Value scalar(Value like, double v) {
-    return like ? scalarLike(n, like, v) : Value();
-  }
-  /// `lhs <pred> rhs` as a mask of `lhs`'s element type.
-  Value compare(nn::ComparePredicate pred, Value lhs, Value rhs) {
-    if (!lhs)
-      return fail();
-    Type elt = cast<RankedTensorType>(lhs.getType()).getElementType();
-    return op<nn::CompareOp>(
-        nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
-        TypeAttr::get(elt));
-  }
-  Value abs(Value x) { return op<nn::LeakyReluOp>(x, APFloat(-1.0)); }
-  /// min(x, 0), whose gradient is 0 from x = 0 on.
-  Value negativePart(Value x) {
-    return op<nn::ClampOp>(x, APFloat(-std::numeric_limits<double>::infinity()),
-                           APFloat(0.0));
-  }
-  /// Stops the composition (after a diagnostic).
-  Value fail() {
-    failed = true;
-    return {};
-  }
-  /// Makes `y` output 0 of the node.
-  LogicalResult output(Value y) {
-    if (failed || !y)
-      return failure();
-    n.setOutput(0, y);
-    return success();
-  }
-
-private:
-  static bool isNull(Value v) { return !v; }
-  template <typename T> static bool isNull(const T &) { return false; }
-
-  NodeImporter &n;
-  bool failed = false;
-};
-
 /// The unary activations composed of nn ops, so their gradients follow
 /// from the ops'. Each reads its attributes and returns `y` for `x`.
 using Composition = Value (*)(NodeImporter &, Composer &, Value, double,

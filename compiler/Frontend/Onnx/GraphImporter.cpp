@@ -163,6 +163,7 @@ const ImporterTable &importer::getImporterTable() {
     populateLinearImporters(t);
     populateConvPoolImporters(t);
     populateNormalizationImporters(t);
+    populateRecurrentImporters(t);
     return t;
   }();
   return table;

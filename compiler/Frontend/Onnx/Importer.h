@@ -11,6 +11,8 @@
 
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 
+#include "dialects/NN/IR/NNOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -19,6 +21,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <limits>
 #include <optional>
 
 namespace mlir::cleave::importer {
@@ -126,6 +129,8 @@ void populateLinearImporters(ImporterTable &table);
 void populateConvPoolImporters(ImporterTable &table);
 /// Normalisations, reductions and dropout.
 void populateNormalizationImporters(ImporterTable &table);
+/// RNN, GRU and LSTM, unrolled.
+void populateRecurrentImporters(ImporterTable &table);
 
 /// The table of every supported default-domain op.
 const ImporterTable &getImporterTable();
@@ -355,6 +360,73 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
+
+/// Builds the single-result nn ops of a composition at a node. After the
+/// first failure (whose diagnostic the op emitted) every later build yields
+/// null, so a formula reads as one, and `failed` tells.
+class Composer {
+public:
+  explicit Composer(NodeImporter &n) : n(n) {}
+
+  template <typename OpTy, typename... Args> Value op(Args &&...args) {
+    if (failed || (isNull(args) || ...)) {
+      failed = true;
+      return {};
+    }
+    FailureOr<OpTy> built = n.create<OpTy>(std::forward<Args>(args)...);
+    if (mlir::failed(built)) {
+      failed = true;
+      return {};
+    }
+    return built->getResult();
+  }
+  /// A rank-0 constant of `like`'s element type.
+  Value scalar(Value like, double v) {
+    if (!like)
+      return fail();
+    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+    return n.getGraph().materialize(
+        DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                               FloatAttr::get(elt, v).getValue()),
+        n.getLoc());
+  }
+  /// `lhs <pred> rhs` as a mask of `lhs`'s element type.
+  Value compare(nn::ComparePredicate pred, Value lhs, Value rhs) {
+    if (!lhs)
+      return fail();
+    Type elt = cast<RankedTensorType>(lhs.getType()).getElementType();
+    return op<nn::CompareOp>(
+        nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
+        TypeAttr::get(elt));
+  }
+  /// |x| (`nn.leaky_relu` with slope -1).
+  Value abs(Value x) { return op<nn::LeakyReluOp>(x, APFloat(-1.0)); }
+  /// min(x, 0), whose gradient is 0 from x = 0 on.
+  Value negativePart(Value x) {
+    return op<nn::ClampOp>(x, APFloat(-std::numeric_limits<double>::infinity()),
+                           APFloat(0.0));
+  }
+  bool hasFailed() const { return failed; }
+  /// Stops the composition (after a diagnostic).
+  Value fail() {
+    failed = true;
+    return {};
+  }
+  /// Makes `y` output 0 of the node.
+  LogicalResult output(Value y) {
+    if (failed || !y)
+      return failure();
+    n.setOutput(0, y);
+    return success();
+  }
+
+private:
+  static bool isNull(Value v) { return !v; }
+  template <typename T> static bool isNull(const T &) { return false; }
+
+  NodeImporter &n;
+  bool failed = false;
+};
 
 /// Whether the run-time value `v` holds integers: an integer tensor, or a
 /// float one computed from masks, integer constants and positions by

@@ -234,6 +234,40 @@ def lrn():
 
 
 @model
+def rnn_reverse():
+    """A reverse, batch-first RNN of two steps with Relu, its initial state
+    given."""
+    return graph(
+        [node("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "h"],
+              hidden_size=3, direction="reverse", activations=["Relu"],
+              layout=1)],
+        [value("x", F, [BATCH, 2, 4]), value("h0", F, [BATCH, 1, 3])],
+        [value("y", F, [BATCH, 2, 1, 3]), value("h", F, [BATCH, 1, 3])],
+        [init("w", weights(1, 3, 4)), init("r", weights(1, 3, 3, seed=1)),
+         init("b", weights(1, 6, seed=2))], opset=14)
+
+
+@model
+def lstm_input_forget():
+    return graph(
+        [node("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, input_forget=1,
+              layout=1)],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 1, 2])],
+        [init("w", weights(1, 8, 4)), init("r", weights(1, 8, 2, seed=1))],
+        opset=14)
+
+
+@model
+def gru_leaky():
+    return graph(
+        [node("GRU", ["x", "w", "r"], ["y"], hidden_size=2, layout=1,
+              activations=["LeakyRelu", "Tanh"])],
+        [value("x", F, [BATCH, 3, 4])], [value("y", F, [BATCH, 3, 1, 2])],
+        [init("w", weights(1, 6, 4)), init("r", weights(1, 6, 2, seed=1))],
+        opset=14)
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
