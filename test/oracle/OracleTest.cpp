@@ -520,8 +520,8 @@ TEST_P(Oracle, MatchesPyTorch) {
 // short window on two models; RMSprop, Adagrad, LAMB and LARS; a padding
 // mask computed from the ids, also as TransformerEncoder's
 // src_key_padding_mask and as a boolean input; gathers at per-sample indices
-// computed from the ids; an LSTM and a GRU, unrolled. (The batch-norm study
-// runs the others.)
+// computed from the ids; an LSTM and a GRU, unrolled; 1-D convolutions and
+// pools. (The batch-norm study runs the others.)
 const char *const kCases[] = {"mlp_sgd_wd",
                               "mlp_nesterov",
                               "mlp_adam",
@@ -548,6 +548,7 @@ const char *const kCases[] = {"mlp_sgd_wd",
                               "vit_adam",
                               "recurrent_sgd",
                               "recurrent_adam",
+                              "conv1d_momentum",
                               "causal_sgd",
                               "causal_adam",
                               "gpt_sgd",

@@ -324,6 +324,23 @@ class LastToken(nn.Module):
         return self.head(h[torch.arange(ids.shape[0]), lengths - 1])
 
 
+class Conv1d(nn.Module):
+    """1-D convolutions (one strided and dilated) with max and average
+    pooling over signals: ONNX Conv, MaxPool and AveragePool on NCL, which
+    Cleave runs as 2-D ones over an image of height 1."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        self.conv1 = nn.Conv1d(2, 4, 3, padding=1)
+        self.conv2 = nn.Conv1d(4, 4, 3, stride=2, dilation=2, padding=2)
+        self.head = nn.Linear(4 * 2, classes)
+
+    def forward(self, x):
+        x = torch.max_pool1d(torch.relu(self.conv1(x)), 2)
+        x = torch.avg_pool1d(torch.tanh(self.conv2(x)), 2, ceil_mode=True)
+        return self.head(torch.flatten(x, 1))
+
+
 class Recurrent(nn.Module):
     """Embedding, a bidirectional LSTM and a GRU (batch first), the last
     step's state into a linear head. torch.onnx exports ONNX LSTM and GRU
@@ -394,6 +411,7 @@ MODELS = {
     "encoder": (Encoder, "x", (5, 6), "image", 4, 14),
     "vit": (vit, "image", (3, 12, 12), "image", 4, 14),
     "recurrent": (Recurrent, "ids", (6,), "tokens", 4, 14),
+    "conv1d": (Conv1d, "x", (2, 12), "image", 4, 14),
     "causal": (Causal, "ids", (6,), "tokens", 4, 14),
     "causal_triu": (CausalTriu, "ids", (6,), "tokens", 4, 14),
     "padded": (Padded, "ids", (6,), "padded", 4, 14),
@@ -492,6 +510,7 @@ CASES = {
     # nn.MultiheadAttention too).
     "vit_sgd": case("vit", "sgd", lr=0.1),
     "recurrent_sgd": case("recurrent", "sgd", lr=0.1),
+    "conv1d_momentum": case("conv1d", "momentum", lr=0.05, momentum=0.9),
     "recurrent_adam": case("recurrent", "adam", windows=RAGGED, lr=0.01),
     "vit_adam": case("vit", "adam", lr=0.01, eps=1e-4),
     # The causal block; its packed projection holds a key bias too.

@@ -27,33 +27,75 @@ struct Window {
   SmallVector<int64_t> kernel, strides, dilations, padding;
 };
 
+/// A 1-D window attribute (`[a]`, or `[begin, end]` for pads) as the 2-D
+/// one of an image of height 1: `[1, a]`, or `[0, begin, 0, end]`.
+SmallVector<int64_t> liftTo2D(ArrayRef<int64_t> attr, bool pads) {
+  if (pads)
+    return {0, attr[0], 0, attr[1]};
+  return {1, attr[0]};
+}
+
+/// A 1-D node's NCL input as an NC1L image (`nn.reshape`, the batch kept).
+FailureOr<Value> liftInput(NodeImporter &n, Value x) {
+  FailureOr<SmallVector<SymInt>> shape =
+      n.getGraph().symbolicShape(x, n.getLoc());
+  if (failed(shape))
+    return failure();
+  SmallVector<SymInt> lifted = {(*shape)[0], (*shape)[1], SymInt::constant(1),
+                                (*shape)[2]};
+  return n.reshape(x, lifted);
+}
+
+/// A lifted node's NC1L result as NCL, output 0 of the node.
+LogicalResult lowerOutput(NodeImporter &n, Value y) {
+  FailureOr<SmallVector<SymInt>> shape =
+      n.getGraph().symbolicShape(y, n.getLoc());
+  if (failed(shape))
+    return failure();
+  FailureOr<Value> out = n.reshape(y, {(*shape)[0], (*shape)[1], (*shape)[3]});
+  if (failed(out))
+    return failure();
+  n.setOutput(0, *out);
+  return success();
+}
+
 /// Reads `strides`, `dilations`, `pads` and `auto_pad` for a 2-D window of
-/// `kernel` over the spatial dimensions of `input`.
+/// `kernel` over the spatial dimensions of `input`. With `lifted`, the node
+/// is 1-D and `input` its NCL input lifted to NC1L: the attributes describe
+/// one spatial dimension and are lifted too (`liftTo2D`).
 FailureOr<Window> readWindow(NodeImporter &n, Value input,
-                             ArrayRef<int64_t> kernel, bool hasDilations) {
+                             ArrayRef<int64_t> kernel, bool hasDilations,
+                             bool lifted = false) {
   auto type = cast<RankedTensorType>(input.getType());
   if (type.getRank() != 4)
     return n.emitError() << n.getOpType()
-                         << " is supported on 2-D images (NCHW), got " << type;
+                         << " is supported on 1-D signals (NCL) and 2-D "
+                            "images (NCHW), got "
+                         << type;
   if (type.isDynamicDim(2) || type.isDynamicDim(3))
     return n.emitError() << n.getOpType() << " needs static spatial sizes, got "
                          << type;
+  unsigned spatial = lifted ? 1 : 2;
+  SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
   Window w;
   w.kernel.assign(kernel.begin(), kernel.end());
-  auto strides = n.getInts("strides", ArrayRef<int64_t>{1, 1});
-  auto dilations =
-      hasDilations
-          ? n.getInts("dilations", ArrayRef<int64_t>{1, 1})
-          : FailureOr<SmallVector<int64_t>>(SmallVector<int64_t>{1, 1});
-  auto pads = n.getInts("pads", ArrayRef<int64_t>{0, 0, 0, 0});
+  auto strides = n.getInts("strides", ArrayRef(ones));
+  auto dilations = hasDilations ? n.getInts("dilations", ArrayRef(ones))
+                                : FailureOr<SmallVector<int64_t>>(ones);
+  auto pads = n.getInts("pads", ArrayRef(zeros));
   auto autoPad = n.getString("auto_pad", "NOTSET");
   if (failed(strides) || failed(dilations) || failed(pads) || failed(autoPad))
     return failure();
-  if (strides->size() != 2 || dilations->size() != 2 || pads->size() != 4 ||
-      kernel.size() != 2)
-    return n.emitError() << n.getOpType()
-                         << " window attributes must describe 2 spatial "
-                            "dimensions";
+  if (strides->size() != spatial || dilations->size() != spatial ||
+      pads->size() != 2 * spatial || kernel.size() != 2)
+    return n.emitError() << n.getOpType() << " window attributes must describe "
+                         << spatial << " spatial dimension"
+                         << (spatial == 1 ? "" : "s");
+  if (lifted) {
+    *strides = liftTo2D(*strides, false);
+    *dilations = liftTo2D(*dilations, false);
+    *pads = liftTo2D(*pads, true);
+  }
   w.strides = *strides;
   w.dilations = *dilations;
 
@@ -95,9 +137,14 @@ LogicalResult importConv(NodeImporter &n) {
   if (failed(x) || failed(w) || failed(group))
     return failure();
   auto wType = cast<RankedTensorType>(w->getType());
-  if (wType.getRank() != 4)
-    return n.emitError() << "Conv is supported with 2-D kernels (OIHW), got "
-                         << wType;
+  // A 1-D convolution (NCL input, OIK weight) runs as a 2-D one over an
+  // image of height 1.
+  bool lifted = wType.getRank() == 3 &&
+                cast<RankedTensorType>(x->getType()).getRank() == 3;
+  if (wType.getRank() != 4 && !lifted)
+    return n.emitError() << "Conv is supported with 1-D (OIK) and 2-D (OIHW) "
+                            "kernels on inputs of the same dimensions, got "
+                         << wType << " and " << x->getType();
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
   auto declared = n.getInts("kernel_shape", ArrayRef(kernel));
   if (failed(declared))
@@ -105,7 +152,18 @@ LogicalResult importConv(NodeImporter &n) {
   if (ArrayRef(*declared) != ArrayRef(kernel))
     return n.emitError() << "Conv kernel_shape [" << ArrayRef(*declared)
                          << "] differs from the weight's " << wType;
-  FailureOr<Window> window = readWindow(n, *x, kernel, /*hasDilations=*/true);
+  if (lifted) {
+    x = liftInput(n, *x);
+    auto w2 = n.create<nn::ReshapeOp>(
+        *w, ArrayRef<int64_t>{wType.getDimSize(0), wType.getDimSize(1), 1,
+                              wType.getDimSize(2)});
+    if (failed(x) || failed(w2))
+      return failure();
+    w = w2->getResult();
+    kernel.insert(kernel.begin(), 1);
+  }
+  FailureOr<Window> window =
+      readWindow(n, *x, kernel, /*hasDilations=*/true, lifted);
   if (failed(window))
     return failure();
   Value bias;
@@ -115,7 +173,15 @@ LogicalResult importConv(NodeImporter &n) {
       return failure();
     bias = *b;
   }
-  return n.createOutput<nn::Conv2DOp>(*x, *w, bias, window->strides, window->padding, window->dilations, static_cast<uint64_t>(*group));
+  auto y =
+      n.create<nn::Conv2DOp>(*x, *w, bias, window->strides, window->padding,
+                             window->dilations, static_cast<uint64_t>(*group));
+  if (failed(y))
+    return failure();
+  if (lifted)
+    return lowerOutput(n, y->getResult());
+  n.setOutput(0, y->getResult());
+  return success();
 }
 
 /// ConvTranspose is the backward-data pass of the convolution whose input
@@ -241,7 +307,17 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
   FailureOr<int64_t> ceilMode = n.getInt("ceil_mode", 0);
   if (failed(x) || failed(kernel) || failed(ceilMode))
     return failure();
-  FailureOr<Window> w = readWindow(n, *x, *kernel, /*hasDilations=*/isMax);
+  // A 1-D pool (NCL) runs as a 2-D one over an image of height 1.
+  bool lifted = cast<RankedTensorType>(x->getType()).getRank() == 3 &&
+                kernel->size() == 1;
+  if (lifted) {
+    x = liftInput(n, *x);
+    if (failed(x))
+      return failure();
+    kernel->insert(kernel->begin(), 1);
+  }
+  FailureOr<Window> w =
+      readWindow(n, *x, *kernel, /*hasDilations=*/isMax, lifted);
   if (failed(w))
     return failure();
   FailureOr<OpTy> op;
@@ -257,6 +333,8 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
   }
   if (failed(op))
     return failure();
+  if (lifted)
+    return lowerOutput(n, op->getResult());
   n.setOutput(0, op->getResult());
   return success();
 }
@@ -614,12 +692,15 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
   table["Conv"].notes =
-      "2-D (NCHW/OIHW), static spatial sizes; strides, dilations, groups, "
+      "1-D (NCL/OIK, as a 2-D one of height 1) and 2-D (NCHW/OIHW), static "
+      "spatial sizes; strides, dilations, groups, "
       "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
-  table["MaxPool"].notes = "2-D; strides, pads, `ceil_mode`, `auto_pad`, "
-                           "dilations, `storage_order=0`, no `Indices` output";
+  table["MaxPool"].notes =
+      "1-D and 2-D; strides, pads, `ceil_mode`, `auto_pad`, "
+      "dilations, `storage_order=0`, no `Indices` output";
   table["AveragePool"].notes =
-      "2-D; strides, pads, `ceil_mode`, `auto_pad`, `count_include_pad`";
+      "1-D and 2-D; strides, pads, `ceil_mode`, `auto_pad`, "
+      "`count_include_pad`";
   table["GlobalMaxPool"].notes =
       "2-D; one max-pooling window over the image; the gradient goes to the "
       "first maximum in row-major order, as PyTorch's `adaptive_max_pool2d` "

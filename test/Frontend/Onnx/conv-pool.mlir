@@ -4,6 +4,8 @@
 //
 // RUN: %python %S/Inputs/make_model.py conv %t.conv.onnx
 // RUN: cleave-opt --import-onnx %t.conv.onnx | FileCheck %s --check-prefix=CONV
+// RUN: %python %S/Inputs/make_model.py conv1d_pool %t.conv1d.onnx
+// RUN: cleave-opt --import-onnx %t.conv1d.onnx | FileCheck %s --check-prefix=CONV1D
 // RUN: %python %S/Inputs/make_model.py conv_same_upper %t.upper.onnx
 // RUN: cleave-opt --import-onnx %t.upper.onnx | FileCheck %s --check-prefix=UPPER
 // RUN: %python %S/Inputs/make_model.py conv_same_lower %t.lower.onnx
@@ -121,3 +123,18 @@
 // AXES18-LABEL: func.func @forward(
 // AXES18:         nn.matmul %{{.+}}, %{{.+}} {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
 // AXES18:         nn.matmul %{{.+}}, %{{.+}} {transpose_a, transpose_b} : tensor<?x2x4x6xf32>, tensor<8x4xf32> -> tensor<?x2x6x8xf32>
+
+// A 1-D convolution and pool run as 2-D ones over an image of height 1: the
+// input and the kernel are lifted, the attributes too (stride 1 and no
+// padding along the height), and the result is lowered back.
+// CONV1D-LABEL: func.func @forward(
+// CONV1D-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x9xf32> {train.input = "x"}
+// CONV1D-SAME:    %[[W:[a-z0-9_]+]]: tensor<4x2x3xf32>
+// CONV1D:         %[[X2:.+]] = nn.reshape %[[X]] [-1, 2, 1, 9] : tensor<?x2x9xf32> -> tensor<?x2x1x9xf32>
+// CONV1D-NEXT:    %[[W2:.+]] = nn.reshape %[[W]] [4, 2, 1, 3] : tensor<4x2x3xf32> -> tensor<4x2x1x3xf32>
+// CONV1D-NEXT:    %[[C:.+]] = nn.conv2d %[[X2]], %[[W2]], %{{.+}} {padding = array<i64: 0, 1, 0, 1>, strides = array<i64: 1, 2>} : {{.*}} -> tensor<?x4x1x5xf32>
+// CONV1D-NEXT:    %[[C1:.+]] = nn.reshape %[[C]] [-1, 4, 5]
+// CONV1D-NEXT:    %[[P2:.+]] = nn.reshape %[[C1]] [-1, 4, 1, 5]
+// CONV1D-NEXT:    %[[P:.+]] = nn.max_pool2d %[[P2]] {kernel_size = array<i64: 1, 2>, strides = array<i64: 1, 2>} : tensor<?x4x1x5xf32> -> tensor<?x4x1x2xf32>
+// CONV1D-NEXT:    %[[Y:.+]] = nn.reshape %[[P]] [-1, 4, 2]
+// CONV1D-NEXT:    return %[[Y]]

@@ -268,6 +268,17 @@ def gru_leaky():
 
 
 @model
+def conv1d_pool():
+    """A 1-D convolution (strided, padded) and a 1-D max pool over NCL."""
+    return graph(
+        [node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3], strides=[2],
+              pads=[1, 1]),
+         node("MaxPool", ["c"], ["out"], kernel_shape=[2], strides=[2])],
+        [value("x", F, [BATCH, 2, 9])], [value("out", F, [BATCH, 4, 2])],
+        [init("w", weights(4, 2, 3)), init("b", weights(4, seed=1))])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
