@@ -80,6 +80,13 @@ LogicalResult runMinimum(nn::MinimumOp op, Frame &f) {
   });
 }
 
+/// C `pow`: a negative base with an integral exponent is real.
+LogicalResult runPowF(nn::PowFOp op, Frame &f) {
+  return runBinary(op, f, [](auto x, auto y) {
+    return static_cast<decltype(x)>(std::pow(x, y));
+  });
+}
+
 /// Compared in the operands' own type (int64 ids exactly); NaN compares
 /// unequal to everything, as arith.cmpf's ordered predicates and `une`.
 LogicalResult runCompare(nn::CompareOp op, Frame &f) {
@@ -238,6 +245,27 @@ LogicalResult runSigmoid(nn::SigmoidOp op, Frame &f) {
 }
 LogicalResult runTanh(nn::TanhOp op, Frame &f) {
   return runUnary(op, f, [](auto x) { return std::tanh(x); });
+}
+LogicalResult runSin(nn::SinOp op, Frame &f) {
+  return runUnary(op, f, [](auto x) { return std::sin(x); });
+}
+LogicalResult runCos(nn::CosOp op, Frame &f) {
+  return runUnary(op, f, [](auto x) { return std::cos(x); });
+}
+LogicalResult runFloor(nn::FloorOp op, Frame &f) {
+  return runUnary(op, f, [](auto x) { return std::floor(x); });
+}
+LogicalResult runCeil(nn::CeilOp op, Frame &f) {
+  return runUnary(op, f, [](auto x) { return std::ceil(x); });
+}
+/// Halves to even whatever the floating-point environment's rounding mode
+/// (std::nearbyint would follow it), as math.roundeven.
+LogicalResult runRound(nn::RoundOp op, Frame &f) {
+  return runUnary(op, f, [](auto x) {
+    using T = decltype(x);
+    T r = std::round(x); // halves away from zero
+    return std::fabs(r - x) == T(0.5) ? T(2) * std::round(x / T(2)) : r;
+  });
 }
 LogicalResult runPow(nn::PowOp op, Frame &f) {
   double c = op.getExponent().convertToDouble();
@@ -1003,6 +1031,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::DivOp, runDiv>();
   t.add<nn::MaximumOp, runMaximum>();
   t.add<nn::MinimumOp, runMinimum>();
+  t.add<nn::PowFOp, runPowF>();
   t.add<nn::CompareOp, runCompare>();
   t.add<nn::NegOp, runNeg>();
   t.add<nn::ExpOp, runExp>();
@@ -1012,6 +1041,11 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::ReluOp, runRelu>();
   t.add<nn::SigmoidOp, runSigmoid>();
   t.add<nn::TanhOp, runTanh>();
+  t.add<nn::SinOp, runSin>();
+  t.add<nn::CosOp, runCos>();
+  t.add<nn::FloorOp, runFloor>();
+  t.add<nn::CeilOp, runCeil>();
+  t.add<nn::RoundOp, runRound>();
   t.add<nn::PowOp, runPow>();
   t.add<nn::LeakyReluOp, runLeakyRelu>();
   t.add<nn::GeluOp, runGelu>();

@@ -107,10 +107,12 @@ private:
     for (BlockArgument a : wrt)
       varied.insert(a);
     for (Operation &op : func.getBody().front())
-      // A comparison's mask is piecewise constant: its derivative is 0
-      // wherever it exists, so it does not vary with the parameters; nor do
-      // the positions nn.iota reads from its source's shape.
-      if (!isa<nn::CompareOp, nn::IotaOp>(op) &&
+      // A comparison's mask and a rounded value are piecewise constant:
+      // their derivative is 0 wherever it exists, so they do not vary with
+      // the parameters; nor do the positions nn.iota reads from its
+      // source's shape.
+      if (!isa<nn::CompareOp, nn::FloorOp, nn::CeilOp, nn::RoundOp, nn::IotaOp>(
+              op) &&
           llvm::any_of(op.getOperands(),
                        [&](Value v) { return varied.contains(v); }))
         for (Value r : op.getResults())

@@ -44,6 +44,47 @@ func.func @maximum_minimum(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4x3
 
 // -----
 
+// A tensor exponent: math.powf of the broadcast operands.
+// CHECK-LABEL: func.func @powf
+// CHECK-SAME: (%[[X:.+]]: tensor<4x3xf32>, %[[E:.+]]: tensor<3xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]], %[[E]] : tensor<4x3xf32>, tensor<3xf32>)
+// CHECK: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %{{.+}}: f32):
+// CHECK:   %[[P:.+]] = math.powf %[[A]], %[[B]] : f32
+// CHECK:   linalg.yield %[[P]] : f32
+// CHECK-NOT: nn.
+func.func @powf(%x: tensor<4x3xf32>, %e: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = nn.powf %x, %e : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// sin and cos stay math ops (libm, not approximated); round is roundeven
+// (halves to even), not math.round (halves away from zero).
+// CHECK-LABEL: func.func @trig_rounding
+// CHECK: linalg.generic
+// CHECK:   math.sin %{{.+}} : f32
+// CHECK: linalg.generic
+// CHECK:   math.cos %{{.+}} : f32
+// CHECK: linalg.generic
+// CHECK:   math.floor %{{.+}} : f32
+// CHECK: linalg.generic
+// CHECK:   math.ceil %{{.+}} : f32
+// CHECK: linalg.generic
+// CHECK:   math.roundeven %{{.+}} : f64
+// CHECK-NOT: nn.
+func.func @trig_rounding(%x: tensor<4x3xf32>, %y: tensor<2xf64>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<2xf64>) {
+  %0 = nn.sin %x : tensor<4x3xf32>
+  %1 = nn.cos %x : tensor<4x3xf32>
+  %2 = nn.floor %x : tensor<4x3xf32>
+  %3 = nn.ceil %x : tensor<4x3xf32>
+  %4 = nn.round %y : tensor<2xf64>
+  return %0, %1, %2, %3, %4 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<2xf64>
+}
+
+// -----
+
 // nn.compare: arith.cmpi (signed) on integers, arith.cmpf on floats (une
 // for ne: NaN is unequal to everything), the i1 widened to the mask type.
 // CHECK-LABEL: func.func @compare

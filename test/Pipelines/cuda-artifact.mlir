@@ -17,6 +17,10 @@
 // RUN: %python %S/Inputs/fatbins.py %t.lenet.cleave %t.lenet.mlir | FileCheck %s --check-prefix=FATBIN
 // RUN: llvm-nm -D --undefined-only %t.lenet.cleave | FileCheck %s --check-prefix=UNDEF-LENET --implicit-check-not="U mgpu" --implicit-check-not="U cleave_"
 
+// The elementwise math ops (libdevice sin, cos, floor, ceil, rint, pow) to
+// cubins: assembled and linked.
+// RUN: cleave-compile %S/Inputs/math_ops.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda -o %t.math.cleave
+
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda --compile-to=gpu -o %t.norms.mlir 2>/dev/null
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda -o %t.norms.cleave 2>/dev/null
 // RUN: %python %S/Inputs/fatbins.py %t.norms.cleave %t.norms.mlir | FileCheck %s --check-prefix=FATBIN

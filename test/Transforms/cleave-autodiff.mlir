@@ -98,6 +98,97 @@ func.func @compared_mask(%x: tensor<4xf32>, %w: tensor<4xf32> {train.param = "w"
 
 // -----
 
+// sin' = cos and cos' = -sin, of the forward input.
+
+// AD-LABEL: func.func @trig_grad(
+// AD-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.param = "w"})
+// AD: nn.reduce_sum
+// AD: %[[S:.+]] = nn.sin %[[W]] : tensor<4xf32>
+// AD: %[[DS:.+]] = nn.mul %{{.+}}, %[[S]]
+// AD: nn.neg %[[DS]]
+// AD: %[[C:.+]] = nn.cos %[[W]] : tensor<4xf32>
+// AD: nn.mul %{{.+}}, %[[C]]
+// AD: return
+func.func @trig(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
+  %s = nn.sin %w : tensor<4xf32>
+  %c = nn.cos %w : tensor<4xf32>
+  %y = nn.add %s, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = nn.reduce_sum %y [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Both cotangents of a tensor power, each summed back to its operand's
+// shape: rhs * lhs^(rhs - 1) (0 where rhs = 0) for the base, log(lhs) *
+// result (0 where lhs = 0 and rhs >= 0) for the exponent.
+
+// AD-LABEL: func.func @powf_grad(
+// AD-SAME: %[[X:[^:]+]]: tensor<4x3xf32> {train.param = "x"}, %[[E:[^:]+]]: tensor<3xf32> {train.param = "e"})
+// AD-SAME: -> (tensor<f32>, tensor<4x3xf32> {train.grad_of = "x"}, tensor<3xf32> {train.grad_of = "e"})
+// AD: %[[Y:.+]] = nn.powf %[[X]], %[[E]]
+// AD: %[[EM1:.+]] = nn.sub %[[E]], %{{.+}} : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+// AD: nn.powf %[[X]], %[[EM1]]
+// AD: nn.compare <eq>, %[[E]], %{{.+}} {dtype = f32} : tensor<3xf32>, tensor<f32>
+// AD: %[[DX:.+]] = nn.where
+// AD: %[[LOG:.+]] = nn.log %[[X]]
+// AD: nn.mul %[[LOG]], %[[Y]]
+// AD: nn.compare <eq>, %[[X]], %{{.+}} {dtype = f32} : tensor<4x3xf32>, tensor<f32>
+// AD: nn.compare <ge>, %[[E]], %{{.+}} {dtype = f32} : tensor<3xf32>, tensor<f32>
+// AD: %[[WDE:.+]] = nn.where
+// AD: %[[SDE:.+]] = nn.reduce_sum %[[WDE]] [0] {keepdims} : tensor<4x3xf32> -> tensor<1x3xf32>
+// AD: %[[DE:.+]] = nn.reshape %[[SDE]] [3]
+// AD: return %{{.+}}, %[[DX]], %[[DE]]
+func.func @powf(%x: tensor<4x3xf32> {train.param = "x"}, %e: tensor<3xf32> {train.param = "e"}) -> tensor<f32> {
+  %y = nn.powf %x, %e : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %l = nn.reduce_sum %y [] : tensor<4x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// floor, ceil and round are piecewise constant: their results carry no
+// gradient even when computed from a parameter, so x * floor(x) has the
+// cotangent dy * floor(x), and a loss of rounded values alone a zero
+// gradient (no error for the ops without a VJP).
+
+// AD-LABEL: func.func @rounding_grad(
+// AD-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.param = "w"})
+// AD: %[[F:.+]] = nn.floor %[[W]]
+// AD: %[[C:.+]] = nn.ceil %[[W]]
+// AD: %[[R:.+]] = nn.round %[[W]]
+// AD-NOT: nn.floor
+// AD-NOT: nn.ceil
+// AD-NOT: nn.round
+// AD: nn.reduce_sum
+// AD-NOT: %[[C]]
+// AD-NOT: %[[R]]
+// AD: %[[DW:.+]] = nn.mul %{{.+}}, %[[F]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// AD-NEXT: return %{{.+}}, %[[DW]]
+func.func @rounding(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
+  %f = nn.floor %w : tensor<4xf32>
+  %c = nn.ceil %w : tensor<4xf32>
+  %r = nn.round %w : tensor<4xf32>
+  %y = nn.mul %w, %f : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %z = nn.add %c, %r : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %t = nn.add %y, %z : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = nn.reduce_sum %t [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// AD-LABEL: func.func @only_rounded_grad(
+// AD: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<4xf32>
+// AD: return %{{.+}}, %[[ZERO]]
+func.func @only_rounded(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
+  %r = nn.round %w : tensor<4xf32>
+  %l = nn.reduce_sum %r [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Without `function`, only functions with a train.param argument and a rank-0
 // first result are differentiated, and never a gradient function again.
 

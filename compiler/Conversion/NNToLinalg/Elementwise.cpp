@@ -176,8 +176,8 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
                BinaryLowering<MulOp, arith::MulFOp>,
                BinaryLowering<DivOp, arith::DivFOp>,
                BinaryLowering<MaximumOp, arith::MaximumFOp>,
-               BinaryLowering<MinimumOp, arith::MinimumFOp>, CompareLowering>(
-      ctx);
+               BinaryLowering<MinimumOp, arith::MinimumFOp>,
+               BinaryLowering<PowFOp, math::PowFOp>, CompareLowering>(ctx);
 
   using Args = ValueRange;
   patterns.add<UnaryLowering<NegOp>>(
@@ -203,6 +203,29 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
   patterns.add<UnaryLowering<TanhOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, TanhOp) -> Value {
         return math::TanhOp::create(b, l, a[0]);
+      });
+  // Not approximated (see cleave-approximate-math): libm's sinf and cosf
+  // reduce large arguments exactly.
+  patterns.add<UnaryLowering<SinOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, SinOp) -> Value {
+        return math::SinOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<CosOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, CosOp) -> Value {
+        return math::CosOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<FloorOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, FloorOp) -> Value {
+        return math::FloorOp::create(b, l, a[0]);
+      });
+  patterns.add<UnaryLowering<CeilOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, CeilOp) -> Value {
+        return math::CeilOp::create(b, l, a[0]);
+      });
+  // Halves to even; math.round rounds them away from zero.
+  patterns.add<UnaryLowering<RoundOp>>(
+      ctx, [](OpBuilder &b, Location l, Args a, RoundOp) -> Value {
+        return math::RoundEvenOp::create(b, l, a[0]);
       });
   patterns.add<UnaryLowering<ReluOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, ReluOp) -> Value {

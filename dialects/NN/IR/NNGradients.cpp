@@ -125,6 +125,44 @@ LogicalResult MinimumOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult PowFOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value dy = dys[0], x = getLhs(), y = getRhs();
+  Type elt = getType().getElementType();
+  Value zero = splat(b, loc, 0.0, elt);
+  auto compareToZero = [&](ComparePredicate pred, Value v) {
+    return CompareOp::create(b, loc, pred, v, zero, elt);
+  };
+  if (needed[0]) {
+    // y * x^(y-1): a power of x, not y * x^y / x, so that x = 0 and a
+    // negative x with an integral y work; 0 where y = 0 (see nn.powf).
+    Value ym1 = SubOp::create(b, loc, y, splat(b, loc, 1.0, elt));
+    Value d = MulOp::create(
+        b, loc, dy, MulOp::create(b, loc, y, PowFOp::create(b, loc, x, ym1)));
+    d = WhereOp::create(b, loc, compareToZero(ComparePredicate::eq, y), zero,
+                        d);
+    grads.push_back(sumToShape(b, loc, d, shapeOf(x)));
+  } else {
+    grads.push_back(Value());
+  }
+  if (needed[1]) {
+    // log(x) * x^y; 0 where x = 0 and y >= 0 (see nn.powf).
+    Value d = MulOp::create(
+        b, loc, dy,
+        MulOp::create(b, loc, LogOp::create(b, loc, x), getResult()));
+    Value zeroBase = compareToZero(ComparePredicate::eq, x);
+    Value nonNegative = compareToZero(ComparePredicate::ge, y);
+    Value atZero = MulOp::create(b, loc, zeroBase, nonNegative);
+    d = WhereOp::create(b, loc, atZero, zero, d);
+    grads.push_back(sumToShape(b, loc, d, shapeOf(y)));
+  } else {
+    grads.push_back(Value());
+  }
+  return success();
+}
+
 LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange dys,
                                 ArrayRef<bool> needed,
                                 SmallVectorImpl<Value> &grads) {
@@ -254,6 +292,26 @@ LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange dys,
     Value one = splat(b, loc, 1.0, getType().getElementType());
     Value y2 = MulOp::create(b, loc, getResult(), getResult());
     return MulOp::create(b, loc, dys[0], SubOp::create(b, loc, one, y2));
+  });
+}
+
+LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    Location loc = getLoc();
+    return MulOp::create(b, loc, dys[0], CosOp::create(b, loc, getInput()));
+  });
+}
+
+LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  return single(grads, needed, [&]() -> Value {
+    Location loc = getLoc();
+    return NegOp::create(
+        b, loc,
+        MulOp::create(b, loc, dys[0], SinOp::create(b, loc, getInput())));
   });
 }
 

@@ -72,6 +72,15 @@ def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 def NN_MaximumOp : NN_BinaryOp<"maximum", "max(lhs, rhs)">;
 //===- nn.minimum ---------------------------------------------------------===//
 def NN_MinimumOp : NN_BinaryOp<"minimum", "min(lhs, rhs)">;
+//===- nn.powf ------------------------------------------------------------===//
+// `nn.pow` with a run-time exponent (ONNX Pow with a tensor exponent,
+// torch.pow(tensor, tensor)), as C `pow`: a negative base with an integral
+// exponent has a real power, a negative base with any other exponent gives
+// NaN. As PyTorch's pow backward: the base's cotangent is
+// `rhs * lhs^(rhs-1) * dy`, but 0 where `rhs == 0` (not `0 * inf` at a zero
+// base); the exponent's is `log(lhs) * lhs^rhs * dy`, but 0 where
+// `lhs == 0` and `rhs >= 0` (not `-inf * 0`), and NaN for a negative base.
+def NN_PowFOp : NN_BinaryOp<"powf", "lhs ^ rhs">;
 
 //===- nn.compare ---------------------------------------------------------===//
 // No gradient: the mask is piecewise constant in both operands, so its
@@ -171,6 +180,10 @@ def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
 def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 //===- nn.tanh ------------------------------------------------------------===//
 def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
+//===- nn.sin -------------------------------------------------------------===//
+def NN_SinOp : NN_UnaryOp<"sin", "sin(x)">;
+//===- nn.cos -------------------------------------------------------------===//
+def NN_CosOp : NN_UnaryOp<"cos", "cos(x)">;
 //===- nn.pow -------------------------------------------------------------===//
 def NN_PowOp : NN_UnaryOp<"pow", "x ^ exponent", (ins F64Attr:$exponent)> {
   let assemblyFormat = "$input `,` $exponent attr-dict `:` type($input)";
@@ -203,6 +216,44 @@ def NN_GeluOp : NN_UnaryOp<"gelu",
     "x * Phi(x), Phi the standard normal CDF (erf form) or its tanh approximation",
     (ins DefaultValuedAttr<NN_GeluApproximationAttr,
                            "::mlir::cleave::nn::GeluApproximation::none">:$approximate)>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise rounding (no gradient)
+//===----------------------------------------------------------------------===//
+
+// Piecewise constant, so no gradient, as nn.compare: the derivative is 0
+// wherever it exists (PyTorch's floor/ceil/round backward is zero), and
+// cleave-autodiff treats the result as a constant even when the input
+// depends on a parameter, instead of building zero cotangents.
+class NN_RoundingOp<string mnemonic, string expr>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                       InferTypeOpInterface]> {
+  let summary = "elementwise " # expr;
+  let description = [{
+    Computes `}] # expr # [{` for every element; infinities and NaN pass
+    through. The result carries no gradient: cleave-autodiff treats it as a
+    constant.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %x : tensor<32x512xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===- nn.floor -----------------------------------------------------------===//
+def NN_FloorOp : NN_RoundingOp<"floor",
+    "floor(x), the largest integer not above x">;
+//===- nn.ceil ------------------------------------------------------------===//
+def NN_CeilOp : NN_RoundingOp<"ceil",
+    "ceil(x), the smallest integer not below x">;
+//===- nn.round -----------------------------------------------------------===//
+// Half to even, as ONNX Round, torch.round and numpy.round: 2.5 -> 2,
+// -0.5 -> -0, 1.5 -> 2.
+def NN_RoundOp : NN_RoundingOp<"round",
+    "x rounded to the nearest integer, halves to even">;
 
 //===----------------------------------------------------------------------===//
 // Gradients of elementwise activations

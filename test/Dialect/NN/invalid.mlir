@@ -53,6 +53,31 @@ func.func @pow_missing_exponent(%x: tensor<4x3xf32>) {
 
 // -----
 
+func.func @powf_broadcast_mismatch(%x: tensor<4x3xf32>, %e: tensor<2x1xf32>) {
+  // expected-error @+2 {{operand shapes [4, 3] and [2, 1] do not broadcast (dimension 0 of the broadcast shape: 4 vs 2)}}
+  // expected-error @+1 {{'nn.powf' op failed to infer returned types}}
+  %0 = nn.powf %x, %e : tensor<4x3xf32>, tensor<2x1xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @powf_integer_exponent(%x: tensor<4xf32>, %e: tensor<4xi64>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit float or 64-bit float values}}
+  %0 = nn.powf %x, %e : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @round_result_type(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'nn.round' op requires the same type for all operands and results}}
+  %0 = "nn.round"(%x) : (tensor<4x3xf32>) -> tensor<4x3xf64>
+  return
+}
+
+// -----
+
 func.func @relu_grad_shape_mismatch(%dy: tensor<4x3xf32>, %x: tensor<4x4xf32>) {
   // expected-error @+1 {{'nn.relu_grad' op requires the same type for all operands and results}}
   %0 = "nn.relu_grad"(%dy, %x) : (tensor<4x3xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>

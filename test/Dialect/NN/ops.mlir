@@ -19,6 +19,10 @@ func.func @binary(%a: tensor<32x10xf32>, %b: tensor<10xf32>, %c: tensor<?x1xf64>
   %4 = nn.maximum %a, %b : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
   // CHECK: nn.minimum %[[C]], %[[D]] : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
   %5 = nn.minimum %c, %d : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
+  // CHECK: nn.powf %[[A]], %[[B]] : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  %6 = nn.powf %a, %b : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
+  // CHECK: nn.powf %[[C]], %[[D]] : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
+  %7 = nn.powf %c, %d : tensor<?x1xf64>, tensor<4xf64> -> tensor<?x4xf64>
   return
 }
 
@@ -73,6 +77,16 @@ func.func @unary(%x: tensor<8x16xf32>, %y: tensor<?x3xf64>) {
   %13 = nn.clamp %x, 0.0, 6.0 : tensor<8x16xf32>
   // CHECK: nn.clamp %[[Y]], 0xFFF0000000000000, 1.000000e+00 : tensor<?x3xf64>
   %14 = nn.clamp %y, 0xFFF0000000000000, 1.0 : tensor<?x3xf64>
+  // CHECK: nn.sin %[[X]] : tensor<8x16xf32>
+  %15 = nn.sin %x : tensor<8x16xf32>
+  // CHECK: nn.cos %[[Y]] : tensor<?x3xf64>
+  %16 = nn.cos %y : tensor<?x3xf64>
+  // CHECK: nn.floor %[[X]] : tensor<8x16xf32>
+  %17 = nn.floor %x : tensor<8x16xf32>
+  // CHECK: nn.ceil %[[Y]] : tensor<?x3xf64>
+  %18 = nn.ceil %y : tensor<?x3xf64>
+  // CHECK: nn.round %[[X]] : tensor<8x16xf32>
+  %19 = nn.round %x : tensor<8x16xf32>
   return
 }
 

@@ -46,6 +46,7 @@ struct Ops {
   Value sub(Value x, Value y) { return nn::SubOp::create(b(), l(), x, y); }
   Value mul(Value x, Value y) { return nn::MulOp::create(b(), l(), x, y); }
   Value div(Value x, Value y) { return nn::DivOp::create(b(), l(), x, y); }
+  Value powf(Value x, Value y) { return nn::PowFOp::create(b(), l(), x, y); }
   template <typename OpTy> Value unary(Value x) {
     return OpTy::create(b(), l(), x);
   }
@@ -207,6 +208,18 @@ Model binary(MLIRContext *ctx, std::mt19937_64 &rng) {
   Value above = compare(nn::ComparePredicate::gt, x, m.param("cmp.p", {c}));
   m.observe("compare_gt_param", above);
   m.observe("where_compared", o.where(above, x, m.param("wc.p", {a, 1})));
+  // Powers with a tensor exponent: a positive base (also on the padding
+  // rows, for log) with a broadcast parameter exponent, a broadcast
+  // parameter base with a data exponent, and negative bases with integral
+  // exponents (0 to 3, constant: the floor of data) whose base gradient
+  // only is needed. Exponents 0 on the zero padding rows make 0^0 = 1,
+  // whose base cotangent is 0, not 0 * 0^-1.
+  m.observe("powf_param_exponent", o.powf(pos, m.param("powf.e", {c}, -1, 1)));
+  m.observe("powf_param_base", o.powf(m.param("powf.b", {a, 1}, 0.5, 2),
+                                      m.scaled("powf.s", x, {c})));
+  m.observe("powf_negative_base",
+            o.powf(m.scaled("powf.n", x, {c}),
+                   o.unary<nn::FloorOp>(m.input("powf.k", {a, c}, 0, 4))));
   return m.finish();
 }
 
@@ -242,6 +255,26 @@ Model unary(MLIRContext *ctx, std::mt19937_64 &rng) {
             o.clamp(z, -0.1, std::numeric_limits<double>::infinity()));
   m.observe("gelu", o.gelu(z, GeluApproximation::none));
   m.observe("gelu_tanh", o.gelu(z, GeluApproximation::tanh));
+  m.observe("sin", o.unary<nn::SinOp>(z));
+  m.observe("cos", o.unary<nn::CosOp>(z));
+  // Far from 0, where an argument reduction coarser than libm's shows.
+  // Data only: a parameter there would turn rounding differences in its
+  // update into phase differences of the result.
+  Value far = m.input("far", {n}, -300, 300);
+  m.observe("sin_far", o.unary<nn::SinOp>(far));
+  m.observe("cos_far", o.unary<nn::CosOp>(far));
+  // Rounding carries no gradient (the shift reaches the loss through the
+  // other ops); the probes compare the values. floor(4z) / 2 is a multiple
+  // of 0.5, computed exactly, so round meets exact halves too.
+  m.observe("floor", o.unary<nn::FloorOp>(z));
+  m.observe("ceil", o.unary<nn::CeilOp>(z));
+  m.observe("round", o.unary<nn::RoundOp>(z));
+  Value z4 = o.add(o.add(z, z), o.add(z, z));
+  auto f32 = RankedTensorType::get({}, o.b().getF32Type());
+  Value half = arith::ConstantOp::create(o.b(), o.l(),
+                                         DenseElementsAttr::get(f32, 0.5f));
+  m.observe("round_halves",
+            o.unary<nn::RoundOp>(o.mul(o.unary<nn::FloorOp>(z4), half)));
   return m.finish();
 }
 

@@ -126,6 +126,17 @@ std::vector<GradCase> allCases() {
       binary("div_broadcast_rhs", "div", "3x4", "4", "3x4", Draw::Positive));
   c.push_back(
       binary("div_broadcast_lhs", "div", "1x4", "3x1", "3x4", Draw::Positive));
+  c.push_back(
+      binary("powf_broadcast_rhs", "powf", "3x4", "4", "3x4", Draw::Positive));
+  c.push_back(binary("powf_broadcast_both", "powf", "3x1", "1x4", "3x4",
+                     Draw::Positive));
+  // Negative bases with integral exponents (a constant: the exponent's
+  // cotangent would be NaN), 0 among them.
+  c.push_back(fn("powf_negative_base", {P("a", "3x4")},
+                 "%e = arith.constant dense<[[3.0, 2.0, 0.0, -1.0]]> : " +
+                     T("1x4") + "\n  %y = nn.powf %a, %e : " + T("3x4") + ", " +
+                     T("1x4") + " -> " + T("3x4"),
+                 T("3x4")));
 
   // Elementwise unary.
   c.push_back(unary("neg", "neg", "3x4"));
@@ -136,6 +147,20 @@ std::vector<GradCase> allCases() {
   c.push_back(unary("relu", "relu", "3x4"));
   c.push_back(unary("sigmoid", "sigmoid", "3x4"));
   c.push_back(unary("tanh", "tanh", "3x4"));
+  c.push_back(unary("sin", "sin", "3x4"));
+  c.push_back(unary("cos", "cos", "3x4"));
+  // Rounding is a constant to autodiff; its derivative is 0 away from the
+  // steps (|x| in [0.2, 1] meets none but +-0.5 and +-1, with probability
+  // zero), so the gradient of x * (floor + ceil + round)(x) is the sum.
+  c.push_back(fn(
+      "rounding_is_constant", {P("x", "3x4")},
+      "%f = nn.floor %x : " + T("3x4") + "\n  %c = nn.ceil %x : " + T("3x4") +
+          "\n  %r = nn.round %x : " + T("3x4") +
+          "\n  %s = nn.add %f, %c : " + T("3x4") + ", " + T("3x4") + " -> " +
+          T("3x4") + "\n  %t = nn.add %s, %r : " + T("3x4") + ", " + T("3x4") +
+          " -> " + T("3x4") + "\n  %y = nn.mul %t, %x : " + T("3x4") + ", " +
+          T("3x4") + " -> " + T("3x4"),
+      T("3x4")));
   c.push_back(fn("pow_2", {P("x", "3x4")}, "%y = nn.pow %x, 2.0 : " + T("3x4"),
                  T("3x4")));
   c.push_back(fn("pow_3", {P("x", "3x4")}, "%y = nn.pow %x, 3.0 : " + T("3x4"),

@@ -194,6 +194,51 @@ TEST_F(InterpreterTest, Activations) {
   expectTensor(r[4], {3}, {1.0, -0.125, 0});
 }
 
+TEST_F(InterpreterTest, TrigAndRounding) {
+  std::vector<Tensor> r =
+      runF(R"mlir(
+    func.func @f(%x: tensor<8xf64>) -> (tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>) {
+      %0 = nn.sin %x : tensor<8xf64>
+      %1 = nn.cos %x : tensor<8xf64>
+      %2 = nn.floor %x : tensor<8xf64>
+      %3 = nn.ceil %x : tensor<8xf64>
+      %4 = nn.round %x : tensor<8xf64>
+      return %0, %1, %2, %3, %4 : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>
+    })mlir",
+           {f64({8}, {0.5, 1.5, 2.5, -0.5, -2.5, -1.7, 2.2, 300.25})});
+  ASSERT_EQ(r.size(), 5u);
+  std::vector<double> x = {0.5, 1.5, 2.5, -0.5, -2.5, -1.7, 2.2, 300.25};
+  std::vector<double> sin, cos;
+  for (double v : x) {
+    sin.push_back(std::sin(v));
+    cos.push_back(std::cos(v));
+  }
+  expectTensor(r[0], {8}, sin);
+  expectTensor(r[1], {8}, cos);
+  expectTensor(r[2], {8}, {0, 1, 2, -1, -3, -2, 2, 300});
+  expectTensor(r[3], {8}, {1, 2, 3, -0.0, -2, -1, 3, 301});
+  // Halves to even (ONNX Round, torch.round), not away from zero.
+  expectTensor(r[4], {8}, {0, 2, 2, -0.0, -2, -2, 2, 300});
+  EXPECT_TRUE(std::signbit(r[4].getDouble(3)));
+}
+
+TEST_F(InterpreterTest, PowfBroadcastsAndTakesNegativeBasesToIntegralPowers) {
+  std::vector<Tensor> r =
+      runF(R"mlir(
+    func.func @f(%x: tensor<2x3xf64>, %e: tensor<3xf64>) -> tensor<2x3xf64> {
+      %0 = nn.powf %x, %e : tensor<2x3xf64>, tensor<3xf64> -> tensor<2x3xf64>
+      return %0 : tensor<2x3xf64>
+    })mlir",
+           {f64({2, 3}, {-2, 4, 0, 3, -1, 9}), f64({3}, {3, 0.5, 2})});
+  ASSERT_EQ(r.size(), 1u);
+  std::vector<double> want = {-8, 2, 0, 27, 0, 81};
+  for (int i = 0; i < 6; ++i)
+    if (i != 4)
+      EXPECT_EQ(r[0].getDouble(i), want[i]) << "element " << i;
+  // A negative base to a non-integral power has no real value.
+  EXPECT_TRUE(std::isnan(r[0].getDouble(4)));
+}
+
 TEST_F(InterpreterTest, ActivationGradientsTakeTheNegativeBranchAtZero) {
   std::vector<Tensor> r = runF(R"mlir(
     func.func @f(%g: tensor<3xf64>, %x: tensor<3xf64>) -> (tensor<3xf64>, tensor<3xf64>) {
