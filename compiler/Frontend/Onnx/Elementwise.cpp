@@ -151,10 +151,28 @@ LogicalResult importBinary(NodeImporter &n) {
   return n.createOutput<OpTy>(*lhs, *rhs);
 }
 
-/// Pow with a constant exponent (`nn.pow`); both constant folds.
+/// Pow: `nn.pow` with a single constant exponent (both constant folds), or
+/// `nn.powf` with a tensor of exponents, broadcasting. An initializer
+/// exponent is a constant, not a parameter.
 LogicalResult importPow(NodeImporter &n) {
   if (failed(n.checkAttrs({})))
     return failure();
+  if (!n.hasInput(0) || !n.hasInput(1))
+    return n.emitError() << "Pow needs two inputs";
+  ImportedValue &e = n.input(1);
+  bool single = e.kind == ImportedValue::Kind::Symbolic
+                    ? e.symbolic.size() == 1
+                    : e.kind == ImportedValue::Kind::Constant &&
+                          e.constant.getNumElements() == 1;
+  if (!single) {
+    FailureOr<Value> base = n.floatTensor(0);
+    if (failed(base))
+      return failure();
+    FailureOr<Value> exponents = n.floatTensor(1);
+    if (failed(exponents))
+      return failure();
+    return n.createOutput<nn::PowFOp>(*base, *exponents);
+  }
   FailureOr<double> exponent = n.constantScalar(1, "exponent");
   if (failed(exponent))
     return failure();
@@ -437,8 +455,9 @@ Value exponentialUnit(Composer &c, Value x, double alpha, double scale) {
   if (scale != 1.0)
     negative = c.op<nn::DivOp>(negative, c.scalar(x, scale));
   Value decay = c.op<nn::SubOp>(c.op<nn::ExpOp>(negative), c.scalar(x, 1.0));
-  return c.op<nn::AddOp>(c.op<nn::ReluOp>(x),
-                         c.op<nn::MulOp>(c.scalar(x, alpha), decay));
+  Value scaled = c.op<nn::MulOp>(c.scalar(x, alpha), decay);
+  Value positive = c.op<nn::ReluOp>(x);
+  return c.op<nn::AddOp>(positive, scaled);
 }
 
 Value elu(NodeImporter &, Composer &c, Value x, double alpha, double) {
@@ -472,22 +491,21 @@ Value softsign(NodeImporter &, Composer &c, Value x, double, double) {
 
 /// x + bias below -lambd, x - bias above lambd, 0 between.
 Value shrink(NodeImporter &, Composer &c, Value x, double bias, double lambd) {
-  Value above = c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::gt, x, c.scalar(x, lambd)),
-      c.op<nn::SubOp>(x, c.scalar(x, bias)), c.scalar(x, 0.0));
-  return c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, -lambd)),
-      c.op<nn::AddOp>(x, c.scalar(x, bias)), above);
+  Value isAbove = c.compare(nn::ComparePredicate::gt, x, c.scalar(x, lambd));
+  Value lowered = c.op<nn::SubOp>(x, c.scalar(x, bias));
+  Value above = c.op<nn::WhereOp>(isAbove, lowered, c.scalar(x, 0.0));
+  Value isBelow = c.compare(nn::ComparePredicate::lt, x, c.scalar(x, -lambd));
+  Value raised = c.op<nn::AddOp>(x, c.scalar(x, bias));
+  return c.op<nn::WhereOp>(isBelow, raised, above);
 }
 
 /// 1 above 0, -1 below, and x itself (0, -0 or NaN) otherwise.
 Value sign(NodeImporter &, Composer &c, Value x, double, double) {
-  Value notPositive = c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0)),
-      c.scalar(x, -1.0), c.op<nn::MulOp>(x, c.scalar(x, 0.0)));
-  return c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::gt, x, c.scalar(x, 0.0)),
-      c.scalar(x, 1.0), notPositive);
+  Value isNegative = c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0));
+  Value itself = c.op<nn::MulOp>(x, c.scalar(x, 0.0));
+  Value notPositive = c.op<nn::WhereOp>(isNegative, c.scalar(x, -1.0), itself);
+  Value isPositive = c.compare(nn::ComparePredicate::gt, x, c.scalar(x, 0.0));
+  return c.op<nn::WhereOp>(isPositive, c.scalar(x, 1.0), notPositive);
 }
 
 /// (exp(x) - exp(-x)) / 2 and (exp(x) + exp(-x)) / 2. Near 0, sinh's
@@ -505,9 +523,9 @@ Value asinh(NodeImporter &, Composer &c, Value x, double, double) {
   Value r = c.op<nn::LogOp>(
       c.op<nn::AddOp>(m, c.op<nn::SqrtOp>(c.op<nn::AddOp>(c.op<nn::MulOp>(m, m),
                                                           c.scalar(x, 1.0)))));
-  return c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0)),
-      c.op<nn::NegOp>(r), r);
+  Value isNegative = c.compare(nn::ComparePredicate::lt, x, c.scalar(x, 0.0));
+  Value negated = c.op<nn::NegOp>(r);
+  return c.op<nn::WhereOp>(isNegative, negated, r);
 }
 
 /// log(x + sqrt(x^2 - 1)), NaN below 1.
@@ -519,9 +537,17 @@ Value acosh(NodeImporter &, Composer &c, Value x, double, double) {
 
 /// log((1 + x) / (1 - x)) / 2.
 Value atanh(NodeImporter &, Composer &c, Value x, double, double) {
-  Value ratio = c.op<nn::DivOp>(c.op<nn::AddOp>(c.scalar(x, 1.0), x),
-                                c.op<nn::SubOp>(c.scalar(x, 1.0), x));
+  Value numerator = c.op<nn::AddOp>(c.scalar(x, 1.0), x);
+  Value denominator = c.op<nn::SubOp>(c.scalar(x, 1.0), x);
+  Value ratio = c.op<nn::DivOp>(numerator, denominator);
   return c.op<nn::MulOp>(c.scalar(x, 0.5), c.op<nn::LogOp>(ratio));
+}
+
+/// sin(x) / cos(x).
+Value tangent(NodeImporter &, Composer &c, Value x, double, double) {
+  Value sine = c.op<nn::SinOp>(x);
+  Value cosine = c.op<nn::CosOp>(x);
+  return c.op<nn::DivOp>(sine, cosine);
 }
 
 /// NaN elements: x != x.
@@ -539,9 +565,9 @@ LogicalResult importPRelu(NodeImporter &n) {
   if (failed(x) || failed(slope))
     return failure();
   Composer c(n);
-  return c.output(c.op<nn::WhereOp>(
-      c.compare(nn::ComparePredicate::lt, *x, c.scalar(*x, 0.0)),
-      c.op<nn::MulOp>(*slope, *x), *x));
+  Value leaked = c.op<nn::MulOp>(*slope, *x);
+  Value isNegative = c.compare(nn::ComparePredicate::lt, *x, c.scalar(*x, 0.0));
+  return c.output(c.op<nn::WhereOp>(isNegative, leaked, *x));
 }
 
 /// IsInf: x == inf (detect_positive), x == -inf (detect_negative), or
@@ -617,6 +643,13 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Exp"] = {importUnary<nn::ExpOp>};
   table["Log"] = {importUnary<nn::LogOp>};
   table["Neg"] = {importNeg};
+  table["Sin"] = {importUnary<nn::SinOp>};
+  table["Cos"] = {importUnary<nn::CosOp>};
+  table["Tan"] = {
+      [](NodeImporter &n) { return importComposed<tangent>(n, {}, 0.0, 0.0); }};
+  table["Floor"] = {importUnary<nn::FloorOp>};
+  table["Ceil"] = {importUnary<nn::CeilOp>};
+  table["Round"] = {importUnary<nn::RoundOp>};
   table["LeakyRelu"] = {importLeakyRelu};
   table["Clip"] = {importClip, 13, 1u << 1 | 1u << 2};
   table["HardSigmoid"] = {importHardSigmoid};
@@ -676,7 +709,17 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   for (StringRef op : {"Add", "Sub", "Mul", "Div"})
     table[op].notes =
         "NumPy broadcasting; folds on shape values and on scalar constants";
-  table["Pow"].notes = "constant exponent";
+  table["Pow"].notes =
+      "a single constant exponent (`nn.pow`), or a float tensor of them, "
+      "broadcasting (`nn.powf`, whose exponent gradient is NaN for a "
+      "negative base, as PyTorch's); not integer tensors";
+  table["Sin"].notes = "libm's `sinf` on the CPU, libdevice's on cuda";
+  table["Cos"].notes = "libm's `cosf` on the CPU, libdevice's on cuda";
+  table["Tan"].notes = "`sin(x) / cos(x)`";
+  for (StringRef op : {"Floor", "Ceil", "Round"})
+    table[op].notes = "no gradient flows through it (a constant to autodiff)";
+  table["Round"].notes = "halves to even; no gradient flows through it (a "
+                         "constant to autodiff)";
   table["Erf"].notes =
       "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";
   table["Clip"].notes =

@@ -363,7 +363,10 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 
 /// Builds the single-result nn ops of a composition at a node. After the
 /// first failure (whose diagnostic the op emitted) every later build yields
-/// null, so a formula reads as one, and `failed` tells.
+/// null, so a formula reads as one, and `hasFailed` tells. C++ leaves the
+/// order in which a call's arguments are evaluated unspecified, so a
+/// composition names the results of ops it passes together to one call: the
+/// imported ops' order is then the same whatever compiler built Cleave.
 class Composer {
 public:
   explicit Composer(NodeImporter &n) : n(n) {}

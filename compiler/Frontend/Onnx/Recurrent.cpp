@@ -157,10 +157,20 @@ LogicalResult Unroller::unroll(int64_t d, bool reverse,
     // The recurrent product with the state (absent while the state is 0).
     Value ht =
         state ? c.op<nn::MatmulOp>(state, recurrent, false, true) : Value();
+    // Each intermediate is named, so the ops come out in the same order
+    // whatever compiler built Cleave (argument order is unspecified).
     auto preactivation = [&](int64_t k) {
-      Value sum = add(gate(xt, k), biasOf(inBias, k));
-      return add(add(sum, ht ? slice(ht, 1, k * hidden, hidden) : Value()),
-                 biasOf(recBias, k));
+      Value input = gate(xt, k);
+      Value sum = add(input, biasOf(inBias, k));
+      if (ht) {
+        Value fromState = gate(ht, k);
+        sum = add(sum, fromState);
+      }
+      return add(sum, biasOf(recBias, k));
+    };
+    // peephole(k) * s: the LSTM's peephole term for gate k (of i, o, f).
+    auto peephole = [&](int64_t k, Value s) {
+      return peep && s ? mul(slice(peep, 0, k * hidden, hidden), s) : Value();
     };
     Value next;
     switch (cell) {
@@ -175,42 +185,36 @@ LogicalResult Unroller::unroll(int64_t d, bool reverse,
       // linear_before_reset = 1).
       Value recurrentPart;
       if (state && linearBeforeReset) {
-        recurrentPart =
-            mul(rg, add(slice(ht, 1, 2 * hidden, hidden), biasOf(recBias, 2)));
+        Value fromState = gate(ht, 2);
+        recurrentPart = mul(rg, add(fromState, biasOf(recBias, 2)));
       } else if (state) {
-        Value rh = c.op<nn::MatmulOp>(mul(rg, state),
-                                      slice(recurrent, 0, 2 * hidden, hidden),
-                                      false, true);
+        Value reset = mul(rg, state);
+        Value weights = slice(recurrent, 0, 2 * hidden, hidden);
+        Value rh = c.op<nn::MatmulOp>(reset, weights, false, true);
         recurrentPart = add(rh, biasOf(recBias, 2));
       } else if (recBias) {
         recurrentPart = linearBeforeReset ? mul(rg, biasOf(recBias, 2))
                                           : biasOf(recBias, 2);
       }
-      Value candidate = activate(
-          acts[1], add(add(gate(xt, 2), biasOf(inBias, 2)), recurrentPart));
+      Value input = gate(xt, 2);
+      Value sum = add(input, biasOf(inBias, 2));
+      Value candidate = activate(acts[1], add(sum, recurrentPart));
       // (1 - z) * candidate + z * state.
       Value keep = c.op<nn::SubOp>(c.scalar(z, 1.0), z);
-      next = add(mul(keep, candidate), state ? mul(z, state) : Value());
+      Value fresh = mul(keep, candidate);
+      next = add(fresh, state ? mul(z, state) : Value());
       break;
     }
     case Cell::Lstm: {
-      Value pi =
-          add(preactivation(0), cellState && peep
-                                    ? mul(slice(peep, 0, 0, hidden), cellState)
-                                    : Value());
-      Value pf = add(preactivation(2),
-                     cellState && peep
-                         ? mul(slice(peep, 0, 2 * hidden, hidden), cellState)
-                         : Value());
-      Value in = activate(acts[0], pi);
-      Value forget = activate(acts[0], pf);
+      Value pi = preactivation(0);
+      Value in = activate(acts[0], add(pi, peephole(0, cellState)));
+      Value pf = preactivation(2);
+      Value forget = activate(acts[0], add(pf, peephole(2, cellState)));
       Value candidate = activate(acts[1], preactivation(3));
-      Value nextCell =
-          add(cellState ? mul(forget, cellState) : Value(), mul(in, candidate));
-      Value po =
-          add(preactivation(1),
-              peep ? mul(slice(peep, 0, hidden, hidden), nextCell) : Value());
-      Value out = activate(acts[0], po);
+      Value kept = cellState ? mul(forget, cellState) : Value();
+      Value nextCell = add(kept, mul(in, candidate));
+      Value po = preactivation(1);
+      Value out = activate(acts[0], add(po, peephole(1, nextCell)));
       next = mul(out, activate(acts[2], nextCell));
       cellState = nextCell;
       break;

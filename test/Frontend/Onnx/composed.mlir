@@ -12,6 +12,8 @@
 // RUN: cleave-opt --import-onnx %t.lse.onnx | FileCheck %s --check-prefix=LSE
 // RUN: %python %S/Inputs/make_model.py lrn %t.lrn.onnx
 // RUN: cleave-opt --import-onnx %t.lrn.onnx | FileCheck %s --check-prefix=LRN
+// RUN: %python %S/Inputs/make_model.py trig_round_pow %t.trig.onnx
+// RUN: cleave-opt --import-onnx %t.trig.onnx | FileCheck %s --check-prefix=TRIG
 // RUN: %python %S/Inputs/make_model.py depth_to_space_bad_block %t.bad.onnx
 // RUN: not cleave-opt --import-onnx %t.bad.onnx 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -80,6 +82,17 @@
 // LRN-NEXT:    nn.transpose %[[SUMS]] [0, 3, 1, 2]
 // LRN:         %[[DIV:.+]] = nn.pow %{{.+}}, 5.000000e-01
 // LRN-NEXT:    nn.div %[[X]], %[[DIV]]
+
+// Tan is sin / cos; Pow with a run-time tensor of exponents is nn.powf.
+// TRIG-LABEL: func.func @forward(
+// TRIG-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "x"}
+// TRIG-SAME:    %[[E:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "e"}
+// TRIG:         %[[S:.+]] = nn.sin %[[X]]
+// TRIG-NEXT:    %[[C:.+]] = nn.cos %[[X]]
+// TRIG-NEXT:    %[[T:.+]] = nn.div %[[S]], %[[C]]
+// TRIG-NEXT:    %[[R:.+]] = nn.round %[[T]]
+// TRIG-NEXT:    %[[Y:.+]] = nn.powf %[[R]], %[[E]]
+// TRIG-NEXT:    return %[[Y]]
 
 // BAD: error: DepthToSpace blocksize 3 does not divide the channels of 'tensor<?x8x3x5xf32>'
 // BAD: note: while importing ONNX node 'out' (DepthToSpace, opset 13)

@@ -279,6 +279,16 @@ def conv1d_pool():
 
 
 @model
+def trig_round_pow():
+    """Tan (sin / cos), Round, and Pow with a tensor of exponents."""
+    return graph(
+        [node("Tan", ["x"], ["t"]), node("Round", ["t"], ["r"]),
+         node("Pow", ["r", "e"], ["out"])],
+        [value("x", F, [BATCH, 3]), value("e", F, [BATCH, 3])],
+        [value("out", F, [BATCH, 3])])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
