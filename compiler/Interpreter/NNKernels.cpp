@@ -14,9 +14,10 @@
 
 #include "dialects/NN/IR/NNOps.h"
 
-#include <vector>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -146,6 +147,57 @@ LogicalResult runCompare(nn::CompareOp op, Frame &f) {
     run(int64_t{});
     break;
   }
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
+/// Calls `fn(T{})` with T the C++ type of any dtype.
+template <typename Fn> void dispatchAny(DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::f32:
+    return fn(float{});
+  case DType::f64:
+    return fn(double{});
+  case DType::i32:
+    return fn(int32_t{});
+  case DType::i64:
+    return fn(int64_t{});
+  }
+}
+
+/// C++ conversions, which are C's and arith's: floats round to nearest,
+/// float to integer truncates toward zero, integers wrap. A float out of an
+/// integer's range is undefined behaviour in C++ as in C, so it is not
+/// converted but gives the integer's minimum (x86's cvttsd2si answer), so
+/// that the interpreter itself stays defined.
+LogicalResult runCast(nn::CastOp op, Frame &f) {
+  const Tensor &a = f.get(op.getInput());
+  auto to = getDType(op.getDtype());
+  if (!to)
+    return op.emitOpError("unsupported element type ") << op.getDtype();
+  Tensor out(*to, a.getShape());
+  dispatchAny(a.getDType(), [&](auto fromTag) {
+    using From = decltype(fromTag);
+    dispatchAny(*to, [&](auto toTag) {
+      using To = decltype(toTag);
+      ArrayRef<From> x = a.data<From>();
+      MutableArrayRef<To> o = out.data<To>();
+      for (size_t i = 0; i < x.size(); ++i) {
+        if constexpr (std::is_floating_point_v<From> &&
+                      std::is_integral_v<To>) {
+          // In range iff -2^(bits-1) <= x < 2^(bits-1), tested exactly in
+          // From; NaN fails both.
+          const From bound =
+              std::ldexp(From(1), std::numeric_limits<To>::digits);
+          if (!(x[i] >= -bound && x[i] < bound)) {
+            o[i] = std::numeric_limits<To>::min();
+            continue;
+          }
+        }
+        o[i] = static_cast<To>(x[i]);
+      }
+    });
+  });
   f.set(op.getResult(), std::move(out));
   return success();
 }
@@ -1033,6 +1085,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::MinimumOp, runMinimum>();
   t.add<nn::PowFOp, runPowF>();
   t.add<nn::CompareOp, runCompare>();
+  t.add<nn::CastOp, runCast>();
   t.add<nn::NegOp, runNeg>();
   t.add<nn::ExpOp, runExp>();
   t.add<nn::LogOp, runLog>();

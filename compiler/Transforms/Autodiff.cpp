@@ -102,19 +102,26 @@ public:
   }
 
 private:
+  /// Whether `op`'s results are constants whatever its operands. A
+  /// comparison's mask, a rounded value and a cast from or to an integer
+  /// type are piecewise constant: their derivative is 0 wherever it exists,
+  /// so they do not vary with the parameters; nor do the positions nn.iota
+  /// reads from its source's shape.
+  static bool endsDependence(Operation &op) {
+    if (auto cast = dyn_cast<nn::CastOp>(op))
+      return !cast.isFloatToFloat();
+    return isa<nn::CompareOp, nn::FloorOp, nn::CeilOp, nn::RoundOp, nn::IotaOp>(
+        op);
+  }
+
   /// Values that depend on a differentiated argument.
   void markVaried() {
     for (BlockArgument a : wrt)
       varied.insert(a);
     for (Operation &op : func.getBody().front())
-      // A comparison's mask and a rounded value are piecewise constant:
-      // their derivative is 0 wherever it exists, so they do not vary with
-      // the parameters; nor do the positions nn.iota reads from its
-      // source's shape.
-      if (!isa<nn::CompareOp, nn::FloorOp, nn::CeilOp, nn::RoundOp, nn::IotaOp>(
-              op) &&
-          llvm::any_of(op.getOperands(),
-                       [&](Value v) { return varied.contains(v); }))
+      if (!endsDependence(op) && llvm::any_of(op.getOperands(), [&](Value v) {
+            return varied.contains(v);
+          }))
         for (Value r : op.getResults())
           varied.insert(r);
   }

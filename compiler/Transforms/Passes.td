@@ -81,8 +81,9 @@ def CleaveAutodiff : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     needs is computed. A value used several times gets the sum of its
     cotangents. An argument the loss does not depend on gets a zero gradient.
     The piecewise-constant ops (`nn.compare`, `nn.floor`, `nn.ceil`,
-    `nn.round`, `nn.iota`) end the dependence: their results are constants,
-    whose derivative is 0 wherever it exists.
+    `nn.round`, `nn.iota`) and `nn.cast` from or to an integer type end the
+    dependence: their results are constants, whose derivative is 0 wherever
+    it exists.
 
     Fails, naming the op, if a differentiated value flows through an op that
     does not implement `DifferentiableOpInterface` or into an operand that is

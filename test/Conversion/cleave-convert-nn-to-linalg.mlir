@@ -111,6 +111,45 @@ func.func @compare(%ids: tensor<4x3xi64>, %z: tensor<i64>, %a: tensor<4x3xf32>, 
 
 // -----
 
+// nn.cast: C conversions, one linalg.generic each from the input's element
+// type to the result's (signed integers; fptosi truncates toward zero).
+// CHECK-LABEL: func.func @cast
+// CHECK-SAME: (%[[X:.+]]: tensor<4x3xf32>, %[[D:.+]]: tensor<4x3xf64>, %[[I:.+]]: tensor<4x3xi32>, %[[L:.+]]: tensor<4x3xi64>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]] : tensor<4x3xf32>)
+// CHECK-SAME: outs(%{{.+}} : tensor<4x3xf64>)
+// CHECK: ^bb0(%[[A0:.+]]: f32, %{{.+}}: f64):
+// CHECK:   %[[E:.+]] = arith.extf %[[A0]] : f32 to f64
+// CHECK:   linalg.yield %[[E]] : f64
+// CHECK: ^bb0(%[[A1:.+]]: f64, %{{.+}}: f32):
+// CHECK:   arith.truncf %[[A1]] : f64 to f32
+// CHECK: ^bb0(%[[A2:.+]]: i32, %{{.+}}: f32):
+// CHECK:   arith.sitofp %[[A2]] : i32 to f32
+// CHECK: ^bb0(%[[A3:.+]]: f32, %{{.+}}: i64):
+// CHECK:   arith.fptosi %[[A3]] : f32 to i64
+// CHECK: ^bb0(%[[A4:.+]]: f64, %{{.+}}: i32):
+// CHECK:   arith.fptosi %[[A4]] : f64 to i32
+// CHECK: ^bb0(%[[A5:.+]]: i32, %{{.+}}: i64):
+// CHECK:   arith.extsi %[[A5]] : i32 to i64
+// CHECK: ^bb0(%[[A6:.+]]: i64, %{{.+}}: i32):
+// CHECK:   arith.trunci %[[A6]] : i64 to i32
+// CHECK: ^bb0(%[[A7:.+]]: i64, %{{.+}}: f64):
+// CHECK:   arith.sitofp %[[A7]] : i64 to f64
+// CHECK-NOT: nn.
+func.func @cast(%x: tensor<4x3xf32>, %d: tensor<4x3xf64>, %i: tensor<4x3xi32>, %l: tensor<4x3xi64>) -> (tensor<4x3xf64>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi32>, tensor<4x3xi64>, tensor<4x3xi32>, tensor<4x3xf64>) {
+  %0 = nn.cast %x : tensor<4x3xf32> -> tensor<4x3xf64>
+  %1 = nn.cast %d : tensor<4x3xf64> -> tensor<4x3xf32>
+  %2 = nn.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  %3 = nn.cast %x : tensor<4x3xf32> -> tensor<4x3xi64>
+  %4 = nn.cast %d : tensor<4x3xf64> -> tensor<4x3xi32>
+  %5 = nn.cast %i : tensor<4x3xi32> -> tensor<4x3xi64>
+  %6 = nn.cast %l : tensor<4x3xi64> -> tensor<4x3xi32>
+  %7 = nn.cast %l : tensor<4x3xi64> -> tensor<4x3xf64>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<4x3xf64>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi32>, tensor<4x3xi64>, tensor<4x3xi32>, tensor<4x3xf64>
+}
+
+// -----
+
 // relu(linear(x)) is a matmul without the kernels' ReLU post-op, which maps
 // NaN to 0, and a maximumf loop, which propagates it as PyTorch's ReLU; the
 // backward mask reads the pre-activation.

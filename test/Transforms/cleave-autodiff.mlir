@@ -189,6 +189,64 @@ func.func @only_rounded(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
 
 // -----
 
+// A float-to-float cast's cotangent is the result's cast back to the
+// source type: a loss computed in f64 from an f32 parameter has an f32
+// gradient.
+
+// AD-LABEL: func.func @cast_float_grad(
+// AD-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.param = "w"})
+// AD-SAME: -> (tensor<f64>, tensor<4xf32> {train.grad_of = "w"})
+// AD: %[[D:.+]] = nn.cast %[[W]] : tensor<4xf32> -> tensor<4xf64>
+// AD: nn.mul %[[D]], %[[D]]
+// AD: %[[DD:.+]] = nn.add %{{.+}}, %{{.+}} : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+// AD: %[[DW:.+]] = nn.cast %[[DD]] : tensor<4xf64> -> tensor<4xf32>
+// AD-NEXT: return %{{.+}}, %[[DW]]
+func.func @cast_float(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f64> {
+  %d = nn.cast %w : tensor<4xf32> -> tensor<4xf64>
+  %y = nn.mul %d, %d : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+  %l = nn.reduce_sum %y [0] : tensor<4xf64> -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// A cast to an integer type is piecewise constant, as floor: w * trunc(w),
+// truncated through i64, has the cotangent dy * trunc(w), and no cast back
+// from the integers is built. A cast from an integer type has no gradient
+// either.
+
+// AD-LABEL: func.func @cast_integer_grad(
+// AD-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.param = "w"}
+// AD: %[[I:.+]] = nn.cast %[[W]] : tensor<4xf32> -> tensor<4xi64>
+// AD: %[[T:.+]] = nn.cast %[[I]] : tensor<4xi64> -> tensor<4xf32>
+// AD: nn.reduce_sum
+// AD-NOT: nn.cast
+// AD: %[[DW:.+]] = nn.mul %{{.+}}, %[[T]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// AD-NEXT: return %{{.+}}, %[[DW]]
+func.func @cast_integer(%w: tensor<4xf32> {train.param = "w"}, %ids: tensor<4xi32>) -> tensor<f32> {
+  %i = nn.cast %w : tensor<4xf32> -> tensor<4xi64>
+  %t = nn.cast %i : tensor<4xi64> -> tensor<4xf32>
+  %y = nn.mul %w, %t : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %f = nn.cast %ids : tensor<4xi32> -> tensor<4xf32>
+  %z = nn.add %y, %f : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = nn.reduce_sum %z [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// AD-LABEL: func.func @only_cast_to_integer_grad(
+// AD: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<4xf32>
+// AD: return %{{.+}}, %[[ZERO]]
+func.func @only_cast_to_integer(%w: tensor<4xf32> {train.param = "w"}) -> tensor<f32> {
+  %i = nn.cast %w : tensor<4xf32> -> tensor<4xi32>
+  %t = nn.cast %i : tensor<4xi32> -> tensor<4xf32>
+  %l = nn.reduce_sum %t [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Without `function`, only functions with a train.param argument and a rank-0
 // first result are differentiated, and never a gradient function again.
 

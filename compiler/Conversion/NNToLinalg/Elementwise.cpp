@@ -167,6 +167,40 @@ struct CompareLowering : OpRewritePattern<CompareOp> {
   }
 };
 
+/// nn.cast: the arith conversion between the element types, with C's
+/// semantics (signed integers; float to integer truncates toward zero).
+struct CastLowering : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    Type to = type.getElementType();
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(), type, {op.getInput()},
+                        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return convertScalar(b, l, a[0], to);
+                        }));
+    return success();
+  }
+
+  static Value convertScalar(OpBuilder &b, Location l, Value x, Type to) {
+    Type from = x.getType();
+    if (from == to)
+      return x;
+    unsigned fromBits = from.getIntOrFloatBitWidth();
+    unsigned toBits = to.getIntOrFloatBitWidth();
+    if (isa<FloatType>(from) && isa<FloatType>(to))
+      return fromBits < toBits ? Value(arith::ExtFOp::create(b, l, to, x))
+                               : Value(arith::TruncFOp::create(b, l, to, x));
+    if (isa<FloatType>(to))
+      return arith::SIToFPOp::create(b, l, to, x);
+    if (isa<FloatType>(from))
+      return arith::FPToSIOp::create(b, l, to, x);
+    return fromBits < toBits ? Value(arith::ExtSIOp::create(b, l, to, x))
+                             : Value(arith::TruncIOp::create(b, l, to, x));
+  }
+};
+
 } // namespace
 
 void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
@@ -178,6 +212,7 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
                BinaryLowering<MaximumOp, arith::MaximumFOp>,
                BinaryLowering<MinimumOp, arith::MinimumFOp>,
                BinaryLowering<PowFOp, math::PowFOp>, CompareLowering>(ctx);
+  patterns.add<CastLowering>(ctx);
 
   using Args = ValueRange;
   patterns.add<UnaryLowering<NegOp>>(

@@ -163,6 +163,21 @@ LogicalResult PowFOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+/// Only a float-to-float cast has a gradient; cleave-autodiff treats the
+/// result of any other as a constant, so it never asks for one.
+bool CastOp::isDifferentiableOperand(unsigned) { return isFloatToFloat(); }
+
+LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  if (needed[0] && !isFloatToFloat())
+    return emitOpError("a cast from or to an integer type has no gradient");
+  return single(grads, needed, [&]() -> Value {
+    return CastOp::create(b, getLoc(), dys[0],
+                          getInput().getType().getElementType());
+  });
+}
+
 LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange dys,
                                 ArrayRef<bool> needed,
                                 SmallVectorImpl<Value> &grads) {

@@ -162,6 +162,41 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  types.push_back(input.clone(adaptor.getDtype()));
+  return success();
+}
+
+bool CastOp::isFloatToFloat() {
+  return isa<FloatType>(getInput().getType().getElementType()) &&
+         isa<FloatType>(getDtype());
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+/// `tensor<4x3xi32> -> tensor<4x3xf32>`: the result type states the target,
+/// so `dtype` is not printed but read off it.
+static ParseResult parseCastTypes(OpAsmParser &parser, Type &input,
+                                  Type &result, TypeAttr &dtype) {
+  if (parser.parseType(input) || parser.parseArrow() ||
+      parser.parseType(result))
+    return failure();
+  dtype = TypeAttr::get(getElementTypeOrSelf(result));
+  return success();
+}
+
+static void printCastTypes(OpAsmPrinter &p, Operation *, Type input,
+                           Type result, TypeAttr) {
+  p << input << " -> " << result;
+}
+
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -112,6 +112,44 @@ def NN_CompareOp : NN_Op<"compare", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+//===- nn.cast ------------------------------------------------------------===//
+// Element type conversion (ONNX Cast, torch's Tensor.to(dtype)). The target
+// is the attribute `dtype`, so that the result type can be inferred like
+// every other nn op's; the assembly shows it only as the result type.
+// A float-to-float cast is differentiable (its cotangent is the result's cast
+// back); a cast from or to an integer type is not: cleave-autodiff treats its
+// result as a constant, as nn.compare's.
+def NN_CastOp : NN_DiffOp<"cast", [InferTypeOpAdaptor],
+                          ["isDifferentiableOperand"]> {
+  let summary = "elementwise element type conversion";
+  let description = [{
+    Converts every element of `input` to the element type `dtype`, keeping the
+    shape, as C conversions (and ONNX `Cast`): float to float rounds to
+    nearest even (`f64` to `f32`) or is exact (`f32` to `f64`); integer to
+    float rounds to nearest even; float to integer truncates toward zero, and
+    is undefined (as in C) for NaN, infinities and values out of the
+    integer's range; integer to integer sign-extends or keeps the low bits
+    (two's complement wrap-around). A cast to the input's own type is the
+    input.
+
+    ```mlir
+    %0 = nn.cast %ids : tensor<4x3xi64> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,
+                       TypeAttrOf<AnyTypeOf<[F32, F64, I32, I64]>>:$dtype);
+  let results = (outs RankedTensorOf<[F32, F64, I32, I64]>:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` custom<CastTypes>(type($input), type($result), $dtype)
+  }];
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// Whether both the input and the result have float elements, the one
+    /// case with a gradient.
+    bool isFloatToFloat();
+  }];
+}
+
 //===- nn.where -----------------------------------------------------------===//
 def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
                            ["isDifferentiableOperand"]> {

@@ -267,3 +267,19 @@ func.func @broadcast_to_batch_of(%c: tensor<1x1x3xf32>, %x: tensor<4x5xi64>, %y:
   %1 = nn.broadcast_to %c [-1, 1, 3] batch_of %y : tensor<1x1x3xf32>, tensor<?x5xi64> -> tensor<?x1x3xf32>
   return %0, %1 : tensor<4x1x3xf32>, tensor<?x1x3xf32>
 }
+
+// -----
+
+// A cast to the input's own type is the input; any other stays, a round trip
+// through another type included (f64 -> f32 -> f64 rounds).
+// CHECK-LABEL: func.func @cast_to_same_type
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf64>)
+// CHECK: %[[F:.+]] = nn.cast %[[X]] : tensor<4xf64> -> tensor<4xf32>
+// CHECK: %[[D:.+]] = nn.cast %[[F]] : tensor<4xf32> -> tensor<4xf64>
+// CHECK: return %[[X]], %[[D]]
+func.func @cast_to_same_type(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
+  %0 = nn.cast %x : tensor<4xf64> -> tensor<4xf64>
+  %1 = nn.cast %x : tensor<4xf64> -> tensor<4xf32>
+  %2 = nn.cast %1 : tensor<4xf32> -> tensor<4xf64>
+  return %0, %2 : tensor<4xf64>, tensor<4xf64>
+}

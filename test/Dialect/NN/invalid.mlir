@@ -1001,3 +1001,46 @@ func.func @compare_does_not_broadcast(%a: tensor<3xf32>, %b: tensor<4xf32>) {
   %0 = nn.compare <lt>, %a, %b {dtype = f32} : tensor<3xf32>, tensor<4xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @cast_shape_changes(%x: tensor<4x3xi32>) {
+  // expected-error @+2 {{'nn.cast' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<3x4xf32>'}}
+  // expected-error @+1 {{'nn.cast' op failed to infer returned types}}
+  %0 = nn.cast %x : tensor<4x3xi32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_rank_changes(%x: tensor<4x3xf64>) {
+  // expected-error @+2 {{'nn.cast' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<12xf32>'}}
+  // expected-error @+1 {{'nn.cast' op failed to infer returned types}}
+  %0 = nn.cast %x : tensor<4x3xf64> -> tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @cast_to_unsupported_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'dtype' failed to satisfy constraint}}
+  %0 = nn.cast %x : tensor<4xf32> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @cast_from_unsupported_type(%x: tensor<4xi8>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = nn.cast %x : tensor<4xi8> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_dtype_not_result_type(%x: tensor<4xi64>) {
+  // expected-error @+2 {{'nn.cast' op inferred type(s) 'tensor<4xf64>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{'nn.cast' op failed to infer returned types}}
+  %0 = "nn.cast"(%x) <{dtype = f64}> : (tensor<4xi64>) -> tensor<4xf32>
+  return
+}

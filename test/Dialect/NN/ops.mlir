@@ -44,6 +44,25 @@ func.func @compare(%ids: tensor<?x8xi64>, %z: tensor<i64>, %a: tensor<32x10xf32>
   return
 }
 
+// The result type states the target; `dtype` is read off it.
+// CHECK-LABEL: func.func @cast
+// CHECK-SAME: (%[[I:.+]]: tensor<4x3xi32>, %[[X:.+]]: tensor<?x3xf32>, %[[L:.+]]: tensor<2xi64>, %[[D:.+]]: tensor<f64>)
+func.func @cast(%i: tensor<4x3xi32>, %x: tensor<?x3xf32>, %l: tensor<2xi64>, %d: tensor<f64>) {
+  // CHECK: nn.cast %[[I]] : tensor<4x3xi32> -> tensor<4x3xf32>
+  %0 = nn.cast %i : tensor<4x3xi32> -> tensor<4x3xf32>
+  // CHECK: nn.cast %[[X]] : tensor<?x3xf32> -> tensor<?x3xf64>
+  %1 = nn.cast %x : tensor<?x3xf32> -> tensor<?x3xf64>
+  // CHECK: nn.cast %[[X]] : tensor<?x3xf32> -> tensor<?x3xi64>
+  %2 = nn.cast %x : tensor<?x3xf32> -> tensor<?x3xi64>
+  // CHECK: nn.cast %[[L]] : tensor<2xi64> -> tensor<2xi32>
+  %3 = nn.cast %l : tensor<2xi64> -> tensor<2xi32>
+  // CHECK: nn.cast %[[D]] : tensor<f64> -> tensor<f32>
+  %4 = nn.cast %d : tensor<f64> -> tensor<f32>
+  // CHECK: nn.cast %[[I]] : tensor<4x3xi32> -> tensor<4x3xi32>
+  %5 = nn.cast %i : tensor<4x3xi32> -> tensor<4x3xi32>
+  return
+}
+
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[Y:.+]]: tensor<?x3xf64>)
 func.func @unary(%x: tensor<8x16xf32>, %y: tensor<?x3xf64>) {

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "test/unit/compiler/TestSupport.h"
@@ -275,6 +276,33 @@ Model unary(MLIRContext *ctx, std::mt19937_64 &rng) {
                                          DenseElementsAttr::get(f32, 0.5f));
   m.observe("round_halves",
             o.unary<nn::RoundOp>(o.mul(o.unary<nn::FloorOp>(z4), half)));
+  // Casts, observed as f32. Through f64 and back, with a square in f64
+  // between: the gradient is cast back at each step. To integers and back,
+  // truncating toward zero (4z is exact, negative half the time; no
+  // gradient, as rounding); index inputs to floats, and i64 to i32.
+  auto castTo = [&](Value v, Type elt) -> Value {
+    return nn::CastOp::create(o.b(), o.l(), v, elt);
+  };
+  Type f32t = o.b().getF32Type(), f64t = o.b().getF64Type();
+  Type i32t = o.b().getI32Type(), i64t = o.b().getI64Type();
+  Value wide = castTo(z, f64t);
+  m.observe("cast_f64_square", castTo(o.mul(wide, wide), f32t));
+  m.observe("cast_trunc_i64", castTo(castTo(z4, i64t), f32t));
+  m.observe("cast_trunc_i32", castTo(castTo(z4, i32t), f32t));
+  m.observe("cast_f64_trunc_i32", castTo(castTo(castTo(z4, f64t), i32t), f32t));
+  m.observe("cast_i64_ids", castTo(m.indexInput("cast.ids", {n}, 1000), f32t));
+  m.observe("cast_i32_ids",
+            castTo(m.indexInput("cast.ids32", {n}, 1000, /*i32=*/true), f32t));
+  // Ids up to 2^40 keep their low 32 bits as i32 (negative half the time),
+  // then round to f32; scaled by 2^-31 (exactly) into [-1, 1).
+  auto scale = RankedTensorType::get({}, f32t);
+  Value pow2m31 = arith::ConstantOp::create(
+      o.b(), o.l(), DenseElementsAttr::get(scale, std::ldexp(1.0f, -31)));
+  m.observe("cast_i64_wraps_to_i32",
+            o.mul(castTo(castTo(m.indexInput("cast.big", {n}, int64_t(1) << 40),
+                                i32t),
+                         f32t),
+                  pow2m31));
   return m.finish();
 }
 

@@ -8,8 +8,9 @@
 //
 // Criterion. With h = 1e-6 * max(1, |x|), the central difference has a
 // truncation error O(h^2) and a round-off error of about eps * |f| / h,
-// which is absolute: it does not shrink with the gradient element. So an
-// element passes when
+// which is absolute: it does not shrink with the gradient element (a case
+// computed partly in f32 sets a larger step, where its function is
+// quadratic and so has no truncation error). So an element passes when
 //
 //   |g - fd| <= 1e-4 * max(|g|, |fd|, 1e-3 * max_k |fd_k|)
 //
@@ -66,6 +67,8 @@ struct GradCase {
   Draw draw = Draw::Signed;
   /// The values of the integer arguments, in argument order.
   std::vector<std::vector<int64_t>> ints;
+  /// The finite-difference step relative to max(1, |x|).
+  double step = 1e-6;
 };
 
 void PrintTo(const GradCase &c, std::ostream *os) { *os << c.name; }
@@ -161,6 +164,33 @@ std::vector<GradCase> allCases() {
           " -> " + T("3x4") + "\n  %y = nn.mul %t, %x : " + T("3x4") + ", " +
           T("3x4") + " -> " + T("3x4"),
       T("3x4")));
+  // f32 -> f64 -> f32: the cotangent is cast back at each step. The square
+  // in f64 makes the function more than the identity; it is quadratic in
+  // x, so the central difference is exact at any step, and a step of 0.1
+  // keeps the f32 rounding of x +- h and of the loss (6e-8 relative) far
+  // below the criterion, where 1e-6 would magnify it past it.
+  {
+    std::string t32 = "tensor<3x4xf32>", t64 = "tensor<3x4xf64>";
+    c.push_back(fn("cast_f32_f64_f32",
+                   {"%x: " + t32 + " {train.param = \"x\"}"},
+                   "%d = nn.cast %x : " + t32 + " -> " + t64 +
+                       "\n  %s = nn.mul %d, %d : " + t64 + ", " + t64 + " -> " +
+                       t64 + "\n  %y = nn.cast %s : " + t64 + " -> " + t32,
+                   t32));
+    c.back().step = 0.1;
+  }
+  // A cast to an integer type is a constant to autodiff, as rounding: the
+  // gradient of x * trunc(4x), truncated through i64, is trunc(4x) (the
+  // steps at multiples of 0.25 are met with probability zero).
+  c.push_back(fn("cast_to_integer_is_constant", {P("x", "3x4")},
+                 "%k = arith.constant dense<4.0> : " + T("") +
+                     "\n  %s = nn.mul %x, %k : " + T("3x4") + ", " + T("") +
+                     " -> " + T("3x4") + "\n  %i = nn.cast %s : " + T("3x4") +
+                     " -> tensor<3x4xi64>\n  %t = nn.cast %i : "
+                     "tensor<3x4xi64> -> " +
+                     T("3x4") + "\n  %y = nn.mul %t, %x : " + T("3x4") + ", " +
+                     T("3x4") + " -> " + T("3x4"),
+                 T("3x4")));
   c.push_back(fn("pow_2", {P("x", "3x4")}, "%y = nn.pow %x, 2.0 : " + T("3x4"),
                  T("3x4")));
   c.push_back(fn("pow_3", {P("x", "3x4")}, "%y = nn.pow %x, 3.0 : " + T("3x4"),
@@ -720,12 +750,12 @@ void prepare(MLIRContext *ctx, const GradCase &gc, Prepared &p) {
 /// The central difference of @f with respect to every element of argument
 /// `param`.
 std::vector<double> finiteDifferences(ModuleOp module, std::vector<Tensor> args,
-                                      unsigned param) {
+                                      unsigned param, double step) {
   State state;
   std::vector<double> fd(args[param].getNumElements());
   for (size_t i = 0; i < fd.size(); ++i) {
     double x = args[param].getDouble(i);
-    double h = 1e-6 * std::max(1.0, std::fabs(x));
+    double h = step * std::max(1.0, std::fabs(x));
     args[param].setDouble(i, x + h);
     std::vector<Tensor> plus = test::run(module, "f", args, state);
     args[param].setDouble(i, x - h);
@@ -757,7 +787,8 @@ TEST_P(GradientCheck, MatchesCentralFiniteDifferences) {
 
   double worst = 0;
   for (auto [k, param] : llvm::enumerate(p.params)) {
-    std::vector<double> fd = finiteDifferences(*p.module, p.args, param);
+    std::vector<double> fd =
+        finiteDifferences(*p.module, p.args, param, gc.step);
     ASSERT_EQ(static_cast<int64_t>(fd.size()), p.args[param].getNumElements());
     const Tensor &g = grads[1 + k];
     ASSERT_EQ(g.getShape(), p.args[param].getShape());
@@ -826,7 +857,8 @@ TEST(GradientCheckCoverage, TheCriterionRejectsAWrongGradient) {
   State state;
   std::vector<Tensor> grads = test::run(*p.module, "f_grad", p.args, state);
   ASSERT_EQ(grads.size(), 3u);
-  std::vector<double> fd = finiteDifferences(*p.module, p.args, p.params[0]);
+  std::vector<double> fd =
+      finiteDifferences(*p.module, p.args, p.params[0], it->step);
   EXPECT_EQ(compare(grads[1], fd).failures, 0);
   grads[1].setDouble(5, grads[1].getDouble(5) * 1.001);
   EXPECT_EQ(compare(grads[1], fd).failures, 1);

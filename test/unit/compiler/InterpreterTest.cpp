@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -220,6 +221,76 @@ TEST_F(InterpreterTest, TrigAndRounding) {
   // Halves to even (ONNX Round, torch.round), not away from zero.
   expectTensor(r[4], {8}, {0, 2, 2, -0.0, -2, -2, 2, 300});
   EXPECT_TRUE(std::signbit(r[4].getDouble(3)));
+}
+
+TEST_F(InterpreterTest, CastRoundsToNearestEvenAndTruncatesTowardZero) {
+  std::vector<Tensor> r = runF(
+      R"mlir(
+    func.func @f(%d: tensor<6xf64>, %x: tensor<5xf32>, %i: tensor<4xi32>, %l: tensor<4xi64>)
+        -> (tensor<6xf32>, tensor<5xf64>, tensor<4xf32>, tensor<5xi64>, tensor<5xi32>, tensor<4xi32>, tensor<4xi64>) {
+      %0 = nn.cast %d : tensor<6xf64> -> tensor<6xf32>
+      %1 = nn.cast %x : tensor<5xf32> -> tensor<5xf64>
+      %2 = nn.cast %i : tensor<4xi32> -> tensor<4xf32>
+      %3 = nn.cast %x : tensor<5xf32> -> tensor<5xi64>
+      %4 = nn.cast %x : tensor<5xf32> -> tensor<5xi32>
+      %5 = nn.cast %l : tensor<4xi64> -> tensor<4xi32>
+      %6 = nn.cast %i : tensor<4xi32> -> tensor<4xi64>
+      return %0, %1, %2, %3, %4, %5, %6 : tensor<6xf32>, tensor<5xf64>, tensor<4xf32>, tensor<5xi64>, tensor<5xi32>, tensor<4xi32>, tensor<4xi64>
+    })mlir",
+      {f64({6},
+           {0.1, 1 + std::ldexp(1.0, -24), 1 + 3 * std::ldexp(1.0, -24),
+            -(1 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40)), 1e300, -0.0}),
+       Tensor::fromDoubles(DType::f32, {5}, {2.75, -2.75, -0.5, 1e10, 0.1}),
+       Tensor::fromInts(DType::i32, {4},
+                        {16777217, 16777219, -7, -2147483647 - 1}),
+       i64({4}, {(int64_t(1) << 32) + 5, -1, int64_t(1) << 31, -3})});
+  ASSERT_EQ(r.size(), 7u);
+
+  // f64 -> f32 rounds to nearest, ties to even; beyond the range to inf.
+  ArrayRef<float> narrowed = r[0].data<float>();
+  EXPECT_EQ(narrowed[0], 0.1f);
+  EXPECT_EQ(narrowed[1], 1.0f);                         // a tie: 1 is even
+  EXPECT_EQ(narrowed[2], 1 + std::ldexp(1.0f, -22));    // a tie, to even
+  EXPECT_EQ(narrowed[3], -(1 + std::ldexp(1.0f, -23))); // past the tie
+  EXPECT_EQ(narrowed[4], std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::signbit(narrowed[5]));
+
+  // f32 -> f64 is exact: 0.1f widened, not 0.1.
+  ArrayRef<double> widened = r[1].data<double>();
+  EXPECT_EQ(widened[4], static_cast<double>(0.1f));
+  EXPECT_NE(widened[4], 0.1);
+  EXPECT_EQ(widened[3], 1e10f);
+
+  // i32 -> f32 rounds to nearest even above 2^24.
+  ArrayRef<float> fromInt = r[2].data<float>();
+  EXPECT_EQ(fromInt[0], 16777216.0f);
+  EXPECT_EQ(fromInt[1], 16777220.0f);
+  EXPECT_EQ(fromInt[2], -7.0f);
+  EXPECT_EQ(fromInt[3], -2147483648.0f);
+
+  // f32 -> integers truncate toward zero, negatives included.
+  ArrayRef<int64_t> toI64 = r[3].data<int64_t>();
+  EXPECT_EQ(toI64[0], 2);
+  EXPECT_EQ(toI64[1], -2);
+  EXPECT_EQ(toI64[2], 0);
+  EXPECT_EQ(toI64[3], 10000000000);
+  EXPECT_EQ(toI64[4], 0);
+  ArrayRef<int32_t> toI32 = r[4].data<int32_t>();
+  EXPECT_EQ(toI32[0], 2);
+  EXPECT_EQ(toI32[1], -2);
+  EXPECT_EQ(toI32[2], 0);
+  // 1e10 is out of i32's range: undefined in C, the interpreter's minimum.
+  EXPECT_EQ(toI32[3], std::numeric_limits<int32_t>::min());
+
+  // i64 -> i32 keeps the low 32 bits; i32 -> i64 sign-extends.
+  ArrayRef<int32_t> narrowInt = r[5].data<int32_t>();
+  EXPECT_EQ(narrowInt[0], 5);
+  EXPECT_EQ(narrowInt[1], -1);
+  EXPECT_EQ(narrowInt[2], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(narrowInt[3], -3);
+  ArrayRef<int64_t> widenInt = r[6].data<int64_t>();
+  EXPECT_EQ(widenInt[2], -7);
+  EXPECT_EQ(widenInt[3], -2147483648LL);
 }
 
 TEST_F(InterpreterTest, PowfBroadcastsAndTakesNegativeBasesToIntegralPowers) {
