@@ -21,6 +21,9 @@
 // cubins: assembled and linked.
 // RUN: cleave-compile %S/Inputs/math_ops.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda -o %t.math.cleave
 
+// nn.cast (f32, f64, i32 and i64 conversions) to cubins.
+// RUN: cleave-compile %S/Inputs/cast_ops.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda -o %t.cast.cleave
+
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda --compile-to=gpu -o %t.norms.mlir 2>/dev/null
 // RUN: cleave-compile %S/Inputs/norms.mlir --micro-batch=8 --accumulate=2 --optimizer=lamb --clip-norm=1 --target=cuda -o %t.norms.cleave 2>/dev/null
 // RUN: %python %S/Inputs/fatbins.py %t.norms.cleave %t.norms.mlir | FileCheck %s --check-prefix=FATBIN
