@@ -250,25 +250,10 @@ LogicalResult importClip(NodeImporter &n) {
 /// the bounds included, as PyTorch's hardsigmoid backward.
 FailureOr<Value> hardSigmoid(NodeImporter &n, Value x, double alpha,
                              double beta) {
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  auto scalar = [&](double v) {
-    auto type = RankedTensorType::get({}, elt);
-    return n.getGraph().materialize(
-        DenseElementsAttr::get(type, FloatAttr::get(elt, v).getValue()),
-        n.getLoc());
-  };
-  FailureOr<nn::MulOp> scaled = n.create<nn::MulOp>(x, scalar(alpha));
-  if (failed(scaled))
-    return failure();
-  FailureOr<nn::AddOp> shifted =
-      n.create<nn::AddOp>(scaled->getResult(), scalar(beta));
-  if (failed(shifted))
-    return failure();
-  FailureOr<nn::ClampOp> clamped =
-      n.create<nn::ClampOp>(shifted->getResult(), APFloat(0.0), APFloat(1.0));
-  if (failed(clamped))
-    return failure();
-  return clamped->getResult();
+  Composer c(n);
+  Value scaled = c.op<nn::MulOp>(x, c.scalar(x, alpha));
+  Value shifted = c.op<nn::AddOp>(scaled, c.scalar(x, beta));
+  return c.value(c.op<nn::ClampOp>(shifted, APFloat(0.0), APFloat(1.0)));
 }
 
 LogicalResult importHardSigmoid(NodeImporter &n) {
@@ -298,15 +283,6 @@ LogicalResult importHardSwish(NodeImporter &n) {
   if (failed(gate))
     return failure();
   return n.createOutput<nn::MulOp>(*x, *gate);
-}
-
-/// A rank-0 constant of `x`'s element type.
-Value scalarLike(NodeImporter &n, Value x, double v) {
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  return n.getGraph().materialize(
-      DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                             FloatAttr::get(elt, v).getValue()),
-      n.getLoc());
 }
 
 /// Neg, folded on shape values (`-axis` in ONNX's function bodies).
@@ -627,6 +603,14 @@ template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
 }
 
 } // namespace
+
+Value importer::scalarLike(NodeImporter &n, Value like, double v) {
+  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+  return n.getGraph().materialize(
+      DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                             FloatAttr::get(elt, v).getValue()),
+      n.getLoc());
+}
 
 void importer::populateElementwiseImporters(ImporterTable &table) {
   constexpr unsigned exponent = 1u << 1;

@@ -361,6 +361,9 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 // Helpers
 //===----------------------------------------------------------------------===//
 
+/// A rank-0 constant of `like`'s element type.
+Value scalarLike(NodeImporter &n, Value like, double v);
+
 /// Builds the single-result nn ops of a composition at a node. After the
 /// first failure (whose diagnostic the op emitted) every later build yields
 /// null, so a formula reads as one, and `hasFailed` tells. C++ leaves the
@@ -385,13 +388,7 @@ public:
   }
   /// A rank-0 constant of `like`'s element type.
   Value scalar(Value like, double v) {
-    if (!like)
-      return fail();
-    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
-    return n.getGraph().materialize(
-        DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                               FloatAttr::get(elt, v).getValue()),
-        n.getLoc());
+    return like ? scalarLike(n, like, v) : fail();
   }
   /// `lhs <pred> rhs` as a mask of `lhs`'s element type.
   Value compare(nn::ComparePredicate pred, Value lhs, Value rhs) {
@@ -415,11 +412,18 @@ public:
     failed = true;
     return {};
   }
-  /// Makes `y` output 0 of the node.
-  LogicalResult output(Value y) {
+  /// `y`, or failure if the composition failed.
+  FailureOr<Value> value(Value y) {
     if (failed || !y)
       return failure();
-    n.setOutput(0, y);
+    return y;
+  }
+  /// Makes `y` output 0 of the node.
+  LogicalResult output(Value y) {
+    FailureOr<Value> v = value(y);
+    if (mlir::failed(v))
+      return failure();
+    n.setOutput(0, *v);
     return success();
   }
 

@@ -19,15 +19,6 @@ using namespace mlir::cleave::importer;
 
 namespace {
 
-/// A rank-0 constant of `like`'s element type.
-Value scalarLike(NodeImporter &n, double value, Value like) {
-  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
-  auto type = RankedTensorType::get({}, elt);
-  return n.getGraph().materialize(
-      DenseElementsAttr::get(type, FloatAttr::get(elt, value).getValue()),
-      n.getLoc());
-}
-
 LogicalResult importGemm(NodeImporter &n) {
   if (failed(n.checkAttrs({"alpha", "beta", "transA", "transB"})))
     return failure();
@@ -62,14 +53,14 @@ LogicalResult importGemm(NodeImporter &n) {
     return failure();
   Value y = product->getResult();
   if (*alpha != 1.0) {
-    auto scaled = n.create<nn::MulOp>(y, scalarLike(n, *alpha, y));
+    auto scaled = n.create<nn::MulOp>(y, scalarLike(n, y, *alpha));
     if (failed(scaled))
       return failure();
     y = scaled->getResult();
   }
   if (c) {
     if (*beta != 1.0) {
-      auto scaled = n.create<nn::MulOp>(c, scalarLike(n, *beta, c));
+      auto scaled = n.create<nn::MulOp>(c, scalarLike(n, c, *beta));
       if (failed(scaled))
         return failure();
       c = scaled->getResult();

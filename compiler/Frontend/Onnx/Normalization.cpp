@@ -345,75 +345,26 @@ enum class Reduction {
   LogSumExp
 };
 
-/// The result of an op `NodeImporter::create` built, or its failure.
-template <typename OpTy> FailureOr<Value> resultOf(FailureOr<OpTy> op) {
-  if (failed(op))
-    return failure();
-  return op->getResult();
-}
-
-/// A rank-0 constant of `like`'s element type.
-Value scalarOf(NodeImporter &n, Value like, double v) {
-  Type elt = cast<RankedTensorType>(like.getType()).getElementType();
-  return n.getGraph().materialize(
-      DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                             FloatAttr::get(elt, v).getValue()),
-      n.getLoc());
-}
-
 /// log(sum(exp(x - m))) + m over `axes`, m the maximum (0 where it is
 /// infinite, as PyTorch's `logsumexp`): no exponential overflows. The two
 /// maxima (one kept for the subtraction, one shaped as the result) route
 /// opposite cotangents to the same elements, so the gradient is softmax(x).
 FailureOr<Value> logSumExp(NodeImporter &n, Value x, ArrayRef<int64_t> axes,
                            bool keepdims) {
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  auto scalar = [&](double v) {
-    return n.getGraph().materialize(
-        DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                               FloatAttr::get(elt, v).getValue()),
-        n.getLoc());
-  };
+  Composer c(n);
   // The maximum, or 0 where it is infinite (every element -inf, or one +inf).
-  auto finiteMax = [&](bool keep) -> FailureOr<Value> {
-    auto max = n.create<nn::ReduceMaxOp>(x, axes, keep);
-    if (failed(max))
-      return failure();
-    auto magnitude = n.create<nn::LeakyReluOp>(max->getResult(), APFloat(-1.0));
-    if (failed(magnitude))
-      return failure();
-    auto infinite = n.create<nn::CompareOp>(
-        nn::ComparePredicateAttr::get(n.getContext(), nn::ComparePredicate::eq),
-        magnitude->getResult(), scalar(std::numeric_limits<double>::infinity()),
-        TypeAttr::get(elt));
-    if (failed(infinite))
-      return failure();
-    auto safe = n.create<nn::WhereOp>(infinite->getResult(), scalar(0.0),
-                                      max->getResult());
-    if (failed(safe))
-      return failure();
-    return safe->getResult();
+  auto finiteMax = [&](bool keep) {
+    Value max = c.op<nn::ReduceMaxOp>(x, axes, keep);
+    Value infinite =
+        c.compare(nn::ComparePredicate::eq, c.abs(max),
+                  c.scalar(x, std::numeric_limits<double>::infinity()));
+    return c.op<nn::WhereOp>(infinite, c.scalar(x, 0.0), max);
   };
-  FailureOr<Value> kept = finiteMax(true);
-  if (failed(kept))
-    return failure();
-  FailureOr<Value> shifted = resultOf(n.create<nn::SubOp>(x, *kept));
-  if (failed(shifted))
-    return failure();
-  FailureOr<Value> e = resultOf(n.create<nn::ExpOp>(*shifted));
-  if (failed(e))
-    return failure();
-  FailureOr<Value> sum =
-      resultOf(n.create<nn::ReduceSumOp>(*e, axes, keepdims));
-  if (failed(sum))
-    return failure();
-  FailureOr<Value> log = resultOf(n.create<nn::LogOp>(*sum));
-  if (failed(log))
-    return failure();
-  FailureOr<Value> max = keepdims ? kept : finiteMax(false);
-  if (failed(max))
-    return failure();
-  return resultOf(n.create<nn::AddOp>(*log, *max));
+  Value kept = finiteMax(true);
+  Value e = c.op<nn::ExpOp>(c.op<nn::SubOp>(x, kept));
+  Value log = c.op<nn::LogOp>(c.op<nn::ReduceSumOp>(e, axes, keepdims));
+  Value max = keepdims ? kept : finiteMax(false);
+  return c.value(c.op<nn::AddOp>(log, max));
 }
 
 /// `kind` over `axes` of `x`. ReduceMin and ReduceL2 are composed exactly
@@ -423,61 +374,41 @@ FailureOr<Value> logSumExp(NodeImporter &n, Value x, ArrayRef<int64_t> axes,
 /// PyTorch's `linalg.vector_norm` gives 0).
 FailureOr<Value> reduce(NodeImporter &n, Reduction kind, Value x,
                         ArrayRef<int64_t> axes, bool keepdims) {
-  auto result = [](auto op) -> FailureOr<Value> {
-    if (failed(op))
-      return failure();
-    return op->getResult();
-  };
+  if (kind == Reduction::LogSumExp)
+    return logSumExp(n, x, axes, keepdims);
+  Composer c(n);
+  auto sum = [&](Value v) { return c.op<nn::ReduceSumOp>(v, axes, keepdims); };
+  Value y;
   switch (kind) {
   case Reduction::Sum:
-    return result(n.create<nn::ReduceSumOp>(x, axes, keepdims));
+    y = sum(x);
+    break;
   case Reduction::Mean:
-    return result(n.create<nn::ReduceMeanOp>(x, axes, keepdims));
+    y = c.op<nn::ReduceMeanOp>(x, axes, keepdims);
+    break;
   case Reduction::Max:
-    return result(n.create<nn::ReduceMaxOp>(x, axes, keepdims));
-  case Reduction::Min: {
-    FailureOr<Value> negated = result(n.create<nn::NegOp>(x));
-    if (failed(negated))
-      return failure();
-    FailureOr<Value> max =
-        result(n.create<nn::ReduceMaxOp>(*negated, axes, keepdims));
-    if (failed(max))
-      return failure();
-    return result(n.create<nn::NegOp>(*max));
-  }
-  case Reduction::L2: {
-    FailureOr<Value> squares = result(n.create<nn::MulOp>(x, x));
-    if (failed(squares))
-      return failure();
-    FailureOr<Value> sum =
-        result(n.create<nn::ReduceSumOp>(*squares, axes, keepdims));
-    if (failed(sum))
-      return failure();
-    return result(n.create<nn::SqrtOp>(*sum));
-  }
-  case Reduction::L1: {
-    FailureOr<Value> magnitudes =
-        result(n.create<nn::LeakyReluOp>(x, APFloat(-1.0)));
-    if (failed(magnitudes))
-      return failure();
-    return result(n.create<nn::ReduceSumOp>(*magnitudes, axes, keepdims));
-  }
-  case Reduction::SumSquare: {
-    FailureOr<Value> squares = result(n.create<nn::MulOp>(x, x));
-    if (failed(squares))
-      return failure();
-    return result(n.create<nn::ReduceSumOp>(*squares, axes, keepdims));
-  }
-  case Reduction::LogSum: {
-    FailureOr<Value> sum = result(n.create<nn::ReduceSumOp>(x, axes, keepdims));
-    if (failed(sum))
-      return failure();
-    return result(n.create<nn::LogOp>(*sum));
-  }
+    y = c.op<nn::ReduceMaxOp>(x, axes, keepdims);
+    break;
+  case Reduction::Min:
+    y = c.op<nn::NegOp>(
+        c.op<nn::ReduceMaxOp>(c.op<nn::NegOp>(x), axes, keepdims));
+    break;
+  case Reduction::L1:
+    y = sum(c.abs(x));
+    break;
+  case Reduction::L2:
+    y = c.op<nn::SqrtOp>(sum(c.op<nn::MulOp>(x, x)));
+    break;
+  case Reduction::SumSquare:
+    y = sum(c.op<nn::MulOp>(x, x));
+    break;
+  case Reduction::LogSum:
+    y = c.op<nn::LogOp>(sum(x));
+    break;
   case Reduction::LogSumExp:
-    return logSumExp(n, x, axes, keepdims);
+    llvm_unreachable("handled above");
   }
-  llvm_unreachable("unknown reduction");
+  return c.value(y);
 }
 
 /// ReduceMean, ReduceSum, ReduceMax, ReduceMin and ReduceL2. The axes are
@@ -529,29 +460,14 @@ LogicalResult importMeanVarianceNormalization(NodeImporter &n) {
   FailureOr<Value> x = n.floatTensor(0);
   if (failed(axes) || failed(x))
     return failure();
-  FailureOr<Value> mean =
-      resultOf(n.create<nn::ReduceMeanOp>(*x, *axes, /*keepdims=*/true));
-  if (failed(mean))
-    return failure();
-  FailureOr<Value> centered = resultOf(n.create<nn::SubOp>(*x, *mean));
-  if (failed(centered))
-    return failure();
-  FailureOr<Value> squares =
-      resultOf(n.create<nn::MulOp>(*centered, *centered));
-  if (failed(squares))
-    return failure();
-  FailureOr<Value> variance =
-      resultOf(n.create<nn::ReduceMeanOp>(*squares, *axes, true));
-  if (failed(variance))
-    return failure();
-  FailureOr<Value> deviation = resultOf(n.create<nn::SqrtOp>(*variance));
-  if (failed(deviation))
-    return failure();
-  FailureOr<Value> divisor =
-      resultOf(n.create<nn::AddOp>(*deviation, scalarOf(n, *x, 1e-9)));
-  if (failed(divisor))
-    return failure();
-  return n.createOutput<nn::DivOp>(*centered, *divisor);
+  Composer c(n);
+  Value mean = c.op<nn::ReduceMeanOp>(*x, *axes, /*keepdims=*/true);
+  Value centered = c.op<nn::SubOp>(*x, mean);
+  Value squares = c.op<nn::MulOp>(centered, centered);
+  Value variance = c.op<nn::ReduceMeanOp>(squares, *axes, true);
+  Value deviation = c.op<nn::SqrtOp>(variance);
+  Value divisor = c.op<nn::AddOp>(deviation, c.scalar(*x, 1e-9));
+  return c.output(c.op<nn::DivOp>(centered, divisor));
 }
 
 /// LRN: x / (bias + alpha / size * s)^beta, s the sum of squares over the
@@ -601,33 +517,15 @@ LogicalResult importLRN(NodeImporter &n) {
   last.push_back(1);
   for (int64_t i = 1; i < rank - 1; ++i)
     back.push_back(i);
-  FailureOr<Value> squares = resultOf(n.create<nn::MulOp>(*x, *x));
-  if (failed(squares))
-    return failure();
-  FailureOr<Value> moved =
-      resultOf(n.create<nn::TransposeOp>(*squares, ArrayRef(last)));
-  if (failed(moved))
-    return failure();
-  FailureOr<Value> summed = resultOf(n.create<nn::MatmulOp>(*moved, window));
-  if (failed(summed))
-    return failure();
-  FailureOr<Value> sums =
-      resultOf(n.create<nn::TransposeOp>(*summed, ArrayRef(back)));
-  if (failed(sums))
-    return failure();
-  FailureOr<Value> scaled =
-      resultOf(n.create<nn::MulOp>(*sums, scalarOf(n, *x, *alpha / *size)));
-  if (failed(scaled))
-    return failure();
-  FailureOr<Value> base =
-      resultOf(n.create<nn::AddOp>(*scaled, scalarOf(n, *x, *bias)));
-  if (failed(base))
-    return failure();
-  FailureOr<Value> divisor =
-      resultOf(n.create<nn::PowOp>(*base, APFloat(*beta)));
-  if (failed(divisor))
-    return failure();
-  return n.createOutput<nn::DivOp>(*x, *divisor);
+  Composer c(n);
+  Value squares = c.op<nn::MulOp>(*x, *x);
+  Value moved = c.op<nn::TransposeOp>(squares, ArrayRef(last));
+  Value summed = c.op<nn::MatmulOp>(moved, window);
+  Value sums = c.op<nn::TransposeOp>(summed, ArrayRef(back));
+  Value scaled = c.op<nn::MulOp>(sums, c.scalar(*x, *alpha / *size));
+  Value base = c.op<nn::AddOp>(scaled, c.scalar(*x, *bias));
+  Value divisor = c.op<nn::PowOp>(base, APFloat(*beta));
+  return c.output(c.op<nn::DivOp>(*x, divisor));
 }
 
 LogicalResult importDropout(NodeImporter &n) {

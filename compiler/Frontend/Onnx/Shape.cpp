@@ -1157,18 +1157,17 @@ namespace {
 /// nn.where takes as its condition and nn.mul/nn.maximum combine.
 Type maskType(NodeImporter &n) { return n.getBuilder().getF32Type(); }
 
-LogicalResult importCast(NodeImporter &n) {
-  // `saturate` (opset 19) only governs conversions to float8 types, which
-  // convertElementType refuses.
-  if (failed(n.checkAttrs({"to", "saturate"})))
-    return failure();
-  FailureOr<int64_t> to = n.getInt("to");
-  if (failed(to))
-    return failure();
-  Type elt = n.getGraph().convertElementType(*to);
-  if (!elt)
-    return n.emitError() << "Cast to ONNX data type " << *to
-                         << " is not supported";
+/// Whether `nn.cast` converts between `from` and `to`.
+bool castable(Type from, Type to) {
+  auto supported = [](Type t) {
+    return t.isF32() || t.isF64() || t.isSignlessInteger(32) ||
+           t.isSignlessInteger(64);
+  };
+  return supported(from) && supported(to);
+}
+
+/// Input 0 of a Cast or CastLike node converted to `elt`.
+LogicalResult castTo(NodeImporter &n, Type elt) {
   ImportedValue &x = n.input(0);
   switch (x.kind) {
   case Kind::Tensor: {
@@ -1196,13 +1195,8 @@ LogicalResult importCast(NodeImporter &n) {
     }
     // To an integer type: a float tensor holding integers (a count of a
     // mask's entries) stays the float tensor that carries it (Gather.cpp).
-    if (isa<FloatType>(from) && elt.isSignlessInteger()) {
-      if (!isIntegerValued(x.tensor))
-        return n.emitError()
-               << "Cast of a run-time " << from << " tensor to " << elt
-               << " is not supported: only integers computed from masks, "
-                  "constants and positions convert (nn has no rounding "
-                  "conversion)";
+    if (isa<FloatType>(from) && elt.isSignlessInteger() &&
+        isIntegerValued(x.tensor)) {
       n.setOutput(0, x.tensor);
       return success();
     }
@@ -1211,12 +1205,18 @@ LogicalResult importCast(NodeImporter &n) {
       n.setOutput(0, x.tensor);
       return success();
     }
-    if (from != elt)
+    if (from == elt) {
+      n.setOutput(0, x.tensor);
+      return success();
+    }
+    // Between f32, f64, i32 and i64: `nn.cast` (floats to integers truncate
+    // toward zero; a float-to-float cast passes the gradient back).
+    if (!castable(from, elt))
       return n.emitError() << "Cast of a run-time tensor from " << from
                            << " to " << elt
-                           << " is not supported (nn has no conversion op)";
-    n.setOutput(0, x.tensor);
-    return success();
+                           << " is not supported (f32, f64, i32 and i64 "
+                              "convert)";
+    return n.createOutput<nn::CastOp>(x.tensor, TypeAttr::get(elt));
   }
   case Kind::Constant:
     n.setOutput(0, ImportedValue::ofConstant(castElements(x.constant, elt)));
@@ -1233,6 +1233,43 @@ LogicalResult importCast(NodeImporter &n) {
     return success();
   }
   llvm_unreachable("unknown value kind");
+}
+
+LogicalResult importCast(NodeImporter &n) {
+  // `saturate` (opset 19) only governs conversions to float8 types, which
+  // convertElementType refuses.
+  if (failed(n.checkAttrs({"to", "saturate"})))
+    return failure();
+  FailureOr<int64_t> to = n.getInt("to");
+  if (failed(to))
+    return failure();
+  Type elt = n.getGraph().convertElementType(*to);
+  if (!elt)
+    return n.emitError() << "Cast to ONNX data type " << *to
+                         << " is not supported";
+  return castTo(n, elt);
+}
+
+/// CastLike: Cast to the element type of input 1 (whose values are unused).
+LogicalResult importCastLike(NodeImporter &n) {
+  if (failed(n.checkAttrs({"saturate"})))
+    return failure();
+  if (!n.hasInput(1))
+    return n.emitError() << "CastLike needs a second input";
+  ImportedValue &like = n.input(1);
+  Type elt;
+  switch (like.kind) {
+  case Kind::Tensor:
+    elt = cast<RankedTensorType>(like.tensor.getType()).getElementType();
+    break;
+  case Kind::Constant:
+    elt = like.constant.getElementType();
+    break;
+  case Kind::Symbolic:
+    elt = like.symbolicType;
+    break;
+  }
+  return castTo(n, elt);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2226,6 +2263,7 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Unsqueeze"] = {importUnsqueeze, 13, second};
   table["Gather"] = {importGather, 13, second};
   table["Cast"] = {importCast};
+  table["CastLike"] = {importCastLike, 15, /*constantInputs=*/0b10};
   table["ConstantOfShape"] = {importConstantOfShape, 13, 1u};
   table["Expand"] = {importExpand, 13, second};
   table["Equal"] = {importCompare<Compare::Equal>, 13, 0b11};
@@ -2267,10 +2305,12 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "`Add`/`Sub`/`Mul` with constants and `Range(0, k * B, k)` are carried "
       "as exact floats (below 2^24)";
   table["Cast"].notes =
-      "folded at compile time; of a run-time tensor to its own type, or to "
+      "folded at compile time; of a run-time tensor between f32, f64, i32 "
+      "and i64 (`nn.cast`; floats to integers truncate toward zero), or to "
       "bool: the mask `x != 0` (`nn.compare`); of a mask or of integers "
       "computed from masks to an integer type (`(ids != 0).sum(1)`): the "
       "same float tensor, which carries them exactly (see `Gather`)";
+  table["CastLike"].notes = "`Cast` to the second input's element type";
   table["ConstantOfShape"].notes =
       "a constant shape (folded), or a float one whose shape holds the batch "
       "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "

@@ -121,7 +121,7 @@
 // COMPARE-MASKS: error: Equal of boolean tensors at run time is not supported (compare numbers)
 // COMPARE-MASKS-NEXT: note: while importing ONNX node 'y' (Equal, opset 13)
 
-// CAST: error: Cast of a run-time tensor from 'f32' to 'f64' is not supported (nn has no conversion op)
+// CAST: error: Cast to ONNX data type 3 is not supported
 // CAST-NEXT: note: while importing ONNX node 'y' (Cast, opset 13)
 
 // MASK: error: Dropout's mask output ('mask') is not supported

@@ -1820,10 +1820,11 @@ def bad_gemm():
 
 @model
 def cast_runtime():
-    """nn has no conversion op: a run-time Cast to another type is refused."""
-    return graph([node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)],
+    """nn.cast converts f32, f64, i32 and i64 only: a run-time Cast to
+    int8 is refused."""
+    return graph([node("Cast", ["x"], ["y"], to=TensorProto.INT8)],
                  [value("x", F, [BATCH, 4])],
-                 [value("y", TensorProto.DOUBLE, [BATCH, 4])])
+                 [value("y", TensorProto.INT8, [BATCH, 4])])
 
 
 @model
@@ -1908,8 +1909,8 @@ def gather_runtime():
 
 @model
 def gather_float_indices():
-    """Float indices that are not counts (a Cast of data to int64 truncates;
-    nn has no such conversion)."""
+    """Float indices that are not counts: a Cast of data to int64, which
+    truncates (nn.cast)."""
     return graph(
         [node("Cast", ["f"], ["ids"], to=I64),
          node("Gather", ["x", "ids"], ["y"], axis=1)],
