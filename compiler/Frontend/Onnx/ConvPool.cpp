@@ -46,8 +46,13 @@ FailureOr<Value> liftInput(NodeImporter &n, Value x) {
   return n.reshape(x, lifted);
 }
 
-/// A lifted node's NC1L result as NCL, output 0 of the node.
-LogicalResult lowerOutput(NodeImporter &n, Value y) {
+/// `y` as output 0 of the node: a lifted (1-D) node's NC1L result reshaped
+/// back to NCL.
+LogicalResult setWindowOutput(NodeImporter &n, Value y, bool lifted) {
+  if (!lifted) {
+    n.setOutput(0, y);
+    return success();
+  }
   FailureOr<SmallVector<SymInt>> shape =
       n.getGraph().symbolicShape(y, n.getLoc());
   if (failed(shape))
@@ -178,10 +183,7 @@ LogicalResult importConv(NodeImporter &n) {
                              window->dilations, static_cast<uint64_t>(*group));
   if (failed(y))
     return failure();
-  if (lifted)
-    return lowerOutput(n, y->getResult());
-  n.setOutput(0, y->getResult());
-  return success();
+  return setWindowOutput(n, y->getResult(), lifted);
 }
 
 /// ConvTranspose is the backward-data pass of the convolution whose input
@@ -333,10 +335,7 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
   }
   if (failed(op))
     return failure();
-  if (lifted)
-    return lowerOutput(n, op->getResult());
-  n.setOutput(0, op->getResult());
-  return success();
+  return setWindowOutput(n, op->getResult(), lifted);
 }
 
 LogicalResult importGlobalAveragePool(NodeImporter &n) {

@@ -528,7 +528,7 @@ Value tangent(NodeImporter &, Composer &c, Value x, double, double) {
 
 /// NaN elements: x != x.
 Value isNan(NodeImporter &, Composer &c, Value x, double, double) {
-  return c.compare(nn::ComparePredicate::ne, x, x);
+  return c.boolean(nn::ComparePredicate::ne, x, x);
 }
 
 /// PRelu: x where x >= 0, slope * x below, the slope broadcasting to x
@@ -560,13 +560,13 @@ LogicalResult importIsInf(NodeImporter &n) {
   double inf = std::numeric_limits<double>::infinity();
   using P = nn::ComparePredicate;
   if (*negative && *positive)
-    return c.output(c.compare(P::eq, c.abs(*x), c.scalar(*x, inf)));
+    return c.output(c.boolean(P::eq, c.abs(*x), c.scalar(*x, inf)));
   if (*positive)
-    return c.output(c.compare(P::eq, *x, c.scalar(*x, inf)));
+    return c.output(c.boolean(P::eq, *x, c.scalar(*x, inf)));
   if (*negative)
-    return c.output(c.compare(P::eq, *x, c.scalar(*x, -inf)));
+    return c.output(c.boolean(P::eq, *x, c.scalar(*x, -inf)));
   // Nothing is detected: x < -inf holds for no x, NaN included.
-  return c.output(c.compare(P::lt, *x, c.scalar(*x, -inf)));
+  return c.output(c.boolean(P::lt, *x, c.scalar(*x, -inf)));
 }
 
 /// Gelu (opset 20) in its erf form or its tanh approximation: one

@@ -400,6 +400,14 @@ public:
         TypeAttr::get(elt));
   }
   /// |x| (`nn.leaky_relu` with slope -1).
+  /// `lhs <pred> rhs` as an ONNX boolean: the f32 mask every run-time
+  /// boolean of the importer is (Shape.cpp's maskType), whatever the
+  /// operands' float type.
+  Value boolean(nn::ComparePredicate pred, Value lhs, Value rhs) {
+    return op<nn::CompareOp>(
+        nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
+        TypeAttr::get(Float32Type::get(n.getContext())));
+  }
   Value abs(Value x) { return op<nn::LeakyReluOp>(x, APFloat(-1.0)); }
   /// min(x, 0), whose gradient is 0 from x = 0 on.
   Value negativePart(Value x) {

@@ -14,6 +14,8 @@
 // RUN: cleave-opt --import-onnx %t.lrn.onnx | FileCheck %s --check-prefix=LRN
 // RUN: %python %S/Inputs/make_model.py trig_round_pow %t.trig.onnx
 // RUN: cleave-opt --import-onnx %t.trig.onnx | FileCheck %s --check-prefix=TRIG
+// RUN: %python %S/Inputs/make_model.py isnan_f64 %t.isnan.onnx
+// RUN: cleave-opt --import-onnx %t.isnan.onnx | FileCheck %s --check-prefix=ISNAN
 // RUN: %python %S/Inputs/make_model.py depth_to_space_bad_block %t.bad.onnx
 // RUN: not cleave-opt --import-onnx %t.bad.onnx 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -93,6 +95,14 @@
 // TRIG-NEXT:    %[[R:.+]] = nn.round %[[T]]
 // TRIG-NEXT:    %[[Y:.+]] = nn.powf %[[R]], %[[E]]
 // TRIG-NEXT:    return %[[Y]]
+
+// IsNaN of f64 data is an ONNX boolean: the importer's f32 mask, which Not
+// (like every boolean consumer) takes.
+// ISNAN-LABEL: func.func @forward(
+// ISNAN-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xf64>
+// ISNAN:         %[[NAN:.+]] = nn.compare <ne>, %[[X]], %[[X]] {dtype = f32} : tensor<?x3xf64>, tensor<?x3xf64> -> tensor<?x3xf32>
+// ISNAN-NEXT:    %[[NOT:.+]] = nn.compare <eq>, %[[NAN]], %{{.+}} {dtype = f32}
+// ISNAN-NEXT:    return %[[NOT]]
 
 // BAD: error: DepthToSpace blocksize 3 does not divide the channels of 'tensor<?x8x3x5xf32>'
 // BAD: note: while importing ONNX node 'out' (DepthToSpace, opset 13)

@@ -289,6 +289,15 @@ def trig_round_pow():
 
 
 @model
+def isnan_f64():
+    """IsNaN of float64 data, negated: a boolean consumer of its mask."""
+    D = TensorProto.DOUBLE
+    return graph(
+        [node("IsNaN", ["x"], ["nan"]), node("Not", ["nan"], ["out"])],
+        [value("x", D, [BATCH, 3])], [value("out", TensorProto.BOOL, [BATCH, 3])])
+
+
+@model
 def softmax():
     return graph(
         [node("Softmax", ["x"], ["probs"], axis=1),
