@@ -15,6 +15,9 @@ using namespace mlir;
 using namespace mlir::cleave;
 
 Value cleave::scalar(OpBuilder &b, Location loc, double value, Type type) {
+  if (isa<IntegerType>(type))
+    return arith::ConstantOp::create(
+        b, loc, type, b.getIntegerAttr(type, static_cast<int64_t>(value)));
   return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
 }
 

@@ -19,7 +19,8 @@ using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 using ScalarsFn =
     function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
 
-/// A float constant of type `type`.
+/// A constant of the float or integer type `type` (an integer `value` must
+/// be whole).
 Value scalar(OpBuilder &b, Location loc, double value, Type type);
 
 /// `tensor.empty` of `type`.

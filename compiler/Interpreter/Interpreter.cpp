@@ -178,6 +178,16 @@ void Tensor::setDouble(int64_t i, double value) {
       storage);
 }
 
+void Tensor::copyElement(int64_t i, const Tensor &from, int64_t j) {
+  assert(dtype == from.dtype && "copyElement between dtypes");
+  std::visit(
+      [&](auto &v) {
+        using V = std::decay_t<decltype(v)>;
+        v[i] = std::get<V>(from.storage)[j];
+      },
+      storage);
+}
+
 void Tensor::setInt(int64_t i, int64_t value) {
   std::visit(
       [&](auto &v) {

@@ -100,6 +100,9 @@ public:
   /// Stores `value` converted to the dtype.
   void setDouble(int64_t i, double value);
   void setInt(int64_t i, int64_t value);
+  /// Element `i` of this tensor becomes element `j` of `from`, which has
+  /// the same dtype: exact for every dtype (an int64 through double is not).
+  void copyElement(int64_t i, const Tensor &from, int64_t j);
 
   /// All elements converted to double.
   std::vector<double> toDoubles() const;

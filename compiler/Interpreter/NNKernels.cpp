@@ -30,6 +30,20 @@ namespace {
 // Elementwise binary
 //===----------------------------------------------------------------------===//
 
+/// Calls `fn(T{})` with T the C++ type of any dtype.
+template <typename Fn> void dispatchAny(DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::f32:
+    return fn(float{});
+  case DType::f64:
+    return fn(double{});
+  case DType::i32:
+    return fn(int32_t{});
+  case DType::i64:
+    return fn(int64_t{});
+  }
+}
+
 /// `fn(a, b)` elementwise with numpy broadcasting, in the element type.
 template <typename OpTy, typename Fn>
 LogicalResult runBinary(OpTy op, Frame &f, Fn fn) {
@@ -44,7 +58,7 @@ LogicalResult runBinary(OpTy op, Frame &f, Fn fn) {
   Tensor out(a.getDType(), *shape);
   SmallVector<int64_t> sa = broadcastStrides(a.getShape(), *shape);
   SmallVector<int64_t> sb = broadcastStrides(b.getShape(), *shape);
-  dispatchFloat(a.getDType(), [&](auto tag) {
+  dispatchAny(a.getDType(), [&](auto tag) {
     using T = decltype(tag);
     ArrayRef<T> x = a.data<T>(), y = b.data<T>();
     MutableArrayRef<T> o = out.data<T>();
@@ -56,33 +70,75 @@ LogicalResult runBinary(OpTy op, Frame &f, Fn fn) {
   return success();
 }
 
+/// Integer arithmetic wraps (two's complement, as arith's): computed in the
+/// unsigned type, where overflow is defined.
+template <typename T, typename Fn> T wrapping(T x, T y, Fn fn) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(fn(static_cast<U>(x), static_cast<U>(y)));
+}
+
 LogicalResult runAdd(nn::AddOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) { return x + y; });
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    if constexpr (std::is_integral_v<decltype(x)>)
+      return wrapping(x, y, [](auto u, auto v) { return u + v; });
+    else
+      return x + y;
+  });
 }
 LogicalResult runSub(nn::SubOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) { return x - y; });
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    if constexpr (std::is_integral_v<decltype(x)>)
+      return wrapping(x, y, [](auto u, auto v) { return u - v; });
+    else
+      return x - y;
+  });
 }
 LogicalResult runMul(nn::MulOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) { return x * y; });
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    if constexpr (std::is_integral_v<decltype(x)>)
+      return wrapping(x, y, [](auto u, auto v) { return u * v; });
+    else
+      return x * y;
+  });
 }
+/// Integers: truncated, 0 for a zero divisor, a wrapping negation for -1.
 LogicalResult runDiv(nn::DivOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) { return x / y; });
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>) {
+      if (y == 0)
+        return 0;
+      if (y == -1)
+        return wrapping(T(0), x, [](auto u, auto v) { return u - v; });
+      return x / y;
+    } else {
+      return x / y;
+    }
+  });
 }
 
 /// NaN propagates, as arith.maximumf/minimumf.
 LogicalResult runMaximum(nn::MaximumOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) {
-    return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y);
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y))
+        return x + y;
+    return std::max(x, y);
   });
 }
 LogicalResult runMinimum(nn::MinimumOp op, Frame &f) {
-  return runBinary(op, f, [](auto x, auto y) {
-    return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y);
+  return runBinary(op, f, [](auto x, auto y) -> decltype(x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y))
+        return x + y;
+    return std::min(x, y);
   });
 }
 
 /// C `pow`: a negative base with an integral exponent is real.
 LogicalResult runPowF(nn::PowFOp op, Frame &f) {
+  if (!isFloat(f.get(op.getLhs()).getDType()))
+    return op.emitOpError("is defined on float tensors only");
   return runBinary(op, f, [](auto x, auto y) {
     return static_cast<decltype(x)>(std::pow(x, y));
   });
@@ -151,20 +207,6 @@ LogicalResult runCompare(nn::CompareOp op, Frame &f) {
   return success();
 }
 
-/// Calls `fn(T{})` with T the C++ type of any dtype.
-template <typename Fn> void dispatchAny(DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::f32:
-    return fn(float{});
-  case DType::f64:
-    return fn(double{});
-  case DType::i32:
-    return fn(int32_t{});
-  case DType::i64:
-    return fn(int64_t{});
-  }
-}
-
 /// C++ conversions, which are C's and arith's: floats round to nearest,
 /// float to integer truncates toward zero, integers wrap. A float out of an
 /// integer's range is undefined behaviour in C++ as in C, so it is not
@@ -218,9 +260,10 @@ LogicalResult runWhere(nn::WhereOp op, Frame &f) {
   SmallVector<int64_t> sa = broadcastStrides(a.getShape(), *shape);
   SmallVector<int64_t> sb = broadcastStrides(b.getShape(), *shape);
   forEachIndex(*shape, [&](ArrayRef<int64_t> idx, int64_t i) {
-    out.setDouble(i, c.getDouble(offsetOf(idx, sc)) != 0
-                         ? a.getDouble(offsetOf(idx, sa))
-                         : b.getDouble(offsetOf(idx, sb)));
+    if (c.getDouble(offsetOf(idx, sc)) != 0)
+      out.copyElement(i, a, offsetOf(idx, sa));
+    else
+      out.copyElement(i, b, offsetOf(idx, sb));
   });
   f.set(op.getResult(), std::move(out));
   return success();
@@ -272,7 +315,21 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 constexpr double kGeluTanhCoeff = 0.044715;
 
 LogicalResult runNeg(nn::NegOp op, Frame &f) {
-  return runUnary(op, f, [](auto x) { return -x; });
+  const Tensor &x = f.get(op.getInput());
+  if (isFloat(x.getDType()))
+    return runUnary(op, f, [](auto v) { return -v; });
+  Tensor out(x.getDType(), x.getShape());
+  dispatchAny(x.getDType(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      ArrayRef<T> in = x.data<T>();
+      MutableArrayRef<T> o = out.data<T>();
+      for (size_t i = 0; i < in.size(); ++i)
+        o[i] = wrapping(T(0), in[i], [](auto u, auto v) { return u - v; });
+    }
+  });
+  f.set(op.getResult(), std::move(out));
+  return success();
 }
 LogicalResult runExp(nn::ExpOp op, Frame &f) {
   return runUnary(op, f, [](auto x) { return std::exp(x); });
@@ -518,7 +575,7 @@ LogicalResult runTranspose(nn::TransposeOp op, Frame &f) {
   }
   Tensor out(x.getDType(), shape);
   forEachIndex(shape, [&](ArrayRef<int64_t> idx, int64_t i) {
-    out.setDouble(i, x.getDouble(offsetOf(idx, strides)));
+    out.copyElement(i, x, offsetOf(idx, strides));
   });
   f.set(op.getResult(), std::move(out));
   return success();
@@ -550,7 +607,7 @@ LogicalResult runConcat(nn::ConcatOp op, Frame &f) {
     forEachIndex(t.getShape(), [&](ArrayRef<int64_t> idx, int64_t i) {
       SmallVector<int64_t> o(idx);
       o[*axis] += offset;
-      out.setDouble(offsetOf(o, outStrides), t.getDouble(i));
+      out.copyElement(offsetOf(o, outStrides), t, i);
     });
     offset += t.getShape()[*axis];
   }
@@ -574,7 +631,7 @@ LogicalResult runSlice(nn::SliceOp op, Frame &f) {
     int64_t src = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       src += (starts[d] + idx[d] * steps[d]) * inStrides[d];
-    out.setDouble(i, x.getDouble(src));
+    out.copyElement(i, x, src);
   });
   f.set(op.getResult(), std::move(out));
   return success();
@@ -596,7 +653,7 @@ LogicalResult runPad(nn::PadOp op, Frame &f) {
     int64_t dst = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       dst += (starts[d] + idx[d] * steps[d]) * outStrides[d];
-    out.setDouble(dst, x.getDouble(i));
+    out.copyElement(dst, x, i);
   });
   f.set(op.getResult(), std::move(out));
   return success();
@@ -615,7 +672,7 @@ LogicalResult runBroadcastTo(nn::BroadcastToOp op, Frame &f) {
   SmallVector<int64_t> strides = broadcastStrides(x.getShape(), shape);
   Tensor out(x.getDType(), shape);
   forEachIndex(shape, [&](ArrayRef<int64_t> idx, int64_t i) {
-    out.setDouble(i, x.getDouble(offsetOf(idx, strides)));
+    out.copyElement(i, x, offsetOf(idx, strides));
   });
   f.set(op.getResult(), std::move(out));
   return success();

@@ -114,7 +114,8 @@ private:
         op);
   }
 
-  /// Values that depend on a differentiated argument.
+  /// Values that depend on a differentiated argument. Integer tensors never
+  /// do: they have no tangent space.
   void markVaried() {
     for (BlockArgument a : wrt)
       varied.insert(a);
@@ -123,7 +124,8 @@ private:
             return varied.contains(v);
           }))
         for (Value r : op.getResults())
-          varied.insert(r);
+          if (isa<FloatType>(getElementTypeOrSelf(r.getType())))
+            varied.insert(r);
   }
 
   /// Values the loss depends on.

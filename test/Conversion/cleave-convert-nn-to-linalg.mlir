@@ -60,6 +60,41 @@ func.func @powf(%x: tensor<4x3xf32>, %e: tensor<3xf32>) -> tensor<4x3xf32> {
 
 // -----
 
+// Integer arithmetic: arith's integer ops; a division whose divisor is 0
+// or -1 never reaches arith.divsi (undefined there, a trap on x86): it
+// gives 0 and the negation.
+// CHECK-LABEL: func.func @integers
+// CHECK: linalg.generic
+// CHECK:   arith.addi %{{.+}}, %{{.+}} : i64
+// CHECK: linalg.generic
+// CHECK:   arith.maxsi %{{.+}}, %{{.+}} : i64
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[X:.+]]: i32, %[[Y:.+]]: i32, %{{.+}}: i32):
+// CHECK-DAG:   %[[ZERO:.+]] = arith.constant 0 : i32
+// CHECK-DAG:   %[[ONE:.+]] = arith.constant 1 : i32
+// CHECK-DAG:   %[[M1:.+]] = arith.constant -1 : i32
+// CHECK:   %[[BY0:.+]] = arith.cmpi eq, %[[Y]], %[[ZERO]] : i32
+// CHECK:   %[[BYM1:.+]] = arith.cmpi eq, %[[Y]], %[[M1]] : i32
+// CHECK:   %[[EITHER:.+]] = arith.ori %[[BY0]], %[[BYM1]] : i1
+// CHECK:   %[[SAFE:.+]] = arith.select %[[EITHER]], %[[ONE]], %[[Y]] : i32
+// CHECK:   %[[Q:.+]] = arith.divsi %[[X]], %[[SAFE]] : i32
+// CHECK:   %[[NEG:.+]] = arith.subi %[[ZERO]], %[[X]] : i32
+// CHECK:   %[[R:.+]] = arith.select %[[BYM1]], %[[NEG]], %[[Q]] : i32
+// CHECK:   %[[OUT:.+]] = arith.select %[[BY0]], %[[ZERO]], %[[R]] : i32
+// CHECK:   linalg.yield %[[OUT]] : i32
+// CHECK: linalg.generic
+// CHECK:   arith.subi %{{.+}}, %{{.+}} : i32
+// CHECK-NOT: nn.
+func.func @integers(%a: tensor<4xi64>, %b: tensor<4xi64>, %c: tensor<4xi32>, %d: tensor<4xi32>) -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>) {
+  %0 = nn.add %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %1 = nn.maximum %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %2 = nn.div %c, %d : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %3 = nn.neg %c : tensor<4xi32>
+  return %0, %1, %2, %3 : tensor<4xi64>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>
+}
+
+// -----
+
 // sin and cos stay math ops (libm, not approximated); round is roundeven
 // (halves to even), not math.round (halves away from zero).
 // CHECK-LABEL: func.func @trig_rounding

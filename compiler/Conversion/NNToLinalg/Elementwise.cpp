@@ -19,20 +19,54 @@ using namespace mlir::cleave::nn;
 
 namespace {
 
-/// Lowers a binary op to the arith op `ArithOp` with broadcasting.
-template <typename OpTy, typename ArithOp>
+/// Lowers a binary op with broadcasting to the arith op `FloatOp` on floats
+/// and `IntOp` (a type with the same `create`) on integers.
+template <typename OpTy, typename FloatOp, typename IntOp>
 struct BinaryLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    bool isFloat = isa<FloatType>(type.getElementType());
     rewriter.replaceOp(
-        op, elementwise(rewriter, op.getLoc(),
-                        cast<RankedTensorType>(op.getType()),
-                        {op.getLhs(), op.getRhs()},
-                        [](OpBuilder &b, Location loc, ValueRange a) -> Value {
-                          return ArithOp::create(b, loc, a[0], a[1]);
+        op, elementwise(rewriter, op.getLoc(), type, {op.getLhs(), op.getRhs()},
+                        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+                          if (isFloat)
+                            return FloatOp::create(b, loc, a[0], a[1]);
+                          return IntOp::create(b, loc, a[0], a[1]);
                         }));
     return success();
+  }
+};
+
+/// Integer division as nn.div documents it: truncated toward zero, 0 for a
+/// zero divisor and a wrapping negation for -1, so that `arith.divsi` never
+/// sees the operands it leaves undefined (x86 traps on both).
+struct TruncatingDiv {
+  static Value create(OpBuilder &b, Location l, Value x, Value y) {
+    Type t = x.getType();
+    auto c = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, v));
+    };
+    Value zero = c(0), one = c(1), minusOne = c(-1);
+    Value byZero =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+    Value byMinusOne =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, minusOne);
+    Value safe = arith::SelectOp::create(
+        b, l, arith::OrIOp::create(b, l, byZero, byMinusOne), one, y);
+    Value q = arith::DivSIOp::create(b, l, x, safe);
+    Value negated = arith::SubIOp::create(b, l, zero, x);
+    return arith::SelectOp::create(
+        b, l, byZero, zero,
+        arith::SelectOp::create(b, l, byMinusOne, negated, q));
+  }
+};
+
+/// For ops that have no integer form (the verifier admits floats only).
+struct NoIntegerForm {
+  static Value create(OpBuilder &, Location, Value, Value) {
+    llvm_unreachable("the op's verifier admits float tensors only");
   }
 };
 
@@ -57,7 +91,7 @@ struct UnaryLowering : OpRewritePattern<OpTy> {
   Fn fn;
 };
 
-/// A float constant of the type of `like`.
+/// A constant of the (float or integer) type of `like`.
 Value cst(OpBuilder &b, Location loc, double v, Value like) {
   return scalar(b, loc, v, like.getType());
 }
@@ -205,19 +239,22 @@ struct CastLowering : OpRewritePattern<CastOp> {
 
 void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<BinaryLowering<AddOp, arith::AddFOp>,
-               BinaryLowering<SubOp, arith::SubFOp>,
-               BinaryLowering<MulOp, arith::MulFOp>,
-               BinaryLowering<DivOp, arith::DivFOp>,
-               BinaryLowering<MaximumOp, arith::MaximumFOp>,
-               BinaryLowering<MinimumOp, arith::MinimumFOp>,
-               BinaryLowering<PowFOp, math::PowFOp>, CompareLowering>(ctx);
+  patterns.add<BinaryLowering<AddOp, arith::AddFOp, arith::AddIOp>,
+               BinaryLowering<SubOp, arith::SubFOp, arith::SubIOp>,
+               BinaryLowering<MulOp, arith::MulFOp, arith::MulIOp>,
+               BinaryLowering<DivOp, arith::DivFOp, TruncatingDiv>,
+               BinaryLowering<MaximumOp, arith::MaximumFOp, arith::MaxSIOp>,
+               BinaryLowering<MinimumOp, arith::MinimumFOp, arith::MinSIOp>,
+               BinaryLowering<PowFOp, math::PowFOp, NoIntegerForm>,
+               CompareLowering>(ctx);
   patterns.add<CastLowering>(ctx);
 
   using Args = ValueRange;
   patterns.add<UnaryLowering<NegOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, NegOp) -> Value {
-        return arith::NegFOp::create(b, l, a[0]);
+        if (isa<FloatType>(a[0].getType()))
+          return arith::NegFOp::create(b, l, a[0]);
+        return arith::SubIOp::create(b, l, cst(b, l, 0.0, a[0]), a[0]);
       });
   patterns.add<UnaryLowering<ExpOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, ExpOp) -> Value {
@@ -312,11 +349,7 @@ void mlir::cleave::populateElementwisePatterns(RewritePatternSet &patterns) {
   patterns.add<UnaryLowering<WhereOp>>(
       ctx, [](OpBuilder &b, Location l, Args a, WhereOp) -> Value {
         Value c = a[0];
-        Value zero = isa<FloatType>(c.getType())
-                         ? cst(b, l, 0.0, c)
-                         : arith::ConstantOp::create(
-                               b, l, b.getIntegerAttr(c.getType(), 0))
-                               .getResult();
+        Value zero = cst(b, l, 0.0, c);
         Value holds =
             isa<FloatType>(c.getType())
                 ? arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, c,

@@ -13,6 +13,11 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def NN_FloatTensor : RankedTensorOf<[F32, F64]>;
+// Integer tensors (ONNX and PyTorch integer arithmetic, index computations)
+// are accepted by the elementwise arithmetic and the data-movement ops. They
+// never carry a gradient: only casts and comparisons produce them from
+// floats, and cleave-autodiff ends the dependence there.
+def NN_NumericTensor : RankedTensorOf<[F32, F64, I32, I64]>;
 def NN_IndexTensor : RankedTensorOf<[I32, I64]>;
 def NN_I64Scalar : 0DTensorOf<[I64]>;
 
@@ -28,7 +33,12 @@ class NN_DiffOp<string mnemonic, list<Trait> traits = [],
 // Elementwise binary ops (numpy broadcasting)
 //===----------------------------------------------------------------------===//
 
-class NN_BinaryOp<string mnemonic, string expr>
+class NN_BinaryOp<string mnemonic, string expr,
+                  TypeConstraint tensor = NN_NumericTensor,
+                  string integers = [{
+    On integer tensors the arithmetic is two's complement and wraps on
+    overflow.
+  }]>
     : NN_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
   let summary = "elementwise " # expr # " with numpy broadcasting";
   let description = [{
@@ -36,13 +46,14 @@ class NN_BinaryOp<string mnemonic, string expr>
     shapes align at the trailing dimension, and a dimension of size 1 (or a
     missing leading dimension) stretches to the other operand's. Both operands
     have the same element type.
+  }] # integers # [{
 
     ```mlir
     %0 = nn.}] # mnemonic # [{ %a, %b : tensor<32x10xf32>, tensor<10xf32> -> tensor<32x10xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins tensor:$lhs, tensor:$rhs);
+  let results = (outs tensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
@@ -64,7 +75,12 @@ def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs"> {
   let hasFolder = 1;
 }
 //===- nn.div -------------------------------------------------------------===//
-def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
+def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs", NN_NumericTensor, [{
+    On integer tensors the quotient is truncated toward zero (C's, ONNX
+    Runtime's and `torch.div(..., rounding_mode="trunc")`'s); a division by
+    zero gives 0 and `INT_MIN / -1` wraps to `INT_MIN` instead of trapping,
+    so a run never ends in a hardware exception.
+  }]>;
 //===- nn.maximum ---------------------------------------------------------===//
 // The cotangent goes to the larger operand, to `rhs` on ties (ONNX Max/Min,
 // torch.maximum/minimum, which split ties evenly; ties have measure zero for
@@ -80,7 +96,7 @@ def NN_MinimumOp : NN_BinaryOp<"minimum", "min(lhs, rhs)">;
 // `rhs * lhs^(rhs-1) * dy`, but 0 where `rhs == 0` (not `0 * inf` at a zero
 // base); the exponent's is `log(lhs) * lhs^rhs * dy`, but 0 where
 // `lhs == 0` and `rhs >= 0` (not `-inf * 0`), and NaN for a negative base.
-def NN_PowFOp : NN_BinaryOp<"powf", "lhs ^ rhs">;
+def NN_PowFOp : NN_BinaryOp<"powf", "lhs ^ rhs", NN_FloatTensor, "">;
 
 //===- nn.compare ---------------------------------------------------------===//
 // No gradient: the mask is piecewise constant in both operands, so its
@@ -168,8 +184,8 @@ def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$condition,
-                       NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
-  let results = (outs NN_FloatTensor:$result);
+                       NN_NumericTensor:$lhs, NN_NumericTensor:$rhs);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
     `,` type($rhs) `->` type($result)
@@ -185,7 +201,8 @@ def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
 // Elementwise unary ops
 //===----------------------------------------------------------------------===//
 
-class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
+class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins),
+                 TypeConstraint tensor = NN_FloatTensor>
     : NN_DiffOp<mnemonic, [SameOperandsAndResultType, InferTypeOpInterface]> {
   let summary = "elementwise " # expr;
   let description = [{
@@ -195,13 +212,14 @@ class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins)>
     %0 = nn.}] # mnemonic # [{ %x : tensor<32x512xf32>
     ```
   }];
-  let arguments = !con((ins NN_FloatTensor:$input), attrs);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = !con((ins tensor:$input), attrs);
+  let results = (outs tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
 //===- nn.neg -------------------------------------------------------------===//
-def NN_NegOp : NN_UnaryOp<"neg", "-x"> {
+// Wraps on integers (`-INT_MIN` is `INT_MIN`).
+def NN_NegOp : NN_UnaryOp<"neg", "-x", (ins), NN_NumericTensor> {
   let hasFolder = 1;
 }
 //===- nn.exp -------------------------------------------------------------===//
@@ -416,9 +434,9 @@ def NN_FlattenOp : NN_DiffOp<"flatten", [InferTypeOpAdaptor]> {
     %0 = nn.flatten %x {axis = 1} : tensor<32x1x28x28xf32> -> tensor<32x784xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input,
+  let arguments = (ins NN_NumericTensor:$input,
                        DefaultValuedAttr<I64Attr, "1">:$axis);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
   let hasCanonicalizer = 1;
@@ -434,8 +452,8 @@ def NN_TransposeOp : NN_DiffOp<"transpose", [InferTypeOpAdaptor]> {
     %0 = nn.transpose %x [1, 0] : tensor<32x10xf32> -> tensor<10x32xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins NN_NumericTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $input $permutation attr-dict `:` type($input) `->` type($result)
   }];
@@ -453,8 +471,8 @@ def NN_ConcatOp : NN_DiffOp<"concat", [InferTypeOpAdaptor]> {
     %0 = nn.concat %a, %b {axis = 1} : tensor<4x3xf32>, tensor<4x5xf32> -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Variadic<NN_FloatTensor>:$inputs, I64Attr:$axis);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins Variadic<NN_NumericTensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $inputs attr-dict `:` type($inputs) `->` type($result)
   }];
@@ -480,9 +498,9 @@ def NN_SliceOp : NN_DiffOp<"slice", [InferTypeOpAdaptor]> {
     %1 = nn.slice %y starts [0, 0, 16] sizes [-1, 8, 16] strides [1, 1, 1] : tensor<?x8x48xf32> -> tensor<?x8x16xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+  let arguments = (ins NN_NumericTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $input `starts` $starts `sizes` $sizes `strides` $strides attr-dict `:`
     type($input) `->` type($result)
@@ -511,9 +529,9 @@ def NN_PadOp : NN_DiffOp<"pad", [InferTypeOpAdaptor]> {
     %0 = nn.pad %x starts [0, 2] strides [1, 1] shape [4, 8] : tensor<4x3xf32> -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+  let arguments = (ins NN_NumericTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$shape);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $input `starts` $starts `strides` $strides `shape` $shape attr-dict `:`
     type($input) `->` type($result)
@@ -540,9 +558,9 @@ def NN_BroadcastToOp : NN_DiffOp<"broadcast_to", [InferTypeOpAdaptor],
     %1 = nn.broadcast_to %cls [-1, 1, 16] batch_of %x : tensor<1x1x16xf32>, tensor<?x3x32x32xf32> -> tensor<?x1x16xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$shape,
+  let arguments = (ins NN_NumericTensor:$input, DenseI64ArrayAttr:$shape,
                        Optional<AnyRankedTensor>:$batch_source);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = [{
     $input $shape (`batch_of` $batch_source^)? attr-dict `:` type($input)
     (`,` type($batch_source)^)? `->` type($result)

@@ -29,9 +29,26 @@ func.func @sub_wrong_result_type(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
 
 // -----
 
-func.func @div_integer_operand(%a: tensor<4xi32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float values}}
+func.func @div_mixed_element_types(%a: tensor<4xi32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{operands must have the same element type, got 'i32' and 'f32'}}
+  // expected-error @+1 {{'nn.div' op failed to infer returned types}}
   %0 = nn.div %a, %b : tensor<4xi32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @add_i8(%a: tensor<4xi8>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = nn.add %a, %a : tensor<4xi8>, tensor<4xi8> -> tensor<4xi8>
+  return
+}
+
+// -----
+
+func.func @exp_integer(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float values}}
+  %0 = nn.exp %a : tensor<4xi32>
   return
 }
 

@@ -26,6 +26,27 @@ func.func @binary(%a: tensor<32x10xf32>, %b: tensor<10xf32>, %c: tensor<?x1xf64>
   return
 }
 
+// Integer arithmetic and data movement.
+// CHECK-LABEL: func.func @integers
+// CHECK-SAME: (%[[A:.+]]: tensor<4x3xi64>, %[[B:.+]]: tensor<3xi64>, %[[C:.+]]: tensor<3xi32>, %[[M:.+]]: tensor<4x3xf32>)
+func.func @integers(%a: tensor<4x3xi64>, %b: tensor<3xi64>, %c: tensor<3xi32>, %m: tensor<4x3xf32>) {
+  // CHECK: nn.add %[[A]], %[[B]] : tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  %0 = nn.add %a, %b : tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  // CHECK: nn.div %[[C]], %[[C]] : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>
+  %1 = nn.div %c, %c : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>
+  // CHECK: nn.maximum %[[A]], %[[B]] : tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  %2 = nn.maximum %a, %b : tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  // CHECK: nn.neg %[[C]] : tensor<3xi32>
+  %3 = nn.neg %c : tensor<3xi32>
+  // CHECK: nn.where %[[M]], %[[A]], %[[B]] : tensor<4x3xf32>, tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  %4 = nn.where %m, %a, %b : tensor<4x3xf32>, tensor<4x3xi64>, tensor<3xi64> -> tensor<4x3xi64>
+  // CHECK: nn.concat %[[A]], %[[A]] {axis = 0 : i64} : tensor<4x3xi64>, tensor<4x3xi64> -> tensor<8x3xi64>
+  %5 = nn.concat %a, %a {axis = 0 : i64} : tensor<4x3xi64>, tensor<4x3xi64> -> tensor<8x3xi64>
+  // CHECK: nn.transpose %[[A]] [1, 0] : tensor<4x3xi64> -> tensor<3x4xi64>
+  %6 = nn.transpose %a [1, 0] : tensor<4x3xi64> -> tensor<3x4xi64>
+  return
+}
+
 // CHECK-LABEL: func.func @compare
 // CHECK-SAME: (%[[IDS:.+]]: tensor<?x8xi64>, %[[Z:.+]]: tensor<i64>, %[[A:.+]]: tensor<32x10xf32>, %[[B:.+]]: tensor<10xf32>)
 func.func @compare(%ids: tensor<?x8xi64>, %z: tensor<i64>, %a: tensor<32x10xf32>, %b: tensor<10xf32>) {

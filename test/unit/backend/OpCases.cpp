@@ -303,6 +303,47 @@ Model unary(MLIRContext *ctx, std::mt19937_64 &rng) {
                                 i32t),
                          f32t),
                   pow2m31));
+
+  // Integer arithmetic (no gradient; observed cast to f32, exact at these
+  // magnitudes), in i64 and i32: values in (-1000, 1000), divisors in
+  // [-3, 3] so that truncation toward zero of negative quotients, division
+  // by zero (0) and by -1 all occur, products that wrap in i32.
+  auto intCases = [&](StringRef tag, bool i32) {
+    Type it = i32 ? i32t : i64t;
+    auto name = [&](StringRef what) { return (tag + what).str(); };
+    auto splat = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(
+          o.b(), o.l(),
+          DenseElementsAttr::get(RankedTensorType::get({}, it),
+                                 APInt(it.getIntOrFloatBitWidth(), v, true)));
+    };
+    Value a = o.sub(m.indexInput(name(".a"), {n}, 1000, i32),
+                    m.indexInput(name(".a2"), {n}, 1000, i32));
+    Value d = o.sub(m.indexInput(name(".d"), {n}, 7, i32), splat(3));
+    Value big =
+        o.mul(m.indexInput(name(".big"), {n}, 1 << 20, i32), splat(1 << 16));
+    auto observe = [&](StringRef what, Value v) {
+      m.observe(name(what), castTo(v, f32t));
+    };
+    observe("_add", o.add(a, d));
+    observe("_sub", o.sub(d, a));
+    observe("_mul", o.mul(a, d));
+    observe("_div", o.div(a, d));
+    observe("_maximum", nn::MaximumOp::create(o.b(), o.l(), a, d));
+    observe("_minimum", nn::MinimumOp::create(o.b(), o.l(), a, d));
+    observe("_neg", o.unary<nn::NegOp>(a));
+    // Wraps in i32 (and not in i64); scaled into [-1, 1) as above.
+    m.observe(name("_mul_wraps"),
+              o.mul(castTo(o.mul(big, splat(3)), f32t), pow2m31));
+    Value mask =
+        nn::CompareOp::create(o.b(), o.l(),
+                              nn::ComparePredicateAttr::get(
+                                  o.b().getContext(), nn::ComparePredicate::gt),
+                              a, d, TypeAttr::get(f32t));
+    observe("_where", nn::WhereOp::create(o.b(), o.l(), mask, a, d));
+  };
+  intCases("int64", /*i32=*/false);
+  intCases("int32", /*i32=*/true);
   return m.finish();
 }
 

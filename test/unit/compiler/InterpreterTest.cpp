@@ -293,6 +293,46 @@ TEST_F(InterpreterTest, CastRoundsToNearestEvenAndTruncatesTowardZero) {
   EXPECT_EQ(widenInt[3], -2147483648LL);
 }
 
+TEST_F(InterpreterTest, IntegerArithmeticWrapsAndDivisionTruncates) {
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  std::vector<Tensor> r = runF(
+      R"mlir(
+    func.func @f(%x: tensor<6xi32>, %y: tensor<6xi32>, %l: tensor<2xi64>)
+        -> (tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<2xi64>, tensor<2xi64>) {
+      %0 = nn.add %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
+      %1 = nn.mul %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
+      %2 = nn.div %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
+      %3 = nn.neg %x : tensor<6xi32>
+      %4 = nn.minimum %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
+      %5 = nn.sub %l, %l : tensor<2xi64>, tensor<2xi64> -> tensor<2xi64>
+      %6 = nn.concat %l, %l {axis = 0 : i64} : tensor<2xi64>, tensor<2xi64> -> tensor<4xi64>
+      %7 = nn.slice %6 starts [1] sizes [2] strides [1] : tensor<4xi64> -> tensor<2xi64>
+      return %0, %1, %2, %3, %4, %5, %7 : tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<6xi32>, tensor<2xi64>, tensor<2xi64>
+    })mlir",
+      {Tensor::fromInts(DType::i32, {6}, {7, -7, kMin, kMax, 5, kMin}),
+       Tensor::fromInts(DType::i32, {6}, {2, 2, -1, 2, 0, 1}),
+       i64({2}, {(int64_t(1) << 60) + 1, -3})});
+  ASSERT_EQ(r.size(), 7u);
+  auto ints = [](const Tensor &t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.getNumElements(); ++i)
+      v.push_back(t.getInt(i));
+    return v;
+  };
+  // Two's complement: INT_MAX + 2 and INT_MIN - 1 wrap.
+  EXPECT_EQ(ints(r[0]),
+            (std::vector<int64_t>{9, -5, kMax, kMin + 1, 5, kMin + 1}));
+  EXPECT_EQ(ints(r[1]), (std::vector<int64_t>{14, -14, kMin, -2, 0, kMin}));
+  // Truncated toward zero; by -1 a wrapping negation; by 0, 0.
+  EXPECT_EQ(ints(r[2]), (std::vector<int64_t>{3, -3, kMin, kMax / 2, 0, kMin}));
+  EXPECT_EQ(ints(r[3]), (std::vector<int64_t>{-7, 7, kMin, -kMax, -5, kMin}));
+  EXPECT_EQ(ints(r[4]), (std::vector<int64_t>{2, -7, kMin, 2, 0, kMin}));
+  EXPECT_EQ(ints(r[5]), (std::vector<int64_t>{0, 0}));
+  // Moved exactly, beyond double's 2^53.
+  EXPECT_EQ(ints(r[6]), (std::vector<int64_t>{-3, (int64_t(1) << 60) + 1}));
+}
+
 TEST_F(InterpreterTest, PowfBroadcastsAndTakesNegativeBasesToIntegralPowers) {
   std::vector<Tensor> r =
       runF(R"mlir(
