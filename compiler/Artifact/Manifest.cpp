@@ -226,11 +226,16 @@ struct WriteManifestPass
     root["entries"] = std::move(entries);
     root["hyperparameters"] = std::move(hypers);
     // The first input's batch dimension; a rank-0 first input has none and
-    // leaves the runtime's default.
-    if (!inputs.empty())
+    // leaves the runtime's default. A forward-only model without data
+    // inputs has the micro-batch it was specialised to.
+    if (!inputs.empty()) {
       if (json::Array *shape = inputs.front().getAsObject()->getArray("shape");
           shape && !shape->empty())
         root["micro_batch"] = shape->front();
+    } else if (auto batch = module->getAttrOfType<IntegerAttr>(
+                   train::TrainDialect::kMicroBatchAttr)) {
+      root["micro_batch"] = batch.getInt();
+    }
     root["inputs"] = std::move(inputs);
     if (floatType)
       root["dtype"] = *dtypeName(floatType);
@@ -272,6 +277,7 @@ struct WriteManifestPass
       g.erase();
     module->removeAttr(rt::RtDialect::kKernelsAttr);
     module->removeAttr(train::TrainDialect::kManifestAttr);
+    module->removeAttr(train::TrainDialect::kMicroBatchAttr);
   }
 
   FailureOr<json::Object> global(train::GlobalOp g,

@@ -79,14 +79,19 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       return signalPassFailure();
   }
 
-  /// Gives every data input a `train.input` name.
+  /// Gives every data input a `train.input` name. A forward-only model may
+  /// have none (a constant, a window function of a constant size): its
+  /// evaluation computes the same rows for every batch.
   LogicalResult nameInputs(func::FuncOp f) {
     SmallVector<unsigned> data;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
       if (!isStateArg(f, i))
         data.push_back(i);
-    if (data.empty())
-      return f.emitError("@") << f.getSymName() << " has no data input";
+    if (data.empty() && !inference)
+      return f.emitError("@") << f.getSymName()
+                              << " has no data input (a model without "
+                                 "one can be compiled forward only, with "
+                                 "--inference)";
     for (auto [n, i] : llvm::enumerate(data))
       if (!f.getArgAttr(i, TrainDialect::kInputAttr))
         f.setArgAttr(
@@ -138,10 +143,17 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
     return o;
   }
 
-  /// Sets the batch dimension of every data input and re-infers types.
+  /// Sets the batch dimension of every data input and re-infers types. A
+  /// model without data inputs records the micro-batch on the module
+  /// instead, for the manifest.
   LogicalResult specialise(func::FuncOp f) {
     if (microBatch == 0)
       return success();
+    if (llvm::all_of(llvm::seq(f.getNumArguments()),
+                     [&](unsigned i) { return isStateArg(f, i); }))
+      getOperation()->setAttr(
+          TrainDialect::kMicroBatchAttr,
+          IntegerAttr::get(IntegerType::get(f.getContext(), 64), microBatch));
     Block &body = f.getBody().front();
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       if (isStateArg(f, i))

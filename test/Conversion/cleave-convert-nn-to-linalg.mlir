@@ -281,14 +281,6 @@ func.func @avg_pool_ceil_include_pad(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3x
 
 // -----
 
-// The CPU back end runs f64 only in the interpreter.
-func.func @matmul_f64(%a: tensor<4x5xf64>, %b: tensor<5x6xf64>) -> tensor<4x6xf64> {
-  // expected-error @+1 {{failed to legalize operation 'nn.matmul'}}
-  %0 = nn.matmul %a, %b : tensor<4x5xf64>, tensor<5x6xf64> -> tensor<4x6xf64>
-  return %0 : tensor<4x6xf64>
-}
-
-// -----
 
 // Softmax: max and sum reductions broadcast back as size-1 dimensions.
 // CHECK-LABEL: func.func @softmax
@@ -476,4 +468,15 @@ func.func @sharding(%g: tensor<3x4xf32>, %v: tensor<3xf32>) -> (tensor<3xf32>, t
 func.func @clip_across_ranks(%a: tensor<3xf32>, %b: tensor<1xf32>, %c: tensor<f32>) -> (tensor<3xf32>, tensor<1xf32>, tensor<f32>) {
   %0:3 = train.clip_by_global_norm %a, %b max_norm %c {across_ranks} : tensor<3xf32>, tensor<1xf32>, tensor<f32>
   return %0#0, %0#1, %0#2 : tensor<3xf32>, tensor<1xf32>, tensor<f32>
+}
+
+// -----
+
+// The runtime's matrix kernels compute in f32 (f64 runs only in the
+// interpreter): an f64 product is refused with the reason, not left for the
+// conversion to fail on.
+func.func @matmul_f64(%a: tensor<5x2x3xf64>, %b: tensor<5x3x4xf64>) -> tensor<5x2x4xf64> {
+  // expected-error @+1 {{'nn.matmul' op on 'f64' tensors is not supported: the matrix, convolution and pooling kernels compute in f32 (cast the operands to f32)}}
+  %0 = nn.matmul %a, %b : tensor<5x2x3xf64>, tensor<5x3x4xf64> -> tensor<5x2x4xf64>
+  return %0 : tensor<5x2x4xf64>
 }

@@ -339,6 +339,28 @@ struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
 
 } // namespace
 
+LogicalResult mlir::cleave::checkKernelOperands(Operation *root) {
+  WalkResult walk = root->walk([](Operation *op) {
+    if (!isa<MatmulOp, LinearOp, Conv2DOp, Conv2DGradInputOp,
+             Conv2DGradWeightOp, MaxPool2DOp, MaxPool2DGradOp, AvgPool2DOp,
+             AvgPool2DGradOp>(op))
+      return WalkResult::advance();
+    for (Type t : op->getOperandTypes()) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      if (rt && isa<FloatType>(rt.getElementType()) &&
+          !rt.getElementType().isF32()) {
+        op->emitOpError("on ")
+            << rt.getElementType()
+            << " tensors is not supported: the matrix, convolution and "
+               "pooling kernels compute in f32 (cast the operands to f32)";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
   // relu(linear(x)) and relu(conv2d(x)) stay two ops, although the kernels
   // take a ReLU post-op: oneDNN's (and cuBLASLt's) ReLU maps NaN to 0,

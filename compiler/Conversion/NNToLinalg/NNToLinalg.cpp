@@ -68,6 +68,8 @@ struct ConvertNNToLinalgPass
     MLIRContext *ctx = &getContext();
     for (auto f : getOperation().getOps<func::FuncOp>())
       annotateIndexBounds(f);
+    if (failed(checkKernelOperands(getOperation())))
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,

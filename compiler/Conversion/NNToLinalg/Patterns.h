@@ -21,6 +21,9 @@ void populateGatherPatterns(RewritePatternSet &patterns);
 void populateReductionPatterns(RewritePatternSet &patterns);
 /// Matmul, linear, convolution and pooling as runtime kernels.
 void populateKernelPatterns(RewritePatternSet &patterns);
+/// Reports (at the op) a kernel op whose operands the runtime's f32 kernels
+/// cannot take, before the conversion would fail without a reason.
+LogicalResult checkKernelOperands(Operation *root);
 /// Optimizer updates, clipping and cross-rank reduction.
 void populateTrainPatterns(RewritePatternSet &patterns);
 

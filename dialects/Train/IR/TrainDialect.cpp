@@ -251,6 +251,14 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a dictionary, got " << value;
     return verifyManifest(op, manifest);
   }
+  if (name == kMicroBatchAttr) {
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << name << "' is a module attribute";
+    if (!isPositiveInteger(value))
+      return op->emitError()
+             << "'" << name << "' must be a positive integer, got " << value;
+    return success();
+  }
   if (isArgAttr(name) || isResultAttr(name))
     return op->emitError() << "'" << name
                            << "' belongs on a function argument or result, "

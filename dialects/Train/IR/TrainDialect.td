@@ -84,6 +84,10 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGradOfAttr = "train.grad_of";
     // Module attributes.
     static constexpr ::llvm::StringLiteral kManifestAttr = "train.manifest";
+    /// The micro-batch the model was specialised to (cleave-attach-loss):
+    /// the manifest's `micro_batch` when no data input carries it.
+    static constexpr ::llvm::StringLiteral kMicroBatchAttr =
+        "train.micro_batch";
 
     // Globals whose names the runtime knows (runtime/src/Manifest.cpp).
     static constexpr ::llvm::StringLiteral kStepGlobal = "train.step";

@@ -86,6 +86,25 @@ func.func @f() attributes {train.manifest = {}} {
 
 // -----
 
+// The micro-batch of a model without data inputs.
+module attributes {train.micro_batch = 8 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'train.micro_batch' must be a positive integer, got 0 : i64}}
+module attributes {train.micro_batch = 0 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'train.micro_batch' is a module attribute}}
+func.func @f() attributes {train.micro_batch = 2 : i64} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'train.manifest' must be a dictionary, got "graph"}}
 module attributes {train.manifest = "graph"} {
 }
