@@ -223,6 +223,18 @@ def first_error(stderr):
 CONSTANT_INPUT = re.compile(
     r"\('([^']+)'\) (is computed at run time; it must fold to a constant|"
     r"must be a compile-time constant)")
+# ... or of a value computed from one: the graph input it names (the
+# adapted model's, `NAME__batched`).
+SOURCE_INPUT = re.compile(r"it is computed from the graph input '([^']+)'")
+
+
+def constant_input(why):
+    """The graph input a refusal asks to be a constant, if any."""
+    m = SOURCE_INPUT.search(why or "")
+    if m:
+        return m.group(1).removesuffix("__batched")
+    m = CONSTANT_INPUT.search(why or "")
+    return m.group(1) if m else None
 
 
 class Crash(Exception):
@@ -273,11 +285,10 @@ def run_test(test_dir, args, workdir):
     while True:
         artifact, why = compile_model(
             model, {n: first[n] for n in constant_names}, work, "", args)
-        m = CONSTANT_INPUT.search(why or "")
-        if artifact or not m or m.group(1) not in input_names or \
-                m.group(1) in constant_names:
+        name = constant_input(why)
+        if artifact or name not in input_names or name in constant_names:
             break
-        constant_names.add(m.group(1))
+        constant_names.add(name)
     if not artifact:
         return "refused", why
     for index, data_set in enumerate(data_sets):

@@ -394,19 +394,63 @@ double sourceCoordinate(StringRef mode, const ResizeAxis &a, int64_t i) {
   if (mode == "tf_half_pixel_for_nn")
     return (x + 0.5) / a.scale;
   if (mode == "pytorch_half_pixel" && a.out == 1)
-    return 0.0;
+    return -0.5;
   return (x + 0.5) / a.scale - 0.5; // half_pixel, pytorch_half_pixel
 }
+
+/// Keys' cubic convolution kernel with parameter `A` at distance `d`.
+double cubicWeight(double d, double A) {
+  d = std::abs(d);
+  if (d <= 1)
+    return ((A + 2) * d - (A + 3)) * d * d + 1;
+  if (d < 2)
+    return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  return 0.0;
+}
+
+/// How Resize weighs the input positions around a coordinate.
+struct ResizeMode {
+  StringRef mode, coordinates, nearestMode;
+  /// Cubic only: the kernel's parameter, and whether positions outside the
+  /// input get no weight (the others renormalised) rather than the edge's
+  /// value.
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+};
 
 /// The `[out, in]` interpolation matrix of one axis: row `i` holds the
 /// weights output position `i` gives the input positions.
 DenseElementsAttr interpolationMatrix(const ResizeAxis &a, Type elementType,
-                                      StringRef mode, StringRef coordinates,
-                                      StringRef nearestMode) {
+                                      const ResizeMode &r) {
+  StringRef mode = r.mode, nearestMode = r.nearestMode;
   std::vector<double> m(a.out * a.in, 0.0);
   for (int64_t i = 0; i < a.out; ++i) {
-    double x = sourceCoordinate(coordinates, a, i);
+    double x = sourceCoordinate(r.coordinates, a, i);
     double *row = &m[i * a.in];
+    if (mode == "cubic") {
+      // As ONNX's reference: the four positions around x, the second of
+      // which is the last one strictly left of x (so t is in (0, 1]);
+      // positions past an edge read the edge (or, with exclude_outside,
+      // are left out).
+      double left = std::ceil(x) - 1, t = x - left;
+      double w[4] = {cubicWeight(t + 1, r.cubicA), cubicWeight(t, r.cubicA),
+                     cubicWeight(1 - t, r.cubicA),
+                     cubicWeight(2 - t, r.cubicA)};
+      double kept = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        int64_t index = static_cast<int64_t>(left) - 1 + k;
+        bool inside = index >= 0 && index < a.in;
+        if (r.excludeOutside && !inside)
+          w[k] = 0.0;
+        kept += w[k];
+      }
+      for (int k = 0; k < 4; ++k) {
+        int64_t index = std::clamp<int64_t>(static_cast<int64_t>(left) - 1 + k,
+                                            0, a.in - 1);
+        row[index] += r.excludeOutside ? w[k] / kept : w[k];
+      }
+      continue;
+    }
     if (mode == "nearest") {
       double f = std::floor(x);
       double nearest;
@@ -475,12 +519,12 @@ std::optional<SmallVector<double>> concatenatedConstants(Value v) {
   return values;
 }
 
-/// Resize in `nearest` and `linear` (bilinear) modes on NCHW images. Both are
-/// separable: the result is `A_h X A_w^T` per image, with constant
-/// interpolation matrices built here, so it imports as one or two
+/// Resize in `nearest`, `linear` (bilinear) and `cubic` (bicubic) modes on
+/// NCHW images. All are separable: the result is `A_h X A_w^T` per image, with
+/// constant interpolation matrices built here, so it imports as one or two
 /// nn.matmul (the matrix kernels on every target) and needs no gradient of
 /// its own: the matmul VJP multiplies by the transposed matrices, which is
-/// the scatter-add of nearest and the transposed interpolation of linear.
+/// the scatter-add of nearest and the transposed interpolation of the others.
 /// The dense matrices cost `out * in` per row, a fair price for the
 /// decoder-sized images the op appears in.
 LogicalResult importResize(NodeImporter &n) {
@@ -523,9 +567,14 @@ LogicalResult importResize(NodeImporter &n) {
       n.getString("nearest_mode", "round_prefer_floor");
   if (failed(mode) || failed(coordinates) || failed(nearestMode))
     return failure();
-  if (*mode != "nearest" && *mode != "linear")
+  if (*mode != "nearest" && *mode != "linear" && *mode != "cubic")
     return n.emitError() << "Resize mode '" << *mode
-                         << "' is not supported (nearest and linear are)";
+                         << "' is not supported (nearest, linear and cubic "
+                            "are)";
+  FailureOr<double> cubicA = n.getFloat("cubic_coeff_a", -0.75);
+  FailureOr<int64_t> excludeOutside = n.getInt("exclude_outside", 0);
+  if (failed(cubicA) || failed(excludeOutside))
+    return failure();
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
                            "asymmetric", "tf_half_pixel_for_nn"},
                           *coordinates))
@@ -635,18 +684,18 @@ LogicalResult importResize(NodeImporter &n) {
     }
     if (a.out < 1 || !(a.scale > 0))
       return n.emitError() << "Resize to an empty image is not supported";
-    // Antialiasing only changes linear downscaling.
-    if (*antialias != 0 && *mode == "linear" && a.out < a.in)
+    // Antialiasing only changes linear and cubic downscaling.
+    if (*antialias != 0 && *mode != "nearest" && a.out < a.in)
       return n.emitError() << "Resize with antialias=1 is not supported when "
-                              "linear mode shrinks the image";
+                           << *mode << " mode shrinks the image";
   }
 
   Type elementType = type.getElementType();
   GraphImporter &g = n.getGraph();
-  DenseElementsAttr rows = interpolationMatrix(axes[0], elementType, *mode,
-                                               *coordinates, *nearestMode);
-  DenseElementsAttr cols = interpolationMatrix(axes[1], elementType, *mode,
-                                               *coordinates, *nearestMode);
+  ResizeMode how{*mode, *coordinates, *nearestMode, *cubicA,
+                 *excludeOutside != 0};
+  DenseElementsAttr rows = interpolationMatrix(axes[0], elementType, how);
+  DenseElementsAttr cols = interpolationMatrix(axes[1], elementType, how);
   bool resizeRows = !isIdentity(axes[0], rows);
   bool resizeCols = !isIdentity(axes[1], cols);
   Value y = *x;
@@ -713,12 +762,13 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
   table["Resize"].notes =
       "NCHW with static spatial sizes, `scales` or `sizes` (constant, or "
       "`Concat(Shape(x)[:2], ...)` as `F.interpolate(size=...)` exports); "
-      "`mode` `nearest` (every `nearest_mode`) or `linear` (bilinear), "
+      "`mode` `nearest` (every `nearest_mode`), `linear` (bilinear) or "
+      "`cubic` (bicubic: `cubic_coeff_a`, `exclude_outside`), "
       "`coordinate_transformation_mode` `half_pixel`, `pytorch_half_pixel`, "
       "`align_corners`, `asymmetric`, `tf_half_pixel_for_nn`. Imported as "
       "`A_h X A_w^T` with constant interpolation matrices; the gradient is the "
       "transposed product. Opset 18: `axes`, `keep_aspect_ratio_policy` "
       "`stretch`, `antialias` where it changes nothing (nearest, or linear "
-      "that does not shrink). Refused: `cubic`, `tf_crop_and_resize`, "
-      "resizing N or C, antialiased linear downscaling";
+      "and cubic that do not shrink). Refused: `tf_crop_and_resize`, "
+      "resizing N or C, antialiased linear or cubic downscaling";
 }

@@ -112,13 +112,13 @@ void foldSplats(NodeImporter &n, Arith kind, DenseElementsAttr a,
 }
 
 /// Operand `i` of a binary op whose other operand is `other`, as a float
-/// tensor; an integer constant against a run-time integer carried in float
-/// (`lengths - 1`) takes the carrier's type.
+/// or integer tensor; an integer constant against a run-time integer
+/// carried in float (`lengths - 1`) takes the carrier's type.
 FailureOr<Value> operandOf(NodeImporter &n, unsigned i, ImportedValue &other) {
   FailureOr<Value> carried = carriedConstant(n, i, other);
   if (failed(carried) || *carried)
     return carried;
-  return n.floatTensor(i);
+  return n.numericTensor(i);
 }
 
 template <typename OpTy, Arith kind>
@@ -151,6 +151,48 @@ LogicalResult importBinary(NodeImporter &n) {
   return n.createOutput<OpTy>(*lhs, *rhs);
 }
 
+/// Pow with a tensor of exponents, or of an integer base: `nn.powf`, the
+/// exponents converted to the base's float type. An integer base is raised
+/// in double precision and truncated back, as numpy's reference computes
+/// it (exact while the power is below 2^53).
+LogicalResult importTensorPow(NodeImporter &n) {
+  FailureOr<Value> base = n.numericTensor(0);
+  if (failed(base))
+    return failure();
+  FailureOr<Value> exponents = n.numericTensor(1);
+  if (failed(exponents))
+    return failure();
+  auto eltOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Type baseType = eltOf(*base);
+  Type computeType = isa<FloatType>(baseType)
+                         ? baseType
+                         : Type(Float64Type::get(n.getBuilder().getContext()));
+  auto convert = [&](Value v, Type to) -> FailureOr<Value> {
+    if (eltOf(v) == to)
+      return v;
+    FailureOr<nn::CastOp> c = n.create<nn::CastOp>(v, TypeAttr::get(to));
+    if (failed(c))
+      return failure();
+    return c->getResult();
+  };
+  FailureOr<Value> x = convert(*base, computeType);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = convert(*exponents, computeType);
+  if (failed(y))
+    return failure();
+  FailureOr<nn::PowFOp> pow = n.create<nn::PowFOp>(*x, *y);
+  if (failed(pow))
+    return failure();
+  FailureOr<Value> z = convert(pow->getResult(), baseType);
+  if (failed(z))
+    return failure();
+  n.setOutput(0, *z);
+  return success();
+}
+
 /// Pow: `nn.pow` with a single constant exponent (both constant folds), or
 /// `nn.powf` with a tensor of exponents, broadcasting. An initializer
 /// exponent is a constant, not a parameter.
@@ -164,15 +206,17 @@ LogicalResult importPow(NodeImporter &n) {
                     ? e.symbolic.size() == 1
                     : e.kind == ImportedValue::Kind::Constant &&
                           e.constant.getNumElements() == 1;
-  if (!single) {
-    FailureOr<Value> base = n.floatTensor(0);
-    if (failed(base))
-      return failure();
-    FailureOr<Value> exponents = n.floatTensor(1);
-    if (failed(exponents))
-      return failure();
-    return n.createOutput<nn::PowFOp>(*base, *exponents);
-  }
+  auto isInteger = [&](unsigned i) {
+    ImportedValue &v = n.input(i);
+    if (v.kind == ImportedValue::Kind::Symbolic)
+      return true;
+    Type t = v.kind == ImportedValue::Kind::Constant
+                 ? v.constant.getElementType()
+                 : cast<RankedTensorType>(v.tensor.getType()).getElementType();
+    return isa<IntegerType>(t);
+  };
+  if (!single || isInteger(0))
+    return importTensorPow(n);
   FailureOr<double> exponent = n.constantScalar(1, "exponent");
   if (failed(exponent))
     return failure();
@@ -287,10 +331,14 @@ LogicalResult importHardSwish(NodeImporter &n) {
 
 /// Neg, folded on shape values (`-axis` in ONNX's function bodies).
 LogicalResult importNeg(NodeImporter &n) {
-  if (!n.hasInput(0) || n.input(0).kind != ImportedValue::Kind::Symbolic)
-    return importUnary<nn::NegOp>(n);
   if (failed(n.checkAttrs({})))
     return failure();
+  if (!n.hasInput(0) || n.input(0).kind != ImportedValue::Kind::Symbolic) {
+    FailureOr<Value> x = n.numericTensor(0);
+    if (failed(x))
+      return failure();
+    return n.createOutput<nn::NegOp>(*x);
+  }
   ImportedValue &x = n.input(0);
   SmallVector<SymInt> out;
   for (SymInt v : x.symbolic) {
@@ -371,11 +419,11 @@ template <typename OpTy> FailureOr<Value> foldInputs(NodeImporter &n) {
     return failure();
   if (n.getNumInputs() == 0)
     return n.emitError() << n.getOpType() << " needs at least one input";
-  FailureOr<Value> acc = n.floatTensor(0);
+  FailureOr<Value> acc = n.numericTensor(0);
   if (failed(acc))
     return failure();
   for (unsigned i = 1, e = n.getNumInputs(); i < e; ++i) {
-    FailureOr<Value> next = n.floatTensor(i);
+    FailureOr<Value> next = n.numericTensor(i);
     if (failed(next))
       return failure();
     FailureOr<OpTy> op = n.create<OpTy>(*acc, *next);
@@ -604,11 +652,17 @@ template <typename OpTy> LogicalResult importSoftmax(NodeImporter &n) {
 
 } // namespace
 
+TypedAttr importer::elementAttr(Type elt, double v) {
+  if (isa<IntegerType>(elt))
+    return IntegerAttr::get(elt, static_cast<int64_t>(v));
+  return FloatAttr::get(elt, v);
+}
+
 Value importer::scalarLike(NodeImporter &n, Value like, double v) {
   Type elt = cast<RankedTensorType>(like.getType()).getElementType();
   return n.getGraph().materialize(
       DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                             FloatAttr::get(elt, v).getValue()),
+                             elementAttr(elt, v)),
       n.getLoc());
 }
 
@@ -690,13 +744,21 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
 
   // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  for (StringRef op : {"Add", "Sub", "Mul", "Div"})
+  for (StringRef op : {"Add", "Sub", "Mul"})
     table[op].notes =
-        "NumPy broadcasting; folds on shape values and on scalar constants";
+        "NumPy broadcasting; folds on shape values and on scalar constants; "
+        "float, int32 and int64 tensors (integers wrap on overflow)";
+  table["Div"].notes =
+      "NumPy broadcasting; folds on shape values and on scalar constants; "
+      "float, int32 and int64 tensors: integer division truncates toward "
+      "zero, and a zero divisor gives 0 (no trap)";
+  table["Neg"].notes = "float, int32 and int64 tensors; folds on shape values";
   table["Pow"].notes =
-      "a single constant exponent (`nn.pow`), or a float tensor of them, "
+      "a single constant exponent (`nn.pow`), or a tensor of them, "
       "broadcasting (`nn.powf`, whose exponent gradient is NaN for a "
-      "negative base, as PyTorch's); not integer tensors";
+      "negative base, as PyTorch's); integer exponents are converted to the "
+      "base's type; an int32 or int64 base is raised in float64 and "
+      "truncated back (exact while the power is below 2^53)";
   table["Sin"].notes = "libm's `sinf` on the CPU, libdevice's on cuda";
   table["Cos"].notes = "libm's `cosf` on the CPU, libdevice's on cuda";
   table["Tan"].notes = "`sin(x) / cos(x)`";
@@ -724,10 +786,12 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
   table["Reciprocal"].notes = "`1 / x`";
   table["Gelu"].notes = "`approximate` `none` or `tanh`: one `nn.gelu`";
   table["Max"].notes =
-      "one or more inputs, numpy broadcasting: `nn.maximum`, whose gradient "
-      "reaches the larger input (the second on ties)";
+      "one or more inputs, numpy broadcasting, float, int32 or int64: "
+      "`nn.maximum`, whose gradient reaches the larger input (the second on "
+      "ties)";
   table["Min"].notes =
-      "one or more inputs, numpy broadcasting: `nn.minimum`, whose gradient "
+      "one or more inputs, numpy broadcasting, float, int32 or int64: "
+      "`nn.minimum`, whose gradient "
       "reaches the smaller input (the second on ties)";
   table["Softmax"].notes = "any one axis";
   table["Sum"].notes = "one or more inputs, numpy broadcasting: `nn.add`";

@@ -331,6 +331,31 @@ StringRef GraphImporter::stateName(Value v) {
   return {};
 }
 
+StringRef GraphImporter::sourceInputName(Value v) {
+  StringRef found;
+  SmallVector<Value> work = {v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      if (arg.getOwner()->getParentOp() != function)
+        continue;
+      auto name = function.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TrainDialect::kInputAttr);
+      if (!name)
+        continue;
+      if (!found.empty() && found != name.getValue())
+        return {};
+      found = name.getValue();
+      continue;
+    }
+    Operation *op = next.getDefiningOp();
+    if (op && seen.insert(op).second)
+      llvm::append_range(work, op->getOperands());
+  }
+  return found;
+}
+
 LogicalResult GraphImporter::recordBufferUpdate(Value state, Value updated,
                                                 Location loc) {
   auto arg = dyn_cast<BlockArgument>(state);
@@ -584,6 +609,24 @@ LogicalResult GraphImporter::importNodes() {
   return success();
 }
 
+/// The elements of a symbolic value that does not depend on the batch size.
+static std::optional<DenseElementsAttr>
+constantOfSymbolic(const ImportedValue &v) {
+  Type elt = v.symbolicType;
+  SmallVector<APInt> bits;
+  for (SymInt s : v.symbolic) {
+    if (!s.isConstant())
+      return std::nullopt;
+    // A Cast to a narrower integer type truncates, as in ONNX.
+    bits.push_back(APInt(elt.getIntOrFloatBitWidth(), s.coeff,
+                         /*isSigned=*/true, /*implicitTrunc=*/true));
+  }
+  SmallVector<int64_t> shape;
+  if (!v.scalar)
+    shape.push_back(bits.size());
+  return DenseElementsAttr::get(RankedTensorType::get(shape, elt), bits);
+}
+
 LogicalResult GraphImporter::buildReturn() {
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
   SmallVector<Value> results;
@@ -599,10 +642,13 @@ LogicalResult GraphImporter::buildReturn() {
       result = v->tensor;
     } else if (v->kind == ImportedValue::Kind::Constant) {
       result = materialize(v->constant, outLoc);
+    } else if (std::optional<DenseElementsAttr> c = constantOfSymbolic(*v)) {
+      result = materialize(*c, outLoc);
     } else {
       return mlir::emitError(outLoc)
              << "graph output '" << out.name()
-             << "' is a shape computation, not a model output";
+             << "' is a shape computation that depends on the batch size, "
+                "not a model output";
     }
     results.push_back(result);
     attrs.push_back(DictionaryAttr::get(&context));
@@ -749,21 +795,11 @@ ImportedValue &NodeImporter::input(unsigned i) {
 
 FailureOr<DenseElementsAttr> NodeImporter::symbolicValue(unsigned i,
                                                          ImportedValue &v) {
-  Type elt = v.symbolicType;
-  SmallVector<APInt> bits;
-  for (SymInt s : v.symbolic) {
-    if (!s.isConstant())
-      return emitError() << "'" << node.input(i)
-                         << "' depends on the batch size and can only be "
-                            "used as a shape";
-    // A Cast to a narrower integer type truncates, as in ONNX.
-    bits.push_back(APInt(elt.getIntOrFloatBitWidth(), s.coeff,
-                         /*isSigned=*/true, /*implicitTrunc=*/true));
-  }
-  SmallVector<int64_t> shape;
-  if (!v.scalar)
-    shape.push_back(bits.size());
-  return DenseElementsAttr::get(RankedTensorType::get(shape, elt), bits);
+  if (std::optional<DenseElementsAttr> c = constantOfSymbolic(v))
+    return *c;
+  return emitError() << "'" << node.input(i)
+                     << "' depends on the batch size and can only be used "
+                        "as a shape";
 }
 
 FailureOr<Value> NodeImporter::tensor(unsigned i) {
@@ -796,6 +832,20 @@ FailureOr<Value> NodeImporter::floatTensor(unsigned i) {
   return v;
 }
 
+FailureOr<Value> NodeImporter::numericTensor(unsigned i) {
+  auto v = tensor(i);
+  if (failed(v))
+    return failure();
+  auto type = cast<RankedTensorType>(v->getType());
+  Type elt = type.getElementType();
+  if (!isa<FloatType>(elt) && !elt.isSignlessInteger(32) &&
+      !elt.isSignlessInteger(64))
+    return emitError() << node.op_type() << " input '" << node.input(i)
+                       << "' must be a float, int32 or int64 tensor, got "
+                       << type;
+  return v;
+}
+
 bool NodeImporter::isConstant(unsigned i) {
   ImportedValue *v = hasInput(i) ? graph.lookup(node.input(i)) : nullptr;
   return v && v->kind != ImportedValue::Kind::Tensor;
@@ -815,6 +865,9 @@ FailureOr<DenseElementsAttr> NodeImporter::constant(unsigned i,
                                         << "') must be a compile-time constant";
   if (StringRef state = graph.stateName((*v)->tensor); !state.empty())
     diag << ", not the trainable initializer '" << state << "'";
+  else if (StringRef input = graph.sourceInputName((*v)->tensor);
+           !input.empty() && input != node.input(i))
+    diag << "; it is computed from the graph input '" << input << "'";
   return diag;
 }
 
@@ -829,9 +882,14 @@ FailureOr<SmallVector<SymInt>> NodeImporter::symbolicInts(unsigned i,
     return emitError() << node.op_type() << " " << what << " ('"
                        << node.input(i) << "') must be integers of rank 0 "
                        << "or 1, got " << (*v)->constant.getType();
-  return emitError() << node.op_type() << " " << what << " ('" << node.input(i)
-                     << "') is computed at run time; it must fold to a "
-                        "constant";
+  InFlightDiagnostic diag =
+      emitError() << node.op_type() << " " << what << " ('" << node.input(i)
+                  << "') is computed at run time; it must fold to a "
+                     "constant";
+  if (StringRef input = graph.sourceInputName((*v)->tensor);
+      !input.empty() && input != node.input(i))
+    diag << "; it is computed from the graph input '" << input << "'";
+  return diag;
 }
 
 FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(unsigned i,

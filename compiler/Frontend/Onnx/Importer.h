@@ -172,6 +172,10 @@ public:
   LogicalResult recordBufferUpdate(Value state, Value updated, Location loc);
   /// The name of the initializer a block argument holds, if any.
   StringRef stateName(Value v);
+  /// The name of the one graph input that the run-time value `v` is
+  /// computed from (`v` itself, or through any ops), or "" when there are
+  /// none or several: a diagnostic's hint at what to make a constant.
+  StringRef sourceInputName(Value v);
 
   /// An `arith.constant` for a constant, memoised per attribute.
   Value materialize(DenseElementsAttr attr, Location loc);
@@ -274,6 +278,9 @@ public:
   FailureOr<Value> tensor(unsigned i);
   /// Input `i` as a run-time floating-point tensor.
   FailureOr<Value> floatTensor(unsigned i);
+  /// Input `i` as a run-time tensor of a type nn computes in: float, or
+  /// 32- or 64-bit integers (nn's integer arithmetic and data movement).
+  FailureOr<Value> numericTensor(unsigned i);
   bool isConstant(unsigned i);
   /// Input `i` as a compile-time constant; `what` names it in diagnostics.
   FailureOr<DenseElementsAttr> constant(unsigned i, StringRef what);
@@ -364,6 +371,14 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 /// A rank-0 constant of `like`'s element type.
 Value scalarLike(NodeImporter &n, Value like, double v);
 
+/// A tensor of `like`'s type filled with `value`: a constant, or broadcast
+/// over the batch of a data input when `like` is batched.
+FailureOr<Value> filledLike(NodeImporter &n, Value like, double value);
+
+/// `v` as an element of the float or integer type `elt` (a whole `v` for
+/// integers).
+TypedAttr elementAttr(Type elt, double v);
+
 /// Builds the single-result nn ops of a composition at a node. After the
 /// first failure (whose diagnostic the op emitted) every later build yields
 /// null, so a formula reads as one, and `hasFailed` tells. C++ leaves the
@@ -399,7 +414,6 @@ public:
         nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
         TypeAttr::get(elt));
   }
-  /// |x| (`nn.leaky_relu` with slope -1).
   /// `lhs <pred> rhs` as an ONNX boolean: the f32 mask every run-time
   /// boolean of the importer is (Shape.cpp's maskType), whatever the
   /// operands' float type.
@@ -408,6 +422,7 @@ public:
         nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
         TypeAttr::get(Float32Type::get(n.getContext())));
   }
+  /// |x| (`nn.leaky_relu` with slope -1).
   Value abs(Value x) { return op<nn::LeakyReluOp>(x, APFloat(-1.0)); }
   /// min(x, 0), whose gradient is 0 from x = 0 on.
   Value negativePart(Value x) {
@@ -426,14 +441,15 @@ public:
       return failure();
     return y;
   }
-  /// Makes `y` output 0 of the node.
-  LogicalResult output(Value y) {
+  /// Makes `y` output `i` of the node.
+  LogicalResult output(unsigned i, Value y) {
     FailureOr<Value> v = value(y);
     if (mlir::failed(v))
       return failure();
-    n.setOutput(0, *v);
+    n.setOutput(i, *v);
     return success();
   }
+  LogicalResult output(Value y) { return output(0, y); }
 
 private:
   static bool isNull(Value v) { return !v; }

@@ -210,6 +210,192 @@ FailureOr<Value> permuteTo(NodeImporter &n, Value v, StringRef from,
   return op->getResult();
 }
 
+/// Einsum in general, for the equations that are not a matrix product:
+/// any number of operands, implicit outputs, `...`, repeated letters
+/// (diagonals). Each operand's diagonals are taken (a product with an
+/// identity mask, summed over the second axis), its dimensions are
+/// transposed to one order of all letters (output letters first) with
+/// size-1 dimensions for the letters it lacks, the operands are multiplied
+/// with broadcasting and the contracted letters summed. The product is an
+/// outer one: fine for the small, non-GEMM forms this path serves; a
+/// (batched) matrix product takes importEinsum's nn.matmul instead.
+LogicalResult importGeneralEinsum(NodeImporter &n, StringRef given,
+                                  StringRef equation) {
+  auto refuse = [&](StringRef why) {
+    return n.emitError() << "Einsum equation '" << given
+                         << "' is not supported: " << why;
+  };
+  auto [inputsPart, outPart] = equation.split("->");
+  bool implicit = inputsPart.size() == equation.size();
+  SmallVector<StringRef> terms;
+  inputsPart.split(terms, ',');
+  if (terms.size() != n.getNumInputs())
+    return refuse("it names " + std::to_string(terms.size()) +
+                  " operands, the node has " +
+                  std::to_string(n.getNumInputs()));
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < terms.size(); ++i) {
+    FailureOr<Value> v = n.floatTensor(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  // "..." becomes digits, aligned at the right across operands as numpy
+  // broadcasts them.
+  auto expand = [](StringRef term, int64_t rank,
+                   int64_t &dots) -> std::optional<std::string> {
+    size_t at = term.find("...");
+    std::string letters = term.str();
+    if (at == StringRef::npos) {
+      dots = 0;
+      return letters;
+    }
+    letters.erase(at, 3);
+    dots = rank - static_cast<int64_t>(letters.size());
+    if (dots < 0 || dots > 9)
+      return std::nullopt;
+    std::string fill;
+    for (int64_t d = 0; d < dots; ++d)
+      fill.push_back(static_cast<char>('0' + (9 - dots + 1 + d)));
+    letters.insert(at, fill);
+    return letters;
+  };
+  SmallVector<std::string> named;
+  int64_t maxDots = 0;
+  for (auto [term, v] : llvm::zip_equal(terms, values)) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank(), dots;
+    std::optional<std::string> letters = expand(term, rank, dots);
+    if (!letters || (int64_t)letters->size() != rank)
+      return refuse("its terms do not match the operands' ranks");
+    for (char c : *letters)
+      if (!llvm::isAlpha(c) && !llvm::isDigit(c))
+        return refuse("terms are letters and '...'");
+    maxDots = std::max(maxDots, dots);
+    named.push_back(*letters);
+  }
+  std::string ellipsis;
+  for (int64_t d = 0; d < maxDots; ++d)
+    ellipsis.push_back(static_cast<char>('0' + (9 - maxDots + 1 + d)));
+  std::string out;
+  if (implicit) {
+    // numpy's implicit output: the broadcast dimensions, then the letters
+    // that appear once, in alphabetical order.
+    out = ellipsis;
+    std::string once;
+    for (char c = 'A'; c <= 'z'; ++c) {
+      if (!llvm::isAlpha(c))
+        continue;
+      int count = 0;
+      for (const std::string &t : named)
+        count += llvm::count(t, c);
+      if (count == 1)
+        once.push_back(c);
+    }
+    out += once;
+  } else {
+    std::string o = outPart.str();
+    if (size_t at = o.find("..."); at != std::string::npos)
+      o.replace(at, 3, ellipsis);
+    out = o;
+  }
+  for (auto [i, c] : llvm::enumerate(out))
+    if (StringRef(out).drop_front(i + 1).contains(c) ||
+        llvm::none_of(named, [&](const std::string &t) {
+          return StringRef(t).contains(c);
+        }))
+      return refuse("an output dimension repeated or in no operand");
+  std::string all = out;
+  for (const std::string &t : named)
+    for (char c : t)
+      if (!StringRef(all).contains(c))
+        all.push_back(c);
+
+  GraphImporter &g = n.getGraph();
+  Composer c(n);
+  Value product;
+  for (auto [letters, value] : llvm::zip_equal(named, values)) {
+    Value v = value;
+    // Diagonals: keep the elements whose indices agree, one axis at a time.
+    for (size_t p = 0; p < letters.size(); ++p) {
+      size_t q;
+      while ((q = StringRef(letters).find(letters[p], p + 1)) !=
+             StringRef::npos) {
+        auto type = cast<RankedTensorType>(v.getType());
+        int64_t size = type.getDimSize(p);
+        if (ShapedType::isDynamic(size) || size != type.getDimSize(q))
+          return refuse("a diagonal of dimensions of different or "
+                        "batch-dependent sizes");
+        SmallVector<int64_t> maskShape(type.getRank(), 1);
+        maskShape[p] = maskShape[q] = size;
+        SmallVector<Attribute> eye;
+        for (int64_t i = 0; i < size; ++i)
+          for (int64_t j = 0; j < size; ++j)
+            eye.push_back(elementAttr(type.getElementType(), i == j));
+        Value mask = g.materialize(
+            DenseElementsAttr::get(
+                RankedTensorType::get(maskShape, type.getElementType()), eye),
+            n.getLoc());
+        v = c.op<nn::ReduceSumOp>(c.op<nn::MulOp>(v, mask),
+                                  ArrayRef<int64_t>{static_cast<int64_t>(q)},
+                                  false);
+        if (!v)
+          return failure();
+        letters.erase(q, 1);
+      }
+    }
+    // To the order of `all`, with size-1 dimensions for missing letters.
+    std::string mine;
+    for (char l : all)
+      if (StringRef(letters).contains(l))
+        mine.push_back(l);
+    FailureOr<Value> ordered = permuteTo(n, v, letters, mine);
+    if (failed(ordered))
+      return failure();
+    auto shape = g.symbolicShape(*ordered, n.getLoc());
+    if (failed(shape))
+      return failure();
+    SmallVector<SymInt> full;
+    for (char l : all) {
+      size_t at = StringRef(mine).find(l);
+      full.push_back(at == StringRef::npos ? SymInt::constant(1)
+                                           : (*shape)[at]);
+    }
+    // Leading size-1 dimensions broadcast as they are.
+    size_t lead = 0;
+    while (lead < all.size() && !StringRef(mine).contains(all[lead]))
+      ++lead;
+    FailureOr<Value> shaped =
+        mine.size() == all.size()
+            ? ordered
+            : n.reshape(*ordered, ArrayRef(full).drop_front(lead));
+    if (failed(shaped))
+      return failure();
+    product = product ? c.op<nn::MulOp>(product, *shaped) : *shaped;
+    if (!product)
+      return failure();
+  }
+  // Every operand may lack the leading letters: broadcast to the full rank.
+  auto ptype = cast<RankedTensorType>(product.getType());
+  if (ptype.getRank() < (int64_t)all.size()) {
+    auto shape = g.symbolicShape(product, n.getLoc());
+    if (failed(shape))
+      return failure();
+    SmallVector<SymInt> full(all.size() - ptype.getRank(), SymInt::constant(1));
+    full.append(shape->begin(), shape->end());
+    FailureOr<Value> r = n.reshape(product, full);
+    if (failed(r))
+      return failure();
+    product = *r;
+  }
+  SmallVector<int64_t> contracted;
+  for (int64_t d = out.size(); d < (int64_t)all.size(); ++d)
+    contracted.push_back(d);
+  Value y = contracted.empty()
+                ? product
+                : c.op<nn::ReduceSumOp>(product, ArrayRef(contracted), false);
+  return c.output(y);
+}
+
 /// Einsum of two operands whose equation is a (batched) matrix product, the
 /// forms attention is written with ("bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd",
 /// "bij,jk->ik" ...): one letter is contracted, one letter of each input
@@ -234,11 +420,12 @@ LogicalResult importEinsum(NodeImporter &n) {
   };
   StringRef eq(equation), inputs, out;
   std::tie(inputs, out) = eq.split("->");
+  auto general = [&] { return importGeneralEinsum(n, *given, equation); };
   if (inputs.size() == eq.size())
-    return refuse("the output must be explicit ('->')");
+    return general();
   auto [lhs, rhs] = inputs.split(',');
   if (rhs.contains(',') || rhs.empty() || n.getNumInputs() != 2)
-    return refuse("only products of two operands are");
+    return general();
   auto distinctLetters = [](StringRef term) {
     for (auto [i, c] : llvm::enumerate(term))
       if (!llvm::isAlpha(c) || term.drop_front(i + 1).contains(c))
@@ -246,8 +433,7 @@ LogicalResult importEinsum(NodeImporter &n) {
     return true;
   };
   if (!distinctLetters(lhs) || !distinctLetters(rhs) || !distinctLetters(out))
-    return refuse("each term must name distinct dimensions with letters (no "
-                  "ellipsis, no diagonal)");
+    return general();
   std::string batch, lhsOnly, rhsOnly, contracted;
   for (char c : lhs) {
     bool inRhs = rhs.contains(c), inOut = out.contains(c);
@@ -258,13 +444,13 @@ LogicalResult importEinsum(NodeImporter &n) {
     else if (inOut)
       lhsOnly.push_back(c);
     else
-      return refuse("a dimension summed over one operand only");
+      return general();
   }
   for (char c : rhs) {
     if (lhs.contains(c))
       continue;
     if (!out.contains(c))
-      return refuse("a dimension summed over one operand only");
+      return general();
     rhsOnly.push_back(c);
   }
   for (char c : out)
@@ -272,8 +458,7 @@ LogicalResult importEinsum(NodeImporter &n) {
       return refuse("an output dimension in neither operand");
   if (contracted.size() != 1 || rhsOnly.size() != 1 || lhsOnly.empty() ||
       (lhsOnly.size() > 1 && !batch.empty()))
-    return refuse("it is not a (batched) matrix product: one contracted "
-                  "dimension, one row and one column dimension");
+    return general();
   // The left operand's rows; its other own letters batch a shared matrix.
   char m = lhsOnly.back(), k = contracted[0], cols = rhsOnly[0];
   std::string lhsBatch = batch + lhsOnly.substr(0, lhsOnly.size() - 1);
@@ -298,7 +483,7 @@ LogicalResult importEinsum(NodeImporter &n) {
     return refuse("its terms do not match the operands' ranks");
   for (char c : batch)
     if (typeA.getDimSize(lhs.find(c)) != typeB.getDimSize(rhs.find(c)))
-      return refuse("batch dimensions of different sizes (no broadcasting)");
+      return general();
 
   std::string rowsFirst = lhsBatchOrdered + m + k;
   std::string rowsLast = lhsBatchOrdered + k + m;
@@ -333,8 +518,10 @@ void importer::populateLinearImporters(ImporterTable &table) {
       "contracted letter, one row and one column letter, batch letters in "
       "both operands or (a shared right-hand matrix) in the left one only "
       "(`bhqd,bhkd->bhqk`, `bhqk,bhkd->bhqd`, `bij,jk->bik`); one "
-      "`nn.matmul`, transposes where its flags cannot take the order. Other "
-      "equations are refused, named";
+      "`nn.matmul`, transposes where its flags cannot take the order. Any "
+      "other equation (more operands, implicit output, `...`, diagonals, "
+      "sums) is the broadcast product of the operands, diagonals taken and "
+      "contracted letters summed: exact, but an outer product in memory";
   table["Gemm"].notes = "any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` "
                         "on matrices exports `transB=1`)";
   table["MatMul"].notes =

@@ -529,7 +529,7 @@ LogicalResult importLRN(NodeImporter &n) {
 }
 
 LogicalResult importDropout(NodeImporter &n) {
-  if (failed(n.checkAttrs({"seed"})) || failed(n.requireUnused(1, "mask")))
+  if (failed(n.checkAttrs({"seed"})))
     return failure();
   double ratio = 0.5;
   if (n.hasInput(1)) {
@@ -547,7 +547,23 @@ LogicalResult importDropout(NodeImporter &n) {
   if (failed(x))
     return failure();
   GraphImporter &g = n.getGraph();
-  return n.createOutput<nn::DropoutOp>(*x, g.getRngSeed(), APFloat(ratio), static_cast<uint64_t>(g.nextDropoutStream()));
+  auto stream = static_cast<uint64_t>(g.nextDropoutStream());
+  if (failed(n.createOutput<nn::DropoutOp>(*x, g.getRngSeed(), APFloat(ratio),
+                                           stream)))
+    return failure();
+  if (!n.isOutputUsed(1))
+    return success();
+  // The mask: the same stream's dropout of ones, nonzero where x is kept
+  // (all ones where dropout is the identity, as in evaluation), as the
+  // importer's f32 boolean.
+  FailureOr<Value> ones = filledLike(n, *x, 1.0);
+  if (failed(ones))
+    return failure();
+  Composer c(n);
+  Value kept =
+      c.op<nn::DropoutOp>(*ones, g.getRngSeed(), APFloat(ratio), stream);
+  Value mask = c.boolean(nn::ComparePredicate::ne, kept, c.scalar(kept, 0.0));
+  return c.output(1, mask);
 }
 
 } // namespace
@@ -613,7 +629,9 @@ void importer::populateNormalizationImporters(ImporterTable &table) {
       "rank >= 3 with static channels; the window sum is a product with a "
       "band matrix along the channels";
   table["Dropout"].notes =
-      "constant `ratio` and `training_mode`; the `mask` output must be unused";
+      "constant `ratio` and `training_mode`; the `mask` output is the same "
+      "stream's dropout of ones, nonzero (all true in evaluation, where "
+      "dropout is the identity)";
   table["GroupNormalization"].notes =
       "static C and spatial sizes; a layer norm of x reshaped to `[N, G, -1]`, "
       "then scale and bias per group (opset 18) or per channel (21, "

@@ -1746,10 +1746,10 @@ LogicalResult importWhere(NodeImporter &n) {
     return n.input(i).kind == Kind::Symbolic;
   });
   if (!values) {
-    FailureOr<Value> x = n.floatTensor(1);
+    FailureOr<Value> x = n.numericTensor(1);
     if (failed(x))
       return failure();
-    FailureOr<Value> y = n.floatTensor(2);
+    FailureOr<Value> y = n.numericTensor(2);
     if (failed(y))
       return failure();
     Type elt = cast<RankedTensorType>(x->getType()).getElementType();
@@ -2054,6 +2054,9 @@ LogicalResult importTrilu(NodeImporter &n) {
                          << ", " << colsSym
                          << "] is not supported (B is the batch size)";
   int64_t rows = rowsSym.coeff, cols = colsSym.coeff;
+  if (rows == 0 || cols == 0)
+    return n.emitError() << "Trilu of an empty " << rows << "x" << cols
+                         << " matrix: empty tensors are not supported";
   constexpr int64_t kMaxFolded = 1 << 24;
   if (rows * cols > kMaxFolded)
     return n.emitError() << "Trilu of a " << rows << "x" << cols
@@ -2077,21 +2080,21 @@ LogicalResult importTrilu(NodeImporter &n) {
         0, ImportedValue::ofConstant(DenseElementsAttr::get(c.getType(), out)));
     return success();
   }
-  FailureOr<Value> value = n.floatTensor(0);
+  FailureOr<Value> value = n.numericTensor(0);
   if (failed(value))
     return failure();
   Type elt = cast<RankedTensorType>(value->getType()).getElementType();
   SmallVector<Attribute> mask;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
-      mask.push_back(FloatAttr::get(elt, triluKeeps(*upper, k, i, j)));
+      mask.push_back(elementAttr(elt, triluKeeps(*upper, k, i, j)));
   GraphImporter &g = n.getGraph();
   Value keep = g.materialize(
       DenseElementsAttr::get(RankedTensorType::get({rows, cols}, elt), mask),
       n.getLoc());
   Value zero =
       g.materialize(DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                                           FloatAttr::get(elt, 0.0).getValue()),
+                                           elementAttr(elt, 0.0)),
                     n.getLoc());
   return n.createOutput<nn::WhereOp>(keep, *value, zero);
 }
@@ -2109,7 +2112,7 @@ FailureOr<Value> fillBlock(NodeImporter &n, Value like, int64_t axis,
   if (type.hasStaticShape())
     return g.materialize(
         DenseElementsAttr::get(RankedTensorType::get(shape, elt),
-                               FloatAttr::get(elt, value).getValue()),
+                               elementAttr(elt, value)),
         n.getLoc());
   for (int64_t &d : shape)
     if (ShapedType::isDynamic(d))
@@ -2118,10 +2121,10 @@ FailureOr<Value> fillBlock(NodeImporter &n, Value like, int64_t axis,
   if (!source)
     return n.emitError() << "Pad of a batched tensor needs a data input with "
                             "a batch dimension";
-  Value scalar = g.materialize(
-      DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                             FloatAttr::get(elt, value).getValue()),
-      n.getLoc());
+  Value scalar =
+      g.materialize(DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                                           elementAttr(elt, value)),
+                    n.getLoc());
   auto op = n.create<nn::BroadcastToOp>(scalar, shape, source);
   if (failed(op))
     return failure();
@@ -2154,7 +2157,7 @@ LogicalResult importPad(NodeImporter &n) {
       return failure();
     fill = *given;
   }
-  FailureOr<Value> x = n.floatTensor(0);
+  FailureOr<Value> x = n.numericTensor(0);
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
@@ -2243,6 +2246,17 @@ LogicalResult importPad(NodeImporter &n) {
 }
 
 } // namespace
+
+FailureOr<Value> importer::filledLike(NodeImporter &n, Value like,
+                                      double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  if (type.getRank() == 0)
+    return n.getGraph().materialize(
+        DenseElementsAttr::get(type, elementAttr(type.getElementType(), value)),
+        n.getLoc());
+  int64_t last = type.getRank() - 1;
+  return fillBlock(n, like, last, type.getDimSize(last), value);
+}
 
 void importer::populateShapeImporters(ImporterTable &table) {
   constexpr unsigned second = 1u << 1;
@@ -2352,12 +2366,13 @@ void importer::populateShapeImporters(ImporterTable &table) {
   table["Trilu"].notes =
       "a constant `k`; folded on constants (a causal mask built in `forward` "
       "with `torch.triu`), on run-time tensors an `nn.where` against a "
-      "constant mask over the last two (static) dimensions";
+      "constant mask over the last two (static) dimensions; float, int32 and "
+      "int64 tensors";
   table["Pad"].notes =
       "modes `constant` (any constant value), `reflect` and `edge`; constant "
       "non-negative pads (and `axes`, opset 18) on static axes: a "
       "concatenation with constant blocks or single-element slices, whose "
-      "gradient folds back onto the input";
+      "gradient folds back onto the input; float, int32 and int64 tensors";
   table["Where"].notes =
       "folded on shape values; between tensors, a compile-time condition "
       "(`masked_fill` with a constant mask, `-inf` fills) or a run-time one "
@@ -2365,5 +2380,5 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "`nn.where`, whose gradient reaches only the selected side. A registered "
       "buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, "
       "such as a causal mask, stays a constant and folds. A boolean graph "
-      "input is such an f32 mask";
+      "input is such an f32 mask. The values are float, int32 or int64";
 }

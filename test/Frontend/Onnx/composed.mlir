@@ -14,6 +14,8 @@
 // RUN: cleave-opt --import-onnx %t.lrn.onnx | FileCheck %s --check-prefix=LRN
 // RUN: %python %S/Inputs/make_model.py trig_round_pow %t.trig.onnx
 // RUN: cleave-opt --import-onnx %t.trig.onnx | FileCheck %s --check-prefix=TRIG
+// RUN: %python %S/Inputs/make_model.py integer_ops %t.int.onnx
+// RUN: cleave-opt --import-onnx %t.int.onnx | FileCheck %s --check-prefix=INT
 // RUN: %python %S/Inputs/make_model.py isnan_f64 %t.isnan.onnx
 // RUN: cleave-opt --import-onnx %t.isnan.onnx | FileCheck %s --check-prefix=ISNAN
 // RUN: %python %S/Inputs/make_model.py depth_to_space_bad_block %t.bad.onnx
@@ -95,6 +97,21 @@
 // TRIG-NEXT:    %[[R:.+]] = nn.round %[[T]]
 // TRIG-NEXT:    %[[Y:.+]] = nn.powf %[[R]], %[[E]]
 // TRIG-NEXT:    return %[[Y]]
+
+// Integer tensors compute in nn's integer ops; an integer base is raised in
+// f64 and truncated back.
+// INT-LABEL: func.func @forward(
+// INT-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3xi64> {train.input = "x"}
+// INT-SAME:    %[[Y:[a-z0-9_]+]]: tensor<?x3xi64> {train.input = "y"}
+// INT-SAME:    %[[E:[a-z0-9_]+]]: tensor<?x3xf32> {train.input = "e"}
+// INT:         %[[M:.+]] = nn.maximum %[[X]], %[[Y]] : tensor<?x3xi64>, tensor<?x3xi64> -> tensor<?x3xi64>
+// INT-NEXT:    %[[Q:.+]] = nn.div %[[M]], %[[Y]] : tensor<?x3xi64>
+// INT-NEXT:    %[[N:.+]] = nn.neg %[[Q]] : tensor<?x3xi64>
+// INT-NEXT:    %[[B:.+]] = nn.cast %[[N]] : tensor<?x3xi64> -> tensor<?x3xf64>
+// INT-NEXT:    %[[EW:.+]] = nn.cast %[[E]] : tensor<?x3xf32> -> tensor<?x3xf64>
+// INT-NEXT:    %[[P:.+]] = nn.powf %[[B]], %[[EW]]
+// INT-NEXT:    %[[OUT:.+]] = nn.cast %[[P]] : tensor<?x3xf64> -> tensor<?x3xi64>
+// INT-NEXT:    return %[[OUT]]
 
 // IsNaN of f64 data is an ONNX boolean: the importer's f32 mask, which Not
 // (like every boolean consumer) takes.

@@ -28,6 +28,8 @@
 // RUN: cleave-opt --import-onnx %t.linear_sizes.onnx | FileCheck %s --check-prefix=LINEAR-SIZES
 // RUN: %python %S/Inputs/make_model.py resize_linear_rows %t.linear_rows.onnx
 // RUN: cleave-opt --import-onnx %t.linear_rows.onnx | FileCheck %s --check-prefix=LINEAR-ROWS
+// RUN: %python %S/Inputs/make_model.py resize_cubic %t.cubic.onnx
+// RUN: cleave-opt --import-onnx %t.cubic.onnx | FileCheck %s --check-prefix=CUBIC
 // RUN: %python %S/Inputs/make_model.py resize_axes_opset18 %t.axes18.onnx
 // RUN: cleave-opt --import-onnx %t.axes18.onnx | FileCheck %s --check-prefix=AXES18
 
@@ -103,6 +105,17 @@
 // Bilinear, half_pixel, to sizes Concat(Shape(x)[:2], [3, 6]): the rows
 // keep their size and need no product; output column j samples
 // (j + 0.5) * 4 / 6 - 0.5, clamped to [0, 3]. X A_w^T is an nn.linear.
+// Bicubic (Keys' kernel, A = -0.75) 2x upsampling, half_pixel: four taps
+// per output, those past the edge reading the edge (PyTorch's
+// upsample_bicubic2d and ONNX's reference weights).
+// CUBIC-LABEL: func.func @forward(
+// CUBIC-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
+// CUBIC-DAG:     %[[AW:.+]] = arith.constant dense<{{\[}}[1.10546875, -0.10546875, 0.000000e+00, 0.000000e+00], [0.7734375, 0.26171875, -0.03515625, 0.000000e+00], [0.2265625, 0.87890625, -0.10546875, 0.000000e+00], [-0.10546875, 0.87890625, 0.26171875, -0.03515625], {{.+}}]> : tensor<8x4xf32>
+// CUBIC-DAG:     %[[AH:.+]] = arith.constant dense<{{\[}}[1.10546875, -0.10546875, 0.000000e+00], {{.+}}]> : tensor<6x3xf32>
+// CUBIC:         %[[R:.+]] = nn.matmul %[[X]], %[[AH]] {transpose_a, transpose_b} : tensor<?x2x3x4xf32>, tensor<6x3xf32> -> tensor<?x2x4x6xf32>
+// CUBIC-NEXT:    %[[Y:.+]] = nn.matmul %[[R]], %[[AW]] {transpose_a, transpose_b} : tensor<?x2x4x6xf32>, tensor<8x4xf32> -> tensor<?x2x6x8xf32>
+// CUBIC-NEXT:    return %[[Y]]
+
 // LINEAR-SIZES-LABEL: func.func @forward(
 // LINEAR-SIZES-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x4xf32> {train.input = "x"})
 // LINEAR-SIZES-NEXT:    %[[AW:.+]] = arith.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [5.000000e-01, 5.000000e-01, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.833333313, 0.166666672, 0.000000e+00], [0.000000e+00, 0.166666672, 0.833333313, 0.000000e+00], [0.000000e+00, 0.000000e+00, 5.000000e-01, 5.000000e-01], [0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<6x4xf32>

@@ -1,6 +1,6 @@
-// Forward-only artifacts: a graph without trainable parameters compiled with
-// --loss=none, and one with initializers compiled with --inference, give an
-// artifact with eval_step alone, returning every output of the graph by its
+// Forward-only artifacts: a graph without trainable parameters (or without
+// inputs) compiled with --loss=none, and one with initializers compiled with
+// --inference, give an artifact with eval_step alone, returning every output of the graph by its
 // position (prediction, output1, ...). cleave-run evaluates it and refuses
 // to train it.
 //
@@ -47,3 +47,13 @@
 // IR-NOT:   func.func
 
 // NO-RANKS: inference (a forward-only artifact) has no gradients to reduce across ranks
+
+// A graph without inputs evaluates to the same rows for any batch: integer
+// shape arithmetic folds into a constant output, the float part runs.
+// RUN: %python %S/Inputs/make_model.py forward_only_no_input %t-none.onnx
+// RUN: cleave-compile %t-none.onnx --inference --micro-batch=2 -o %t-none.cleave
+// RUN: cleave-run %t-none.cleave | FileCheck %s --check-prefix=NO-INPUT
+// NO-INPUT:      eval_step.prediction: i64 [4]
+// NO-INPUT-NEXT:   0 1 4 9
+// NO-INPUT:      eval_step.output1: f32 [4]
+// NO-INPUT-NEXT:   1 0.540302 -0.416147 -0.989992

@@ -23,6 +23,8 @@
 // RUN: cleave-opt --import-onnx %t.einsum.onnx | FileCheck %s --check-prefix=EINSUM
 // RUN: %python %S/Inputs/make_model.py einsum_forms %t.einsum-forms.onnx
 // RUN: cleave-opt --import-onnx %t.einsum-forms.onnx | FileCheck %s --check-prefix=EINSUM-FORMS
+// RUN: %python %S/Inputs/make_model.py einsum_general %t.einsum-general.onnx
+// RUN: cleave-opt --import-onnx %t.einsum-general.onnx | FileCheck %s --check-prefix=EINSUM-GENERAL
 
 // nn.Linear as torch.onnx exports it. The parameters hold the exact exported
 // values (0.1 is printed as the float closest to it, as PyTorch stores it).
@@ -126,3 +128,15 @@
 // EINSUM-FORMS-NEXT:    %[[G:.+]] = nn.matmul %[[H]], %[[U]] {transpose_a} : tensor<?x3x5xf32>, tensor<?x3x2xf32> -> tensor<?x5x2xf32>
 // EINSUM-FORMS-NEXT:    %[[T:.+]] = nn.transpose %[[G]] [0, 2, 1] : tensor<?x5x2xf32> -> tensor<?x2x5xf32>
 // EINSUM-FORMS-NEXT:    return %[[T]]
+
+// Einsum beyond matrix products: the diagonal "...ii->...i" is a product
+// with an identity mask summed over the second axis; the implicit output of
+// "...i,...i" keeps the broadcast dimensions and sums the rest.
+// EINSUM-GENERAL-LABEL: func.func @forward(
+// EINSUM-GENERAL-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x3xf32> {train.input = "x"})
+// EINSUM-GENERAL:         %[[EYE:.+]] = arith.constant dense<{{\[\[\[}}1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00]]]> : tensor<1x3x3xf32>
+// EINSUM-GENERAL-NEXT:    %[[M:.+]] = nn.mul %[[X]], %[[EYE]]
+// EINSUM-GENERAL-NEXT:    %[[D:.+]] = nn.reduce_sum %[[M]] [2] : tensor<?x3x3xf32> -> tensor<?x3xf32>
+// EINSUM-GENERAL-NEXT:    %[[P:.+]] = nn.mul %[[D]], %[[D]]
+// EINSUM-GENERAL-NEXT:    %[[Y:.+]] = nn.reduce_sum %[[P]] [1] : tensor<?x3xf32> -> tensor<?xf32>
+// EINSUM-GENERAL-NEXT:    return %[[Y]]

@@ -17,6 +17,8 @@
 // RUN: cleave-opt --import-onnx %t.reductions.onnx | FileCheck %s --check-prefix=REDUCTIONS
 // RUN: %python %S/Inputs/make_model.py dropout %t.dropout.onnx
 // RUN: cleave-opt --import-onnx %t.dropout.onnx | FileCheck %s --check-prefix=DROPOUT
+// RUN: %python %S/Inputs/make_model.py dropout_mask %t.mask.onnx
+// RUN: cleave-opt --import-onnx %t.mask.onnx | FileCheck %s --check-prefix=MASK
 // RUN: %python %S/Inputs/make_model.py instance_norm %t.instance.onnx
 // RUN: cleave-opt --import-onnx %t.instance.onnx | FileCheck %s --check-prefix=INSTANCE
 
@@ -90,6 +92,19 @@
 // DROPOUT-NEXT:    %[[D:.+]] = nn.dropout %[[X]], %[[SEED]] {ratio = 2.500000e-01 : f64} : tensor<?x4xf32>, tensor<i64> -> tensor<?x4xf32>
 // DROPOUT-NEXT:    %[[Y:.+]] = nn.dropout %[[D]], %[[SEED]] {ratio = 5.000000e-01 : f64, stream = 1 : i64} : tensor<?x4xf32>, tensor<i64> -> tensor<?x4xf32>
 // DROPOUT-NEXT:    return %[[Y]]
+
+// Dropout's mask: the same stream's dropout of ones, nonzero where the
+// element is kept (all ones in evaluation, where dropout is the identity).
+// MASK-LABEL: func.func @forward(
+// MASK-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x4xf32> {train.input = "x"},
+// MASK-SAME:    %[[SEED:[a-z0-9_]+]]: tensor<i64> {train.rng})
+// MASK-DAG:     %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// MASK-DAG:     %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// MASK:         %[[Y:.+]] = nn.dropout %[[X]], %[[SEED]] {ratio = 5.000000e-01 : f64}
+// MASK-NEXT:    %[[ONES:.+]] = nn.broadcast_to %[[ONE]] [-1, 4] batch_of %[[X]]
+// MASK-NEXT:    %[[KEPT:.+]] = nn.dropout %[[ONES]], %[[SEED]] {ratio = 5.000000e-01 : f64}
+// MASK-NEXT:    %[[MASK:.+]] = nn.compare <ne>, %[[KEPT]], %[[ZERO]] {dtype = f32}
+// MASK-NEXT:    return %[[Y]], %[[MASK]]
 
 // REDUCTIONS-LABEL: func.func @forward(
 // REDUCTIONS-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x3x4xf32> {train.input = "x"})

@@ -289,6 +289,19 @@ def trig_round_pow():
 
 
 @model
+def integer_ops():
+    """Integer arithmetic: Max, Div (truncating), Neg, and an int64 base
+    raised to float exponents."""
+    I = TensorProto.INT64
+    return graph(
+        [node("Max", ["x", "y"], ["m"]), node("Div", ["m", "y"], ["q"]),
+         node("Neg", ["q"], ["n"]), node("Pow", ["n", "e"], ["out"])],
+        [value("x", I, [BATCH, 3]), value("y", I, [BATCH, 3]),
+         value("e", F, [BATCH, 3])],
+        [value("out", I, [BATCH, 3])])
+
+
+@model
 def isnan_f64():
     """IsNaN of float64 data, negated: a boolean consumer of its mask."""
     D = TensorProto.DOUBLE
@@ -1604,8 +1617,18 @@ def einsum_forms():
 
 
 @model
+def einsum_general():
+    """Einsum beyond matrix products: a batched diagonal with an ellipsis,
+    then an implicit-output inner product over the last axis."""
+    return graph(
+        [node("Einsum", ["x"], ["d"], equation="...ii->...i"),
+         node("Einsum", ["d", "d"], ["y"], equation="...i,...i")],
+        [value("x", F, [BATCH, 3, 3])], [value("y", F, [BATCH])])
+
+
+@model
 def einsum_unsupported():
-    return graph([node("Einsum", ["x", "y"], ["z"], equation="bij,bij->bi")],
+    return graph([node("Einsum", ["x", "y"], ["z"], equation="bij,bij->bk")],
                  [value("x", F, [BATCH, 3, 4]), value("y", F, [BATCH, 3, 4])],
                  [value("z", F, [BATCH, 3])])
 
@@ -1838,7 +1861,7 @@ def cast_runtime():
 
 @model
 def dropout_mask():
-    """The mask output of Dropout is not produced."""
+    """Dropout with its mask output."""
     return graph([node("Dropout", ["x"], ["y", "mask"])],
                  [value("x", F, [BATCH, 4])],
                  [value("y", F, [BATCH, 4]),
@@ -2005,6 +2028,22 @@ def forward_only():
          node("Neg", ["x"], ["neg"])],
         [value("x", F, [BATCH, 3])],
         [value("relu", F, [None, 3]), value("neg", F, [None, 3])])
+
+
+@model
+def forward_only_no_input():
+    """No graph input: an int64 range and its float cosines."""
+    I = TensorProto.INT64
+    return graph(
+        [const("start", [0], np.int64), const("limit", [4], np.int64),
+         const("delta", [1], np.int64),
+         node("Squeeze", ["start"], ["s"]), node("Squeeze", ["limit"], ["l"]),
+         node("Squeeze", ["delta"], ["d"]),
+         node("Range", ["s", "l", "d"], ["r"]),
+         node("Mul", ["r", "r"], ["squares"]),
+         node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+         node("Cos", ["rf"], ["cos"])],
+        [], [value("squares", I, [4]), value("cos", F, [4])])
 
 
 @model
