@@ -298,12 +298,16 @@ LogicalResult importGeneralEinsum(NodeImporter &n, StringRef given,
       o.replace(at, 3, ellipsis);
     out = o;
   }
-  for (auto [i, c] : llvm::enumerate(out))
-    if (StringRef(out).drop_front(i + 1).contains(c) ||
+  // An index loop: before C++20 a lambda cannot capture a structured
+  // binding (Clang refuses; the sanitizer build compiles with Clang).
+  for (size_t i = 0; i < out.size(); ++i) {
+    char letter = out[i];
+    if (StringRef(out).drop_front(i + 1).contains(letter) ||
         llvm::none_of(named, [&](const std::string &t) {
-          return StringRef(t).contains(c);
+          return StringRef(t).contains(letter);
         }))
       return refuse("an output dimension repeated or in no operand");
+  }
   std::string all = out;
   for (const std::string &t : named)
     for (char c : t)
