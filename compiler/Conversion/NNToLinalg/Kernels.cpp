@@ -35,14 +35,21 @@ Value kernel(PatternRewriter &rw, Location loc, rt::KernelKind kind,
   return op.getResult(0);
 }
 
-/// The runtime's kernels are f32; f64 compute-bound ops are left for the
-/// conversion to report.
-LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
+/// The first operand type of `op` that the runtime's f32 kernels cannot
+/// take (a float tensor of another width), or null.
+RankedTensorType nonF32Operand(Operation *op) {
   for (Type t : op->getOperandTypes())
     if (auto rt = dyn_cast<RankedTensorType>(t);
         rt && isa<FloatType>(rt.getElementType()) &&
         !rt.getElementType().isF32())
-      return rw.notifyMatchFailure(op, "the CPU back end supports f32 only");
+      return rt;
+  return {};
+}
+
+/// The runtime's kernels are f32; checkKernelOperands reports the others.
+LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
+  if (nonF32Operand(op))
+    return rw.notifyMatchFailure(op, "the CPU back end supports f32 only");
   return success();
 }
 
@@ -345,18 +352,14 @@ LogicalResult mlir::cleave::checkKernelOperands(Operation *root) {
              Conv2DGradWeightOp, MaxPool2DOp, MaxPool2DGradOp, AvgPool2DOp,
              AvgPool2DGradOp>(op))
       return WalkResult::advance();
-    for (Type t : op->getOperandTypes()) {
-      auto rt = dyn_cast<RankedTensorType>(t);
-      if (rt && isa<FloatType>(rt.getElementType()) &&
-          !rt.getElementType().isF32()) {
-        op->emitOpError("on ")
-            << rt.getElementType()
-            << " tensors is not supported: the matrix, convolution and "
-               "pooling kernels compute in f32 (cast the operands to f32)";
-        return WalkResult::interrupt();
-      }
-    }
-    return WalkResult::advance();
+    RankedTensorType rt = nonF32Operand(op);
+    if (!rt)
+      return WalkResult::advance();
+    op->emitOpError("on ")
+        << rt.getElementType()
+        << " tensors is not supported: the matrix, convolution and pooling "
+           "kernels compute in f32 (cast the operands to f32)";
+    return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
 }

@@ -2067,8 +2067,7 @@ LogicalResult importTrilu(NodeImporter &n) {
       return n.emitError() << "Trilu of a constant of " << c.getNumElements()
                            << " elements is too large to fold";
     Type elt = c.getElementType();
-    Attribute zero = isa<FloatType>(elt) ? Attribute(FloatAttr::get(elt, 0.0))
-                                         : Attribute(IntegerAttr::get(elt, 0));
+    Attribute zero = elementAttr(elt, 0.0);
     SmallVector<Attribute> out;
     int64_t index = 0;
     for (Attribute v : c.getValues<Attribute>()) {
