@@ -32,15 +32,24 @@ namespace json = llvm::json;
 
 namespace {
 
-FailureOr<std::string> dtypeName(Type t) {
+/// The runtime's name of an element type (runtime/src/Manifest.cpp);
+/// `isUnsigned` reads a signless integer type as unsigned.
+FailureOr<std::string> dtypeName(Type t, bool isUnsigned = false) {
   if (t.isF32())
     return std::string("f32");
   if (t.isF64())
     return std::string("f64");
-  if (t.isInteger(64))
-    return std::string("i64");
-  if (t.isInteger(32))
-    return std::string("i32");
+  if (t.isF16())
+    return std::string("f16");
+  if (t.isBF16())
+    return std::string("bf16");
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    unsigned width = i.getWidth();
+    // No u64: nothing in nn computes with unsigned 64-bit integers.
+    if (width == 8 || width == 16 || width == 32 ||
+        (width == 64 && !isUnsigned))
+      return (isUnsigned ? "u" : "i") + std::to_string(width);
+  }
   return failure();
 }
 
@@ -184,11 +193,17 @@ struct WriteManifestPass
           return signalPassFailure();
         }
         json::Object arg;
-        for (NamedAttribute n : d)
-          arg[n.getName().str()] = toJson(n.getValue());
+        // `unsigned` is part of the dtype's name.
+        bool isUnsigned = false;
+        for (NamedAttribute n : d) {
+          if (n.getName() == "unsigned")
+            isUnsigned = true;
+          else
+            arg[n.getName().str()] = toJson(n.getValue());
+        }
         StringRef role = roleAttr.getValue();
         if (role == "input" || role == "output") {
-          auto dtype = dtypeName(type.getElementType());
+          auto dtype = dtypeName(type.getElementType(), isUnsigned);
           if (failed(dtype)) {
             f.emitError("argument #") << i + 1 << " has an element type the "
                                       << "runtime does not support: " << type;

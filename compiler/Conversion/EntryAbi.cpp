@@ -172,6 +172,8 @@ struct LowerEntryAbiPass
         if (Attribute ignore =
                 f.getArgAttr(i, TrainDialect::kIgnoreIndexAttr))
           entry.set("ignore_index", ignore);
+        if (f.getArgAttr(i, TrainDialect::kUnsignedAttr))
+          entry.set("unsigned", attrs.getBoolAttr(true));
         abi.push_back(entry.getDictionary(ctx));
       } else {
         return f.emitError("argument #")
@@ -182,11 +184,14 @@ struct LowerEntryAbiPass
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       newTypes.push_back(memrefFor(ret.getOperand(i).getType()));
       auto name = f.getResultAttrOfType<StringAttr>(i, TrainDialect::kOutputAttr);
-      abi.push_back(attrs.getDictionaryAttr(
-          {attrs.getNamedAttr("role", attrs.getStringAttr("output")),
-           attrs.getNamedAttr("name",
-                              name ? name : attrs.getStringAttr(
-                                                "output" + std::to_string(i)))}));
+      NamedAttrList entry;
+      entry.set("role", attrs.getStringAttr("output"));
+      entry.set("name",
+                name ? name
+                     : attrs.getStringAttr("output" + std::to_string(i)));
+      if (f.getResultAttr(i, TrainDialect::kUnsignedAttr))
+        entry.set("unsigned", attrs.getBoolAttr(true));
+      abi.push_back(entry.getDictionary(ctx));
     }
     for (train::GlobalOp g : ordered) {
       newTypes.push_back(memrefFor(g.getType()));

@@ -126,6 +126,19 @@ def CleaveApproximateMath : Pass<"cleave-approximate-math"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def CleaveExpandBFloat16 : Pass<"cleave-expand-bf16"> {
+  let summary = "bf16 conversions as integer arithmetic on the host";
+  let description = [{
+    Rewrites `arith.extf` from bf16 to f32 and `arith.truncf` from f32 to
+    bf16 (rounding to nearest even, NaN kept quiet) into integer arithmetic
+    on the bits (upstream `populateExpandBFloat16Patterns`). Without an
+    AVX512-BF16 target the x86 back end calls `__truncsfbf2` for the
+    truncation, which Debian 12's libgcc does not have: the artifact would
+    not load. The arithmetic vectorises as the loop around it does.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def CleaveOutlineKernels : Pass<"cleave-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each bufferized linalg op into a function of its own";
   let description = [{

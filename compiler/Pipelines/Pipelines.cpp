@@ -307,6 +307,8 @@ static void buildHostLoopsToLlvmPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   // What has no LLVM intrinsic (erf, tanh) calls libm.
   pm.addPass(createConvertMathToLibmPass());
+  // bf16 conversions need no library helper.
+  pm.addPass(createCleaveExpandBFloat16());
   addHostToLlvmConversions(pm);
   pm.addPass(createReconcileUnrealizedCastsPass());
   // cleave_entry_*, cleave_manifest, cleave_init_data, cleave_abi_version.

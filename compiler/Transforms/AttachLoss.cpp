@@ -200,6 +200,14 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       return f.emitError("the prediction must be a float tensor with a batch "
                          "dimension, got ")
              << pred.getType();
+    // A half-precision output (an ONNX model's float16) is data, not what
+    // a loss is computed in.
+    if (!predType.getElementType().isF32() &&
+        !predType.getElementType().isF64())
+      return f.emitError("the prediction is ")
+             << pred.getType()
+             << "; a loss is computed on f32 or f64 predictions (export the "
+                "model with a float32 output)";
     Type elt = predType.getElementType();
     int64_t batch = predType.getDimSize(0);
     // The runtime feeds every input, the targets included, by rows of the

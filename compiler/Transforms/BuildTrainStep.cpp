@@ -356,9 +356,10 @@ struct BuildTrainStepPass
         NamedAttrList attrs;
         attrs.set(TrainDialect::kInputAttr,
                   grad.getArgAttr(i, TrainDialect::kInputAttr));
-        if (Attribute ignore =
-                grad.getArgAttr(i, TrainDialect::kIgnoreIndexAttr))
-          attrs.set(TrainDialect::kIgnoreIndexAttr, ignore);
+        for (StringRef name :
+             {TrainDialect::kIgnoreIndexAttr, TrainDialect::kUnsignedAttr})
+          if (Attribute a = grad.getArgAttr(i, name))
+            attrs.set(name, a);
         argAttrs.push_back(attrs.getDictionary(ctx));
       } else if (role.kind == ArgRole::Param) {
         Type t = getElementTypeOrSelf(grad.getArgumentTypes()[i]);
@@ -652,6 +653,8 @@ struct BuildTrainStepPass
         return model.emitError("two outputs are named '")
                << name.getValue() << "'";
       eval.setResultAttr(n, TrainDialect::kOutputAttr, name);
+      if (Attribute u = model.getResultAttr(i, TrainDialect::kUnsignedAttr))
+        eval.setResultAttr(n, TrainDialect::kUnsignedAttr, u);
     }
     eval->setAttr(TrainDialect::kEntryAttr, StringAttr::get(ctx, "eval_step"));
 

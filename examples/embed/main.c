@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int fail(const char *what) {
   fprintf(stderr, "cleave-embed: %s: %s\n", what, cleave_last_error_message());
@@ -44,6 +45,10 @@ static void fillSynthetic(void *data, cleave_dtype dtype, size_t count,
       break;
     case CLEAVE_DTYPE_I64:
       ((int64_t *)data)[i] = (int64_t)(r % (uint32_t)classes);
+      break;
+    default: /* the narrow types a model may exchange data in: zeros */
+      memset((char *)data + i * cleave_dtype_size(dtype), 0,
+             cleave_dtype_size(dtype));
       break;
     }
   }

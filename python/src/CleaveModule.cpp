@@ -91,20 +91,6 @@ PyObject *makeError(py::module_ &m, const char *name, PyObject *builtin,
 // Tensors in and out
 //===----------------------------------------------------------------------===//
 
-py::dtype numpyDtype(cleave_dtype dtype) {
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32:
-    return py::dtype::of<float>();
-  case CLEAVE_DTYPE_F64:
-    return py::dtype::of<double>();
-  case CLEAVE_DTYPE_I32:
-    return py::dtype::of<int32_t>();
-  case CLEAVE_DTYPE_I64:
-    return py::dtype::of<int64_t>();
-  }
-  throw cleave::Error(CLEAVE_INTERNAL, "unknown dtype");
-}
-
 const char *numpyName(cleave_dtype dtype) {
   switch (dtype) {
   case CLEAVE_DTYPE_F32:
@@ -115,8 +101,35 @@ const char *numpyName(cleave_dtype dtype) {
     return "int32";
   case CLEAVE_DTYPE_I64:
     return "int64";
+  case CLEAVE_DTYPE_I8:
+    return "int8";
+  case CLEAVE_DTYPE_U8:
+    return "uint8";
+  case CLEAVE_DTYPE_I16:
+    return "int16";
+  case CLEAVE_DTYPE_U16:
+    return "uint16";
+  case CLEAVE_DTYPE_U32:
+    return "uint32";
+  case CLEAVE_DTYPE_F16:
+    return "float16";
+  case CLEAVE_DTYPE_BF16:
+    return "bfloat16"; // a name for messages: NumPy has no such type
   }
   return "?";
+}
+
+py::dtype numpyDtype(cleave_dtype dtype) {
+  // NumPy has no bfloat16.
+  if (dtype == CLEAVE_DTYPE_BF16)
+    throw cleave::Error(CLEAVE_INVALID_ARGUMENT,
+                        "the model takes or returns bf16 tensors, which NumPy "
+                        "has no type for; export it with float32 or float16 "
+                        "inputs and outputs");
+  const char *name = numpyName(dtype);
+  if (std::strcmp(name, "?") == 0)
+    throw cleave::Error(CLEAVE_INTERNAL, "unknown dtype");
+  return py::dtype(name);
 }
 
 /// "(k, 784)": the shape a batch of an input must have.

@@ -103,18 +103,24 @@ Status nullArgument(const char *function, const char *name) {
       return nullArgument(function, #ptr);                                     \
   } while (false)
 
+// The C enum lists the runtime's element types in the same order.
+#define CLEAVE_SAME_DTYPE(C, Rt)                                               \
+  static_assert(C == static_cast<int>(cleave::rt::DType::Rt))
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F32, F32);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F64, F64);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I32, I32);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I64, I64);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I8, I8);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U8, U8);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I16, I16);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U16, U16);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U32, U32);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F16, F16);
+CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_BF16, BF16);
+#undef CLEAVE_SAME_DTYPE
+
 cleave_dtype toC(cleave::rt::DType dtype) {
-  switch (dtype) {
-  case cleave::rt::DType::F32:
-    return CLEAVE_DTYPE_F32;
-  case cleave::rt::DType::F64:
-    return CLEAVE_DTYPE_F64;
-  case cleave::rt::DType::I32:
-    return CLEAVE_DTYPE_I32;
-  case cleave::rt::DType::I64:
-    return CLEAVE_DTYPE_I64;
-  }
-  return CLEAVE_DTYPE_F32;
+  return static_cast<cleave_dtype>(dtype);
 }
 
 cleave_tensor_info toC(const cleave::rt::TensorDesc &t) {
@@ -159,29 +165,15 @@ Status findGraphEntry(const char *function, const Executable &exe,
 extern "C" {
 
 const char *cleave_dtype_name(cleave_dtype dtype) {
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32:
-    return "f32";
-  case CLEAVE_DTYPE_F64:
-    return "f64";
-  case CLEAVE_DTYPE_I32:
-    return "i32";
-  case CLEAVE_DTYPE_I64:
-    return "i64";
-  }
-  return "?";
+  if (dtype < CLEAVE_DTYPE_F32 || dtype > CLEAVE_DTYPE_BF16)
+    return "?";
+  return cleave::rt::dtypeName(static_cast<cleave::rt::DType>(dtype));
 }
 
 size_t cleave_dtype_size(cleave_dtype dtype) {
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32:
-  case CLEAVE_DTYPE_I32:
-    return 4;
-  case CLEAVE_DTYPE_F64:
-  case CLEAVE_DTYPE_I64:
-    return 8;
-  }
-  return 0;
+  if (dtype < CLEAVE_DTYPE_F32 || dtype > CLEAVE_DTYPE_BF16)
+    return 0;
+  return cleave::rt::dtypeSize(static_cast<cleave::rt::DType>(dtype));
 }
 
 const char *cleave_status_string(cleave_status status) {

@@ -21,45 +21,46 @@ using nlohmann::json;
 
 namespace cleave::rt {
 
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4}, {DType::F64, "f64", 8},  {DType::I32, "i32", 4},
+    {DType::I64, "i64", 8}, {DType::I8, "i8", 1},    {DType::U8, "u8", 1},
+    {DType::I16, "i16", 2}, {DType::U16, "u16", 2},  {DType::U32, "u32", 4},
+    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}};
+} // namespace
+
 size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  }
+  for (const DTypeInfo &t : kDTypes)
+    if (t.dtype == dtype)
+      return t.size;
   return 0;
 }
 
 const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
+  for (const DTypeInfo &t : kDTypes)
+    if (t.dtype == dtype)
+      return t.name;
   return "?";
 }
 
 std::optional<DType> parseDType(std::string_view name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "f64")
-    return DType::F64;
-  if (name == "i32")
-    return DType::I32;
-  if (name == "i64")
-    return DType::I64;
+  for (const DTypeInfo &t : kDTypes)
+    if (name == t.name)
+      return t.dtype;
   return std::nullopt;
 }
 
 bool isFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::F64; }
+
+bool isNarrow(DType dtype) {
+  return dtype != DType::F32 && dtype != DType::F64 && dtype != DType::I32 &&
+         dtype != DType::I64;
+}
 
 const char *globalKindName(GlobalKind kind) {
   switch (kind) {
@@ -241,7 +242,9 @@ private:
     std::optional<DType> dtype = parseDType(name);
     if (!dtype)
       return error(join(path, "dtype"),
-                   "must be one of f32, f64, i32, i64 (got '" + name + "')");
+                   "must be one of f32, f64, i32, i64, i8, u8, i16, u16, "
+                   "u32, f16, bf16 (got '" +
+                       name + "')");
     out = *dtype;
     return Status::success();
   }
@@ -746,6 +749,11 @@ Status ManifestParser::parseGlobalList(const json &root) {
                    "(got '" +
                        kind + "')");
     CLEAVE_RETURN_IF_ERROR(getTensor(g, path, desc));
+    if (isNarrow(desc.dtype))
+      return error(join(path, "dtype"),
+                   std::string("must be f32, f64, i32 or i64 for a global "
+                               "(got '") +
+                       dtypeName(desc.dtype) + "')");
     const json *of;
     CLEAVE_RETURN_IF_ERROR(field(g, path, "of", false, of));
     if (of) {

@@ -43,12 +43,31 @@ inline constexpr size_t alignedSize(uint64_t bytes) {
                 kBufferAlignment);
 }
 
-enum class DType : uint8_t { F32, F64, I32, I64 };
+/// Element types, in the order of the C API's `cleave_dtype`. Globals and
+/// what the runtime computes with (hyperparameters, sample weights, index
+/// checks) are f32, f64, i32 or i64; the narrow types only carry a model's
+/// inputs and outputs, which the model widens and narrows itself.
+enum class DType : uint8_t {
+  F32,
+  F64,
+  I32,
+  I64,
+  I8,
+  U8,
+  I16,
+  U16,
+  U32,
+  F16,
+  BF16
+};
 
 size_t dtypeSize(DType dtype);
 const char *dtypeName(DType dtype);
 std::optional<DType> parseDType(std::string_view name);
+/// f32 or f64: the float types the runtime computes with.
 bool isFloat(DType dtype);
+/// A type only inputs and outputs have (i8, u8, i16, u16, u32, f16, bf16).
+bool isNarrow(DType dtype);
 
 enum class GlobalKind : uint8_t { Param, Buffer, Accumulator, State, Counter };
 const char *globalKindName(GlobalKind kind);

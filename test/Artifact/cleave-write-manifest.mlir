@@ -54,10 +54,18 @@ func.func @orphan(%ctx: !llvm.ptr) attributes {rt.abi = []} {
 
 // -----
 
-func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf16>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}]} {
+func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xf8E4M3FN>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}]} {
   return
 }
-// expected-error @-3 {{argument #1 has an element type the runtime does not support: 'memref<2xf16>'}}
+// expected-error @-3 {{argument #1 has an element type the runtime does not support: 'memref<2xf8E4M3FN>'}}
+
+// -----
+
+// No u64: nn has no unsigned 64-bit arithmetic to produce one.
+func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2xi64>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input", unsigned = true}]} {
+  return
+}
+// expected-error @-3 {{argument #1 has an element type the runtime does not support: 'memref<2xi64>'}}
 
 // -----
 

@@ -185,6 +185,39 @@ func.func @cast(%x: tensor<4x3xf32>, %d: tensor<4x3xf64>, %i: tensor<4x3xi32>, %
 
 // -----
 
+// The narrow types: unsigned integers zero-extend and convert as unsigned;
+// bf16 converts to and from f32 only, anything else through it.
+// CHECK-LABEL: func.func @cast_narrow
+// CHECK: ^bb0(%[[U0:.+]]: i8, %{{.+}}: i32):
+// CHECK:   arith.extui %[[U0]] : i8 to i32
+// CHECK: ^bb0(%[[U1:.+]]: i8, %{{.+}}: f32):
+// CHECK:   arith.uitofp %[[U1]] : i8 to f32
+// CHECK: ^bb0(%[[S:.+]]: i16, %{{.+}}: i32):
+// CHECK:   arith.extsi %[[S]] : i16 to i32
+// CHECK: ^bb0(%[[H:.+]]: f16, %{{.+}}: f32):
+// CHECK:   arith.extf %[[H]] : f16 to f32
+// CHECK: ^bb0(%[[D:.+]]: f64, %{{.+}}: bf16):
+// CHECK:   %[[F:.+]] = arith.truncf %[[D]] : f64 to f32
+// CHECK:   arith.truncf %[[F]] : f32 to bf16
+// CHECK: ^bb0(%[[B:.+]]: bf16, %{{.+}}: i32):
+// CHECK:   %[[BF:.+]] = arith.extf %[[B]] : bf16 to f32
+// CHECK:   arith.fptosi %[[BF]] : f32 to i32
+// CHECK: ^bb0(%[[I:.+]]: i32, %{{.+}}: i8):
+// CHECK:   arith.trunci %[[I]] : i32 to i8
+func.func @cast_narrow(%u: tensor<4xi8>, %s: tensor<4xi16>, %h: tensor<4xf16>, %d: tensor<4xf64>, %b: tensor<4xbf16>, %i: tensor<4xi32>)
+    -> (tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xi32>, tensor<4xi8>) {
+  %0 = nn.cast unsigned %u : tensor<4xi8> -> tensor<4xi32>
+  %1 = nn.cast unsigned %u : tensor<4xi8> -> tensor<4xf32>
+  %2 = nn.cast %s : tensor<4xi16> -> tensor<4xi32>
+  %3 = nn.cast %h : tensor<4xf16> -> tensor<4xf32>
+  %4 = nn.cast %d : tensor<4xf64> -> tensor<4xbf16>
+  %5 = nn.cast %b : tensor<4xbf16> -> tensor<4xi32>
+  %6 = nn.cast %i : tensor<4xi32> -> tensor<4xi8>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xi32>, tensor<4xi8>
+}
+
+// -----
+
 // relu(linear(x)) is a matmul without the kernels' ReLU post-op, which maps
 // NaN to 0, and a maximumf loop, which propagates it as PyTorch's ReLU; the
 // backward mask reads the pre-activation.

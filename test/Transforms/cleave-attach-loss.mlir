@@ -172,6 +172,13 @@ func.func @forward(%x: tensor<?x4xf32>, %l: tensor<8xi64>) -> tensor<8xi64> {
 
 // -----
 
+// expected-error @+1 {{the prediction is 'tensor<8x3xf16>'; a loss is computed on f32 or f64 predictions (export the model with a float32 output)}}
+func.func @forward(%x: tensor<?x4xf32>, %h: tensor<8x3xf16>) -> tensor<8x3xf16> {
+  return %h : tensor<8x3xf16>
+}
+
+// -----
+
 // expected-error @+1 {{cross-entropy needs [batch, classes] logits (or [batch, tokens, classes] for a loss per token), the prediction is 'tensor<8xf32>'}}
 func.func @forward(%x: tensor<?xf32>) -> tensor<?xf32> {
   return %x : tensor<?xf32>

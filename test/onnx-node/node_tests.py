@@ -45,10 +45,27 @@ RTOL, ATOL = 1e-4, 1e-6
 RUNTIME_DTYPES = {
     np.dtype(np.float32): np.float32,
     np.dtype(np.float64): np.float64,
+    np.dtype(np.float16): np.float16,
     np.dtype(np.int64): np.int64,
     np.dtype(np.int32): np.int32,
+    np.dtype(np.int16): np.int16,
+    np.dtype(np.int8): np.int8,
+    np.dtype(np.uint32): np.uint32,
+    np.dtype(np.uint16): np.uint16,
+    np.dtype(np.uint8): np.uint8,
     np.dtype(np.bool_): np.float32,
 }
+
+
+def expected_values(tensor, output):
+    """The elements of `tensor`, the expected value of the graph output
+    `output`. NumPy has no bfloat16: ONNX's test data holds a BFLOAT16
+    output's elements as their bits, in a UINT16 tensor (and a BFLOAT16
+    input's, which is also how the runtime takes them)."""
+    array = numpy_helper.to_array(tensor)
+    if output.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array
 
 
 def listed_ops(cleave_opt):
@@ -306,6 +323,12 @@ def run_test(test_dir, args, workdir):
             if inp.name in constant_names:
                 continue
             array = values[inp.name]
+            declared = [d.dim_value if d.HasField("dim_value") else None
+                        for d in inp.type.tensor_type.shape.dim]
+            if None not in declared and list(array.shape) != declared:
+                return "refused", (f"the test data's '{inp.name}' has shape "
+                                   f"{list(array.shape)}, the model "
+                                   f"declares {declared}")
             dtype = RUNTIME_DTYPES.get(array.dtype)
             if dtype is None:
                 return "refused", (f"input '{inp.name}' is {array.dtype}, "
@@ -325,7 +348,7 @@ def run_test(test_dir, args, workdir):
                                 f"{len(model.graph.output)}")
         for k, out in enumerate(model.graph.output):
             tensor = onnx.load_tensor(os.path.join(ds, f"output_{k}.pb"))
-            why = compare(got[k], numpy_helper.to_array(tensor))
+            why = compare(got[k], expected_values(tensor, out))
             if why:
                 return "mismatch", f"{data_set} output '{out.name}': {why}"
     shutil.rmtree(work, ignore_errors=True)

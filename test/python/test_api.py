@@ -276,3 +276,34 @@ def test_steps_release_the_gil_and_a_busy_session_refuses_a_second_caller(
     other.train_batch(x, y)
     for name, value in other.params().items():
         np.testing.assert_array_equal(session.params()[name], value)
+
+
+class PixelMlp(torch.nn.Module):
+    """Takes uint8 pixels, as images are stored."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(12, 5)
+
+    def forward(self, x):
+        return self.fc(x.float() / 255)
+
+
+def test_uint8_inputs_are_taken_as_they_are(tmp_path):
+    torch.manual_seed(0)
+    module = PixelMlp()
+    example = torch.randint(0, 256, (2, 12), dtype=torch.uint8)
+    artifact = cleave.compile(module, example, micro_batch=4, accumulate=1,
+                              optimizer="sgd", lr=0.1,
+                              output=tmp_path / "pixels.cleave")
+    assert artifact.inputs[0]["dtype"] == "uint8"
+    session = cleave.Session(artifact)
+    x = torch.randint(0, 256, (4, 12), dtype=torch.uint8)
+    y = torch.randint(0, 5, (4,))
+    session.micro_step(x, y)
+    with torch.no_grad():
+        want = torch.nn.functional.cross_entropy(module(x), y).item()
+    assert session.loss == pytest.approx(want, rel=1e-5)
+    with pytest.raises(TypeError, match=r"input 'x' has dtype float32; the "
+                       r"artifact expects uint8"):
+        session.micro_step(x.float(), y)

@@ -202,36 +202,50 @@ struct CompareLowering : OpRewritePattern<CompareOp> {
 };
 
 /// nn.cast: the arith conversion between the element types, with C's
-/// semantics (signed integers; float to integer truncates toward zero).
+/// semantics (integers signed unless `unsigned`; float to integer truncates
+/// toward zero).
 struct CastLowering : OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CastOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
     Type to = type.getElementType();
+    bool isUnsigned = op.getUnsignedInput();
     rewriter.replaceOp(
         op, elementwise(rewriter, op.getLoc(), type, {op.getInput()},
                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return convertScalar(b, l, a[0], to);
+                          return convertScalar(b, l, a[0], to, isUnsigned);
                         }));
     return success();
   }
 
-  static Value convertScalar(OpBuilder &b, Location l, Value x, Type to) {
+  static Value convertScalar(OpBuilder &b, Location l, Value x, Type to,
+                             bool isUnsigned) {
     Type from = x.getType();
     if (from == to)
       return x;
     unsigned fromBits = from.getIntOrFloatBitWidth();
     unsigned toBits = to.getIntOrFloatBitWidth();
+    // bf16 converts to and from f32 only (as integer arithmetic, see
+    // cleave-expand-bf16): other types go through f32, which holds every
+    // bf16 exactly (a conversion to bf16 from a type wider than f32 then
+    // rounds twice).
+    if ((from.isBF16() || to.isBF16()) && !from.isF32() && !to.isF32()) {
+      x = convertScalar(b, l, x, b.getF32Type(), isUnsigned);
+      return convertScalar(b, l, x, to, /*isUnsigned=*/false);
+    }
     if (isa<FloatType>(from) && isa<FloatType>(to))
       return fromBits < toBits ? Value(arith::ExtFOp::create(b, l, to, x))
                                : Value(arith::TruncFOp::create(b, l, to, x));
     if (isa<FloatType>(to))
-      return arith::SIToFPOp::create(b, l, to, x);
+      return isUnsigned ? Value(arith::UIToFPOp::create(b, l, to, x))
+                        : Value(arith::SIToFPOp::create(b, l, to, x));
     if (isa<FloatType>(from))
       return arith::FPToSIOp::create(b, l, to, x);
-    return fromBits < toBits ? Value(arith::ExtSIOp::create(b, l, to, x))
-                             : Value(arith::TruncIOp::create(b, l, to, x));
+    if (fromBits > toBits)
+      return arith::TruncIOp::create(b, l, to, x);
+    return isUnsigned ? Value(arith::ExtUIOp::create(b, l, to, x))
+                      : Value(arith::ExtSIOp::create(b, l, to, x));
   }
 };
 

@@ -283,10 +283,20 @@ LogicalResult importClip(NodeImporter &n) {
   if (*lo > *hi)
     return n.emitError() << "Clip min " << *lo << " is greater than max " << *hi
                          << ", which is not supported";
-  FailureOr<Value> x = n.floatTensor(0);
+  FailureOr<Value> x = n.numericTensor(0);
   if (failed(x))
     return failure();
-  return n.createOutput<nn::ClampOp>(*x, APFloat(*lo), APFloat(*hi));
+  if (isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return n.createOutput<nn::ClampOp>(*x, APFloat(*lo), APFloat(*hi));
+  // Integers (bounds of the same type, so whole numbers): no gradient to
+  // define, nn.maximum and nn.minimum.
+  Composer c(n);
+  Value y = *x;
+  if (!std::isinf(*lo))
+    y = c.op<nn::MaximumOp>(y, c.scalar(y, *lo));
+  if (!std::isinf(*hi))
+    y = c.op<nn::MinimumOp>(y, c.scalar(y, *hi));
+  return c.output(0, y);
 }
 
 /// `clamp(alpha * x + beta, 0, 1)` as nn ops: a multiply-add that linalg
@@ -770,7 +780,8 @@ void importer::populateElementwiseImporters(ImporterTable &table) {
       "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";
   table["Clip"].notes =
       "constant bounds (Constant nodes or initializers), either may be absent, "
-      "`min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`). Its gradient "
+      "`min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`), or "
+      "`nn.maximum`/`nn.minimum` on integers. Its gradient "
       "is 0 at the bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's "
       "`clamp` passes it there)";
   table["HardSigmoid"].notes =

@@ -13,7 +13,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <onnx/defs/schema.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -218,6 +221,81 @@ static StringRef dataTypeName(int32_t dataType) {
       static_cast<onnx::TensorProto_DataType>(dataType));
 }
 
+std::optional<NarrowType> importer::getNarrowType(MLIRContext *ctx,
+                                                  int32_t dataType) {
+  Builder b(ctx);
+  switch (dataType) {
+  case onnx::TensorProto::INT8:
+    return NarrowType{b.getIntegerType(8), b.getI32Type(), false};
+  case onnx::TensorProto::UINT8:
+    return NarrowType{b.getIntegerType(8), b.getI32Type(), true};
+  case onnx::TensorProto::INT16:
+    return NarrowType{b.getIntegerType(16), b.getI32Type(), false};
+  case onnx::TensorProto::UINT16:
+    return NarrowType{b.getIntegerType(16), b.getI32Type(), true};
+  case onnx::TensorProto::UINT32:
+    return NarrowType{b.getI32Type(), b.getI64Type(), true};
+  case onnx::TensorProto::FLOAT16:
+    return NarrowType{b.getF16Type(), b.getF32Type(), false};
+  case onnx::TensorProto::BFLOAT16:
+    return NarrowType{b.getBF16Type(), b.getF32Type(), false};
+  default:
+    return std::nullopt;
+  }
+}
+
+DenseElementsAttr importer::toNarrowValues(DenseElementsAttr values,
+                                           bool isUnsigned,
+                                           const NarrowType &type) {
+  Type from = values.getElementType();
+  // Booleans are 0 and 1.
+  isUnsigned |= from.isInteger(1);
+  auto shape = RankedTensorType::get(values.getType().getShape(), type.carrier);
+  if (auto storage = dyn_cast<FloatType>(type.storage)) {
+    const llvm::fltSemantics &narrow = storage.getFloatSemantics();
+    const llvm::fltSemantics &carrier =
+        cast<FloatType>(type.carrier).getFloatSemantics();
+    SmallVector<APFloat> out;
+    bool lost;
+    auto add = [&](APFloat v) {
+      v.convert(narrow, APFloat::rmNearestTiesToEven, &lost);
+      v.convert(carrier, APFloat::rmNearestTiesToEven, &lost); // exact
+      out.push_back(v);
+    };
+    if (isa<FloatType>(from)) {
+      for (APFloat v : values.getValues<APFloat>())
+        add(v);
+    } else {
+      for (const APInt &i : values.getValues<APInt>()) {
+        APFloat v(narrow);
+        v.convertFromAPInt(i, !isUnsigned, APFloat::rmNearestTiesToEven);
+        add(v);
+      }
+    }
+    return DenseElementsAttr::get(shape, out);
+  }
+  unsigned width = type.storage.getIntOrFloatBitWidth();
+  unsigned carrierWidth = type.carrier.getIntOrFloatBitWidth();
+  SmallVector<APInt> out;
+  auto add = [&](const APInt &narrowed) {
+    out.push_back(type.isUnsigned ? narrowed.zext(carrierWidth)
+                                  : narrowed.sext(carrierWidth));
+  };
+  if (isa<FloatType>(from)) {
+    // Toward zero, through the carrier as the run-time cast goes.
+    for (const APFloat &v : values.getValues<APFloat>()) {
+      APSInt i(carrierWidth, /*isUnsigned=*/false);
+      bool exact;
+      v.convertToInteger(i, APFloat::rmTowardZero, &exact);
+      add(i.trunc(width));
+    }
+  } else {
+    for (const APInt &i : values.getValues<APInt>())
+      add(isUnsigned ? i.zextOrTrunc(width) : i.sextOrTrunc(width));
+  }
+  return DenseElementsAttr::get(shape, out);
+}
+
 /// Copies a repeated field of ONNX tensor data as elements of `type`.
 template <typename T, typename Field>
 static DenseElementsAttr fromField(RankedTensorType type, const Field &field) {
@@ -235,11 +313,15 @@ GraphImporter::convertTensor(const onnx::TensorProto &tensor, Location loc) {
                      "supported";
   if (tensor.has_segment())
     return fail() << "is segmented, which is not supported";
+  if (std::optional<NarrowType> narrow =
+          getNarrowType(&context, tensor.data_type()))
+    return convertNarrowTensor(tensor, *narrow, loc);
   Type elt = convertElementType(tensor.data_type());
   if (!elt)
     return fail() << "has unsupported element type "
                   << dataTypeName(tensor.data_type())
-                  << "; supported: FLOAT, DOUBLE, INT64, INT32, BOOL";
+                  << "; supported: FLOAT, DOUBLE, INT64, INT32, BOOL, "
+                     "INT8, UINT8, INT16, UINT16, UINT32, FLOAT16, BFLOAT16";
   SmallVector<int64_t> shape;
   int64_t count = 1;
   for (int64_t d : tensor.dims()) {
@@ -302,6 +384,57 @@ GraphImporter::convertTensor(const onnx::TensorProto &tensor, Location loc) {
     return fail() << "holds " << stored << " values, expected " << count
                   << " for " << type;
   return attr;
+}
+
+FailureOr<DenseElementsAttr>
+GraphImporter::convertNarrowTensor(const onnx::TensorProto &tensor,
+                                   const NarrowType &narrow, Location loc) {
+  auto fail = [&]() {
+    return mlir::emitError(loc) << "tensor '" << tensor.name() << "' ";
+  };
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || llvm::MulOverflow(count, d, count))
+      return fail() << "has an invalid shape";
+    shape.push_back(d);
+  }
+  auto type = RankedTensorType::get(shape, narrow.storage);
+  unsigned width = narrow.storage.getIntOrFloatBitWidth();
+  DenseElementsAttr stored;
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() != static_cast<uint64_t>(count) * width / 8)
+      return fail() << "holds " << raw.size() << " bytes of data, expected "
+                    << count * width / 8 << " for " << type;
+    stored = DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
+  } else {
+    // UINT32 in uint64_data; the others (FLOAT16 and BFLOAT16 as their bits)
+    // in int32_data.
+    SmallVector<uint64_t> bits;
+    if (tensor.data_type() == onnx::TensorProto::UINT32)
+      bits.assign(tensor.uint64_data().begin(), tensor.uint64_data().end());
+    else
+      for (int32_t v : tensor.int32_data())
+        bits.push_back(static_cast<uint32_t>(v));
+    if (static_cast<int64_t>(bits.size()) != count)
+      return fail() << "holds " << bits.size() << " values, expected " << count
+                    << " for " << type;
+    SmallVector<APInt> ints;
+    for (uint64_t b : bits)
+      ints.push_back(
+          APInt(width, b, /*isSigned=*/false, /*implicitTrunc=*/true));
+    if (auto f = dyn_cast<FloatType>(narrow.storage)) {
+      SmallVector<APFloat> floats;
+      for (const APInt &i : ints)
+        floats.push_back(APFloat(f.getFloatSemantics(), i));
+      stored = DenseElementsAttr::get(type, floats);
+    } else {
+      stored = DenseElementsAttr::get(type, ints);
+    }
+  }
+  return toNarrowValues(stored, narrow.isUnsigned, narrow);
 }
 
 ImportedValue *GraphImporter::lookup(StringRef name) {
@@ -432,8 +565,18 @@ LogicalResult GraphImporter::classifyInitializers() {
       InputRole role = entry.role(i);
       // Rank-0 operands are the exporters' scalars (epsilons, scale
       // factors), not parameters.
-      if (!isFloat || role == InputRole::Constant ||
+      if (role == InputRole::Constant ||
           (role == InputRole::Operand && init->dims_size() == 0))
+        continue;
+      // A half-precision weight would be a constant, silently untrained.
+      if (init->data_type() == onnx::TensorProto::FLOAT16 ||
+          init->data_type() == onnx::TensorProto::BFLOAT16)
+        return mlir::emitError(nodeLoc(node, index))
+               << "initializer '" << name << "' is "
+               << dataTypeName(init->data_type())
+               << ": parameters are float32 or float64 (export the model "
+                  "in float32; --precision=bf16 computes in bf16)";
+      if (!isFloat)
         continue;
       bool isStat = role == InputRole::RunningStat;
       auto [pos, inserted] = chosen.try_emplace(name, init, isStat);
@@ -453,6 +596,10 @@ LogicalResult GraphImporter::classifyInitializers() {
   return success();
 }
 
+/// The elements of a symbolic value that does not depend on the batch size.
+static std::optional<DenseElementsAttr>
+constantOfSymbolic(const ImportedValue &v);
+
 FailureOr<RankedTensorType>
 GraphImporter::convertInputType(const onnx::ValueInfoProto &input) {
   Location loc = NameLoc::get(StringAttr::get(&context, input.name()),
@@ -462,6 +609,9 @@ GraphImporter::convertInputType(const onnx::ValueInfoProto &input) {
            << "graph input '" << input.name() << "' is not a tensor";
   const onnx::TypeProto::Tensor &t = input.type().tensor_type();
   Type elt = convertElementType(t.elem_type());
+  // A narrow type enters in its storage type (buildSignature widens it).
+  if (std::optional<NarrowType> narrow = getNarrowType(&context, t.elem_type()))
+    elt = narrow->storage;
   if (!elt)
     return mlir::emitError(loc)
            << "graph input '" << input.name()
@@ -508,6 +658,8 @@ LogicalResult GraphImporter::buildSignature() {
                         FileLineColLoc::get(&context, path, 0, 0));
   };
 
+  // The narrow data type of each input (0 for others).
+  SmallVector<int32_t> narrowInputs;
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializers.count(input.name()))
       continue;
@@ -515,9 +667,15 @@ LogicalResult GraphImporter::buildSignature() {
     if (failed(type))
       return failure();
     types.push_back(*type);
-    attrs.push_back(DictionaryAttr::get(
-        &context, {named(TrainDialect::kInputAttr,
-                         StringAttr::get(&context, input.name()))}));
+    int32_t dataType = input.type().tensor_type().elem_type();
+    std::optional<NarrowType> narrow = getNarrowType(&context, dataType);
+    narrowInputs.push_back(narrow ? dataType : 0);
+    SmallVector<NamedAttribute, 2> inputAttrs = {named(
+        TrainDialect::kInputAttr, StringAttr::get(&context, input.name()))};
+    if (narrow && narrow->isUnsigned)
+      inputAttrs.push_back(
+          named(TrainDialect::kUnsignedAttr, UnitAttr::get(&context)));
+    attrs.push_back(DictionaryAttr::get(&context, inputAttrs));
     locs.push_back(locOf(input.name()));
     names.push_back(input.name());
   }
@@ -555,6 +713,51 @@ LogicalResult GraphImporter::buildSignature() {
   if (needsRng)
     rngSeed = entry->getArguments().back();
   builder.setInsertionPointToStart(entry);
+  // Narrow inputs are computed with in their carrier.
+  for (auto [name, dataType, arg] :
+       llvm::zip(names, narrowInputs, entry->getArguments())) {
+    if (!dataType)
+      continue;
+    NarrowType narrow = *getNarrowType(&context, dataType);
+    Value wide = nn::CastOp::create(
+        builder, arg.getLoc(), arg, TypeAttr::get(narrow.carrier),
+        narrow.isUnsigned ? builder.getUnitAttr() : UnitAttr());
+    ImportedValue value = ImportedValue::ofTensor(wide);
+    value.narrow = dataType;
+    define(name, value);
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::keepNarrow(ImportedValue &value, int32_t dataType,
+                                        Location loc) {
+  NarrowType narrow = *getNarrowType(&context, dataType);
+  if (value.kind == ImportedValue::Kind::Symbolic) {
+    std::optional<DenseElementsAttr> c = constantOfSymbolic(value);
+    if (!c)
+      return mlir::emitError(loc)
+             << "a shape computation in " << dataTypeName(dataType)
+             << " depends on the batch size, which is not supported";
+    value = ImportedValue::ofConstant(*c);
+  }
+  if (value.kind == ImportedValue::Kind::Constant) {
+    value = ImportedValue::ofConstant(
+        toNarrowValues(value.constant, /*isUnsigned=*/false, narrow));
+  } else {
+    // Through the storage type and back: nn.cast's folder removes the pair
+    // where the value already is one of the narrow type's.
+    Value v = value.tensor;
+    if (cast<RankedTensorType>(v.getType()).getElementType() != narrow.carrier)
+      v = nn::CastOp::create(builder, loc, v, TypeAttr::get(narrow.carrier),
+                             UnitAttr());
+    v = nn::CastOp::create(builder, loc, v, TypeAttr::get(narrow.storage),
+                           UnitAttr());
+    v = nn::CastOp::create(builder, loc, v, TypeAttr::get(narrow.carrier),
+                           narrow.isUnsigned ? builder.getUnitAttr()
+                                             : UnitAttr());
+    value = ImportedValue::ofTensor(v);
+  }
+  value.narrow = dataType;
   return success();
 }
 
@@ -599,7 +802,8 @@ LogicalResult GraphImporter::importNodes() {
       if (!in.empty() && !lookup(in))
         return mlir::emitError(loc) << "input '" << in << "' is not defined";
     NodeImporter importer(*this, node, loc);
-    if (failed(table.find(node.op_type())->second.fn(importer)))
+    if (failed(table.find(node.op_type())->second.fn(importer)) ||
+        failed(narrowOutputs(node, loc)))
       return failure();
     for (unsigned i = 0; i < importer.getNumOutputs(); ++i)
       if (importer.isOutputUsed(i) && !lookup(node.output(i)))
@@ -627,6 +831,67 @@ constantOfSymbolic(const ImportedValue &v) {
   return DenseElementsAttr::get(RankedTensorType::get(shape, elt), bits);
 }
 
+/// Ops whose results hold only values of their operands (moved, selected,
+/// compared): results of a narrow type need no bringing back into its
+/// values.
+static bool keepsOperandValues(StringRef op) {
+  static const llvm::StringSet<> ops = {
+      "Identity",  "Reshape", "Flatten",   "Squeeze",   "Unsqueeze",
+      "Transpose", "Concat",  "Slice",     "Split",     "Gather",
+      "Expand",    "Tile",    "Max",       "Min",       "Clip",
+      "Relu",      "Where",   "ReduceMax", "ReduceMin", "MaxPool"};
+  return ops.contains(op);
+}
+
+LogicalResult GraphImporter::narrowOutputs(const onnx::NodeProto &node,
+                                           Location loc) {
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), static_cast<int>(opset), "");
+  for (int k = 0; k < node.output_size(); ++k) {
+    ImportedValue *out =
+        node.output(k).empty() ? nullptr : lookup(node.output(k));
+    if (!out)
+      continue;
+    // The result's data type: an attribute's, or that of the inputs its
+    // schema gives the same type parameter.
+    int32_t dataType = 0;
+    StringRef op = node.op_type();
+    if (op == "Cast" || op == "Constant" || op == "ConstantOfShape") {
+      for (const onnx::AttributeProto &a : node.attribute()) {
+        if (op == "Cast" && a.name() == "to")
+          dataType = static_cast<int32_t>(a.i());
+        else if (op != "Cast" && a.name() == "value" && a.has_t())
+          dataType = a.t().data_type();
+      }
+    } else if (schema && !schema->outputs().empty() &&
+               !schema->inputs().empty()) {
+      const auto &outputs = schema->outputs();
+      const auto &inputs = schema->inputs();
+      const std::string &param =
+          outputs[std::min<size_t>(k, outputs.size() - 1)].GetTypeStr();
+      for (int j = 0; j < node.input_size() && !dataType; ++j) {
+        if (node.input(j).empty() ||
+            inputs[std::min<size_t>(j, inputs.size() - 1)].GetTypeStr() !=
+                param)
+          continue;
+        if (ImportedValue *in = lookup(node.input(j)))
+          dataType = in->narrow;
+      }
+    }
+    if (!getNarrowType(&context, dataType))
+      continue;
+    if (keepsOperandValues(op) && out->narrow == dataType)
+      continue;
+    if (keepsOperandValues(op) && out->kind == ImportedValue::Kind::Tensor) {
+      out->narrow = dataType;
+      continue;
+    }
+    if (failed(keepNarrow(*out, dataType, loc)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::buildReturn() {
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
   SmallVector<Value> results;
@@ -650,8 +915,21 @@ LogicalResult GraphImporter::buildReturn() {
              << "' is a shape computation that depends on the batch size, "
                 "not a model output";
     }
+    // A narrow type leaves in its storage type.
+    int32_t dataType = out.type().tensor_type().elem_type();
+    if (!getNarrowType(&context, dataType))
+      dataType = v->narrow;
+    SmallVector<NamedAttribute, 1> resultAttrs;
+    if (std::optional<NarrowType> narrow = getNarrowType(&context, dataType)) {
+      result = nn::CastOp::create(builder, outLoc, result,
+                                  TypeAttr::get(narrow->storage), UnitAttr());
+      if (narrow->isUnsigned)
+        resultAttrs.push_back(NamedAttribute(
+            StringAttr::get(&context, TrainDialect::kUnsignedAttr),
+            UnitAttr::get(&context)));
+    }
     results.push_back(result);
-    attrs.push_back(DictionaryAttr::get(&context));
+    attrs.push_back(DictionaryAttr::get(&context, resultAttrs));
   }
   for (auto [state, updated] : bufferUpdates) {
     results.push_back(updated);
@@ -682,7 +960,10 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     auto value = convertTensor(init, initLoc);
     if (failed(value))
       return {};
-    define(init.name(), ImportedValue::ofConstant(*value));
+    ImportedValue constant = ImportedValue::ofConstant(*value);
+    if (getNarrowType(&context, init.data_type()))
+      constant.narrow = init.data_type();
+    define(init.name(), constant);
   }
   if (failed(importNodes()) || failed(buildReturn()))
     return {};

@@ -75,12 +75,44 @@ struct ImportedValue {
   bool scalar = false;
   /// The ONNX element type of a symbolic value (an integer type).
   Type symbolicType;
+  /// The ONNX data type (UINT8, FLOAT16, ...) of a value of a narrow type,
+  /// which the importer holds in its carrier type (see NarrowType); 0 for
+  /// the types nn computes in.
+  int32_t narrow = 0;
 
   static ImportedValue ofTensor(Value v);
   static ImportedValue ofConstant(DenseElementsAttr attr);
   static ImportedValue ofSymbolic(ArrayRef<SymInt> values, bool scalar,
                                   Type elementType);
 };
+
+//===----------------------------------------------------------------------===//
+// Narrow types
+//===----------------------------------------------------------------------===//
+
+/// An ONNX element type nn does not compute in but a model may exchange data
+/// in: INT8, UINT8, INT16, UINT16, UINT32, FLOAT16 and BFLOAT16. The graph
+/// takes and returns such tensors in their `storage` type (the signless
+/// integer of their width, marked `train.unsigned` when unsigned, or f16 and
+/// bf16); inside, every value of such a type is held in its `carrier`, which
+/// holds each of its values exactly (i32; i64 for UINT32; f32 for the
+/// floats), and is brought back into the narrow type's values after every op
+/// that computes it (two's complement wrap-around, rounding to nearest even),
+/// so that each op gives what it gives in the narrow type.
+struct NarrowType {
+  Type storage;
+  Type carrier;
+  bool isUnsigned = false;
+};
+
+/// The narrow type `dataType` is, if it is one.
+std::optional<NarrowType> getNarrowType(MLIRContext *ctx, int32_t dataType);
+
+/// `values` (of any int or float type; integers unsigned if `isUnsigned`)
+/// converted to `type`'s values, in its carrier: as nn.cast to the storage
+/// type and back.
+DenseElementsAttr toNarrowValues(DenseElementsAttr values, bool isUnsigned,
+                                 const NarrowType &type);
 
 //===----------------------------------------------------------------------===//
 // The graph importer
@@ -161,6 +193,10 @@ public:
                                              Location loc);
   /// The MLIR element type of an ONNX data type, or null.
   Type convertElementType(int32_t dataType);
+  /// Brings `value` into the values of the narrow type `dataType` (in its
+  /// carrier) and marks it as of that type, or emits at `loc`.
+  LogicalResult keepNarrow(ImportedValue &value, int32_t dataType,
+                           Location loc);
 
   ImportedValue *lookup(StringRef name);
   void define(StringRef name, ImportedValue value);
@@ -198,7 +234,14 @@ private:
 
   LogicalResult classifyInitializers();
   LogicalResult buildSignature();
+  /// A tensor of a narrow type, as its values in the carrier type.
+  FailureOr<DenseElementsAttr>
+  convertNarrowTensor(const onnx::TensorProto &tensor, const NarrowType &narrow,
+                      Location loc);
   LogicalResult importNodes();
+  /// Marks the outputs of `node` that have a narrow type, by the types its
+  /// schema gives them, and keeps them in that type's values.
+  LogicalResult narrowOutputs(const onnx::NodeProto &node, Location loc);
   LogicalResult buildReturn();
   FailureOr<RankedTensorType>
   convertInputType(const onnx::ValueInfoProto &input);

@@ -1235,6 +1235,44 @@ LogicalResult castTo(NodeImporter &n, Type elt) {
   llvm_unreachable("unknown value kind");
 }
 
+/// Cast to a narrow type: rounded (or truncated) once, from the input to the
+/// narrow type, and held in its carrier (GraphImporter::narrowOutputs marks
+/// the result).
+LogicalResult castToNarrow(NodeImporter &n, const NarrowType &narrow) {
+  ImportedValue &x = n.input(0);
+  if (x.kind == Kind::Tensor) {
+    Value v = x.tensor;
+    // Float to integer goes through the carrier, so that out-of-range values
+    // wrap as the carrier's do.
+    if (isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()) &&
+        isa<IntegerType>(narrow.storage)) {
+      FailureOr<nn::CastOp> wide =
+          n.create<nn::CastOp>(v, TypeAttr::get(narrow.carrier), UnitAttr());
+      if (failed(wide))
+        return failure();
+      v = *wide;
+    }
+    FailureOr<nn::CastOp> stored =
+        n.create<nn::CastOp>(v, TypeAttr::get(narrow.storage), UnitAttr());
+    if (failed(stored))
+      return failure();
+    return n.createOutput<nn::CastOp>(
+        *stored, TypeAttr::get(narrow.carrier),
+        narrow.isUnsigned ? n.getBuilder().getUnitAttr() : UnitAttr());
+  }
+  std::optional<DenseElementsAttr> values;
+  if (x.kind == Kind::Constant)
+    values = x.constant;
+  else if (FailureOr<DenseElementsAttr> c = n.constant(0, "input");
+           succeeded(c))
+    values = *c;
+  else
+    return failure();
+  n.setOutput(0, ImportedValue::ofConstant(
+                     toNarrowValues(*values, /*isUnsigned=*/false, narrow)));
+  return success();
+}
+
 LogicalResult importCast(NodeImporter &n) {
   // `saturate` (opset 19) only governs conversions to float8 types, which
   // convertElementType refuses.
@@ -1243,6 +1281,9 @@ LogicalResult importCast(NodeImporter &n) {
   FailureOr<int64_t> to = n.getInt("to");
   if (failed(to))
     return failure();
+  if (std::optional<NarrowType> narrow =
+          getNarrowType(n.getContext(), static_cast<int32_t>(*to)))
+    return castToNarrow(n, *narrow);
   Type elt = n.getGraph().convertElementType(*to);
   if (!elt)
     return n.emitError() << "Cast to ONNX data type " << *to
@@ -1257,6 +1298,9 @@ LogicalResult importCastLike(NodeImporter &n) {
   if (!n.hasInput(1))
     return n.emitError() << "CastLike needs a second input";
   ImportedValue &like = n.input(1);
+  if (std::optional<NarrowType> narrow =
+          getNarrowType(n.getContext(), like.narrow))
+    return castToNarrow(n, *narrow);
   Type elt;
   switch (like.kind) {
   case Kind::Tensor:
@@ -2319,7 +2363,9 @@ void importer::populateShapeImporters(ImporterTable &table) {
       "as exact floats (below 2^24)";
   table["Cast"].notes =
       "folded at compile time; of a run-time tensor between f32, f64, i32 "
-      "and i64 (`nn.cast`; floats to integers truncate toward zero), or to "
+      "and i64 (`nn.cast`; floats to integers truncate toward zero), to and "
+      "from int8, uint8, int16, uint16, uint32, float16 and bfloat16 "
+      "(rounding once, to nearest even; integers wrap), or to "
       "bool: the mask `x != 0` (`nn.compare`); of a mask or of integers "
       "computed from masks to an integer type (`(ids != 0).sum(1)`): the "
       "same float tensor, which carries them exactly (see `Gather`)";

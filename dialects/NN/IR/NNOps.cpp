@@ -175,9 +175,44 @@ bool CastOp::isFloatToFloat() {
          isa<FloatType>(getDtype());
 }
 
+LogicalResult CastOp::verify() {
+  if (getUnsignedInput() &&
+      !isa<IntegerType>(getInput().getType().getElementType()))
+    return emitOpError("reads its input as unsigned integers, but the input "
+                       "is ")
+           << getInput().getType();
+  return success();
+}
+
+/// Whether converting `from` to `to` keeps every value, so that converting
+/// back gives the original: a wider integer (either signedness), or a float
+/// whose precision and range hold `from`'s.
+static bool isExactWidening(Type from, Type to) {
+  if (isa<IntegerType>(from) && isa<IntegerType>(to))
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth();
+  auto f = dyn_cast<FloatType>(from), t = dyn_cast<FloatType>(to);
+  if (!f || !t || f == t)
+    return false;
+  // More precision and at least the exponent range (so also every
+  // subnormal): f16 and bf16 in f32, f32 in f64.
+  const llvm::fltSemantics &fs = f.getFloatSemantics();
+  const llvm::fltSemantics &ts = t.getFloatSemantics();
+  return APFloat::semanticsPrecision(ts) >= APFloat::semanticsPrecision(fs) &&
+         APFloat::semanticsMinExponent(ts) <=
+             APFloat::semanticsMinExponent(fs) &&
+         APFloat::semanticsMaxExponent(ts) >= APFloat::semanticsMaxExponent(fs);
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // Narrowing back what a cast widened exactly: the frontends' round trip
+  // that keeps a narrow type's value in a wider one.
+  if (auto widened = getInput().getDefiningOp<CastOp>())
+    if (widened.getInput().getType() == getType() &&
+        isExactWidening(getType().getElementType(),
+                        widened.getType().getElementType()))
+      return widened.getInput();
   return {};
 }
 

@@ -129,6 +129,10 @@ def NN_CompareOp : NN_Op<"compare", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===- nn.cast ------------------------------------------------------------===//
+// The element types of nn.cast: those nn computes in and the narrow ones
+// models exchange data in.
+defvar NN_CastElementTypes = [F16, BF16, F32, F64, I8, I16, I32, I64];
+
 // Element type conversion (ONNX Cast, torch's Tensor.to(dtype)). The target
 // is the attribute `dtype`, so that the result type can be inferred like
 // every other nn op's; the assembly shows it only as the result type.
@@ -145,20 +149,31 @@ def NN_CastOp : NN_DiffOp<"cast", [InferTypeOpAdaptor],
     float rounds to nearest even; float to integer truncates toward zero, and
     is undefined (as in C) for NaN, infinities and values out of the
     integer's range; integer to integer sign-extends or keeps the low bits
-    (two's complement wrap-around). A cast to the input's own type is the
-    input.
+    (two's complement wrap-around). With `unsigned`, the input's integers are
+    read as unsigned: they zero-extend and convert to floats as unsigned
+    numbers. A cast to the input's own type is the input.
+
+    Beside the types nn computes in, the casts take the narrow types in which
+    models exchange data (`i8`, `i16`, `f16`, `bf16`): a frontend widens such
+    a tensor when it enters the model and narrows it when it leaves. `bf16`
+    converts through `f32`: exactly, but to `bf16` from a wider type (`f64`,
+    a large integer), which rounds twice.
 
     ```mlir
     %0 = nn.cast %ids : tensor<4x3xi64> -> tensor<4x3xf32>
+    %1 = nn.cast unsigned %pixels : tensor<4x28x28xi8> -> tensor<4x28x28xi32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,
-                       TypeAttrOf<AnyTypeOf<[F32, F64, I32, I64]>>:$dtype);
-  let results = (outs RankedTensorOf<[F32, F64, I32, I64]>:$result);
+  let arguments = (ins RankedTensorOf<NN_CastElementTypes>:$input,
+                       TypeAttrOf<AnyTypeOf<NN_CastElementTypes>>:$dtype,
+                       UnitAttr:$unsigned_input);
+  let results = (outs RankedTensorOf<NN_CastElementTypes>:$result);
   let assemblyFormat = [{
-    $input attr-dict `:` custom<CastTypes>(type($input), type($result), $dtype)
+    (`unsigned` $unsigned_input^)? $input attr-dict `:`
+    custom<CastTypes>(type($input), type($result), $dtype)
   }];
   let hasFolder = 1;
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether both the input and the result have float elements, the one
     /// case with a gradient.

@@ -141,13 +141,16 @@ static constexpr StringLiteral kArgRoles[] = {
 static bool isArgAttr(StringRef name) {
   return llvm::is_contained(kArgRoles, name) ||
          name == TrainDialect::kIndexBoundAttr ||
+         name == TrainDialect::kUnsignedAttr ||
          name == TrainDialect::kIgnoreIndexAttr ||
          name == TrainDialect::kDefaultAttr || name == TrainDialect::kInitAttr;
 }
 
 static bool isResultAttr(StringRef name) {
   return name == TrainDialect::kOutputAttr ||
-         name == TrainDialect::kBufferAttr || name == TrainDialect::kGradOfAttr;
+         name == TrainDialect::kBufferAttr ||
+         name == TrainDialect::kGradOfAttr ||
+         name == TrainDialect::kUnsignedAttr;
 }
 
 /// The entries train.manifest may hold: each becomes a key of the
@@ -306,6 +309,16 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
       return emitError() << "bounds integer inputs, the argument is " << tensor;
     return success();
   }
+  if (name == kUnsignedAttr) {
+    if (!isa<UnitAttr>(value))
+      return emitError() << "must be a unit attribute, got " << value;
+    if (!has(kInputAttr))
+      return emitError() << "marks a data input; the argument has no '"
+                         << kInputAttr << "'";
+    if (tensor && !isa<IntegerType>(tensor.getElementType()))
+      return emitError() << "marks integer inputs, the argument is " << tensor;
+    return success();
+  }
   if (name == kIgnoreIndexAttr) {
     auto i = dyn_cast<IntegerAttr>(value);
     if (!i || isa<BoolAttr>(value) || !i.getType().isInteger(64))
@@ -366,6 +379,14 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
   if (!isResultAttr(name))
     return isArgAttr(name) ? emitError() << "belongs on a function argument"
                            : emitError() << "is not a train result attribute";
+  if (name == kUnsignedAttr) {
+    if (!isa<UnitAttr>(value))
+      return emitError() << "must be a unit attribute, got " << value;
+    auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[index]);
+    if (type && !isa<IntegerType>(type.getElementType()))
+      return emitError() << "marks integer outputs, the result is " << type;
+    return success();
+  }
   if (!isNonEmptyString(value))
     return emitError() << "must be a non-empty string, got " << value;
   if (name != kGradOfAttr)

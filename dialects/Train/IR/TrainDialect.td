@@ -40,12 +40,13 @@ def Train_Dialect : Dialect {
       `micro_step`, `apply_step`, `eval_step`, or any identifier in a traced
       graph module) and `train.gradient_of` the function it differentiates;
     - on a function argument, `train.input` (with `train.index_bound` on
-      integer inputs), `train.hyper` (with `train.default`), `train.param`
+      integer inputs, and `train.unsigned` on unsigned ones), `train.hyper`
+      (with `train.default`), `train.param`
       and `train.buffer` (with `train.init`) say what the argument is, and
       `train.rng` marks the random seed;
     - on a function result, `train.output` names an output, `train.buffer`
       the buffer it updates and `train.grad_of` the parameter it is the
-      gradient of;
+      gradient of; `train.unsigned` says an integer output is unsigned;
     - on the module, `train.manifest` holds what the artifact's manifest
       records beside the graphs (accumulation, reduction, warnings).
   }];
@@ -73,6 +74,11 @@ def Train_Dialect : Dialect {
     /// value are not predicted (padding); the runtime gives them weight 0.
     static constexpr ::llvm::StringLiteral kIgnoreIndexAttr =
         "train.ignore_index";
+    /// On an integer data input or output: its elements are unsigned (the
+    /// manifest's u8, u16, u32), which only the runtime's reading and
+    /// printing of it distinguish; the model widens such an input before
+    /// computing with it.
+    static constexpr ::llvm::StringLiteral kUnsignedAttr = "train.unsigned";
     static constexpr ::llvm::StringLiteral kHyperAttr = "train.hyper";
     static constexpr ::llvm::StringLiteral kDefaultAttr = "train.default";
     static constexpr ::llvm::StringLiteral kParamAttr = "train.param";

@@ -128,15 +128,27 @@ CLEAVE_API const char *cleave_last_error_message(void);
  * Descriptions of tensors, globals and hyperparameters
  *===----------------------------------------------------------------------===*/
 
+/** Element types. Parameters, optimizer state and the other globals are
+ *  f32, f64, i32 or i64; a model's inputs and outputs may also have the
+ *  narrow types it exchanges data in (images as u8, half-precision floats),
+ *  laid out as C's `int8_t` ... `uint32_t`, IEEE binary16 (f16) and the
+ *  upper half of a binary32 (bf16). */
 typedef enum cleave_dtype {
   CLEAVE_DTYPE_F32 = 0,
   CLEAVE_DTYPE_F64 = 1,
   CLEAVE_DTYPE_I32 = 2,
-  CLEAVE_DTYPE_I64 = 3
+  CLEAVE_DTYPE_I64 = 3,
+  CLEAVE_DTYPE_I8 = 4,
+  CLEAVE_DTYPE_U8 = 5,
+  CLEAVE_DTYPE_I16 = 6,
+  CLEAVE_DTYPE_U16 = 7,
+  CLEAVE_DTYPE_U32 = 8,
+  CLEAVE_DTYPE_F16 = 9,
+  CLEAVE_DTYPE_BF16 = 10
 } cleave_dtype;
 
-/** The manifest's name of a dtype ("f32", "f64", "i32", "i64"; "?" if
- *  unknown). */
+/** The manifest's name of a dtype ("f32", "f64", "i32", "i64", "i8", "u8",
+ *  "i16", "u16", "u32", "f16", "bf16"; "?" if unknown). */
 CLEAVE_API const char *cleave_dtype_name(cleave_dtype dtype);
 /** Bytes per element of a dtype (0 if unknown). */
 CLEAVE_API size_t cleave_dtype_size(cleave_dtype dtype);

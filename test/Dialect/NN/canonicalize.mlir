@@ -283,3 +283,31 @@ func.func @cast_to_same_type(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>
   %2 = nn.cast %1 : tensor<4xf32> -> tensor<4xf64>
   return %0, %2 : tensor<4xf64>, tensor<4xf64>
 }
+
+// -----
+
+// Narrowing back what a cast widened exactly is the original (the ONNX
+// importer's round trip that keeps a narrow type's values); a round trip
+// that loses values, or that starts wide, stays.
+// CHECK-LABEL: func.func @cast_round_trip
+// CHECK-SAME: (%[[U:.+]]: tensor<4xi8>, %[[H:.+]]: tensor<4xf16>, %[[B:.+]]: tensor<4xbf16>, %[[W:.+]]: tensor<4xi32>)
+// CHECK-DAG: %[[N:.+]] = nn.cast %[[W]] : tensor<4xi32> -> tensor<4xi8>
+// CHECK-DAG: %[[NW:.+]] = nn.cast %[[N]] : tensor<4xi8> -> tensor<4xi32>
+// CHECK-DAG: %[[BH:.+]] = nn.cast %[[B]] : tensor<4xbf16> -> tensor<4xf16>
+// CHECK-DAG: %[[BHB:.+]] = nn.cast %[[BH]] : tensor<4xf16> -> tensor<4xbf16>
+// CHECK: return %[[U]], %[[H]], %[[B]], %[[NW]], %[[BHB]]
+func.func @cast_round_trip(%u: tensor<4xi8>, %h: tensor<4xf16>, %b: tensor<4xbf16>, %w: tensor<4xi32>)
+    -> (tensor<4xi8>, tensor<4xf16>, tensor<4xbf16>, tensor<4xi32>, tensor<4xbf16>) {
+  %0 = nn.cast unsigned %u : tensor<4xi8> -> tensor<4xi32>
+  %1 = nn.cast %0 : tensor<4xi32> -> tensor<4xi8>
+  %2 = nn.cast %h : tensor<4xf16> -> tensor<4xf32>
+  %3 = nn.cast %2 : tensor<4xf32> -> tensor<4xf16>
+  %4 = nn.cast %b : tensor<4xbf16> -> tensor<4xf32>
+  %5 = nn.cast %4 : tensor<4xf32> -> tensor<4xbf16>
+  %6 = nn.cast %w : tensor<4xi32> -> tensor<4xi8>
+  %7 = nn.cast %6 : tensor<4xi8> -> tensor<4xi32>
+  // f16 holds neither bf16's range nor its values beyond 65504.
+  %8 = nn.cast %b : tensor<4xbf16> -> tensor<4xf16>
+  %9 = nn.cast %8 : tensor<4xf16> -> tensor<4xbf16>
+  return %1, %3, %5, %7, %9 : tensor<4xi8>, tensor<4xf16>, tensor<4xbf16>, tensor<4xi32>, tensor<4xbf16>
+}

@@ -1030,6 +1030,14 @@ func.func @cast_shape_changes(%x: tensor<4x3xi32>) {
 
 // -----
 
+func.func @cast_unsigned_float(%x: tensor<4xf16>) {
+  // expected-error @+1 {{'nn.cast' op reads its input as unsigned integers, but the input is 'tensor<4xf16>'}}
+  %0 = nn.cast unsigned %x : tensor<4xf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @cast_rank_changes(%x: tensor<4x3xf64>) {
   // expected-error @+2 {{'nn.cast' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<12xf32>'}}
   // expected-error @+1 {{'nn.cast' op failed to infer returned types}}
@@ -1041,15 +1049,15 @@ func.func @cast_rank_changes(%x: tensor<4x3xf64>) {
 
 func.func @cast_to_unsupported_type(%x: tensor<4xf32>) {
   // expected-error @+1 {{attribute 'dtype' failed to satisfy constraint}}
-  %0 = nn.cast %x : tensor<4xf32> -> tensor<4xf16>
+  %0 = nn.cast %x : tensor<4xf32> -> tensor<4xf8E4M3FN>
   return
 }
 
 // -----
 
-func.func @cast_from_unsupported_type(%x: tensor<4xi8>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values}}
-  %0 = nn.cast %x : tensor<4xi8> -> tensor<4xf32>
+func.func @cast_from_unsupported_type(%x: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = nn.cast %x : tensor<4xi1> -> tensor<4xf32>
   return
 }
 

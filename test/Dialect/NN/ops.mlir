@@ -84,6 +84,24 @@ func.func @cast(%i: tensor<4x3xi32>, %x: tensor<?x3xf32>, %l: tensor<2xi64>, %d:
   return
 }
 
+// The narrow types models exchange data in, and integers read as unsigned.
+// CHECK-LABEL: func.func @cast_narrow
+func.func @cast_narrow(%p: tensor<2x4xi8>, %h: tensor<3xf16>, %b: tensor<3xbf16>, %s: tensor<5xi16>) {
+  // CHECK: nn.cast unsigned %{{.+}} : tensor<2x4xi8> -> tensor<2x4xi32>
+  %0 = nn.cast unsigned %p : tensor<2x4xi8> -> tensor<2x4xi32>
+  // CHECK: nn.cast unsigned %{{.+}} : tensor<2x4xi8> -> tensor<2x4xf32>
+  %1 = nn.cast unsigned %p : tensor<2x4xi8> -> tensor<2x4xf32>
+  // CHECK: nn.cast %{{.+}} : tensor<3xf16> -> tensor<3xf32>
+  %2 = nn.cast %h : tensor<3xf16> -> tensor<3xf32>
+  // CHECK: nn.cast %{{.+}} : tensor<3xbf16> -> tensor<3xf16>
+  %3 = nn.cast %b : tensor<3xbf16> -> tensor<3xf16>
+  // CHECK: nn.cast %{{.+}} : tensor<5xi16> -> tensor<5xi64>
+  %4 = nn.cast %s : tensor<5xi16> -> tensor<5xi64>
+  // CHECK: nn.cast %{{.+}} : tensor<2x4xi32> -> tensor<2x4xi8>
+  %5 = nn.cast %0 : tensor<2x4xi32> -> tensor<2x4xi8>
+  return
+}
+
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[Y:.+]]: tensor<?x3xf64>)
 func.func @unary(%x: tensor<8x16xf32>, %y: tensor<?x3xf64>) {

@@ -20,6 +20,42 @@ module attributes {train.manifest = {accumulate = 4 : i64, ranks = 2 : i64, redu
 
 // -----
 
+// An unsigned data input and output (ONNX's UINT8 pixels, say).
+func.func @unsigned(%x: tensor<4x2xi8> {train.input = "x", train.unsigned})
+    -> (tensor<4x2xi8> {train.output = "y", train.unsigned}) {
+  return %x : tensor<4x2xi8>
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'train.unsigned' marks a data input; the argument has no 'train.input'}}
+func.func @f(%x: tensor<4xi8> {train.unsigned}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'train.unsigned' marks integer inputs, the argument is 'tensor<4xf16>'}}
+func.func @f(%x: tensor<4xf16> {train.input = "x", train.unsigned}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'train.unsigned' must be a unit attribute, got true}}
+func.func @f(%x: tensor<4xi8> {train.input = "x", train.unsigned = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'train.unsigned' marks integer outputs, the result is 'tensor<4xf32>'}}
+func.func @f(%x: tensor<4xf32> {train.input = "x"}) -> (tensor<4xf32> {train.unsigned}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // A traced graph module names its entries freely.
 module attributes {train.manifest = {kind = "graph"}} {
   func.func @graph() attributes {train.entry = "graph"} {

@@ -517,6 +517,8 @@ DType fromRuntime(cleave_dtype d) {
     return DType::i32;
   case CLEAVE_DTYPE_I64:
     return DType::i64;
+  default: // globals have none of the narrow types
+    break;
   }
   return DType::f32;
 }

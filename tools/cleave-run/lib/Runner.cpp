@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -125,7 +127,88 @@ size_t dtypeSize(cleave_dtype dtype) { return cleave_dtype_size(dtype); }
 const char *dtypeName(cleave_dtype dtype) { return cleave_dtype_name(dtype); }
 
 bool isInteger(cleave_dtype dtype) {
-  return dtype == CLEAVE_DTYPE_I32 || dtype == CLEAVE_DTYPE_I64;
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32:
+  case CLEAVE_DTYPE_F64:
+  case CLEAVE_DTYPE_F16:
+  case CLEAVE_DTYPE_BF16:
+    return false;
+  default:
+    return true;
+  }
+}
+
+/// The range of an integer dtype.
+std::pair<long long, long long> integerRange(cleave_dtype dtype) {
+  switch (dtype) {
+  case CLEAVE_DTYPE_I8:
+    return {INT8_MIN, INT8_MAX};
+  case CLEAVE_DTYPE_U8:
+    return {0, UINT8_MAX};
+  case CLEAVE_DTYPE_I16:
+    return {INT16_MIN, INT16_MAX};
+  case CLEAVE_DTYPE_U16:
+    return {0, UINT16_MAX};
+  case CLEAVE_DTYPE_I32:
+    return {INT32_MIN, INT32_MAX};
+  case CLEAVE_DTYPE_U32:
+    return {0, UINT32_MAX};
+  default:
+    return {LLONG_MIN, LLONG_MAX};
+  }
+}
+
+/// The binary interchange formats narrower than f32, by their field widths.
+struct SmallFloat {
+  int mantissaBits, exponentBits;
+};
+constexpr SmallFloat kF16 = {10, 5}, kBF16 = {7, 8};
+
+/// `v` rounded to nearest even in `f`, as its bits.
+uint16_t encodeSmallFloat(double v, SmallFloat f) {
+  const int bias = (1 << (f.exponentBits - 1)) - 1;
+  const uint32_t sign =
+      std::signbit(v) ? 1u << (f.mantissaBits + f.exponentBits) : 0;
+  const uint32_t infinity = uint32_t((1 << f.exponentBits) - 1)
+                            << f.mantissaBits;
+  if (std::isnan(v))
+    return uint16_t(sign | infinity | 1u << (f.mantissaBits - 1));
+  const double a = std::fabs(v);
+  if (std::isinf(a))
+    return uint16_t(sign | infinity);
+  // Below the smallest normal the step is fixed: 2^(1 - bias - mantissa).
+  // nearbyint rounds to nearest even; a result of 2^mantissa is the
+  // smallest normal's encoding.
+  if (a < std::ldexp(1.0, 1 - bias))
+    return uint16_t(sign | uint32_t(std::nearbyint(
+                               std::ldexp(a, f.mantissaBits + bias - 1))));
+  int e;
+  std::frexp(a, &e); // a = m 2^e, m in [0.5, 1)
+  --e;               // a = m' 2^e, m' in [1, 2)
+  double q = std::nearbyint(std::ldexp(a, f.mantissaBits - e));
+  if (q == std::ldexp(1.0, f.mantissaBits + 1)) {
+    q /= 2;
+    ++e;
+  }
+  if (e > bias)
+    return uint16_t(sign | infinity);
+  return uint16_t(sign | uint32_t(e + bias) << f.mantissaBits |
+                  (uint32_t(q) - (1u << f.mantissaBits)));
+}
+
+/// The value of the bits `bits` of `f` (exact in a double).
+double decodeSmallFloat(uint16_t bits, SmallFloat f) {
+  const int bias = (1 << (f.exponentBits - 1)) - 1;
+  const uint32_t mantissa = bits & ((1u << f.mantissaBits) - 1);
+  const int exponent =
+      int(bits >> f.mantissaBits) & ((1 << f.exponentBits) - 1);
+  const double sign = bits >> (f.mantissaBits + f.exponentBits) ? -1.0 : 1.0;
+  if (exponent == (1 << f.exponentBits) - 1)
+    return mantissa ? std::nan("") : sign * INFINITY;
+  if (exponent == 0)
+    return sign * std::ldexp(double(mantissa), 1 - bias - f.mantissaBits);
+  return sign * std::ldexp(double(mantissa | 1u << f.mantissaBits),
+                           exponent - bias - f.mantissaBits);
 }
 
 /// Parses `text` as a comma-separated list of numbers; nullopt if any item
@@ -155,58 +238,82 @@ void storeValue(const std::string &what, const std::string &item,
     errno = 0;
     char *end = nullptr;
     long long v = std::strtoll(item.c_str(), &end, 10);
-    bool ok = *end == '\0' && errno != ERANGE;
-    if (ok && dtype == CLEAVE_DTYPE_I32)
-      ok = v >= INT32_MIN && v <= INT32_MAX;
-    if (!ok)
+    auto [lo, hi] = integerRange(dtype);
+    if (*end != '\0' || errno == ERANGE || v < lo || v > hi)
       throw tools::Error(what + ": '" + item + "' is not a " +
                          dtypeName(dtype) + " integer");
-    if (dtype == CLEAVE_DTYPE_I32) {
-      int32_t i = int32_t(v);
-      std::memcpy(dst, &i, 4);
-    } else {
-      int64_t i = v;
-      std::memcpy(dst, &i, 8);
-    }
+    // Little-endian two's complement: the low bytes are the narrow value.
+    std::memcpy(dst, &v, dtypeSize(dtype));
     return;
   }
   double v = std::strtod(item.c_str(), nullptr);
-  if (dtype == CLEAVE_DTYPE_F32) {
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32: {
     float f = float(v);
     std::memcpy(dst, &f, 4);
-  } else {
+    return;
+  }
+  case CLEAVE_DTYPE_F16:
+  case CLEAVE_DTYPE_BF16: {
+    uint16_t bits =
+        encodeSmallFloat(v, dtype == CLEAVE_DTYPE_F16 ? kF16 : kBF16);
+    std::memcpy(dst, &bits, 2);
+    return;
+  }
+  default:
     std::memcpy(dst, &v, 8);
   }
+}
+
+template <typename T> T load(const unsigned char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
 }
 
 std::string formatNumber(const unsigned char *p, cleave_dtype dtype,
                          int precision) {
   char buf[64];
-  switch (dtype) {
-  case CLEAVE_DTYPE_F32: {
-    float f;
-    std::memcpy(&f, p, 4);
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, double(f));
-    break;
-  }
-  case CLEAVE_DTYPE_F64: {
-    double d;
-    std::memcpy(&d, p, 8);
+  auto real = [&](double d) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
+  };
+  auto integer = [&](long long i) {
+    std::snprintf(buf, sizeof(buf), "%lld", i);
+  };
+  switch (dtype) {
+  case CLEAVE_DTYPE_F32:
+    real(load<float>(p));
     break;
-  }
-  case CLEAVE_DTYPE_I32: {
-    int32_t i;
-    std::memcpy(&i, p, 4);
-    std::snprintf(buf, sizeof(buf), "%d", i);
+  case CLEAVE_DTYPE_F64:
+    real(load<double>(p));
     break;
-  }
-  case CLEAVE_DTYPE_I64: {
-    int64_t i;
-    std::memcpy(&i, p, 8);
-    std::snprintf(buf, sizeof(buf), "%lld", (long long)i);
+  case CLEAVE_DTYPE_F16:
+    real(decodeSmallFloat(load<uint16_t>(p), kF16));
     break;
-  }
+  case CLEAVE_DTYPE_BF16:
+    real(decodeSmallFloat(load<uint16_t>(p), kBF16));
+    break;
+  case CLEAVE_DTYPE_I8:
+    integer(load<int8_t>(p));
+    break;
+  case CLEAVE_DTYPE_U8:
+    integer(load<uint8_t>(p));
+    break;
+  case CLEAVE_DTYPE_I16:
+    integer(load<int16_t>(p));
+    break;
+  case CLEAVE_DTYPE_U16:
+    integer(load<uint16_t>(p));
+    break;
+  case CLEAVE_DTYPE_I32:
+    integer(load<int32_t>(p));
+    break;
+  case CLEAVE_DTYPE_U32:
+    integer(load<uint32_t>(p));
+    break;
+  case CLEAVE_DTYPE_I64:
+    integer(load<int64_t>(p));
+    break;
   }
   return buf;
 }

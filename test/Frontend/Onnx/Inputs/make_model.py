@@ -1736,6 +1736,14 @@ def float16_initializer():
 
 
 @model
+def uint64_input():
+    """uint64 needs unsigned 64-bit arithmetic, which nn does not have."""
+    U64 = TensorProto.UINT64
+    return graph([node("Max", ["x", "x"], ["y"])],
+                 [value("x", U64, [BATCH, 4])], [value("y", U64, [BATCH, 4])])
+
+
+@model
 def runtime_shape():
     """A reshape target computed from run-time data cannot fold."""
     return graph([node("Reshape", ["x", "shape"], ["y"])],
@@ -1821,6 +1829,24 @@ def bool_input():
 
 
 @model
+def narrow_types():
+    """uint8, int8 and float16 data: uint8 addition wraps (with a uint8
+    initializer), int8 negation wraps, float16 products round, and a Cast
+    leaves the narrow type."""
+    U8, I8, H = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT16
+    return graph([node("Add", ["p", "bias"], ["sum"]),
+                  node("Neg", ["s"], ["neg"]),
+                  node("Mul", ["h", "h"], ["square"]),
+                  node("Cast", ["h"], ["wide"], to=F)],
+                 [value("p", U8, [BATCH, 4]), value("s", I8, [BATCH, 4]),
+                  value("h", H, [BATCH, 4])],
+                 [value("sum", U8, [BATCH, 4]), value("neg", I8, [BATCH, 4]),
+                  value("square", H, [BATCH, 4]),
+                  value("wide", F, [BATCH, 4])],
+                 [init("bias", [0, 1, 128, 255], np.uint8)])
+
+
+@model
 def dynamic_feature():
     return graph([node("Relu", ["x"], ["y"])], [value("x", F, [BATCH, "seq"])],
                  [value("y", F, [BATCH, "seq"])])
@@ -1852,11 +1878,10 @@ def bad_gemm():
 
 @model
 def cast_runtime():
-    """nn.cast converts f32, f64, i32 and i64 only: a run-time Cast to
-    int8 is refused."""
-    return graph([node("Cast", ["x"], ["y"], to=TensorProto.INT8)],
+    """Numbers only: a run-time Cast to strings is refused."""
+    return graph([node("Cast", ["x"], ["y"], to=TensorProto.STRING)],
                  [value("x", F, [BATCH, 4])],
-                 [value("y", TensorProto.INT8, [BATCH, 4])])
+                 [value("y", TensorProto.STRING, [BATCH, 4])])
 
 
 @model

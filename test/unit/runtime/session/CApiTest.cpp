@@ -214,6 +214,19 @@ TEST_F(CApiTest, ValuesOutOfRangeAreRefused) {
   EXPECT_EQ(s, nullptr);
 }
 
+TEST(CApiDTypeTest, NamesAndSizesOfEveryDType) {
+  EXPECT_STREQ(cleave_dtype_name(CLEAVE_DTYPE_U8), "u8");
+  EXPECT_EQ(cleave_dtype_size(CLEAVE_DTYPE_U8), 1u);
+  EXPECT_STREQ(cleave_dtype_name(CLEAVE_DTYPE_U32), "u32");
+  EXPECT_EQ(cleave_dtype_size(CLEAVE_DTYPE_I16), 2u);
+  EXPECT_STREQ(cleave_dtype_name(CLEAVE_DTYPE_BF16), "bf16");
+  EXPECT_EQ(cleave_dtype_size(CLEAVE_DTYPE_F16), 2u);
+  EXPECT_STREQ(cleave_dtype_name(CLEAVE_DTYPE_I64), "i64");
+  // Values outside the enum, whatever bits they share with one inside.
+  EXPECT_STREQ(cleave_dtype_name(static_cast<cleave_dtype>(256)), "?");
+  EXPECT_EQ(cleave_dtype_size(static_cast<cleave_dtype>(-1)), 0u);
+}
+
 TEST_F(CApiTest, SuccessLeavesTheLastErrorAlone) {
   int64_t n = 0;
   EXPECT_EQ(cleave_session_set_accumulation(session, 0),

@@ -125,6 +125,31 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   EXPECT_NE(m.hash, crc32(other.data(), other.size()));
 }
 
+TEST(ManifestTest, NarrowTypesCarryInputsAndOutputs) {
+  // Every dtype by its name and size.
+  const std::pair<const char *, size_t> dtypes[] = {
+      {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"i8", 1},  {"u8", 1},
+      {"i16", 2}, {"u16", 2}, {"u32", 4}, {"f16", 2}, {"bf16", 2}};
+  for (auto [name, size] : dtypes) {
+    std::optional<DType> d = parseDType(name);
+    ASSERT_TRUE(d) << name;
+    EXPECT_STREQ(dtypeName(*d), name);
+    EXPECT_EQ(dtypeSize(*d), size) << name;
+  }
+  EXPECT_FALSE(parseDType("u64"));
+  // Images as u8: a row of the batch is one byte per element.
+  json j = validManifest();
+  j["inputs"][0]["dtype"] = "u8";
+  Manifest m;
+  Status s = parseManifest(j.dump(), m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m.inputs[0].dtype, DType::U8);
+  EXPECT_EQ(m.inputs[0].rowBytes, 10u);
+  EXPECT_FALSE(isFloat(DType::F16));
+  EXPECT_TRUE(isNarrow(DType::BF16));
+  EXPECT_FALSE(isNarrow(DType::I32));
+}
+
 TEST(ManifestTest, Crc32MatchesItsReferenceValues) {
   // The CRC-32 check value (of "123456789") and the empty input; the
   // compiler's llvm::crc32 seals artifacts with the same function.
@@ -273,8 +298,13 @@ const BadCase kBadCases[] = {
     {"GlobalKind", [](json &m) { global(m, 0)["kind"] = "weight"; },
      "globals[0].kind must be one of param, buffer, accumulator, state, "
      "counter (got 'weight')"},
-    {"GlobalDtype", [](json &m) { global(m, 0)["dtype"] = "f16"; },
-     "globals[0].dtype must be one of f32, f64, i32, i64 (got 'f16')"},
+    {"GlobalDtype", [](json &m) { global(m, 0)["dtype"] = "f8"; },
+     "globals[0].dtype must be one of f32, f64, i32, i64, i8, u8, i16, u16, "
+     "u32, f16, bf16 (got 'f8')"},
+    // The narrow types carry inputs and outputs only.
+    {"GlobalNarrowDtype", [](json &m) { global(m, 0)["dtype"] = "f16"; },
+     "globals[0].dtype must be f32, f64, i32 or i64 for a global (got "
+     "'f16')"},
     {"ShapeNegative",
      [](json &m) {
        global(m, 3)["shape"] = json::array({2, -1});
@@ -416,7 +446,9 @@ const BadCase kBadCases[] = {
     {"SampleWeightsDtype", [](json &m) { m["inputs"][2]["dtype"] = "i64"; },
      "inputs[2] (sample weights) must be f32 or f64"},
     {"SampleWeightsShape",
-     [](json &m) { m["inputs"][2]["shape"] = json::array({8, 2}); },
+     [](json &m) {
+       m["inputs"][2]["shape"] = json::array({8, 2});
+     },
      "inputs[2] (sample weights) must have shape [8]"},
     {"IgnoreIndexOnClassLabels",
      [](json &m) { m["inputs"][1]["ignore_index"] = -100; },
