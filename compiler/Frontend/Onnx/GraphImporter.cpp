@@ -296,6 +296,16 @@ DenseElementsAttr importer::toNarrowValues(DenseElementsAttr values,
   return DenseElementsAttr::get(shape, out);
 }
 
+/// The number of elements of a tensor of `shape`; none for a negative
+/// dimension or an overflow.
+static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(count, d, count))
+      return std::nullopt;
+  return count;
+}
+
 /// Copies a repeated field of ONNX tensor data as elements of `type`.
 template <typename T, typename Field>
 static DenseElementsAttr fromField(RankedTensorType type, const Field &field) {
@@ -322,13 +332,11 @@ GraphImporter::convertTensor(const onnx::TensorProto &tensor, Location loc) {
                   << dataTypeName(tensor.data_type())
                   << "; supported: FLOAT, DOUBLE, INT64, INT32, BOOL, "
                      "INT8, UINT8, INT16, UINT16, UINT32, FLOAT16, BFLOAT16";
-  SmallVector<int64_t> shape;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0 || llvm::MulOverflow(count, d, count))
-      return fail() << "has an invalid shape";
-    shape.push_back(d);
-  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  std::optional<int64_t> elements = elementCount(shape);
+  if (!elements)
+    return fail() << "has an invalid shape";
+  int64_t count = *elements;
   auto type = RankedTensorType::get(shape, elt);
 
   if (tensor.has_raw_data()) {
@@ -392,13 +400,11 @@ GraphImporter::convertNarrowTensor(const onnx::TensorProto &tensor,
   auto fail = [&]() {
     return mlir::emitError(loc) << "tensor '" << tensor.name() << "' ";
   };
-  SmallVector<int64_t> shape;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0 || llvm::MulOverflow(count, d, count))
-      return fail() << "has an invalid shape";
-    shape.push_back(d);
-  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  std::optional<int64_t> elements = elementCount(shape);
+  if (!elements)
+    return fail() << "has an invalid shape";
+  int64_t count = *elements;
   auto type = RankedTensorType::get(shape, narrow.storage);
   unsigned width = narrow.storage.getIntOrFloatBitWidth();
   DenseElementsAttr stored;
