@@ -198,16 +198,14 @@ LogicalResult importConvTranspose(NodeImporter &n) {
           n.checkAttrs({"auto_pad", "dilations", "group", "kernel_shape",
                         "output_padding", "output_shape", "pads", "strides"})))
     return failure();
-  if (n.hasAttr("output_shape"))
-    return n.emitError() << "ConvTranspose 'output_shape' is not supported; "
-                            "give 'pads' and 'output_padding'";
   FailureOr<std::string> autoPad = n.getString("auto_pad", "NOTSET");
   if (failed(autoPad))
     return failure();
-  if (*autoPad != "NOTSET" && *autoPad != "VALID")
+  bool same = *autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER";
+  if (*autoPad != "NOTSET" && *autoPad != "VALID" && !same)
     return n.emitError() << "ConvTranspose auto_pad '" << *autoPad
-                         << "' is not supported; give explicit 'pads'";
-  if (*autoPad == "VALID" && n.hasAttr("pads"))
+                         << "' is not supported";
+  if (*autoPad != "NOTSET" && n.hasAttr("pads"))
     return n.emitError() << "ConvTranspose sets both 'pads' and 'auto_pad'";
   FailureOr<Value> x = n.floatTensor(0);
   FailureOr<Value> w = n.floatTensor(1);
@@ -216,19 +214,30 @@ LogicalResult importConvTranspose(NodeImporter &n) {
     return failure();
   auto xType = cast<RankedTensorType>(x->getType());
   auto wType = cast<RankedTensorType>(w->getType());
-  if (xType.getRank() != 4 || wType.getRank() != 4)
-    return n.emitError() << "ConvTranspose is supported on 2-D images (NCHW "
-                            "input, 4-D weight), got "
+  // A 1-D one (NCL input, [C, O / group, K] weight) runs as a 2-D one over
+  // an image of height 1, as Conv does.
+  bool lifted = xType.getRank() == 3 && wType.getRank() == 3;
+  if (!lifted && (xType.getRank() != 4 || wType.getRank() != 4))
+    return n.emitError() << "ConvTranspose is supported on 1-D signals (NCL "
+                            "input, 3-D weight) and 2-D images (NCHW input, "
+                            "4-D weight), got "
                          << xType << " and " << wType;
-  if (xType.isDynamicDim(2) || xType.isDynamicDim(3))
-    return n.emitError() << "ConvTranspose needs static spatial sizes, got "
-                         << xType;
+  unsigned spatial = lifted ? 1 : 2;
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
   auto declared = n.getInts("kernel_shape", ArrayRef(kernel));
-  auto strides = n.getInts("strides", ArrayRef<int64_t>{1, 1});
-  auto dilations = n.getInts("dilations", ArrayRef<int64_t>{1, 1});
-  auto pads = n.getInts("pads", ArrayRef<int64_t>{0, 0, 0, 0});
-  auto outputPadding = n.getInts("output_padding", ArrayRef<int64_t>{0, 0});
+  auto strides = n.getInts("strides", ArrayRef(ones));
+  auto dilations = n.getInts("dilations", ArrayRef(ones));
+  auto pads = n.getInts("pads", ArrayRef(zeros));
+  auto outputPadding =
+      n.getInts("output_padding", ArrayRef(zeros).take_front(spatial));
+  std::optional<SmallVector<int64_t>> outputShape;
+  if (n.hasAttr("output_shape")) {
+    auto shape = n.getInts("output_shape");
+    if (failed(shape))
+      return failure();
+    outputShape = *shape;
+  }
   if (failed(declared) || failed(strides) || failed(dilations) ||
       failed(pads) || failed(outputPadding))
     return failure();
@@ -236,25 +245,64 @@ LogicalResult importConvTranspose(NodeImporter &n) {
     return n.emitError() << "ConvTranspose kernel_shape ["
                          << ArrayRef(*declared)
                          << "] differs from the weight's " << wType;
-  if (strides->size() != 2 || dilations->size() != 2 || pads->size() != 4 ||
-      outputPadding->size() != 2)
-    return n.emitError() << "ConvTranspose window attributes must describe 2 "
-                            "spatial dimensions";
+  if (strides->size() != spatial || dilations->size() != spatial ||
+      pads->size() != 2 * spatial || outputPadding->size() != spatial ||
+      (outputShape && outputShape->size() != spatial))
+    return n.emitError() << "ConvTranspose window attributes must describe "
+                         << spatial << " spatial dimension"
+                         << (spatial == 1 ? "" : "s");
+  if (lifted) {
+    x = liftInput(n, *x);
+    auto w2 = n.create<nn::ReshapeOp>(
+        *w, ArrayRef<int64_t>{wType.getDimSize(0), wType.getDimSize(1), 1,
+                              wType.getDimSize(2)});
+    if (failed(x) || failed(w2))
+      return failure();
+    w = w2->getResult();
+    xType = cast<RankedTensorType>(x->getType());
+    kernel.insert(kernel.begin(), 1);
+    *strides = liftTo2D(*strides, false);
+    *dilations = liftTo2D(*dilations, false);
+    *pads = liftTo2D(*pads, true);
+    *outputPadding = {0, (*outputPadding)[0]};
+    if (outputShape)
+      *outputShape = {1, (*outputShape)[0]};
+  }
+  if (xType.isDynamicDim(2) || xType.isDynamicDim(3))
+    return n.emitError() << "ConvTranspose needs static spatial sizes, got "
+                         << xType;
   SmallVector<int64_t> outSize(2);
   for (int i = 0; i < 2; ++i) {
-    int64_t stride = (*strides)[i], op = (*outputPadding)[i];
+    int64_t in = xType.getDimSize(2 + i), stride = (*strides)[i];
+    int64_t op = (*outputPadding)[i];
+    if (stride < 1)
+      return n.emitError() << "ConvTranspose strides [" << ArrayRef(*strides)
+                           << "] must be positive";
+    // The positions the input reaches, before padding is cut off.
+    int64_t reached = (in - 1) * stride + (*dilations)[i] * (kernel[i] - 1) + 1;
+    if (outputShape || same) {
+      // ONNX: the size asked for (`in * stride` for SAME) sets the padding;
+      // the odd element goes at the end for SAME_UPPER, at the beginning
+      // otherwise, and a size beyond what the input reaches is output
+      // padding.
+      outSize[i] = outputShape ? (*outputShape)[i] : in * stride;
+      int64_t total = std::max<int64_t>(0, reached + op - outSize[i]);
+      int64_t small = total / 2, large = total - small;
+      bool upper = *autoPad == "SAME_UPPER";
+      (*pads)[i] = upper ? small : large;
+      (*pads)[i + 2] = upper ? large : small;
+      op = outSize[i] - (reached - total);
+    } else {
+      outSize[i] = reached + op - (*pads)[i] - (*pads)[i + 2];
+    }
     // A larger output_padding (ONNX allows it up to the dilation) adds rows
     // that no input position reaches, which the forward convolution the op
     // inverts does not read back.
-    if (stride < 1 || op < 0 || op >= stride)
-      return n.emitError() << "ConvTranspose output_padding ["
-                           << ArrayRef(*outputPadding)
-                           << "] must be non-negative and smaller than the "
-                              "strides ["
-                           << ArrayRef(*strides) << "]";
-    outSize[i] = (xType.getDimSize(2 + i) - 1) * stride + op +
-                 (*dilations)[i] * (kernel[i] - 1) + 1 - (*pads)[i] -
-                 (*pads)[i + 2];
+    if (op < 0 || op >= stride)
+      return n.emitError()
+             << "ConvTranspose output padding " << op << " along spatial axis "
+             << i << (outputShape ? " (from output_shape)" : "")
+             << " must be non-negative and smaller than the stride " << stride;
     if (outSize[i] < 1)
       return n.emitError() << "ConvTranspose output would have " << outSize[i]
                            << " positions along spatial axis " << i;
@@ -264,23 +312,26 @@ LogicalResult importConvTranspose(NodeImporter &n) {
                                            static_cast<uint64_t>(*group));
   if (failed(y))
     return failure();
-  if (!n.hasInput(2)) {
-    n.setOutput(0, y->getResult());
-    return success();
+  Value out = y->getResult();
+  if (n.hasInput(2)) {
+    FailureOr<Value> b = n.floatTensor(2);
+    if (failed(b))
+      return failure();
+    auto yType = cast<RankedTensorType>(out.getType());
+    auto bType = cast<RankedTensorType>(b->getType());
+    if (bType.getShape() != yType.getShape().slice(1, 1))
+      return n.emitError() << "ConvTranspose bias must be ["
+                           << yType.getDimSize(1) << "], got " << bType;
+    auto bias = n.create<nn::ReshapeOp>(
+        *b, ArrayRef<int64_t>{yType.getDimSize(1), 1, 1});
+    if (failed(bias))
+      return failure();
+    auto sum = n.create<nn::AddOp>(out, bias->getResult());
+    if (failed(sum))
+      return failure();
+    out = sum->getResult();
   }
-  FailureOr<Value> b = n.floatTensor(2);
-  if (failed(b))
-    return failure();
-  auto yType = cast<RankedTensorType>(y->getType());
-  auto bType = cast<RankedTensorType>(b->getType());
-  if (bType.getShape() != yType.getShape().slice(1, 1))
-    return n.emitError() << "ConvTranspose bias must be ["
-                         << yType.getDimSize(1) << "], got " << bType;
-  auto bias =
-      n.create<nn::ReshapeOp>(*b, ArrayRef<int64_t>{yType.getDimSize(1), 1, 1});
-  if (failed(bias))
-    return failure();
-  return n.createOutput<nn::AddOp>(y->getResult(), bias->getResult());
+  return setWindowOutput(n, out, lifted);
 }
 
 /// MaxPool and AveragePool.
@@ -754,11 +805,12 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
       "first maximum in row-major order, as PyTorch's `adaptive_max_pool2d` "
       "backward. `nn.AdaptiveMaxPool2d(1)` itself exports a `MaxPool`";
   table["ConvTranspose"].notes =
-      "2-D, static spatial sizes; strides, pads (or `auto_pad=VALID`), "
-      "dilations, groups, `output_padding` smaller than the stride. The "
-      "backward-data convolution (`nn.conv2d_grad_input`: oneDNN on CPU, "
-      "cuDNN on CUDA), whose gradients are a forward and a backward-weights "
-      "convolution. Refused: `auto_pad=SAME_*`, `output_shape`, 1-D and 3-D";
+      "1-D (as a 2-D one of height 1) and 2-D, static spatial sizes; "
+      "strides, pads or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`), "
+      "`output_shape`, dilations, groups, output padding smaller than the "
+      "stride. The backward-data convolution (`nn.conv2d_grad_input`: oneDNN "
+      "on CPU, cuDNN on CUDA), whose gradients are a forward and a "
+      "backward-weights convolution. Refused: 3-D";
   table["Resize"].notes =
       "NCHW with static spatial sizes, `scales` or `sizes` (constant, or "
       "`Concat(Shape(x)[:2], ...)` as `F.interpolate(size=...)` exports); "

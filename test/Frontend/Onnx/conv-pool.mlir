@@ -22,6 +22,12 @@
 // RUN: cleave-opt --import-onnx %t.convt.onnx | FileCheck %s --check-prefix=CONVT
 // RUN: %python %S/Inputs/make_model.py conv_transpose_plain %t.convt_plain.onnx
 // RUN: cleave-opt --import-onnx %t.convt_plain.onnx | FileCheck %s --check-prefix=CONVT-PLAIN
+// RUN: %python %S/Inputs/make_model.py conv_transpose_same %t.convt_same.onnx
+// RUN: cleave-opt --import-onnx %t.convt_same.onnx | FileCheck %s --check-prefix=CONVT-UPPER
+// RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape %t.convt_shape.onnx
+// RUN: cleave-opt --import-onnx %t.convt_shape.onnx | FileCheck %s --check-prefix=CONVT-SHAPE
+// RUN: %python %S/Inputs/make_model.py conv_transpose_1d %t.convt_1d.onnx
+// RUN: cleave-opt --import-onnx %t.convt_1d.onnx | FileCheck %s --check-prefix=CONVT-1D
 // RUN: %python %S/Inputs/make_model.py resize_nearest %t.nearest.onnx
 // RUN: cleave-opt --import-onnx %t.nearest.onnx | FileCheck %s --check-prefix=NEAREST
 // RUN: %python %S/Inputs/make_model.py resize_linear_sizes %t.linear_sizes.onnx
@@ -91,6 +97,24 @@
 // CONVT-PLAIN-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x1x3x3xf32>
 // CONVT-PLAIN-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X]], %[[W]] {input_size = array<i64: 5, 5>} : tensor<?x2x3x3xf32>, tensor<2x1x3x3xf32> -> tensor<?x1x5x5xf32>
 // CONVT-PLAIN-NEXT:    return %[[Y]]
+
+// SAME_UPPER with stride 2: 6 = 3 * 2 of the 7 positions the input reaches,
+// the odd one cut off at the end (ONNX's rule for ConvTranspose).
+// CONVT-UPPER:         nn.conv2d_grad_input %{{.+}}, %{{.+}} {input_size = array<i64: 6, 6>, padding = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>} : tensor<?x2x3x3xf32>, tensor<2x1x3x3xf32> -> tensor<?x1x6x6xf32>
+
+// output_shape [6, 6] without auto_pad: the odd position is cut off at the
+// beginning.
+// CONVT-SHAPE:         nn.conv2d_grad_input %{{.+}}, %{{.+}} {input_size = array<i64: 6, 6>, padding = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : tensor<?x2x3x3xf32>, tensor<2x1x3x3xf32> -> tensor<?x1x6x6xf32>
+
+// 1-D: a 2-D one of height 1, as Conv.
+// CONVT-1D-LABEL: func.func @forward(
+// CONVT-1D-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3xf32> {train.input = "x"},
+// CONVT-1D-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x1x3xf32>
+// CONVT-1D:         %[[X2:.+]] = nn.reshape %[[X]] [-1, 2, 1, 3] : tensor<?x2x3xf32> -> tensor<?x2x1x3xf32>
+// CONVT-1D-NEXT:    %[[W2:.+]] = nn.reshape %[[W]] [2, 1, 1, 3] : tensor<2x1x3xf32> -> tensor<2x1x1x3xf32>
+// CONVT-1D-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X2]], %[[W2]] {input_size = array<i64: 1, 5>} : tensor<?x2x1x3xf32>, tensor<2x1x1x3xf32> -> tensor<?x1x1x5xf32>
+// CONVT-1D-NEXT:    %[[R:.+]] = nn.reshape %[[Y]] [-1, 1, 5] : tensor<?x1x1x5xf32> -> tensor<?x1x5xf32>
+// CONVT-1D-NEXT:    return %[[R]]
 
 // Resize is A_h X A_w^T with constant interpolation matrices: nearest
 // (asymmetric, floor) doubles each row and column.

@@ -143,22 +143,18 @@
 // RUN: not cleave-opt --import-onnx %t.gmp3d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-3D
 // GMP-3D: error: GlobalMaxPool is supported on 2-D images (NCHW), got 'tensor<?x3x2x5x4xf32>'
 // GMP-3D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
-// RUN: %python %S/Inputs/make_model.py conv_transpose_same %t.convt-same.onnx
-// RUN: not cleave-opt --import-onnx %t.convt-same.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-SAME
-// CONVT-SAME: error: ConvTranspose auto_pad 'SAME_UPPER' is not supported; give explicit 'pads'
-// CONVT-SAME-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
-// RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape %t.convt-shape.onnx
+// RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape_too_large %t.convt-shape.onnx
 // RUN: not cleave-opt --import-onnx %t.convt-shape.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-SHAPE
-// CONVT-SHAPE: error: ConvTranspose 'output_shape' is not supported; give 'pads' and 'output_padding'
+// CONVT-SHAPE: error: ConvTranspose output padding 2 along spatial axis 0 (from output_shape) must be non-negative and smaller than the stride 2
 // CONVT-SHAPE-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
 // RUN: %python %S/Inputs/make_model.py conv_transpose_large_output_padding %t.convt-op.onnx
 // RUN: not cleave-opt --import-onnx %t.convt-op.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-OP
-// CONVT-OP: error: ConvTranspose output_padding [1, 1] must be non-negative and smaller than the strides [1, 1]
+// CONVT-OP: error: ConvTranspose output padding 1 along spatial axis 0 must be non-negative and smaller than the stride 1
 // CONVT-OP-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
-// RUN: %python %S/Inputs/make_model.py conv_transpose_1d %t.convt-1d.onnx
-// RUN: not cleave-opt --import-onnx %t.convt-1d.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-1D
-// CONVT-1D: error: ConvTranspose is supported on 2-D images (NCHW input, 4-D weight), got 'tensor<?x2x3xf32>' and 'tensor<2x1x3xf32>'
-// CONVT-1D-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_3d %t.convt-3d.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-3d.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-3D
+// CONVT-3D: error: ConvTranspose is supported on 1-D signals (NCL input, 3-D weight) and 2-D images (NCHW input, 4-D weight), got 'tensor<?x2x3x3x3xf32>' and 'tensor<2x1x3x3x3xf32>'
+// CONVT-3D-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
 // RUN: %python %S/Inputs/make_model.py resize_crop %t.crop.onnx
 // RUN: not cleave-opt --import-onnx %t.crop.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-CROP
 // RESIZE-CROP: error: Resize coordinate_transformation_mode 'tf_crop_and_resize' is not supported

@@ -749,26 +749,34 @@ def conv_transpose_plain():
                  [init("w", weights(2, 1, 3, 3))])
 
 
-def conv_transpose_error(**attrs):
+def conv_transpose_with(out_shape, **attrs):
     return graph([node("ConvTranspose", ["x", "w"], ["y"], **attrs)],
                  [value("x", F, [BATCH, 2, 3, 3])],
-                 [value("y", F, [BATCH, 1, 5, 5])],
+                 [value("y", F, [BATCH, 1] + out_shape)],
                  [init("w", weights(2, 1, 3, 3))])
 
 
 @model
 def conv_transpose_same():
-    return conv_transpose_error(auto_pad="SAME_UPPER", strides=[2, 2])
+    """SAME_UPPER: the output is the input times the stride."""
+    return conv_transpose_with([6, 6], auto_pad="SAME_UPPER", strides=[2, 2])
 
 
 @model
 def conv_transpose_output_shape():
-    return conv_transpose_error(output_shape=[6, 6], strides=[2, 2])
+    """output_shape sets the padding (the odd row at the beginning)."""
+    return conv_transpose_with([6, 6], output_shape=[6, 6], strides=[2, 2])
+
+
+@model
+def conv_transpose_output_shape_too_large():
+    """Beyond what the input reaches plus less than a stride."""
+    return conv_transpose_with([9, 9], output_shape=[9, 9], strides=[2, 2])
 
 
 @model
 def conv_transpose_large_output_padding():
-    return conv_transpose_error(output_padding=[1, 1], dilations=[2, 2])
+    return conv_transpose_with([5, 5], output_padding=[1, 1], dilations=[2, 2])
 
 
 @model
@@ -776,6 +784,14 @@ def conv_transpose_1d():
     return graph([node("ConvTranspose", ["x", "w"], ["y"])],
                  [value("x", F, [BATCH, 2, 3])], [value("y", F, [BATCH, 1, 5])],
                  [init("w", weights(2, 1, 3))])
+
+
+@model
+def conv_transpose_3d():
+    return graph([node("ConvTranspose", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 3, 3])],
+                 [value("y", F, [BATCH, 1, 5, 5, 5])],
+                 [init("w", weights(2, 1, 3, 3, 3))])
 
 
 def resize_graph(inputs, out_shape, opset=13, **attrs):
