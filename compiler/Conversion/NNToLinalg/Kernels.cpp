@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <array>
 #include <limits>
 
 using namespace mlir;
@@ -210,6 +211,39 @@ struct Conv2DGradWeightLowering : OpRewritePattern<Conv2DGradWeightOp> {
   }
 };
 
+/// How far the last window of a pooling op reaches past the end of its
+/// padded input along each spatial axis (ceil mode; 0 when it does not).
+template <typename OpTy>
+std::array<int64_t, 2> windowOverhang(OpTy op, ArrayRef<int64_t> inShape,
+                                      ArrayRef<int64_t> outShape) {
+  SmallVector<int64_t> strides = op.getEffectiveStrides();
+  ArrayRef<int64_t> padding = op.getPadding(), kernelSize = op.getKernelSize(),
+                    dilations = op.getDilations();
+  std::array<int64_t, 2> extra;
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = (outShape[2 + i] - 1) * strides[i] +
+                   dilations[i] * (kernelSize[i] - 1) + 1;
+    extra[i] = std::max<int64_t>(
+        0, span - (inShape[2 + i] + padding[i] + padding[i + 2]));
+  }
+  return extra;
+}
+
+/// oneDNN counts a ceil-mode overhang as padding: with count_include_pad
+/// the divisor of the last windows would be wrong.
+bool overhangsCountedPadding(AvgPool2DOp op) {
+  std::array<int64_t, 2> extra =
+      windowOverhang(op, typeOf(op.getInput()).getShape(),
+                     cast<RankedTensorType>(op.getType()).getShape());
+  return op.getCountIncludePad() && (extra[0] > 0 || extra[1] > 0);
+}
+bool overhangsCountedPadding(AvgPool2DGradOp op) {
+  std::array<int64_t, 2> extra =
+      windowOverhang(op, cast<RankedTensorType>(op.getType()).getShape(),
+                     typeOf(op.getGrad()).getShape());
+  return op.getCountIncludePad() && (extra[0] > 0 || extra[1] > 0);
+}
+
 /// Pooling attributes for the kernel. oneDNN has no ceil mode: the extra
 /// output row/column of ceil mode becomes extra end padding.
 template <typename OpTy>
@@ -220,18 +254,14 @@ poolConfig(PatternRewriter &rw, OpTy op, ArrayRef<int64_t> inShape,
   SmallVector<int64_t> padding(op.getPadding());
   ArrayRef<int64_t> kernelSize = op.getKernelSize(),
                     dilations = op.getDilations();
+  std::array<int64_t, 2> extra = windowOverhang(op, inShape, outShape);
   for (int i = 0; i < 2; ++i) {
-    int64_t span = (outShape[2 + i] - 1) * strides[i] +
-                   dilations[i] * (kernelSize[i] - 1) + 1;
-    int64_t extra = span - (inShape[2 + i] + padding[i] + padding[i + 2]);
-    if (extra > 0) {
-      if (countIncludePad)
-        return rw.notifyMatchFailure(
-            op, "average pooling with ceil_mode and count_include_pad whose "
-                "last window overhangs the padding is not supported by the "
-                "CPU back end");
-      padding[i + 2] += extra;
-    }
+    if (extra[i] > 0 && countIncludePad)
+      return rw.notifyMatchFailure(
+          op, "average pooling with ceil_mode and count_include_pad whose "
+              "last window overhangs the padding (checkKernelOperands "
+              "reports it)");
+    padding[i + 2] += extra[i];
   }
   auto config = windowConfig(rw, strides, padding, dilations);
   config.push_back(rw.getNamedAttr("kernel", rw.getDenseI64ArrayAttr(kernelSize)));
@@ -352,6 +382,19 @@ LogicalResult mlir::cleave::checkKernelOperands(Operation *root) {
              Conv2DGradWeightOp, MaxPool2DOp, MaxPool2DGradOp, AvgPool2DOp,
              AvgPool2DGradOp>(op))
       return WalkResult::advance();
+    bool overhang = false;
+    if (auto avg = dyn_cast<AvgPool2DOp>(op))
+      overhang = overhangsCountedPadding(avg);
+    else if (auto grad = dyn_cast<AvgPool2DGradOp>(op))
+      overhang = overhangsCountedPadding(grad);
+    if (overhang) {
+      op->emitOpError("with ceil_mode and count_include_pad, whose last "
+                      "window reaches past the padding, is not supported: "
+                      "the pooling kernels count that overhang as padding "
+                      "(pad the input explicitly, or leave out "
+                      "count_include_pad)");
+      return WalkResult::interrupt();
+    }
     RankedTensorType rt = nonF32Operand(op);
     if (!rt)
       return WalkResult::advance();

@@ -373,20 +373,86 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
       readWindow(n, *x, *kernel, /*hasDilations=*/isMax, lifted);
   if (failed(w))
     return failure();
-  FailureOr<OpTy> op;
-  if constexpr (isMax) {
-    op = n.create<OpTy>(*x, w->kernel, w->strides, w->padding, w->dilations,
-                        *ceilMode != 0);
-  } else {
-    FailureOr<int64_t> countPad = n.getInt("count_include_pad", 0);
-    if (failed(countPad))
-      return failure();
-    op = n.create<OpTy>(*x, w->kernel, w->strides, w->padding, w->dilations,
-                        *ceilMode != 0, *countPad != 0);
+  FailureOr<int64_t> countPad =
+      isMax ? FailureOr<int64_t>(0) : n.getInt("count_include_pad", 0);
+  if (failed(countPad))
+    return failure();
+  // The pooling kernels pad by at most half the window (PyTorch's limit);
+  // ONNX allows more. Such padding is made explicit: -inf around a max
+  // pool's input, zeros around an average pool's, whose sums are then
+  // divided by the number of input elements each window holds unless the
+  // padding counts.
+  bool explicitPadding = false;
+  for (int i = 0; i < 2; ++i)
+    explicitPadding |= 2 * w->padding[i] > w->kernel[i] ||
+                       2 * w->padding[i + 2] > w->kernel[i];
+  Value input = *x;
+  std::optional<DenseElementsAttr> divisors;
+  if (explicitPadding) {
+    if (!isMax && *ceilMode)
+      return n.emitError() << "AveragePool pads [" << ArrayRef(w->padding)
+                           << "] exceed half the kernel ["
+                           << ArrayRef(w->kernel)
+                           << "] with ceil_mode, which is not supported";
+    auto type = cast<RankedTensorType>(input.getType());
+    double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int i = 0; i < 2; ++i) {
+      FailureOr<Value> padded =
+          padWith(n, input, 2 + i, w->padding[i], w->padding[i + 2], fill);
+      if (failed(padded))
+        return failure();
+      input = *padded;
+    }
+    if (!isMax && !*countPad) {
+      // Window (r, c) starts at r * stride - pad; it holds the input
+      // positions of [start, start + kernel) within [0, size).
+      SmallVector<int64_t> out(2);
+      SmallVector<SmallVector<int64_t>> held(2);
+      for (int i = 0; i < 2; ++i) {
+        int64_t size = type.getDimSize(2 + i), k = w->kernel[i];
+        int64_t s = w->strides[i];
+        out[i] = (size + w->padding[i] + w->padding[i + 2] - k) / s + 1;
+        for (int64_t o = 0; o < out[i]; ++o) {
+          int64_t start = o * s - w->padding[i];
+          held[i].push_back(std::min(start + k, size) -
+                            std::max<int64_t>(start, 0));
+        }
+      }
+      Type elt = type.getElementType();
+      SmallVector<Attribute> factors;
+      for (int64_t r = 0; r < out[0]; ++r)
+        for (int64_t c = 0; c < out[1]; ++c) {
+          // A window of padding alone averages nothing: ONNX's reference
+          // gives NaN (0 / 0), as a division by zero elements does here.
+          double count = double(held[0][r] * held[1][c]);
+          double kernelSize = double(w->kernel[0] * w->kernel[1]);
+          factors.push_back(FloatAttr::get(
+              elt, count > 0 ? kernelSize / count
+                             : std::numeric_limits<double>::quiet_NaN()));
+        }
+      divisors =
+          DenseElementsAttr::get(RankedTensorType::get(out, elt), factors);
+    }
+    w->padding.assign(4, 0);
   }
+  FailureOr<OpTy> op;
+  if constexpr (isMax)
+    op = n.create<OpTy>(input, w->kernel, w->strides, w->padding, w->dilations,
+                        *ceilMode != 0);
+  else
+    op = n.create<OpTy>(input, w->kernel, w->strides, w->padding, w->dilations,
+                        *ceilMode != 0, *countPad != 0);
   if (failed(op))
     return failure();
-  return setWindowOutput(n, op->getResult(), lifted);
+  Value y = op->getResult();
+  if (divisors) {
+    auto scaled =
+        n.create<nn::MulOp>(y, n.getGraph().materialize(*divisors, n.getLoc()));
+    if (failed(scaled))
+      return failure();
+    y = scaled->getResult();
+  }
+  return setWindowOutput(n, y, lifted);
 }
 
 LogicalResult importGlobalAveragePool(NodeImporter &n) {
@@ -795,10 +861,12 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
       "spatial sizes; strides, dilations, groups, "
       "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
   table["MaxPool"].notes =
-      "1-D and 2-D; strides, pads, `ceil_mode`, `auto_pad`, "
-      "dilations, `storage_order=0`, no `Indices` output";
+      "1-D and 2-D; strides, pads (more than half the kernel as explicit "
+      "`-inf` padding), `ceil_mode`, `auto_pad`, dilations, "
+      "`storage_order=0`, no `Indices` output";
   table["AveragePool"].notes =
-      "1-D and 2-D; strides, pads, `ceil_mode`, `auto_pad`, "
+      "1-D and 2-D; strides, pads (more than half the kernel as explicit "
+      "zero padding, not with `ceil_mode`), `ceil_mode`, `auto_pad`, "
       "`count_include_pad`";
   table["GlobalMaxPool"].notes =
       "2-D; one max-pooling window over the image; the gradient goes to the "

@@ -418,6 +418,11 @@ Value scalarLike(NodeImporter &n, Value like, double v);
 /// over the batch of a data input when `like` is batched.
 FailureOr<Value> filledLike(NodeImporter &n, Value like, double value);
 
+/// `x` with `before` and `after` elements of `value` around it along the
+/// static dimension `axis` (nn.concat with constant blocks).
+FailureOr<Value> padWith(NodeImporter &n, Value x, int64_t axis, int64_t before,
+                         int64_t after, double value);
+
 /// `v` as an element of the float or integer type `elt` (a whole `v` for
 /// integers).
 TypedAttr elementAttr(Type elt, double v);

@@ -2290,6 +2290,33 @@ LogicalResult importPad(NodeImporter &n) {
 
 } // namespace
 
+FailureOr<Value> importer::padWith(NodeImporter &n, Value x, int64_t axis,
+                                   int64_t before, int64_t after,
+                                   double value) {
+  SmallVector<Value> parts;
+  auto block = [&](int64_t width) -> LogicalResult {
+    if (width == 0)
+      return success();
+    FailureOr<Value> filled = fillBlock(n, x, axis, width, value);
+    if (failed(filled))
+      return failure();
+    parts.push_back(*filled);
+    return success();
+  };
+  if (failed(block(before)))
+    return failure();
+  parts.push_back(x);
+  if (failed(block(after)))
+    return failure();
+  if (parts.size() == 1)
+    return x;
+  auto op =
+      n.create<nn::ConcatOp>(ValueRange(parts), static_cast<uint64_t>(axis));
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 FailureOr<Value> importer::filledLike(NodeImporter &n, Value like,
                                       double value) {
   auto type = cast<RankedTensorType>(like.getType());

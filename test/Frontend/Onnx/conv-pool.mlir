@@ -22,6 +22,8 @@
 // RUN: cleave-opt --import-onnx %t.convt.onnx | FileCheck %s --check-prefix=CONVT
 // RUN: %python %S/Inputs/make_model.py conv_transpose_plain %t.convt_plain.onnx
 // RUN: cleave-opt --import-onnx %t.convt_plain.onnx | FileCheck %s --check-prefix=CONVT-PLAIN
+// RUN: %python %S/Inputs/make_model.py pool_wide_pads %t.wide_pads.onnx
+// RUN: cleave-opt --import-onnx %t.wide_pads.onnx | FileCheck %s --check-prefix=WIDE-PADS
 // RUN: %python %S/Inputs/make_model.py conv_transpose_same %t.convt_same.onnx
 // RUN: cleave-opt --import-onnx %t.convt_same.onnx | FileCheck %s --check-prefix=CONVT-UPPER
 // RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape %t.convt_shape.onnx
@@ -97,6 +99,22 @@
 // CONVT-PLAIN-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x1x3x3xf32>
 // CONVT-PLAIN-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X]], %[[W]] {input_size = array<i64: 5, 5>} : tensor<?x2x3x3xf32>, tensor<2x1x3x3xf32> -> tensor<?x1x5x5xf32>
 // CONVT-PLAIN-NEXT:    return %[[Y]]
+
+// Pads of 2 around a 3x3 window exceed the kernels' limit (half the
+// window): the padding is explicit, -inf blocks around the max pool's input
+// and zeros around the average's, concatenated along H and then W; the
+// average over the input elements alone is the padded average times
+// 9 / (elements held): 9 in a corner window, which holds one.
+// WIDE-PADS-LABEL: func.func @forward(
+// WIDE-PADS-DAG:     %[[SCALE:.+]] = arith.constant dense<{{\[}}[9.000000e+00, 4.500000e+00, 4.500000e+00, 9.000000e+00], [4.500000e+00, 2.250000e+00, 2.250000e+00, 4.500000e+00], [4.500000e+00, 2.250000e+00, 2.250000e+00, 4.500000e+00], [9.000000e+00, 4.500000e+00, 4.500000e+00, 9.000000e+00]]> : tensor<4x4xf32>
+// WIDE-PADS-DAG:     %[[NEGINF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
+// WIDE-PADS:         nn.broadcast_to %[[NEGINF]] [-1, 1, 2, 2]
+// WIDE-PADS:         %[[MAXIN:.+]] = nn.concat {{.+}} {axis = 3 : i64} {{.+}} -> tensor<?x1x6x6xf32>
+// WIDE-PADS-NEXT:    %[[MAX:.+]] = nn.max_pool2d %[[MAXIN]] {kernel_size = array<i64: 3, 3>, strides = array<i64: 1, 1>} : tensor<?x1x6x6xf32> -> tensor<?x1x4x4xf32>
+// WIDE-PADS:         %[[AVGIN:.+]] = nn.concat {{.+}} {axis = 3 : i64} {{.+}} -> tensor<?x1x6x6xf32>
+// WIDE-PADS-NEXT:    %[[SUM:.+]] = nn.avg_pool2d %[[AVGIN]] {kernel_size = array<i64: 3, 3>, strides = array<i64: 1, 1>} : tensor<?x1x6x6xf32> -> tensor<?x1x4x4xf32>
+// WIDE-PADS-NEXT:    %[[AVG:.+]] = nn.mul %[[SUM]], %[[SCALE]]
+// WIDE-PADS-NEXT:    return %[[MAX]], %[[AVG]]
 
 // SAME_UPPER with stride 2: 6 = 3 * 2 of the 7 positions the input reaches,
 // the odd one cut off at the end (ONNX's rule for ConvTranspose).

@@ -143,6 +143,10 @@
 // RUN: not cleave-opt --import-onnx %t.gmp3d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-3D
 // GMP-3D: error: GlobalMaxPool is supported on 2-D images (NCHW), got 'tensor<?x3x2x5x4xf32>'
 // GMP-3D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
+// RUN: %python %S/Inputs/make_model.py avgpool_wide_pads_ceil %t.wide-ceil.onnx
+// RUN: not cleave-opt --import-onnx %t.wide-ceil.onnx 2>&1 | FileCheck %s --check-prefix=WIDE-CEIL
+// WIDE-CEIL: error: AveragePool pads [2, 2, 2, 2] exceed half the kernel [3, 3] with ceil_mode, which is not supported
+// WIDE-CEIL-NEXT: note: while importing ONNX node 'a' (AveragePool, opset 13)
 // RUN: %python %S/Inputs/make_model.py conv_transpose_output_shape_too_large %t.convt-shape.onnx
 // RUN: not cleave-opt --import-onnx %t.convt-shape.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-SHAPE
 // CONVT-SHAPE: error: ConvTranspose output padding 2 along spatial axis 0 (from output_shape) must be non-negative and smaller than the stride 2

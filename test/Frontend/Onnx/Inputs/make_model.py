@@ -749,6 +749,27 @@ def conv_transpose_plain():
                  [init("w", weights(2, 1, 3, 3))])
 
 
+@model
+def pool_wide_pads():
+    """Pads of more than half the kernel: explicit padding around the pools
+    (-inf for the max, zeros for the averages), the average without the
+    padding divided by the elements each window holds."""
+    pool = dict(kernel_shape=[3, 3], pads=[2, 2, 2, 2])
+    return graph([node("MaxPool", ["x"], ["m"], **pool),
+                  node("AveragePool", ["x"], ["a"], **pool)],
+                 [value("x", F, [BATCH, 1, 2, 2])],
+                 [value("m", F, [BATCH, 1, 4, 4]),
+                  value("a", F, [BATCH, 1, 4, 4])])
+
+
+@model
+def avgpool_wide_pads_ceil():
+    return graph([node("AveragePool", ["x"], ["a"], kernel_shape=[3, 3],
+                       pads=[2, 2, 2, 2], strides=[2, 2], ceil_mode=1)],
+                 [value("x", F, [BATCH, 1, 4, 4])],
+                 [value("a", F, [BATCH, 1, 4, 4])])
+
+
 def conv_transpose_with(out_shape, **attrs):
     return graph([node("ConvTranspose", ["x", "w"], ["y"], **attrs)],
                  [value("x", F, [BATCH, 2, 3, 3])],
