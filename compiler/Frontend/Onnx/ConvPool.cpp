@@ -46,6 +46,17 @@ FailureOr<Value> liftInput(NodeImporter &n, Value x) {
   return n.reshape(x, lifted);
 }
 
+/// A 1-D node's `[A, B, K]` weight as the `[A, B, 1, K]` one of a 2-D node.
+FailureOr<Value> liftWeight(NodeImporter &n, Value w) {
+  auto type = cast<RankedTensorType>(w.getType());
+  auto op = n.create<nn::ReshapeOp>(w, ArrayRef<int64_t>{type.getDimSize(0),
+                                                         type.getDimSize(1), 1,
+                                                         type.getDimSize(2)});
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 /// `y` as output 0 of the node: a lifted (1-D) node's NC1L result reshaped
 /// back to NCL.
 LogicalResult setWindowOutput(NodeImporter &n, Value y, bool lifted) {
@@ -159,12 +170,9 @@ LogicalResult importConv(NodeImporter &n) {
                          << "] differs from the weight's " << wType;
   if (lifted) {
     x = liftInput(n, *x);
-    auto w2 = n.create<nn::ReshapeOp>(
-        *w, ArrayRef<int64_t>{wType.getDimSize(0), wType.getDimSize(1), 1,
-                              wType.getDimSize(2)});
-    if (failed(x) || failed(w2))
+    w = liftWeight(n, *w);
+    if (failed(x) || failed(w))
       return failure();
-    w = w2->getResult();
     kernel.insert(kernel.begin(), 1);
   }
   FailureOr<Window> window =
@@ -253,12 +261,9 @@ LogicalResult importConvTranspose(NodeImporter &n) {
                          << (spatial == 1 ? "" : "s");
   if (lifted) {
     x = liftInput(n, *x);
-    auto w2 = n.create<nn::ReshapeOp>(
-        *w, ArrayRef<int64_t>{wType.getDimSize(0), wType.getDimSize(1), 1,
-                              wType.getDimSize(2)});
-    if (failed(x) || failed(w2))
+    w = liftWeight(n, *w);
+    if (failed(x) || failed(w))
       return failure();
-    w = w2->getResult();
     xType = cast<RankedTensorType>(x->getType());
     kernel.insert(kernel.begin(), 1);
     *strides = liftTo2D(*strides, false);

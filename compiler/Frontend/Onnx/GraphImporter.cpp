@@ -886,8 +886,6 @@ LogicalResult GraphImporter::narrowOutputs(const onnx::NodeProto &node,
     }
     if (!getNarrowType(&context, dataType))
       continue;
-    if (keepsOperandValues(op) && out->narrow == dataType)
-      continue;
     if (keepsOperandValues(op) && out->kind == ImportedValue::Kind::Tensor) {
       out->narrow = dataType;
       continue;

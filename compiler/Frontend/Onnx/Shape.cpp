@@ -2244,20 +2244,18 @@ LogicalResult importPad(NodeImporter &n) {
       return n.emitError() << "Pad reflect of " << before << " and " << after
                            << " along a dimension of size " << dim
                            << " (at most " << dim - 1 << ")";
+    if (*mode == "constant") {
+      FailureOr<Value> padded = padWith(n, y, axis, before, after, fill);
+      if (failed(padded))
+        return failure();
+      y = *padded;
+      continue;
+    }
     SmallVector<Value> parts;
     auto element = [&](int64_t index) {
       return sliceAxes(n, y, {{axis, {index, 1, 1}}});
     };
     auto side = [&](int64_t width, bool first) -> LogicalResult {
-      if (width == 0)
-        return success();
-      if (*mode == "constant") {
-        FailureOr<Value> block = fillBlock(n, y, axis, width, fill);
-        if (failed(block))
-          return failure();
-        parts.push_back(*block);
-        return success();
-      }
       for (int64_t k = 0; k < width; ++k) {
         // Element k of the padding, counted outwards from the input.
         int64_t source = *mode == "edge" ? (first ? 0 : dim - 1)
