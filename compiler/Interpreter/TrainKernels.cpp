@@ -432,6 +432,23 @@ LogicalResult runClipByGlobalNorm(train::ClipByGlobalNormOp op, Frame &f) {
   return success();
 }
 
+/// One rank: across_ranks combines this rank's verdicts with nothing.
+LogicalResult runCheckFinite(train::CheckFiniteOp op, Frame &f) {
+  int64_t first = 0;
+  for (auto [i, v] : llvm::enumerate(op.getValues())) {
+    const Tensor &t = f.get(v);
+    bool finite = true;
+    for (int64_t e = 0, n = t.getNumElements(); e < n && finite; ++e)
+      finite = std::isfinite(t.getDouble(e));
+    if (!finite) {
+      first = int64_t(i) + 1;
+      break;
+    }
+  }
+  f.set(op.getFirst(), Tensor::scalar(DType::i64, double(first)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // arith
 //===----------------------------------------------------------------------===//
@@ -524,6 +541,7 @@ void kernels::registerTrainKernels(KernelTable &t) {
   t.add<train::LambOp, runLamb>();
   t.add<train::LarsOp, runLars>();
   t.add<train::ClipByGlobalNormOp, runClipByGlobalNorm>();
+  t.add<train::CheckFiniteOp, runCheckFinite>();
   t.add<arith::ConstantOp, runConstant>();
   t.add<arith::AddIOp, runAddI>();
   t.add<arith::MulIOp, runMulI>();

@@ -81,12 +81,8 @@ TrainingPipelineOptions::buildTrainStepOptions() const {
   o.clipNorm = clipNorm;
   o.inference = inference;
   // A window whose sums are not finite is skipped, the same way on every
-  // rank: the sums are reduced across ranks before the check, except with
-  // Adasum (each rank steps on its own window) and ZeRO-1 (each rank holds
-  // a shard of the gradients), which go without it
-  // (docs/design/numerics.md).
-  o.checkFinite =
-      reduce != train::RankReduction::adasum && !shardOptimizerState;
+  // rank (docs/design/numerics.md).
+  o.checkFinite = true;
   return o;
 }
 

@@ -586,33 +586,19 @@ struct BuildTrainStepPass
 
   /// The window's verdict, in `elt`: 1 when every element of every window
   /// sum is finite, else 0. `train.nonfinite` gets 1 + the position of the
-  /// first sum that is not (0 if none): `s - s` is 0 where `s` is finite and
-  /// NaN elsewhere, and so is its sum.
+  /// first sum that is not (0 if none). cleave-split-step makes the check
+  /// span all ranks where their sums differ (Adasum, ZeRO-1).
   Value checkWindow(OpBuilder &b, Location loc, ValueRange windowSums,
                     Type elt) {
+    Value first = train::CheckFiniteOp::create(b, loc, windowSums,
+                                               /*across_ranks=*/false);
+    train::StoreOp::create(b, loc, first, TrainDialect::kNonfiniteGlobal);
     auto scalarType = RankedTensorType::get({}, elt);
-    auto scalar = [&](double v) -> Value {
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(scalarType, FloatAttr::get(elt, v)));
-    };
-    Value zero = scalar(0.0);
-    Value verdict = zero;
-    // From the last sum to the first, so that the first one wins.
-    for (int i = int(windowSums.size()) - 1; i >= 0; --i) {
-      Value s = windowSums[i];
-      Value nan = nn::SubOp::create(b, loc, s, s);
-      if (cast<RankedTensorType>(s.getType()).getRank() > 0)
-        nan = nn::ReduceSumOp::create(b, loc, nan, ArrayRef<int64_t>{}, false);
-      Value bad = nn::CompareOp::create(b, loc, nn::ComparePredicate::ne, nan,
-                                        nan, elt);
-      verdict = nn::WhereOp::create(b, loc, bad, scalar(i + 1), verdict);
-    }
-    auto counterType = RankedTensorType::get({}, b.getI64Type());
-    train::StoreOp::create(
-        b, loc, arith::FPToSIOp::create(b, loc, counterType, verdict),
-        TrainDialect::kNonfiniteGlobal);
-    return nn::CompareOp::create(b, loc, nn::ComparePredicate::eq, verdict,
-                                 zero, elt);
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(scalarType, FloatAttr::get(elt, 0.0)));
+    return nn::CompareOp::create(
+        b, loc, nn::ComparePredicate::eq,
+        arith::SIToFPOp::create(b, loc, scalarType, first), zero, elt);
   }
 
   /// @eval_step: the model's prediction (its first result that is not a

@@ -439,6 +439,10 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
         continue;
       }
       Operation *clone = b.clone(op, map);
+      // Under Adasum each rank checks its own window; all ranks skip a
+      // window that is not finite on one of them.
+      if (auto check = dyn_cast<train::CheckFiniteOp>(clone))
+        check.setAcrossRanks(reduce == RankReduction::adasum);
       if (auto store = dyn_cast<train::StoreOp>(clone))
         if (isParamGlobal(getOperation(), store.getGlobalAttr()))
           paramStores.push_back(store);

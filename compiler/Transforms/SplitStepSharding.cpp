@@ -178,6 +178,12 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
     return success();
   }
 
+  // The window check: each rank checks its shards (and the values every
+  // rank holds whole), and the verdicts are combined across ranks.
+  if (isa<train::CheckFiniteOp>(op)) {
+    cast<train::CheckFiniteOp>(b.clone(op, map)).setAcrossRanks(true);
+    return success();
+  }
   // The layer-wise optimizers scale each update by norms of the whole
   // parameter; a shard's norms would give each rank its own trust ratio.
   if (isa<train::LambOp, train::LarsOp>(op))
@@ -190,7 +196,8 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
       clip ||
       isa<train::SgdOp, train::MomentumOp, train::AdamOp, train::RmspropOp,
           train::AdagradOp, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
-          nn::NegOp, nn::SqrtOp, nn::PowOp, nn::ExpOp, nn::LogOp>(op);
+          nn::NegOp, nn::SqrtOp, nn::PowOp, nn::ExpOp, nn::LogOp, nn::WhereOp>(
+          op);
   if (!elementwise)
     return op.emitOpError("uses a shard of a gradient or optimizer state "
                           "but is not elementwise; it cannot run on "

@@ -505,6 +505,52 @@ func.func @clip_across_ranks(%a: tensor<3xf32>, %b: tensor<1xf32>, %c: tensor<f3
 
 // -----
 
+// The window check: per value the sum of x - x (0, or NaN when an element
+// is not finite; a scalar is taken as it is), a vector of flags, and the
+// first flag set as 1 + its position (or 0), in any order of iteration.
+// CHECK-LABEL: func.func @check_finite
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<3x4xf32>, %[[C:[^:]+]]: tensor<f64>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} iterator_types = ["reduction", "reduction"]} ins(%[[A]] : tensor<3x4xf32>)
+// CHECK: ^bb0(%[[E:.+]]: f32, %[[ACC:.+]]: f32):
+// CHECK: %[[D:.+]] = arith.subf %[[E]], %[[E]] : f32
+// CHECK: arith.addf %[[ACC]], %[[D]] : f32
+// CHECK: %[[FLAGS:.+]] = linalg.generic {{.+}} iterator_types = ["parallel"]} ins(%[[SUM]], %[[C]] : tensor<f32>, tensor<f64>) outs(%{{.+}} : tensor<2xf32>)
+// CHECK: %[[D0:.+]] = arith.subf %{{.+}} : f32
+// CHECK: arith.cmpf uno, %[[D0]], %[[D0]] : f32
+// CHECK: %[[D1:.+]] = arith.subf %{{.+}} : f64
+// CHECK: arith.cmpf uno, %[[D1]], %[[D1]] : f64
+// CHECK-NOT: rt.cross_rank_reduce
+// CHECK: %[[FIRST:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]} ins(%[[FLAGS]] : tensor<2xf32>) outs(%{{.+}} : tensor<i64>)
+// CHECK: ^bb0(%[[FLAG:.+]]: f32, %[[OUT:.+]]: i64):
+// CHECK: %[[I:.+]] = linalg.index 0
+// CHECK: %[[POS:.+]] = arith.addi %{{.+}}, %{{.+}} : i64
+// CHECK: %[[SET:.+]] = arith.cmpf ogt, %[[FLAG]], %{{.+}} : f32
+// CHECK: %[[NONE:.+]] = arith.cmpi eq, %[[OUT]], %{{.+}} : i64
+// CHECK: %[[EARLIER:.+]] = arith.cmpi slt, %[[POS]], %[[OUT]] : i64
+// CHECK: %[[EITHER:.+]] = arith.ori %[[NONE]], %[[EARLIER]]
+// CHECK: %[[TAKE:.+]] = arith.andi %[[SET]], %[[EITHER]]
+// CHECK: arith.select %[[TAKE]], %[[POS]], %[[OUT]] : i64
+// CHECK: return %[[FIRST]]
+func.func @check_finite(%a: tensor<3x4xf32>, %c: tensor<f64>) -> tensor<i64> {
+  %0 = train.check_finite %a, %c : tensor<3x4xf32>, tensor<f64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+// Across ranks the flags are summed over the ranks before the first is
+// found: one collective for all values.
+// CHECK-LABEL: func.func @check_finite_across_ranks
+// CHECK: %[[FLAGS:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<2xf32>)
+// CHECK: %[[ALL:.+]] = rt.cross_rank_reduce sum outs(%[[FLAGS]] : tensor<2xf32>) -> tensor<2xf32>
+// CHECK: linalg.generic {{.+}} ins(%[[ALL]] : tensor<2xf32>) outs(%{{.+}} : tensor<i64>)
+func.func @check_finite_across_ranks(%a: tensor<3xf32>, %c: tensor<f32>) -> tensor<i64> {
+  %0 = train.check_finite %a, %c {across_ranks} : tensor<3xf32>, tensor<f32>
+  return %0 : tensor<i64>
+}
+
+// -----
+
 // The runtime's matrix kernels compute in f32 (f64 runs only in the
 // interpreter): an f64 product is refused with the reason, not left for the
 // conversion to fail on.

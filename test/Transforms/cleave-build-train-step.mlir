@@ -68,29 +68,21 @@
 // SGD: %[[NEXT:.+]] = arith.addi %[[STEP]], %[[ONE]]
 // SGD: train.store %[[NEXT]], @train.step
 
-// With check-finite the loss is summed over the window too, and each window
-// sum is checked: s - s is NaN exactly where s is not finite, and so is its
-// sum. train.nonfinite gets 1 + the position of the first such sum (checked
-// last to first, so the first wins), or 0; only a window whose sums are all
-// finite advances train.step and stores new parameters and optimizer state.
+// With check-finite the loss is summed over the window too, and the window
+// sums are checked by train.check_finite: train.nonfinite gets 1 + the
+// position of the first sum that is not finite, or 0; only a window whose
+// sums are all finite advances train.step and stores new parameters and
+// optimizer state.
 // FINITE: train.global counter @train.step : tensor<i64>
 // FINITE-NEXT: train.global counter @train.nonfinite : tensor<i64>
 // FINITE-NEXT: train.global counter @train.skipped_steps : tensor<i64>
 // FINITE-LABEL: func.func @train_step(
 // FINITE: %[[SUMS:.+]]:4 = train.window_sum %{{.+}}, %{{.+}}, %[[LOSS:.+]], %{{.+}} {targets = [@w, @b, "loss", "samples"]}
 // FINITE: %[[STEP:.+]] = train.load @train.step
-// FINITE: %[[D3:.+]] = nn.sub %[[SUMS]]#3, %[[SUMS]]#3 : tensor<f32>
-// FINITE: %[[BAD3:.+]] = nn.compare <ne>, %[[D3]], %[[D3]] {dtype = f32}
-// FINITE: %[[V3:.+]] = nn.where %[[BAD3]], %{{.+}}, %{{.+}} :
-// FINITE: nn.sub %[[SUMS]]#2, %[[SUMS]]#2
-// FINITE: nn.sub %[[SUMS]]#1, %[[SUMS]]#1
-// FINITE: %[[D0:.+]] = nn.sub %[[SUMS]]#0, %[[SUMS]]#0 : tensor<3x4xf32>
-// FINITE: %[[R0:.+]] = nn.reduce_sum %[[D0]] [] : tensor<3x4xf32> -> tensor<f32>
-// FINITE: %[[BAD0:.+]] = nn.compare <ne>, %[[R0]], %[[R0]] {dtype = f32}
-// FINITE: %[[VERDICT:.+]] = nn.where %[[BAD0]], %{{.+}}, %{{.+}} :
-// FINITE: %[[VI:.+]] = arith.fptosi %[[VERDICT]] : tensor<f32> to tensor<i64>
-// FINITE: train.store %[[VI]], @train.nonfinite
-// FINITE: %[[OK:.+]] = nn.compare <eq>, %[[VERDICT]], %{{.+}} {dtype = f32}
+// FINITE: %[[FIRST:.+]] = train.check_finite %[[SUMS]]#0, %[[SUMS]]#1, %[[SUMS]]#2, %[[SUMS]]#3 : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>
+// FINITE: train.store %[[FIRST]], @train.nonfinite
+// FINITE: %[[FIRSTF:.+]] = arith.sitofp %[[FIRST]] : tensor<i64> to tensor<f32>
+// FINITE: %[[OK:.+]] = nn.compare <eq>, %[[FIRSTF]], %{{.+}} {dtype = f32}
 // FINITE: %[[ADVANCE:.+]] = arith.fptosi %[[OK]] : tensor<f32> to tensor<i64>
 // FINITE: %[[SKIPPED:.+]] = train.load @train.skipped_steps
 // FINITE: %[[NOTOK:.+]] = arith.subi %{{.+}}, %[[ADVANCE]]

@@ -11,6 +11,9 @@
 // RUN: cleave-opt %t/zero.mlir --cleave-split-step="reduce=mean ranks=4 shard-optimizer-state" | FileCheck %s --check-prefix=ZERO
 // RUN: cleave-opt %t/step.mlir --cleave-split-step="reduce=mean ranks=2" | FileCheck %s --check-prefix=RANKS
 // RUN: cleave-opt %t/step.mlir --cleave-split-step="accumulate=4 reduce=mean reduce-every-micro-step" | FileCheck %s --check-prefix=EVERY
+// RUN: cleave-opt %t/checked.mlir --cleave-split-step="reduce=mean ranks=2" | FileCheck %s --check-prefix=CHECKED-MEAN
+// RUN: cleave-opt %t/checked.mlir --cleave-split-step="reduce=adasum" | FileCheck %s --check-prefix=CHECKED-ADASUM
+// RUN: cleave-opt %t/checked.mlir --cleave-split-step="reduce=mean ranks=4 shard-optimizer-state" | FileCheck %s --check-prefix=CHECKED-ZERO
 // RUN: cleave-opt %t/zero-invalid.mlir --split-input-file --verify-diagnostics --cleave-split-step="reduce=mean ranks=2 shard-optimizer-state"
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=adasum ranks=2 shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=BAD-SHARD-ADASUM
 // RUN: not cleave-opt %t/step.mlir --cleave-split-step="reduce=mean shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=BAD-SHARD-RANKS
@@ -559,4 +562,74 @@ func.func @train_step(%weights: tensor<8xf32> {train.input = "weights"},
   // expected-error @+1 {{'train.lars' op needs the norms of whole parameters (the layer-wise trust ratio); the lars optimizer cannot run with shard-optimizer-state (ZeRO-1)}}
   %w2, %b2 = train.lars %w, %s#0, %b lr %lr momentum %lr eta %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
   return %n : tensor<f32>
+}
+
+//--- checked.mlir
+
+// A window checked for NaN and infinity, as cleave-build-train-step builds
+// it with check-finite. With reduce=mean every rank checks the same reduced
+// sums: no communication.
+// CHECKED-MEAN-LABEL: func.func @apply_step(
+// CHECKED-MEAN: %[[R:.+]]:3 = train.cross_rank_reduce sum
+// CHECKED-MEAN: train.check_finite %[[R]]#0, %[[R]]#1, %[[R]]#2 : tensor<3x4xf32>, tensor<f32>, tensor<f32>
+// CHECKED-MEAN-NOT: across_ranks
+
+// Under Adasum each rank checks its own window, and the verdicts are
+// combined across ranks: a window that is not finite on one rank is skipped
+// by all (its deltas are then zero on every rank).
+// CHECKED-ADASUM-LABEL: func.func @apply_step(
+// CHECKED-ADASUM: %[[SW:.+]] = train.load @w.grad
+// CHECKED-ADASUM: %[[SL:.+]] = train.load @train.loss
+// CHECKED-ADASUM: %[[SN:.+]] = train.load @train.samples
+// CHECKED-ADASUM-NOT: train.cross_rank_reduce sum
+// CHECKED-ADASUM: %[[FIRST:.+]] = train.check_finite %[[SW]], %[[SL]], %[[SN]] {across_ranks} : tensor<3x4xf32>, tensor<f32>, tensor<f32>
+// CHECKED-ADASUM: train.store %[[FIRST]], @train.nonfinite
+// CHECKED-ADASUM: %[[KEEP:.+]] = nn.where %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+// CHECKED-ADASUM: %[[DW:.+]] = nn.sub %[[KEEP]], %{{.+}}
+// CHECKED-ADASUM: train.cross_rank_reduce adasum %[[DW]]
+
+// Under ZeRO-1 each rank checks its shards of the gradient sums (and the
+// sums every rank holds whole), and the verdicts are combined across ranks;
+// the guarded updates select on the shards.
+// CHECKED-ZERO-LABEL: func.func @apply_step(
+// CHECKED-ZERO: %[[G:.+]] = train.reduce_scatter %{{.+}} ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
+// CHECKED-ZERO: %[[R:.+]]:2 = train.cross_rank_reduce sum %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32>
+// CHECKED-ZERO: %[[FIRST:.+]] = train.check_finite %[[G]], %[[R]]#0, %[[R]]#1 {across_ranks} : tensor<3xf32>, tensor<f32>, tensor<f32>
+// CHECKED-ZERO: train.store %[[FIRST]], @train.nonfinite
+// CHECKED-ZERO: %[[WS:.+]] = train.shard %{{.+}} ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
+// CHECKED-ZERO: %[[BUF:.+]] = train.load @w.momentum_buffer : tensor<3xf32>
+// CHECKED-ZERO: %[[NW:.+]], %[[NBUF:.+]] = train.momentum %[[WS]], %{{.+}}, %[[BUF]]
+// CHECKED-ZERO: %[[KEEP:.+]] = nn.where %{{.+}}, %[[NW]], %[[WS]] : tensor<f32>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+// CHECKED-ZERO: %[[KEEPBUF:.+]] = nn.where %{{.+}}, %[[NBUF]], %[[BUF]] : tensor<f32>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+// CHECKED-ZERO: train.store %[[KEEPBUF]], @w.momentum_buffer : tensor<3xf32>
+// CHECKED-ZERO: %[[P:.+]] = train.all_gather %[[KEEP]] ranks 4 : tensor<3xf32> -> tensor<3x4xf32>
+// CHECKED-ZERO: train.store %[[P]], @w : tensor<3x4xf32>
+
+train.global param @w : tensor<3x4xf32> = #train.init<zeros>
+train.global state @w.momentum_buffer of @w : tensor<3x4xf32>
+train.global counter @train.step : tensor<i64>
+train.global counter @train.nonfinite : tensor<i64>
+func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
+                      %weights: tensor<8xf32> {train.input = "weights"},
+                      %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-2 : f64})
+    -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"} {
+  %w = train.load @w : tensor<3x4xf32>
+  %loss = nn.reduce_sum %x [] : tensor<8x4xf32> -> tensor<f32>
+  %dw = nn.neg %w : tensor<3x4xf32>
+  %n = nn.reduce_sum %weights [] : tensor<8xf32> -> tensor<f32>
+  %s:3 = train.window_sum %dw, %loss, %n {targets = [@w, "loss", "samples"]} : tensor<3x4xf32>, tensor<f32>, tensor<f32>
+  %g = nn.div %s#0, %s#2 : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
+  %first = train.check_finite %s#0, %s#1, %s#2 : tensor<3x4xf32>, tensor<f32>, tensor<f32>
+  train.store %first, @train.nonfinite : tensor<i64>
+  %zero = arith.constant dense<0.000000e+00> : tensor<f32>
+  %firstf = arith.sitofp %first : tensor<i64> to tensor<f32>
+  %ok = nn.compare <eq>, %firstf, %zero {dtype = f32} : tensor<f32>, tensor<f32> -> tensor<f32>
+  %w2 = train.load @w : tensor<3x4xf32>
+  %buf = train.load @w.momentum_buffer : tensor<3x4xf32>
+  %nw, %nbuf = train.momentum %w2, %g, %buf lr %lr momentum %lr weight_decay %lr : tensor<3x4xf32>, tensor<f32>
+  %kw = nn.where %ok, %nw, %w2 : tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  train.store %kw, @w : tensor<3x4xf32>
+  %kbuf = nn.where %ok, %nbuf, %buf : tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  train.store %kbuf, @w.momentum_buffer : tensor<3x4xf32>
+  return %loss : tensor<f32>
 }

@@ -19,7 +19,9 @@
 //   - checkpoints are collective, written and read by rank 0 alone, resume
 //     mid-window to the same bits on every rank, and are refused, by every
 //     rank and without changing state, by a job of another size;
-//   - an artifact compiled for R ranks refuses any other job size.
+//   - an artifact compiled for R ranks refuses any other job size;
+//   - a NaN in one rank's window makes every rank skip that window (Adasum,
+//     ZeRO-1 and mean), stopping or going on as the session is told.
 //
 // Every rank runs every test and makes the same collective calls; failures
 // use EXPECT_* so that no rank leaves a test before its peers.
@@ -36,6 +38,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -393,10 +396,14 @@ TEST_P(ZeroTest, ShardedOptimizerStateMatchesUnsharded) {
     shardElements += shardOf(n, ranks);
 
   // A window: reduce-scatter and all-gather of R shards of S floats, plus
-  // the sums of the sample count and of the clipping norm (one float each).
+  // the sums of the loss and the sample count (two floats), of the clipping
+  // norm (one) and of the window check's flags (one per accumulator).
+  const int64_t accumulators =
+      int64_t(globalsOfKind(sharded, CLEAVE_GLOBAL_ACCUMULATOR).size());
   const uint64_t expectedBytes =
       2 * 4 * uint64_t(ranks - 1) * uint64_t(shardElements) +
-      2 * allReduceBytes(1, rank, ranks);
+      allReduceBytes(2, rank, ranks) + allReduceBytes(1, rank, ranks) +
+      allReduceBytes(accumulators, rank, ranks);
   EXPECT_EQ(lastWindowBytes(z), expectedBytes);
 }
 
@@ -545,6 +552,101 @@ TEST(AdasumTest, ParametersFollowTheTreeOfPerRankDeltas) {
   }
   EXPECT_TRUE(identicalOnAllRanks(readAll(dp, CLEAVE_GLOBAL_PARAM)));
 }
+
+//===----------------------------------------------------------------------===//
+// A window that is not finite on one rank is skipped by every rank
+//===----------------------------------------------------------------------===//
+
+/// The reductions whose ranks hold different sums when the check runs:
+/// Adasum (each rank's own window) and ZeRO-1 (each rank's shards), beside
+/// the mean, whose sums are reduced before it. With the session's
+/// on_nonfinite setting.
+using NonFiniteCase = std::pair<std::string, int32_t>;
+class NonFiniteTest : public ::testing::TestWithParam<NonFiniteCase> {};
+
+TEST_P(NonFiniteTest, OneRanksNaNSkipsTheWindowOnEveryRank) {
+  const auto &[reduce, onNonfinite] = GetParam();
+  const int rank = worldRank(), ranks = worldSize();
+  const int64_t perWindow = ranks * kWindow * kMicroBatch;
+  constexpr int64_t kWindows = 3;
+  Data data(perWindow * kWindows, 16);
+  // One pixel of the last rank's first micro-batch of window 2.
+  data.images[((1 * perWindow) + (ranks - 1) * kWindow * kMicroBatch) *
+                  kPixels +
+              100] = std::numeric_limits<float>::quiet_NaN();
+  const std::string name = reduce == "zero"
+                               ? "zero_r" + std::to_string(ranks) + "_adam"
+                           : reduce == "adasum" ? "adasum_b4_n2_momentum"
+                                                : "mean_b4_n2_momentum";
+  const std::string optimizer = reduce == "zero" ? "adam" : "momentum";
+  Artifact artifact = Artifact::load(artifactPath(name));
+  SessionOptions options = distributed(4);
+  options.onNonfinite = onNonfinite;
+  Session s(artifact, options);
+  setHyperparameters(s, optimizer);
+  auto window = [&](int64_t w) {
+    for (int64_t k = 0; k < kWindow; ++k)
+      s.microStep(slice(artifact, data,
+                        w * perWindow + (rank * kWindow + k) * kMicroBatch,
+                        kMicroBatch));
+  };
+  auto counter = [&](const char *global) {
+    return s.readGlobal<int64_t>(global).at(0);
+  };
+
+  window(0);
+  ASSERT_EQ(s.step(), 1);
+  const Tensors params = readAll(s, CLEAVE_GLOBAL_PARAM);
+  const Tensors state = readAll(s, CLEAVE_GLOBAL_STATE);
+  if (onNonfinite == CLEAVE_NONFINITE_STOP) {
+    try {
+      window(1);
+      ADD_FAILURE() << "rank " << rank << " applied the window";
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), CLEAVE_NON_FINITE) << e.what();
+      EXPECT_NE(std::string(e.what()).find(
+                    ": window 2 (optimizer step 2): the gradient of 'fc1."),
+                std::string::npos)
+          << e.what();
+    }
+  } else {
+    window(1);
+  }
+  // Every rank skipped it: nothing changed, and the accumulators start the
+  // next window from zero.
+  EXPECT_EQ(s.step(), 1) << "rank " << rank;
+  EXPECT_EQ(counter("train.skipped_steps"), 1) << "rank " << rank;
+  EXPECT_NE(counter("train.nonfinite"), 0) << "rank " << rank;
+  EXPECT_EQ(readAll(s, CLEAVE_GLOBAL_PARAM), params) << "rank " << rank;
+  EXPECT_EQ(readAll(s, CLEAVE_GLOBAL_STATE), state) << "rank " << rank;
+  for (const auto &[global, values] : readAll(s, CLEAVE_GLOBAL_ACCUMULATOR))
+    EXPECT_EQ(values, std::vector<float>(values.size(), 0.f)) << global;
+
+  // The next window is applied as optimizer step 2, the same on every rank.
+  window(2);
+  EXPECT_EQ(s.step(), 2);
+  EXPECT_EQ(counter("train.nonfinite"), 0);
+  const Tensors next = readAll(s, CLEAVE_GLOBAL_PARAM);
+  for (const auto &[global, values] : next) {
+    EXPECT_NE(values, params.at(global)) << global;
+    EXPECT_TRUE(std::all_of(values.begin(), values.end(), [](float v) {
+      return std::isfinite(v);
+    })) << global;
+  }
+  EXPECT_TRUE(identicalOnAllRanks(next));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reductions, NonFiniteTest,
+    ::testing::Values(NonFiniteCase("adasum", CLEAVE_NONFINITE_STOP),
+                      NonFiniteCase("adasum", CLEAVE_NONFINITE_SKIP),
+                      NonFiniteCase("zero", CLEAVE_NONFINITE_STOP),
+                      NonFiniteCase("zero", CLEAVE_NONFINITE_SKIP),
+                      NonFiniteCase("mean", CLEAVE_NONFINITE_STOP)),
+    [](const auto &info) {
+      return info.param.first +
+             (info.param.second == CLEAVE_NONFINITE_STOP ? "_stop" : "_skip");
+    });
 
 //===----------------------------------------------------------------------===//
 // Checkpoints: collective, rank 0 alone reads and writes the file

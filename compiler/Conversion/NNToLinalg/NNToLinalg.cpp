@@ -75,12 +75,12 @@ struct ConvertNNToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, rt::RtDialect, func::FuncDialect>();
     target.addIllegalDialect<nn::NNDialect>();
-    target
-        .addIllegalOp<train::SgdOp, train::MomentumOp, train::AdamOp,
-                      train::RmspropOp, train::AdagradOp, train::LambOp,
-                      train::LarsOp, train::ClipByGlobalNormOp,
-                      train::CrossRankReduceOp, train::ReduceScatterOp,
-                      train::AllGatherOp, train::ShardOp, train::WindowSumOp>();
+    target.addIllegalOp<train::SgdOp, train::MomentumOp, train::AdamOp,
+                        train::RmspropOp, train::AdagradOp, train::LambOp,
+                        train::LarsOp, train::ClipByGlobalNormOp,
+                        train::CheckFiniteOp, train::CrossRankReduceOp,
+                        train::ReduceScatterOp, train::AllGatherOp,
+                        train::ShardOp, train::WindowSumOp>();
     target.addLegalOp<train::GlobalOp, train::LoadOp, train::StoreOp,
                       train::AccumulateOp>();
     RewritePatternSet patterns(ctx);

@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include "llvm/ADT/Sequence.h"
+
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::train;
@@ -437,6 +439,97 @@ struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
   }
 };
 
+/// Per value, `sum(x - x)` in its element type: 0 when every element is
+/// finite, NaN otherwise (`inf - inf` and `NaN - NaN` are NaN; nothing
+/// folds `x - x` without fast-math flags). The sums become a vector of
+/// flags, 1 where a value is not finite, which `across_ranks` sums across
+/// ranks (one collective for all values), and the result is 1 + the
+/// position of the first flag set, or 0. Everything stays in tensors, so
+/// that on a GPU each step is a kernel and the host reads nothing.
+struct CheckFiniteLowering : OpRewritePattern<CheckFiniteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CheckFiniteOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    SmallVector<Value> sums;
+    for (Value v : op.getValues()) {
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      sums.push_back(
+          rank == 0
+              ? v
+              : reduce(rw, loc, v, llvm::to_vector(llvm::seq<int64_t>(0, rank)),
+                       0.0, [](OpBuilder &b, Location l, Value e, Value acc) {
+                         return addf(b, l, acc, subf(b, l, e, e));
+                       }));
+    }
+    int64_t n = sums.size();
+    Type f32 = rw.getF32Type();
+    auto flagsType = RankedTensorType::get({n}, f32);
+    SmallVector<AffineMap> maps(n, AffineMap::get(1, 0, {}, ctx));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+    Value flags = linalg::GenericOp::create(
+                      rw, loc, TypeRange{flagsType}, sums,
+                      ValueRange{empty(rw, loc, flagsType)}, maps,
+                      {utils::IteratorType::parallel},
+                      [&](OpBuilder &b, Location l, ValueRange a) {
+                        Value i = linalg::IndexOp::create(b, l, 0);
+                        Value flag = scalar(b, l, 0.0, f32);
+                        for (int64_t k = 0; k < n; ++k) {
+                          Value d = subf(b, l, a[k], a[k]);
+                          Value bad = arith::UIToFPOp::create(
+                              b, l, f32,
+                              arith::CmpFOp::create(
+                                  b, l, arith::CmpFPredicate::UNO, d, d));
+                          Value here = arith::CmpIOp::create(
+                              b, l, arith::CmpIPredicate::eq, i,
+                              arith::ConstantIndexOp::create(b, l, k));
+                          flag = arith::SelectOp::create(b, l, here, bad, flag);
+                        }
+                        linalg::YieldOp::create(b, l, ValueRange{flag});
+                      })
+                      .getResult(0);
+    if (op.getAcrossRanks())
+      flags =
+          rt::CrossRankReduceOp::create(rw, loc, TypeRange{flagsType},
+                                        rt::ReduceKind::sum, ValueRange{flags})
+              .getResult(0);
+    // The smallest 1 + position whose flag is set, in any order of
+    // iteration.
+    Type i64 = rw.getI64Type();
+    auto firstType = cast<RankedTensorType>(op.getType());
+    Value first =
+        linalg::GenericOp::create(
+            rw, loc, TypeRange{firstType}, ValueRange{flags},
+            ValueRange{filled(rw, loc, firstType, 0)},
+            {AffineMap::getMultiDimIdentityMap(1, ctx),
+             AffineMap::get(1, 0, {}, ctx)},
+            {utils::IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value position = arith::AddIOp::create(
+                  b, l,
+                  arith::IndexCastOp::create(b, l, i64,
+                                             linalg::IndexOp::create(b, l, 0)),
+                  scalar(b, l, 1, i64));
+              Value zero = scalar(b, l, 0, i64);
+              Value set = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                                a[0], scalar(b, l, 0.0, f32));
+              Value none = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                 a[1], zero);
+              Value earlier = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, position, a[1]);
+              Value take = arith::AndIOp::create(
+                  b, l, set, arith::OrIOp::create(b, l, none, earlier));
+              linalg::YieldOp::create(b, l,
+                                      ValueRange{arith::SelectOp::create(
+                                          b, l, take, position, a[1])});
+            })
+            .getResult(0);
+    rw.replaceOp(op, first);
+    return success();
+  }
+};
+
 /// The runtime's collectives move f32 buffers.
 LogicalResult requireF32(PatternRewriter &rw, Operation *op) {
   for (Type t : op->getOperandTypes())
@@ -528,6 +621,7 @@ struct ShardLowering : OpRewritePattern<ShardOp> {
 void mlir::cleave::populateTrainPatterns(RewritePatternSet &patterns) {
   patterns.add<SgdLowering, MomentumLowering, AdamLowering, RmspropLowering,
                AdagradLowering, LambLowering, LarsLowering, ClipLowering,
-               CrossRankReduceLowering, ReduceScatterLowering,
-               AllGatherLowering, ShardLowering>(patterns.getContext());
+               CheckFiniteLowering, CrossRankReduceLowering,
+               ReduceScatterLowering, AllGatherLowering, ShardLowering>(
+      patterns.getContext());
 }

@@ -244,6 +244,12 @@ LogicalResult ClipByGlobalNormOp::verify() {
   return success();
 }
 
+LogicalResult CheckFiniteOp::verify() {
+  if (getValues().empty())
+    return emitOpError("needs at least one value");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ZeRO-1 sharding
 //===----------------------------------------------------------------------===//

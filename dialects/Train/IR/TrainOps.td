@@ -415,6 +415,33 @@ def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm", [Pure,
   let hasVerifier = 1;
 }
 
+//===- train.check_finite -------------------------------------------------===//
+def Train_CheckFiniteOp : Train_Op<"check_finite", [Pure]> {
+  let summary = "which of the values first holds a NaN or an infinity";
+  let description = [{
+    Returns 0 when every element of every operand is finite, else 1 + the
+    position of the first operand that holds a NaN or an infinity: the
+    apply step's verdict on a window (docs/design/numerics.md).
+
+    With `across_ranks`, each data-parallel rank passes its own values (its
+    window under Adasum, its shards of the gradients under ZeRO-1) and every
+    rank gets the verdict on all ranks' values together: an operand is
+    non-finite when it is on some rank. Every rank then makes the same
+    decision.
+
+    ```mlir
+    %first = train.check_finite %g, %loss : tensor<4x3xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$values,
+                       UnitAttr:$across_ranks);
+  let results = (outs Train_StepScalar:$first);
+  let assemblyFormat = [{
+    $values attr-dict `:` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
 //===- train.cross_rank_reduce --------------------------------------------===//
 def Train_CrossRankReduceOp : Train_Op<"cross_rank_reduce", [
     AllTypesMatch<["values", "results"]>,

@@ -356,6 +356,22 @@ func.func @clip_no_grads(%c: tensor<f32>) {
 
 // -----
 
+func.func @check_finite_nothing() {
+  // expected-error @+1 {{'train.check_finite' op needs at least one value}}
+  %0 = "train.check_finite"() : () -> tensor<i64>
+  return
+}
+
+// -----
+
+func.func @check_finite_result(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'train.check_finite' op result #0 must be 0D tensor of 64-bit signless integer values, but got 'tensor<f32>'}}
+  %0 = "train.check_finite"(%g) : (tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @clip_missing_type(%g: tensor<4xf32>, %c: tensor<f32>) {
   // expected-error @+1 {{expected at least two types, got 1}}
   %0:2 = train.clip_by_global_norm %g max_norm %c : tensor<4xf32>

@@ -108,6 +108,10 @@ func.func @clip_and_reduce(%a: tensor<4x3xf32>, %b: tensor<3xf32>, %c: tensor<f3
   %2 = train.cross_rank_reduce mean %b : tensor<3xf32>
   // CHECK: train.cross_rank_reduce adasum %[[A]], %[[B]] : tensor<4x3xf32>, tensor<3xf32>
   %3:2 = train.cross_rank_reduce adasum %a, %b : tensor<4x3xf32>, tensor<3xf32>
+  // CHECK: train.check_finite %[[A]], %[[C]] : tensor<4x3xf32>, tensor<f32>
+  %4 = train.check_finite %a, %c : tensor<4x3xf32>, tensor<f32>
+  // CHECK: train.check_finite %[[B]] {across_ranks} : tensor<3xf32>
+  %5 = train.check_finite %b {across_ranks} : tensor<3xf32>
   return
 }
 

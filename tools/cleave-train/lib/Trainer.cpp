@@ -631,8 +631,9 @@ void Trainer::announce() {
   if (!checksWindows_)
     std::fprintf(err_,
                  "cleave-train: warning: %s does not check its windows for "
-                 "NaN and infinity (Adasum and ZeRO-1 artifacts do not): "
-                 "only a loss that is not finite stops the run\n",
+                 "NaN and infinity (it was compiled without the check; "
+                 "cleave-compile adds it): only a loss that is not finite "
+                 "stops the run\n",
                  o_.artifact.c_str());
   int64_t n = session_->accumulation();
   say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
