@@ -1,5 +1,5 @@
 // Conv, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
-// ConvTranspose and Resize. ONNX pads
+// ConvTranspose and Resize, in 1-D, 2-D and 3-D. ONNX pads
 // [x1_begin, x2_begin, x1_end, x2_end] is nn's [top, left, bottom, right].
 //
 // RUN: %python %S/Inputs/make_model.py conv %t.conv.onnx
@@ -30,6 +30,12 @@
 // RUN: cleave-opt --import-onnx %t.convt_shape.onnx | FileCheck %s --check-prefix=CONVT-SHAPE
 // RUN: %python %S/Inputs/make_model.py conv_transpose_1d %t.convt_1d.onnx
 // RUN: cleave-opt --import-onnx %t.convt_1d.onnx | FileCheck %s --check-prefix=CONVT-1D
+// RUN: %python %S/Inputs/make_model.py pool3d %t.pool3d.onnx
+// RUN: cleave-opt --import-onnx %t.pool3d.onnx | FileCheck %s --check-prefix=POOL3D
+// RUN: %python %S/Inputs/make_model.py conv3d %t.conv3d.onnx
+// RUN: cleave-opt --import-onnx %t.conv3d.onnx | FileCheck %s --check-prefix=CONV3D
+// RUN: %python %S/Inputs/make_model.py conv_transpose_3d %t.convt3d.onnx
+// RUN: cleave-opt --import-onnx %t.convt3d.onnx | FileCheck %s --check-prefix=CONVT3D
 // RUN: %python %S/Inputs/make_model.py resize_nearest %t.nearest.onnx
 // RUN: cleave-opt --import-onnx %t.nearest.onnx | FileCheck %s --check-prefix=NEAREST
 // RUN: %python %S/Inputs/make_model.py resize_linear_sizes %t.linear_sizes.onnx
@@ -133,6 +139,72 @@
 // CONVT-1D-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X2]], %[[W2]] {input_size = array<i64: 1, 5>} : tensor<?x2x1x3xf32>, tensor<2x1x1x3xf32> -> tensor<?x1x1x5xf32>
 // CONVT-1D-NEXT:    %[[R:.+]] = nn.reshape %[[Y]] [-1, 1, 5] : tensor<?x1x1x5xf32> -> tensor<?x1x5xf32>
 // CONVT-1D-NEXT:    return %[[R]]
+
+// 3-D pools are two 2-D ones: over (H, W) on the [N, C * D, H, W] view, then
+// over D on the [N, C, D, H' * W'] view with a [kD, 1] window; the pads of
+// each pass are those of its axes. GlobalMaxPool pools the whole volume.
+// POOL3D-LABEL: func.func @forward(
+// POOL3D-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x5x6x7xf32>
+// POOL3D:         %[[P:.+]] = nn.reshape %[[X]] [-1, 10, 6, 7]
+// POOL3D-NEXT:    %[[HW:.+]] = nn.max_pool2d %[[P]] {kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 0>, strides = array<i64: 2, 2>} : tensor<?x10x6x7xf32> -> tensor<?x10x3x3xf32>
+// POOL3D-NEXT:    %[[C:.+]] = nn.reshape %[[HW]] [-1, 2, 5, 9]
+// POOL3D-NEXT:    %[[D:.+]] = nn.max_pool2d %[[C]] {kernel_size = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 0>, strides = array<i64: 1, 1>} : tensor<?x2x5x9xf32> -> tensor<?x2x6x9xf32>
+// POOL3D-NEXT:    %[[M:.+]] = nn.reshape %[[D]] [-1, 2, 6, 3, 3]
+// POOL3D:         nn.avg_pool2d %{{.+}} {kernel_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<?x10x6x7xf32> -> tensor<?x10x3x3xf32>
+// POOL3D:         nn.avg_pool2d %{{.+}} {kernel_size = array<i64: 3, 1>, strides = array<i64: 2, 1>} : tensor<?x2x5x9xf32> -> tensor<?x2x2x9xf32>
+// POOL3D:         nn.max_pool2d %{{.+}} {kernel_size = array<i64: 6, 7>, strides = array<i64: 1, 1>} : tensor<?x10x6x7xf32> -> tensor<?x10x1x1xf32>
+// POOL3D:         nn.max_pool2d %{{.+}} {kernel_size = array<i64: 5, 1>, strides = array<i64: 1, 1>} : tensor<?x2x5x1xf32> -> tensor<?x2x1x1xf32>
+// POOL3D:         return %[[M]],
+
+// A 3-D convolution is one 2-D one: the input padded along D, the kD taps
+// (strided slices along D) stacked into the channels, each group's together,
+// [N * D', G * kD * C / G, H, W], against the weight rearranged to
+// [O, kD * C / G, kH, kW].
+// CONV3D-LABEL: func.func @forward(
+// CONV3D-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x5x4x4xf32> {train.input = "x"}
+// CONV3D-SAME:    %[[W:[a-z0-9_]+]]: tensor<4x1x3x2x2xf32>
+// CONV3D-SAME:    %[[B:[a-z0-9_]+]]: tensor<4xf32>
+// CONV3D:         %[[PAD:.+]] = nn.concat %{{.+}}, %[[X]], %{{.+}} {axis = 2 : i64} {{.+}} -> tensor<?x2x7x4x4xf32>
+// CONV3D-NEXT:    %[[S0:.+]] = nn.slice %[[PAD]] starts [0, 0, 0, 0, 0] sizes [-1, 2, 3, 4, 4] strides [1, 1, 2, 1, 1]
+// CONV3D-NEXT:    %[[T0:.+]] = nn.reshape %[[S0]] [-1, 2, 1, 1, 3, 16]
+// CONV3D-NEXT:    %[[S1:.+]] = nn.slice %[[PAD]] starts [0, 0, 1, 0, 0]
+// CONV3D-NEXT:    %[[T1:.+]] = nn.reshape %[[S1]]
+// CONV3D-NEXT:    %[[S2:.+]] = nn.slice %[[PAD]] starts [0, 0, 2, 0, 0]
+// CONV3D-NEXT:    %[[T2:.+]] = nn.reshape %[[S2]]
+// CONV3D-NEXT:    %[[TAPS:.+]] = nn.concat %[[T0]], %[[T1]], %[[T2]] {axis = 2 : i64} {{.+}} -> tensor<?x2x3x1x3x16xf32>
+// CONV3D-NEXT:    %[[T:.+]] = nn.transpose %[[TAPS]] [0, 4, 1, 2, 3, 5] : tensor<?x2x3x1x3x16xf32> -> tensor<?x3x2x3x1x16xf32>
+// CONV3D-NEXT:    %[[PLANES:.+]] = nn.reshape %[[T]] [-1, 6, 4, 4]
+// CONV3D-NEXT:    %[[WT:.+]] = nn.transpose %[[W]] [0, 2, 1, 3, 4] : tensor<4x1x3x2x2xf32> -> tensor<4x3x1x2x2xf32>
+// CONV3D-NEXT:    %[[W2:.+]] = nn.reshape %[[WT]] [4, 3, 2, 2]
+// CONV3D-NEXT:    %[[Y:.+]] = nn.conv2d %[[PLANES]], %[[W2]], %[[B]] {groups = 2 : i64, padding = array<i64: 0, 1, 0, 0>} : tensor<?x6x4x4xf32>, tensor<4x3x2x2xf32>, tensor<4xf32> -> tensor<?x4x3x4xf32>
+// CONV3D-NEXT:    %[[V:.+]] = nn.reshape %[[Y]] [-1, 3, 4, 3, 4]
+// CONV3D-NEXT:    %[[OUT:.+]] = nn.transpose %[[V]] [0, 2, 1, 3, 4] : tensor<?x3x4x3x4xf32> -> tensor<?x4x3x3x4xf32>
+// CONV3D-NEXT:    return %[[OUT]]
+
+// A 3-D transposed convolution: one 2-D one of the [N * D, C, H, W] planes
+// whose output channels stack the kD taps, then each tap's planes spread
+// along the depth by the stride (a zero plane after each), shifted by the
+// tap's offset and summed, and the depth cut to the output's.
+// CONVT3D-LABEL: func.func @forward(
+// CONVT3D-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3x3x3xf32>
+// CONVT3D-SAME:    %[[W:[a-z0-9_]+]]: tensor<2x1x2x3x3xf32>
+// CONVT3D:         %[[XT:.+]] = nn.transpose %[[X]] [0, 2, 1, 3, 4]
+// CONVT3D-NEXT:    %[[PLANES:.+]] = nn.reshape %[[XT]] [-1, 2, 3, 3]
+// CONVT3D-NEXT:    %[[WT:.+]] = nn.transpose %[[W]] [0, 2, 1, 3, 4] : tensor<2x1x2x3x3xf32> -> tensor<2x2x1x3x3xf32>
+// CONVT3D-NEXT:    %[[W2:.+]] = nn.reshape %[[WT]] [2, 2, 3, 3]
+// CONVT3D-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[PLANES]], %[[W2]] {input_size = array<i64: 5, 5>} : tensor<?x2x3x3xf32>, tensor<2x2x3x3xf32> -> tensor<?x2x5x5xf32>
+// CONVT3D-NEXT:    %[[TAPS:.+]] = nn.reshape %[[Y]] [-1, 3, 1, 2, 1, 25]
+// CONVT3D-NEXT:    nn.slice %[[TAPS]] starts [0, 0, 0, 0, 0, 0] sizes [-1, 3, 1, 1, 1, 25]
+// CONVT3D:         %[[SPREAD0:.+]] = nn.reshape %{{.+}} [-1, 6, 25]
+// CONVT3D:         %[[TAP0:.+]] = nn.concat %[[SPREAD0]], %{{.+}} {axis = 1 : i64} {{.+}} -> tensor<?x7x25xf32>
+// CONVT3D:         nn.slice %[[TAPS]] starts [0, 0, 0, 1, 0, 0] sizes [-1, 3, 1, 1, 1, 25]
+// CONVT3D:         %[[SPREAD1:.+]] = nn.reshape %{{.+}} [-1, 6, 25]
+// CONVT3D:         %[[TAP1:.+]] = nn.concat %{{.+}}, %[[SPREAD1]] {axis = 1 : i64} {{.+}} -> tensor<?x7x25xf32>
+// CONVT3D-NEXT:    %[[SUM:.+]] = nn.add %[[TAP0]], %[[TAP1]]
+// CONVT3D-NEXT:    %[[CUT:.+]] = nn.slice %[[SUM]] starts [0, 0, 0] sizes [-1, 6, 25]
+// CONVT3D-NEXT:    %[[V:.+]] = nn.reshape %[[CUT]] [-1, 6, 1, 5, 5]
+// CONVT3D-NEXT:    %[[OUT:.+]] = nn.transpose %[[V]] [0, 2, 1, 3, 4] : tensor<?x6x1x5x5xf32> -> tensor<?x1x6x5x5xf32>
+// CONVT3D:         nn.add %[[OUT]], %{{.+}} : tensor<?x1x6x5x5xf32>, tensor<1x1x1x1xf32>
 
 // Resize is A_h X A_w^T with constant interpolation matrices: nearest
 // (asymmetric, floor) doubles each row and column.

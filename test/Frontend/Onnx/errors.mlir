@@ -139,10 +139,14 @@
 
 // GlobalMaxPool, ConvTranspose, Resize and InstanceNormalization: the forms
 // that stay unsupported are refused, naming the node.
-// RUN: %python %S/Inputs/make_model.py global_maxpool_3d %t.gmp3d.onnx
-// RUN: not cleave-opt --import-onnx %t.gmp3d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-3D
-// GMP-3D: error: GlobalMaxPool is supported on 2-D images (NCHW), got 'tensor<?x3x2x5x4xf32>'
-// GMP-3D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
+// RUN: %python %S/Inputs/make_model.py global_maxpool_4d %t.gmp4d.onnx
+// RUN: not cleave-opt --import-onnx %t.gmp4d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-4D
+// GMP-4D: error: GlobalMaxPool is supported on 2-D images (NCHW) and 3-D volumes (NCDHW), got 'tensor<?x3x2x5x4x2xf32>'
+// GMP-4D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
+// RUN: %python %S/Inputs/make_model.py maxpool_4d %t.pool4d.onnx
+// RUN: not cleave-opt --import-onnx %t.pool4d.onnx 2>&1 | FileCheck %s --check-prefix=POOL-4D
+// POOL-4D: error: MaxPool is supported on 1-D signals (NCL), 2-D images (NCHW) and 3-D volumes (NCDHW), with a kernel of as many dimensions; got 'tensor<?x3x2x4x4x2xf32>' and kernel_shape [1, 2, 2, 1]
+// POOL-4D-NEXT: note: while importing ONNX node 'y' (MaxPool, opset 13)
 // RUN: %python %S/Inputs/make_model.py avgpool_wide_pads_ceil %t.wide-ceil.onnx
 // RUN: not cleave-opt --import-onnx %t.wide-ceil.onnx 2>&1 | FileCheck %s --check-prefix=WIDE-CEIL
 // WIDE-CEIL: error: AveragePool pads [2, 2, 2, 2] exceed half the kernel [3, 3] with ceil_mode, which is not supported
@@ -155,10 +159,10 @@
 // RUN: not cleave-opt --import-onnx %t.convt-op.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-OP
 // CONVT-OP: error: ConvTranspose output padding 1 along spatial axis 0 must be non-negative and smaller than the stride 1
 // CONVT-OP-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
-// RUN: %python %S/Inputs/make_model.py conv_transpose_3d %t.convt-3d.onnx
-// RUN: not cleave-opt --import-onnx %t.convt-3d.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-3D
-// CONVT-3D: error: ConvTranspose is supported on 1-D signals (NCL input, 3-D weight) and 2-D images (NCHW input, 4-D weight), got 'tensor<?x2x3x3x3xf32>' and 'tensor<2x1x3x3x3xf32>'
-// CONVT-3D-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv_transpose_4d %t.convt-4d.onnx
+// RUN: not cleave-opt --import-onnx %t.convt-4d.onnx 2>&1 | FileCheck %s --check-prefix=CONVT-4D
+// CONVT-4D: error: ConvTranspose is supported on 1-D signals (NCL input, 3-D weight), 2-D images (NCHW input, 4-D weight) and 3-D volumes (NCDHW input, 5-D weight), got 'tensor<?x2x3x3x3x3xf32>' and 'tensor<2x1x3x3x3x3xf32>'
+// CONVT-4D-NEXT: note: while importing ONNX node 'y' (ConvTranspose, opset 13)
 // RUN: %python %S/Inputs/make_model.py resize_crop %t.crop.onnx
 // RUN: not cleave-opt --import-onnx %t.crop.onnx 2>&1 | FileCheck %s --check-prefix=RESIZE-CROP
 // RESIZE-CROP: error: Resize coordinate_transformation_mode 'tf_crop_and_resize' is not supported

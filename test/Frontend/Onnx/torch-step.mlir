@@ -4,13 +4,16 @@
 // The upsampler covers ConvTranspose and Resize (nearest; bilinear with and
 // without align_corners), the norms model GroupNorm (InstanceNormalization
 // of a reshaped tensor), InstanceNorm2d and a global max pool, forward and
-// backward. The GroupNormalization cases (a node torch 1.13 cannot export,
+// backward. The volumes model covers the 3-D convolution, pools (max with
+// dilation and ceil_mode, average with and without the padding counted) and
+// transposed convolution, each composed of 2-D ops. The GroupNormalization cases (a node torch 1.13 cannot export,
 // written by hand) check the opset-18 form (scale and bias per group) and
 // the opset-21 form (per channel) against F.group_norm.
 //
 // REQUIRES: torch, cleave-runtime
 // RUN: %python %S/Inputs/torch_step.py upsampler %t.upsampler | FileCheck %s --check-prefix=UP
 // RUN: %python %S/Inputs/torch_step.py norms %t.norms | FileCheck %s --check-prefix=NORMS
+// RUN: %python %S/Inputs/torch_step.py volumes %t.volumes | FileCheck %s --check-prefix=VOL
 // The GroupNormalization node (opsets 18 and 21), written by hand.
 // RUN: %python %S/Inputs/torch_step.py groupnorm18 %t.gn18 | FileCheck %s --check-prefix=GN
 // RUN: %python %S/Inputs/torch_step.py groupnorm21 %t.gn21 | FileCheck %s --check-prefix=GN
@@ -41,3 +44,12 @@
 // GN-NEXT: PASS fc.weight
 // GN-NEXT: PASS fc.bias
 // GN-NOT:  FAIL
+
+// VOL:      PASS loss
+// VOL-NEXT: PASS conv.weight
+// VOL-NEXT: PASS conv.bias
+// VOL-NEXT: PASS up.weight
+// VOL-NEXT: PASS up.bias
+// VOL-NEXT: PASS fc.weight
+// VOL-NEXT: PASS fc.bias
+// VOL-NOT:  FAIL

@@ -723,10 +723,43 @@ def global_maxpool():
 
 
 @model
-def global_maxpool_3d():
+def global_maxpool_4d():
     return graph([node("GlobalMaxPool", ["x"], ["y"])],
-                 [value("x", F, [BATCH, 3, 2, 5, 4])],
-                 [value("y", F, [BATCH, 3, 1, 1, 1])])
+                 [value("x", F, [BATCH, 3, 2, 5, 4, 2])],
+                 [value("y", F, [BATCH, 3, 1, 1, 1, 1])])
+
+
+@model
+def maxpool_4d():
+    return graph([node("MaxPool", ["x"], ["y"], kernel_shape=[1, 2, 2, 1])],
+                 [value("x", F, [BATCH, 3, 2, 4, 4, 2])],
+                 [value("y", F, [BATCH, 3, 2, 3, 3, 2])])
+
+
+@model
+def pool3d():
+    """3-D max and average pools (two 2-D pools each) and a 3-D global max
+    pool."""
+    return graph([node("MaxPool", ["x"], ["m"], kernel_shape=[2, 3, 3],
+                       pads=[1, 1, 1, 1, 1, 0], strides=[1, 2, 2]),
+                  node("AveragePool", ["x"], ["a"], kernel_shape=[3, 2, 2],
+                       strides=[2, 2, 2]),
+                  node("GlobalMaxPool", ["x"], ["g"])],
+                 [value("x", F, [BATCH, 2, 5, 6, 7])],
+                 [value("m", F, [BATCH, 2, 6, 3, 3]),
+                  value("a", F, [BATCH, 2, 2, 3, 3]),
+                  value("g", F, [BATCH, 2, 1, 1, 1])])
+
+
+@model
+def conv3d():
+    """A grouped, strided, padded 3-D convolution with a bias."""
+    return graph([node("Conv", ["x", "w", "b"], ["y"], group=2,
+                       kernel_shape=[3, 2, 2], pads=[1, 0, 1, 1, 0, 0],
+                       strides=[2, 1, 1])],
+                 [value("x", F, [BATCH, 2, 5, 4, 4])],
+                 [value("y", F, [BATCH, 4, 3, 3, 4])],
+                 [init("w", weights(4, 1, 3, 2, 2)), init("b", weights(4))])
 
 
 @model
@@ -809,10 +842,20 @@ def conv_transpose_1d():
 
 @model
 def conv_transpose_3d():
-    return graph([node("ConvTranspose", ["x", "w"], ["y"])],
+    """Strided along the depth, with a bias."""
+    return graph([node("ConvTranspose", ["x", "w", "b"], ["y"],
+                       strides=[2, 1, 1])],
                  [value("x", F, [BATCH, 2, 3, 3, 3])],
-                 [value("y", F, [BATCH, 1, 5, 5, 5])],
-                 [init("w", weights(2, 1, 3, 3, 3))])
+                 [value("y", F, [BATCH, 1, 6, 5, 5])],
+                 [init("w", weights(2, 1, 2, 3, 3)), init("b", weights(1))])
+
+
+@model
+def conv_transpose_4d():
+    return graph([node("ConvTranspose", ["x", "w"], ["y"])],
+                 [value("x", F, [BATCH, 2, 3, 3, 3, 3])],
+                 [value("y", F, [BATCH, 1, 5, 5, 5, 5])],
+                 [init("w", weights(2, 1, 3, 3, 3, 3))])
 
 
 def resize_graph(inputs, out_shape, opset=13, **attrs):

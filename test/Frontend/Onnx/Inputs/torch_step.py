@@ -123,7 +123,43 @@ class GroupNormNode(nn.Module):
         return model
 
 
-CASES = {"upsampler": Upsampler, "norms": Norms,
+class Volumes(nn.Module):
+    """3-D convolution, pooling and transposed convolution, each with the
+    attributes that change its arithmetic: Conv3d strided, padded, dilated
+    and grouped; MaxPool3d padded, strided, dilated, with ceil_mode;
+    AvgPool3d with and without the padding counted; a global max pool;
+    ConvTranspose3d strided, padded, grouped, with output padding."""
+
+    input_shape = (2, 5, 6, 7)
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 4, (3, 3, 2), stride=(2, 1, 1),
+                              padding=(1, 1, 0), dilation=(1, 2, 1), groups=2)
+        self.up = nn.ConvTranspose3d(4, 2, (2, 3, 3), stride=(2, 1, 2),
+                                     padding=(0, 1, 1),
+                                     output_padding=(1, 0, 1), groups=2)
+        with torch.no_grad():
+            features = self.features(torch.zeros(1, *self.input_shape))
+        self.fc = nn.Linear(features.shape[1], 4)
+
+    def features(self, x):
+        y = torch.tanh(self.conv(x))
+        parts = [
+            F.max_pool3d(y, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 1),
+                         dilation=(1, 1, 2), ceil_mode=True),
+            F.avg_pool3d(y, 3, stride=2, padding=1, count_include_pad=False),
+            F.avg_pool3d(y, 2, stride=1, padding=1, count_include_pad=True),
+            F.adaptive_max_pool3d(y, 1),
+            self.up(y),
+        ]
+        return torch.cat([p.flatten(1) for p in parts], 1)
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+
+CASES = {"upsampler": Upsampler, "norms": Norms, "volumes": Volumes,
          "groupnorm18": lambda: GroupNormNode(18),
          "groupnorm21": lambda: GroupNormNode(21)}
 
@@ -140,7 +176,7 @@ def build(case):
                 p.copy_(1 + 0.5 * torch.randn_like(p))
             elif name.endswith("bias") and p.dim() == 1:
                 p.copy_(0.3 * torch.randn_like(p))
-    x = torch.randn(BATCH, 3, 4, 4)
+    x = torch.randn(BATCH, *getattr(model, "input_shape", (3, 4, 4)))
     labels = torch.tensor([1, 3, 0])
 
     if hasattr(model, "hand_export"):
