@@ -522,6 +522,23 @@ LogicalResult runFPToSI(arith::FPToSIOp op, Frame &f) {
   return success();
 }
 
+/// Signed integer to float (the apply step's verdict, a small count).
+LogicalResult runSIToFP(arith::SIToFPOp op, Frame &f) {
+  const Tensor &a = f.get(op.getIn());
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  std::optional<DType> dtype =
+      type ? getDType(type.getElementType()) : std::nullopt;
+  if (isFloat(a.getDType()) || !dtype || !isFloat(*dtype))
+    return op.emitOpError("the reference interpreter converts i32 or i64 "
+                          "tensors to float tensors, got ")
+           << a.describe() << " to " << op.getType();
+  Tensor out(*dtype, a.getShape());
+  for (int64_t i = 0, e = a.getNumElements(); i < e; ++i)
+    out.setDouble(i, static_cast<double>(a.getInt(i)));
+  f.set(op.getResult(), std::move(out));
+  return success();
+}
+
 } // namespace
 
 void kernels::registerTrainKernels(KernelTable &t) {
@@ -547,4 +564,5 @@ void kernels::registerTrainKernels(KernelTable &t) {
   t.add<arith::MulIOp, runMulI>();
   t.add<arith::SubIOp, runSubI>();
   t.add<arith::FPToSIOp, runFPToSI>();
+  t.add<arith::SIToFPOp, runSIToFP>();
 }

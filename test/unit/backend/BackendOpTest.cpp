@@ -435,6 +435,10 @@ std::vector<Variant> requiredVariants() {
   variant<train::CrossRankReduceOp>(v, "", [](train::CrossRankReduceOp) {
     return true;
   });
+  // The window check of every apply step: its verdict (train.nonfinite, a
+  // counter) is compared with the interpreter's.
+  variant<train::CheckFiniteOp>(v, "",
+                                [](train::CheckFiniteOp) { return true; });
   return v;
 }
 
