@@ -746,7 +746,29 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
     if (failed(n.requireUnused(1, "indices")))
       return failure();
   }
-  FailureOr<Value> x = n.floatTensor(0);
+  // MaxPool also takes int8 and uint8 (held in i32): their values are
+  // exact in f32, and a maximum selects one of them, so the pool runs on
+  // the f32 kernels and its result converts back exactly.
+  Type integerType;
+  FailureOr<Value> x = isMax ? n.tensor(0) : n.floatTensor(0);
+  if (succeeded(x) && isMax) {
+    Type elt = cast<RankedTensorType>(x->getType()).getElementType();
+    if (!isa<FloatType>(elt)) {
+      int32_t narrow = n.input(0).narrow;
+      if (narrow != onnx::TensorProto::INT8 &&
+          narrow != onnx::TensorProto::UINT8)
+        return n.emitError()
+               << "MaxPool input '" << n.inputName(0)
+               << "' must be a floating-point, int8 or uint8 tensor, got "
+               << x->getType();
+      integerType = elt;
+      auto f = n.create<nn::CastOp>(
+          *x, TypeAttr::get(Float32Type::get(n.getContext())));
+      if (failed(f))
+        return failure();
+      x = f->getResult();
+    }
+  }
   FailureOr<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
   FailureOr<int64_t> ceilMode = n.getInt("ceil_mode", 0);
   FailureOr<int64_t> countPad =
@@ -772,6 +794,12 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
           : pool2d<OpTy>(n, *x, *w, *ceilMode != 0, *countPad != 0);
   if (failed(y))
     return failure();
+  if (integerType) {
+    auto back = n.create<nn::CastOp>(*y, TypeAttr::get(integerType));
+    if (failed(back))
+      return failure();
+    y = back->getResult();
+  }
   return setWindowOutput(n, *y, lifted);
 }
 
@@ -1192,7 +1220,8 @@ void importer::populateConvPoolImporters(ImporterTable &table) {
       "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
       "pads (more than half the kernel as explicit `-inf` padding), "
       "`ceil_mode`, `auto_pad`, dilations, `storage_order=0`, no `Indices` "
-      "output";
+      "output; float, int8 and uint8 (pooled in f32, which holds them "
+      "exactly)";
   table["AveragePool"].notes =
       "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
       "pads (more than half the kernel as explicit zero padding, not with "

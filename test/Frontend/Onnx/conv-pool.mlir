@@ -30,6 +30,8 @@
 // RUN: cleave-opt --import-onnx %t.convt_shape.onnx | FileCheck %s --check-prefix=CONVT-SHAPE
 // RUN: %python %S/Inputs/make_model.py conv_transpose_1d %t.convt_1d.onnx
 // RUN: cleave-opt --import-onnx %t.convt_1d.onnx | FileCheck %s --check-prefix=CONVT-1D
+// RUN: %python %S/Inputs/make_model.py maxpool_uint8 %t.pool-u8.onnx
+// RUN: cleave-opt --import-onnx %t.pool-u8.onnx | FileCheck %s --check-prefix=POOL-U8
 // RUN: %python %S/Inputs/make_model.py pool3d %t.pool3d.onnx
 // RUN: cleave-opt --import-onnx %t.pool3d.onnx | FileCheck %s --check-prefix=POOL3D
 // RUN: %python %S/Inputs/make_model.py conv3d %t.conv3d.onnx
@@ -139,6 +141,18 @@
 // CONVT-1D-NEXT:    %[[Y:.+]] = nn.conv2d_grad_input %[[X2]], %[[W2]] {input_size = array<i64: 1, 5>} : tensor<?x2x1x3xf32>, tensor<2x1x1x3xf32> -> tensor<?x1x1x5xf32>
 // CONVT-1D-NEXT:    %[[R:.+]] = nn.reshape %[[Y]] [-1, 1, 5] : tensor<?x1x1x5xf32> -> tensor<?x1x5xf32>
 // CONVT-1D-NEXT:    return %[[R]]
+
+// MaxPool on uint8 (held in i32): pooled in f32, which holds every value
+// exactly, and converted back; a maximum is one of its inputs, so the
+// result needs no wrapping into the type's values.
+// POOL-U8-LABEL: func.func @forward(
+// POOL-U8-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x1x4x4xi8> {train.input = "x", train.unsigned}
+// POOL-U8:         %[[W:.+]] = nn.cast unsigned %[[X]] : tensor<?x1x4x4xi8> -> tensor<?x1x4x4xi32>
+// POOL-U8-NEXT:    %[[F:.+]] = nn.cast %[[W]] : tensor<?x1x4x4xi32> -> tensor<?x1x4x4xf32>
+// POOL-U8-NEXT:    %[[P:.+]] = nn.max_pool2d %[[F]] {kernel_size = array<i64: 2, 2>, strides = array<i64: 1, 1>}
+// POOL-U8-NEXT:    %[[I:.+]] = nn.cast %[[P]] : tensor<?x1x3x3xf32> -> tensor<?x1x3x3xi32>
+// POOL-U8-NEXT:    %[[N:.+]] = nn.cast %[[I]] : tensor<?x1x3x3xi32> -> tensor<?x1x3x3xi8>
+// POOL-U8-NEXT:    return %[[N]]
 
 // 3-D pools are two 2-D ones: over (H, W) on the [N, C * D, H, W] view, then
 // over D on the [N, C, D, H' * W'] view with a [kD, 1] window; the pads of

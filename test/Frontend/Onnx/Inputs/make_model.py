@@ -737,6 +737,21 @@ def maxpool_4d():
 
 
 @model
+def maxpool_int16():
+    return graph([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])],
+                 [value("x", TensorProto.INT16, [BATCH, 1, 4, 4])],
+                 [value("y", TensorProto.INT16, [BATCH, 1, 3, 3])])
+
+
+@model
+def maxpool_uint8():
+    """uint8 pooled in f32 (exact) and converted back."""
+    return graph([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])],
+                 [value("x", TensorProto.UINT8, [BATCH, 1, 4, 4])],
+                 [value("y", TensorProto.UINT8, [BATCH, 1, 3, 3])])
+
+
+@model
 def pool3d():
     """3-D max and average pools (two 2-D pools each) and a 3-D global max
     pool."""
