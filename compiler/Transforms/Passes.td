@@ -123,16 +123,16 @@ def CleaveBuildTrainStep : Pass<"cleave-build-train-step", "::mlir::ModuleOp"> {
     The source functions are erased.
 
     With `check-finite`, the window also sums the loss (target `loss`), and
-    the update is guarded: after the cut, every window sum is checked for
-    NaN and infinity (`reduce_sum(s - s)`, NaN exactly when an element of
-    `s` is not finite); `train.nonfinite` (an i64 counter) records 1 + the
-    position among the window's sums of the first that is not finite, or 0.
-    Only when it is 0 do the parameters and optimizer state take their new
-    values (`nn.where`) and `train.step` advance; otherwise
-    `train.skipped_steps` counts the window. The accumulators are zeroed
-    either way (`cleave-split-step`). The verdict is the same on every rank
-    when the sums are reduced across ranks before the update (not with
-    Adasum or ZeRO-1, whose pipelines leave the check out).
+    the update is guarded: after the cut, `train.check_finite` checks every
+    window sum for NaN and infinity, and `train.nonfinite` (an i64 counter)
+    records 1 + the position among the window's sums of the first that is
+    not finite, or 0. Only when it is 0 do the parameters and optimizer
+    state take their new values (`nn.where`) and `train.step` advance;
+    otherwise `train.skipped_steps` counts the window. The accumulators are
+    zeroed either way (`cleave-split-step`). The verdict is the same on
+    every rank: the sums are reduced across ranks before the check, or,
+    under Adasum and ZeRO-1, `cleave-split-step` makes the check span the
+    ranks (`across_ranks`).
 
     With `inference` (a forward-only artifact), it needs no `@loss` and
     builds only the globals of parameters and buffers and `@eval_step`, and
@@ -192,7 +192,9 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
     `train.cross_rank_reduce` when `reduce` is `mean`), runs the rest of the
     step (normalisation, clipping, optimizer) and zeroes the accumulators and
     the counter. With `reduce=adasum` the optimizer runs on each rank's own
-    window and the parameter deltas are Adasum-combined.
+    window and the parameter deltas are Adasum-combined; the window check
+    (`train.check_finite`) then spans the ranks (`across_ranks`), so every
+    rank skips a window that is not finite on one.
 
     Loads, constants and pure ops on them are rematerialised in
     `@apply_step`; any other value crossing the cut is an error, as is a
@@ -204,9 +206,11 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
     gradient, parameter (`train.shard` of it) and optimizer state is this
     rank's shard of `ceil(n / ranks)` elements, optimizer state globals are
     declared with that shape (`shards`), clipping sums its squared norm
-    across ranks, and one `train.all_gather` rebuilds the parameters before
-    they are stored. Only elementwise ops (the optimizers, `nn` arithmetic)
-    may touch a shard; anything else is an error naming the op. With
+    across ranks, the window check checks this rank's shards and spans the
+    ranks, and one `train.all_gather` rebuilds the parameters before they
+    are stored. Only elementwise ops (the optimizers, `nn` arithmetic, the
+    guarded stores' `nn.where`) may touch a shard; anything else is an
+    error naming the op. With
     `reduce-every-micro-step` the gradients are summed across ranks in
     `@micro_step`, before they are accumulated, and `@apply_step`
     communicates nothing: N times the traffic, for comparison in benchmarks.

@@ -257,8 +257,8 @@ struct Manifest {
   std::optional<size_t> rngGlobal;
   /// The apply step's verdict on the window (0: finite, else 1 + the index
   /// among the accumulators, in manifest order, of the first sum that is
-  /// not) and its count of skipped windows; absent where the artifact does
-  /// not check (Adasum, ZeRO-1).
+  /// not) and its count of skipped windows; absent where the artifact was
+  /// compiled without the check (cleave-opt pipelines may leave it out).
   std::optional<size_t> nonfiniteGlobal;
   std::optional<size_t> skippedStepsGlobal;
   /// Index of micro_step's `loss` output.

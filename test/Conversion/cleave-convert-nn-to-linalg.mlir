@@ -551,6 +551,21 @@ func.func @check_finite_across_ranks(%a: tensor<3xf32>, %c: tensor<f32>) -> tens
 
 // -----
 
+// More than 32 values: the flags are built 32 per kernel and inserted into
+// one vector, so that no kernel takes an operand per parameter.
+// CHECK-LABEL: func.func @check_finite_many
+// CHECK:         %[[F0:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<32xf32>)
+// CHECK:         %[[V0:.+]] = tensor.insert_slice %[[F0]] into %{{.+}}[0] [32] [1] : tensor<32xf32> into tensor<33xf32>
+// CHECK:         %[[F1:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<1xf32>)
+// CHECK:         %[[V1:.+]] = tensor.insert_slice %[[F1]] into %[[V0]][32] [1] [1] : tensor<1xf32> into tensor<33xf32>
+// CHECK:         linalg.generic {{.+}} ins(%[[V1]] : tensor<33xf32>) outs(%{{.+}} : tensor<i64>)
+func.func @check_finite_many(%a: tensor<f32>) -> tensor<i64> {
+  %0 = train.check_finite %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a, %a : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  return %0 : tensor<i64>
+}
+
+// -----
+
 // The runtime's matrix kernels compute in f32 (f64 runs only in the
 // interpreter): an f64 product is refused with the reason, not left for the
 // conversion to fail on.

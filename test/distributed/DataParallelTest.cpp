@@ -559,8 +559,8 @@ TEST(AdasumTest, ParametersFollowTheTreeOfPerRankDeltas) {
 
 /// The reductions whose ranks hold different sums when the check runs:
 /// Adasum (each rank's own window) and ZeRO-1 (each rank's shards), beside
-/// the mean, whose sums are reduced before it. With the session's
-/// on_nonfinite setting.
+/// the mean, whose sums are reduced before it (at the window's end, or in
+/// every micro-step). With the session's on_nonfinite setting.
 using NonFiniteCase = std::pair<std::string, int32_t>;
 class NonFiniteTest : public ::testing::TestWithParam<NonFiniteCase> {};
 
@@ -574,10 +574,12 @@ TEST_P(NonFiniteTest, OneRanksNaNSkipsTheWindowOnEveryRank) {
   data.images[((1 * perWindow) + (ranks - 1) * kWindow * kMicroBatch) *
                   kPixels +
               100] = std::numeric_limits<float>::quiet_NaN();
-  const std::string name = reduce == "zero"
-                               ? "zero_r" + std::to_string(ranks) + "_adam"
-                           : reduce == "adasum" ? "adasum_b4_n2_momentum"
-                                                : "mean_b4_n2_momentum";
+  const std::map<std::string, std::string> artifacts = {
+      {"zero", "zero_r" + std::to_string(ranks) + "_adam"},
+      {"adasum", "adasum_b4_n2_momentum"},
+      {"every", "every_b4_n2_momentum"},
+      {"mean", "mean_b4_n2_momentum"}};
+  const std::string &name = artifacts.at(reduce);
   const std::string optimizer = reduce == "zero" ? "adam" : "momentum";
   Artifact artifact = Artifact::load(artifactPath(name));
   SessionOptions options = distributed(4);
@@ -642,7 +644,8 @@ INSTANTIATE_TEST_SUITE_P(
                       NonFiniteCase("adasum", CLEAVE_NONFINITE_SKIP),
                       NonFiniteCase("zero", CLEAVE_NONFINITE_STOP),
                       NonFiniteCase("zero", CLEAVE_NONFINITE_SKIP),
-                      NonFiniteCase("mean", CLEAVE_NONFINITE_STOP)),
+                      NonFiniteCase("mean", CLEAVE_NONFINITE_STOP),
+                      NonFiniteCase("every", CLEAVE_NONFINITE_SKIP)),
     [](const auto &info) {
       return info.param.first +
              (info.param.second == CLEAVE_NONFINITE_STOP ? "_stop" : "_skip");

@@ -442,9 +442,10 @@ struct ClipLowering : OpRewritePattern<ClipByGlobalNormOp> {
 /// Per value, `sum(x - x)` in its element type: 0 when every element is
 /// finite, NaN otherwise (`inf - inf` and `NaN - NaN` are NaN; nothing
 /// folds `x - x` without fast-math flags). The sums become a vector of
-/// flags, 1 where a value is not finite, which `across_ranks` sums across
-/// ranks (one collective for all values), and the result is 1 + the
-/// position of the first flag set, or 0. Everything stays in tensors, so
+/// flags, 1 where a value is not finite (32 values per kernel, so that a
+/// kernel's operands stay few), which `across_ranks` sums across ranks (one
+/// collective for all values), and the result is 1 + the position of the
+/// first flag set, or 0. Everything stays in tensors, so
 /// that on a GPU each step is a kernel and the host reads nothing.
 struct CheckFiniteLowering : OpRewritePattern<CheckFiniteOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -466,29 +467,50 @@ struct CheckFiniteLowering : OpRewritePattern<CheckFiniteOp> {
     int64_t n = sums.size();
     Type f32 = rw.getF32Type();
     auto flagsType = RankedTensorType::get({n}, f32);
-    SmallVector<AffineMap> maps(n, AffineMap::get(1, 0, {}, ctx));
-    maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
-    Value flags = linalg::GenericOp::create(
-                      rw, loc, TypeRange{flagsType}, sums,
-                      ValueRange{empty(rw, loc, flagsType)}, maps,
-                      {utils::IteratorType::parallel},
-                      [&](OpBuilder &b, Location l, ValueRange a) {
-                        Value i = linalg::IndexOp::create(b, l, 0);
-                        Value flag = scalar(b, l, 0.0, f32);
-                        for (int64_t k = 0; k < n; ++k) {
-                          Value d = subf(b, l, a[k], a[k]);
-                          Value bad = arith::UIToFPOp::create(
-                              b, l, f32,
-                              arith::CmpFOp::create(
-                                  b, l, arith::CmpFPredicate::UNO, d, d));
-                          Value here = arith::CmpIOp::create(
-                              b, l, arith::CmpIPredicate::eq, i,
-                              arith::ConstantIndexOp::create(b, l, k));
-                          flag = arith::SelectOp::create(b, l, here, bad, flag);
-                        }
-                        linalg::YieldOp::create(b, l, ValueRange{flag});
-                      })
-                      .getResult(0);
+    // The flags of `chunk` (rank-0 sums), one per element: a kernel reads a
+    // bounded number of operands however many parameters the model has.
+    auto flagsOf = [&](ArrayRef<Value> chunk) -> Value {
+      int64_t m = chunk.size();
+      auto type = RankedTensorType::get({m}, f32);
+      SmallVector<AffineMap> maps(m, AffineMap::get(1, 0, {}, ctx));
+      maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+      return linalg::GenericOp::create(
+                 rw, loc, TypeRange{type}, chunk,
+                 ValueRange{empty(rw, loc, type)}, maps,
+                 {utils::IteratorType::parallel},
+                 [&](OpBuilder &b, Location l, ValueRange a) {
+                   Value i = linalg::IndexOp::create(b, l, 0);
+                   Value flag = scalar(b, l, 0.0, f32);
+                   for (int64_t k = 0; k < m; ++k) {
+                     Value d = subf(b, l, a[k], a[k]);
+                     Value bad = arith::UIToFPOp::create(
+                         b, l, f32,
+                         arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                               d, d));
+                     Value here = arith::CmpIOp::create(
+                         b, l, arith::CmpIPredicate::eq, i,
+                         arith::ConstantIndexOp::create(b, l, k));
+                     flag = arith::SelectOp::create(b, l, here, bad, flag);
+                   }
+                   linalg::YieldOp::create(b, l, ValueRange{flag});
+                 })
+          .getResult(0);
+    };
+    constexpr int64_t kChunk = 32;
+    Value flags;
+    if (n <= kChunk) {
+      flags = flagsOf(sums);
+    } else {
+      flags = empty(rw, loc, flagsType);
+      for (int64_t begin = 0; begin < n; begin += kChunk) {
+        int64_t m = std::min(kChunk, n - begin);
+        flags = tensor::InsertSliceOp::create(
+            rw, loc, flagsOf(ArrayRef(sums).slice(begin, m)), flags,
+            ArrayRef<OpFoldResult>{rw.getIndexAttr(begin)},
+            ArrayRef<OpFoldResult>{rw.getIndexAttr(m)},
+            ArrayRef<OpFoldResult>{rw.getIndexAttr(1)});
+      }
+    }
     if (op.getAcrossRanks())
       flags =
           rt::CrossRankReduceOp::create(rw, loc, TypeRange{flagsType},

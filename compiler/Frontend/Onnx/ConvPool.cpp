@@ -1,9 +1,11 @@
 //===- ConvPool.cpp - Convolution and pooling -----------------------------===//
 //
-// 2-D Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
-// GlobalMaxPool and Resize on NCHW tensors.
-// ONNX `pads` ([x1_begin, x2_begin, x1_end, x2_end]) is nn's `padding`
-// ([top, left, bottom, right]); `auto_pad` is resolved here from the static
+// Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool and Resize. The nn ops are 2-D (NCHW): 1-D nodes run as 2-D
+// ones of height 1, 3-D ones (NCDHW) are composed of 2-D ones
+// (docs/design/onnx-import.md). ONNX `pads` ([begins..., ends...], so
+// [x1_begin, x2_begin, x1_end, x2_end] in 2-D) is nn's `padding` ([top,
+// left, bottom, right]); `auto_pad` is resolved here from the static
 // spatial sizes.
 //
 //===----------------------------------------------------------------------===//
@@ -75,6 +77,32 @@ LogicalResult setWindowOutput(NodeImporter &n, Value y, bool lifted) {
   return success();
 }
 
+/// Refuses window attributes no window has: a kernel, stride or dilation
+/// below 1, a negative pad. `pads` lists begins then ends.
+LogicalResult checkWindowValues(NodeImporter &n, ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> dilations,
+                                ArrayRef<int64_t> pads) {
+  auto below = [](ArrayRef<int64_t> values, int64_t least) {
+    return llvm::any_of(values, [&](int64_t v) { return v < least; });
+  };
+  const char *what = below(kernel, 1)      ? "kernel_shape"
+                     : below(strides, 1)   ? "strides"
+                     : below(dilations, 1) ? "dilations"
+                                           : nullptr;
+  if (what) {
+    ArrayRef<int64_t> values = StringRef(what) == "kernel_shape" ? kernel
+                               : StringRef(what) == "strides"    ? strides
+                                                                 : dilations;
+    return n.emitError() << n.getOpType() << " " << what << " [" << values
+                         << "] must be positive";
+  }
+  if (below(pads, 0))
+    return n.emitError() << n.getOpType() << " pads [" << pads
+                         << "] must not be negative";
+  return success();
+}
+
 /// Reads `strides`, `dilations`, `pads` and `auto_pad` for a window of
 /// `kernel` (2-D, or 3-D for a pool) over the spatial dimensions of
 /// `input`. With `lifted`, the node is 1-D and `input` its NCL input lifted
@@ -111,6 +139,8 @@ FailureOr<Window> readWindow(NodeImporter &n, Value input,
     return n.emitError() << n.getOpType() << " window attributes must describe "
                          << spatial << " spatial dimension"
                          << (spatial == 1 ? "" : "s");
+  if (failed(checkWindowValues(n, kernel, *strides, *dilations, *pads)))
+    return failure();
   if (lifted) {
     *strides = liftTo2D(*strides, false);
     *dilations = liftTo2D(*dilations, false);
@@ -496,6 +526,8 @@ LogicalResult importConvTranspose(NodeImporter &n) {
     return n.emitError() << "ConvTranspose window attributes must describe "
                          << spatial << " spatial dimension"
                          << (spatial == 1 ? "" : "s");
+  if (failed(checkWindowValues(n, kernel, *strides, *dilations, *pads)))
+    return failure();
   if (lifted) {
     x = liftInput(n, *x);
     w = liftWeight(n, *w);
@@ -760,7 +792,10 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
         return n.emitError()
                << "MaxPool input '" << n.inputName(0)
                << "' must be a floating-point, int8 or uint8 tensor, got "
-               << x->getType();
+               << (narrow ? onnx::TensorProto::DataType_Name(
+                                onnx::TensorProto::DataType(narrow))
+                          : std::string("an integer tensor"))
+               << " (" << x->getType() << ")";
       integerType = elt;
       auto f = n.create<nn::CastOp>(
           *x, TypeAttr::get(Float32Type::get(n.getContext())));
@@ -788,6 +823,16 @@ template <typename OpTy> LogicalResult importPool(NodeImporter &n) {
       readWindow(n, *x, *kernel, /*hasDilations=*/isMax, lifted);
   if (failed(w))
     return failure();
+  // Padding beyond half the kernel becomes explicit -inf, which a window
+  // of padding alone would return: no integer holds it.
+  unsigned dims = w->kernel.size();
+  if (integerType && llvm::any_of(llvm::seq(dims), [&](unsigned i) {
+        return 2 * w->padding[i] > w->kernel[i] ||
+               2 * w->padding[i + dims] > w->kernel[i];
+      }))
+    return n.emitError() << "MaxPool on an integer tensor with pads ["
+                         << ArrayRef(w->padding) << "] beyond half the kernel ["
+                         << ArrayRef(w->kernel) << "] is not supported";
   FailureOr<Value> y =
       w->kernel.size() == 3
           ? pool3d<OpTy>(n, *x, *w, *ceilMode != 0, *countPad != 0)

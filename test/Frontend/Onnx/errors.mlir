@@ -145,7 +145,7 @@
 // GMP-4D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
 // RUN: %python %S/Inputs/make_model.py maxpool_int16 %t.pool-i16.onnx
 // RUN: not cleave-opt --import-onnx %t.pool-i16.onnx 2>&1 | FileCheck %s --check-prefix=POOL-I16
-// POOL-I16: error: MaxPool input 'x' must be a floating-point, int8 or uint8 tensor, got 'tensor<?x1x4x4xi32>'
+// POOL-I16: error: MaxPool input 'x' must be a floating-point, int8 or uint8 tensor, got INT16 ('tensor<?x1x4x4xi32>')
 // RUN: %python %S/Inputs/make_model.py maxpool_4d %t.pool4d.onnx
 // RUN: not cleave-opt --import-onnx %t.pool4d.onnx 2>&1 | FileCheck %s --check-prefix=POOL-4D
 // POOL-4D: error: MaxPool is supported on 1-D signals (NCL), 2-D images (NCHW) and 3-D volumes (NCDHW), with a kernel of as many dimensions; got 'tensor<?x3x2x4x4x2xf32>' and kernel_shape [1, 2, 2, 1]
