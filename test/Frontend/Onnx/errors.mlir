@@ -143,6 +143,9 @@
 // RUN: not cleave-opt --import-onnx %t.gmp4d.onnx 2>&1 | FileCheck %s --check-prefix=GMP-4D
 // GMP-4D: error: GlobalMaxPool is supported on 2-D images (NCHW) and 3-D volumes (NCDHW), got 'tensor<?x3x2x5x4x2xf32>'
 // GMP-4D-NEXT: note: while importing ONNX node 'y' (GlobalMaxPool, opset 13)
+// RUN: %python %S/Inputs/make_model.py conv3d_zero_stride %t.conv-stride0.onnx
+// RUN: not cleave-opt --import-onnx %t.conv-stride0.onnx 2>&1 | FileCheck %s --check-prefix=STRIDE-0
+// STRIDE-0: error: Conv strides [0, 1, 1] must be positive
 // RUN: %python %S/Inputs/make_model.py maxpool_int16 %t.pool-i16.onnx
 // RUN: not cleave-opt --import-onnx %t.pool-i16.onnx 2>&1 | FileCheck %s --check-prefix=POOL-I16
 // POOL-I16: error: MaxPool input 'x' must be a floating-point, int8 or uint8 tensor, got INT16 ('tensor<?x1x4x4xi32>')

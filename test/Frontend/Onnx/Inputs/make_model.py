@@ -767,6 +767,14 @@ def pool3d():
 
 
 @model
+def conv3d_zero_stride():
+    return graph([node("Conv", ["x", "w"], ["y"], strides=[0, 1, 1])],
+                 [value("x", F, [BATCH, 1, 4, 4, 4])],
+                 [value("y", F, [BATCH, 1, 3, 3, 3])],
+                 [init("w", weights(1, 1, 2, 2, 2))])
+
+
+@model
 def conv3d():
     """A grouped, strided, padded 3-D convolution with a bias."""
     return graph([node("Conv", ["x", "w", "b"], ["y"], group=2,
