@@ -91,6 +91,117 @@ json::Value toJson(Attribute a) {
   return s;
 }
 
+/// Bytes of a statically shaped buffer of `type`.
+int64_t bytesOf(ShapedType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, (type.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// What a session of the artifact holds in memory, by kind, as the runtime
+/// allocates it (docs/design/memory.md): the globals (per rank: sharded
+/// optimizer state counts its shard), one micro-batch of inputs, each
+/// entry's outputs, one scratch area shared by the entries (the largest
+/// entry's arena), and on the CPU the kernels' blocked copies of
+/// convolution weights and weight gradients.
+struct MemoryReport {
+  int64_t parameters = 0, state = 0, accumulators = 0, buffers = 0,
+          counters = 0, inputs = 0, outputs = 0, scratch = 0, held = 0,
+          kernelCaches = 0;
+  llvm::StringSet<> inputNames;
+  llvm::StringMap<int64_t> entryScratch;
+  llvm::StringMap<int64_t> entryHeld;
+
+  void addGlobal(train::GlobalOp g) {
+    int64_t bytes = bytesOf(g.getTensorType());
+    switch (g.getKind()) {
+    case train::GlobalKind::param:
+      parameters += bytes;
+      break;
+    case train::GlobalKind::state:
+      state += bytes;
+      break;
+    case train::GlobalKind::accumulator:
+      accumulators += bytes;
+      break;
+    case train::GlobalKind::buffer:
+      buffers += bytes;
+      break;
+    case train::GlobalKind::counter:
+      counters += bytes;
+      break;
+    }
+  }
+
+  void addArgument(StringRef entry, StringRef role, MemRefType type,
+                   DictionaryAttr d) {
+    if (role == "input" &&
+        inputNames.insert(d.getAs<StringAttr>("name").getValue()).second)
+      inputs += bytesOf(type);
+    else if (role == "output")
+      outputs += bytesOf(type);
+    else if (role == "scratch") {
+      // The runtime aligns each area to 64 bytes.
+      if (auto bytes = d.getAs<IntegerAttr>("bytes"))
+        entryScratch[entry] += (bytes.getInt() + 63) / 64 * 64;
+      if (auto bytes = d.getAs<IntegerAttr>("held_bytes"))
+        entryHeld[entry] += bytes.getInt();
+    }
+  }
+
+  /// The weight copies and gradient sums of the CPU's convolutions (the
+  /// layout cache): about a copy of each convolution weight a micro-step
+  /// reads, and one of each weight gradient it writes.
+  void addKernels(ArrayAttr kernels) {
+    for (Attribute k : kernels) {
+      auto d = dyn_cast<DictionaryAttr>(k);
+      auto op = d ? d.getAs<StringAttr>("op") : StringAttr();
+      auto entry = d ? d.getAs<StringAttr>("entry") : StringAttr();
+      if (!op || !entry || entry.getValue() != "micro_step" ||
+          (op.getValue() != "conv2d_fwd" &&
+           op.getValue() != "conv2d_bwd_weights"))
+        continue;
+      auto get = [&](StringRef key) {
+        auto v = d.getAs<IntegerAttr>(key);
+        return v ? v.getInt() : 1;
+      };
+      kernelCaches += get("o") *
+                      (get("c") / std::max<int64_t>(1, get("groups"))) *
+                      get("kh") * get("kw") * 4;
+    }
+  }
+
+  json::Object toJson(bool device) {
+    for (const auto &e : entryScratch)
+      scratch = std::max(scratch, e.getValue());
+    for (const auto &e : entryHeld)
+      held = std::max(held, e.getValue());
+    if (device)
+      kernelCaches = 0;
+    int64_t total = parameters + state + accumulators + buffers + counters +
+                    inputs + outputs + scratch + kernelCaches;
+    json::Object entries;
+    for (const auto &e : entryScratch) {
+      json::Object entry{{"scratch", e.getValue()}};
+      if (auto it = entryHeld.find(e.getKey()); it != entryHeld.end())
+        entry["held_activations"] = it->getValue();
+      entries[e.getKey()] = std::move(entry);
+    }
+    return json::Object{{"space", device ? "device" : "host"},
+                        {"parameters", parameters},
+                        {"optimizer_state", state},
+                        {"accumulators", accumulators},
+                        {"buffers", buffers},
+                        {"counters", counters},
+                        {"inputs", inputs},
+                        {"outputs", outputs},
+                        {"scratch", scratch},
+                        {"held_activations", held},
+                        {"kernel_caches", kernelCaches},
+                        {"entries", std::move(entries)},
+                        {"total", total}};
+  }
+};
+
 struct WriteManifestPass
     : mlir::cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
   using CleaveWriteManifestBase::CleaveWriteManifestBase;
@@ -144,11 +255,13 @@ struct WriteManifestPass
 
     std::vector<char> initData;
     json::Array globals;
+    MemoryReport memory;
     for (auto g : module.getOps<train::GlobalOp>()) {
       auto entry = global(g, initData);
       if (failed(entry))
         return signalPassFailure();
       globals.push_back(std::move(*entry));
+      memory.addGlobal(g);
     }
     root["globals"] = std::move(globals);
 
@@ -217,6 +330,7 @@ struct WriteManifestPass
         // Every entry's inputs, micro_step's first: an input the training
         // step does not read (one used only through its shape) is still one
         // the evaluation reads.
+        memory.addArgument(name.getValue(), role, type, d);
         if (role == "input" &&
             inputNames.insert(d.getAs<StringAttr>("name").getValue()).second) {
           json::Object in{{"name", toJson(d.get("name"))},
@@ -264,8 +378,10 @@ struct WriteManifestPass
         return math && math.getValue() == "bf16";
       });
       root["precision"] = bf16 ? "bf16" : "f32";
+      memory.addKernels(kernels);
     } else
       root["kernels"] = json::Array();
+    root["memory"] = memory.toJson(device == rt::Device::cuda);
 
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <limits>
+
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEPLANMEMORY
 #include "compiler/Conversion/Passes.h.inc"
@@ -40,6 +42,63 @@ int64_t elementBytes(Type t) {
   if (t.isIndex())
     return 8;
   return std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// The bytes of `buffers` live across the end of the forward pass, if the
+/// entry has a `loss` output: the first top-level op that touches the
+/// buffer holding the loss (the loss output, or the buffer copied into it)
+/// computes the loss, and the backward pass starts after it from a constant
+/// seed, never reading the loss back (docs/design/memory.md).
+std::optional<int64_t>
+heldAcrossLoss(func::FuncOp f, ArrayRef<Buffer> buffers,
+               const llvm::DenseMap<Operation *, int64_t> &position) {
+  auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
+  Block &body = f.getBody().front();
+  for (auto [i, a] : llvm::enumerate(abi)) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    auto role = d ? d.getAs<StringAttr>("role") : StringAttr();
+    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
+    // Argument 0 is the kernel context.
+    if (!role || role.getValue() != "output" || !name ||
+        name.getValue() != "loss" || i + 1 >= f.getNumArguments())
+      continue;
+    Value loss = f.getArgument(i + 1);
+    for (Operation *user : loss.getUsers())
+      if (auto copy = dyn_cast<memref::CopyOp>(user);
+          copy && copy.getTarget() == loss)
+        loss = copy.getSource();
+    while (Operation *def = loss.getDefiningOp()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(def);
+      if (!view)
+        break;
+      loss = view.getViewSource();
+    }
+    int64_t boundary = std::numeric_limits<int64_t>::max();
+    SmallVector<Value> worklist = {loss};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+            view && view.getViewSource() == v) {
+          for (Value res : user->getResults())
+            worklist.push_back(res);
+          continue;
+        }
+        if (isa<memref::DeallocOp>(user))
+          continue;
+        if (Operation *top = body.findAncestorOpInBlock(*user))
+          boundary = std::min(boundary, position.lookup(top));
+      }
+    }
+    if (boundary == std::numeric_limits<int64_t>::max())
+      return std::nullopt;
+    int64_t bytes = 0;
+    for (const Buffer &b : buffers)
+      if (b.first < boundary && b.last > boundary)
+        bytes += b.bytes;
+    return bytes;
+  }
+  return std::nullopt;
 }
 
 struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
@@ -115,6 +174,13 @@ struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
       placed.push_back(b);
     }
 
+    // The activations a training step holds from its forward pass to its
+    // backward pass: buffers live across the last write of the loss, which
+    // ends the forward pass (the backward pass starts from a constant seed
+    // and never reads the loss back). Reported, not planned differently
+    // (docs/design/memory.md).
+    std::optional<int64_t> held = heldAcrossLoss(f, buffers, position);
+
     // The arena becomes the last argument.
     MLIRContext *ctx = f.getContext();
     auto arenaType = MemRefType::get({arena}, IntegerType::get(ctx, 8));
@@ -140,9 +206,13 @@ struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {
     SmallVector<Attribute> abi(
         f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr).getValue());
     Builder attrs(ctx);
-    abi.push_back(attrs.getDictionaryAttr(
-        {attrs.getNamedAttr("role", attrs.getStringAttr("scratch")),
-         attrs.getNamedAttr("bytes", attrs.getI64IntegerAttr(arena))}));
+    SmallVector<NamedAttribute> scratch = {
+        attrs.getNamedAttr("role", attrs.getStringAttr("scratch")),
+        attrs.getNamedAttr("bytes", attrs.getI64IntegerAttr(arena))};
+    if (held)
+      scratch.push_back(
+          attrs.getNamedAttr("held_bytes", attrs.getI64IntegerAttr(*held)));
+    abi.push_back(attrs.getDictionaryAttr(scratch));
     f->setAttr(rt::RtDialect::kAbiAttr, attrs.getArrayAttr(abi));
     return success();
   }

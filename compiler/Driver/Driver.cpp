@@ -11,6 +11,7 @@
 #include "compiler/Artifact/ObjectWriter.h"
 #include "compiler/Frontend/Onnx/OnnxImporter.h"
 #include "compiler/InitAll.h"
+#include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,7 +24,9 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -77,16 +80,31 @@ struct CpuTimePerPass : PassInstrumentation {
   int depth = 0;
   double start = 0;
 };
+
+/// Keeps the manifest cleave-write-manifest puts on the module, which the
+/// artifact's ABI pass then moves into the object code.
+struct KeepManifest : PassInstrumentation {
+  explicit KeepManifest(std::string &out) : out(out) {}
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (auto text =
+            op->getAttrOfType<StringAttr>(rt::RtDialect::kManifestJsonAttr))
+      out = text.str();
+  }
+  std::string &out;
+};
 } // namespace
 
 LogicalResult cleave::lowerModel(ModuleOp module,
                                  const TrainingPipelineOptions &options,
-                                 std::optional<Phase> stopAfter, bool verbose) {
+                                 std::optional<Phase> stopAfter, bool verbose,
+                                 std::string *manifest) {
   PassManager pm(module.getContext());
   if (verbose) {
     pm.enableTiming();
     pm.addInstrumentation(std::make_unique<CpuTimePerPass>());
   }
+  if (manifest)
+    pm.addInstrumentation(std::make_unique<KeepManifest>(*manifest));
   buildTargetPipeline(pm, options, stopAfter.value_or(Phase::LLVM));
   return pm.run(module);
 }
@@ -156,9 +174,79 @@ struct CompileOptions {
       "emit",
       cl::desc("dot: write Graphviz of the micro-step and apply graphs"),
       cl::cat(category)};
-  cl::opt<bool> verbose{"v", cl::desc("Report phase timings on stderr"),
-                        cl::cat(category)};
+  cl::opt<bool> verbose{
+      "v", cl::desc("Report phase timings and the memory report on stderr"),
+      cl::cat(category)};
+  cl::opt<std::string> report{
+      "report",
+      cl::desc("memory: print what a session of the artifact holds in "
+               "memory, by kind (stdout)"),
+      cl::value_desc("what"), cl::cat(category)};
 };
+
+/// `bytes` for people: B, KiB, MiB or GiB with three significant digits.
+std::string humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (u == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format(v < 10    ? "%.2f"
+                       : v < 100 ? "%.1f"
+                                 : "%.0f",
+                       v)
+       << " " << units[u];
+  return out;
+}
+
+/// Prints the manifest's memory report (docs/design/memory.md).
+void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
+  auto get = [&](StringRef key) { return memory.getInteger(key).value_or(0); };
+  os << "memory of one session (" << memory.getString("space").value_or("host")
+     << ", per rank):\n";
+  auto row = [&](StringRef label, int64_t bytes, StringRef note = "") {
+    os << llvm::formatv("  {0,-18} {1,12}", label, humanBytes(bytes));
+    if (!note.empty())
+      os << "  " << note;
+    os << "\n";
+  };
+  row("parameters", get("parameters"));
+  row("optimizer state", get("optimizer_state"));
+  row("accumulators", get("accumulators"));
+  row("buffers", get("buffers"), "non-trainable state (batch-norm statistics)");
+  row("counters", get("counters"));
+  row("inputs", get("inputs"), "one micro-batch");
+  row("outputs", get("outputs"));
+  row("scratch", get("scratch"),
+      "the largest entry's arena, shared by the entries");
+  if (const llvm::json::Object *entries = memory.getObject("entries")) {
+    SmallVector<std::string> names;
+    for (const auto &e : *entries)
+      names.push_back(e.first.str());
+    llvm::sort(names);
+    for (const std::string &name : names) {
+      const llvm::json::Object *e = entries->getObject(name);
+      std::string note;
+      if (auto held = e->getInteger("held_activations"))
+        note = "of which " + humanBytes(*held) +
+               " activations held from forward to backward";
+      row("  " + name, e->getInteger("scratch").value_or(0), note);
+    }
+  }
+  row("kernel caches", get("kernel_caches"),
+      "blocked copies of convolution weights and their gradients (CPU)");
+  row("total", get("total"));
+  os << "  not counted: the runtime's fixed overhead (its code, oneDNN's "
+        "primitives and scratchpads, OpenMP's threads; see "
+        "docs/design/memory.md)\n";
+}
 
 int fail(const Twine &message) {
   llvm::errs() << "cleave-compile: error: " << message << "\n";
@@ -207,6 +295,9 @@ int cleave::compileMain(int argc, char **argv) {
     return fail(invalid);
   if (!opts.emit.empty() && opts.emit != "dot")
     return fail("unknown --emit value '" + opts.emit + "'; expected dot");
+  if (!opts.report.empty() && opts.report != "memory")
+    return fail("unknown --report value '" + opts.report +
+                "'; expected memory");
   bool toArtifact = !stopAfter && opts.emit.empty();
   if (toArtifact && opts.output == "-")
     return fail("-o <file> is required to write an artifact");
@@ -273,7 +364,8 @@ int cleave::compileMain(int argc, char **argv) {
   std::optional<Phase> runTo = stopAfter;
   if (!opts.emit.empty())
     runTo = Phase::Split;
-  if (failed(lowerModel(*module, training, runTo, opts.verbose)))
+  std::string manifestText;
+  if (failed(lowerModel(*module, training, runTo, opts.verbose, &manifestText)))
     return 1;
 
   if (!toArtifact) {
@@ -289,6 +381,20 @@ int cleave::compileMain(int argc, char **argv) {
     }
     out->keep();
     return 0;
+  }
+  if (opts.report == "memory" || opts.verbose) {
+    llvm::Expected<llvm::json::Value> manifest =
+        llvm::json::parse(manifestText);
+    const llvm::json::Object *memory =
+        manifest && manifest->getAsObject()
+            ? manifest->getAsObject()->getObject("memory")
+            : nullptr;
+    if (!manifest)
+      llvm::consumeError(manifest.takeError());
+    if (memory)
+      printMemoryReport(*memory, opts.verbose && opts.report != "memory"
+                                     ? llvm::errs()
+                                     : llvm::outs());
   }
   std::string error;
   double codegenSeconds = 0;

@@ -18,11 +18,14 @@ namespace mlir::cleave {
 /// (`.onnx`). Errors are reported through the context's diagnostics.
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path);
 
-/// Runs the pipeline of the options' target on `module` (stopping after `stopAfter` if given),
-/// reporting progress on stderr when `verbose`.
+/// Runs the pipeline of the options' target on `module` (stopping after
+/// `stopAfter` if given), reporting progress on stderr when `verbose`. With
+/// `manifest`, it gets the artifact's manifest (JSON) once
+/// cleave-write-manifest has written it.
 LogicalResult lowerModel(ModuleOp module,
                          const TrainingPipelineOptions &options,
-                         std::optional<Phase> stopAfter, bool verbose);
+                         std::optional<Phase> stopAfter, bool verbose,
+                         std::string *manifest = nullptr);
 
 /// Writes Graphviz of the micro-step and apply graphs of a split module.
 LogicalResult writeDot(ModuleOp module, llvm::raw_ostream &os);

@@ -194,7 +194,8 @@ def compile(module, example_input, *, micro_batch, accumulate,
                              distributed.md)
         model                the model function (MLIR input only)
       Not accepted: compile_to and emit (they print IR, not an artifact:
-      run the cleave-compile binary in cleave/bin for them).
+      run the cleave-compile binary in cleave/bin for them), and report
+      (the memory report is the artifact's manifest["memory"]).
 
     Returns an Artifact. Raises CompileError with the compiler's
     diagnostics if the model or an option is refused.
@@ -207,6 +208,9 @@ def compile(module, example_input, *, micro_batch, accumulate,
         if name in options:
             raise TypeError(f"compile() does not take {name}= (it writes an "
                             "artifact; run cleave-compile for IR)")
+    if "report" in options:
+        raise TypeError("compile() does not take report= (the memory "
+                        "report is the artifact's manifest['memory'])")
     tmp = tempfile.TemporaryDirectory(prefix="cleave-")
     onnx_path = os.path.join(tmp.name, "model.onnx")
     export_onnx(module, example_input, onnx_path, input_names, opset)

@@ -2,6 +2,7 @@
 usable, checkpoints, hyperparameters, parameters in and out, runtime errors
 as Python exceptions, documentation."""
 
+import math
 import os
 import re
 import subprocess
@@ -37,6 +38,16 @@ def test_artifact_describes_itself(mlp_artifact):
     assert kinds["fc1.weight"] == "param"
     assert loaded.manifest["micro_batch"] == 8
     assert "micro_batch=8" in repr(loaded)
+    # The memory report (docs/design/memory.md): the parameters' bytes are
+    # those of the globals, and the parts add up to the total.
+    memory = loaded.manifest["memory"]
+    params = sum(4 * math.prod(g["shape"]) for g in loaded.globals
+                 if g["kind"] == "param")
+    assert memory["space"] == "host" and memory["parameters"] == params
+    parts = ("parameters", "optimizer_state", "accumulators", "buffers",
+             "counters", "inputs", "outputs", "scratch", "kernel_caches")
+    assert memory["total"] == sum(memory[k] for k in parts)
+    assert 0 < memory["held_activations"] <= memory["scratch"]
 
 
 def test_bad_inputs_raise_clear_errors_and_change_nothing(fresh):

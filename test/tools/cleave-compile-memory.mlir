@@ -1,0 +1,37 @@
+// cleave-compile --report=memory: what a session of the artifact holds, by
+// kind, from the manifest's "memory" object (docs/design/memory.md).
+//
+// The MLP 784-512-512-10 has 669706 parameters: 2678824 bytes (2.55 MiB),
+// as many for the accumulators and, with Adam, twice as many for the
+// moments. A micro-batch of 32 images is 100352 bytes of pixels, plus the
+// labels (256) and the sample weights (128). The micro-step's arena holds
+// the activations the backward pass reads.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --optimizer=adam --report=memory -o %t.cleave | FileCheck %s
+// CHECK:      memory of one session (host, per rank):
+// CHECK-NEXT:   parameters             2.55 MiB
+// CHECK-NEXT:   optimizer state        5.11 MiB
+// CHECK-NEXT:   accumulators           2.55 MiB
+// CHECK-NEXT:   buffers                     0 B
+// CHECK-NEXT:   counters                   32 B
+// CHECK-NEXT:   inputs                 98.4 KiB  one micro-batch
+// CHECK-NEXT:   outputs                {{.+}}
+// CHECK-NEXT:   scratch                {{.+}}  the largest entry's arena, shared by the entries
+// CHECK-NEXT:     apply_step
+// CHECK-NEXT:     eval_step
+// CHECK-NEXT:     micro_step           {{.+}}  of which {{.+}} activations held from forward to backward
+// CHECK-NEXT:   kernel caches               0 B
+// CHECK-NEXT:   total
+// CHECK-NEXT:   not counted: the runtime's fixed overhead
+
+// The activations held grow with the micro-batch; the parameters do not.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=128 --optimizer=adam --report=memory -o %t.128.cleave | FileCheck %s --check-prefix=B128
+// B128:      parameters             2.55 MiB
+// B128:      inputs                  394 KiB  one micro-batch
+// B128:      micro_step           {{[0-9.]+}} MiB  of which {{[0-9.]+}} MiB activations held
+
+// LeNet's convolutions keep blocked copies of their weights and gradients.
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --report=memory -o %t.lenet.cleave | FileCheck %s --check-prefix=LENET
+// LENET: kernel caches          {{[0-9.]+}} KiB  blocked copies of convolution weights
+
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: cleave-compile: error: unknown --report value 'speed'; expected memory
