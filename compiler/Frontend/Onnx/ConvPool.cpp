@@ -185,6 +185,22 @@ FailureOr<Value> transposed(NodeImporter &n, Value v, ArrayRef<int64_t> perm) {
   return op->getResult();
 }
 
+/// A 3-D weight `[A, B, kD, kH, kW]` as the 2-D one `[A, kD * B, kH, kW]`,
+/// tap-major: the arrangement of conv3d's and convTranspose3d's stacks.
+FailureOr<Value> depthTapsWeight(NodeImporter &n, Value w) {
+  auto type = cast<RankedTensorType>(w.getType());
+  FailureOr<Value> t = transposed(n, w, {0, 2, 1, 3, 4});
+  if (failed(t))
+    return failure();
+  auto op = n.create<nn::ReshapeOp>(
+      *t, ArrayRef<int64_t>{type.getDimSize(0),
+                            type.getDimSize(2) * type.getDimSize(1),
+                            type.getDimSize(3), type.getDimSize(4)});
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
 /// A 3-D convolution of the NCDHW `x` by the `[O, C / G, kD, kH, kW]`
 /// weight `w`, as one 2-D convolution: output plane `d` reads the input
 /// planes `d * sD + k * dD` (k < kD) of `x` padded along D, and these are
@@ -208,8 +224,7 @@ FailureOr<Value> conv3d(NodeImporter &n, Value x, Value w, Value bias,
   int64_t c = xType.getDimSize(1), d = xType.getDimSize(2);
   int64_t h = xType.getDimSize(3), wd = xType.getDimSize(4);
   int64_t o = wType.getDimSize(0), cg = wType.getDimSize(1);
-  int64_t kd = wType.getDimSize(2), kh = wType.getDimSize(3),
-          kw = wType.getDimSize(4);
+  int64_t kd = wType.getDimSize(2);
   if (group < 1 || c != cg * group || o % group != 0)
     return n.emitError() << "Conv input " << xType << " and weight " << wType
                          << " do not match group " << group;
@@ -256,16 +271,11 @@ FailureOr<Value> conv3d(NodeImporter &n, Value x, Value w, Value bias,
     return failure();
   planes = n.reshape(*planes, {*planeCount, SymInt::constant(kd * c),
                                SymInt::constant(h), SymInt::constant(wd)});
-  FailureOr<Value> kernel = transposed(n, w, {0, 2, 1, 3, 4});
+  FailureOr<Value> kernel = depthTapsWeight(n, w);
   if (failed(planes) || failed(kernel))
     return failure();
-  auto kernel2d =
-      n.create<nn::ReshapeOp>(*kernel, ArrayRef<int64_t>{o, kd * cg, kh, kw});
-  if (failed(kernel2d))
-    return failure();
   auto y = n.create<nn::Conv2DOp>(
-      *planes, kernel2d->getResult(), bias,
-      ArrayRef<int64_t>{win.strides[1], win.strides[2]},
+      *planes, *kernel, bias, ArrayRef<int64_t>{win.strides[1], win.strides[2]},
       ArrayRef<int64_t>{win.padding[1], win.padding[2], win.padding[4],
                         win.padding[5]},
       ArrayRef<int64_t>{win.dilations[1], win.dilations[2]},
@@ -368,7 +378,6 @@ FailureOr<Value> convTranspose3d(NodeImporter &n, Value x, Value w,
   int64_t c = xType.getDimSize(1), d = xType.getDimSize(2);
   int64_t h = xType.getDimSize(3), wd = xType.getDimSize(4);
   int64_t og = wType.getDimSize(1), kd = wType.getDimSize(2);
-  int64_t kh = wType.getDimSize(3), kw = wType.getDimSize(4);
   if (group < 1 || wType.getDimSize(0) != c || c % group != 0)
     return n.emitError() << "ConvTranspose input " << xType << " and weight "
                          << wType << " do not match group " << group;
@@ -379,15 +388,11 @@ FailureOr<Value> convTranspose3d(NodeImporter &n, Value x, Value w,
     return failure();
   planes = n.reshape(*planes, {*planeCount, SymInt::constant(c),
                                SymInt::constant(h), SymInt::constant(wd)});
-  FailureOr<Value> kernel = transposed(n, w, {0, 2, 1, 3, 4});
+  FailureOr<Value> kernel = depthTapsWeight(n, w);
   if (failed(planes) || failed(kernel))
     return failure();
-  auto kernel2d =
-      n.create<nn::ReshapeOp>(*kernel, ArrayRef<int64_t>{c, kd * og, kh, kw});
-  if (failed(kernel2d))
-    return failure();
   auto y = n.create<nn::Conv2DGradInputOp>(
-      *planes, kernel2d->getResult(), ArrayRef<int64_t>{oh, ow},
+      *planes, *kernel, ArrayRef<int64_t>{oh, ow},
       ArrayRef<int64_t>{strides[1], strides[2]},
       ArrayRef<int64_t>{pads[1], pads[2], pads[4], pads[5]},
       ArrayRef<int64_t>{dilations[1], dilations[2]},
