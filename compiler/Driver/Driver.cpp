@@ -299,6 +299,9 @@ int cleave::compileMain(int argc, char **argv) {
     return fail("unknown --report value '" + opts.report +
                 "'; expected memory");
   bool toArtifact = !stopAfter && opts.emit.empty();
+  if (!opts.report.empty() && !toArtifact)
+    return fail("--report=memory describes an artifact; it does not go with "
+                "--compile-to or --emit");
   if (toArtifact && opts.output == "-")
     return fail("-o <file> is required to write an artifact");
   // Checked before compiling, so that a typo in -o is not reported by the

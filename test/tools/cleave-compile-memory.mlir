@@ -35,3 +35,5 @@
 
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: cleave-compile: error: unknown --report value 'speed'; expected memory
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=memory --compile-to=split 2>&1 | FileCheck %s --check-prefix=PHASE
+// PHASE: cleave-compile: error: --report=memory describes an artifact; it does not go with --compile-to or --emit
