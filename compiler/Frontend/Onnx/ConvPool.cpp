@@ -83,21 +83,13 @@ LogicalResult checkWindowValues(NodeImporter &n, ArrayRef<int64_t> kernel,
                                 ArrayRef<int64_t> strides,
                                 ArrayRef<int64_t> dilations,
                                 ArrayRef<int64_t> pads) {
-  auto below = [](ArrayRef<int64_t> values, int64_t least) {
-    return llvm::any_of(values, [&](int64_t v) { return v < least; });
-  };
-  const char *what = below(kernel, 1)      ? "kernel_shape"
-                     : below(strides, 1)   ? "strides"
-                     : below(dilations, 1) ? "dilations"
-                                           : nullptr;
-  if (what) {
-    ArrayRef<int64_t> values = StringRef(what) == "kernel_shape" ? kernel
-                               : StringRef(what) == "strides"    ? strides
-                                                                 : dilations;
-    return n.emitError() << n.getOpType() << " " << what << " [" << values
-                         << "] must be positive";
-  }
-  if (below(pads, 0))
+  std::pair<StringRef, ArrayRef<int64_t>> positive[] = {
+      {"kernel_shape", kernel}, {"strides", strides}, {"dilations", dilations}};
+  for (auto [name, values] : positive)
+    if (llvm::any_of(values, [](int64_t v) { return v < 1; }))
+      return n.emitError() << n.getOpType() << " " << name << " [" << values
+                           << "] must be positive";
+  if (llvm::any_of(pads, [](int64_t v) { return v < 0; }))
     return n.emitError() << n.getOpType() << " pads [" << pads
                          << "] must not be negative";
   return success();
@@ -185,6 +177,20 @@ FailureOr<Value> transposed(NodeImporter &n, Value v, ArrayRef<int64_t> perm) {
   return op->getResult();
 }
 
+/// The batch size of the NCDHW `x` that a 3-D composition reshapes, whose
+/// channel count must be static (the views fold the channels into others).
+FailureOr<SymInt> volumeBatch(NodeImporter &n, Value x) {
+  FailureOr<SmallVector<SymInt>> shape =
+      n.getGraph().symbolicShape(x, n.getLoc());
+  if (failed(shape))
+    return failure();
+  if (!(*shape)[1].isConstant())
+    return n.emitError() << n.getOpType()
+                         << " needs a static channel count, got "
+                         << x.getType();
+  return (*shape)[0];
+}
+
 /// A 3-D weight `[A, B, kD, kH, kW]` as the 2-D one `[A, kD * B, kH, kW]`,
 /// tap-major: the arrangement of conv3d's and convTranspose3d's stacks.
 FailureOr<Value> depthTapsWeight(NodeImporter &n, Value w) {
@@ -214,13 +220,10 @@ FailureOr<Value> conv3d(NodeImporter &n, Value x, Value w, Value bias,
                         const Window &win, int64_t group) {
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
-  FailureOr<SmallVector<SymInt>> shape =
-      n.getGraph().symbolicShape(x, n.getLoc());
-  if (failed(shape))
+  FailureOr<SymInt> batchOr = volumeBatch(n, x);
+  if (failed(batchOr))
     return failure();
-  SymInt batch = (*shape)[0];
-  if (!(*shape)[1].isConstant())
-    return n.emitError() << "Conv needs a static channel count, got " << xType;
+  SymInt batch = *batchOr;
   int64_t c = xType.getDimSize(1), d = xType.getDimSize(2);
   int64_t h = xType.getDimSize(3), wd = xType.getDimSize(4);
   int64_t o = wType.getDimSize(0), cg = wType.getDimSize(1);
@@ -367,14 +370,10 @@ FailureOr<Value> convTranspose3d(NodeImporter &n, Value x, Value w,
                                  ArrayRef<int64_t> dilations, int64_t group) {
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
-  FailureOr<SmallVector<SymInt>> shape =
-      n.getGraph().symbolicShape(x, n.getLoc());
-  if (failed(shape))
+  FailureOr<SymInt> batchOr = volumeBatch(n, x);
+  if (failed(batchOr))
     return failure();
-  SymInt batch = (*shape)[0];
-  if (!(*shape)[1].isConstant())
-    return n.emitError() << "ConvTranspose needs a static channel count, got "
-                         << xType;
+  SymInt batch = *batchOr;
   int64_t c = xType.getDimSize(1), d = xType.getDimSize(2);
   int64_t h = xType.getDimSize(3), wd = xType.getDimSize(4);
   int64_t og = wType.getDimSize(1), kd = wType.getDimSize(2);
@@ -714,17 +713,13 @@ FailureOr<Value> pool2d(NodeImporter &n, Value input, Window w, bool ceilMode,
 template <typename OpTy>
 FailureOr<Value> pool3d(NodeImporter &n, Value x, const Window &w,
                         bool ceilMode, bool countPad) {
-  FailureOr<SmallVector<SymInt>> shape =
-      n.getGraph().symbolicShape(x, n.getLoc());
-  if (failed(shape))
+  FailureOr<SymInt> batchOr = volumeBatch(n, x);
+  if (failed(batchOr))
     return failure();
-  SymInt batch = (*shape)[0], channels = (*shape)[1];
-  if (!channels.isConstant())
-    return n.emitError() << n.getOpType()
-                         << " needs a static channel count, got "
-                         << x.getType();
+  SymInt batch = *batchOr;
   auto type = cast<RankedTensorType>(x.getType());
   int64_t c = type.getDimSize(1), d = type.getDimSize(2);
+  SymInt channels = SymInt::constant(c);
   FailureOr<Value> planes = n.reshape(
       x, {batch, SymInt::constant(c * d), SymInt::constant(type.getDimSize(3)),
           SymInt::constant(type.getDimSize(4))});
