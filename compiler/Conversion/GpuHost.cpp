@@ -1,10 +1,13 @@
 //===- GpuHost.cpp - The host side of a CUDA artifact ---------------------===//
 //
 // Host code of a `cuda` artifact only enqueues work on the runtime's stream:
-// one pass checks that it never dereferences a (device) buffer, the other
+// one pass checks that it never dereferences a (device) buffer, another
 // points every kernel launch at the stream `cleave_gpu_stream(ctx)` returns
 // (the contract with the runtime, docs/design/gpu.md), and a third makes
-// launches of the same code share one kernel.
+// launches of the same code share one kernel. Two more keep the constants
+// the host cannot hand to the device (globals in the artifact's host memory)
+// out of host code: into the kernels that read them, or copied to device
+// memory for a library call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +16,15 @@
 #include "compiler/Conversion/SameCode.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVECOPYCONSTANTSTODEVICE
+#define GEN_PASS_DEF_CLEAVESINKCONSTANTSINTOKERNELS
 #define GEN_PASS_DEF_CLEAVEVERIFYDEVICEONLY
 #define GEN_PASS_DEF_CLEAVELAUNCHONRUNTIMESTREAM
 #define GEN_PASS_DEF_CLEAVEDEDUPLICATEKERNELS
@@ -62,6 +68,89 @@ bool cleave::touchesDeviceMemoryRecursively(Operation *op) {
 
 namespace {
 
+/// The `memref.get_global` that `value` is, or is a view of; null if none.
+memref::GetGlobalOp globalSource(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto get = dyn_cast<memref::GetGlobalOp>(def))
+      return get;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return {};
+    value = view.getViewSource();
+  }
+  return {};
+}
+
+/// Whether `value`, or a view of it, is used by anything but a loop nest
+/// (which becomes a kernel on the cuda path).
+bool usedOutsideLoopNests(Value value) {
+  for (Operation *user : value.getUsers()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(user);
+    if (view && view.getViewSource() == value) {
+      if (llvm::any_of(user->getResults(), usedOutsideLoopNests))
+        return true;
+      continue;
+    }
+    if (!isa<linalg::LinalgOp, memref::CopyOp>(user))
+      return true;
+  }
+  return false;
+}
+
+struct CopyConstantsToDevicePass
+    : cleave::impl::CleaveCopyConstantsToDeviceBase<CopyConstantsToDevicePass> {
+  void runOnOperation() override {
+    SmallVector<memref::GetGlobalOp> toCopy;
+    getOperation().walk([&](memref::GetGlobalOp get) {
+      if (usedOutsideLoopNests(get.getResult()))
+        toCopy.push_back(get);
+    });
+    for (memref::GetGlobalOp get : toCopy) {
+      auto type = cast<MemRefType>(get.getType());
+      OpBuilder b = OpBuilder::atBlockEnd(get->getBlock());
+      b.setInsertionPointAfter(get);
+      // Read once per run of the entry, by a one-kernel copy: constants
+      // that feed library calls are few and small (masks, fixed matrices).
+      Value copy = memref::AllocOp::create(
+          b, get.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()));
+      auto copyOp = memref::CopyOp::create(b, get.getLoc(), get, copy);
+      get.getResult().replaceAllUsesExcept(copy, copyOp);
+    }
+  }
+};
+
+/// A constant global read, or a view of one: cloned into the kernels that
+/// use it.
+bool isConstantRead(Operation *op) {
+  if (isa<memref::GetGlobalOp, arith::ConstantOp>(op))
+    return true;
+  return isa<ViewLikeOpInterface>(op) && op->getNumResults() == 1 &&
+         globalSource(op->getResult(0));
+}
+
+struct SinkConstantsIntoKernelsPass
+    : cleave::impl::CleaveSinkConstantsIntoKernelsBase<
+          SinkConstantsIntoKernelsPass> {
+  void runOnOperation() override {
+    WalkResult walk = getOperation().walk([&](gpu::LaunchOp launch) {
+      return failed(sinkOperationsIntoLaunchOp(launch, isConstantRead))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    // The host's reads the kernels no longer use; users come after their
+    // operands, so a backward sweep erases whole chains.
+    getOperation().walk([](Block *block) {
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
+        if (op.use_empty() && !isa<arith::ConstantOp>(op) &&
+            isConstantRead(&op))
+          op.erase();
+    });
+  }
+};
+
 struct VerifyDeviceOnlyPass
     : cleave::impl::CleaveVerifyDeviceOnlyBase<VerifyDeviceOnlyPass> {
   void runOnOperation() override {
@@ -82,6 +171,17 @@ struct VerifyDeviceOnlyPass
         failed = true;
         return WalkResult::skip();
       }
+      // A host address handed to a kernel or a library call.
+      if (auto get = dyn_cast<memref::GetGlobalOp>(op);
+          get && !get->use_empty()) {
+        get.emitError() << "reads global @" << get.getName()
+                        << " from host code, where it is an address in the "
+                           "artifact's host memory, and passes it to '"
+                        << (*get->user_begin())->getName()
+                        << "': kernels and library calls read device memory";
+        failed = true;
+        return WalkResult::advance();
+      }
       // Host stack arrays are for the runtime's calls, never for kernels.
       if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
         for (Value arg : launch.getKernelOperands())
@@ -96,14 +196,21 @@ struct VerifyDeviceOnlyPass
   }
 };
 
-/// The kernel of a module that holds nothing else (as `gpu-kernel-outlining`
-/// makes them), or null.
+/// The kernel of a module that holds nothing else but the globals it reads
+/// (as `gpu-kernel-outlining` makes them), or null. The globals are copies
+/// of the host module's, names kept, so two kernels that are the same code
+/// read the same constants.
 gpu::GPUFuncOp onlyKernel(gpu::GPUModuleOp gpuModule) {
-  Block &body = gpuModule.getBodyRegion().front();
-  if (!llvm::hasSingleElement(body))
-    return {};
-  auto kernel = dyn_cast<gpu::GPUFuncOp>(body.front());
-  return kernel && kernel.isKernel() ? kernel : gpu::GPUFuncOp();
+  gpu::GPUFuncOp kernel;
+  for (Operation &op : gpuModule.getBodyRegion().front()) {
+    if (isa<memref::GlobalOp>(op))
+      continue;
+    auto func = dyn_cast<gpu::GPUFuncOp>(op);
+    if (!func || !func.isKernel() || kernel)
+      return {};
+    kernel = func;
+  }
+  return kernel;
 }
 
 /// `@module::@kernel`, as a launch names it.

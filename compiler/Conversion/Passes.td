@@ -323,6 +323,40 @@ def CleaveSinkScalarsIntoLinalg : Pass<"cleave-sink-scalars-into-linalg",
                            "::mlir::tensor::TensorDialect"];
 }
 
+def CleaveCopyConstantsToDevice : Pass<"cleave-copy-constants-to-device",
+                                       "::mlir::func::FuncOp"> {
+  let summary = "Give a library call a device copy of a constant it reads";
+  let description = [{
+    For the CUDA back end, on buffers, before `cleave-plan-memory`. A
+    non-splat constant tensor bufferizes to `memref.get_global` of a global
+    that the artifact keeps in host memory. Loop nests read it inside their
+    kernels (`cleave-sink-constants-into-kernels` moves the global into the
+    kernel's module, which the driver loads into device memory), but a
+    runtime library call (cuBLASLt, cuDNN) is given the pointer itself. A
+    constant that reaches anything other than a loop nest or a view is
+    therefore copied, by a `memref.copy` that becomes a kernel, into a
+    temporary buffer the arena places in device memory, and every user
+    reads the copy.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def CleaveSinkConstantsIntoKernels : Pass<"cleave-sink-constants-into-kernels",
+                                          "::mlir::func::FuncOp"> {
+  let summary = "Move the constant globals a gpu.launch reads into its body";
+  let description = [{
+    For the CUDA back end, before `gpu-kernel-outlining`. A
+    `memref.get_global` (and the views of it) that a `gpu.launch` reads is
+    cloned into the launch's body instead of being passed as a kernel
+    argument, which would be an address in the artifact's host memory.
+    Outlining then copies the referenced `memref.global` into the kernel's
+    `gpu.module`, so the constant travels in the kernel's binary and lives
+    in device memory once the module is loaded. Host ops left unused are
+    erased.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def CleaveVerifyDeviceOnly : Pass<"cleave-verify-device-only",
                                   "::mlir::ModuleOp"> {
   let summary = "Check that host code of a CUDA artifact never touches a buffer";
@@ -331,7 +365,9 @@ def CleaveVerifyDeviceOnly : Pass<"cleave-verify-device-only",
     (docs/design/gpu.md): host code may pass buffers to kernel launches and
     runtime calls and take views of them, but a load, store, copy or loop
     over their elements left outside a `gpu.module` would dereference device
-    memory on the CPU. Fails naming each such op and its location.
+    memory on the CPU. A constant global read from host code (its address
+    is in the artifact's host memory) is refused the same way. Fails naming
+    each such op and its location.
   }];
 }
 

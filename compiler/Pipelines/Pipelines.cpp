@@ -276,6 +276,9 @@ static void buildBufferizedPipeline(OpPassManager &pm,
   cleanup(pm);
   // Kernels become ABI calls with ids into the kernel table.
   pm.addPass(createCleaveLowerRuntimeCalls(kernels));
+  // A constant a library call reads must be in device memory.
+  if (gpuKernels)
+    pm.addNestedPass<func::FuncOp>(createCleaveCopyConstantsToDevice());
   // Every temporary lives in the session's scratch arena.
   pm.addPass(createCleavePlanMemory());
   // The runtime's view of the artifact.
@@ -363,7 +366,12 @@ void cleave::buildCudaBackendPipeline(OpPassManager &pm,
   buildGpuLaunchesPipeline(pm);
   // Constants into the kernels (folded there, not passed as parameters).
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  // Constant globals into the kernels' modules (device memory), never a host
+  // address passed as a kernel argument.
+  pm.addNestedPass<func::FuncOp>(createCleaveSinkConstantsIntoKernels());
   pm.addPass(createGpuKernelOutliningPass());
+  // The host's copies of the globals moved into kernels.
+  pm.addPass(createSymbolDCEPass());
   // One kernel for all launches of the same code.
   pm.addPass(createCleaveDeduplicateKernels());
   // The host only launches and calls: it never dereferences a buffer.

@@ -13,6 +13,9 @@
 // CHECK: gpu.launch_func @micro_step_kernel_4::@micro_step_kernel
 // CHECK: gpu.launch_func @micro_step_kernel_5::@micro_step_kernel
 // CHECK: gpu.launch_func @micro_step_kernel_6::@micro_step_kernel
+// CHECK: gpu.launch_func @micro_step_kernel_7::@micro_step_kernel
+// CHECK: gpu.launch_func @micro_step_kernel_7::@micro_step_kernel
+// CHECK: gpu.launch_func @micro_step_kernel_9::@micro_step_kernel
 // CHECK-LABEL: func.func @eval_step
 // CHECK: gpu.launch_func @micro_step_kernel::@micro_step_kernel {{.*}} args(%arg0 : memref<8xf32>)
 
@@ -25,6 +28,9 @@
 // CHECK: gpu.module @micro_step_kernel_6 {
 // CHECK: gpu.module @micro_step_kernel_4 [#nvvm.target<chip = "sm_90">] {
 // CHECK: gpu.module @micro_step_kernel_5 {
+// CHECK: gpu.module @micro_step_kernel_7 {
+// CHECK-NOT: gpu.module @micro_step_kernel_8
+// CHECK: gpu.module @micro_step_kernel_9 {
 // CHECK-NOT: gpu.module @eval_step_kernel
 
 module attributes {gpu.container_module} {
@@ -39,6 +45,9 @@ module attributes {gpu.container_module} {
     gpu.launch_func @micro_step_kernel_4::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%a : memref<8xf32>)
     gpu.launch_func @micro_step_kernel_5::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%a : memref<8xf32>)
     gpu.launch_func @micro_step_kernel_6::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%a : memref<8xf32>, %b : memref<8xf32>)
+    gpu.launch_func @micro_step_kernel_7::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%a : memref<8xf32>)
+    gpu.launch_func @micro_step_kernel_8::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%b : memref<8xf32>)
+    gpu.launch_func @micro_step_kernel_9::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%a : memref<8xf32>)
     return
   }
   func.func @eval_step(%a: memref<8xf32>) {
@@ -133,6 +142,39 @@ module attributes {gpu.container_module} {
       memref.store %y, %m[%t] : memref<8xf32>
       gpu.return
     }
+  }
+  // A kernel with the constant it reads, as outlining clones it...
+  gpu.module @micro_step_kernel_7 {
+    gpu.func @micro_step_kernel(%m: memref<8xf32>) kernel {
+      %t = gpu.thread_id x
+      %g = memref.get_global @mask : memref<8xf32>
+      %x = memref.load %g[%t] : memref<8xf32>
+      memref.store %x, %m[%t] : memref<8xf32>
+      gpu.return
+    }
+    memref.global "private" constant @mask : memref<8xf32> = dense<1.0>
+  }
+  // ... its twin...
+  gpu.module @micro_step_kernel_8 {
+    gpu.func @micro_step_kernel(%m: memref<8xf32>) kernel {
+      %t = gpu.thread_id x
+      %g = memref.get_global @mask : memref<8xf32>
+      %x = memref.load %g[%t] : memref<8xf32>
+      memref.store %x, %m[%t] : memref<8xf32>
+      gpu.return
+    }
+    memref.global "private" constant @mask : memref<8xf32> = dense<1.0>
+  }
+  // ... and a kernel that reads another constant.
+  gpu.module @micro_step_kernel_9 {
+    gpu.func @micro_step_kernel(%m: memref<8xf32>) kernel {
+      %t = gpu.thread_id x
+      %g = memref.get_global @mask_0 : memref<8xf32>
+      %x = memref.load %g[%t] : memref<8xf32>
+      memref.store %x, %m[%t] : memref<8xf32>
+      gpu.return
+    }
+    memref.global "private" constant @mask_0 : memref<8xf32> = dense<2.0>
   }
   // The evaluation's copy: the same code under another kernel name.
   gpu.module @eval_step_kernel {

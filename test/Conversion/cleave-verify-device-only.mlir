@@ -92,3 +92,23 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A constant global read from host code is an address in the artifact's
+// host memory: passed to a kernel, the GPU would fault on it.
+module attributes {gpu.container_module} {
+  memref.global "private" constant @mask : memref<4xf32> = dense<[0.0, 1.0, 1.0, 1.0]>
+  func.func @host_global_to_kernel(%m: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    // expected-error @+1 {{reads global @mask from host code, where it is an address in the artifact's host memory, and passes it to 'gpu.launch_func': kernels and library calls read device memory}}
+    %g = memref.get_global @mask : memref<4xf32>
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%g : memref<4xf32>, %m : memref<4xf32>)
+    return
+  }
+  gpu.module @k {
+    gpu.func @k(%g: memref<4xf32>, %m: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+}

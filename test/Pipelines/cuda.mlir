@@ -19,6 +19,10 @@
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --accumulate=2 --optimizer=lars --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
 // RUN: cleave-compile %cleave_src/examples/cifar_cnn.mlir --micro-batch=8 --accumulate=2 --optimizer=adamw --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
 // RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=momentum --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=HOST
+// Constant tensors reach kernels and library calls in device memory.
+// RUN: cleave-compile %S/Inputs/constants.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda --compile-to=gpu -o %t.constants.mlir
+// RUN: FileCheck %s --check-prefix=CONST < %t.constants.mlir
+// RUN: FileCheck %s --check-prefix=HOST < %t.constants.mlir
 // Collectives take host stack arrays of device pointers and sizes.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=2 --reduce=adasum --optimizer=sgd --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=ADASUM
 // ADASUM: %[[SIZES:.+]] = memref.alloca() : memref<6xi64>
@@ -26,15 +30,34 @@
 
 // Host code never touches a buffer: no loads, stores, copies, loops or
 // linalg ops outside the gpu.modules, in any entry.
+// A constant global read on the host would hand a kernel or a library
+// call an address in the artifact's host memory.
 // HOST-LABEL: func.func @micro_step(
-// HOST-NOT: {{memref\.(load|store|copy|alloc)|linalg\.|scf\.}}
+// HOST-NOT: {{memref\.(load|store|copy|alloc|get_global)|linalg\.|scf\.}}
 // HOST: return
 // HOST-LABEL: func.func @apply_step(
-// HOST-NOT: {{memref\.(load|store|copy|alloc)|linalg\.|scf\.}}
+// HOST-NOT: {{memref\.(load|store|copy|alloc|get_global)|linalg\.|scf\.}}
 // HOST: return
 // HOST-LABEL: func.func @eval_step(
-// HOST-NOT: {{memref\.(load|store|copy|alloc)|linalg\.|scf\.}}
+// HOST-NOT: {{memref\.(load|store|copy|alloc|get_global)|linalg\.|scf\.}}
 // HOST: return
+
+// The GEMM's constant operand is first copied, by a kernel that reads it
+// from its own module's global, into the arena; the mask is read where it
+// is used. No global stays in host code.
+// CONST-NOT: memref.global
+// CONST-LABEL: func.func @micro_step(
+// CONST: gpu.launch_func @[[COPY:micro_step_kernel[_0-9]*]]::@micro_step_kernel blocks in (%c1, %c1, %c1) threads in (%c4, %c4, %c1) args(%[[ARENA:.+]] : memref<4x4xf32>)
+// CONST: memref.extract_aligned_pointer_as_index %[[ARENA]] : memref<4x4xf32>
+// CONST: call @cleave_kernel_matmul(
+// CONST: gpu.launch_func @[[MASK:micro_step_kernel_[0-9]+]]::@micro_step_kernel
+// CONST: gpu.module @[[COPY]]
+// CONST: %[[G:.+]] = memref.get_global @__constant_4x4xf32 : memref<4x4xf32>
+// CONST: memref.load %[[G]]
+// CONST: memref.global "private" constant @__constant_4x4xf32 : memref<4x4xf32> = dense<{{\[\[}}1.000000e+00, 5.000000e-01
+// CONST: gpu.module @[[MASK]]
+// CONST: memref.get_global @__constant_3xf32 : memref<3xf32>
+// CONST: memref.global "private" constant @__constant_3xf32 : memref<3xf32> = dense<[1.000000e+00, 0.000000e+00, 1.000000e+00]>
 
 // The GEMMs stay library calls on the kernel context, in program order
 // with the launches.

@@ -12,6 +12,10 @@
 // folds to the same constant.
 // RUN: %python %S/Inputs/make_model.py torch_causal_triu %t.triu.onnx
 // RUN: cleave-opt --import-onnx %t.triu.onnx | FileCheck %s --check-prefix=TRIU
+// On cuda the mask is read by the kernels from their own modules (device
+// memory), never passed from the host, where it is an address in the
+// artifact's read-only data.
+// RUN: cleave-compile %t.onnx --micro-batch=4 --target=cuda --compile-to=gpu | FileCheck %s --check-prefix=CUDA
 
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME:    %[[IDS:[a-z0-9_]+]]: tensor<?x6xi64> {train.input = "ids"},
@@ -32,3 +36,11 @@
 // TRIU:         %[[S:.+]] = nn.div
 // TRIU-NEXT:    %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]] : tensor<6x6xf32>, tensor<f32>, tensor<?x6x6xf32> -> tensor<?x6x6xf32>
 // TRIU-NEXT:    nn.softmax %[[W]] {axis = 2 : i64}
+
+// CUDA-NOT:     memref.global
+// CUDA-LABEL:   func.func @micro_step(
+// CUDA-NOT:     memref.get_global
+// CUDA:         return
+// CUDA:         gpu.module
+// CUDA:         memref.get_global @[[MASK:__constant_1x6x6xf32]] : memref<1x6x6xf32>
+// CUDA:         memref.global "private" constant @[[MASK]] : memref<1x6x6xf32> = dense<{{\[\[\[}}0.000000e+00, 1.000000e+00
