@@ -200,7 +200,16 @@ int main(int argc, char **argv) {
                 usage.ru_maxrss / 1024.0);
     if (gpu)
       std::printf(", \"device_used_mib\": %.1f", deviceUsedMib());
-    std::printf("}\n");
+    // Why the numbers may be lower than they could be (an entry that runs
+    // without a CUDA graph), in the row and on stderr.
+    std::vector<std::string> notes = session.notes();
+    std::printf(", \"notes\": [");
+    for (size_t i = 0; i < notes.size(); ++i) {
+      std::fprintf(stderr, "cleave-bench: note: %s\n", notes[i].c_str());
+      std::printf("%s%s", i ? ", " : "",
+                  nlohmann::json(notes[i]).dump().c_str());
+    }
+    std::printf("]}\n");
   } catch (const cleave::Error &e) {
     std::fprintf(stderr, "cleave-bench: error: %s\n", e.what());
     return 1;

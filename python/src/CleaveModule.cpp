@@ -433,6 +433,10 @@ public:
     Lock lock(*this);
     return session_->step();
   }
+  std::vector<std::string> notes() const {
+    Lock lock(*this);
+    return session_->notes();
+  }
   int64_t microSteps() const {
     Lock lock(*this);
     return session_->microSteps();
@@ -898,6 +902,10 @@ as a new array of k rows, or a tuple when the model has several outputs.)")
           "What `loss` is a mean over: real samples (or real tokens).")
       .def_property_readonly("step", &PySession::step,
                              "Optimizer steps taken (apply steps run).")
+      .def_property_readonly(
+          "notes", &PySession::notes,
+          "What the device chose that changes speed but not results, one "
+          "line each (an entry that runs without a CUDA graph, and why).")
       .def_property_readonly("micro_steps", &PySession::microSteps,
                              "Micro-steps in the current window.")
       .def_property_readonly("seed", &PySession::seed,

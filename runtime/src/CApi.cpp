@@ -676,6 +676,29 @@ cleave_status cleave_session_step(const cleave_session *session,
   });
 }
 
+cleave_status cleave_session_num_notes(const cleave_session *session,
+                                       size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(count);
+    *count = session->impl->notes().size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_session_note(const cleave_session *session, size_t index,
+                                  const char **note) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(note);
+    const std::vector<std::string> &notes = session->impl->notes();
+    if (index >= notes.size())
+      return indexOutOfRange(function, index, notes.size(), "notes");
+    *note = notes[index].c_str();
+    return Status::success();
+  });
+}
+
 cleave_status cleave_session_seed(const cleave_session *session,
                                   uint64_t *seed) {
   return guarded(__func__, [&](const char *function) -> Status {

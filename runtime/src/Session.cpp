@@ -947,8 +947,21 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   // training loop.
   const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
                        !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
-  if (!capture || !gpu_->beginCapture().ok()) {
-    noGraph_[k] = noGraph_[k] || capture;
+  // From now on the entry runs directly; said once, with the reason, since
+  // it costs every step a launch per kernel.
+  auto runWithoutGraph = [&](std::string_view reason) {
+    noGraph_[k] = true;
+    notes_.push_back(std::string(entryName(kind)) +
+                     " runs without a CUDA graph (every kernel launched "
+                     "on each step): " +
+                     std::string(reason));
+  };
+  if (!capture) {
+    enqueue();
+    return entryResult(kind);
+  }
+  if (Status began = gpu_->beginCapture(); !began.ok()) {
+    runWithoutGraph(began.message());
     enqueue();
     return entryResult(kind);
   }
@@ -963,9 +976,13 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   // Nothing of the entry ran, and a call that failed during the capture
   // may have failed because of it: the entry runs directly, now and from
   // now on, and a real error shows again.
+  std::string reason = !ended.ok()
+                           ? ended.message()
+                           : "a library call failed while it was captured (" +
+                                 kernelContext_->error().message() + ")";
   kernelContext_->clearError();
   (void)KernelContext::takeErrorWithoutContext();
-  noGraph_[k] = true;
+  runWithoutGraph(reason);
   enqueue();
   return entryResult(kind);
 }

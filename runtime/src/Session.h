@@ -113,6 +113,11 @@ public:
     return lrSchedule_;
   }
 
+  /// What the device chose that changes the session's speed but never its
+  /// results, one line each, in the order it happened (an entry that runs
+  /// without a CUDA graph, and why). Only ever grows.
+  const std::vector<std::string> &notes() const { return notes_; }
+
   int64_t microSteps() const { return *microSteps_; }
   int64_t step() const { return *step_; }
   /// Mean per-sample loss of the last microStep / trainBatch (NaN before).
@@ -323,6 +328,7 @@ private:
   std::array<std::array<void *, 2>, kNumEntryKinds> graphs_{};
   std::array<int64_t, kNumEntryKinds> directRuns_{};
   std::array<bool, kNumEntryKinds> noGraph_{};
+  std::vector<std::string> notes_;
   std::array<Binding, kNumEntryKinds> bindings_;
   /// Where each input's data is for the current call: the caller's memory or
   /// inputs_[i].

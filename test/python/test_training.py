@@ -82,6 +82,8 @@ def test_train_batch_splits_a_large_batch(fresh, mlp_artifact):
     session.train_batch(x, y, micro_size=8)  # 5 micro-steps of 8
     assert (session.step, session.micro_steps) == (1, 2)
     assert session.last_count == 40
+    # The CPU has no device choices to report.
+    assert session.notes == []
     other = cleave.Session(mlp_artifact[1])
     for i in range(0, 40, 8):
         other.micro_step(x[i:i + 8], y[i:i + 8])

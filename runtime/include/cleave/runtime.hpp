@@ -317,6 +317,19 @@ public:
     check(cleave_session_last_loss(handle_, &loss));
     return loss;
   }
+  /// What the device chose that changes speed but not results, one line
+  /// each (cleave_session_note); the list only grows.
+  std::vector<std::string> notes() const {
+    size_t count = 0;
+    check(cleave_session_num_notes(handle_, &count));
+    std::vector<std::string> notes(count);
+    for (size_t i = 0; i < count; ++i) {
+      const char *note = nullptr;
+      check(cleave_session_note(handle_, i, &note));
+      notes[i] = note;
+    }
+    return notes;
+  }
   /// What lastLoss() is a mean over: samples, or tokens for token labels.
   int64_t lastCount() const {
     int64_t count = 0;

@@ -1,6 +1,7 @@
 //===- CudaDriver.cpp - The CUDA driver API, loaded at run time -----------===//
 
 #include "gpu/CudaDriver.h"
+#include "gpu/GpuArch.h"
 
 #include <dlfcn.h>
 
@@ -52,15 +53,9 @@ LoadResult &loadOnce() {
     }
     if (d.cuDriverGetVersion(&d.version) != CUDA_SUCCESS)
       d.version = 0;
-    // The headers the runtime was compiled against describe the calls it
-    // makes; an older driver may not implement them as described.
-    if (d.version < CUDA_VERSION) {
-      r.error = "the CUDA driver supports CUDA " +
-                std::to_string(d.version / 1000) + "." +
-                std::to_string(d.version % 1000 / 10) +
-                ", this runtime needs " + std::to_string(CUDA_VERSION / 1000) +
-                "." + std::to_string(CUDA_VERSION % 1000 / 10) +
-                " or later (update the NVIDIA driver)";
+    if (Status usable = checkDriverVersion(d.version, CUDA_VERSION);
+        !usable.ok()) {
+      r.error = usable.message();
       return;
     }
     r.ok = true;

@@ -33,6 +33,7 @@
 
 #include "gpu/CudaKernels.h"
 
+#include "gpu/AlgorithmChoice.h"
 #include "gpu/CudaDriver.h"
 #include "gpu/Gpu.h"
 #include "kernels/Kernel.h"
@@ -292,23 +293,41 @@ public:
            "the layout of a");
     layout(cLayout_, n, rows, rows * n, "the layout of c");
 
-    cublasLtMatmulPreference_t pref = nullptr;
-    check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
-    size_t maxWorkspace = kMaxMatmulWorkspace;
-    lt.cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
-        sizeof(maxWorkspace));
-    cublasLtMatmulHeuristicResult_t result = {};
-    int found = 0;
-    cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
-        libs.ltHandle, desc_, aLayout_, bLayout_, cLayout_, cLayout_, pref, 1,
-        &result, &found);
-    lt.cublasLtMatmulPreferenceDestroy(pref);
-    if (s != CUBLAS_STATUS_SUCCESS || found == 0)
-      spec.fail(std::string("cuBLASLt has no algorithm for this matmul (") +
-                lt.cublasLtGetStatusString(s) + ")");
-    algo_ = result.algo;
-    workspace_ = result.workspaceSize;
+    // An algorithm for each operand alignment the pointers may have; run()
+    // takes the one for the alignment they do have.
+    for (size_t i = 0; i < kMatmulAlignments.size(); ++i) {
+      cublasLtMatmulPreference_t pref = nullptr;
+      check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
+      auto setPreference = [&](cublasLtMatmulPreferenceAttributes_t attribute,
+                               const auto &value) {
+        check(lt.cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value,
+                                                      sizeof(value)),
+              "cublasLtMatmulPreferenceSetAttribute");
+      };
+      setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                    uint64_t(kMaxMatmulWorkspace));
+      for (cublasLtMatmulPreferenceAttributes_t operand :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        setPreference(operand, uint32_t(kMatmulAlignments[i]));
+      cublasLtMatmulHeuristicResult_t result = {};
+      int found = 0;
+      cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
+          libs.ltHandle, desc_, aLayout_, bLayout_, cLayout_, cLayout_, pref, 1,
+          &result, &found);
+      lt.cublasLtMatmulPreferenceDestroy(pref);
+      if (s != CUBLAS_STATUS_SUCCESS || found == 0)
+        continue;
+      algos_[i] = result.algo;
+      hasAlgo_[i] = true;
+      workspace_ = std::max(workspace_, size_t(result.workspaceSize));
+    }
+    if (!hasAlgo_.back())
+      spec.fail("cuBLASLt has no algorithm for this matmul on operands "
+                "aligned to " +
+                std::to_string(kMatmulAlignments.back()) + " bytes");
   }
 
   ~CudaMatmul() override {
@@ -338,10 +357,18 @@ public:
         return makeError(CLEAVE_INTERNAL, kernelName(id, op),
                          ": cuBLASLt: ", lt.cublasLtGetStatusString(s));
     }
+    // The strongest alignment's algorithm that these pointers satisfy (one
+    // chosen for a weaker alignment runs on any stronger one).
+    size_t choice = alignmentClass(commonAlignment({a, b, c}));
+    while (choice < hasAlgo_.size() && !hasAlgo_[choice])
+      ++choice;
+    if (choice == hasAlgo_.size())
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": an operand is not aligned to a float");
     const float alpha = 1.0f, beta = accumulate_ ? 1.0f : 0.0f;
     cublasStatus_t s = lt.cublasLtMatmul(
         libs_.ltHandle, desc_, &alpha, b, aLayout_, a, bLayout_, &beta, c,
-        cLayout_, c, cLayout_, &algo_, workspace, workspaceBytes,
+        cLayout_, c, cLayout_, &algos_[choice], workspace, workspaceBytes,
         static_cast<cudaStream_t>(libs_.gpu.stream()));
     if (s != CUBLAS_STATUS_SUCCESS)
       return makeError(
@@ -356,7 +383,10 @@ private:
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr,
                          cLayout_ = nullptr;
-  cublasLtMatmulAlgo_t algo_ = {};
+  /// Per kMatmulAlignments: the heuristics' algorithm for operands with
+  /// that alignment, if there is one.
+  std::array<cublasLtMatmulAlgo_t, kMatmulAlignments.size()> algos_ = {};
+  std::array<bool, kMatmulAlignments.size()> hasAlgo_ = {};
   size_t workspace_ = 0;
 };
 
@@ -578,17 +608,17 @@ public:
   }
 
 private:
-  /// The heuristics' first deterministic choice: a checkpoint resumed on
-  /// the same GPU must continue bit for bit, which algorithms that sum with
-  /// atomics (some backward ones) do not.
+  /// The heuristics' first choice that is deterministic and in FMA math
+  /// (firstExactAlgorithm).
   template <typename Perf>
   static decltype(Perf::algo) pick(KernelSpec &spec, const Perf *perf,
                                    int found) {
-    for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-          perf[i].determinism == CUDNN_DETERMINISTIC)
-        return perf[i].algo;
-    spec.fail("cuDNN has no deterministic algorithm for this convolution");
+    int i = firstExactAlgorithm(perf, found, CUDNN_STATUS_SUCCESS,
+                                CUDNN_DETERMINISTIC, CUDNN_FMA_MATH);
+    if (i < 0)
+      spec.fail("cuDNN has no deterministic algorithm in f32 FMA math (no "
+                "TF32 tensor ops) for this convolution");
+    return perf[i].algo;
   }
 
   Libraries &libs_;

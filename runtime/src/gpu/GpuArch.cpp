@@ -38,4 +38,19 @@ Status checkGpuCode(const GpuArch &device, const std::vector<GpuArch> &cubins,
                    " only");
 }
 
+static std::string cudaVersionName(int version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
+}
+
+Status checkDriverVersion(int driverVersion, int headersVersion) {
+  if (driverVersion / 1000 >= headersVersion / 1000)
+    return Status::success();
+  return makeError(CLEAVE_FAILED_PRECONDITION, "the CUDA driver supports CUDA ",
+                   cudaVersionName(driverVersion), ", this runtime needs CUDA ",
+                   headersVersion / 1000, ".x (built with ",
+                   cudaVersionName(headersVersion),
+                   "); update the NVIDIA driver");
+}
+
 } // namespace cleave::rt

@@ -35,6 +35,16 @@ Status checkGpuCode(const GpuArch &device, const std::vector<GpuArch> &cubins,
 std::string describeGpuCode(const std::vector<GpuArch> &cubins,
                             const std::optional<GpuArch> &ptx);
 
+/// Whether a driver for CUDA `driverVersion` (as cuDriverGetVersion reports
+/// it: 1000 * major + 10 * minor) runs this runtime, built against the
+/// headers of CUDA `headersVersion`. CUDA's minor-version compatibility:
+/// a driver runs what any toolkit of its major version built, and every
+/// call the runtime makes exists in every driver of that major version (a
+/// missing one is refused by name when the driver is loaded). So a 13.0
+/// driver runs a runtime built with 13.1 headers; a 12.x driver does not.
+/// The error is one line naming both versions.
+Status checkDriverVersion(int driverVersion, int headersVersion);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_GPU_GPUARCH_H

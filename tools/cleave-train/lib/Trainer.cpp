@@ -228,6 +228,8 @@ private:
   /// The inputs' standardisation (identity unless --normalize=standard).
   data::Normalization normalization_;
   bool root_ = true;
+  /// Session notes printed so far (cleave_session_note).
+  mutable size_t notesPrinted_ = 0;
   /// Whether the artifact checks its windows for NaN and infinity (it has
   /// train.skipped_steps; Adasum and ZeRO-1 artifacts do not).
   bool checksWindows_ = false;
@@ -776,6 +778,16 @@ void Trainer::checkWindow(cleave_status status) const {
                        "far hold the parameters before it "
                        "(--on-nonfinite=skip would go on)");
   cleave::check(status);
+  // Each note arises once (an entry that cannot run as a CUDA graph, and
+  // why): printed when it does.
+  size_t notes = 0;
+  cleave::check(cleave_session_num_notes(session_->get(), &notes));
+  for (; notesPrinted_ < notes; ++notesPrinted_) {
+    const char *note = nullptr;
+    cleave::check(cleave_session_note(session_->get(), notesPrinted_, &note));
+    if (root_)
+      std::fprintf(err_, "cleave-train: note: %s\n", note);
+  }
 }
 
 int64_t Trainer::skippedWindows() const {

@@ -326,6 +326,18 @@ TEST(FakeGpu, WorkThatCannotBeCapturedRunsDirectly) {
   setKnob("fake_cuda_refuse_capture", 0);
   EXPECT_EQ(driverStats().captures, 0);
   EXPECT_EQ(driverStats().launches, 17);
+  // Said once per entry, with the driver's reason, when it happened.
+  const std::vector<std::string> &notes = gpu.notes();
+  ASSERT_EQ(notes.size(), 2u);
+  for (const std::string &note : notes)
+    EXPECT_NE(note.find("runs without a CUDA graph (every kernel launched on "
+                        "each step): "),
+              std::string::npos)
+        << note;
+  EXPECT_EQ(notes[0].rfind("micro_step ", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[1].rfind("apply_step ", 0), 0u) << notes[1];
+  EXPECT_NE(notes[0].find("cannot capture a CUDA graph"), std::string::npos)
+      << notes[0];
 }
 
 TEST(FakeGpu, GraphsReplayEveryStep) {
@@ -337,6 +349,7 @@ TEST(FakeGpu, GraphsReplayEveryStep) {
   // Of 13 micro-steps and 4 apply steps, 2 of each ran directly and one of
   // each while it was captured, then by its graph.
   EXPECT_EQ(driverStats().graph_launches, 11 + 2);
+  EXPECT_TRUE(gpu.notes().empty());
 }
 
 TEST(FakeGpu, RefusesAGpuWithoutCodeForIt) {

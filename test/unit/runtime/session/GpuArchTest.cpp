@@ -79,3 +79,28 @@ TEST(GpuArchTest, PtxJitsOnAnyLaterGpu) {
 }
 
 } // namespace
+
+namespace {
+
+/// "ok", or the error of checkDriverVersion.
+std::string driver(int driverVersion, int headersVersion) {
+  Status s = checkDriverVersion(driverVersion, headersVersion);
+  return s.ok() ? "ok" : s.message();
+}
+
+} // namespace
+
+TEST(GpuArch, DriversOfTheHeadersMajorVersionRunTheRuntime) {
+  // Minor-version compatibility: a 13.0 driver runs a runtime built with
+  // the 13.1 or 13.2 toolkit.
+  EXPECT_EQ(driver(13000, 13010), "ok");
+  EXPECT_EQ(driver(13000, 13020), "ok");
+  EXPECT_EQ(driver(13020, 13000), "ok");
+  EXPECT_EQ(driver(14000, 13010), "ok");
+  EXPECT_EQ(driver(12090, 13000),
+            "the CUDA driver supports CUDA 12.9, this runtime needs CUDA 13.x "
+            "(built with 13.0); update the NVIDIA driver");
+  EXPECT_EQ(driver(0, 13010),
+            "the CUDA driver supports CUDA 0.0, this runtime needs CUDA 13.x "
+            "(built with 13.1); update the NVIDIA driver");
+}

@@ -1,0 +1,74 @@
+//===- AlgorithmChoice.h - Library algorithms Cleave uses ------*- C++ -*-===//
+//
+// cuBLASLt and cuDNN offer algorithms by heuristics; not every one fits
+// Cleave's contract. These rules are kept apart from the library calls, so
+// that they are tested without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
+#define CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+namespace cleave::rt {
+
+/// The operand alignments a matmul's algorithms are chosen for, strongest
+/// first. cuBLASLt's preference assumes 256 bytes unless told otherwise
+/// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), but the arena places
+/// buffers at 64-byte offsets and views of them (a slice, one head of an
+/// attention block) start anywhere a float can: an algorithm chosen for 256
+/// bytes fails or faults on them.
+constexpr std::array<uint32_t, 7> kMatmulAlignments = {256, 128, 64, 32,
+                                                       16,  8,   4};
+
+/// The largest power of two, at most 256, that divides every non-null
+/// address of `pointers` (256 if all are null).
+inline uint32_t commonAlignment(std::initializer_list<const void *> pointers) {
+  uint32_t alignment = kMatmulAlignments.front();
+  for (const void *p : pointers) {
+    if (!p)
+      continue;
+    auto address = reinterpret_cast<uintptr_t>(p);
+    while (alignment > 1 && address % alignment != 0)
+      alignment /= 2;
+  }
+  return alignment;
+}
+
+/// Index into kMatmulAlignments of the strongest alignment that `alignment`
+/// satisfies; kMatmulAlignments.size() if it is below the weakest (a float
+/// pointer is never).
+inline std::size_t alignmentClass(uint32_t alignment) {
+  std::size_t i = 0;
+  while (i < kMatmulAlignments.size() && kMatmulAlignments[i] > alignment)
+    ++i;
+  return i;
+}
+
+/// The first of `found` cuDNN heuristic results (cudnnConvolution*AlgoPerf_t,
+/// best first) a session may use, or -1: it must have succeeded, be
+/// deterministic (a checkpoint resumed on the same GPU continues bit for
+/// bit, which algorithms that sum with atomics do not), and run in plain
+/// FMA math: a tensor-op result (CUDNN_TENSOR_OP_MATH and its variants, or
+/// CUDNN_DEFAULT_MATH, which lets Ampere and later use TF32) computes an
+/// f32 convolution with 10-bit mantissas, numerics the f32 contract does
+/// not allow. The status, determinism and math values to accept are passed
+/// in, so that this compiles without cudnn.h.
+template <typename Perf, typename StatusT, typename DeterminismT,
+          typename MathT>
+int firstExactAlgorithm(const Perf *perf, int found, StatusT success,
+                        DeterminismT deterministic, MathT fmaMath) {
+  for (int i = 0; i < found; ++i)
+    if (perf[i].status == success && perf[i].determinism == deterministic &&
+        perf[i].mathType == fmaMath)
+      return i;
+  return -1;
+}
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
