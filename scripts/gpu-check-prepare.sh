@@ -20,8 +20,11 @@
 #           cleave-compile has no --target=cuda); gpu-check.sh then refuses
 #           to run, but --dry-run checks the rest
 #
+# The artifacts' host code is compiled for x86-64-v3, whatever this
+# machine's CPU (gpu-check.sh --dry-run refuses anything less portable).
+#
 # Then, on the GPU machine (device tool: carry [".gpu-check"]):
-#   bash scripts/gpu-check.sh --carry=.gpu-check
+#   bash scripts/gpu-check.sh --carry=.gpu-check --out=$OUT/gpu-check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -117,13 +120,18 @@ PY
 # Artifacts: for each model and optimizer the same options for the CPU and
 # the GPU (numerics: K = 20 windows of N = 4 micro-batches of 32), and the
 # speed configurations (MLP at micro-batch 256, LeNet at 32, the transformer
-# at 64; N = 4, SGD).
+# at 64; N = 4, SGD). Every one's host code is for x86-64-v3 (AVX2, FMA),
+# not for this machine's CPU: the manifest records the target CPU and its
+# features, and the runtime refuses an artifact on a CPU that lacks one, so
+# host code for this machine (AVX-512, AMX, ...) could be refused on the GPU
+# machine before the check touched its GPU. gpu-check.sh --dry-run checks it.
+host_cpu=x86-64-v3
 # The transformer's dropout warns once per compile and function; say each
 # distinct warning once.
 compile() { # name source extra-args...
   local name=$1 source=$2
   shift 2
-  "$build/bin/cleave-compile" "$source" --loss=cross-entropy "$@" \
+  "$build/bin/cleave-compile" "$source" --loss=cross-entropy --target-cpu=$host_cpu "$@" \
     -o "$out/artifacts/$name.cleave" 2>>"$tmp/compile.err" || {
     echo "gpu-check-prepare: cleave-compile $source $* failed:" >&2
     cat "$tmp/compile.err" >&2
@@ -188,7 +196,7 @@ PY
 
 # What gpu-check.sh --dry-run verifies: every file and its checksum.
 (cd "$out" && find . -type f ! -name MANIFEST.sha256 | sort | xargs sha256sum) >"$out/MANIFEST.sha256"
-echo "cuda_artifacts=$cuda gpu_arch=$arch prepared=$(date -u +%FT%TZ) commit=$(git rev-parse --short HEAD 2>/dev/null || echo ?)" >"$out/PREPARED"
+echo "cuda_artifacts=$cuda gpu_arch=$arch host_cpu=$host_cpu prepared=$(date -u +%FT%TZ) commit=$(git rev-parse --short HEAD 2>/dev/null || echo ?)" >"$out/PREPARED"
 
 size=$(du -sb "$out" | cut -f1)
 echo "gpu-check-prepare: $out holds $(find "$out" -type f | wc -l) files, $((size / 1024 / 1024)) MiB"

@@ -1,40 +1,112 @@
 #!/usr/bin/env bash
 # scripts/gpu-check-prepare.sh and scripts/gpu-check.sh --dry-run, on a
 # machine without a GPU: the prepared folder (CPU artifacts only: the test
-# does not depend on the compiler's cuda target) passes the dry run, and a
-# changed or missing file fails it; the transformer's CPU artifacts train on
-# the carried token data through gpu-check-train.py, as the GPU run does.
+# does not depend on the compiler's cuda target) passes the dry run, which
+# writes its plan (every step with its time limit, the stages in their
+# order) to the results folder; a changed or missing file fails it, and so
+# does an artifact whose host code was compiled for this machine's CPU
+# rather than a portable x86-64 level; the transformer's CPU artifacts train
+# on the carried token data through gpu-check-train.py, as the GPU run does;
+# and gpu-check.sh's step runner, sourced, cuts a step that hangs at its
+# limit, reports it as a TIMEOUT row in the results file and goes on.
 # Needs /usr/bin/python3 with torch and onnx (scripts/setup.sh).
 #   gpu_check_scripts_test.sh SOURCE_DIR BUILD_DIR TMP_DIR
 set -uo pipefail
 src=$1 build=$2 tmp=$3
-out=$tmp/gpu-check-carry
-rm -rf "$out"
+prepared=$tmp/gpu-check-carry
+rm -rf "$prepared"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-bash "$src/scripts/gpu-check-prepare.sh" --build="$build" --out="$out" --cpu-only ||
+bash "$src/scripts/gpu-check-prepare.sh" --build="$build" --out="$prepared" --cpu-only ||
   fail "gpu-check-prepare.sh failed"
 for f in bin/cleave-train bin/cleave-bench artifacts/mlp-sgd-cpu.cleave \
          artifacts/lenet-adam-cpu.cleave artifacts/transformer-sgd-cpu.cleave \
          artifacts/transformer-adam-cpu.cleave data/fashion.npz data/tokens.npz \
          MANIFEST.sha256 PREPARED; do
-  [ -f "$out/$f" ] || fail "the prepared folder has no $f"
+  [ -f "$prepared/$f" ] || fail "the prepared folder has no $f"
 done
-ls "$out"/lib/libcleave_runtime.so.* >/dev/null || fail "no libcleave_runtime in the prepared folder"
-ls "$out"/lib/libdnnl.so* >/dev/null || fail "oneDNN was not carried"
-size=$(du -sb "$out" | cut -f1)
+ls "$prepared"/lib/libcleave_runtime.so.* >/dev/null || fail "no libcleave_runtime in the prepared folder"
+ls "$prepared"/lib/libdnnl.so* >/dev/null || fail "oneDNN was not carried"
+size=$(du -sb "$prepared" | cut -f1)
 [ "$size" -le $((64 * 1024 * 1024)) ] || fail "the prepared folder is $size bytes, over 64 MiB"
 
-bash "$src/scripts/gpu-check.sh" --carry="$out" --dry-run || fail "the dry run failed on a complete folder"
+grep -q 'host_cpu=x86-64-v3' "$prepared/PREPARED" || fail "PREPARED: $(cat "$prepared/PREPARED")"
+
+# The dry run passes and writes the plan to the results folder: the stages
+# in their order (first contact first, torch.compile last), every step with
+# its limit, the first-contact window with graphs off and blocking launches.
+plan=$tmp/plan
+rm -rf "$plan"
+bash "$src/scripts/gpu-check.sh" --carry="$prepared" --dry-run --out="$plan" >"$tmp/dry.out" ||
+  fail "the dry run failed on a complete folder: $(cat "$tmp/dry.out")"
+[ -f "$plan/results.md" ] || fail "the dry run left no results.md in $plan"
+[ -f "$plan/logs.tar.gz" ] ||
+  fail "the dry run left no logs.tar.gz in $plan"
+order=$(sed -n 's/^- stage \([a-z-]*\) (budget [0-9]* s).*/\1/p' "$plan/results.md" | paste -sd ' ' -)
+[ "$order" = "first-contact sanitizer numerics speed memory torch-compile" ] ||
+  fail "the plan's stages: '$order'"
+steps=$(grep -c '^  - [a-z-]*/[a-z0-9-]* (<= [0-9]* s): ' "$plan/results.md")
+[ "$steps" -ge 40 ] || fail "the plan lists $steps steps with limits: $(cat "$plan/results.md")"
+grep -q '^  - first-contact/mlp-sgd-cuda (<= [0-9]* s): .*CLEAVE_CUDA_GRAPHS=0 CUDA_LAUNCH_BLOCKING=1 .*cleave-train artifacts/mlp-sgd-cuda.cleave .*--limit-train=128' \
+  "$plan/results.md" || fail "the plan's first MLP window: $(grep mlp-sgd-cuda "$plan/results.md")"
+grep -q '^  - sanitizer/lenet-memcheck (<= [0-9]* s): .*compute-sanitizer --tool memcheck' "$plan/results.md" ||
+  fail "the plan has no memcheck of LeNet"
+
+# An artifact whose host code is for this machine's CPU (what
+# gpu-check-prepare.sh compiled before it passed --target-cpu=x86-64-v3)
+# fails the dry run, which names it.
+cp -r "$prepared" "$tmp/host-carry"
+"$build/bin/cleave-compile" "$src/examples/mlp.mlir" --loss=cross-entropy --optimizer=sgd \
+  --micro-batch=32 --accumulate=4 --target-cpu=host \
+  -o "$tmp/host-carry/artifacts/mlp-sgd-cpu.cleave" || fail "cleave-compile --target-cpu=host"
+(cd "$tmp/host-carry" && find . -type f ! -name MANIFEST.sha256 | sort | xargs sha256sum >MANIFEST.sha256)
+bash "$src/scripts/gpu-check.sh" --carry="$tmp/host-carry" --dry-run >/dev/null 2>"$tmp/host.err" &&
+  fail "the dry run passed an artifact compiled for the host CPU"
+grep -q "artifacts/mlp-sgd-cpu.cleave: host code for CPU '[^']*'.*, not portable" "$tmp/host.err" ||
+  fail "the dry run's refusal of host code: $(cat "$tmp/host.err")"
+grep -q "artifacts/mlp-adam-cpu.cleave" "$tmp/host.err" &&
+  fail "the dry run refused a portable artifact too: $(cat "$tmp/host.err")"
+rm -rf "$tmp/host-carry"
+
+# The step runner: a step that hangs is cut at its limit (1 s here) and is a
+# TIMEOUT row, printed and in the results file at once, its log in the
+# folder and the archive; the next step still runs; a step whose stage's
+# budget is spent does not start and is a TIMEOUT row too.
+steps=$tmp/steps
+rm -rf "$steps"
+(
+  # shellcheck source=scripts/gpu-check.sh
+  source "$src/scripts/gpu-check.sh"
+  open_results "$steps" "fake steps"
+  stage fake 60 "a stage of fake steps"
+  step hang 1 sleep 600 || settle fake "a step that hangs"
+  grep -q '^| fake | a step that hangs | cut at its 1 s limit (logs/fake/hang.log) | TIMEOUT |$' \
+    "$results" || { echo "no TIMEOUT row in the results at once: $(cat "$results")"; exit 1; }
+  tar -tzf "$steps/logs.tar.gz" | grep -qx logs/fake/hang.log ||
+    { echo "the archive lacks the hung step's log"; exit 1; }
+  step next 30 echo 'done' && settle fake "the next step" &&
+    emit fake "the next step" "$(last_line "$step_log")" PASS
+  stage spent 0 "a stage whose budget is spent"
+  step late 30 echo never || settle spent "a step after the budget"
+  [ "$failed" = 1 ] || { echo "a TIMEOUT row did not fail the check"; exit 1; }
+) >"$tmp/steps.out" || fail "the step runner: $(cat "$tmp/steps.out")"
+grep -q '| TIMEOUT |$' "$tmp/steps.out" || fail "the TIMEOUT row was not printed: $(cat "$tmp/steps.out")"
+grep -q '^| fake | the next step | done | PASS |$' "$steps/results.md" ||
+  fail "the step after the hung one: $(cat "$steps/results.md")"
+grep -q '^| spent | a step after the budget | not started: .* | TIMEOUT |$' "$steps/results.md" ||
+  fail "a step after its stage's budget: $(cat "$steps/results.md")"
+grep -q 'cut at its 1 s limit' "$steps/logs/fake/hang.log" || fail "the hung step's log: $(cat "$steps/logs/fake/hang.log")"
+! grep -qx never "$steps/logs/spent/late.log" || fail "a step ran after its stage's budget was spent"
+rm -rf "$steps" "$plan"
 
 # The transformer rows' driver, on the CPU with the carried runtime: 20
 # windows move the parameters, the same run twice gives the same bits (what
 # lets GPU against CPU mean anything), and SGD and Adam differ.
-runtime=$(ls "$out"/lib/libcleave_runtime.so.[0-9]* | sort | tail -1)
+runtime=$(ls "$prepared"/lib/libcleave_runtime.so.[0-9]* | sort | tail -1)
 for run in sgd-1 sgd-2 adam-1; do
-  LD_LIBRARY_PATH="$out/lib" OMP_NUM_THREADS=1 /usr/bin/python3 \
+  LD_LIBRARY_PATH="$prepared/lib" OMP_NUM_THREADS=1 /usr/bin/python3 \
     "$src/scripts/gpu-check-train.py" "$runtime" \
-    "$out/artifacts/transformer-${run%-*}-cpu.cleave" "$out/data/tokens.npz" \
+    "$prepared/artifacts/transformer-${run%-*}-cpu.cleave" "$prepared/data/tokens.npz" \
     --device=cpu --windows=20 --save-initial="$tmp/$run.init" \
     --save-params="$tmp/$run.params" || fail "gpu-check-train.py $run failed"
 done
@@ -49,15 +121,15 @@ assert np.array_equal(sgd, again), "two runs from the same seed differ"
 assert not np.array_equal(sgd, adam), "SGD and Adam agree"
 PY
 # A token-classifier driver refuses an artifact of another interface.
-LD_LIBRARY_PATH="$out/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime" \
-  "$out/artifacts/mlp-sgd-cpu.cleave" "$out/data/tokens.npz" --windows=1 \
+LD_LIBRARY_PATH="$prepared/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime" \
+  "$prepared/artifacts/mlp-sgd-cpu.cleave" "$prepared/data/tokens.npz" --windows=1 \
   --save-params="$tmp/mlp.params" 2>"$tmp/mlp.err" && fail "gpu-check-train.py took the MLP"
 grep -q "expected token ids i64 \[B, T\] and class labels i64 \[B\]" "$tmp/mlp.err" ||
   fail "gpu-check-train.py's refusal: $(cat "$tmp/mlp.err")"
 
 # A folder whose manifest is intact but that lacks what the check reads (an
 # older gpu-check-prepare.sh's): refused, naming the file.
-cp -r "$out" "$tmp/old-carry"
+cp -r "$prepared" "$tmp/old-carry"
 rm "$tmp/old-carry/data/tokens.npz"
 (cd "$tmp/old-carry" && find . -type f ! -name MANIFEST.sha256 | sort | xargs sha256sum >MANIFEST.sha256)
 bash "$src/scripts/gpu-check.sh" --carry="$tmp/old-carry" --dry-run 2>"$tmp/old.err" &&
@@ -65,13 +137,16 @@ bash "$src/scripts/gpu-check.sh" --carry="$tmp/old-carry" --dry-run 2>"$tmp/old.
 grep -q "data/tokens.npz is missing" "$tmp/old.err" || fail "the dry run's refusal: $(cat "$tmp/old.err")"
 rm -rf "$tmp/old-carry"
 # A real run refuses a folder without cuda artifacts.
-bash "$src/scripts/gpu-check.sh" --carry="$out" 2>/dev/null && fail "gpu-check.sh ran without cuda artifacts"
+bash "$src/scripts/gpu-check.sh" --carry="$prepared" --out="$tmp/real" 2>"$tmp/real.err" &&
+  fail "gpu-check.sh ran without cuda artifacts"
+grep -q "prepared with --cpu-only" "$tmp/real.err" || fail "the real run's refusal: $(cat "$tmp/real.err")"
+rm -rf "$tmp/real"
 
-printf 'x' >>"$out/artifacts/mlp-sgd-cpu.cleave"
-bash "$src/scripts/gpu-check.sh" --carry="$out" --dry-run 2>/dev/null &&
+printf 'x' >>"$prepared/artifacts/mlp-sgd-cpu.cleave"
+bash "$src/scripts/gpu-check.sh" --carry="$prepared" --dry-run 2>/dev/null &&
   fail "the dry run passed with a changed artifact"
-rm "$out/MANIFEST.sha256"
-bash "$src/scripts/gpu-check.sh" --carry="$out" --dry-run 2>/dev/null &&
+rm "$prepared/MANIFEST.sha256"
+bash "$src/scripts/gpu-check.sh" --carry="$prepared" --dry-run 2>/dev/null &&
   fail "the dry run passed without its manifest"
-rm -rf "$out"
+rm -rf "$prepared"
 echo PASS
