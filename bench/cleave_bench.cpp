@@ -18,7 +18,6 @@
 #include "cleave/runtime.hpp"
 
 #include <dlfcn.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -106,6 +105,25 @@ double deviceUsedMib() {
   return double(total - free) / (1024.0 * 1024.0);
 }
 
+/// A size line of /proc/self/status ("VmRSS", "VmHWM") in MiB, or -1 if
+/// the kernel cannot say. VmHWM is this program's peak: getrusage's
+/// ru_maxrss also keeps the peak of the process image before exec (a
+/// Python parent that imported torch, for one).
+double statusMib(const char *key) {
+  std::FILE *status = std::fopen("/proc/self/status", "r");
+  if (!status)
+    return -1;
+  char line[256];
+  long long kib = -1;
+  const size_t length = std::strlen(key);
+  while (std::fgets(line, sizeof(line), status))
+    if (!std::strncmp(line, key, length) && line[length] == ':' &&
+        std::sscanf(line + length + 1, "%lld", &kib) == 1)
+      break;
+  std::fclose(status);
+  return kib < 0 ? -1 : double(kib) / 1024.0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -141,8 +159,11 @@ int main(int argc, char **argv) {
     cleave_artifact_micro_batch(artifact.get(), &b);
     if (n <= 0)
       cleave_artifact_accumulate(artifact.get(), &n);
-    cleave::Session session(artifact, options);
     Data data = makeData(artifact, b);
+    // What the process holds before the session: the peak less this is what
+    // the session cost (against the manifest's memory report).
+    const double rssBeforeSession = statusMib("VmRSS");
+    cleave::Session session(artifact, options);
 
     // Micro-steps alone: a window that never fills.
     session.setAccumulation(INT64_MAX / 2);
@@ -191,13 +212,16 @@ int main(int argc, char **argv) {
     (void)session.lastLoss();
     double samplesPerSecond = double(steps * b) / seconds(t2, Clock::now());
 
-    rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
     std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
                 "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "
                 "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f",
                 (long long)b, (long long)n, microMs, applyMs, samplesPerSecond,
-                usage.ru_maxrss / 1024.0);
+                statusMib("VmHWM"));
+    std::printf(", \"rss_before_session_mib\": %.1f", rssBeforeSession);
+    nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
+    if (manifest.contains("memory"))
+      std::printf(", \"memory_report_mib\": %.1f",
+                  manifest["memory"].value("total", 0.0) / (1024.0 * 1024.0));
     if (gpu)
       std::printf(", \"device_used_mib\": %.1f", deviceUsedMib());
     // Why the numbers may be lower than they could be (an entry that runs

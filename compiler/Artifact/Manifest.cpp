@@ -97,12 +97,19 @@ int64_t bytesOf(ShapedType type) {
          std::max<int64_t>(1, (type.getElementTypeBitWidth() + 7) / 8);
 }
 
+/// What a CPU session holds beyond the report: the runtime's and oneDNN's
+/// code pages as the kernels first run, oneDNN's JIT-compiled kernels and
+/// scratchpads, OpenMP. Measured against peak RSS (test/tools/
+/// memory_report_rss.py, docs/design/memory.md): 2 to 4 MiB for GEMM
+/// models, 8 for LeNet, 17 for resnet18 (within its 10 %).
+constexpr int64_t kHostFixedOverhead = int64_t(16) << 20;
+
 /// What a session of the artifact holds in memory, by kind, as the runtime
 /// allocates it (docs/design/memory.md): the globals (per rank: sharded
-/// optimizer state counts its shard), one micro-batch of inputs, each
-/// entry's outputs, one scratch area shared by the entries (the largest
-/// entry's arena), and on the CPU the kernels' blocked copies of
-/// convolution weights and weight gradients.
+/// optimizer state counts its shard), one micro-batch of inputs (two on a
+/// GPU), each entry's outputs, one scratch area shared by the entries (the
+/// largest entry's arena), and on the CPU the kernels' copies of weights
+/// and weight gradients in other layouts.
 struct MemoryReport {
   int64_t parameters = 0, state = 0, accumulators = 0, buffers = 0,
           counters = 0, inputs = 0, outputs = 0, scratch = 0, held = 0,
@@ -149,21 +156,39 @@ struct MemoryReport {
   }
 
   /// The weight copies and gradient sums of the CPU's convolutions (the
-  /// layout cache): about a copy of each convolution weight a micro-step
-  /// reads, and one of each weight gradient it writes.
+  /// layout cache): a copy of each convolution weight per layout the
+  /// micro-step's kernels read it in (forward, and backward-data, which
+  /// oneDNN blocks differently), and one of each weight gradient it writes.
+  ///
+  /// A bf16 matmul's parameter operand is a bf16 copy, one per layout it is
+  /// read in (the forward and backward-data GEMMs): counted for every
+  /// micro-step GEMM whose `b` is one matrix shared by the batch and not the
+  /// weight-gradient GEMM's (`trans_a`), which is where parameters are read.
   void addKernels(ArrayAttr kernels) {
     for (Attribute k : kernels) {
       auto d = dyn_cast<DictionaryAttr>(k);
       auto op = d ? d.getAs<StringAttr>("op") : StringAttr();
       auto entry = d ? d.getAs<StringAttr>("entry") : StringAttr();
-      if (!op || !entry || entry.getValue() != "micro_step" ||
-          (op.getValue() != "conv2d_fwd" &&
-           op.getValue() != "conv2d_bwd_weights"))
+      if (!op || !entry || entry.getValue() != "micro_step")
         continue;
       auto get = [&](StringRef key) {
         auto v = d.getAs<IntegerAttr>(key);
         return v ? v.getInt() : 1;
       };
+      auto flag = [&](StringRef key) {
+        auto v = d.getAs<BoolAttr>(key);
+        return v && v.getValue();
+      };
+      auto math = d.getAs<StringAttr>("math");
+      if (op.getValue() == "matmul" && math && math.getValue() == "bf16" &&
+          !flag("trans_a") && !flag("b_batched")) {
+        kernelCaches += get("k") * get("n") * 2;
+        continue;
+      }
+      if (!llvm::is_contained(
+              {"conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weights"},
+              op.getValue()))
+        continue;
       kernelCaches += get("o") *
                       (get("c") / std::max<int64_t>(1, get("groups"))) *
                       get("kh") * get("kw") * 4;
@@ -175,8 +200,12 @@ struct MemoryReport {
       scratch = std::max(scratch, e.getValue());
     for (const auto &e : entryHeld)
       held = std::max(held, e.getValue());
-    if (device)
+    if (device) {
       kernelCaches = 0;
+      // A GPU session keeps two input sets, so that one is written while
+      // the step before still reads the other.
+      inputs *= 2;
+    }
     int64_t total = parameters + state + accumulators + buffers + counters +
                     inputs + outputs + scratch + kernelCaches;
     json::Object entries;
@@ -197,6 +226,7 @@ struct MemoryReport {
                         {"scratch", scratch},
                         {"held_activations", held},
                         {"kernel_caches", kernelCaches},
+                        {"fixed_overhead", device ? 0 : kHostFixedOverhead},
                         {"entries", std::move(entries)},
                         {"total", total}};
   }

@@ -222,7 +222,9 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
   row("accumulators", get("accumulators"));
   row("buffers", get("buffers"), "non-trainable state (batch-norm statistics)");
   row("counters", get("counters"));
-  row("inputs", get("inputs"), "one micro-batch");
+  const bool host = memory.getString("space").value_or("host") == "host";
+  row("inputs", get("inputs"),
+      host ? "one micro-batch" : "two micro-batches (double-buffered)");
   row("outputs", get("outputs"));
   row("scratch", get("scratch"),
       "the largest entry's arena, shared by the entries");
@@ -241,11 +243,18 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
     }
   }
   row("kernel caches", get("kernel_caches"),
-      "blocked copies of convolution weights and their gradients (CPU)");
+      "copies of convolution weights and gradients in oneDNN's layouts, "
+      "and bf16 copies of GEMM weights (CPU)");
   row("total", get("total"));
-  os << "  not counted: the runtime's fixed overhead (its code, oneDNN's "
-        "primitives and scratchpads, OpenMP's threads; see "
-        "docs/design/memory.md)\n";
+  if (host)
+    os << "  not counted: the runtime's fixed overhead, up to "
+       << humanBytes(get("fixed_overhead"))
+       << " (code pages, oneDNN's JIT kernels and scratchpads, OpenMP; "
+          "measured, docs/design/memory.md)\n";
+  else
+    os << "  not counted: the runtime's hyperparameters (a few KiB), the "
+          "libraries' workspaces (cuBLASLt's up to 32 MiB) and the CUDA "
+          "context (not measured on a GPU yet)\n";
 }
 
 int fail(const Twine &message) {

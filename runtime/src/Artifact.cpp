@@ -16,11 +16,13 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -302,11 +304,19 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
                            "cleave_session_create");
 
   artifact->initData_ = static_cast<const unsigned char *>(initDataFn());
-  for (const GlobalDesc &g : artifact->manifest_.globals)
-    if (g.init.kind == InitKind::Data && !artifact->initData_)
+  artifact->initDataBegin_ = SIZE_MAX;
+  for (const GlobalDesc &g : artifact->manifest_.globals) {
+    if (g.init.kind != InitKind::Data)
+      continue;
+    if (!artifact->initData_)
       return makeError(CLEAVE_INVALID_ARTIFACT, path, ": global '", g.name,
                        "' is initialised from data but cleave_init_data() "
                        "returned NULL");
+    artifact->initDataBegin_ =
+        std::min(artifact->initDataBegin_, size_t(g.init.offset));
+    artifact->initDataEnd_ =
+        std::max(artifact->initDataEnd_, size_t(g.init.offset) + g.bytes);
+  }
 
   for (size_t i = 0; i < kNumEntryKinds; ++i) {
     auto kind = static_cast<EntryKind>(i);
@@ -336,6 +346,21 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
 Artifact::~Artifact() {
   if (handle_)
     ::dlclose(handle_);
+}
+
+void Artifact::releaseInitData() const {
+  if (!initData_ || initDataBegin_ >= initDataEnd_)
+    return;
+  // Whole pages inside the data only: the pages at its ends may hold other
+  // constants of the artifact.
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const auto begin =
+      (uintptr_t(initData_) + initDataBegin_ + page - 1) / page * page;
+  const auto end = (uintptr_t(initData_) + initDataEnd_) / page * page;
+  // Unchanged pages of a file mapping: dropped, and read again on use.
+  if (begin < end)
+    (void)::madvise(reinterpret_cast<void *>(begin), end - begin,
+                    MADV_DONTNEED);
 }
 
 } // namespace cleave::rt

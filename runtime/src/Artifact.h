@@ -57,6 +57,12 @@ public:
   EntryFn graphEntry(size_t index) const { return graphEntries_[index]; }
   /// `cleave_init_data()`: the bytes `"init": {"kind": "data"}` refers to.
   const unsigned char *initData() const { return initData_; }
+  /// Tells the kernel that a session has copied the initial values into its
+  /// globals: their pages in the artifact's read-only mapping stop counting
+  /// as resident (they are read from the file again if another session
+  /// needs them). A model imported from ONNX keeps all its initial
+  /// parameters there, as much memory as the parameters themselves.
+  void releaseInitData() const;
 
 private:
   Artifact() = default;
@@ -67,6 +73,8 @@ private:
   std::array<EntryFn, kNumEntryKinds> entries_{};
   std::vector<EntryFn> graphEntries_;
   const unsigned char *initData_ = nullptr;
+  /// The bytes of initData_ that `data` initialisers read: [begin, end).
+  size_t initDataBegin_ = 0, initDataEnd_ = 0;
 };
 
 } // namespace cleave::rt

@@ -261,6 +261,7 @@ Status Session::allocateAndInitialize(const Options &options) {
     for (size_t i = 0; i < m.globals.size(); ++i)
       communicator_->broadcast(globals_[i].data(), int64_t(m.globals[i].bytes),
                                /*root=*/0);
+  artifact_->releaseInitData();
   if (m.kind == ArtifactKind::Inference) {
     microSteps_ = &noCounters_[0];
     step_ = &noCounters_[1];

@@ -20,6 +20,7 @@
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
 
@@ -351,6 +352,27 @@ TEST(FakeGpu, GraphsReplayEveryStep) {
   EXPECT_EQ(driverStats().graph_launches, 11 + 2);
   EXPECT_TRUE(gpu.notes().empty());
 }
+
+#ifdef CLEAVE_ELEMENTWISE_CUDA
+// The memory report of a cuda artifact is the device memory its session
+// allocates (docs/design/memory.md), to within the runtime's own small
+// buffers (the hyperparameters), which the report leaves out.
+TEST(FakeGpu, DeviceAllocationsAreTheMemoryReport) {
+  Artifact artifact = Artifact::load(CLEAVE_ELEMENTWISE_CUDA);
+  nlohmann::json memory = nlohmann::json::parse(artifact.manifest())["memory"];
+  ASSERT_EQ(memory["space"], "device");
+  const auto report = memory["total"].get<int64_t>();
+  // Loaded here as the runtime loads it, to count from before the session.
+  ASSERT_NE(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), nullptr);
+  const int64_t before = driverStats().bytes_allocated;
+  Session session(artifact, onGpu());
+  const int64_t allocated = driverStats().bytes_allocated - before;
+  // 512 samples of 256 floats in and out: two input sets on the device.
+  EXPECT_EQ(memory["inputs"].get<int64_t>(), 2 * (2 * 512 * 256 * 4 + 512 * 4));
+  EXPECT_GE(allocated, report);
+  EXPECT_LE(allocated, report + 16 * 1024) << "report " << report;
+}
+#endif
 
 TEST(FakeGpu, RefusesAGpuWithoutCodeForIt) {
   EXPECT_EQ(createError(onGpu(1)),
