@@ -99,9 +99,10 @@ int64_t bytesOf(ShapedType type) {
 
 /// What a CPU session holds beyond the report: the runtime's and oneDNN's
 /// code pages as the kernels first run, oneDNN's JIT-compiled kernels and
-/// scratchpads, OpenMP. Measured against peak RSS (test/tools/
-/// memory_report_rss.py, docs/design/memory.md): 2 to 4 MiB for GEMM
-/// models, 8 for LeNet, 17 for resnet18 (within its 10 %).
+/// scratchpads, OpenMP. Measured with one thread against peak RSS
+/// (test/tools/memory_report_rss.py, docs/design/memory.md): 2 to 4 MiB for
+/// GEMM models, 8 for LeNet, 17 for resnet18 (within its 10 %); more threads
+/// add their stacks and scratchpads.
 constexpr int64_t kHostFixedOverhead = int64_t(16) << 20;
 
 /// What a session of the artifact holds in memory, by kind, as the runtime

@@ -68,11 +68,20 @@ bool cleave::touchesDeviceMemoryRecursively(Operation *op) {
 
 namespace {
 
-/// The `memref.get_global` that `value` is, or is a view of; null if none.
+/// Whether `get` reads a `constant` global: one the kernels may each hold a
+/// copy of, since nothing writes it.
+bool readsConstant(memref::GetGlobalOp get) {
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  return global && global.getConstant();
+}
+
+/// The `memref.get_global` of a constant that `value` is, or is a view of;
+/// null if none.
 memref::GetGlobalOp globalSource(Value value) {
   while (Operation *def = value.getDefiningOp()) {
     if (auto get = dyn_cast<memref::GetGlobalOp>(def))
-      return get;
+      return readsConstant(get) ? get : memref::GetGlobalOp();
     auto view = dyn_cast<ViewLikeOpInterface>(def);
     if (!view)
       return {};
@@ -97,23 +106,33 @@ bool usedOutsideLoopNests(Value value) {
   return false;
 }
 
+/// Gives each constant that reaches a library call a copy in the arena
+/// (see Passes.td).
 struct CopyConstantsToDevicePass
     : cleave::impl::CleaveCopyConstantsToDeviceBase<CopyConstantsToDevicePass> {
   void runOnOperation() override {
     SmallVector<memref::GetGlobalOp> toCopy;
     getOperation().walk([&](memref::GetGlobalOp get) {
-      if (usedOutsideLoopNests(get.getResult()))
+      auto type = cast<MemRefType>(get.getType());
+      // A global with a layout or a memory space would need a copy of its
+      // own kind; bufferization makes none (the verifier refuses it).
+      if (readsConstant(get) && type.getLayout().isIdentity() &&
+          !type.getMemorySpace() && usedOutsideLoopNests(get.getResult()))
         toCopy.push_back(get);
     });
     for (memref::GetGlobalOp get : toCopy) {
-      auto type = cast<MemRefType>(get.getType());
-      OpBuilder b = OpBuilder::atBlockEnd(get->getBlock());
-      b.setInsertionPointAfter(get);
+      // Just before the first user: folding hoists the get_global to the
+      // top of the entry, and the copy's buffer would be live from there.
+      Block *block = get->getBlock();
+      Operation *first = nullptr;
+      for (Operation *user : get->getUsers())
+        if (Operation *inBlock = block->findAncestorOpInBlock(*user))
+          if (!first || inBlock->isBeforeInBlock(first))
+            first = inBlock;
+      OpBuilder b(first);
       // Read once per run of the entry, by a one-kernel copy: constants
       // that feed library calls are few and small (masks, fixed matrices).
-      Value copy = memref::AllocOp::create(
-          b, get.getLoc(),
-          MemRefType::get(type.getShape(), type.getElementType()));
+      Value copy = memref::AllocOp::create(b, get.getLoc(), get.getType());
       auto copyOp = memref::CopyOp::create(b, get.getLoc(), get, copy);
       get.getResult().replaceAllUsesExcept(copy, copyOp);
     }
@@ -123,12 +142,16 @@ struct CopyConstantsToDevicePass
 /// A constant global read, or a view of one: cloned into the kernels that
 /// use it.
 bool isConstantRead(Operation *op) {
-  if (isa<memref::GetGlobalOp, arith::ConstantOp>(op))
+  if (isa<arith::ConstantOp>(op))
     return true;
+  if (auto get = dyn_cast<memref::GetGlobalOp>(op))
+    return readsConstant(get);
   return isa<ViewLikeOpInterface>(op) && op->getNumResults() == 1 &&
          globalSource(op->getResult(0));
 }
 
+/// Clones the constant globals each launch reads into its body (see
+/// Passes.td).
 struct SinkConstantsIntoKernelsPass
     : cleave::impl::CleaveSinkConstantsIntoKernelsBase<
           SinkConstantsIntoKernelsPass> {
@@ -174,10 +197,15 @@ struct VerifyDeviceOnlyPass
       // A host address handed to a kernel or a library call.
       if (auto get = dyn_cast<memref::GetGlobalOp>(op);
           get && !get->use_empty()) {
+        // Named by its consumer, past the views of it.
+        Operation *user = *get->user_begin();
+        while (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1 &&
+               !user->use_empty())
+          user = *user->getResult(0).user_begin();
         get.emitError() << "reads global @" << get.getName()
                         << " from host code, where it is an address in the "
                            "artifact's host memory, and passes it to '"
-                        << (*get->user_begin())->getName()
+                        << user->getName()
                         << "': kernels and library calls read device memory";
         failed = true;
         return WalkResult::advance();

@@ -247,14 +247,15 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
       "and bf16 copies of GEMM weights (CPU)");
   row("total", get("total"));
   if (host)
-    os << "  not counted: the runtime's fixed overhead, up to "
+    os << "  not counted: the runtime's fixed overhead, about "
        << humanBytes(get("fixed_overhead"))
-       << " (code pages, oneDNN's JIT kernels and scratchpads, OpenMP; "
-          "measured, docs/design/memory.md)\n";
+       << " with one thread (code pages, oneDNN's JIT kernels and "
+          "scratchpads, OpenMP; measured, docs/design/memory.md)\n";
   else
     os << "  not counted: the runtime's hyperparameters (a few KiB), the "
-          "libraries' workspaces (cuBLASLt's up to 32 MiB) and the CUDA "
-          "context (not measured on a GPU yet)\n";
+          "kernel modules (code and constants), the libraries' workspaces "
+          "(cuBLASLt's up to 32 MiB) and the CUDA context (not measured on "
+          "a GPU yet)\n";
 }
 
 int fail(const Twine &message) {

@@ -357,10 +357,14 @@ void Artifact::releaseInitData() const {
   const auto begin =
       (uintptr_t(initData_) + initDataBegin_ + page - 1) / page * page;
   const auto end = (uintptr_t(initData_) + initDataEnd_) / page * page;
-  // Unchanged pages of a file mapping: dropped, and read again on use.
+  // MADV_PAGEOUT (Linux 5.4) only reclaims: clean pages of the file mapping
+  // are dropped and read again on use, and nothing changes what the memory
+  // holds, wherever cleave_init_data() points. On an older kernel it is an
+  // error, and the pages stay.
+#ifdef MADV_PAGEOUT
   if (begin < end)
-    (void)::madvise(reinterpret_cast<void *>(begin), end - begin,
-                    MADV_DONTNEED);
+    (void)::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_PAGEOUT);
+#endif
 }
 
 } // namespace cleave::rt

@@ -58,10 +58,12 @@ public:
   /// `cleave_init_data()`: the bytes `"init": {"kind": "data"}` refers to.
   const unsigned char *initData() const { return initData_; }
   /// Tells the kernel that a session has copied the initial values into its
-  /// globals: their pages in the artifact's read-only mapping stop counting
-  /// as resident (they are read from the file again if another session
-  /// needs them). A model imported from ONNX keeps all its initial
-  /// parameters there, as much memory as the parameters themselves.
+  /// globals (MADV_PAGEOUT): their pages in the artifact's read-only mapping
+  /// are reclaimed and stop counting as resident (they are read from the
+  /// file again if another session needs them). A model imported from ONNX
+  /// keeps all its initial parameters there, as much memory as the
+  /// parameters themselves. Advice only: the memory's contents never
+  /// change, so sessions on other threads may read it meanwhile.
   void releaseInitData() const;
 
 private:

@@ -691,7 +691,7 @@ cleave_status cleave_session_note(const cleave_session *session, size_t index,
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(note);
-    const std::vector<std::string> &notes = session->impl->notes();
+    const std::deque<std::string> &notes = session->impl->notes();
     if (index >= notes.size())
       return indexOutOfRange(function, index, notes.size(), "notes");
     *note = notes[index].c_str();

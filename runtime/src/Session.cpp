@@ -953,8 +953,9 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   auto runWithoutGraph = [&](std::string_view reason) {
     noGraph_[k] = true;
     notes_.push_back(std::string(entryName(kind)) +
-                     " runs without a CUDA graph (every kernel launched "
-                     "on each step): " +
+                     " could not be captured into a CUDA graph and runs "
+                     "directly from now on (every kernel launched on each "
+                     "step; a graph captured before still replays): " +
                      std::string(reason));
   };
   if (!capture) {
@@ -977,10 +978,11 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   // Nothing of the entry ran, and a call that failed during the capture
   // may have failed because of it: the entry runs directly, now and from
   // now on, and a real error shows again.
-  std::string reason = !ended.ok()
-                           ? ended.message()
-                           : "a library call failed while it was captured (" +
-                                 kernelContext_->error().message() + ")";
+  std::string reason = !ended.ok() ? ended.message() : std::string();
+  if (kernelContext_->failed())
+    reason += std::string(reason.empty() ? "" : "; ") +
+              "a library call failed while it was captured (" +
+              kernelContext_->error().message() + ")";
   kernelContext_->clearError();
   (void)KernelContext::takeErrorWithoutContext();
   runWithoutGraph(reason);

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,7 +117,7 @@ public:
   /// What the device chose that changes the session's speed but never its
   /// results, one line each, in the order it happened (an entry that runs
   /// without a CUDA graph, and why). Only ever grows.
-  const std::vector<std::string> &notes() const { return notes_; }
+  const std::deque<std::string> &notes() const { return notes_; }
 
   int64_t microSteps() const { return *microSteps_; }
   int64_t step() const { return *step_; }
@@ -328,7 +329,9 @@ private:
   std::array<std::array<void *, 2>, kNumEntryKinds> graphs_{};
   std::array<int64_t, kNumEntryKinds> directRuns_{};
   std::array<bool, kNumEntryKinds> noGraph_{};
-  std::vector<std::string> notes_;
+  /// A deque: the C API hands out pointers into the strings, which must
+  /// not move as notes are added.
+  std::deque<std::string> notes_;
   std::array<Binding, kNumEntryKinds> bindings_;
   /// Where each input's data is for the current call: the caller's memory or
   /// inputs_[i].

@@ -112,3 +112,15 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Named by its consumer past the views: a library call's pointer.
+memref.global "private" constant @weights : memref<2x2xf32> = dense<1.0>
+func.func @host_global_to_library_call() -> index {
+  // expected-error @+1 {{reads global @weights from host code, where it is an address in the artifact's host memory, and passes it to 'memref.extract_aligned_pointer_as_index'}}
+  %g = memref.get_global @weights : memref<2x2xf32>
+  %v = memref.collapse_shape %g [[0, 1]] : memref<2x2xf32> into memref<4xf32>
+  %p = memref.extract_aligned_pointer_as_index %v : memref<4xf32> -> index
+  return %p : index
+}

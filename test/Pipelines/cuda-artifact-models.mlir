@@ -1,10 +1,10 @@
-// cuda artifacts of LeNet, the math, cast and norm ops, LAMB, ZeRO-1 and
-// one arch, as cuda-artifact.mlir checks the MLP's: every kernel module is
-// a fatbin with a cubin for each --gpu-arch plus the lowest arch's PTX, and
-// the linked artifact needs only the runtime's symbols and the contract's
-// mgpu* functions. Not in the sanitizer build: each full compile (ptxas and
-// fatbinary for every kernel) costs ten times as much there and runs the
-// Cleave code cuda-artifact.mlir already runs.
+// cuda artifacts of LeNet, the math, cast and norm ops, constants, LAMB,
+// ZeRO-1 and one arch, as cuda-artifact.mlir checks the MLP's: every kernel
+// module is a fatbin with a cubin for each --gpu-arch plus the lowest
+// arch's PTX, and the linked artifact needs only the runtime's symbols and
+// the contract's mgpu* functions. Not in the sanitizer build: each full
+// compile (ptxas and fatbinary for every kernel) costs ten times as much
+// there and runs the Cleave code cuda-artifact.mlir already runs.
 // REQUIRES: cuda-toolkit
 // UNSUPPORTED: sanitized
 
@@ -33,6 +33,12 @@
 // LAMB: gpu.launch_func @[[NORM:apply_step_kernel[_0-9]*]]::@apply_step_kernel blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%{{.+}} : memref<512x784xf32>, %{{.+}} : memref<f64>)
 // LAMB: gpu.module @[[NORM]]
 // LAMB: gpu.all_reduce add %{{.+}} uniform
+
+// Constant tensors in the kernel modules (memref.global in a gpu.module,
+// the cubin's .nv.global.init) through NVVM, ptxas and fatbinary.
+// RUN: cleave-compile %S/Inputs/constants.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda --compile-to=gpu -o %t.constants.mlir
+// RUN: cleave-compile %S/Inputs/constants.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda -o %t.constants.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.constants.cleave %t.constants.mlir | FileCheck %s --check-prefix=FATBIN
 
 // Data-parallel with ZeRO-1: the collectives' host arrays stay on the host.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --reduce=mean --ranks=2 --shard-optimizer-state --optimizer=adam --target=cuda -o %t.zero.cleave

@@ -21,7 +21,7 @@
 // CHECK-NEXT:     micro_step           {{.+}}  of which {{.+}} activations held from forward to backward
 // CHECK-NEXT:   kernel caches               0 B
 // CHECK-NEXT:   total
-// CHECK-NEXT:   not counted: the runtime's fixed overhead, up to 16.0 MiB (code pages, oneDNN's JIT kernels and scratchpads, OpenMP; measured, docs/design/memory.md)
+// CHECK-NEXT:   not counted: the runtime's fixed overhead, about 16.0 MiB with one thread (code pages, oneDNN's JIT kernels and scratchpads, OpenMP; measured, docs/design/memory.md)
 
 // The activations held grow with the micro-batch; the parameters do not.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=128 --optimizer=adam --report=memory -o %t.128.cleave | FileCheck %s --check-prefix=B128
@@ -45,7 +45,7 @@
 // CUDA:      memory of one session (device, per rank):
 // CUDA:      inputs                  197 KiB  two micro-batches (double-buffered)
 // CUDA:      kernel caches               0 B
-// CUDA:      not counted: the runtime's hyperparameters (a few KiB), the libraries' workspaces
+// CUDA:      not counted: the runtime's hyperparameters (a few KiB), the kernel modules (code and constants), the libraries' workspaces
 
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: cleave-compile: error: unknown --report value 'speed'; expected memory

@@ -9,6 +9,7 @@
 #ifndef CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
 #define CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -52,19 +53,22 @@ inline std::size_t alignmentClass(uint32_t alignment) {
 /// The first of `found` cuDNN heuristic results (cudnnConvolution*AlgoPerf_t,
 /// best first) a session may use, or -1: it must have succeeded, be
 /// deterministic (a checkpoint resumed on the same GPU continues bit for
-/// bit, which algorithms that sum with atomics do not), and run in plain
-/// FMA math: a tensor-op result (CUDNN_TENSOR_OP_MATH and its variants, or
-/// CUDNN_DEFAULT_MATH, which lets Ampere and later use TF32) computes an
-/// f32 convolution with 10-bit mantissas, numerics the f32 contract does
-/// not allow. The status, determinism and math values to accept are passed
-/// in, so that this compiles without cudnn.h.
+/// bit, which algorithms that sum with atomics do not), and not be a
+/// tensor-op entry (`CUDNN_TENSOR_OP_MATH` or its conversion variant), which
+/// would need a tensor-op descriptor. The convolution descriptor stays
+/// `CUDNN_FMA_MATH`, which forbids TF32 (10-bit mantissas, numerics the f32
+/// contract does not allow) whatever an entry reports, so entries reported
+/// in plain FMA or default math both run in f32. The values are passed in,
+/// so that this compiles without cudnn.h.
 template <typename Perf, typename StatusT, typename DeterminismT,
           typename MathT>
 int firstExactAlgorithm(const Perf *perf, int found, StatusT success,
-                        DeterminismT deterministic, MathT fmaMath) {
+                        DeterminismT deterministic,
+                        std::initializer_list<MathT> f32Math) {
   for (int i = 0; i < found; ++i)
     if (perf[i].status == success && perf[i].determinism == deterministic &&
-        perf[i].mathType == fmaMath)
+        std::find(f32Math.begin(), f32Math.end(), perf[i].mathType) !=
+            f32Math.end())
       return i;
   return -1;
 }

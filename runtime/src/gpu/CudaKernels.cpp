@@ -298,6 +298,22 @@ public:
     for (size_t i = 0; i < kMatmulAlignments.size(); ++i) {
       cublasLtMatmulPreference_t pref = nullptr;
       check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
+      // Destroyed however this iteration ends (check throws).
+      struct PreferenceGuard {
+        const CublasLt &lt;
+        cublasLtMatmulPreference_t pref;
+        ~PreferenceGuard() { lt.cublasLtMatmulPreferenceDestroy(pref); }
+      } guard{lt, pref};
+      // The heuristics take the bias pointer's alignment from its value
+      // (cublasLt.h): one with this class's alignment stands for it.
+      if (hasBias_) {
+        auto bias =
+            reinterpret_cast<const void *>(uintptr_t(kMatmulAlignments[i]));
+        check(
+            lt.cublasLtMatmulDescSetAttribute(
+                desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+            "setting the bias pointer");
+      }
       auto setPreference = [&](cublasLtMatmulPreferenceAttributes_t attribute,
                                const auto &value) {
         check(lt.cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value,
@@ -317,7 +333,6 @@ public:
       cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
           libs.ltHandle, desc_, aLayout_, bLayout_, cLayout_, cLayout_, pref, 1,
           &result, &found);
-      lt.cublasLtMatmulPreferenceDestroy(pref);
       if (s != CUBLAS_STATUS_SUCCESS || found == 0)
         continue;
       algos_[i] = result.algo;
@@ -359,7 +374,7 @@ public:
     }
     // The strongest alignment's algorithm that these pointers satisfy (one
     // chosen for a weaker alignment runs on any stronger one).
-    size_t choice = alignmentClass(commonAlignment({a, b, c}));
+    size_t choice = alignmentClass(commonAlignment({a, b, c, bias}));
     while (choice < hasAlgo_.size() && !hasAlgo_[choice])
       ++choice;
     if (choice == hasAlgo_.size())
@@ -608,16 +623,17 @@ public:
   }
 
 private:
-  /// The heuristics' first choice that is deterministic and in FMA math
-  /// (firstExactAlgorithm).
+  /// The heuristics' first choice that is deterministic and not a
+  /// tensor-op algorithm (firstExactAlgorithm).
   template <typename Perf>
   static decltype(Perf::algo) pick(KernelSpec &spec, const Perf *perf,
                                    int found) {
     int i = firstExactAlgorithm(perf, found, CUDNN_STATUS_SUCCESS,
-                                CUDNN_DETERMINISTIC, CUDNN_FMA_MATH);
+                                CUDNN_DETERMINISTIC,
+                                {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH});
     if (i < 0)
-      spec.fail("cuDNN has no deterministic algorithm in f32 FMA math (no "
-                "TF32 tensor ops) for this convolution");
+      spec.fail("cuDNN has no deterministic algorithm without tensor ops "
+                "(f32 math, no TF32) for this convolution");
     return perf[i].algo;
   }
 

@@ -38,10 +38,11 @@ std::string describeGpuCode(const std::vector<GpuArch> &cubins,
 /// Whether a driver for CUDA `driverVersion` (as cuDriverGetVersion reports
 /// it: 1000 * major + 10 * minor) runs this runtime, built against the
 /// headers of CUDA `headersVersion`. CUDA's minor-version compatibility:
-/// a driver runs what any toolkit of its major version built, and every
-/// call the runtime makes exists in every driver of that major version (a
-/// missing one is refused by name when the driver is loaded). So a 13.0
-/// driver runs a runtime built with 13.1 headers; a 12.x driver does not.
+/// a driver runs what any toolkit of its major version built. The calls the
+/// runtime makes are those of 13.0 (none newer is used); should a driver
+/// lack one, loading it refuses the driver naming the call (the real guard,
+/// CudaDriver.cpp). So a 13.0 driver runs a runtime built with 13.1
+/// headers; a 12.x driver does not.
 /// The error is one line naming both versions.
 Status checkDriverVersion(int driverVersion, int headersVersion);
 

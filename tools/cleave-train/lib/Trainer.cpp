@@ -199,7 +199,7 @@ private:
   /// micro-batch) consecutive micro-batches of one train_batch call.
   void microSteps(int64_t k);
   /// Throws for a failed call; a window that was not finite says so.
-  void checkWindow(cleave_status status) const;
+  void checkWindow(cleave_status status);
   /// The learning rate of the next optimizer step (0 without `lr`).
   double nextLr() const;
   /// Records the optimizer step that just ended a window of `microSteps`
@@ -229,7 +229,7 @@ private:
   data::Normalization normalization_;
   bool root_ = true;
   /// Session notes printed so far (cleave_session_note).
-  mutable size_t notesPrinted_ = 0;
+  size_t notesPrinted_ = 0;
   /// Whether the artifact checks its windows for NaN and infinity (it has
   /// train.skipped_steps; Adasum and ZeRO-1 artifacts do not).
   bool checksWindows_ = false;
@@ -769,7 +769,7 @@ void Trainer::microSteps(int64_t k) {
   checkWindow(status);
 }
 
-void Trainer::checkWindow(cleave_status status) const {
+void Trainer::checkWindow(cleave_status status) {
   if (status == CLEAVE_NON_FINITE)
     throw tools::Error(std::string(cleave_last_error_message()) + " (epoch " +
                        std::to_string(pos_.epoch + 1) +

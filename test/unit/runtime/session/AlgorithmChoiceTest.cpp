@@ -3,8 +3,8 @@
 // The rules the cuda kernels choose cuBLASLt and cuDNN algorithms by, without
 // a GPU: matmul algorithms per operand alignment (the arena and its views
 // give pointers aligned to much less than cuBLASLt's default 256 bytes), and
-// cuDNN's heuristics filtered to deterministic FMA-math algorithms (a TF32
-// tensor-op choice would change f32 numerics).
+// cuDNN's heuristics filtered to deterministic algorithms without tensor ops
+// (a TF32 choice would change f32 numerics).
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,19 +62,19 @@ struct Perf {
 
 int choose(const std::vector<Perf> &perf) {
   int i = firstExactAlgorithm(perf.data(), int(perf.size()), Success,
-                              Deterministic, FmaMath);
+                              Deterministic, {FmaMath, DefaultMath});
   return i < 0 ? -1 : perf[size_t(i)].algo;
 }
 
-TEST(AlgorithmChoice, CudnnAlgorithmsAreDeterministicFmaMath) {
-  // The heuristics' favourite uses TF32 tensor ops: skipped.
+TEST(AlgorithmChoice, CudnnAlgorithmsAreDeterministicWithoutTensorOps) {
+  // The heuristics' favourite is a tensor-op (TF32) algorithm: skipped.
   EXPECT_EQ(choose({{7, Success, Deterministic, TensorOpMath},
+                    {6, Success, Deterministic, TensorOpMathAllowConversion},
                     {1, Success, Deterministic, FmaMath}}),
             1);
-  // Default math lets Ampere and later use TF32 for f32.
-  EXPECT_EQ(choose({{7, Success, Deterministic, DefaultMath},
-                    {6, Success, Deterministic, TensorOpMathAllowConversion},
-                    {2, Success, Deterministic, FmaMath}}),
+  // An entry in default math runs under the FMA descriptor: taken.
+  EXPECT_EQ(choose({{7, Success, Deterministic, TensorOpMath},
+                    {2, Success, Deterministic, DefaultMath}}),
             2);
   EXPECT_EQ(choose({{3, Success, NonDeterministic, FmaMath},
                     {4, NotSupported, Deterministic, FmaMath},

@@ -78,19 +78,13 @@ TEST(GpuArchTest, PtxJitsOnAnyLaterGpu) {
             "sm_80 only");
 }
 
-} // namespace
-
-namespace {
-
 /// "ok", or the error of checkDriverVersion.
 std::string driver(int driverVersion, int headersVersion) {
   Status s = checkDriverVersion(driverVersion, headersVersion);
   return s.ok() ? "ok" : s.message();
 }
 
-} // namespace
-
-TEST(GpuArch, DriversOfTheHeadersMajorVersionRunTheRuntime) {
+TEST(GpuArchTest, DriversOfTheHeadersMajorVersionRunTheRuntime) {
   // Minor-version compatibility: a 13.0 driver runs a runtime built with
   // the 13.1 or 13.2 toolkit.
   EXPECT_EQ(driver(13000, 13010), "ok");
@@ -104,3 +98,5 @@ TEST(GpuArch, DriversOfTheHeadersMajorVersionRunTheRuntime) {
             "the CUDA driver supports CUDA 0.0, this runtime needs CUDA 13.x "
             "(built with 13.1); update the NVIDIA driver");
 }
+
+} // namespace
