@@ -34,16 +34,16 @@ namespace mlir::cleave {
 using namespace mlir;
 using namespace mlir::cleave;
 
-bool cleave::isHostStackMemory(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (isa<memref::AllocaOp>(def))
-      return true;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
+/// The buffer `value` is a view of (through any number of views), or
+/// `value` itself.
+static Value viewRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
     value = view.getViewSource();
-  }
-  return false;
+  return value;
+}
+
+bool cleave::isHostStackMemory(Value value) {
+  return viewRoot(value).getDefiningOp<memref::AllocaOp>() != nullptr;
 }
 
 bool cleave::touchesDeviceMemory(Operation *op) {
@@ -79,15 +79,8 @@ bool readsConstant(memref::GetGlobalOp get) {
 /// The `memref.get_global` of a constant that `value` is, or is a view of;
 /// null if none.
 memref::GetGlobalOp globalSource(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto get = dyn_cast<memref::GetGlobalOp>(def))
-      return readsConstant(get) ? get : memref::GetGlobalOp();
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return {};
-    value = view.getViewSource();
-  }
-  return {};
+  auto get = viewRoot(value).getDefiningOp<memref::GetGlobalOp>();
+  return get && readsConstant(get) ? get : memref::GetGlobalOp();
 }
 
 /// Whether `value`, or a view of it, is used by anything but a loop nest
