@@ -118,6 +118,8 @@ struct MemoryReport {
   llvm::StringSet<> inputNames;
   llvm::StringMap<int64_t> entryScratch;
   llvm::StringMap<int64_t> entryHeld;
+  /// cleave-rematerialize's summary of an entry, if it ran.
+  llvm::StringMap<DictionaryAttr> entryRemat;
 
   void addGlobal(train::GlobalOp g) {
     int64_t bytes = bytesOf(g.getTensorType());
@@ -214,6 +216,17 @@ struct MemoryReport {
       json::Object entry{{"scratch", e.getValue()}};
       if (auto it = entryHeld.find(e.getKey()); it != entryHeld.end())
         entry["held_activations"] = it->getValue();
+      if (DictionaryAttr r = entryRemat.lookup(e.getKey())) {
+        auto get = [&](StringRef key) {
+          auto v = r.getAs<IntegerAttr>(key);
+          return v ? v.getInt() : 0;
+        };
+        entry["recomputed"] =
+            json::Object{{"values", get("values")},
+                         {"bytes", get("bytes")},
+                         {"flops", get("flops")},
+                         {"forward_flops", get("forward_flops")}};
+      }
       entries[e.getKey()] = std::move(entry);
     }
     return json::Object{{"space", device ? "device" : "host"},
@@ -318,6 +331,8 @@ struct WriteManifestPass
         f.emitError("has rt.abi but no train.entry");
         return signalPassFailure();
       }
+      if (auto remat = f->getAttrOfType<DictionaryAttr>("cleave.remat"))
+        memory.entryRemat[name.getValue()] = remat;
       // Argument 0 is the kernel context, not part of the list.
       if (abi.size() + 1 != f.getNumArguments()) {
         f.emitError() << rt::RtDialect::kAbiAttr << " lists " << abi.size()

@@ -228,6 +228,59 @@ def CleaveFoldGuardedUpdates : Pass<"cleave-fold-guarded-updates"> {
   }];
 }
 
+def CleaveRematerialize : Pass<"cleave-rematerialize", "::mlir::ModuleOp"> {
+  let summary = "Recompute activations in the backward pass instead of "
+                "holding them";
+  let description = [{
+    Works on `@micro_step` at the tensor level, after the last CSE and
+    before bufferization (docs/design/memory.md, "Rematerialisation"). The
+    forward pass is every op the `loss` output depends on; a forward value
+    that an op outside it reads is held from forward to backward. A held
+    value (with its views) is rematerialised by cloning the ops that compute
+    it from values that stay available (held values, inputs, parameters,
+    constants) right before its first backward use, and pointing the
+    backward uses at the clone: the original dies at its last forward use
+    and `cleave-plan-memory` reuses its bytes. The clones are the same ops
+    on the same operands and compute the same bits; they carry a
+    `cleave.remat` unit attribute.
+
+    Candidates are taken greedily, by class (loop nests without reductions
+    and views first, then reductions such as normalisation statistics, then
+    pooling, then GEMMs and convolutions) and within a class by recomputed
+    FLOPs per byte saved. Without a budget only the first class is taken: a
+    recomputed loop nest reads values that are held anyway, so it saves its
+    bytes for one more pass over memory. With `budget` (bytes) or
+    `budget-fraction` (of the held bytes without recomputation) every class
+    may be taken, until the estimate of held bytes fits.
+
+    The function gets a `cleave.remat` dictionary: `values` recomputed,
+    `bytes` no longer held (the estimate), `flops` recomputed, the held
+    bytes estimated `before` and `after`, and the forward pass's
+    `forward_flops` (the measure the planner compares `flops` with). A chain holds at most one library
+    call (GEMM, convolution, pooling): a value is recomputed from the held
+    values right before it, never through several layers, so recomputation
+    costs at most about one more forward pass. Where the runtime keeps a
+    copy of a kernel's weight per call (`conv-weight-copies`,
+    `bf16-weight-copies`), a recomputed kernel's copy is subtracted from
+    what it saves.
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", "-1",
+           "Held activations to aim for, in bytes (-1: no budget)">,
+    Option<"budgetFraction", "budget-fraction", "double", "-1",
+           "Held activations to aim for, as a fraction of what is held "
+           "without recomputation (-1: no budget)">,
+    Option<"convWeightCopies", "conv-weight-copies", "bool", "false",
+           "The runtime keeps a copy of a convolution's weight per kernel "
+           "call (the CPU's layout cache): a recomputed convolution costs "
+           "its weight's bytes">,
+    Option<"bf16WeightCopies", "bf16-weight-copies", "bool", "false",
+           "The runtime keeps a bf16 copy of a GEMM's weight per kernel "
+           "call (the CPU in bf16): a recomputed GEMM costs half its "
+           "weight's bytes">,
+  ];
+}
+
 def CleaveAnnotateInnerLoops : Pass<"cleave-annotate-inner-loops"> {
   let summary = "Keep LLVM from fully unrolling the innermost loops";
   let description = [{

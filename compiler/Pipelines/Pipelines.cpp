@@ -113,6 +113,56 @@ TrainingPipelineOptions::lowerRuntimeCallsOptions() const {
   return o;
 }
 
+FailureOr<RematBudget> cleave::parseRematBudget(StringRef text,
+                                                std::string &message) {
+  StringRef number = text.trim();
+  double scale = 1;
+  bool percent = number.consume_back("%");
+  if (!percent)
+    for (auto [suffix, factor] : {std::pair<StringRef, double>{"KiB", 1024.0},
+                                  {"MiB", 1024.0 * 1024},
+                                  {"GiB", 1024.0 * 1024 * 1024},
+                                  {"B", 1}})
+      if (number.consume_back(suffix)) {
+        scale = factor;
+        break;
+      }
+  double value;
+  if (number.trim().getAsDouble(value) || !(value >= 0) ||
+      (percent && value > 100)) {
+    message = ("remat-budget: '" + text +
+               "' is not a size (bytes, or with KiB, MiB, GiB) or a "
+               "percentage from 0% to 100%")
+                  .str();
+    return failure();
+  }
+  RematBudget budget;
+  if (percent)
+    budget.fraction = value / 100;
+  else
+    budget.bytes = int64_t(value * scale);
+  return budget;
+}
+
+std::optional<CleaveRematerializeOptions>
+TrainingPipelineOptions::rematerializeOptions() const {
+  if (remat == Remat::none && rematBudget.empty())
+    return std::nullopt;
+  CleaveRematerializeOptions o;
+  std::string message;
+  if (!rematBudget.empty())
+    if (FailureOr<RematBudget> budget = parseRematBudget(rematBudget, message);
+        succeeded(budget)) {
+      o.budget = budget->bytes.value_or(-1);
+      o.budgetFraction = budget->fraction.value_or(-1);
+    }
+  // The CPU runtime's layout cache keeps a weight copy per kernel call.
+  o.convWeightCopies = target == rt::Device::cpu;
+  o.bf16WeightCopies =
+      target == rt::Device::cpu && precision == rt::KernelPrecision::bf16;
+  return o;
+}
+
 LogicalResult
 TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
   if (failed(verifyOptions(attachLossOptions(), error)) ||
@@ -162,6 +212,15 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
   if (precision == rt::KernelPrecision::bf16 && target == rt::Device::cuda) {
     error("precision=bf16 is for the cpu target only (the cuda kernels "
           "multiply in f32)");
+    return failure();
+  }
+  if (!rematBudget.empty() && failed(parseRematBudget(rematBudget, message))) {
+    error(message);
+    return failure();
+  }
+  if (inference && (remat != Remat::none || !rematBudget.empty())) {
+    error("inference (a forward-only artifact) holds no activations for a "
+          "backward pass: drop remat and remat-budget");
     return failure();
   }
   if (target == rt::Device::cuda && failed(parseGpuArches(gpuArch, message))) {
@@ -238,16 +297,16 @@ void cleave::buildCpuPipeline(OpPassManager &pm,
   if (stopAfter <= Phase::Split)
     return;
   buildCpuBackendPipeline(pm, o.writeManifestOptions(), stopAfter,
-                          o.lowerRuntimeCallsOptions());
+                          o.lowerRuntimeCallsOptions(),
+                          o.rematerializeOptions());
 }
 
 /// Split-level IR to bufferized entry points with runtime calls, a memory
 /// plan and the manifest: common to both back ends.
-static void buildBufferizedPipeline(OpPassManager &pm,
-                                    const CleaveWriteManifestOptions &target,
-                                    Phase stopAfter,
-                                    const CleaveLowerRuntimeCallsOptions &kernels,
-                                    bool gpuKernels) {
+static void buildBufferizedPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels,
+    bool gpuKernels, const std::optional<CleaveRematerializeOptions> &remat) {
   // Compute-bound ops to library kernels, everything else to linalg.
   pm.addPass(createCleaveConvertNNToLinalg());
   // Counter arithmetic (arith on i64 tensors) becomes linalg as well.
@@ -267,6 +326,10 @@ static void buildBufferizedPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createCleaveSinkScalarsIntoLinalg());
     cleanup(pm);
   }
+  // Held activations recomputed in the backward pass, after the last CSE
+  // (which would merge a clone back into its original).
+  if (remat)
+    pm.addPass(createCleaveRematerialize(*remat));
   if (stopAfter <= Phase::Linalg)
     return;
   // Tensors to buffers, in place where possible.
@@ -316,9 +379,10 @@ static void buildHostLoopsToLlvmPipeline(OpPassManager &pm) {
 
 void cleave::buildCpuBackendPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target,
-    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels) {
+    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels,
+    const std::optional<CleaveRematerializeOptions> &remat) {
   buildBufferizedPipeline(pm, target, stopAfter, kernels,
-                          /*gpuKernels=*/false);
+                          /*gpuKernels=*/false, remat);
   if (stopAfter <= Phase::Bufferize)
     return;
   // One small function per loop nest: LLVM's O3 is not linear in the size
@@ -348,19 +412,21 @@ static void buildGpuLaunchesPipeline(OpPassManager &pm) {
 
 void cleave::buildGpuKernelsOnHostPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target) {
-  buildBufferizedPipeline(pm, target, Phase::LLVM, {}, /*gpuKernels=*/true);
+  buildBufferizedPipeline(pm, target, Phase::LLVM, {}, /*gpuKernels=*/true,
+                          std::nullopt);
   buildGpuLaunchesPipeline(pm);
   pm.addPass(createCleaveRunGpuLaunchesOnHost());
   buildHostLoopsToLlvmPipeline(pm);
 }
 
-void cleave::buildCudaBackendPipeline(OpPassManager &pm,
-                                      const CleaveWriteManifestOptions &target,
-                                      Phase stopAfter) {
+void cleave::buildCudaBackendPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    Phase stopAfter, const std::optional<CleaveRematerializeOptions> &remat) {
   // Library calls (cuBLASLt, cuDNN in the runtime) stay host calls on
   // device pointers; everything else becomes linalg on buffers, as for the
   // CPU.
-  buildBufferizedPipeline(pm, target, stopAfter, {}, /*gpuKernels=*/true);
+  buildBufferizedPipeline(pm, target, stopAfter, {}, /*gpuKernels=*/true,
+                          remat);
   if (stopAfter <= Phase::Bufferize)
     return;
   buildGpuLaunchesPipeline(pm);
@@ -424,7 +490,8 @@ void cleave::buildTargetPipeline(OpPassManager &pm,
   buildTrainingPipeline(pm, o, std::min(stopAfter, Phase::Split));
   if (stopAfter <= Phase::Split)
     return;
-  buildCudaBackendPipeline(pm, o.writeManifestOptions(), stopAfter);
+  buildCudaBackendPipeline(pm, o.writeManifestOptions(), stopAfter,
+                           o.rematerializeOptions());
 }
 
 void cleave::registerPipelines() {

@@ -39,6 +39,26 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 /// The names `parsePhase` accepts, for help texts.
 llvm::StringRef phaseNames();
 
+/// What `remat` recomputes (docs/design/memory.md).
+enum class Remat {
+  /// Every activation the backward pass reads is held from the forward pass.
+  none,
+  /// The cost model recomputes what is worth it: loop nests over values held
+  /// anyway, and with a budget whatever fits it, cheapest first.
+  automatic,
+};
+
+/// A `remat-budget`: bytes, or a fraction of the held bytes without
+/// recomputation.
+struct RematBudget {
+  std::optional<int64_t> bytes;
+  std::optional<double> fraction;
+};
+/// Parses `123456`, `64KiB`, `1.5MiB`, `2GiB`, `1e6` (bytes) or `25%`;
+/// `message` says what is wrong otherwise.
+FailureOr<RematBudget> parseRematBudget(llvm::StringRef text,
+                                        std::string &message);
+
 /// What to train and how: the one definition of the training options. The
 /// registered pipelines parse them from their option string, cleave-compile
 /// from its command line (`addToCommandLine`), and each pass gets its own
@@ -172,12 +192,34 @@ struct TrainingPipelineOptions
       llvm::cl::init(rt::KernelPrecision::f32),
       enumValues<rt::KernelPrecision>()};
 
+  Option<Remat> remat{
+      *this, "remat",
+      llvm::cl::desc("Activations held from the forward to the backward pass "
+                     "of a micro-step: none, or auto: recompute in the "
+                     "backward pass what the cost model takes (loop nests "
+                     "over values held anyway; with remat-budget also "
+                     "reductions, pooling, GEMMs and convolutions, cheapest "
+                     "first, until the held bytes fit). The step computes "
+                     "the same bits either way"),
+      llvm::cl::init(Remat::none),
+      llvm::cl::values(clEnumValN(Remat::none, "none", "hold everything"),
+                       clEnumValN(Remat::automatic, "auto",
+                                  "recompute what the cost model takes"))};
+  Option<std::string> rematBudget{
+      *this, "remat-budget",
+      llvm::cl::desc("Held activations to aim for (implies remat=auto): "
+                     "bytes (1048576, 64KiB, 1.5MiB, 1GiB) or a percentage "
+                     "of what is held without recomputation (25%)"),
+      llvm::cl::init("")};
+
   /// The options of each training pass.
   CleaveAttachLossOptions attachLossOptions() const;
   CleaveBuildTrainStepOptions buildTrainStepOptions() const;
   CleaveSplitStepOptions splitStepOptions() const;
   CleaveWriteManifestOptions writeManifestOptions() const;
   CleaveLowerRuntimeCallsOptions lowerRuntimeCallsOptions() const;
+  /// None when nothing is recomputed.
+  std::optional<CleaveRematerializeOptions> rematerializeOptions() const;
 
   /// Runs the passes' own option checks, so that a tool can refuse bad
   /// options before it reads a model; `error` gets the first problem.
@@ -203,10 +245,11 @@ void buildCpuPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,
 /// Split-level IR (entry functions marked `train.entry`, state as
 /// `train.global`s) to LLVM dialect: the back half of `buildCpuPipeline`,
 /// also used by frontends that emit entry points directly (the tracer).
-void buildCpuBackendPipeline(OpPassManager &pm,
-                             const CleaveWriteManifestOptions &target = {},
-                             Phase stopAfter = Phase::LLVM,
-                             const CleaveLowerRuntimeCallsOptions &kernels = {});
+void buildCpuBackendPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target = {},
+    Phase stopAfter = Phase::LLVM,
+    const CleaveLowerRuntimeCallsOptions &kernels = {},
+    const std::optional<CleaveRematerializeOptions> &remat = std::nullopt);
 
 /// Model function to LLVM dialect for `target` (cpu or cuda).
 void buildTargetPipeline(OpPassManager &pm,
@@ -217,9 +260,10 @@ void buildTargetPipeline(OpPassManager &pm,
 /// CPU back end's front half (linalg, bufferization, runtime calls, memory
 /// plan, manifest), then every loop nest as a GPU kernel
 /// (docs/design/gpu.md). `target.device` must be cuda.
-void buildCudaBackendPipeline(OpPassManager &pm,
-                              const CleaveWriteManifestOptions &target,
-                              Phase stopAfter = Phase::LLVM);
+void buildCudaBackendPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    Phase stopAfter = Phase::LLVM,
+    const std::optional<CleaveRematerializeOptions> &remat = std::nullopt);
 
 /// Testing aid, never a real artifact: split-level IR to a CPU artifact
 /// whose loop nests are lowered as `buildCudaBackendPipeline` lowers them

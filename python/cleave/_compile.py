@@ -184,6 +184,11 @@ def compile(module, example_input, *, micro_batch, accumulate,
         ignore_index         the label of tokens that are not predicted
                              (per-token cross-entropy)
         inference            True: a forward-only artifact
+        remat                "none" or "auto": recompute activations in the
+                             backward pass instead of holding them
+                             (docs/user/memory.md)
+        remat_budget         held activations to aim for ("8MiB", "25%";
+                             implies remat="auto")
         target_cpu           the CPU to generate code for (an LLVM name,
                              default host)
         target_features      features on top of it (+avx512f,-avx512fp16)
@@ -194,8 +199,11 @@ def compile(module, example_input, *, micro_batch, accumulate,
                              distributed.md)
         model                the model function (MLIR input only)
       Not accepted: compile_to and emit (they print IR, not an artifact:
-      run the cleave-compile binary in cleave/bin for them), and report
-      (the memory report is the artifact's manifest["memory"]).
+      run the cleave-compile binary in cleave/bin for them), report (the
+      memory report is the artifact's manifest["memory"]), and global_batch
+      and memory_budget (they choose micro_batch and accumulate, which
+      compile() takes: run cleave-compile --global-batch=G
+      --memory-budget=SIZE to plan, docs/user/memory.md).
 
     Returns an Artifact. Raises CompileError with the compiler's
     diagnostics if the model or an option is refused.
@@ -211,6 +219,12 @@ def compile(module, example_input, *, micro_batch, accumulate,
     if "report" in options:
         raise TypeError("compile() does not take report= (the memory "
                         "report is the artifact's manifest['memory'])")
+    for name in ("global_batch", "memory_budget"):
+        if name in options:
+            raise TypeError(f"compile() does not take {name}= (it takes "
+                            "micro_batch and accumulate; cleave-compile "
+                            "--global-batch=G --memory-budget=SIZE chooses "
+                            "them)")
     tmp = tempfile.TemporaryDirectory(prefix="cleave-")
     onnx_path = os.path.join(tmp.name, "model.onnx")
     export_onnx(module, example_input, onnx_path, input_names, opset)

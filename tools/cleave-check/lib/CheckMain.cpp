@@ -24,6 +24,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -117,6 +118,42 @@ private:
   std::vector<std::string> files_;
 };
 
+std::string kib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f KiB", double(bytes) / 1024);
+  return text;
+}
+
+/// "arena X KiB, of which Y KiB held from forward to backward (N values
+/// recomputed, F MFLOP)" from a manifest's memory report.
+std::string describeHeld(const std::string &manifest) {
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(manifest);
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return "(no memory report)";
+  }
+  const llvm::json::Object *step = nullptr;
+  if (const llvm::json::Object *root = json->getAsObject())
+    if (const llvm::json::Object *memory = root->getObject("memory"))
+      if (const llvm::json::Object *entries = memory->getObject("entries"))
+        step = entries->getObject("micro_step");
+  if (!step)
+    return "(no memory report)";
+  std::string line = "arena " + kib(step->getInteger("scratch").value_or(0)) +
+                     ", of which " +
+                     kib(step->getInteger("held_activations").value_or(0)) +
+                     " held from forward to backward";
+  if (const llvm::json::Object *r = step->getObject("recomputed")) {
+    char more[96];
+    std::snprintf(more, sizeof(more),
+                  " (%lld values recomputed, %.1f MFLOP more)",
+                  (long long)r->getInteger("values").value_or(0),
+                  double(r->getInteger("flops").value_or(0)) / 1e6);
+    line += more;
+  }
+  return line;
+}
+
 } // namespace
 
 int checkMain(int argc, char **argv) {
@@ -146,7 +183,11 @@ int checkMain(int argc, char **argv) {
           "loss and of every parameter after each window.\n"
           "Exit status: 0 agree, 1 mismatch, 2 the check could not run, 3 "
           "they differ and the model has split-observable ops (batch norm in "
-          "training mode, dropout).\n",
+          "training mode, dropout).\n\n"
+          "With --remat=auto or --remat-budget=SIZE it checks "
+          "rematerialisation instead: the model compiled for micro-batch B "
+          "and N with activations recomputed against the same without, "
+          "trained alike; they must agree bit for bit.\n",
           &parseStream)) {
     // cl's messages already start with the tool's name.
     llvm::errs() << parseErrors;
@@ -154,9 +195,14 @@ int checkMain(int argc, char **argv) {
   }
 
   const int64_t b = training.microBatch, n = training.accumulate;
+  const bool remat = training.remat != mlir::cleave::Remat::none ||
+                     !training.rematBudget.empty();
   if (b <= 0)
     return fail("--micro-batch=B is required (B >= 1)");
-  if (n < 2)
+  if (remat && opts.rtol.getNumOccurrences())
+    return fail("--rtol: a rematerialised step recomputes the same ops on "
+                "the same values, so the check requires the same bits");
+  if (n < 1 || (!remat && n < 2))
     return fail("--accumulate=N must be at least 2 (with N = 1 both runs "
                 "are the same artifact), got " +
                 llvm::Twine(n));
@@ -195,12 +241,18 @@ int checkMain(int argc, char **argv) {
   };
   CheckOptions check;
   check.accumulating = name(b, n);
-  check.reference = name(b * n, 1);
+  check.reference = remat ? dir.file(stem + "-b" + std::to_string(b) + "-n" +
+                                     std::to_string(n) + "-no-remat.cleave")
+                          : name(b * n, 1);
+  check.kind = remat ? Reference::WithoutRemat : Reference::BigBatch;
   check.windows = opts.windows;
   check.seed = opts.seed;
-  check.rtol = opts.rtol;
+  check.rtol = remat ? 0.0 : double(opts.rtol);
   check.data = opts.data;
 
+  // In a rematerialisation check: each artifact's micro-step scratch, held
+  // bytes and what was recomputed, from its manifest's memory report.
+  std::string heldLine[2];
   {
     mlir::DialectRegistry registry;
     mlir::cleave::registerAllDialects(registry);
@@ -222,20 +274,27 @@ int checkMain(int argc, char **argv) {
         mlir::cleave::loadModel(context, opts.model);
     if (!model)
       return 2;
-    for (auto [path, microBatch, accumulate] :
-         {std::tuple(check.accumulating, b, n),
-          std::tuple(check.reference, b * n, int64_t(1))}) {
+    const mlir::cleave::Remat rematMode = training.remat;
+    const std::string rematBudget = training.rematBudget;
+    for (auto [path, microBatch, accumulate, recompute] :
+         {std::tuple(check.accumulating, b, n, true),
+          remat ? std::tuple(check.reference, b, n, false)
+                : std::tuple(check.reference, b * n, int64_t(1), true)}) {
       auto start = std::chrono::steady_clock::now();
       training.microBatch = microBatch;
       training.accumulate = accumulate;
+      training.remat = recompute ? rematMode : mlir::cleave::Remat::none;
+      training.rematBudget = recompute ? rematBudget : std::string();
       mlir::OwningOpRef<mlir::ModuleOp> module = model->clone();
-      std::string error;
+      std::string error, manifest;
       if (failed(mlir::cleave::lowerModel(*module, training, std::nullopt,
-                                          /*verbose=*/false)))
+                                          /*verbose=*/false, &manifest)))
         return fail("cannot compile " + opts.model + " for micro-batch " +
                     llvm::Twine(microBatch) + " (see above)");
       if (failed(mlir::cleave::writeArtifact(*module, path, error)))
         return fail(error);
+      if (remat)
+        heldLine[recompute ? 0 : 1] = describeHeld(manifest);
       if (opts.verbose)
         llvm::errs() << "cleave-check: compiled " << path << " in "
                      << llvm::format(
@@ -248,6 +307,10 @@ int checkMain(int argc, char **argv) {
   }
 
   std::printf("model:        %s\n", opts.model.c_str());
+  if (remat)
+    std::printf("micro-step:     %s rematerialised\n"
+                "                %s without\n",
+                heldLine[0].c_str(), heldLine[1].c_str());
   return runCheck(check, stdout, stderr);
 }
 

@@ -104,7 +104,16 @@ std::string describe(const cleave::TensorInfo &info) {
 void checkPair(const cleave::Artifact &accumulating,
                const cleave::Artifact &reference, const CheckOptions &o) {
   const int64_t b = accumulating.microBatch(), n = accumulating.accumulate();
-  if (reference.microBatch() != b * n)
+  if (o.kind == Reference::WithoutRemat &&
+      (reference.microBatch() != b || reference.accumulate() != n))
+    throw tools::Error(
+        o.reference + " takes " + std::to_string(reference.accumulate()) +
+        " micro-batches of " + std::to_string(reference.microBatch()) +
+        " samples; " + o.accumulating + " takes " + std::to_string(n) + " of " +
+        std::to_string(b) +
+        ", and a rematerialisation check compares the same "
+        "split");
+  if (o.kind == Reference::BigBatch && reference.microBatch() != b * n)
     throw tools::Error(o.reference + " takes micro-batches of " +
                        std::to_string(reference.microBatch()) + " samples; " +
                        o.accumulating + " accumulates " + std::to_string(n) +
@@ -350,6 +359,7 @@ CheckResult compareArtifacts(const CheckOptions &o) {
   checkPair(accumulating, reference, o);
 
   CheckResult result;
+  result.kind = o.kind;
   result.microBatch = accumulating.microBatch();
   result.accumulate = accumulating.accumulate();
   const int64_t window = result.microBatch * result.accumulate;
@@ -371,7 +381,9 @@ CheckResult compareArtifacts(const CheckOptions &o) {
   options.seed = o.seed;
   options.accumulate = result.accumulate;
   cleave::Session a(accumulating, options);
-  options.accumulate = 1;
+  const bool sameSplit = o.kind == Reference::WithoutRemat;
+  if (!sameSplit)
+    options.accumulate = 1;
   cleave::Session b(reference, options);
   std::vector<cleave::GlobalInfo> compared;
   std::map<std::string, size_t> referenceBytes;
@@ -403,14 +415,15 @@ CheckResult compareArtifacts(const CheckOptions &o) {
   for (int64_t w = 0; w < o.windows; ++w) {
     source->fill(w, batch);
     a.trainBatch(batch, result.microBatch);
-    b.trainBatch(batch, window);
+    b.trainBatch(batch, sameSplit ? result.microBatch : window);
     for (const cleave::Session *s : {&a, &b})
       if (s->step() != w + 1)
-        throw tools::Error((s == &a ? o.accumulating : o.reference) + " took " +
-                           std::to_string(s->step()) + " optimizer steps in " +
-                           std::to_string(w + 1) + " windows (a window is " +
-                           std::to_string(s == &a ? result.accumulate : 1) +
-                           " micro-steps there)");
+        throw tools::Error(
+            (s == &a ? o.accumulating : o.reference) + " took " +
+            std::to_string(s->step()) + " optimizer steps in " +
+            std::to_string(w + 1) + " windows (a window is " +
+            std::to_string(s == &a || sameSplit ? result.accumulate : 1) +
+            " micro-steps there)");
     double lossA = a.lastLoss(), lossB = b.lastLoss();
     result.lossAccumulating.push_back(lossA);
     result.lossReference.push_back(lossB);
@@ -429,8 +442,9 @@ CheckResult compareArtifacts(const CheckOptions &o) {
   if (rank(result.largest) <= o.rtol)
     result.verdict = Verdict::Agree;
   else
-    result.verdict = result.splitObservable.empty() ? Verdict::Mismatch
-                                                    : Verdict::SplitObservable;
+    result.verdict = result.splitObservable.empty() || sameSplit
+                         ? Verdict::Mismatch
+                         : Verdict::SplitObservable;
   result.parametersMoved = false;
   for (size_t i = 0; i < compared.size(); ++i)
     if (readTensor(a, compared[i]) != initial[i])
@@ -441,19 +455,31 @@ CheckResult compareArtifacts(const CheckOptions &o) {
 void printReport(const CheckResult &r, double rtol, std::FILE *out) {
   const int64_t windows =
       r.differences.empty() ? 0 : int64_t(r.differences[0].perWindow.size());
-  std::fprintf(out,
-               "accumulating: micro-batch %lld, %lld micro-steps per "
-               "optimizer step\n"
-               "reference:    micro-batch %lld, 1 micro-step per optimizer "
-               "step\n"
-               "data:         %lld window%s of %lld samples, %s\n",
-               (long long)r.microBatch, (long long)r.accumulate,
-               (long long)(r.microBatch * r.accumulate), (long long)windows,
-               windows == 1 ? "" : "s",
-               (long long)(r.microBatch * r.accumulate), r.data.c_str());
+  const bool remat = r.kind == Reference::WithoutRemat;
+  if (remat)
+    std::fprintf(out,
+                 "rematerialised: micro-batch %lld, %lld micro-steps per "
+                 "optimizer step, activations recomputed\n"
+                 "reference:      the same, every activation held\n"
+                 "data:           %lld window%s of %lld samples, %s\n",
+                 (long long)r.microBatch, (long long)r.accumulate,
+                 (long long)windows, windows == 1 ? "" : "s",
+                 (long long)(r.microBatch * r.accumulate), r.data.c_str());
+  else
+    std::fprintf(out,
+                 "accumulating: micro-batch %lld, %lld micro-steps per "
+                 "optimizer step\n"
+                 "reference:    micro-batch %lld, 1 micro-step per optimizer "
+                 "step\n"
+                 "data:         %lld window%s of %lld samples, %s\n",
+                 (long long)r.microBatch, (long long)r.accumulate,
+                 (long long)(r.microBatch * r.accumulate), (long long)windows,
+                 windows == 1 ? "" : "s",
+                 (long long)(r.microBatch * r.accumulate), r.data.c_str());
   for (const cleave::WarningInfo &w : r.splitObservable)
-    std::fprintf(out, "split-observable: %s at %s: %s\n", w.op.c_str(),
-                 w.loc.c_str(), w.message.c_str());
+    if (!remat)
+      std::fprintf(out, "split-observable: %s at %s: %s\n", w.op.c_str(),
+                   w.loc.c_str(), w.message.c_str());
 
   // A table of fixed-width columns: the name, then one per window.
   size_t nameWidth = std::strlen("relative difference");
@@ -483,7 +509,9 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
     }
     emit(line);
   }
-  if (marked)
+  if (marked && remat)
+    std::fprintf(out, "(* not bit-identical)\n");
+  else if (marked)
     std::fprintf(out, "(* exceeds --rtol=%s)\n", format(rtol).c_str());
   if (!r.parametersMoved)
     std::fprintf(out, "note: no parameter changed (a learning rate of 0?): "
@@ -491,6 +519,19 @@ void printReport(const CheckResult &r, double rtol, std::FILE *out) {
 
   const std::string where =
       r.largestName + ", window " + std::to_string(r.largestWindow + 1);
+  if (remat) {
+    if (r.verdict == Verdict::Agree)
+      std::fprintf(out, "agree: the rematerialised step gives bit-identical "
+                        "losses, parameters and buffers in every window\n");
+    else
+      std::fprintf(out,
+                   "mismatch: the rematerialised step is not bit-identical "
+                   "to the step that holds its activations; largest "
+                   "relative difference %s (%s)\n",
+                   format(r.largest).c_str(), where.c_str());
+    std::fflush(out);
+    return;
+  }
   switch (r.verdict) {
   case Verdict::Agree:
     std::fprintf(out,

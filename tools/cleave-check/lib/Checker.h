@@ -34,10 +34,22 @@ namespace cleave::checker {
 /// a window applied early, a lost micro-batch: 1e-2 and up).
 inline constexpr double kDefaultRtol = 1e-4;
 
+/// What the reference artifact is.
+enum class Reference {
+  /// Micro-batch N*B, one micro-step per optimizer step: the split checked.
+  BigBatch,
+  /// The same micro-batch and N, compiled without rematerialisation: the
+  /// accumulating artifact recomputes activations, which must give the same
+  /// bits (rtol 0).
+  WithoutRemat,
+};
+
 struct CheckOptions {
   /// The accumulating artifact (micro-batch B, its default N micro-steps per
-  /// optimizer step) and the reference (micro-batch N*B).
+  /// optimizer step) and the reference (micro-batch N*B, or B without
+  /// rematerialisation).
   std::string accumulating, reference;
+  Reference kind = Reference::BigBatch;
   /// Windows (optimizer steps) to train and compare.
   int64_t windows = 3;
   /// Seeds the random data (and the sessions' initialisers).
@@ -69,6 +81,7 @@ struct Difference {
 };
 
 struct CheckResult {
+  Reference kind = Reference::BigBatch;
   int64_t microBatch = 0, accumulate = 0;
   /// Where the data came from, for the report.
   std::string data;
