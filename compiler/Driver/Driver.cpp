@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/Driver.h"
+#include "compiler/Driver/Planner.h"
 
 #include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/ObjectWriter.h"
@@ -182,29 +183,21 @@ struct CompileOptions {
       cl::desc("memory: print what a session of the artifact holds in "
                "memory, by kind (stdout)"),
       cl::value_desc("what"), cl::cat(category)};
+  cl::opt<int64_t> globalBatch{
+      "global-batch",
+      cl::desc("Samples per optimizer step: with --memory-budget, "
+               "cleave-compile chooses the micro-batch B (a divisor of G), "
+               "N = G / B and the recomputation (--remat) that fit the "
+               "budget with the best modelled throughput, and prints the "
+               "candidates it compared"),
+      cl::value_desc("G"), cl::init(0), cl::cat(category)};
+  cl::opt<std::string> memoryBudget{
+      "memory-budget",
+      cl::desc("With --global-batch: the memory a session may use (the "
+               "memory report plus the runtime's fixed overhead; device "
+               "memory with --target=cuda): bytes, or with KiB, MiB, GiB"),
+      cl::value_desc("size"), cl::cat(category)};
 };
-
-/// `bytes` for people: B, KiB, MiB or GiB with three significant digits.
-std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (u == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format(v < 10    ? "%.2f"
-                       : v < 100 ? "%.1f"
-                                 : "%.0f",
-                       v)
-       << " " << units[u];
-  return out;
-}
 
 /// Prints the manifest's memory report (docs/design/memory.md).
 void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
@@ -239,6 +232,20 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
       if (auto held = e->getInteger("held_activations"))
         note = "of which " + humanBytes(*held) +
                " activations held from forward to backward";
+      if (const llvm::json::Object *r = e->getObject("recomputed")) {
+        double flops = double(r->getInteger("flops").value_or(0));
+        std::string work =
+            flops < 1e6   ? llvm::formatv("{0:F1} kFLOP", flops / 1e3).str()
+            : flops < 1e9 ? llvm::formatv("{0:F1} MFLOP", flops / 1e6).str()
+                          : llvm::formatv("{0:F2} GFLOP", flops / 1e9).str();
+        note +=
+            llvm::formatv("; {0} values recomputed in the backward pass "
+                          "instead (about {1} fewer held, {2} more per "
+                          "micro-step)",
+                          r->getInteger("values").value_or(0),
+                          humanBytes(r->getInteger("bytes").value_or(0)), work)
+                .str();
+      }
       row("  " + name, e->getInteger("scratch").value_or(0), note);
     }
   }
@@ -283,8 +290,35 @@ int cleave::compileMain(int argc, char **argv) {
       "--reduce=mean --ranks=4 --shard-optimizer-state -o model.cleave\n"
       "    (data-parallel: mpirun -np 4 cleave-train model.cleave ...)\n");
 
-  if (training.microBatch <= 0)
+  const bool planning = opts.globalBatch.getNumOccurrences() > 0 ||
+                        opts.memoryBudget.getNumOccurrences() > 0;
+  int64_t budget = 0;
+  if (planning) {
+    if (opts.globalBatch <= 0 || opts.memoryBudget.empty())
+      return fail("--global-batch=G and --memory-budget=SIZE go together "
+                  "(G >= 1): cleave-compile then chooses the micro-batch, N "
+                  "and the recomputation");
+    std::string message;
+    FailureOr<RematBudget> size = parseRematBudget(opts.memoryBudget, message);
+    if (failed(size) || !size->bytes || *size->bytes <= 0)
+      return fail("invalid --memory-budget '" + opts.memoryBudget +
+                  "' (expected a size: bytes, or with KiB, MiB, GiB, such as "
+                  "1GiB)");
+    budget = *size->bytes;
+    for (const llvm::cl::Option *chosen :
+         std::initializer_list<const llvm::cl::Option *>{
+             &training.microBatch, &training.accumulate, &training.remat,
+             &training.rematBudget})
+      if (chosen->getNumOccurrences())
+        return fail("--" + chosen->ArgStr +
+                    " is what --global-batch and --memory-budget choose; "
+                    "drop it");
+    if (training.inference)
+      return fail("--global-batch plans a training step; an --inference "
+                  "artifact has none");
+  } else if (training.microBatch <= 0) {
     return fail("--micro-batch=B is required (B >= 1)");
+  }
   std::string invalid;
   if (failed(training.verify([&](const Twine &m) { invalid = m.str(); })))
     return fail(invalid);
@@ -371,6 +405,13 @@ int cleave::compileMain(int argc, char **argv) {
       llvm::errs() << "cleave-compile: @" << training.model
                    << " has no trainable parameter and loss=none: a "
                       "forward-only artifact (--inference)\n";
+  }
+
+  if (planning) {
+    std::string error;
+    if (failed(planForMemoryBudget(*module, training, opts.globalBatch, budget,
+                                   llvm::outs(), error)))
+      return fail(error);
   }
 
   auto start = std::chrono::steady_clock::now();

@@ -46,3 +46,16 @@
 // RUN:   --threads=1 --checkpoint-dir=%t.ckpt --resume --progress=none | FileCheck %s --check-prefix=MORE
 // MORE:      resumed from {{.*}}checkpoint-0000000014.ckpt: epoch 3, sample 0 of 200, optimizer step 6
 // MORE-NEXT: epoch 3/3: loss
+
+// --memory-budget: an artifact whose session would hold more (its memory
+// report, about 5.5 MiB for this MLP, plus the runtime's fixed overhead) is
+// refused before anything is loaded, naming both numbers; one that fits
+// trains.
+// RUN: not cleave-train %t.cleave --memory-budget=8MiB --limit-train=64 \
+// RUN:   --limit-test=32 --threads=1 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET: cleave-train: error: {{.*}}.cleave needs {{2[0-9]\.[0-9]}} MiB of host memory (its memory report, {{[0-9.]+}} MiB, plus the runtime's fixed overhead of about 16.0 MiB), more than --memory-budget=8.0 MiB; compile it with a smaller --micro-batch
+// RUN: cleave-train %t.cleave --memory-budget=64MiB --epochs=1 --limit-train=64 \
+// RUN:   --limit-test=32 --threads=1 --progress=none | FileCheck %s --check-prefix=FITS
+// FITS: trained 1 epoch
+// RUN: not cleave-train %t.cleave --memory-budget=lots 2>&1 | FileCheck %s --check-prefix=BAD-BUDGET
+// BAD-BUDGET: cleave-train: error: invalid value 'lots' for --memory-budget (expected a size: bytes, or with KiB, MiB, GiB, such as 1GiB)

@@ -47,6 +47,49 @@
 // CUDA:      kernel caches               0 B
 // CUDA:      not counted: the runtime's hyperparameters (a few KiB), the kernel modules (code and constants), the libraries' workspaces
 
+// --remat=auto recomputes the two ReLUs' outputs (32x512 floats each) in the
+// backward pass from the pre-activations, which the ReLUs' gradients hold
+// anyway: 128 KiB fewer held for two loop nests. A budget recomputes GEMMs
+// as well.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --remat=auto --report=memory -o %t.remat.cleave | FileCheck %s --check-prefix=REMAT
+// REMAT: micro_step            {{.+}} of which 194 KiB activations held from forward to backward; 3 values recomputed in the backward pass instead (about 128 KiB fewer held, 32.8 kFLOP more per micro-step)
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --remat-budget=64KiB --report=memory -o %t.remat64.cleave | FileCheck %s --check-prefix=REMAT-BUDGET
+// REMAT-BUDGET: micro_step            {{.+}} of which {{[0-9.]+}} KiB activations held from forward to backward; {{[0-9]+}} values recomputed in the backward pass instead (about {{.+}} fewer held, {{[0-9.]+}} MFLOP more per micro-step)
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --remat-budget=lots -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD-BUDGET
+// BAD-BUDGET: cleave-compile: error: remat-budget: 'lots' is not a size (bytes, or with KiB, MiB, GiB) or a percentage from 0% to 100%
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --inference --remat=auto -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD-INFERENCE
+// BAD-INFERENCE: cleave-compile: error: inference (a forward-only artifact) holds no activations for a backward pass: drop remat and remat-budget
+
+// The planner: --global-batch=512 in 24 MiB. Micro-batch 512 does not fit
+// in any form (its peak is the report plus the fixed overhead); at 256 only
+// with every GEMM that may be recomputed recomputed (26% more work); 128
+// fits without recomputation and models faster, so the search stops there.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=24MiB --report=memory -o %t.plan.cleave | FileCheck %s --check-prefix=PLAN
+// PLAN:      plan for a global batch of 512 in 24.0 MiB of host memory (peak: the memory report plus the runtime's fixed overhead; rate: modelled samples/s against micro-batch 512 without recomputation, docs/design/memory.md):
+// PLAN-NEXT:   micro-batch      N  remat       held       peak  recomputed   rate
+// PLAN-NEXT:           512      1  none    5.03 MiB   27.7 MiB           -   does not fit
+// PLAN-NEXT:           512      1  auto    3.03 MiB   27.7 MiB          0%   does not fit
+// PLAN-NEXT:           512      1  max     2.03 MiB   26.7 MiB         26%   does not fit
+// PLAN-NEXT:           256      2  none    2.51 MiB   24.4 MiB           -   does not fit
+// PLAN-NEXT:           256      2  auto    1.51 MiB   24.4 MiB          0%   does not fit
+// PLAN-NEXT:           256      2  max     1.01 MiB   23.9 MiB         26%   0.78x
+// PLAN-NEXT:           128      4  none    1.26 MiB   22.8 MiB           -   0.96x
+// PLAN-NEXT: chosen: micro-batch 128, N = 4, remat none: peak 22.8 MiB of 24.0 MiB, modelled rate 0.96x
+// The artifact is the chosen plan's.
+// PLAN:      inputs                  394 KiB  one micro-batch
+// PLAN:      total                  6.76 MiB
+
+// Nothing fits when what does not shrink with the micro-batch does not: the
+// search stops at once and names the need by kind.
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=4MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=NOFIT
+// NOFIT: cleave-compile: error: nothing fits in --memory-budget=4.00 MiB: the smallest plan measured (micro-batch 512, N = 1, remat none) needs 27.7 MiB (fixed overhead 16.0 MiB, scratch 5.05 MiB, accumulators 2.55 MiB, parameters 2.55 MiB, inputs 1.54 MiB, outputs 20.0 KiB)
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --micro-batch=8 --memory-budget=4MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-B
+// PLAN-B: cleave-compile: error: --micro-batch is what --global-batch and --memory-budget choose; drop it
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-NO-BUDGET
+// PLAN-NO-BUDGET: cleave-compile: error: --global-batch=G and --memory-budget=SIZE go together (G >= 1)
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=much -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-BAD
+// PLAN-BAD: cleave-compile: error: invalid --memory-budget 'much' (expected a size: bytes, or with KiB, MiB, GiB, such as 1GiB)
+
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: cleave-compile: error: unknown --report value 'speed'; expected memory
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=memory --compile-to=split 2>&1 | FileCheck %s --check-prefix=PHASE

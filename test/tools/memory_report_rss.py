@@ -64,13 +64,19 @@ def main():
     big = os.path.join(workdir, "mlp20m.mlir")
     with open(big, "w") as f:
         f.write(mlp_source([784, 4096, 4096, 10]))
+    # (name, source, options, budget in MiB or None). The planned case lets
+    # cleave-compile choose the micro-batch for a global batch of 512 in
+    # 200 MiB (--global-batch, --memory-budget): the session must then use
+    # no more than that.
     cases = [
-        ("mlp20m sgd b8", big, ["--micro-batch=8", "--optimizer=sgd"]),
+        ("mlp20m planned", big, ["--global-batch=512",
+                                 "--memory-budget=200MiB", "--optimizer=sgd"]),
         ("mlp20m adam b8", big, ["--micro-batch=8", "--optimizer=adam"]),
         ("mlp20m bf16 b8", big, ["--micro-batch=8", "--precision=bf16"]),
         ("lenet b32", os.path.join(ROOT, "examples", "lenet.mlir"),
          ["--micro-batch=32", "--optimizer=momentum"]),
     ]
+    cases = [c + ((200.0,) if "planned" in c[0] else (None,)) for c in cases]
     if with_torch:
         try:
             import torch  # noqa: F401
@@ -88,15 +94,19 @@ def main():
                         "--export", "resnet18", onnx], check=True,
                        stderr=subprocess.DEVNULL)
         cases.append(("resnet18 b8", onnx,
-                      ["--micro-batch=8", "--optimizer=adam"]))
+                      ["--micro-batch=8", "--optimizer=adam"], None))
 
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failed = False
     print(f"{'model':<16} {'report':>10} {'measured':>10} {'allowed':>20}")
-    for name, source, options in cases:
+    for name, source, options, budget in cases:
         artifact = os.path.join(workdir, name.replace(" ", "_") + ".cleave")
-        subprocess.run([compiler, source, "--loss=cross-entropy", *options,
-                        "-o", artifact], check=True, stderr=subprocess.DEVNULL)
+        plan = subprocess.run([compiler, source, "--loss=cross-entropy",
+                               *options, "-o", artifact], check=True,
+                              stderr=subprocess.DEVNULL, capture_output=False,
+                              stdout=subprocess.PIPE, text=True).stdout
+        if budget is not None:
+            print(plan, end="")
         out = subprocess.run([bench, artifact, "--accumulate=2",
                               "--seconds=0"], check=True, env=env,
                              capture_output=True, text=True).stdout
@@ -108,6 +118,12 @@ def main():
         failed |= not ok
         print(f"{name:<16} {report:>7.1f} MiB {measured:>6.1f} MiB "
               f"{low:>8.1f} to {high:>6.1f} MiB  {'ok' if ok else 'OUTSIDE'}")
+        if budget is not None:
+            fits = measured <= budget
+            failed |= not fits
+            print(f"{'':<16} the session used {measured:.1f} MiB of its "
+                  f"{budget:.0f} MiB budget: "
+                  f"{'ok' if fits else 'OVER BUDGET'}")
     sys.exit(1 if failed else 0)
 
 

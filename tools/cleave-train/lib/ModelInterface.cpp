@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace cleave::train {
 
@@ -100,7 +101,39 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
   return m;
 }
 
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
+  return text;
+}
+
 } // namespace
+
+void checkMemoryBudget(const cleave::Artifact &artifact,
+                       const std::string &path, int64_t budget) {
+  nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
+  if (!manifest.contains("memory"))
+    throw tools::Error(path + " has no memory report (an artifact from an "
+                              "older cleave-compile): --memory-budget cannot "
+                              "check it; compile it again");
+  const nlohmann::json &memory = manifest["memory"];
+  const int64_t report = memory.value("total", int64_t(0));
+  const int64_t overhead = memory.value("fixed_overhead", int64_t(0));
+  const bool device = memory.value("space", "host") == "device";
+  if (report + overhead <= budget)
+    return;
+  throw tools::Error(
+      path + " needs " + mib(report + overhead) + " of " +
+      (device ? "device" : "host") + " memory (its memory report, " +
+      mib(report) +
+      (overhead
+           ? ", plus the runtime's fixed overhead of about " + mib(overhead)
+           : std::string()) +
+      "), more than --memory-budget=" + mib(budget) +
+      "; compile it with a smaller --micro-batch (and a larger --accumulate "
+      "for the same window) or with --remat=auto or --remat-budget "
+      "(cleave-compile --report=memory shows what it holds)");
+}
 
 ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path) {

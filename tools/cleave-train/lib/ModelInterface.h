@@ -57,6 +57,12 @@ struct ModelInterface {
 ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path);
 
+/// Refuses (tools::Error) an artifact whose session would hold more than
+/// `budget` bytes: its manifest's memory report, plus the runtime's fixed
+/// overhead on the CPU (docs/design/memory.md). Both numbers are named.
+void checkMemoryBudget(const cleave::Artifact &artifact,
+                       const std::string &path, int64_t budget);
+
 /// How to load the dataset at `dataPath` (of `format`) for `m`: idx and
 /// CIFAR-10 datasets have 10 classes, NumPy labels may be any of the
 /// model's, a language model's NumPy data is a token dataset of its T,

@@ -5,6 +5,7 @@
 #include "CommandLine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 
@@ -66,6 +67,10 @@ processes train as one data-parallel job (an artifact compiled with
                          metrics line says skipped)
   --limit-train=K        use only the first K training samples
   --limit-test=K         use only the first K test samples
+  --memory-budget=SIZE   refuse the artifact if what a session of it holds
+                         (its memory report, plus the runtime's fixed
+                         overhead on the CPU) exceeds SIZE (bytes, or with
+                         KiB, MiB, GiB); on cuda the device memory
   --save-params=FILE     write the final parameters (raw, manifest order)
   --plot=FILE            draw the metrics into FILE (.png or .svg) at the
                          end (needs --metrics and python3-matplotlib)
@@ -75,6 +80,30 @@ processes train as one data-parallel job (an artifact compiled with
 
 Reference: docs/user/cleave-train.md
 )";
+}
+
+int64_t parseByteSize(const std::string &flag, const std::string &text) {
+  std::string number = text;
+  double scale = 1;
+  for (auto [suffix, factor] : {std::pair<const char *, double>{"KiB", 1024.0},
+                                {"MiB", 1024.0 * 1024},
+                                {"GiB", 1024.0 * 1024 * 1024},
+                                {"B", 1.0}}) {
+    const std::string s = suffix;
+    if (number.size() > s.size() &&
+        number.compare(number.size() - s.size(), s.size(), s) == 0) {
+      number.resize(number.size() - s.size());
+      scale = factor;
+      break;
+    }
+  }
+  char *end = nullptr;
+  double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+  if (number.empty() || *end != '\0' || !(value > 0) || value * scale > 9.2e18)
+    throw UsageError("invalid value '" + text + "' for " + flag +
+                     " (expected a size: bytes, or with KiB, MiB, GiB, such "
+                     "as 1GiB)");
+  return int64_t(value * scale);
 }
 
 namespace {
@@ -255,6 +284,8 @@ TrainOptions parseTrainOptions(int argc, char **argv) {
       o.saveParams = args.value(f);
       if (o.saveParams.empty())
         throw UsageError("--save-params needs a file name");
+    } else if (n == "--memory-budget") {
+      o.memoryBudget = parseByteSize(n, args.value(f));
     } else if (n == "--progress") {
       o.progress = parseProgress(args.value(f));
     } else if (n == "--quiet") {

@@ -83,8 +83,15 @@ struct TrainOptions {
   std::string saveParams;
   /// Draw the metrics into this .png or .svg when the run ends (cleave-plot).
   std::string plotPath;
+  /// --memory-budget: refuse an artifact whose memory report (plus the
+  /// runtime's fixed overhead, on the CPU) exceeds this many bytes.
+  std::optional<int64_t> memoryBudget;
   bool help = false;
 };
+
+/// Parses a size: bytes, or with B, KiB, MiB, GiB (`1.5GiB`). Throws
+/// tools::UsageError naming `flag`.
+int64_t parseByteSize(const std::string &flag, const std::string &text);
 
 /// Parses cleave-train's arguments. Throws tools::UsageError.
 TrainOptions parseTrainOptions(int argc, char **argv);

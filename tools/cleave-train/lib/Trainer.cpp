@@ -268,6 +268,8 @@ void Trainer::say(const char *fmt, ...) {
 
 void Trainer::load() {
   artifact_ = cleave::Artifact::load(o_.artifact);
+  if (o_.memoryBudget)
+    checkMemoryBudget(*artifact_, o_.artifact, *o_.memoryBudget);
   model_ = inspectModel(*artifact_, o_.artifact);
   // Hyperparameter names are checked before the (slower) data loading.
   std::vector<std::string> names;
