@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/EntryAbi.h"
 #include "compiler/Conversion/LinalgBuilders.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Train/IR/TrainOps.h"
@@ -23,6 +24,23 @@ namespace mlir::cleave {
 
 using namespace mlir;
 using namespace mlir::cleave;
+
+BlockArgument cleave::abiArgument(func::FuncOp f, StringRef role,
+                                  StringRef name) {
+  auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
+  if (!abi)
+    return {};
+  for (auto [i, a] : llvm::enumerate(abi)) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    auto r = d ? d.getAs<StringAttr>("role") : StringAttr();
+    auto n = d ? d.getAs<StringAttr>("name") : StringAttr();
+    // Argument 0 is the kernel context.
+    if (r && r.getValue() == role && n && n.getValue() == name &&
+        i + 1 < f.getNumArguments())
+      return f.getArgument(i + 1);
+  }
+  return {};
+}
 using train::TrainDialect;
 
 namespace {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/EntryAbi.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -52,53 +53,44 @@ int64_t elementBytes(Type t) {
 std::optional<int64_t>
 heldAcrossLoss(func::FuncOp f, ArrayRef<Buffer> buffers,
                const llvm::DenseMap<Operation *, int64_t> &position) {
-  auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
   Block &body = f.getBody().front();
-  for (auto [i, a] : llvm::enumerate(abi)) {
-    auto d = dyn_cast<DictionaryAttr>(a);
-    auto role = d ? d.getAs<StringAttr>("role") : StringAttr();
-    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
-    // Argument 0 is the kernel context.
-    if (!role || role.getValue() != "output" || !name ||
-        name.getValue() != "loss" || i + 1 >= f.getNumArguments())
-      continue;
-    Value loss = f.getArgument(i + 1);
-    for (Operation *user : loss.getUsers())
-      if (auto copy = dyn_cast<memref::CopyOp>(user);
-          copy && copy.getTarget() == loss)
-        loss = copy.getSource();
-    while (Operation *def = loss.getDefiningOp()) {
-      auto view = dyn_cast<ViewLikeOpInterface>(def);
-      if (!view)
-        break;
-      loss = view.getViewSource();
-    }
-    int64_t boundary = std::numeric_limits<int64_t>::max();
-    SmallVector<Value> worklist = {loss};
-    while (!worklist.empty()) {
-      Value v = worklist.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-            view && view.getViewSource() == v) {
-          for (Value res : user->getResults())
-            worklist.push_back(res);
-          continue;
-        }
-        if (isa<memref::DeallocOp>(user))
-          continue;
-        if (Operation *top = body.findAncestorOpInBlock(*user))
-          boundary = std::min(boundary, position.lookup(top));
-      }
-    }
-    if (boundary == std::numeric_limits<int64_t>::max())
-      return std::nullopt;
-    int64_t bytes = 0;
-    for (const Buffer &b : buffers)
-      if (b.first < boundary && b.last > boundary)
-        bytes += b.bytes;
-    return bytes;
+  Value loss = abiArgument(f, "output", "loss");
+  if (!loss)
+    return std::nullopt;
+  for (Operation *user : loss.getUsers())
+    if (auto copy = dyn_cast<memref::CopyOp>(user);
+        copy && copy.getTarget() == loss)
+      loss = copy.getSource();
+  while (Operation *def = loss.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    loss = view.getViewSource();
   }
-  return std::nullopt;
+  int64_t boundary = std::numeric_limits<int64_t>::max();
+  SmallVector<Value> worklist = {loss};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == v) {
+        for (Value res : user->getResults())
+          worklist.push_back(res);
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (Operation *top = body.findAncestorOpInBlock(*user))
+        boundary = std::min(boundary, position.lookup(top));
+    }
+  }
+  if (boundary == std::numeric_limits<int64_t>::max())
+    return std::nullopt;
+  int64_t bytes = 0;
+  for (const Buffer &b : buffers)
+    if (b.first < boundary && b.last > boundary)
+      bytes += b.bytes;
+  return bytes;
 }
 
 struct PlanMemoryPass : cleave::impl::CleavePlanMemoryBase<PlanMemoryPass> {

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/EntryAbi.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
@@ -458,22 +459,11 @@ DictionaryAttr Rematerializer::run(std::optional<double> target,
 
 /// The tensor the entry writes into its `loss` output, if it has one.
 Value lossOf(func::FuncOp f) {
-  auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
-  if (!abi)
-    return {};
-  for (auto [i, a] : llvm::enumerate(abi)) {
-    auto d = dyn_cast<DictionaryAttr>(a);
-    auto role = d ? d.getAs<StringAttr>("role") : StringAttr();
-    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
-    // Argument 0 is the kernel context.
-    if (!role || role.getValue() != "output" || !name ||
-        name.getValue() != "loss" || i + 1 >= f.getNumArguments())
-      continue;
-    for (Operation *user : f.getArgument(i + 1).getUsers())
+  if (BlockArgument loss = abiArgument(f, "output", "loss"))
+    for (Operation *user : loss.getUsers())
       if (auto write =
               dyn_cast<bufferization::MaterializeInDestinationOp>(user))
         return write.getSource();
-  }
   return {};
 }
 

@@ -1,0 +1,22 @@
+//===- EntryAbi.h - Reading an entry point's runtime ABI --------*- C++ -*-===//
+//
+// cleave-lower-entry-abi gives each entry point an `rt.abi` list: one
+// dictionary (role, name) per argument after the kernel context. The passes
+// after it find arguments by role and name through this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
+#define CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::cleave {
+
+/// The argument of `f` that its `rt.abi` lists with `role` and `name`, or
+/// null if it lists none (or `f` has no ABI yet).
+BlockArgument abiArgument(func::FuncOp f, StringRef role, StringRef name);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
