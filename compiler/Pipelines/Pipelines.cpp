@@ -129,7 +129,7 @@ FailureOr<RematBudget> cleave::parseRematBudget(StringRef text,
       }
   double value;
   if (number.trim().getAsDouble(value) || !(value >= 0) ||
-      (percent && value > 100)) {
+      (percent && value > 100) || value * scale > 9.2e18) {
     message = ("remat-budget: '" + text +
                "' is not a size (bytes, or with KiB, MiB, GiB) or a "
                "percentage from 0% to 100%")

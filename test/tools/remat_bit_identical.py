@@ -13,7 +13,7 @@ same random windows. cleave-check requires bit-identical losses, parameters
 and buffers after every window (its exit status is 0 only then); this
 script also requires that the rematerialised micro-step holds fewer bytes
 from forward to backward. The example MLP and LeNet are checked the same way
-in test/e2e/cleave-check.mlir.
+in test/e2e/cleave-check-remat.mlir.
 """
 
 import os
