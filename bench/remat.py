@@ -36,6 +36,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ACCUMULATE = 4
+sys.path.insert(0, HERE)
+# real_models.py's child-process runner and random inputs.
+from real_models import example_input as example, run_json  # noqa: E402
+
 MICRO_BATCHES = {"resnet18": [8, 16, 32, 64, 128], "gpt": [2, 4, 8, 16]}
 LEVELS = [("none", []), ("auto", ["--remat=auto"]),
           ("max", ["--remat-budget=0"])]
@@ -56,13 +60,6 @@ def build_model(name):
         m = gpt.Gpt(vocab=256, tokens=256, dim=128, hidden=512, layers=4)
         return m, (256,), torch.int64, 256, None
     raise SystemExit(f"unknown model {name}")
-
-
-def example(shape, dtype, classes, batch):
-    import torch
-    if dtype == torch.int64:
-        return torch.randint(0, classes, (batch,) + shape)
-    return torch.randn((batch,) + shape)
 
 
 def export(name, path):
@@ -142,14 +139,6 @@ def torch_loop(name, batch, checkpointed, seconds):
     print(json.dumps({"samples_per_second": round(sps, 1),
                       "session_mib": round((vm_kib("VmHWM") - before) / 1024,
                                            1)}))
-
-
-def run_json(cmd, env):
-    print(f"  [load {os.getloadavg()[0]:.1f}] {' '.join(cmd)}",
-          file=sys.stderr, flush=True)
-    out = subprocess.run(cmd, env=env, check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
