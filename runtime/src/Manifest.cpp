@@ -286,6 +286,7 @@ private:
   Status parseTarget(const json &root);
   Status parseDevice(const json &root);
   Status parseDataParallel(const json &root);
+  Status parseMemory(const json &root);
   Status parseGraph(const json &root);
   Status parseGraphEntries(const json &root);
   Status parseGraphEntry(const json &obj, const std::string &path,
@@ -405,6 +406,7 @@ Status ManifestParser::parse(const json &root) {
   CLEAVE_RETURN_IF_ERROR(parseTarget(root));
   CLEAVE_RETURN_IF_ERROR(parseDevice(root));
   CLEAVE_RETURN_IF_ERROR(parseKind(root));
+  CLEAVE_RETURN_IF_ERROR(parseMemory(root));
   if (m.kind == ArtifactKind::Graph)
     return parseGraph(root);
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "micro_batch", 1, m.microBatch));
@@ -437,6 +439,20 @@ Status ManifestParser::parse(const json &root) {
   CLEAVE_RETURN_IF_ERROR(parseEntries(root));
   CLEAVE_RETURN_IF_ERROR(parseKernels(root));
   return parseWarnings(root);
+}
+
+/// The optional memory report (docs/design/memory.md): the runtime reads
+/// its total, what a session needs in its device's memory.
+Status ManifestParser::parseMemory(const json &root) {
+  const json *memory;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "memory", false, memory));
+  if (!memory)
+    return Status::success();
+  CLEAVE_RETURN_IF_ERROR(getObject(*memory, "memory"));
+  int64_t total = 0;
+  CLEAVE_RETURN_IF_ERROR(getInt(*memory, "memory", "total", 0, total));
+  m.memoryTotal = total;
+  return Status::success();
 }
 
 /// The optional data-parallel fields: `ranks` (the job size the artifact is

@@ -234,6 +234,10 @@ struct Manifest {
   /// The gradients are reduced in every micro-step (a benchmark baseline).
   bool reduceEveryMicroStep = false;
   DType dtype = DType::F32;
+  /// The memory report's total: the bytes a session allocates in its
+  /// device's memory (docs/design/memory.md). Absent in artifacts without a
+  /// report (hand-written test ones, graphs).
+  std::optional<int64_t> memoryTotal;
   std::vector<GlobalDesc> globals;
   std::vector<HyperDesc> hypers;
   std::vector<InputDesc> inputs;

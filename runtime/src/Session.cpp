@@ -870,6 +870,8 @@ Status Session::openGpu(const Options &options) {
   Status opened = placed;
   if (opened.ok()) {
     opened = Gpu::open(ordinal, m.gpuArches, m.ptxArch, gpu_);
+    if (opened.ok())
+      opened = checkDeviceMemory();
     if (!opened.ok()) {
       opened = opened.withContext(path);
       if (!placement.empty())
@@ -888,6 +890,40 @@ Status Session::openGpu(const Options &options) {
       return joined.withContext(path + ": data-parallel training on " +
                                 gpu_->description());
   }
+  return Status::success();
+}
+
+/// A cuda session's memory budget is the device's free memory when it is
+/// created (docs/design/memory.md): an artifact whose memory report needs
+/// more is refused before anything is allocated, with both numbers; one
+/// that fits says, in a note, how much of it it takes.
+Status Session::checkDeviceMemory() {
+  const Manifest &m = manifest_;
+  // Hand-written artifacts (tests) have no report to check.
+  if (!m.memoryTotal)
+    return Status::success();
+  size_t free = 0, total = 0;
+  CLEAVE_RETURN_IF_ERROR(gpu_->memoryInfo(free, total));
+  auto mib = [](uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
+    return std::string(text);
+  };
+  const std::string available =
+      mib(free) + " free of " + mib(total) + " on " + gpu_->description();
+  const uint64_t need = uint64_t(*m.memoryTotal);
+  if (need > free)
+    return makeError(
+        CLEAVE_OUT_OF_MEMORY, "a session needs ", mib(need),
+        " of device memory (the artifact's memory report), more than the ",
+        available,
+        "; compile it to fit: cleave-compile --target=cuda --global-batch=G "
+        "--memory-budget=",
+        free >> 20, "MiB chooses the micro-batch and what to recompute");
+  notes_.push_back("device memory: the session needs " + mib(need) +
+                   " (the artifact's memory report, without the kernel "
+                   "modules and the libraries' workspaces) of the " +
+                   available + " when it was created");
   return Status::success();
 }
 

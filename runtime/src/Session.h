@@ -264,6 +264,9 @@ private:
   /// and, in a job of several ranks, joins the NCCL communicator. Collective
   /// when distributed: all ranks succeed or all fail.
   Status openGpu(const Options &options);
+  /// Refuses a cuda artifact whose memory report exceeds the device's free
+  /// memory; notes how much of it the session takes.
+  Status checkDeviceMemory();
   /// Collective: every rank returns rank 0's `status`.
   Status rankZeroStatus(const Status &status) const;
 

@@ -494,10 +494,11 @@ CLEAVE_API cleave_status cleave_session_step(const cleave_session *session,
 CLEAVE_API cleave_status cleave_session_seed(const cleave_session *session,
                                              uint64_t *seed);
 /** Notes on what the session's device chose that changes its speed but never
- *  its results, one line each, in the order they arose: e.g. an entry point
- *  that runs without a CUDA graph, and why. Each arises once; the count only
- *  grows, so a caller prints the notes past those it has printed. The text
- *  lives as long as the session. */
+ *  its results, one line each, in the order they arose: e.g. how much of a
+ *  GPU's free memory the session takes (its budget, checked when it is
+ *  created), an entry point that runs without a CUDA graph, and why. Each
+ *  arises once; the count only grows, so a caller prints the notes past those
+ *  it has printed. The text lives as long as the session. */
 CLEAVE_API cleave_status cleave_session_num_notes(const cleave_session *session,
                                                   size_t *count);
 CLEAVE_API cleave_status cleave_session_note(const cleave_session *session,

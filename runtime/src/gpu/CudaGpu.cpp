@@ -130,6 +130,12 @@ public:
   void *stream() const override { return stream_; }
   Status makeCurrent() override { return current(); }
 
+  Status memoryInfo(size_t &free, size_t &total) override {
+    CLEAVE_RETURN_IF_ERROR(current());
+    return d_.check(d_.cuMemGetInfo(&free, &total),
+                    description_ + ": cannot read the free memory");
+  }
+
   Status allocate(size_t bytes, const std::string &what, void *&out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     size_t rounded = deviceAlignedSize(bytes == 0 ? 1 : bytes);

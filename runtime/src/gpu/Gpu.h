@@ -81,6 +81,9 @@ public:
   /// context (other sessions, on other GPUs, may have changed it).
   virtual Status makeCurrent() = 0;
 
+  /// The device's free and total memory, as the driver reports them now
+  /// (other processes' allocations included).
+  virtual Status memoryInfo(size_t &free, size_t &total) = 0;
   /// Zero-initialised device memory, aligned to kDeviceAlignment (at least
   /// one alignment unit, so that empty tensors get a distinct pointer).
   virtual Status allocate(size_t bytes, const std::string &what,

@@ -200,6 +200,8 @@ private:
   void microSteps(int64_t k);
   /// Throws for a failed call; a window that was not finite says so.
   void checkWindow(cleave_status status);
+  /// Prints the session's notes not printed yet (rank 0).
+  void printNotes();
   /// The learning rate of the next optimizer step (0 without `lr`).
   double nextLr() const;
   /// Records the optimizer step that just ended a window of `microSteps`
@@ -427,6 +429,7 @@ void Trainer::startOrResume() {
     checksWindows_ |= g.tensor.name == "train.skipped_steps";
   std::tie(rank_, ranks_) = session_->rank();
   root_ = rank_ == 0;
+  printNotes();
   {
     const SamplerShare mine = samplerShare(train_.size(), rank_, ranks_);
     share_ = mine.end - mine.begin;
@@ -780,8 +783,13 @@ void Trainer::checkWindow(cleave_status status) {
                        "far hold the parameters before it "
                        "(--on-nonfinite=skip would go on)");
   cleave::check(status);
-  // Each note arises once (an entry that cannot run as a CUDA graph, and
-  // why): printed when it does.
+  printNotes();
+}
+
+void Trainer::printNotes() {
+  // Each note arises once (how much of the GPU's memory the session takes,
+  // an entry that cannot run as a CUDA graph, and why): printed when it
+  // does.
   size_t notes = 0;
   cleave::check(cleave_session_num_notes(session_->get(), &notes));
   for (; notesPrinted_ < notes; ++notesPrinted_) {

@@ -9,8 +9,9 @@
  * Devices: two, device 0 of compute capability 9.0 and device 1 of 7.5,
  * unless FAKE_CUDA_DEVICES is set (a count, read at every
  * cuDeviceGetCount); FAKE_CUDA_UNIFORM=1 makes device 1 a 9.0 too (two
- * ranks of a data-parallel test, one per device). fake_cuda_fail_sync(1) makes stream and event waits
- * fail as after a kernel's illegal memory access.
+ * ranks of a data-parallel test, one per device). fake_cuda_fail_sync(1)
+ * makes stream and event waits fail as after a kernel's illegal memory
+ * access.
  *
  * Streams are distinct tokens, but all work runs at once, in call order;
  * what a real GPU would order by streams and events is checked instead
@@ -22,6 +23,9 @@
  * (the runtime enqueues none inside an entry point); cuGraphLaunch replays
  * the recorded launches. fake_cuda_refuse_capture(1) makes capturing fail
  * as it does for work that cannot be captured.
+ *
+ * Memory: cuMemGetInfo says 1 GiB free of 2 unless fake_cuda_free_mib(n)
+ * set another free amount (0: back to 1 GiB).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -37,6 +41,7 @@
 static fake_cuda_stats_t stats;
 static int failSync;
 static int refuseCapture;
+static size_t freeBytes = (size_t)1 << 30;
 
 enum { kMaxGraphLaunches = 16 };
 struct fake_graph {
@@ -91,6 +96,9 @@ void fake_cuda_trace_reset(void) {
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
 void fake_cuda_fail_sync(int fail) { failSync = fail; }
 void fake_cuda_refuse_capture(int refuse) { refuseCapture = refuse; }
+void fake_cuda_free_mib(int mib) {
+  freeBytes = mib > 0 ? (size_t)mib << 20 : (size_t)1 << 30;
+}
 
 CUresult cuInit(unsigned int flags) {
   return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -166,7 +174,7 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
-  *free = (size_t)1 << 30;
+  *free = freeBytes;
   *total = (size_t)1 << 31;
   return CUDA_SUCCESS;
 }

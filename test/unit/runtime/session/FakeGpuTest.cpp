@@ -26,9 +26,10 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
-#include <cstdlib>
 #include <string>
 
 using namespace cleave;
@@ -371,6 +372,49 @@ TEST(FakeGpu, DeviceAllocationsAreTheMemoryReport) {
   EXPECT_EQ(memory["inputs"].get<int64_t>(), 2 * (2 * 512 * 256 * 4 + 512 * 4));
   EXPECT_GE(allocated, report);
   EXPECT_LE(allocated, report + 16 * 1024) << "report " << report;
+}
+
+// A cuda session's memory budget is the device's free memory when it is
+// created: an artifact whose report needs more is refused before anything
+// is allocated, naming both; one that fits says how much of it it takes.
+TEST(FakeGpu, TheDevicesFreeMemoryIsTheBudget) {
+  Artifact artifact = Artifact::load(CLEAVE_ELEMENTWISE_CUDA);
+  const auto report =
+      nlohmann::json::parse(artifact.manifest())["memory"]["total"]
+          .get<int64_t>();
+  ASSERT_GT(report, 1 << 20);
+  char need[64];
+  std::snprintf(need, sizeof(need), "a session needs %.1f MiB of device memory",
+                double(report) / (1 << 20));
+  ASSERT_NE(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), nullptr);
+  setKnob("fake_cuda_free_mib", 1);
+  const int64_t before = driverStats().bytes_allocated;
+  try {
+    Session session(artifact, onGpu());
+    ADD_FAILURE() << "a session larger than the free memory was created";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_OUT_OF_MEMORY);
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::string(need) +
+                        " (the artifact's memory report), more than the "
+                        "1.0 MiB free of 2048.0 MiB on GPU 0"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--memory-budget=1MiB"), std::string::npos) << what;
+  }
+  EXPECT_EQ(driverStats().bytes_allocated, before);
+  setKnob("fake_cuda_free_mib", 0);
+
+  Session session(artifact, onGpu());
+  const std::vector<std::string> notes = session.notes();
+  ASSERT_EQ(notes.size(), 1u);
+  const std::string &note = notes[0];
+  std::snprintf(need, sizeof(need), "device memory: the session needs %.1f MiB",
+                double(report) / (1 << 20));
+  EXPECT_EQ(note.rfind(need, 0), 0u) << note;
+  EXPECT_NE(note.find("of the 1024.0 MiB free of 2048.0 MiB on GPU 0"),
+            std::string::npos)
+      << note;
 }
 #endif
 
