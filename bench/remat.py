@@ -2,7 +2,8 @@
 """Rematerialisation against holding, and against torch.utils.checkpoint.
 
     bench/remat.py [--build=build] [--models=resnet18,gpt] [--seconds=3]
-                   [--workdir=/tmp/cleave-remat]
+                   [--workdir=/tmp/cleave-remat] [--plot=remat.png]
+    bench/remat.py --replot=WORKDIR/remat.json --plot=remat.png
 
 Issue 21, item 5. For each model and micro-batch B (N = 4, SGD, one thread):
 
@@ -19,6 +20,11 @@ Then, at a budget equal to the report of the smallest micro-batch without
 recomputation, the largest micro-batch each remat level fits, its time per
 sample against the same micro-batch without recomputation, and its
 samples/s against the best unconstrained rate.
+
+The measurements are written to WORKDIR/remat.json; --plot draws the
+measured memory against the micro-batch from them (matplotlib:
+python3-matplotlib), and --replot redraws from a saved remat.json without
+measuring again.
 
 The models: torchvision's resnet18 (10 classes, 3x32x32 inputs) and a
 GPT-style decoder (examples/gpt/export.py: 256 positions, 4 blocks, width
@@ -141,6 +147,51 @@ def torch_loop(name, batch, checkpointed, seconds):
                                            1)}))
 
 
+def plot(results, path):
+    """Measured memory against micro-batch, one panel per model."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(results)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2),
+                             squeeze=False)
+    series = [("none", "Cleave", "C0", "-"),
+              ("auto", "Cleave --remat=auto", "C0", "--"),
+              ("max", "Cleave --remat-budget=0", "C0", ":"),
+              ("torch0", "PyTorch", "C3", "-"),
+              ("torch1", "PyTorch + checkpoint", "C3", "--")]
+    for ax, name in zip(axes[0], names):
+        rows = results[name]["rows"]
+        bs = sorted({int(k.split("/")[0]) for k in rows})
+        for key, label, color, style in series:
+            ys = [rows[f"{b}/{key}"]["measured_mib"] for b in bs]
+            ax.plot(bs, ys, color=color, linestyle=style, marker="o",
+                    label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(bs)
+        ax.set_xticklabels([str(b) for b in bs])
+        ax.set_xlabel("micro-batch")
+        ax.set_ylabel("session memory, MiB (measured peak RSS)")
+        ax.set_title(results[name]["title"])
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(results[names[0]]["cpu"], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def cpu_name():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown CPU"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__,
@@ -149,6 +200,9 @@ def main():
     ap.add_argument("--models", default="resnet18,gpt")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--workdir", default="/tmp/cleave-remat")
+    ap.add_argument("--plot", help="draw memory against micro-batch (PNG)")
+    ap.add_argument("--replot", metavar="JSON",
+                    help="draw --plot from a saved remat.json and exit")
     ap.add_argument("--torch", nargs=3, metavar=("MODEL", "B", "CKPT"),
                     help="(internal) run PyTorch's loop and exit")
     ap.add_argument("--export", nargs=2, metavar=("MODEL", "PATH"),
@@ -161,11 +215,18 @@ def main():
     if args.export:
         export(*args.export)
         return
+    if args.replot:
+        if not args.plot:
+            raise SystemExit("--replot needs --plot=PATH")
+        with open(args.replot) as f:
+            plot(json.load(f), args.plot)
+        return
 
     os.makedirs(args.workdir, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     bin_dir = os.path.join(args.build, "bin")
     me = os.path.abspath(__file__)
+    results = {}
     for name in args.models.split(","):
         onnx = os.path.join(args.workdir, name + ".onnx")
         subprocess.run([sys.executable, me, "--export", name, onnx], env=env,
@@ -193,6 +254,14 @@ def main():
                               ckpt, f"--seconds={args.seconds}"], env)
                 rows[(b, "torch" + ckpt)] = (None, t["session_mib"],
                                              t["samples_per_second"])
+        results[name] = {
+            "title": f"{name}, N = {ACCUMULATE}, SGD, one thread",
+            "cpu": cpu_name(),
+            "rows": {f"{b}/{k}": {"report_mib": v[0], "measured_mib": v[1],
+                                  "samples_per_second": v[2]}
+                     for (b, k), v in rows.items()}}
+        with open(os.path.join(args.workdir, "remat.json"), "w") as f:
+            json.dump(results, f, indent=1)
 
         print(f"\n{name}, N = {ACCUMULATE}, SGD, one thread: memory in MiB "
               "(report / measured), samples/s\n")
@@ -230,6 +299,8 @@ def main():
             held = rows[(b, "none")][2]
             print(f"| {level} | {b} | {b / small:.1f} | "
                   f"{held / sps - 1:+.0%} | {sps / best:.0%} |")
+    if args.plot:
+        plot(results, args.plot)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ constexpr int64_t kHostFixedOverhead = int64_t(16) << 20;
 struct MemoryReport {
   int64_t parameters = 0, state = 0, accumulators = 0, buffers = 0,
           counters = 0, inputs = 0, outputs = 0, scratch = 0, held = 0,
-          kernelCaches = 0;
+          kernelCaches = 0, kernelArena = 0;
   llvm::StringSet<> inputNames;
   llvm::StringMap<int64_t> entryScratch;
   llvm::StringMap<int64_t> entryHeld;
@@ -167,12 +167,24 @@ struct MemoryReport {
   /// read in (the forward and backward-data GEMMs): counted for every
   /// micro-step GEMM whose `b` is one matrix shared by the batch and not the
   /// weight-gradient GEMM's (`trans_a`), which is where parameters are read.
+  ///
+  /// The kernels' arena (runtime/src/kernels/Kernel.h), estimated: one
+  /// buffer the size of the largest single kernel's transient need, shared
+  /// by every kernel of the session. A convolution stages each activation
+  /// operand (source, destination, or their gradients) of 16 channels or
+  /// more into oneDNN's blocked layout, its channels padded to a multiple of
+  /// 16 (narrower ones stay plain, as oneDNN keeps a first layer's input); a
+  /// max-pooling gradient recomputes the forward pass's output and its
+  /// workspace (one byte per output element); a bf16 GEMM stages bf16
+  /// copies of its operands but a parameter, which the layout cache holds.
+  /// Primitive scratchpads are left out. Slots that are reserved but never
+  /// written are not counted: their pages are never resident.
   void addKernels(ArrayAttr kernels) {
     for (Attribute k : kernels) {
       auto d = dyn_cast<DictionaryAttr>(k);
       auto op = d ? d.getAs<StringAttr>("op") : StringAttr();
       auto entry = d ? d.getAs<StringAttr>("entry") : StringAttr();
-      if (!op || !entry || entry.getValue() != "micro_step")
+      if (!op || !entry)
         continue;
       auto get = [&](StringRef key) {
         auto v = d.getAs<IntegerAttr>(key);
@@ -183,6 +195,11 @@ struct MemoryReport {
         return v && v.getValue();
       };
       auto math = d.getAs<StringAttr>("math");
+      kernelArena = std::max(kernelArena,
+                             arenaNeed(op.getValue(), get, math,
+                                       !flag("trans_a") && !flag("b_batched")));
+      if (entry.getValue() != "micro_step")
+        continue;
       if (op.getValue() == "matmul" && math && math.getValue() == "bf16" &&
           !flag("trans_a") && !flag("b_batched")) {
         kernelCaches += get("k") * get("n") * 2;
@@ -198,6 +215,31 @@ struct MemoryReport {
     }
   }
 
+  /// One kernel's estimated transient need (addKernels).
+  /// `cachedB`: a bf16 GEMM's `b` is the parameter the layout cache holds,
+  /// so its staging slot is never touched (and never resident).
+  template <typename Get>
+  static int64_t arenaNeed(StringRef op, Get get, StringAttr math,
+                           bool cachedB) {
+    const bool bf16 = math && math.getValue() == "bf16";
+    if (op == "matmul")
+      return bf16 ? get("batch") *
+                        (get("m") * get("k") +
+                         (cachedB ? 0 : get("k") * get("n"))) *
+                        2
+                  : 0;
+    auto staged = [](int64_t n, int64_t channels, int64_t h, int64_t w) {
+      return channels < 16 ? 0 : n * ((channels + 15) / 16 * 16) * h * w * 4;
+    };
+    if (op == "conv2d_fwd" || op == "conv2d_bwd_data" ||
+        op == "conv2d_bwd_weights")
+      return staged(get("n"), get("c"), get("h"), get("w")) +
+             staged(get("n"), get("o"), get("oh"), get("ow"));
+    if (op == "max_pool2d_bwd")
+      return get("n") * get("c") * get("oh") * get("ow") * (4 + 1);
+    return 0;
+  }
+
   json::Object toJson(bool device) {
     for (const auto &e : entryScratch)
       scratch = std::max(scratch, e.getValue());
@@ -205,12 +247,13 @@ struct MemoryReport {
       held = std::max(held, e.getValue());
     if (device) {
       kernelCaches = 0;
+      kernelArena = 0;
       // A GPU session keeps two input sets, so that one is written while
       // the step before still reads the other.
       inputs *= 2;
     }
     int64_t total = parameters + state + accumulators + buffers + counters +
-                    inputs + outputs + scratch + kernelCaches;
+                    inputs + outputs + scratch + kernelCaches + kernelArena;
     json::Object entries;
     for (const auto &e : entryScratch) {
       json::Object entry{{"scratch", e.getValue()}};
@@ -240,6 +283,7 @@ struct MemoryReport {
                         {"scratch", scratch},
                         {"held_activations", held},
                         {"kernel_caches", kernelCaches},
+                        {"kernel_arena", kernelArena},
                         {"fixed_overhead", device ? 0 : kHostFixedOverhead},
                         {"entries", std::move(entries)},
                         {"total", total}};

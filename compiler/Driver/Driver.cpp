@@ -185,17 +185,19 @@ struct CompileOptions {
       cl::value_desc("what"), cl::cat(category)};
   cl::opt<int64_t> globalBatch{
       "global-batch",
-      cl::desc("Samples per optimizer step: with --memory-budget, "
-               "cleave-compile chooses the micro-batch B (a divisor of G), "
-               "N = G / B and the recomputation (--remat) that fit the "
-               "budget with the best modelled throughput, and prints the "
-               "candidates it compared"),
+      cl::desc("Samples per optimizer step, of all data-parallel ranks "
+               "(--ranks=R with --reduce): with --memory-budget, "
+               "cleave-compile chooses the micro-batch B (a divisor of "
+               "G / R), N = G / (R B) and the recomputation (--remat) that "
+               "fit the budget with the best modelled throughput, and prints "
+               "the candidates it compared"),
       cl::value_desc("G"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> memoryBudget{
       "memory-budget",
-      cl::desc("With --global-batch: the memory a session may use (the "
-               "memory report plus the runtime's fixed overhead; device "
-               "memory with --target=cuda): bytes, or with KiB, MiB, GiB"),
+      cl::desc("With --global-batch: the memory a session (one rank's) may "
+               "use (the memory report plus the runtime's fixed overhead; "
+               "device memory with --target=cuda): bytes, or with KiB, MiB, "
+               "GiB"),
       cl::value_desc("size"), cl::cat(category)};
 };
 
@@ -252,6 +254,9 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
   row("kernel caches", get("kernel_caches"),
       "copies of convolution weights and gradients in oneDNN's layouts, "
       "and bf16 copies of GEMM weights (CPU)");
+  row("kernel arena", get("kernel_arena"),
+      "the largest kernel's staging copies in blocked layouts and pooling "
+      "workspace, shared by the kernels (CPU; estimated)");
   row("total", get("total"));
   if (host)
     os << "  not counted: the runtime's fixed overhead, about "

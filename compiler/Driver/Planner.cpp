@@ -11,6 +11,7 @@
 
 #include "compiler/Driver/Driver.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -81,14 +82,22 @@ double efficiency(int64_t microBatch) {
   return double(microBatch) / (double(microBatch) + kHalfRateMicroBatch);
 }
 
+/// Compiles `model` for `microBatch` samples per micro-step, N of them per
+/// window of `window` samples (one rank's), to its memory plan.
 FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
-                             int64_t globalBatch, int64_t microBatch,
-                             Level level, int64_t budget) {
+                             int64_t window, int64_t microBatch, Level level,
+                             int64_t budget) {
   o.microBatch = microBatch;
-  o.accumulate = globalBatch / microBatch;
+  o.accumulate = window / microBatch;
   o.remat = level == Level::None ? Remat::none : Remat::automatic;
   o.rematBudget = level == Level::Max ? "0" : "";
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(model->clone()));
+  // Every candidate would repeat the model's warnings; the chosen plan's
+  // compile prints them once. Errors still go through.
+  ScopedDiagnosticHandler quiet(model->getContext(), [](Diagnostic &d) {
+    return success(d.getSeverity() == DiagnosticSeverity::Warning ||
+                   d.getSeverity() == DiagnosticSeverity::Remark);
+  });
   std::string manifest;
   if (failed(lowerModel(*module, o, Phase::Bufferize, /*verbose=*/false,
                         &manifest)))
@@ -107,16 +116,16 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
   };
   Candidate c;
   c.microBatch = microBatch;
-  c.accumulate = globalBatch / microBatch;
+  c.accumulate = window / microBatch;
   c.level = level;
   c.peak = get("total") + get("fixed_overhead");
   c.held = get("held_activations");
   c.fixed = get("parameters") + get("optimizer_state") + get("accumulators") +
             get("buffers") + get("counters") + get("kernel_caches") +
             get("fixed_overhead");
-  for (const char *kind :
-       {"parameters", "optimizer_state", "accumulators", "buffers", "inputs",
-        "outputs", "scratch", "kernel_caches", "fixed_overhead"}) {
+  for (const char *kind : {"parameters", "optimizer_state", "accumulators",
+                           "buffers", "inputs", "outputs", "scratch",
+                           "kernel_caches", "kernel_arena", "fixed_overhead"}) {
     std::string name = kind;
     std::replace(name.begin(), name.end(), '_', ' ');
     c.kinds.push_back({name, get(kind)});
@@ -132,7 +141,7 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
   // what is recomputed.
   double extra =
       c.forwardFlops > 0 ? c.recomputedFlops / (3 * c.forwardFlops) : 0;
-  c.rate = efficiency(microBatch) / (1 + extra) / efficiency(globalBatch);
+  c.rate = efficiency(microBatch) / (1 + extra) / efficiency(window);
   return c;
 }
 
@@ -158,21 +167,45 @@ LogicalResult cleave::planForMemoryBudget(ModuleOp model,
                                           llvm::raw_ostream &os,
                                           std::string &error) {
   const bool device = options.target == rt::Device::cuda;
-  os << "plan for a global batch of " << globalBatch << " in "
-     << humanBytes(budget) << " of " << (device ? "device" : "host")
-     << " memory (peak: the memory report"
+  // Data-parallel: the global batch is every rank's samples, and each rank
+  // runs its window of G / R; the budget is one rank's (its memory report
+  // counts its shard of ZeRO-1's optimizer state).
+  int64_t ranks = 1;
+  if (options.reduce != train::RankReduction::none) {
+    if (options.ranks <= 0) {
+      error = "--global-batch counts the samples of every data-parallel "
+              "rank: give --ranks=R with --reduce";
+      return failure();
+    }
+    ranks = options.ranks;
+    if (globalBatch % ranks != 0) {
+      error = llvm::formatv("--global-batch={0} is not a multiple of "
+                            "--ranks={1}: every rank's window must hold as "
+                            "many samples",
+                            globalBatch, ranks)
+                  .str();
+      return failure();
+    }
+  }
+  const int64_t window = globalBatch / ranks;
+  os << "plan for a global batch of " << globalBatch;
+  if (ranks > 1)
+    os << " (" << window << " per rank on " << ranks << " ranks)";
+  os << " in " << humanBytes(budget) << " of " << (device ? "device" : "host")
+     << " memory" << (ranks > 1 ? " per rank" : "")
+     << " (peak: the memory report"
      << (device ? "" : " plus the runtime's fixed overhead")
-     << "; rate: modelled samples/s against micro-batch " << globalBatch
+     << "; rate: modelled samples/s against micro-batch " << window
      << " without recomputation, docs/design/memory.md):\n";
   os << llvm::formatv("  {0,11} {1,6}  {2,-5} {3,10} {4,10} {5,11}   {6}\n",
                       "micro-batch", "N", "remat", "held", "peak", "recomputed",
                       "rate");
   os.flush();
 
-  // Micro-batches that divide G, so that every window is N whole ones.
+  // Micro-batches that divide the window, so that it is N whole ones.
   llvm::SmallVector<int64_t> microBatches;
-  for (int64_t b = globalBatch; b >= 1; --b)
-    if (globalBatch % b == 0)
+  for (int64_t b = window; b >= 1; --b)
+    if (window % b == 0)
       microBatches.push_back(b);
 
   std::optional<Candidate> best, smallest;
@@ -182,11 +215,11 @@ LogicalResult cleave::planForMemoryBudget(ModuleOp model,
       break;
     // A smaller micro-batch cannot beat the best plan: even without
     // recomputation its modelled rate is lower.
-    if (best && efficiency(b) / efficiency(globalBatch) <= best->rate)
+    if (best && efficiency(b) / efficiency(window) <= best->rate)
       break;
     for (Level level : {Level::None, Level::Auto, Level::Max}) {
       FailureOr<Candidate> c =
-          measure(model, options, globalBatch, b, level, budget);
+          measure(model, options, window, b, level, budget);
       if (failed(c)) {
         error = llvm::formatv("cannot compile the model for micro-batch {0} "
                               "with remat {1} (see above)",

@@ -45,7 +45,8 @@ def test_artifact_describes_itself(mlp_artifact):
                  if g["kind"] == "param")
     assert memory["space"] == "host" and memory["parameters"] == params
     parts = ("parameters", "optimizer_state", "accumulators", "buffers",
-             "counters", "inputs", "outputs", "scratch", "kernel_caches")
+             "counters", "inputs", "outputs", "scratch", "kernel_caches",
+             "kernel_arena")
     assert memory["total"] == sum(memory[k] for k in parts)
     assert 0 < memory["held_activations"] <= memory["scratch"]
 

@@ -20,6 +20,7 @@
 // CHECK-NEXT:     eval_step
 // CHECK-NEXT:     micro_step           {{.+}}  of which {{.+}} activations held from forward to backward
 // CHECK-NEXT:   kernel caches               0 B
+// CHECK-NEXT:   kernel arena                0 B
 // CHECK-NEXT:   total
 // CHECK-NEXT:   not counted: the runtime's fixed overhead, about 16.0 MiB with one thread (code pages, oneDNN's JIT kernels and scratchpads, OpenMP; measured, docs/design/memory.md)
 
@@ -89,6 +90,35 @@
 // PLAN-NO-BUDGET: cleave-compile: error: --global-batch=G and --memory-budget=SIZE go together (G >= 1)
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=much -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-BAD
 // PLAN-BAD: cleave-compile: error: invalid --memory-budget 'much' (expected a size: bytes, or with KiB, MiB, GiB, such as 1GiB)
+
+// ZeRO-1: a rank keeps its shard of the optimizer state, a quarter of
+// Adam's 5.11 MiB on 4 ranks; the report is one rank's.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --optimizer=adam --reduce=mean --ranks=4 --shard-optimizer-state --report=memory -o %t.zero.cleave | FileCheck %s --check-prefix=ZERO
+// ZERO:      memory of one session (host, per rank):
+// ZERO-NEXT:   parameters             2.55 MiB
+// ZERO-NEXT:   optimizer state        1.28 MiB
+
+// Data-parallel planning: G is every rank's samples, so each of 4 ranks
+// runs a window of 128, and the budget is one rank's, counted with its
+// shard of the state. 128 does not fit in any form; 64 does.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --optimizer=adam --reduce=mean --ranks=4 --shard-optimizer-state --global-batch=512 --memory-budget=24MiB -o %t.zplan.cleave | FileCheck %s --check-prefix=ZPLAN
+// ZPLAN:      plan for a global batch of 512 (128 per rank on 4 ranks) in 24.0 MiB of host memory per rank
+// ZPLAN:              128      1  max     {{.+}}   does not fit
+// ZPLAN-NEXT:          64      2  none    {{.+}}   0.94x
+// ZPLAN-NEXT: chosen: micro-batch 64, N = 2, remat none: peak 23.9 MiB of 24.0 MiB
+// Without ZeRO-1 the full state does not fit even at micro-batch 1.
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --optimizer=adam --reduce=mean --ranks=4 --global-batch=512 --memory-budget=24MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=ZPLAN-FULL
+// ZPLAN-FULL: error: nothing fits in --memory-budget=24.0 MiB: {{.+}}optimizer state 5.11 MiB
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --reduce=mean --global-batch=512 --memory-budget=24MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-RANKS
+// PLAN-RANKS: cleave-compile: error: --global-batch counts the samples of every data-parallel rank: give --ranks=R with --reduce
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --reduce=mean --ranks=3 --global-batch=512 --memory-budget=24MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-DIVIDE
+// PLAN-DIVIDE: cleave-compile: error: --global-batch=512 is not a multiple of --ranks=3: every rank's window must hold as many samples
+
+// On cuda the budget is device memory, the report alone (no fixed overhead
+// is added: the report lists what it leaves out).
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --target=cuda --global-batch=512 --memory-budget=6MiB -o %t.cplan.cleave | FileCheck %s --check-prefix=CPLAN
+// CPLAN:      plan for a global batch of 512 in 6.00 MiB of device memory (peak: the memory report; rate:
+// CPLAN:      chosen: micro-batch 32, N = 16, remat none: peak 5.62 MiB of 6.00 MiB
 
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: cleave-compile: error: unknown --report value 'speed'; expected memory

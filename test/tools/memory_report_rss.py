@@ -16,7 +16,8 @@ LeNet, 17 MiB for resnet18.
 
     memory_report_rss.py CLEAVE_COMPILE CLEAVE_BENCH WORKDIR [--torch]
 
---torch adds resnet18 (3x32x32), exported from torchvision through
+--torch adds resnet18 (3x32x32; at micro-batch 8, and planned for a
+global batch of 512 in 400 MiB), exported from torchvision through
 bench/real_models.py (left out, with a note, where torchvision is missing,
 unless CLEAVE_REQUIRE_TORCH=1). Prints one row per model; exits 1 if any is outside.
 """
@@ -95,6 +96,11 @@ def main():
                        stderr=subprocess.DEVNULL)
         cases.append(("resnet18 b8", onnx,
                       ["--micro-batch=8", "--optimizer=adam"], None))
+        # A plan that recomputes: 128 x 4 with --remat=auto (the planner's
+        # choice on AMD Zen 4; any choice must keep within the budget).
+        cases.append(("resnet18 planned", onnx,
+                      ["--global-batch=512", "--memory-budget=400MiB",
+                       "--optimizer=adam"], 400.0))
 
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failed = False
