@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <onnx/defs/schema.h>
@@ -167,6 +168,16 @@ const ImporterTable &importer::getImporterTable() {
     populateConvPoolImporters(t);
     populateNormalizationImporters(t);
     populateRecurrentImporters(t);
+    // The notes are set by name after the importers (`table["Op"].notes`):
+    // a misspelt name would make an entry without an importer, which the
+    // supported-op check would accept. Every import builds the table, so
+    // any test of the ONNX frontend stops here.
+    for (const auto &entry : t)
+      if (!entry.getValue().fn)
+        llvm::report_fatal_error(llvm::Twine("ONNX importer table: '") +
+                                 entry.getKey() +
+                                 "' has notes but no importer (a misspelt "
+                                 "op name?)");
     return t;
   }();
   return table;
