@@ -978,10 +978,11 @@ CLEAVE_EFFECTIVE_STRIDES(AvgPool2DOp)
 CLEAVE_EFFECTIVE_STRIDES(AvgPool2DGradOp)
 #undef CLEAVE_EFFECTIVE_STRIDES
 
-LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor a,
-                                            SmallVectorImpl<Type> &types) {
+/// The forward poolings' one rule: the window's output shape of the
+/// input, in the input's element type.
+template <typename Adaptor>
+static LogicalResult inferPoolResult(std::optional<Location> loc, Adaptor a,
+                                     SmallVectorImpl<Type> &types) {
   auto x = cast<RankedTensorType>(a.getInput().getType());
   auto shape = poolOutputShape(loc, x.getShape(), a.getKernelSize(),
                                a.getStrides(), a.getPadding(),
@@ -992,18 +993,18 @@ LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor a,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPoolResult(loc, a, types);
+}
+
 LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor a,
                                             SmallVectorImpl<Type> &types) {
-  auto x = cast<RankedTensorType>(a.getInput().getType());
-  auto shape = poolOutputShape(loc, x.getShape(), a.getKernelSize(),
-                               a.getStrides(), a.getPadding(),
-                               a.getDilations(), a.getCeilMode());
-  if (failed(shape))
-    return failure();
-  types.push_back(tensorOf(*shape, x.getElementType()));
-  return success();
+  return inferPoolResult(loc, a, types);
 }
 
 LogicalResult MaxPool2DGradOp::inferReturnTypes(MLIRContext *,
