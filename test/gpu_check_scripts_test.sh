@@ -6,7 +6,9 @@
 # order) to the results folder; a changed or missing file fails it, and so
 # does an artifact whose host code was compiled for this machine's CPU
 # rather than a portable x86-64 level; the transformer's CPU artifacts train
-# on the carried token data through gpu-check-train.py, as the GPU run does;
+# on the carried token data through gpu-check-train.py, as the GPU run does,
+# and its lockstep of Adam windows against a twin gives the same update for
+# the same model and refuses or fails another;
 # and gpu-check.sh's step runner, sourced, cuts a step that hangs at its
 # limit, reports it as a TIMEOUT row in the results file and goes on.
 # Needs /usr/bin/python3 with torch and onnx (scripts/setup.sh).
@@ -46,7 +48,10 @@ order=$(sed -n 's/^- stage \([a-z-]*\) (budget [0-9]* s).*/\1/p' "$plan/results.
 [ "$order" = "first-contact sanitizer numerics speed memory torch-compile" ] ||
   fail "the plan's stages: '$order'"
 steps=$(grep -c '^  - [a-z-]*/[a-z0-9-]* (<= [0-9]* s): ' "$plan/results.md")
-[ "$steps" -ge 40 ] || fail "the plan lists $steps steps with limits: $(cat "$plan/results.md")"
+[ "$steps" -ge 36 ] || fail "the plan lists $steps steps with limits: $(cat "$plan/results.md")"
+# Adam's rows run in lockstep with the CPU twin, in one process.
+grep -q '^  - numerics/lenet-adam-lockstep (<= [0-9]* s): .*gpu-check-train.py .*artifacts/lenet-adam-cuda.cleave data/fashion.npz --device=cuda --twin=artifacts/lenet-adam-cpu.cleave .*--windows=20' \
+  "$plan/results.md" || fail "the plan's LeNet Adam row: $(grep lenet-adam "$plan/results.md")"
 grep -q '^  - first-contact/mlp-sgd-cuda (<= [0-9]* s): .*CLEAVE_CUDA_GRAPHS=0 CUDA_LAUNCH_BLOCKING=1 .*cleave-train artifacts/mlp-sgd-cuda.cleave .*--limit-train=128' \
   "$plan/results.md" || fail "the plan's first MLP window: $(grep mlp-sgd-cuda "$plan/results.md")"
 grep -q '^  - sanitizer/lenet-memcheck (<= [0-9]* s): .*compute-sanitizer --tool memcheck' "$plan/results.md" ||
@@ -120,12 +125,46 @@ assert np.linalg.norm(sgd - init) > 1e-4 * np.linalg.norm(init), "SGD did not mo
 assert np.array_equal(sgd, again), "two runs from the same seed differ"
 assert not np.array_equal(sgd, adam), "SGD and Adam agree"
 PY
-# A token-classifier driver refuses an artifact of another interface.
+# The Adam rows' lockstep (--twin), here with the CPU artifact as its own
+# twin: each window from the twin's state gives the same update, bit for
+# bit, on the MLP (images) and the transformer (token ids); a session whose
+# update differs (eps 1e-7 for 1e-8) fails the row.
+lockstep() { # MODEL DATA [ARGS...]
+  local model=$1 data=$2
+  shift 2
+  LD_LIBRARY_PATH="$prepared/lib" OMP_NUM_THREADS=1 /usr/bin/python3 \
+    "$src/scripts/gpu-check-train.py" "$runtime" "$prepared/artifacts/$model-adam-cpu.cleave" \
+    "$prepared/data/$data.npz" --device=cpu --twin="$prepared/artifacts/$model-adam-cpu.cleave" \
+    --windows=3 "$@" | tail -1
+}
+verdict=$(lockstep mlp fashion)
+[[ $verdict == "1 each window from the CPU's state: the update differs by at most 0.00e+00 of the update "* ]] ||
+  fail "the MLP's lockstep against itself: $verdict"
+verdict=$(lockstep transformer tokens)
+[[ $verdict == "1 "*"at most 0.00e+00 of the update "* ]] ||
+  fail "the transformer's lockstep against itself: $verdict"
+verdict=$(lockstep mlp fashion --hyper eps=1e-7)
+[[ $verdict == "0 each window from the CPU's state: the update differs by at most "[1-9]*"e-02 of the update "* ]] ||
+  fail "the lockstep of an MLP with another eps: $verdict"
+# A twin of another model is refused.
 LD_LIBRARY_PATH="$prepared/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime" \
-  "$prepared/artifacts/mlp-sgd-cpu.cleave" "$prepared/data/tokens.npz" --windows=1 \
-  --save-params="$tmp/mlp.params" 2>"$tmp/mlp.err" && fail "gpu-check-train.py took the MLP"
-grep -q "expected token ids i64 \[B, T\] and class labels i64 \[B\]" "$tmp/mlp.err" ||
-  fail "gpu-check-train.py's refusal: $(cat "$tmp/mlp.err")"
+  "$prepared/artifacts/mlp-adam-cpu.cleave" "$prepared/data/fashion.npz" --windows=1 \
+  --twin="$prepared/artifacts/lenet-adam-cpu.cleave" 2>"$tmp/twin.err" &&
+  fail "gpu-check-train.py took LeNet as the MLP's twin"
+grep -q "lenet-adam-cpu.cleave is not .*mlp-adam-cpu.cleave's twin" "$tmp/twin.err" ||
+  fail "gpu-check-train.py's refusal of a twin: $(cat "$tmp/twin.err")"
+
+# The driver refuses an artifact that is not a classifier (the regression
+# example: f32 features, f32 targets).
+"$build/bin/cleave-compile" "$src/examples/regression.mlir" --loss=mse --optimizer=sgd \
+  --micro-batch=32 --accumulate=4 -o "$tmp/regression.cleave" 2>/dev/null ||
+  fail "cleave-compile examples/regression.mlir"
+LD_LIBRARY_PATH="$prepared/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime" \
+  "$tmp/regression.cleave" "$prepared/data/fashion.npz" --windows=1 \
+  --save-params="$tmp/regression.params" 2>"$tmp/regression.err" &&
+  fail "gpu-check-train.py took the regression model"
+grep -q "expected images f32 \[B, ...\] or token ids i64 \[B, T\], and class labels i64 \[B\]" "$tmp/regression.err" ||
+  fail "gpu-check-train.py's refusal: $(cat "$tmp/regression.err")"
 
 # A folder whose manifest is intact but that lacks what the check reads (an
 # older gpu-check-prepare.sh's): refused, naming the file.
