@@ -3,7 +3,8 @@
 // Loads an artifact and trains it on random data of the right shapes through
 // the runtime's public API, the way cleave-train does. Prints one JSON
 // object: ms per micro-step (apply excluded), ms per apply step, samples/s of
-// the steady training loop with accumulation N, and peak RSS.
+// the steady training loop with accumulation N (real samples: a window
+// whose last micro-batch is short counts its window_samples), and peak RSS.
 //
 //   cleave-bench model.cleave --accumulate=N --seconds=S [--device=cuda[:K]]
 //
@@ -155,11 +156,20 @@ int main(int argc, char **argv) {
   const bool gpu = options.device == CLEAVE_DEVICE_CUDA;
   try {
     cleave::Artifact artifact = cleave::Artifact::load(argv[1]);
-    int64_t b = 0;
+    int64_t b = 0, artifactN = 0, window = 0;
     cleave_artifact_micro_batch(artifact.get(), &b);
+    cleave_artifact_accumulate(artifact.get(), &artifactN);
+    cleave_artifact_window_samples(artifact.get(), &window);
     if (n <= 0)
-      cleave_artifact_accumulate(artifact.get(), &n);
+      n = artifactN;
     Data data = makeData(artifact, b);
+    // A window that ends with a short micro-batch (the manifest's
+    // window_samples), fed as cleave-train feeds it when N is the
+    // artifact's: its first rows.
+    const int64_t last = n == artifactN ? window - (n - 1) * b : b;
+    cleave::Batch lastBatch(last);
+    for (const auto &in : data.inputs)
+      lastBatch.add(in.data(), in.size() / size_t(b) * size_t(last));
     // What the process holds before the session: the peak less this is what
     // the session cost (against the manifest's memory report). The peak
     // starts again from here (writing 5 to clear_refs resets VmHWM), so
@@ -212,11 +222,12 @@ int main(int argc, char **argv) {
     auto t2 = Clock::now();
     while (seconds(t2, Clock::now()) < budget / 3 || steps < n ||
            steps % n != 0) {
-      session.microStep(data.batch);
+      session.microStep(steps % n == n - 1 ? lastBatch : data.batch);
       ++steps;
     }
     (void)session.lastLoss();
-    double samplesPerSecond = double(steps * b) / seconds(t2, Clock::now());
+    double samplesPerSecond =
+        double(steps / n * ((n - 1) * b + last)) / seconds(t2, Clock::now());
 
     std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
                 "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "

@@ -186,11 +186,12 @@ struct CompileOptions {
   cl::opt<int64_t> globalBatch{
       "global-batch",
       cl::desc("Samples per optimizer step, of all data-parallel ranks "
-               "(--ranks=R with --reduce): with --memory-budget, "
-               "cleave-compile chooses the micro-batch B (a divisor of "
-               "G / R), N = G / (R B) and the recomputation (--remat) that "
-               "fit the budget with the best modelled throughput, and prints "
-               "the candidates it compared"),
+               "(--ranks=R with --reduce; each rank's window is W = G / R): "
+               "with --micro-batch=B, N = ceil(W / B) and the last "
+               "micro-batch of each window holds the rest; with "
+               "--memory-budget, cleave-compile chooses B, N and the "
+               "recomputation (--remat) that fit the budget with the best "
+               "modelled throughput, and prints the candidates it compared"),
       cl::value_desc("G"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> memoryBudget{
       "memory-budget",
@@ -295,14 +296,39 @@ int cleave::compileMain(int argc, char **argv) {
       "--reduce=mean --ranks=4 --shard-optimizer-state -o model.cleave\n"
       "    (data-parallel: mpirun -np 4 cleave-train model.cleave ...)\n");
 
-  const bool planning = opts.globalBatch.getNumOccurrences() > 0 ||
-                        opts.memoryBudget.getNumOccurrences() > 0;
+  const bool planning = opts.memoryBudget.getNumOccurrences() > 0;
+  if (opts.globalBatch.getNumOccurrences() && opts.globalBatch <= 0)
+    return fail("--global-batch=G needs G >= 1, got " +
+                std::to_string(opts.globalBatch));
   int64_t budget = 0;
+  if (opts.globalBatch.getNumOccurrences() && !planning) {
+    // The user's micro-batch: N = ceil(W / B), the last micro-batch of each
+    // window short when B does not divide the window W = G / R.
+    if (training.microBatch <= 0)
+      return fail("--global-batch=G needs --micro-batch=B (N = ceil(G / B) "
+                  "micro-steps per window) or --memory-budget=SIZE (then "
+                  "cleave-compile chooses B, N and the recomputation)");
+    for (const llvm::cl::Option *chosen :
+         std::initializer_list<const llvm::cl::Option *>{
+             &training.accumulate, &training.windowSamples})
+      if (chosen->getNumOccurrences())
+        return fail("--" + chosen->ArgStr +
+                    " is what --global-batch and --micro-batch give; drop "
+                    "it");
+    std::string error;
+    FailureOr<int64_t> window =
+        windowOfOneRank(training, opts.globalBatch, error);
+    if (failed(window))
+      return fail(error);
+    training.accumulate =
+        (*window + training.microBatch - 1) / training.microBatch;
+    training.windowSamples = *window;
+  }
   if (planning) {
-    if (opts.globalBatch <= 0 || opts.memoryBudget.empty())
-      return fail("--global-batch=G and --memory-budget=SIZE go together "
-                  "(G >= 1): cleave-compile then chooses the micro-batch, N "
-                  "and the recomputation");
+    if (opts.globalBatch <= 0)
+      return fail("--memory-budget=SIZE plans for a global batch: give "
+                  "--global-batch=G too (G >= 1); cleave-compile then "
+                  "chooses the micro-batch, N and the recomputation");
     std::string message;
     FailureOr<RematBudget> size = parseRematBudget(opts.memoryBudget, message);
     if (failed(size) || !size->bytes || *size->bytes <= 0)
@@ -313,7 +339,7 @@ int cleave::compileMain(int argc, char **argv) {
     for (const llvm::cl::Option *chosen :
          std::initializer_list<const llvm::cl::Option *>{
              &training.microBatch, &training.accumulate, &training.remat,
-             &training.rematBudget})
+             &training.rematBudget, &training.windowSamples})
       if (chosen->getNumOccurrences())
         return fail("--" + chosen->ArgStr +
                     " is what --global-batch and --memory-budget choose; "

@@ -88,7 +88,8 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
                              int64_t window, int64_t microBatch, Level level,
                              int64_t budget) {
   o.microBatch = microBatch;
-  o.accumulate = window / microBatch;
+  o.accumulate = (window + microBatch - 1) / microBatch;
+  o.windowSamples = window;
   o.remat = level == Level::None ? Remat::none : Remat::automatic;
   o.rematBudget = level == Level::Max ? "0" : "";
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(model->clone()));
@@ -116,7 +117,7 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
   };
   Candidate c;
   c.microBatch = microBatch;
-  c.accumulate = window / microBatch;
+  c.accumulate = o.accumulate;
   c.level = level;
   c.peak = get("total") + get("fixed_overhead");
   c.held = get("held_activations");
@@ -138,10 +139,12 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
       }
   c.fits = c.peak <= budget;
   // A micro-step runs the forward pass, about twice its work backward, and
-  // what is recomputed.
+  // what is recomputed; a short last micro-batch computes its padding too
+  // (N B samples' work for W).
   double extra =
       c.forwardFlops > 0 ? c.recomputedFlops / (3 * c.forwardFlops) : 0;
-  c.rate = efficiency(microBatch) / (1 + extra) / efficiency(window);
+  c.rate = efficiency(microBatch) / (1 + extra) / efficiency(window) *
+           double(window) / double(c.accumulate * microBatch);
   return c;
 }
 
@@ -161,33 +164,42 @@ void printRow(llvm::raw_ostream &os, const Candidate &c) {
 
 } // namespace
 
+FailureOr<int64_t>
+cleave::windowOfOneRank(const TrainingPipelineOptions &options,
+                        int64_t globalBatch, std::string &error) {
+  // Data-parallel: the global batch is every rank's samples, and each rank
+  // runs its window of G / R.
+  if (options.reduce == train::RankReduction::none)
+    return globalBatch;
+  if (options.ranks <= 0) {
+    error = "--global-batch counts the samples of every data-parallel "
+            "rank: give --ranks=R with --reduce";
+    return failure();
+  }
+  if (globalBatch % options.ranks != 0) {
+    error = llvm::formatv("--global-batch={0} is not a multiple of "
+                          "--ranks={1}: every rank's window must hold as "
+                          "many samples",
+                          globalBatch, options.ranks)
+                .str();
+    return failure();
+  }
+  return globalBatch / options.ranks;
+}
+
 LogicalResult cleave::planForMemoryBudget(ModuleOp model,
                                           TrainingPipelineOptions &options,
                                           int64_t globalBatch, int64_t budget,
                                           llvm::raw_ostream &os,
                                           std::string &error) {
   const bool device = options.target == rt::Device::cuda;
-  // Data-parallel: the global batch is every rank's samples, and each rank
-  // runs its window of G / R; the budget is one rank's (its memory report
-  // counts its shard of ZeRO-1's optimizer state).
-  int64_t ranks = 1;
-  if (options.reduce != train::RankReduction::none) {
-    if (options.ranks <= 0) {
-      error = "--global-batch counts the samples of every data-parallel "
-              "rank: give --ranks=R with --reduce";
-      return failure();
-    }
-    ranks = options.ranks;
-    if (globalBatch % ranks != 0) {
-      error = llvm::formatv("--global-batch={0} is not a multiple of "
-                            "--ranks={1}: every rank's window must hold as "
-                            "many samples",
-                            globalBatch, ranks)
-                  .str();
-      return failure();
-    }
-  }
-  const int64_t window = globalBatch / ranks;
+  // The budget is one rank's memory (its memory report counts its shard of
+  // ZeRO-1's optimizer state).
+  FailureOr<int64_t> perRank = windowOfOneRank(options, globalBatch, error);
+  if (failed(perRank))
+    return failure();
+  const int64_t window = *perRank;
+  const int64_t ranks = globalBatch / window;
   os << "plan for a global batch of " << globalBatch;
   if (ranks > 1)
     os << " (" << window << " per rank on " << ranks << " ranks)";
@@ -202,46 +214,102 @@ LogicalResult cleave::planForMemoryBudget(ModuleOp model,
                       "rate");
   os.flush();
 
-  // Micro-batches that divide the window, so that it is N whole ones.
+  // For each N the smallest micro-batch that covers the window, B =
+  // ceil(W / N) (a larger B with the same N only pads more), largest first:
+  // every divisor of W, and between them the micro-batches whose last one
+  // per window is short.
   llvm::SmallVector<int64_t> microBatches;
-  for (int64_t b = window; b >= 1; --b)
-    if (window % b == 0)
+  for (int64_t n = 1; n <= window; ++n) {
+    int64_t b = (window + n - 1) / n;
+    if (microBatches.empty() || b < microBatches.back())
       microBatches.push_back(b);
+  }
+  const int64_t last = int64_t(microBatches.size()) - 1;
 
   std::optional<Candidate> best, smallest;
-  bool hopeless = false;
-  for (int64_t b : microBatches) {
-    if (hopeless)
-      break;
-    // A smaller micro-batch cannot beat the best plan: even without
-    // recomputation its modelled rate is lower.
-    if (best && efficiency(b) / efficiency(window) <= best->rate)
-      break;
-    for (Level level : {Level::None, Level::Auto, Level::Max}) {
-      FailureOr<Candidate> c =
-          measure(model, options, window, b, level, budget);
-      if (failed(c)) {
-        error = llvm::formatv("cannot compile the model for micro-batch {0} "
-                              "with remat {1} (see above)",
-                              b, levelName(level))
-                    .str();
+  std::string failedCompile;
+  // A level whose recomputation costs `extra` of a micro-step runs at most
+  // at 1 / (1 + extra), with the largest micro-batch: no better than the
+  // best plan so far, the level need not be searched.
+  auto cannotWin = [&](const Candidate &c) {
+    double extra =
+        c.forwardFlops > 0 ? c.recomputedFlops / (3 * c.forwardFlops) : 0;
+    return best && 1 / (1 + extra) <= best->rate;
+  };
+  auto measureAt = [&](int64_t index, Level level) -> std::optional<Candidate> {
+    int64_t b = microBatches[index];
+    FailureOr<Candidate> c = measure(model, options, window, b, level, budget);
+    if (failed(c)) {
+      failedCompile = llvm::formatv("cannot compile the model for micro-batch "
+                                    "{0} with remat {1} (see above)",
+                                    b, levelName(level))
+                          .str();
+      return std::nullopt;
+    }
+    printRow(os, *c);
+    if (!smallest || c->peak < smallest->peak)
+      smallest = *c;
+    return *c;
+  };
+  // At a given recomputation level the peak grows with the micro-batch, so
+  // the largest that fits is found by bisection; it is the level's best
+  // plan (a smaller one pads less than a sample per micro-step but runs at
+  // a lower rate). More recomputation only pays with a larger micro-batch
+  // than the best plan so far, so each level searches above it.
+  int64_t bound = last; // the smallest index (largest B) worth trying
+  for (Level level : {Level::None, Level::Auto, Level::Max}) {
+    if (best) {
+      bound =
+          llvm::find(microBatches, best->microBatch) - microBatches.begin() - 1;
+      if (bound < 0)
+        break;
+    }
+    // The largest micro-batch first (it is the best plan if it fits), then
+    // the largest worth trying, then bisection between them: [lo, hi]
+    // holds the largest fitting one's index, hi fits, nothing before lo
+    // does.
+    std::optional<Candidate> fit;
+    bool hopeless = false, losing = false;
+    int64_t lo = 0, hi = bound;
+    for (int64_t index : {int64_t(0), bound}) {
+      if (fit || hopeless || losing || (index == bound && lo > bound))
+        break;
+      std::optional<Candidate> c = measureAt(index, level);
+      if (!c) {
+        error = failedCompile;
         return failure();
       }
-      printRow(os, *c);
-      if (!smallest || c->peak < smallest->peak)
-        smallest = *c;
+      losing = cannotWin(*c);
       if (c->fits) {
-        if (!best || c->rate > best->rate)
-          best = *c;
-        // More recomputation only lowers the rate at this micro-batch.
-        break;
-      }
-      // What does not shrink with the micro-batch does not fit: no plan can.
-      if (c->fixed > budget) {
-        hopeless = true;
-        break;
+        fit = c;
+        hi = index;
+      } else {
+        lo = index + 1;
+        // What does not shrink with the micro-batch does not fit: no plan
+        // can.
+        hopeless = c->fixed > budget;
       }
     }
+    if (hopeless)
+      break;
+    if (!fit || losing)
+      continue;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      std::optional<Candidate> c = measureAt(mid, level);
+      if (!c) {
+        error = failedCompile;
+        return failure();
+      }
+      if (c->fits) {
+        fit = c;
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (!best || fit->rate > best->rate)
+      best = fit;
   }
 
   if (!best) {
@@ -262,14 +330,18 @@ LogicalResult cleave::planForMemoryBudget(ModuleOp model,
                 .str();
     return failure();
   }
-  os << llvm::formatv("chosen: micro-batch {0}, N = {1}, remat {2}: peak {3} "
-                      "of {4}, modelled rate {5:F2}x\n",
-                      best->microBatch, best->accumulate,
+  const int64_t shortOne = window - (best->accumulate - 1) * best->microBatch;
+  os << llvm::formatv("chosen: micro-batch {0}, N = {1}", best->microBatch,
+                      best->accumulate);
+  if (shortOne != best->microBatch)
+    os << " (the last of each window " << shortOne << ")";
+  os << llvm::formatv(", remat {0}: peak {1} of {2}, modelled rate {3:F2}x\n",
                       levelName(best->level), humanBytes(best->peak),
                       humanBytes(budget), best->rate);
   os.flush();
   options.microBatch = best->microBatch;
   options.accumulate = best->accumulate;
+  options.windowSamples = window;
   options.remat = best->level == Level::None ? Remat::none : Remat::automatic;
   options.rematBudget = best->level == Level::Max ? "0" : "";
   return success();

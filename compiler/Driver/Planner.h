@@ -23,19 +23,28 @@ namespace mlir::cleave {
 /// on cleave-bench measurements (docs/design/memory.md).
 inline constexpr double kHalfRateMicroBatch = 8;
 
-/// Tries micro-batches B that divide `globalBatch` (N = G / B), each without
-/// recomputation, with `remat=auto` and with `remat-budget=0` where the one
-/// before does not fit, lowering `model` to the memory plan for each (no
-/// code is generated). Prints every candidate on `os` as it is measured and
-/// the choice. On success sets `options`' micro-batch, accumulate, remat and
-/// remat-budget to the plan whose peak (the memory report plus the runtime's
-/// fixed overhead) fits `budget` with the best modelled throughput. On
-/// failure `error` says why: nothing fits (the smallest plan's need, by
-/// kind), or a candidate did not compile (diagnostics already reported).
+/// Searches the micro-batches B = ceil(W / N) of one rank's window W (every
+/// divisor of W, and those whose last micro-batch per window is short) at
+/// three recomputation levels (none, `remat=auto`, `remat-budget=0`),
+/// lowering `model` to the memory plan for each measured candidate (no code
+/// is generated): at a level the largest B that fits is found by bisection,
+/// since the peak grows with B. Prints every candidate on `os` as it is
+/// measured and the choice. On success sets `options`' micro-batch,
+/// accumulate, window samples, remat and remat-budget to the plan whose
+/// peak (the memory report plus the runtime's fixed overhead) fits `budget`
+/// with the best modelled throughput. On failure `error` says why: nothing
+/// fits (the smallest plan's need, by kind), or a candidate did not compile
+/// (diagnostics already reported).
 LogicalResult planForMemoryBudget(ModuleOp model,
                                   TrainingPipelineOptions &options,
                                   int64_t globalBatch, int64_t budget,
                                   llvm::raw_ostream &os, std::string &error);
+
+/// One rank's window, W = G / R (R: `options.ranks` when the ranks reduce,
+/// else 1). Fails, with `error`, when `options` reduce across ranks without
+/// a number of ranks or R does not divide G.
+FailureOr<int64_t> windowOfOneRank(const TrainingPipelineOptions &options,
+                                   int64_t globalBatch, std::string &error);
 
 /// `bytes` for people: B, KiB, MiB or GiB with three significant digits.
 std::string humanBytes(int64_t bytes);

@@ -89,6 +89,9 @@ TrainingPipelineOptions::buildTrainStepOptions() const {
 CleaveSplitStepOptions TrainingPipelineOptions::splitStepOptions() const {
   CleaveSplitStepOptions o;
   o.accumulate = accumulate;
+  // A window of whole micro-batches is the default and is not recorded.
+  o.windowSamples =
+      windowSamples == accumulate * microBatch ? 0 : windowSamples;
   o.reduce = reduce;
   o.ranks = ranks;
   o.shardOptimizerState = shardOptimizerState;
@@ -169,6 +172,21 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
       failed(verifyOptions(buildTrainStepOptions(), error)) ||
       failed(verifyOptions(splitStepOptions(), error)))
     return failure();
+  // A short last micro-batch: the window needs N = ceil(W / B) micro-steps.
+  if (windowSamples > 0 && microBatch > 0 &&
+      (windowSamples > accumulate * microBatch ||
+       windowSamples <= (accumulate - 1) * microBatch)) {
+    error("window-samples=" + Twine(windowSamples) + " needs accumulate=" +
+          Twine((windowSamples + microBatch - 1) / microBatch) +
+          " micro-batches of " + Twine(microBatch) + " (the last one short), " +
+          "got accumulate=" + Twine(accumulate));
+    return failure();
+  }
+  if (windowSamples > 0 && inference) {
+    error("window-samples is for a training step; an inference artifact has "
+          "none");
+    return failure();
+  }
   // The one choice that spans two passes: layer-wise trust ratios need the
   // norms of whole parameters, which ZeRO-1 splits across ranks
   // (docs/design/optimizers.md). cleave-split-step refuses the ops too;

@@ -129,6 +129,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Default micro-steps per optimizer step (changeable at "
                      "run time)"),
       llvm::cl::init(1)};
+  Option<int64_t> windowSamples{
+      *this, "window-samples",
+      llvm::cl::desc("Samples in one rank's window when it is not accumulate "
+                     "whole micro-batches: the last micro-batch of each "
+                     "window is short, accumulate = ceil(W / micro-batch) "
+                     "(0: accumulate x micro-batch)"),
+      llvm::cl::init(0)};
   Option<train::RankReduction> reduce{
       *this, "reduce",
       llvm::cl::desc(

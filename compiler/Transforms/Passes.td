@@ -219,8 +219,8 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
     (batch normalisation in training mode, dropout) are reported as warnings
     and listed in the `train.manifest` module attribute, which also records
     the default accumulation count `accumulate` (the runtime may change it
-    without recompiling), the reduction and, when set, `ranks`,
-    `shard_optimizer_state` and `reduce_every_micro_step`.
+    without recompiling), the reduction and, when set, `window_samples`,
+    `ranks`, `shard_optimizer_state` and `reduce_every_micro_step`.
   }];
   let dependentDialects = ["::mlir::cleave::nn::NNDialect",
                            "::mlir::cleave::train::TrainDialect",
@@ -229,6 +229,10 @@ def CleaveSplitStep : Pass<"cleave-split-step", "::mlir::ModuleOp"> {
   let options = [
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
            "Default number of micro-steps per window">,
+    Option<"windowSamples", "window-samples", "int64_t", /*default=*/"0",
+           "Samples in one rank's window when its last micro-batch is short "
+           "(0: accumulate whole micro-batches), recorded in train.manifest "
+           "as window_samples">,
     Option<"reduce", "reduce", "::mlir::cleave::train::RankReduction",
            /*default=*/"::mlir::cleave::train::RankReduction::none",
            "How data-parallel ranks combine their windows",

@@ -36,6 +36,12 @@ LogicalResult cleave::verifyOptions(const CleaveSplitStepOptions &options,
     error("accumulate must be >= 1, got " + Twine(options.accumulate));
     return failure();
   }
+  if (options.windowSamples < 0) {
+    error("window-samples must be >= 0 (0: accumulate whole micro-batches), "
+          "got " +
+          Twine(options.windowSamples));
+    return failure();
+  }
   if (options.ranks < 0) {
     error("ranks must be >= 0 (0: any number), got " + Twine(options.ranks));
     return failure();
@@ -119,6 +125,7 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
   CleaveSplitStepOptions options() const {
     CleaveSplitStepOptions o;
     o.accumulate = accumulate;
+    o.windowSamples = windowSamples;
     o.reduce = reduce;
     o.ranks = ranks;
     o.shardOptimizerState = shardOptimizerState;
@@ -506,6 +513,9 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
     SmallVector<NamedAttribute> entries = {
         b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
         b.getNamedAttr("reduce", b.getStringAttr(stringifyEnum(reduce)))};
+    if (windowSamples > 0)
+      entries.push_back(
+          b.getNamedAttr("window_samples", b.getI64IntegerAttr(windowSamples)));
     if (ranks > 0)
       entries.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)));
     if (shardOptimizerState)

@@ -155,7 +155,8 @@ def compile(module, example_input, *, micro_batch, accumulate,
                      least 2 samples)
       micro_batch    B, the samples of one micro-step (--micro-batch)
       accumulate     N, the default micro-steps per optimizer step
-                     (--accumulate; a session can change it)
+                     (--accumulate; a session can change it, unless the
+                     artifact has window_samples)
       loss           cross-entropy (per sample, or per token for
                      [batch, tokens, classes] logits), mse, or none (with a
                      model without parameters: a forward-only artifact)
@@ -194,6 +195,12 @@ def compile(module, example_input, *, micro_batch, accumulate,
         target_features      features on top of it (+avx512f,-avx512fp16)
         gpu_arch             with target="cuda": SM architectures, e.g.
                              "sm_90"
+        window_samples       W, the samples of one (rank's) window when
+                             micro_batch does not divide it: accumulate
+                             must be ceil(W / micro_batch), and every
+                             window ends with a short micro-batch
+                             (fit() cuts the windows there); the update
+                             is that of one batch of W
         reduce, ranks, shard_optimizer_state, reduce_every_micro_step
                              data parallelism over MPI (docs/user/
                              distributed.md)

@@ -23,6 +23,50 @@ def _rows(value):
     return int(shape[0]) if shape else 0
 
 
+def _concat(parts):
+    if len(parts) == 1:
+        return parts[0]
+    if type(parts[0]).__module__.startswith("torch"):
+        import torch
+        return torch.cat(parts)
+    return np.concatenate(parts)
+
+
+class _Pending:
+    """Rows of a loader's batches not fed yet, taken in order in pieces of
+    any size (slices, concatenated across batches where a piece spans
+    several)."""
+
+    def __init__(self):
+        self.batches = []  # [args, named, first row not taken, rows]
+        self.rows = 0
+
+    def add(self, args, named, rows):
+        if rows:
+            self.batches.append([args, named, 0, rows])
+            self.rows += rows
+
+    def take(self, k):
+        parts = []
+        while k:
+            entry = self.batches[0]
+            args, named, first, rows = entry
+            n = min(k, rows - first)
+            cut = slice(first, first + n)
+            parts.append(([a[cut] for a in args],
+                          {name: v[cut] for name, v in named.items()}))
+            entry[2] += n
+            if entry[2] == rows:
+                self.batches.pop(0)
+            self.rows -= n
+            k -= n
+        args = tuple(_concat([p[0][i] for p in parts])
+                     for i in range(len(parts[0][0])))
+        named = {name: _concat([p[1][name] for p in parts])
+                 for name in parts[0][1]}
+        return args, named
+
+
 class _Progress:
     """One line on stderr, redrawn in place, only where a terminal is
     attached (never in logs or CI)."""
@@ -101,8 +145,12 @@ def fit(session, loader, epochs=1, eval_loader=None, on_step=None,
     dicts of named inputs. Each batch goes to session.train_batch: a batch
     of micro_batch samples is one micro-step, a larger one is split into
     micro-batches, and the apply step runs every `session.accumulate`
-    micro-steps. The partial window left at the end of each epoch is
-    flushed (applied), as the exact-accumulation contract counts it.
+    micro-steps. An artifact whose windows end with a short micro-batch
+    (compiled with window_samples) gets each window cut there, whatever
+    the loader's batch size: every optimizer step is the update of one
+    batch of window_samples. The partial window left at the end of each
+    epoch is flushed (applied), as the exact-accumulation contract counts
+    it.
 
       eval_loader  evaluated after each epoch with session.eval:
                    eval_loss and eval_accuracy for a classifier
@@ -118,6 +166,16 @@ def fit(session, loader, epochs=1, eval_loader=None, on_step=None,
     """
     if progress is None:
         progress = sys.stderr.isatty()
+    artifact = session.artifact
+    window = artifact.window_samples
+    ragged = (window != artifact.accumulate * artifact.micro_batch
+              and session.accumulate == artifact.accumulate)
+
+    def need():
+        """The samples of the next micro-step of a ragged window."""
+        return min(artifact.micro_batch,
+                   window - session.micro_steps * artifact.micro_batch)
+
     history = []
     for epoch in range(1, epochs + 1):
         total = len(loader) if hasattr(loader, "__len__") else None
@@ -139,21 +197,39 @@ def fit(session, loader, epochs=1, eval_loader=None, on_step=None,
             if session.step != before:
                 window_sum, window_count = 0.0, 0
 
-        done = 0
-        for batch in loader:
-            args, named = _inputs(batch)
+        def train(args, named, rows):
+            nonlocal samples, loss_sum, count_sum, window_sum, window_count
             before = session.step
             session.train_batch(*args, **named)
             count = session.last_count
             loss = session.loss
-            samples += _rows(args[0] if args else next(iter(named.values())))
+            samples += rows
             loss_sum += loss * count
             count_sum += count
             window_sum += loss * count
             window_count += count
             stepped(before)
+
+        done = 0
+        pending = _Pending()
+        for batch in loader:
+            args, named = _inputs(batch)
+            rows = _rows(args[0] if args else next(iter(named.values())))
+            if not ragged:
+                train(args, named, rows)
+            else:
+                # Whole micro-batches, and each window's short last one,
+                # gathered across the loader's batches: a window closes
+                # after N micro-steps, so none but its last may be short.
+                pending.add(args, named, rows)
+                while pending.rows >= need():
+                    k = need()
+                    train(*pending.take(k), k)
             done += 1
             bar.update(done, loss_sum / count_sum if count_sum else math.nan)
+        while pending.rows:
+            k = min(need(), pending.rows)
+            train(*pending.take(k), k)
         before = session.step
         session.flush()
         stepped(before)

@@ -814,6 +814,12 @@ PYBIND11_MODULE(_cleave, m) {
           [](const PyArtifact &a) { return a.get().accumulate(); },
           "The default accumulation count N.")
       .def_property_readonly(
+          "window_samples",
+          [](const PyArtifact &a) { return a.get().windowSamples(); },
+          "Samples per window (per rank): accumulate x micro_batch, or fewer "
+          "when the artifact was compiled with window_samples, whose "
+          "windows end with a short micro-batch (fit() cuts them there).")
+      .def_property_readonly(
           "inputs",
           [](const PyArtifact &a) {
             py::list l;

@@ -276,6 +276,16 @@ cleave_status cleave_artifact_accumulate(const cleave_artifact *artifact,
   });
 }
 
+cleave_status cleave_artifact_window_samples(const cleave_artifact *artifact,
+                                             int64_t *out) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(artifact);
+    CLEAVE_CHECK_ARG(out);
+    *out = artifact->impl->manifest().windowSamples;
+    return Status::success();
+  });
+}
+
 cleave_status cleave_artifact_num_inputs(const cleave_artifact *artifact,
                                          size_t *count) {
   return guarded(__func__, [&](const char *function) -> Status {

@@ -413,6 +413,23 @@ Status ManifestParser::parse(const json &root) {
   if (m.kind == ArtifactKind::Inference)
     return parseInference(root);
   CLEAVE_RETURN_IF_ERROR(getInt(root, "", "accumulate", 1, m.accumulate));
+  // Optional: a window whose last micro-batch is short.
+  m.windowSamples = m.accumulate * m.microBatch;
+  const json *window;
+  CLEAVE_RETURN_IF_ERROR(field(root, "", "window_samples", false, window));
+  if (window) {
+    CLEAVE_RETURN_IF_ERROR(
+        getInt(root, "", "window_samples", 1, m.windowSamples));
+    if (m.windowSamples > m.accumulate * m.microBatch ||
+        m.windowSamples <= (m.accumulate - 1) * m.microBatch)
+      return error("window_samples",
+                   "must be more than accumulate - 1 and at most accumulate "
+                   "micro-batches (" +
+                       std::to_string((m.accumulate - 1) * m.microBatch) +
+                       " < window_samples <= " +
+                       std::to_string(m.accumulate * m.microBatch) + "), got " +
+                       std::to_string(m.windowSamples));
+  }
 
   std::string reduce;
   CLEAVE_RETURN_IF_ERROR(getString(root, "", "reduce", reduce));

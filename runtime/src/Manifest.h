@@ -226,6 +226,9 @@ struct Manifest {
   std::optional<GpuArch> ptxArch;
   int64_t microBatch = 0;
   int64_t accumulate = 0;
+  /// One rank's samples per window: accumulate x micro_batch, or fewer when
+  /// the last micro-batch of each window is short (`window_samples`).
+  int64_t windowSamples = 0;
   ReduceMode reduce = ReduceMode::None;
   /// Data-parallel ranks the artifact is compiled for; 0: any number.
   int64_t ranks = 0;

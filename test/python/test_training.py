@@ -137,6 +137,37 @@ def test_fit_over_a_dataloader_matches_pytorch(fresh):
     assert abs(history[1]["eval_loss"] - expected) <= 1e-4 * expected
 
 
+def test_fit_cuts_windows_that_end_with_a_short_micro_batch():
+    # Windows of 20 samples in micro-batches of 8: 8 + 8 + 4. A loader of
+    # 7 gives 70 samples an epoch: windows of 20, 20, 20 and a flushed 10,
+    # whatever its batches straddle; each step is one batch of 20.
+    torch.manual_seed(9)
+    module = Mlp()
+    artifact = cleave.compile(module, torch.randn(2, 12), micro_batch=8,
+                              accumulate=3, window_samples=20,
+                              optimizer="sgd", lr=0.1)
+    assert artifact.window_samples == 20 and artifact.accumulate == 3
+    reference = copy.deepcopy(module)
+    session = cleave.Session(artifact)
+    x, y = random_batches((12,), 5, [70], seed=10)[0]
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y), batch_size=7, shuffle=False)
+    steps = []
+    history = cleave.fit(session, loader, epochs=2, on_step=steps.append)
+    assert [s["step"] for s in steps] == list(range(1, 9))
+    assert [h["steps"] for h in history] == [4, 8]
+    assert history[0]["samples"] == 70
+
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(2):
+        for start in range(0, 70, 20):
+            xb, yb = x[start:start + 20], y[start:start + 20]
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(reference(xb), yb).backward()
+            optimizer.step()
+    assert_state_matches(session, reference)
+
+
 def test_copy_to_writes_weights_and_running_statistics():
     torch.manual_seed(9)
     module = BnCnn()

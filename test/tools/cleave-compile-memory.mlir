@@ -61,24 +61,32 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --inference --remat=auto -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD-INFERENCE
 // BAD-INFERENCE: cleave-compile: error: inference (a forward-only artifact) holds no activations for a backward pass: drop remat and remat-budget
 
-// The planner: --global-batch=512 in 24 MiB. Micro-batch 512 does not fit
-// in any form (its peak is the report plus the fixed overhead); at 256 only
-// with every GEMM that may be recomputed recomputed (26% more work); 128
-// fits without recomputation and models faster, so the search stops there.
+// The planner: --global-batch=512 in 24 MiB. Its micro-batches are
+// ceil(512 / N) for every N (every divisor of 512 and those whose last
+// micro-batch per window is short). Micro-batch 512 does not fit without
+// recomputation (its peak is the report plus the fixed overhead); 1 does,
+// and bisection finds the largest that does: 171, N = 3 (171 + 171 + 170),
+// which models faster than 128 x 4 although it computes one padded sample
+// per window. Recomputation only pays above 171: with none of the GEMMs
+// recomputed (auto) 256 does not fit; recomputing every one (max) costs
+// 26% more work, so at best 0.79x, and that level stops after one compile.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=24MiB --report=memory -o %t.plan.cleave | FileCheck %s --check-prefix=PLAN
 // PLAN:      plan for a global batch of 512 in 24.0 MiB of host memory (peak: the memory report plus the runtime's fixed overhead; rate: modelled samples/s against micro-batch 512 without recomputation, docs/design/memory.md):
 // PLAN-NEXT:   micro-batch      N  remat       held       peak  recomputed   rate
 // PLAN-NEXT:           512      1  none    5.03 MiB   27.7 MiB           -   does not fit
-// PLAN-NEXT:           512      1  auto    3.03 MiB   27.7 MiB          0%   does not fit
-// PLAN-NEXT:           512      1  max     2.03 MiB   26.7 MiB         26%   does not fit
-// PLAN-NEXT:           256      2  none    2.51 MiB   24.4 MiB           -   does not fit
-// PLAN-NEXT:           256      2  auto    1.51 MiB   24.4 MiB          0%   does not fit
-// PLAN-NEXT:           256      2  max     1.01 MiB   23.9 MiB         26%   0.78x
+// PLAN-NEXT:             1    512  none    10.2 KiB   21.1 MiB           -   0.11x
+// PLAN-NEXT:            23     23  none     231 KiB   21.4 MiB           -   0.73x
+// PLAN-NEXT:            43     12  none     432 KiB   21.7 MiB           -   0.85x
+// PLAN-NEXT:            74      7  none     743 KiB   22.1 MiB           -   0.91x
 // PLAN-NEXT:           128      4  none    1.26 MiB   22.8 MiB           -   0.96x
-// PLAN-NEXT: chosen: micro-batch 128, N = 4, remat none: peak 22.8 MiB of 24.0 MiB, modelled rate 0.96x
+// PLAN-NEXT:           171      3  none    1.68 MiB   23.3 MiB           -   0.97x
+// PLAN-NEXT:           256      2  none    2.51 MiB   24.4 MiB           -   does not fit
+// PLAN-NEXT:           512      1  auto    3.03 MiB   27.7 MiB          0%   does not fit
+// PLAN-NEXT:           256      2  auto    1.51 MiB   24.4 MiB          0%   does not fit
+// PLAN-NEXT:           512      1  max     2.03 MiB   26.7 MiB         26%   does not fit
+// PLAN-NEXT: chosen: micro-batch 171, N = 3 (the last of each window 170), remat none: peak 23.3 MiB of 24.0 MiB, modelled rate 0.97x
 // The artifact is the chosen plan's.
-// PLAN:      inputs                  394 KiB  one micro-batch
-// PLAN:      total                  6.76 MiB
+// PLAN:      inputs                  526 KiB  one micro-batch
 
 // Nothing fits when what does not shrink with the micro-batch does not: the
 // search stops at once and names the need by kind.
@@ -87,7 +95,32 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --micro-batch=8 --memory-budget=4MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-B
 // PLAN-B: cleave-compile: error: --micro-batch is what --global-batch and --memory-budget choose; drop it
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-NO-BUDGET
-// PLAN-NO-BUDGET: cleave-compile: error: --global-batch=G and --memory-budget=SIZE go together (G >= 1)
+// PLAN-NO-BUDGET: cleave-compile: error: --global-batch=G needs --micro-batch=B (N = ceil(G / B) micro-steps per window) or --memory-budget=SIZE (then cleave-compile chooses B, N and the recomputation)
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --memory-budget=1GiB --micro-batch=8 -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-NO-G
+// PLAN-NO-G: cleave-compile: error: --memory-budget=SIZE plans for a global batch: give --global-batch=G too (G >= 1)
+
+// A global batch with the user's micro-batch: N = ceil(100 / 32) = 4, the
+// last micro-batch of each window 4 samples, recorded in the manifest as
+// window_samples (the runtime's cleave_artifact_window_samples).
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --global-batch=100 --micro-batch=32 -o %t.g100.cleave
+// RUN: %python %S/Inputs/manifest-fields.py %t.g100.cleave micro_batch accumulate window_samples | FileCheck %s --check-prefix=G100
+// G100: micro_batch 32
+// G100-NEXT: accumulate 4
+// G100-NEXT: window_samples 100
+// A micro-batch that divides the window records nothing.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --global-batch=96 --micro-batch=32 -o %t.g96.cleave
+// RUN: %python %S/Inputs/manifest-fields.py %t.g96.cleave accumulate window_samples | FileCheck %s --check-prefix=G96
+// G96: accumulate 3
+// G96-NEXT: window_samples -
+// Per rank with --reduce: each of 4 ranks' windows is 25 samples, 16 + 9.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --global-batch=100 --micro-batch=16 --reduce=mean --ranks=4 -o %t.g100r.cleave
+// RUN: %python %S/Inputs/manifest-fields.py %t.g100r.cleave accumulate window_samples | FileCheck %s --check-prefix=G100R
+// G100R: accumulate 2
+// G100R-NEXT: window_samples 25
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=100 --micro-batch=32 --accumulate=2 -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=G-ACC
+// G-ACC: cleave-compile: error: --accumulate is what --global-batch and --micro-batch give; drop it
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=2 --window-samples=100 -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD-WINDOW
+// BAD-WINDOW: cleave-compile: error: window-samples=100 needs accumulate=4 micro-batches of 32 (the last one short), got accumulate=2
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --global-batch=512 --memory-budget=much -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=PLAN-BAD
 // PLAN-BAD: cleave-compile: error: invalid --memory-budget 'much' (expected a size: bytes, or with KiB, MiB, GiB, such as 1GiB)
 
@@ -103,8 +136,10 @@
 // shard of the state. 128 does not fit in any form; 64 does.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --optimizer=adam --reduce=mean --ranks=4 --shard-optimizer-state --global-batch=512 --memory-budget=24MiB -o %t.zplan.cleave | FileCheck %s --check-prefix=ZPLAN
 // ZPLAN:      plan for a global batch of 512 (128 per rank on 4 ranks) in 24.0 MiB of host memory per rank
-// ZPLAN:              128      1  max     {{.+}}   does not fit
-// ZPLAN-NEXT:          64      2  none    {{.+}}   0.94x
+// ZPLAN:              128      1  none    {{.+}}   does not fit
+// ZPLAN:               64      2  none    {{.+}}   0.94x
+// ZPLAN-NEXT:         128      1  auto    {{.+}}   does not fit
+// ZPLAN-NEXT:         128      1  max     {{.+}}   does not fit
 // ZPLAN-NEXT: chosen: micro-batch 64, N = 2, remat none: peak 23.9 MiB of 24.0 MiB
 // Without ZeRO-1 the full state does not fit even at micro-batch 1.
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --optimizer=adam --reduce=mean --ranks=4 --global-batch=512 --memory-budget=24MiB -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=ZPLAN-FULL
@@ -118,7 +153,7 @@
 // is added: the report lists what it leaves out).
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --target=cuda --global-batch=512 --memory-budget=6MiB -o %t.cplan.cleave | FileCheck %s --check-prefix=CPLAN
 // CPLAN:      plan for a global batch of 512 in 6.00 MiB of device memory (peak: the memory report; rate:
-// CPLAN:      chosen: micro-batch 32, N = 16, remat none: peak 5.62 MiB of 6.00 MiB
+// CPLAN:      chosen: micro-batch 52, N = 10 (the last of each window 44), remat none: peak 5.94 MiB of 6.00 MiB
 
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --report=speed -o %t.x.cleave 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: cleave-compile: error: unknown --report value 'speed'; expected memory

@@ -96,8 +96,9 @@ def main():
                        stderr=subprocess.DEVNULL)
         cases.append(("resnet18 b8", onnx,
                       ["--micro-batch=8", "--optimizer=adam"], None))
-        # A plan that recomputes: 128 x 4 with --remat=auto (the planner's
-        # choice on AMD Zen 4; any choice must keep within the budget).
+        # A plan that recomputes: 171 x 3 (the last of each window 170)
+        # with --remat=auto, the planner's choice; any choice must keep
+        # within the budget.
         cases.append(("resnet18 planned", onnx,
                       ["--global-batch=512", "--memory-budget=400MiB",
                        "--optimizer=adam"], 400.0))

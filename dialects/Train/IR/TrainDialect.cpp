@@ -165,7 +165,8 @@ static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
       auto s = dyn_cast<StringAttr>(value);
       ok = s && llvm::is_contained({"graph", "inference"}, s.getValue());
       expected = "\"graph\" or \"inference\"";
-    } else if (key == "accumulate" || key == "ranks") {
+    } else if (key == "accumulate" || key == "ranks" ||
+               key == "window_samples") {
       ok = isPositiveInteger(value);
       expected = "a positive integer";
     } else if (key == "reduce") {
@@ -199,9 +200,9 @@ static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
     } else {
       return op->emitError()
              << "unknown '" << TrainDialect::kManifestAttr << "' entry '" << key
-             << "'; expected kind, accumulate, reduce, ranks, "
-                "shard_optimizer_state, reduce_every_micro_step, device, "
-                "gpu_arches, ptx_arch or warnings";
+             << "'; expected kind, accumulate, window_samples, reduce, "
+                "ranks, shard_optimizer_state, reduce_every_micro_step, "
+                "device, gpu_arches, ptx_arch or warnings";
     }
     if (!ok)
       return op->emitError()

@@ -220,6 +220,14 @@ cleave_artifact_micro_batch(const cleave_artifact *artifact, int64_t *out);
 /** The default accumulation count N (the manifest's `accumulate`). */
 CLEAVE_API cleave_status
 cleave_artifact_accumulate(const cleave_artifact *artifact, int64_t *out);
+/** One rank's samples per window the artifact was compiled for: N x B, or
+ *  fewer when the last micro-batch of each window is short (cleave-compile
+ *  --global-batch with a micro-batch that does not divide it). A trainer
+ *  feeds each window's micro-batches whole but its last, which holds
+ *  `*out` - (N - 1) x B samples; the update is then exactly that of one
+ *  batch of `*out` samples. */
+CLEAVE_API cleave_status
+cleave_artifact_window_samples(const cleave_artifact *artifact, int64_t *out);
 
 /** The data inputs a caller supplies in a cleave_batch, in manifest order.
  *  The sample-weights input is filled by the runtime and is not listed. Every

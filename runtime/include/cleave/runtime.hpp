@@ -126,6 +126,11 @@ public:
     check(cleave_artifact_accumulate(handle_, &n));
     return n;
   }
+  int64_t windowSamples() const {
+    int64_t w = 0;
+    check(cleave_artifact_window_samples(handle_, &w));
+    return w;
+  }
   std::vector<TensorInfo> inputs() const {
     size_t n = 0;
     check(cleave_artifact_num_inputs(handle_, &n));

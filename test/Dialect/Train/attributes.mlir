@@ -147,7 +147,7 @@ module attributes {train.manifest = "graph"} {
 
 // -----
 
-// expected-error @+1 {{unknown 'train.manifest' entry 'micro_batch'; expected kind, accumulate, reduce, ranks, shard_optimizer_state, reduce_every_micro_step, device, gpu_arches, ptx_arch or warnings}}
+// expected-error @+1 {{unknown 'train.manifest' entry 'micro_batch'; expected kind, accumulate, window_samples, reduce, ranks, shard_optimizer_state, reduce_every_micro_step, device, gpu_arches, ptx_arch or warnings}}
 module attributes {train.manifest = {micro_batch = 8 : i64}} {
 }
 

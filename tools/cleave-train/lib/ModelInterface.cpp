@@ -139,6 +139,9 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path) {
   ModelInterface m;
   m.microBatch = artifact.microBatch();
+  m.windowSamples = artifact.windowSamples();
+  m.shortLastMicroBatch =
+      m.windowSamples != artifact.accumulate() * m.microBatch;
   std::vector<cleave::TensorInfo> inputs = artifact.inputs();
   std::string listed;
   for (const auto &in : inputs)

@@ -21,6 +21,13 @@ namespace cleave::train {
 /// Which of the artifact's inputs and outputs carry what.
 struct ModelInterface {
   int64_t microBatch = 0;
+  /// One rank's samples per window: the artifact's N x B, or fewer when the
+  /// last micro-batch of each window is short
+  /// (cleave_artifact_window_samples).
+  int64_t windowSamples = 0;
+  /// The artifact's windows end with a short micro-batch: its N is fixed
+  /// and each window holds windowSamples samples.
+  bool shortLastMicroBatch = false;
   /// Indices into the artifact's user inputs (cleave_artifact_input order).
   size_t inputIndex = 0, targetIndex = 0;
   cleave::TensorInfo input, target;

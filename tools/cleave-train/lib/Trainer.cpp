@@ -419,6 +419,17 @@ void Trainer::startOrResume() {
   options.deviceOrdinal = o_.deviceOrdinal;
   options.onNonfinite =
       o_.skipNonfinite ? CLEAVE_NONFINITE_SKIP : CLEAVE_NONFINITE_STOP;
+  if (o_.accumulate && model_.shortLastMicroBatch) {
+    const int64_t n = artifact_->accumulate(), b = model_.microBatch;
+    throw tools::Error(
+        "--accumulate: " + o_.artifact + "'s windows are " +
+        std::to_string(model_.windowSamples) + " samples, " +
+        std::to_string(n - 1) + " micro-batches of " + std::to_string(b) +
+        " and one of " + std::to_string(model_.windowSamples - (n - 1) * b) +
+        ", so N = " + std::to_string(n) +
+        " is fixed; compile it again for another window (cleave-compile "
+        "--global-batch=G --micro-batch=B)");
+  }
   if (o_.accumulate)
     options.accumulate = *o_.accumulate;
   // Under mpirun the ranks form one data-parallel job; otherwise this is a
@@ -530,6 +541,15 @@ int64_t Trainer::plannedSteps(int64_t n) const {
   if (pos_.epoch >= o_.epochs)
     return session_->step();
   const int64_t b = model_.microBatch;
+  if (model_.shortLastMicroBatch) {
+    // Windows of W samples (the artifact's N, which --accumulate cannot
+    // change): every micro-batch of a window but its last is whole.
+    const int64_t w = model_.windowSamples;
+    auto windows = [&](int64_t samples) { return (samples + w - 1) / w; };
+    return session_->step() +
+           windows(session_->microSteps() * b + share_ - pos_.sample) +
+           (o_.epochs - pos_.epoch - 1) * windows(share_);
+  }
   const int64_t perEpoch = (share_ + b - 1) / b; // the last one short
   auto windows = [&](int64_t microSteps) { return (microSteps + n - 1) / n; };
   // Every micro-step of an epoch but its last is full, so the position
@@ -643,10 +663,19 @@ void Trainer::announce() {
                  "stops the run\n",
                  o_.artifact.c_str());
   int64_t n = session_->accumulation();
-  say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
-      "optimizer step)\n",
-      o_.artifact.c_str(), (long long)model_.microBatch, (long long)n,
-      (long long)(n * model_.microBatch));
+  // One rank's samples per optimizer step.
+  const int64_t window =
+      model_.shortLastMicroBatch ? model_.windowSamples : n * model_.microBatch;
+  if (window == n * model_.microBatch)
+    say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
+        "optimizer step)\n",
+        o_.artifact.c_str(), (long long)model_.microBatch, (long long)n,
+        (long long)window);
+  else
+    say("model %s: micro-batch %lld, accumulate %lld (%lld samples per "
+        "optimizer step: the last micro-batch of each window holds %lld)\n",
+        o_.artifact.c_str(), (long long)model_.microBatch, (long long)n,
+        (long long)window, (long long)(window - (n - 1) * model_.microBatch));
   std::string hypers;
   for (const auto &h : artifact_->hyperparameters()) {
     char value[64];
@@ -704,7 +733,7 @@ void Trainer::announce() {
                " left out of each epoch's shuffled order")
                   .c_str()
             : "",
-        (long long)(n * model_.microBatch * ranks_));
+        (long long)(window * ranks_));
   }
   if (summary_.resumedFrom)
     say("resumed from %s: epoch %lld, sample %lld of %lld, optimizer step "
@@ -729,18 +758,21 @@ void Trainer::announce() {
   };
   if (!summary_.resumedFrom) {
     metrics_.openNew(o_.metricsPath);
-    metrics_.write(addLr({{"event", "start"},
-                          {"model", o_.artifact},
-                          {"data", o_.dataDir},
-                          {"micro_batch", model_.microBatch},
-                          {"accumulate", n},
-                          {"ranks", ranks_},
-                          {"epochs", o_.epochs},
-                          {"seed", o_.seed},
-                          {"threads", o_.threads},
-                          {"train_samples", train_.size()},
-                          {"test_samples", test_.size()},
-                          {"hyperparameters", hyper}}));
+    json start = {{"event", "start"},
+                  {"model", o_.artifact},
+                  {"data", o_.dataDir},
+                  {"micro_batch", model_.microBatch},
+                  {"accumulate", n},
+                  {"ranks", ranks_},
+                  {"epochs", o_.epochs},
+                  {"seed", o_.seed},
+                  {"threads", o_.threads},
+                  {"train_samples", train_.size()},
+                  {"test_samples", test_.size()},
+                  {"hyperparameters", hyper}};
+    if (window != n * model_.microBatch)
+      start["window_samples"] = window;
+    metrics_.write(addLr(start));
     return;
   }
   if (!metrics_.openResumed(o_.metricsPath, pos_.metricsBytes))
@@ -958,6 +990,7 @@ void Trainer::runEpoch() {
   // and the loss is read once per window (or per checkpoint interval,
   // whichever ends first). On the CPU each micro-step is a call of its own.
   const int64_t perCall = o_.cuda ? session_->accumulation() : 1;
+
   if (trainBatcher_->capacity() < perCall * b)
     check(data::MicroBatcher::create(train_, perCall * b, trainBatcher_,
                                      normalization_));
@@ -969,7 +1002,12 @@ void Trainer::runEpoch() {
         steps = std::min(steps, o_.checkpointEvery -
                                     pos_.microSteps % o_.checkpointEvery);
     }
-    const int64_t k = std::min(steps * b, share_ - pos_.sample);
+    int64_t k = std::min(steps * b, share_ - pos_.sample);
+    // A window of W samples ends with a short micro-batch: every one
+    // before it in the window is whole.
+    // (--accumulate is refused with such an artifact: N is the artifact's.)
+    if (model_.shortLastMicroBatch)
+      k = std::min(k, model_.windowSamples - session_->microSteps() * b);
     steps = (k + b - 1) / b;
     check(trainBatcher_->gather(share + pos_.sample, k));
     const int64_t stepBefore = session_->step();

@@ -94,6 +94,8 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(m.microBatch, 8);
   EXPECT_EQ(m.accumulate, 4);
+  // Without window_samples, N whole micro-batches.
+  EXPECT_EQ(m.windowSamples, 32);
   EXPECT_EQ(m.reduce, ReduceMode::Mean);
   ASSERT_EQ(m.globals.size(), 6u);
   EXPECT_EQ(m.globals[0].numElements, 30);
@@ -123,6 +125,18 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   EXPECT_EQ(m.hash, crc32(text.data(), text.size()));
   std::string other = text + " ";
   EXPECT_NE(m.hash, crc32(other.data(), other.size()));
+}
+
+TEST(ManifestTest, WindowSamplesEndWithAShortMicroBatch) {
+  // 3 micro-batches of 8 and one of 1 to 8.
+  for (int64_t w : {25, 31}) {
+    json j = validManifest();
+    j["window_samples"] = w;
+    Manifest m;
+    Status s = parseManifest(j.dump(), m);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(m.windowSamples, w);
+  }
 }
 
 TEST(ManifestTest, NarrowTypesCarryInputsAndOutputs) {
@@ -283,6 +297,15 @@ const BadCase kBadCases[] = {
      "accumulate must be a positive integer"},
     {"AccumulateFloat", [](json &m) { m["accumulate"] = 4.5; },
      "accumulate must be a positive integer"},
+    {"WindowSamplesZero", [](json &m) { m["window_samples"] = 0; },
+     "window_samples must be a positive integer"},
+    {"WindowSamplesBeyondN", [](json &m) { m["window_samples"] = 33; },
+     "window_samples must be more than accumulate - 1 and at most accumulate "
+     "micro-batches (24 < window_samples <= 32), got 33"},
+    {"WindowSamplesOneMicroBatchShort",
+     [](json &m) { m["window_samples"] = 24; },
+     "window_samples must be more than accumulate - 1 and at most accumulate "
+     "micro-batches (24 < window_samples <= 32), got 24"},
     {"Reduce", [](json &m) { m["reduce"] = "max"; },
      "reduce must be one of none, sum, mean, adasum (got 'max')"},
     {"ModelDtype", [](json &m) { m["dtype"] = "i32"; },
