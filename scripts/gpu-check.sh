@@ -380,6 +380,15 @@ train_step() { # ID LIMIT DEVICE WINDOWS MODEL-OPT [VAR=value...]
   fi
 }
 
+# The row of a comparison whose last line is "1 TEXT" (agrees) or "0 TEXT".
+verdict_row() { # CHECK WHAT
+  [ "$mode" = plan ] && return 0
+  local verdict ok=FAIL
+  verdict=$(last_line "$step_log")
+  [ "${verdict%% *}" = 1 ] && ok=PASS
+  emit "$1" "$2" "${verdict#* }" "$ok"
+}
+
 # The GPU run of MODEL-OPT against its CPU twin: the runs, then one row.
 twin_row() { # CHECK WHAT MODEL-OPT WINDOWS GPU-LIMIT CPU-LIMIT [VAR=value...]
   local check=$1 what=$2 name=$3 windows=$4 glimit=$5 climit=$6
@@ -391,11 +400,7 @@ twin_row() { # CHECK WHAT MODEL-OPT WINDOWS GPU-LIMIT CPU-LIMIT [VAR=value...]
   step "$name-compare" 30 "$python" -c "$compare_py" "$stage_dir/$name-cuda.params" \
     "$stage_dir/$name-cpu.params" "$stage_dir/$name-cpu.init"
   settle "$check" "$what" || return 0
-  [ "$mode" = plan ] && return 0
-  local verdict ok=FAIL
-  verdict=$(last_line "$step_log")
-  [ "${verdict%% *}" = 1 ] && ok=PASS
-  emit "$check" "$what" "${verdict#* }" "$ok"
+  verdict_row "$check" "$what"
 }
 
 first_contact() {
@@ -485,11 +490,7 @@ lockstep_row() { # CHECK WHAT MODEL-OPT WINDOWS LIMIT
     scripts/gpu-check-train.py "$runtime" "$carry/artifacts/$name-cuda.cleave" "$data" \
     --device=cuda --twin="$carry/artifacts/$name-cpu.cleave" --seed=0 --windows="$windows"
   settle "$check" "$what" || return 0
-  [ "$mode" = plan ] && return 0
-  local verdict ok=FAIL
-  verdict=$(last_line "$step_log")
-  [ "${verdict%% *}" = 1 ] && ok=PASS
-  emit "$check" "$what" "${verdict#* }" "$ok"
+  verdict_row "$check" "$what"
 }
 
 numerics() {
