@@ -11,6 +11,7 @@
 #include "compiler/Artifact/Target.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Train/IR/OptimizerOpInterface.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -191,8 +192,8 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
   // norms of whole parameters, which ZeRO-1 splits across ranks
   // (docs/design/optimizers.md). cleave-split-step refuses the ops too;
   // this names the options before anything is compiled.
-  if (shardOptimizerState && (optimizer == train::OptimizerKind::lamb ||
-                              optimizer == train::OptimizerKind::lars)) {
+  if (shardOptimizerState &&
+      !train::getOptimizerSpec(optimizer).shardsElementwise) {
     error(Twine("optimizer=") + train::stringifyOptimizerKind(optimizer) +
           " cannot run with shard-optimizer-state (ZeRO-1): its layer-wise "
           "trust ratio needs the norms of whole parameters, which are "

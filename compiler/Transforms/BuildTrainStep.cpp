@@ -17,8 +17,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <tuple>
 
 namespace mlir::cleave {
@@ -89,8 +91,9 @@ bool isExcludedFromAdaptation(Type type) {
   return cast<RankedTensorType>(type).getRank() <= 1;
 }
 
-/// The optimizer's per-parameter state slots and hyperparameters.
-struct OptimizerSpec {
+/// The optimizer's per-parameter state slots and hyperparameters, with
+/// their defaults.
+struct StepSpec {
   SmallVector<StringRef> state;
   SmallVector<std::pair<StringRef, double>> hypers;
 };
@@ -107,7 +110,7 @@ struct BuildTrainStepPass
       return signalPassFailure();
     if (inference)
       return buildInference(module);
-    OptimizerSpec spec = optimizerSpec();
+    StepSpec spec = optimizerSpec();
     func::FuncOp grad, model = module.lookupSymbol<func::FuncOp>(this->model);
     for (auto f : module.getOps<func::FuncOp>())
       if (auto of = f->getAttrOfType<FlatSymbolRefAttr>(
@@ -153,7 +156,7 @@ struct BuildTrainStepPass
       return signalPassFailure();
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
-    if (failed(createGlobals(b, model, OptimizerSpec(), /*training=*/false)))
+    if (failed(createGlobals(b, model, StepSpec(), /*training=*/false)))
       return signalPassFailure();
     b.setInsertionPoint(model);
     if (failed(buildEval(b, model, /*allOutputs=*/true)))
@@ -183,36 +186,34 @@ struct BuildTrainStepPass
     return o;
   }
 
-  OptimizerSpec optimizerSpec() {
-    OptimizerSpec s;
+  /// The default of one of an optimizer's own hyperparameters: the pass's
+  /// option of that name (--momentum, --beta1, ...).
+  double hyperDefault(StringRef name) {
+    std::optional<double> value =
+        llvm::StringSwitch<std::optional<double>>(name)
+            .Case("momentum", double(momentum))
+            .Case("beta1", double(beta1))
+            .Case("beta2", double(beta2))
+            .Case("eps", double(eps))
+            .Case("alpha", double(alpha))
+            .Case("lr_decay", double(lrDecay))
+            .Case("eta", double(eta))
+            .Default(std::nullopt);
+    if (!value)
+      llvm::report_fatal_error(llvm::Twine("optimizer hyperparameter '") +
+                               name + "' has no option for its default");
+    return *value;
+  }
+
+  /// The state and hyperparameters of the optimizer (its op's interface),
+  /// lr first, then its own, weight_decay, and clip_norm when clipping.
+  StepSpec optimizerSpec() {
+    train::OptimizerSpec optimizer = train::getOptimizerSpec(this->optimizer);
+    StepSpec s;
+    s.state.assign(optimizer.stateSlots.begin(), optimizer.stateSlots.end());
     s.hypers.push_back({"lr", lr});
-    switch (optimizer) {
-    case OptimizerKind::sgd:
-      break;
-    case OptimizerKind::momentum:
-    case OptimizerKind::nesterov:
-      s.state = {"momentum_buffer"};
-      s.hypers.push_back({"momentum", momentum});
-      break;
-    case OptimizerKind::adam:
-    case OptimizerKind::adamw:
-    case OptimizerKind::lamb:
-      s.state = {"exp_avg", "exp_avg_sq"};
-      s.hypers.append({{"beta1", beta1}, {"beta2", beta2}, {"eps", eps}});
-      break;
-    case OptimizerKind::rmsprop:
-      s.state = {"square_avg"};
-      s.hypers.append({{"alpha", alpha}, {"eps", eps}});
-      break;
-    case OptimizerKind::adagrad:
-      s.state = {"sum"};
-      s.hypers.append({{"lr_decay", lrDecay}, {"eps", eps}});
-      break;
-    case OptimizerKind::lars:
-      s.state = {"momentum_buffer"};
-      s.hypers.append({{"momentum", momentum}, {"eta", eta}});
-      break;
-    }
+    for (StringRef name : optimizer.ownHyperparameters)
+      s.hypers.push_back({name, hyperDefault(name)});
     s.hypers.push_back({"weight_decay", weightDecay});
     if (clipNorm > 0)
       s.hypers.push_back({"clip_norm", clipNorm});
@@ -222,7 +223,7 @@ struct BuildTrainStepPass
   /// The globals of `grad`'s state arguments; for training also the
   /// optimizer state, the dropout seed and the step counter.
   LogicalResult createGlobals(OpBuilder &b, func::FuncOp grad,
-                              const OptimizerSpec &spec, bool training) {
+                              const StepSpec &spec, bool training) {
     Location loc = grad.getLoc();
     MLIRContext *ctx = b.getContext();
     auto add = [&](StringRef name, GlobalKind kind, Type type, Attribute init,
@@ -336,7 +337,7 @@ struct BuildTrainStepPass
   }
 
   LogicalResult buildStep(OpBuilder &b, func::FuncOp grad,
-                          const OptimizerSpec &spec) {
+                          const StepSpec &spec) {
     MLIRContext *ctx = b.getContext();
     Location loc = grad.getLoc();
 
@@ -502,83 +503,22 @@ struct BuildTrainStepPass
       train::StoreOp::create(b, loc, updated, global);
     };
 
+    const train::OptimizerSpec optimizerOp = train::getOptimizerSpec(optimizer);
     for (auto [g, target] : llvm::zip(normalised, targets)) {
       StringRef name = cast<FlatSymbolRefAttr>(target).getValue();
       Type type = g.getType();
       Value p = train::LoadOp::create(b, loc, type, name);
       auto slot = [&](StringRef s) { return (name + "." + s).str(); };
-      switch (optimizer) {
-      case OptimizerKind::sgd: {
-        Value np = train::SgdOp::create(b, loc, p, g, hyper("lr"),
-                                        hyper("weight_decay"));
-        store(np, p, name);
-        break;
-      }
-      case OptimizerKind::momentum:
-      case OptimizerKind::nesterov: {
-        Value buf =
-            train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
-        auto upd = train::MomentumOp::create(
-            b, loc, p, g, buf, hyper("lr"), hyper("momentum"),
-            hyper("weight_decay"), optimizer == OptimizerKind::nesterov);
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewBuf(), buf, slot("momentum_buffer"));
-        break;
-      }
-      case OptimizerKind::adam:
-      case OptimizerKind::adamw: {
-        Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
-        Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
-        auto upd = train::AdamOp::create(b, loc, p, g, m, v, t1, hyper("lr"),
-                                         hyper("beta1"), hyper("beta2"),
-                                         hyper("eps"), hyper("weight_decay"),
-                                         optimizer == OptimizerKind::adamw);
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewM(), m, slot("exp_avg"));
-        store(upd.getNewV(), v, slot("exp_avg_sq"));
-        break;
-      }
-      case OptimizerKind::rmsprop: {
-        Value sq = train::LoadOp::create(b, loc, type, slot("square_avg"));
-        auto upd = train::RmspropOp::create(b, loc, p, g, sq, hyper("lr"),
-                                            hyper("alpha"), hyper("eps"),
-                                            hyper("weight_decay"));
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewSquareAvg(), sq, slot("square_avg"));
-        break;
-      }
-      case OptimizerKind::adagrad: {
-        Value sum = train::LoadOp::create(b, loc, type, slot("sum"));
-        auto upd = train::AdagradOp::create(b, loc, p, g, sum, t1, hyper("lr"),
-                                            hyper("lr_decay"), hyper("eps"),
-                                            hyper("weight_decay"));
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewSum(), sum, slot("sum"));
-        break;
-      }
-      case OptimizerKind::lamb: {
-        Value m = train::LoadOp::create(b, loc, type, slot("exp_avg"));
-        Value v = train::LoadOp::create(b, loc, type, slot("exp_avg_sq"));
-        auto upd = train::LambOp::create(b, loc, p, g, m, v, t1, hyper("lr"),
-                                         hyper("beta1"), hyper("beta2"),
-                                         hyper("eps"), hyper("weight_decay"),
-                                         isExcludedFromAdaptation(type));
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewM(), m, slot("exp_avg"));
-        store(upd.getNewV(), v, slot("exp_avg_sq"));
-        break;
-      }
-      case OptimizerKind::lars: {
-        Value buf =
-            train::LoadOp::create(b, loc, type, slot("momentum_buffer"));
-        auto upd = train::LarsOp::create(
-            b, loc, p, g, buf, hyper("lr"), hyper("momentum"), hyper("eta"),
-            hyper("weight_decay"), isExcludedFromAdaptation(type));
-        store(upd.getNewParam(), p, name);
-        store(upd.getNewBuf(), buf, slot("momentum_buffer"));
-        break;
-      }
-      }
+      SmallVector<Value> state;
+      for (StringRef s : spec.state)
+        state.push_back(train::LoadOp::create(b, loc, type, slot(s)));
+      train::OptimizerUpdate update{
+          p, g, state, t1, hyper, optimizer, isExcludedFromAdaptation(type)};
+      SmallVector<Value> updated = optimizerOp.buildUpdate(b, loc, update);
+      store(updated[0], p, name);
+      for (auto [s, old, value] :
+           llvm::zip_equal(spec.state, state, ArrayRef(updated).drop_front()))
+        store(value, old, slot(s));
     }
     func::ReturnOp::create(b, loc, loss);
     return success();

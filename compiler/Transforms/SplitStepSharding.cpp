@@ -186,18 +186,17 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
   }
   // The layer-wise optimizers scale each update by norms of the whole
   // parameter; a shard's norms would give each rank its own trust ratio.
-  if (isa<train::LambOp, train::LarsOp>(op))
+  auto optimizer = dyn_cast<train::OptimizerOpInterface>(&op);
+  if (optimizer && !optimizer.shardsElementwise())
     return op.emitOpError("needs the norms of whole parameters (the layer-wise "
                           "trust ratio); the ")
-           << (isa<train::LambOp>(op) ? "lamb" : "lars")
+           << op.getName().stripDialect()
            << " optimizer cannot run with shard-optimizer-state (ZeRO-1)";
   auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
   bool elementwise =
-      clip ||
-      isa<train::SgdOp, train::MomentumOp, train::AdamOp, train::RmspropOp,
-          train::AdagradOp, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
-          nn::NegOp, nn::SqrtOp, nn::PowOp, nn::ExpOp, nn::LogOp, nn::WhereOp>(
-          op);
+      clip || optimizer ||
+      isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
+          nn::PowOp, nn::ExpOp, nn::LogOp, nn::WhereOp>(op);
   if (!elementwise)
     return op.emitOpError("uses a shard of a gradient or optimizer state "
                           "but is not elementwise; it cannot run on "

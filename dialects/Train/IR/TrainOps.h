@@ -7,6 +7,7 @@
 #ifndef CLEAVE_TRAIN_IR_TRAINOPS_H
 #define CLEAVE_TRAIN_IR_TRAINOPS_H
 
+#include "dialects/Train/IR/OptimizerOpInterface.h"
 #include "dialects/Train/IR/TrainDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

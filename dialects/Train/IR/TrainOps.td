@@ -7,6 +7,7 @@
 #ifndef CLEAVE_TRAIN_OPS
 #define CLEAVE_TRAIN_OPS
 
+include "dialects/Train/IR/OptimizerOpInterface.td"
 include "dialects/Train/IR/TrainDialect.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -174,6 +175,7 @@ def Train_WindowSumOp : Train_Op<"window_sum", [Pure,
 
 //===- train.sgd ----------------------------------------------------------===//
 def Train_SgdOp : Train_Op<"sgd", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "new_param"]>,
     AllTypesMatch<["lr", "weight_decay"]>]> {
   let summary = "plain SGD update";
@@ -198,6 +200,7 @@ def Train_SgdOp : Train_Op<"sgd", [Pure,
 
 //===- train.momentum -----------------------------------------------------===//
 def Train_MomentumOp : Train_Op<"momentum", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "buf", "new_param", "new_buf"]>,
     AllTypesMatch<["lr", "momentum", "weight_decay"]>]> {
   let summary = "SGD with (Nesterov) momentum";
@@ -225,6 +228,7 @@ def Train_MomentumOp : Train_Op<"momentum", [Pure,
 
 //===- train.adam ---------------------------------------------------------===//
 def Train_AdamOp : Train_Op<"adam", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>,
     AllTypesMatch<["lr", "beta1", "beta2", "eps", "weight_decay"]>]> {
   let summary = "Adam / AdamW update";
@@ -257,6 +261,7 @@ def Train_AdamOp : Train_Op<"adam", [Pure,
 
 //===- train.rmsprop ------------------------------------------------------===//
 def Train_RmspropOp : Train_Op<"rmsprop", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "square_avg", "new_param",
                    "new_square_avg"]>,
     AllTypesMatch<["lr", "alpha", "eps", "weight_decay"]>]> {
@@ -286,6 +291,7 @@ def Train_RmspropOp : Train_Op<"rmsprop", [Pure,
 
 //===- train.adagrad ------------------------------------------------------===//
 def Train_AdagradOp : Train_Op<"adagrad", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>,
     AllTypesMatch<["lr", "lr_decay", "eps", "weight_decay"]>]> {
   let summary = "Adagrad update";
@@ -313,6 +319,7 @@ def Train_AdagradOp : Train_Op<"adagrad", [Pure,
 
 //===- train.lamb ---------------------------------------------------------===//
 def Train_LambOp : Train_Op<"lamb", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>,
     AllTypesMatch<["lr", "beta1", "beta2", "eps", "weight_decay"]>]> {
   let summary = "LAMB update (layer-wise adaptive Adam)";
@@ -350,6 +357,7 @@ def Train_LambOp : Train_Op<"lamb", [Pure,
 
 //===- train.lars ---------------------------------------------------------===//
 def Train_LarsOp : Train_Op<"lars", [Pure,
+    DeclareOpInterfaceMethods<Train_OptimizerOpInterface>,
     AllTypesMatch<["param", "grad", "buf", "new_param", "new_buf"]>,
     AllTypesMatch<["lr", "momentum", "eta", "weight_decay"]>]> {
   let summary = "LARS update (layer-wise adaptive SGD with momentum)";
