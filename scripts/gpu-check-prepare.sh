@@ -156,6 +156,24 @@ if [ $cuda = 1 ]; then
     --accumulate=4 --target=cuda --gpu-arch="$arch"
   compile transformer-speed-cuda "$transformer" --optimizer=sgd --micro-batch=64 \
     --accumulate=4 --target=cuda --gpu-arch="$arch"
+  # bf16 (the matmuls on tensor cores): the numerics builds, each the twin
+  # of its f32 CPU build, and the speed builds, with the MLP also at
+  # micro-batch 4096 in f32 and bf16, where its GEMMs are large enough for
+  # tensor cores to matter.
+  for model in mlp lenet transformer; do
+    source=examples/$model.mlir
+    [ "$model" = transformer ] && source=$transformer
+    compile "$model-sgd-bf16-cuda" "$source" --optimizer=sgd --micro-batch=32 \
+      --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
+  done
+  compile mlp-speed-bf16-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=256 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
+  compile transformer-speed-bf16-cuda "$transformer" --optimizer=sgd --micro-batch=64 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
+  compile mlp4096-speed-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=4096 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch"
+  compile mlp4096-speed-bf16-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=4096 \
+    --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
 fi
 [ -s "$tmp/compile.err" ] && sort -u "$tmp/compile.err" | sed 's/^/gpu-check-prepare: cleave-compile: /' >&2
 

@@ -52,11 +52,21 @@
 #             (1.3x), N = 4
 #   memory    device memory in use with N = 32 and with N = 1 (MLP, micro-
 #             batch 256): within 5 %
+#   bf16      --precision=bf16 (the matmuls on tensor cores through
+#             cuBLASLt, the convolutions f32): MLP, LeNet and the
+#             transformer, SGD, K = 4 windows in lockstep with the f32 CPU
+#             twin, each bf16 update within 0.1 of the f32 one; samples/s
+#             of Cleave bf16 against PyTorch eager under bf16 autocast (and
+#             both in f32) for the MLP at micro-batch 256 and 4096 and the
+#             transformer at 64 (target >= 1.0x)
 #   torch-compile  PyTorch's loop through torch.compile on the three speed
 #             configurations (minutes when cold): informational rows
 #
 # --out     the results folder (made if missing; must hold no results.md
 #           yet). A real run needs it; a dry run writes its plan there.
+# --stages  the stages to run, comma-separated, in the order given (default
+#           all: first-contact,sanitizer,numerics,speed,memory,bf16,
+#           torch-compile)
 # --seconds how long each timed loop runs (default 3)
 # --total   the whole run's budget in seconds (default 570, inside the
 #           device tool's 600 s command limit): steps that would start
@@ -483,12 +493,16 @@ sanitizer() {
 
 # MODEL-adam on the GPU in lockstep with its CPU twin, one process: each
 # window starts from the CPU's state; the row is the worst window's update.
-lockstep_row() { # CHECK WHAT MODEL-OPT WINDOWS LIMIT
-  local check=$1 what=$2 name=$3 windows=$4 limit=$5 data=$carry/data/fashion.npz
+# VARIANT names another GPU build of the model (MODEL-OPT-VARIANT-cuda: bf16)
+# against the same CPU twin, with its own TOLERANCE.
+lockstep_row() { # CHECK WHAT MODEL-OPT WINDOWS LIMIT [VARIANT TOLERANCE]
+  local check=$1 what=$2 name=$3 windows=$4 limit=$5 variant=${6:-} tolerance=${7:-0.001}
+  local data=$carry/data/fashion.npz gpu=$name${6:+-$6}
   [ "${name%-*}" = transformer ] && data=$carry/data/tokens.npz
-  step "$name-lockstep" "$limit" "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" \
-    scripts/gpu-check-train.py "$runtime" "$carry/artifacts/$name-cuda.cleave" "$data" \
-    --device=cuda --twin="$carry/artifacts/$name-cpu.cleave" --seed=0 --windows="$windows"
+  step "$gpu-lockstep" "$limit" "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" \
+    scripts/gpu-check-train.py "$runtime" "$carry/artifacts/$gpu-cuda.cleave" "$data" \
+    --device=cuda --twin="$carry/artifacts/$name-cpu.cleave" --seed=0 --windows="$windows" \
+    --tolerance="$tolerance"
   settle "$check" "$what" || return 0
   verdict_row "$check" "$what"
 }
@@ -592,13 +606,65 @@ torch_compile() {
   done
 }
 
+# samples/s of one configuration in f32 and bf16, Cleave (cleave-bench of
+# ARTIFACT-speed-cuda and ARTIFACT-speed-bf16-cuda) and PyTorch eager
+# (bench/pytorch_ref.py MODEL, plain and under torch.autocast(bfloat16)).
+# The target: Cleave bf16 >= PyTorch's autocast.
+bf16_speed_row() { # ARTIFACT MODEL MICRO-BATCH
+  local name=$1 model=$2 b=$3 what v
+  what="$model B=$b N=4 samples/s: Cleave bf16 / PyTorch bf16 autocast eager (target >= 1.0x); f32 both"
+  declare -A sps=()
+  for v in f32 bf16; do
+    local build=$name-speed
+    [ $v = bf16 ] && build=$name-speed-bf16
+    step "$name-$v-cleave" $((seconds + 60)) "${cleave_env[@]}" "$bench" \
+      "$carry/artifacts/$build-cuda.cleave" --device=cuda \
+      --accumulate=4 --seconds="$seconds"
+    settle bf16 "$what" || return 0
+    [ "$mode" = plan ] || sps[cleave-$v]=$(json_of "$step_log" samples_per_second)
+    local autocast=()
+    [ $v = bf16 ] && autocast=(--autocast)
+    step "$name-$v-eager" $((seconds + 90)) "$python" bench/pytorch_ref.py "$model" --device=cuda \
+      --micro-batch="$b" --accumulate=4 --seconds="$seconds" "${autocast[@]}"
+    settle bf16 "$what" || return 0
+    [ "$mode" = plan ] || sps[eager-$v]=$(json_of "$step_log" samples_per_second)
+  done
+  [ "$mode" = plan ] && return 0
+  local rate ok=FAIL
+  rate=$(ratio "${sps[cleave-bf16]}" "${sps[eager-bf16]}")
+  [ "$rate" != n/a ] && awk -v r="${rate%x}" 'BEGIN { exit !(r >= 1.0) }' && ok=PASS
+  emit bf16 "$what" "bf16 ${sps[cleave-bf16]} / ${sps[eager-bf16]} ($rate); f32 ${sps[cleave-f32]} / ${sps[eager-f32]} ($(ratio "${sps[cleave-f32]}" "${sps[eager-f32]}")); Cleave bf16 / f32 $(ratio "${sps[cleave-bf16]}" "${sps[cleave-f32]}")" "$ok"
+}
+
+# --precision=bf16 on the GPU: the matmuls through cuBLASLt's
+# CUBLAS_COMPUTE_32F_FAST_16BF (tensor cores on the f32 buffers), the
+# convolutions f32. Numerics: each window from the f32 CPU twin's state, the
+# bf16 update within 0.1 of the f32 one (the CPU's own bf16 builds are 3e-3
+# to 3e-2 from f32 by this measure: see
+# bench/README.md). Speed: against PyTorch's bf16 autocast.
+bf16() {
+  stage bf16 240 "--precision=bf16: the matmuls on tensor cores; each window from the f32 CPU twin's state; samples/s against PyTorch's bf16 autocast"
+  local model
+  for model in mlp lenet transformer; do
+    lockstep_row bf16 "$model sgd bf16, K=4 windows, B=32, N=4, each from the f32 CPU twin's state: GPU bf16 vs CPU f32 update" \
+      "$model-sgd" 4 45 bf16 0.1
+  done
+  bf16_speed_row mlp mlp 256
+  bf16_speed_row transformer transformer 64
+  bf16_speed_row mlp4096 mlp 4096
+}
+
+all_stages="first-contact sanitizer numerics speed memory bf16 torch-compile"
+stages=$all_stages
 checks() {
-  first_contact
-  sanitizer
-  numerics
-  speed
-  memory
-  torch_compile
+  local s
+  for s in $stages; do
+    case $s in
+    first-contact) first_contact ;;
+    torch-compile) torch_compile ;;
+    *) "$s" ;;
+    esac
+  done
 }
 
 # --- the carried folder ------------------------------------------------------
@@ -673,13 +739,20 @@ main() {
   self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
   cd "$(dirname "$self")/.." || exit 1
   carry=.gpu-check
-  local dry=0 a dest=''
+  local dry=0 a s dest=''
   for a in "$@"; do
     case $a in
     --carry=*) carry=${a#*=} ;;
     --out=*) dest=${a#*=} ;;
     --seconds=*) seconds=${a#*=} ;;
     --total=*) total=${a#*=} ;;
+    --stages=*)
+      stages=${a#*=} stages=${stages//,/ }
+      for s in $stages; do
+        [[ " $all_stages " == *" $s "* ]] ||
+          { echo "gpu-check: unknown stage $s (the stages: $all_stages)" >&2; exit 2; }
+      done
+      ;;
     --dry-run) dry=1 ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$self"; exit 0 ;;
     *) echo "gpu-check: unknown argument $a" >&2; exit 2 ;;

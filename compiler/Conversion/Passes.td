@@ -75,7 +75,9 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
 
     With `precision=bf16` every matmul and convolution entry of the table
     says `"math": "bf16"`: the runtime multiplies in bfloat16 with f32
-    accumulation, on the same f32 buffers.
+    accumulation, on the same f32 buffers. With `bf16-convolutions=false`
+    (the cuda target: cuDNN has no bf16 convolution of f32 tensors) the
+    convolutions stay f32, and the first one says so in a warning.
   }];
   let options = [
     Option<"precision", "precision", "::mlir::cleave::rt::KernelPrecision",
@@ -83,6 +85,9 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
            "What matmuls and convolutions multiply in: f32 or bf16 (f32 "
            "accumulation and f32 buffers either way)",
            "::mlir::cleave::enumValues<::mlir::cleave::rt::KernelPrecision>()">,
+    Option<"bf16Convolutions", "bf16-convolutions", "bool", /*default=*/"true",
+           "With precision=bf16, whether the convolutions multiply in bf16 "
+           "too (false: they stay f32, with a warning)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -89,9 +89,13 @@ struct LowerRuntimeCallsPass
     : cleave::impl::CleaveLowerRuntimeCallsBase<LowerRuntimeCallsPass> {
   using CleaveLowerRuntimeCallsBase::CleaveLowerRuntimeCallsBase;
 
+  /// Whether the warning that the convolutions stay f32 was given.
+  bool warnedConvolutions = false;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Attribute> table;
+    warnedConvolutions = false;
     WalkResult r = module.walk([&](Operation *op) {
       if (auto k = dyn_cast<rt::KernelOp>(op)) {
         if (failed(lowerKernel(k, table)))
@@ -308,9 +312,19 @@ struct LowerRuntimeCallsPass
     bool computeBound = fn.name == kMatmul.name || fn.name == kConvFwd.name ||
                         fn.name == kConvBwdData.name ||
                         fn.name == kConvBwdWeights.name;
-    if (precision == rt::KernelPrecision::bf16 && computeBound)
+    bool convolution = computeBound && fn.name != kMatmul.name;
+    if (precision == rt::KernelPrecision::bf16 && convolution &&
+        !bf16Convolutions) {
+      if (!warnedConvolutions)
+        k.emitWarning("precision=bf16 leaves the convolutions in f32 on this "
+                      "target (cuDNN multiplies bf16 only on bf16 tensors, "
+                      "which the buffers are not); the matmuls multiply in "
+                      "bf16");
+      warnedConvolutions = true;
+    } else if (precision == rt::KernelPrecision::bf16 && computeBound) {
       entry.set("math", b.getStringAttr(rt::stringifyKernelPrecision(
                             rt::KernelPrecision::bf16)));
+    }
     table.push_back(entry.getDictionary(b.getContext()));
 
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());

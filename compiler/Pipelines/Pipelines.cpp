@@ -114,6 +114,8 @@ CleaveLowerRuntimeCallsOptions
 TrainingPipelineOptions::lowerRuntimeCallsOptions() const {
   CleaveLowerRuntimeCallsOptions o;
   o.precision = precision;
+  // cuDNN's bf16 convolutions take bf16 tensors; the buffers are f32.
+  o.bf16Convolutions = target == rt::Device::cpu;
   return o;
 }
 
@@ -225,12 +227,6 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
           "' does not have; compile for a CPU that has it (--target-cpu="
           "znver4, sapphirerapids, cooperlake, or "
           "--target-features=+avx512bf16) and run it on one");
-    return failure();
-  }
-  // The runtime's cuBLASLt and cuDNN kernels are f32 only so far.
-  if (precision == rt::KernelPrecision::bf16 && target == rt::Device::cuda) {
-    error("precision=bf16 is for the cpu target only (the cuda kernels "
-          "multiply in f32)");
     return failure();
   }
   if (!rematBudget.empty() && failed(parseRematBudget(rematBudget, message))) {
@@ -440,11 +436,12 @@ void cleave::buildGpuKernelsOnHostPipeline(
 
 void cleave::buildCudaBackendPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target,
-    Phase stopAfter, const std::optional<CleaveRematerializeOptions> &remat) {
+    Phase stopAfter, const CleaveLowerRuntimeCallsOptions &kernels,
+    const std::optional<CleaveRematerializeOptions> &remat) {
   // Library calls (cuBLASLt, cuDNN in the runtime) stay host calls on
   // device pointers; everything else becomes linalg on buffers, as for the
   // CPU.
-  buildBufferizedPipeline(pm, target, stopAfter, {}, /*gpuKernels=*/true,
+  buildBufferizedPipeline(pm, target, stopAfter, kernels, /*gpuKernels=*/true,
                           remat);
   if (stopAfter <= Phase::Bufferize)
     return;
@@ -481,11 +478,11 @@ void cleave::buildCudaBackendPipeline(
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  kernels.addPass(createConvertGpuOpsToNVVMOps());
-  kernels.addPass(createCanonicalizerPass());
-  kernels.addPass(createCSEPass());
-  kernels.addPass(createReconcileUnrealizedCastsPass());
+  OpPassManager &kernelModules = pm.nest<gpu::GPUModuleOp>();
+  kernelModules.addPass(createConvertGpuOpsToNVVMOps());
+  kernelModules.addPass(createCanonicalizerPass());
+  kernelModules.addPass(createCSEPass());
+  kernelModules.addPass(createReconcileUnrealizedCastsPass());
   if (stopAfter == Phase::Nvvm)
     return;
   // Host code to the LLVM dialect as for the CPU (bare pointers at the
@@ -510,6 +507,7 @@ void cleave::buildTargetPipeline(OpPassManager &pm,
   if (stopAfter <= Phase::Split)
     return;
   buildCudaBackendPipeline(pm, o.writeManifestOptions(), stopAfter,
+                           o.lowerRuntimeCallsOptions(),
                            o.rematerializeOptions());
 }
 

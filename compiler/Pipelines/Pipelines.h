@@ -194,8 +194,10 @@ struct TrainingPipelineOptions
       llvm::cl::desc("What matmuls and convolutions (forward and backward) "
                      "multiply in: f32, or bf16 (bfloat16 inputs, f32 "
                      "accumulation; parameters, gradient accumulators, "
-                     "optimizer state and everything else stay f32). bf16 "
-                     "needs a target CPU with AVX512-BF16"),
+                     "optimizer state and everything else stay f32). On the "
+                     "cpu target bf16 needs a CPU with AVX512-BF16; on cuda "
+                     "the matmuls multiply on tensor cores and the "
+                     "convolutions stay f32"),
       llvm::cl::init(rt::KernelPrecision::f32),
       enumValues<rt::KernelPrecision>()};
 
@@ -270,6 +272,7 @@ void buildTargetPipeline(OpPassManager &pm,
 void buildCudaBackendPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target,
     Phase stopAfter = Phase::LLVM,
+    const CleaveLowerRuntimeCallsOptions &kernels = {},
     const std::optional<CleaveRematerializeOptions> &remat = std::nullopt);
 
 /// Testing aid, never a real artifact: split-level IR to a CPU artifact

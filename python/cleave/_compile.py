@@ -181,7 +181,8 @@ def compile(module, example_input, *, micro_batch, accumulate,
                              change them: session.hyper["lr"] = ...)
         clip_norm            clipping by global norm, with this default
         precision            "f32" or "bf16" (bf16 matmul and convolution
-                             inputs, f32 accumulation; AVX512-BF16 CPUs)
+                             inputs, f32 accumulation; AVX512-BF16 CPUs;
+                             on cuda the matmuls only)
         ignore_index         the label of tokens that are not predicted
                              (per-token cross-entropy)
         inference            True: a forward-only artifact

@@ -26,6 +26,11 @@
 // without AVX512-BF16 is refused before anything is compiled.
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --precision=bf16 --target-features=+avx512bf16 --compile-to=bufferize | FileCheck %s --check-prefix=BF16
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --compile-to=bufferize | FileCheck %s --check-prefix=F32
+// On cuda the matmuls say bf16 (cuBLASLt's tensor cores on f32 buffers) and
+// the convolutions stay f32 (cuDNN's bf16 needs bf16 tensors), with a
+// warning at the first one.
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --precision=bf16 --target=cuda --compile-to=bufferize 2>%t.bf16-cuda.err | FileCheck %s --check-prefix=BF16-CUDA
+// RUN: FileCheck %s --check-prefix=BF16-CUDA-WARN --input-file=%t.bf16-cuda.err
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=bf16 --target-cpu=x86-64-v3 -o %t.bf16.cleave 2>&1 | FileCheck %s --check-prefix=BF16-TARGET
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=fp8 -o %t.fp8.cleave 2>&1 | FileCheck %s --check-prefix=BF16-BAD
 // A diagnostic from the pipeline is one message, not followed by the module.
@@ -93,6 +98,12 @@
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_bwd_data\22
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_bwd_weights\22
 // BF16-SAME: \22precision\22:\22bf16\22
+// BF16-CUDA: rt.manifest_json = "{{.*}}\22id\22:0,\22kh\22:5,\22kw\22:5,\22n\22:8,\22o\22:6,\22oh\22:28,\22op\22:\22conv2d_fwd\22
+// BF16-CUDA-SAME: \22math\22:\22bf16\22,\22n\22:120,\22op\22:\22matmul\22
+// BF16-CUDA-SAME: \22kw\22:5,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_bwd_data\22
+// BF16-CUDA-SAME: \22precision\22:\22bf16\22
+// BF16-CUDA-WARN: lenet.mlir:17:8: warning: precision=bf16 leaves the convolutions in f32 on this target (cuDNN multiplies bf16 only on bf16 tensors, which the buffers are not); the matmuls multiply in bf16
+// BF16-CUDA-WARN-NOT: warning
 // F32: rt.manifest_json
 // F32-NOT: \22math\22
 // F32-SAME: \22precision\22:\22f32\22

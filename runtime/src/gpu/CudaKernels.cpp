@@ -9,9 +9,14 @@
 //   ([N], one per row of C^T) is cuBLASLt's BIAS epilogue, fused with ReLU
 //   (RELU_BIAS). `accumulate` is beta = 1 with C as both input and output.
 //   Compute is CUBLAS_COMPUTE_32F (IEEE fp32, no TF32), so results match
-//   the CPU to rounding. A batch without a batched B and without trans_a
-//   folds into the rows, as on the CPU; otherwise the batch is a strided
-//   batch, with stride 0 for a shared B.
+//   the CPU to rounding; an entry with "math": "bf16" is
+//   CUBLAS_COMPUTE_32F_FAST_16BF instead: the same f32 buffers, the inputs
+//   rounded inside the kernel to bf16 for the tensor cores (or to TF32,
+//   which the type allows cuBLASLt to choose: never less precise), products
+//   summed in f32 (the CPU's bf16 contract, mixed-precision.md). A batch
+//   without a batched B and without trans_a folds into the rows, as on the
+//   CPU; otherwise the batch is a strided batch, with stride 0 for a shared
+//   B.
 // conv2d: cuDNN convolutions in NCHW/OIHW, cross-correlation, fp32 FMA math
 //   (CUDNN_FMA_MATH: no TF32), groups through the group count. Forward adds
 //   the bias with cudnnAddTensor and applies ReLU with
@@ -215,12 +220,14 @@ public:
   std::string op;
 };
 
-/// cuBLASLt and cuDNN are driven in f32 only (cleave-compile refuses
-/// --precision=bf16 for the cuda target; a hand-made entry is refused here).
-void refuseBf16(const KernelSpec &spec, bool bf16) {
+/// cuDNN's convolutions multiply in bf16 only on bf16 tensors, and the
+/// ABI's are f32: cleave-compile leaves the convolutions of a cuda artifact
+/// f32 under --precision=bf16, and a hand-made entry is refused here.
+void refuseBf16Convolution(const KernelSpec &spec, bool bf16) {
   if (bf16)
-    spec.fail("\"math\": \"bf16\" is not supported on the GPU yet (the "
-              "cuda kernels multiply in f32)");
+    spec.fail("\"math\": \"bf16\" is not supported for convolutions on "
+              "the GPU (cuDNN multiplies bf16 only on bf16 tensors; "
+              "cleave-compile leaves a cuda artifact's convolutions f32)");
 }
 
 class CudaMatmul final : public CudaKernel {
@@ -228,7 +235,6 @@ public:
   CudaMatmul(KernelSpec &spec, Libraries &libs)
       : CudaKernel(KernelKind::Matmul, spec.id(), spec.op()), libs_(libs) {
     const MatmulEntry e = readMatmulEntry(spec);
-    refuseBf16(spec, e.bf16);
     const int64_t batch = e.batch, m = e.m, k = e.k, n = e.n;
     const bool transA = e.transA, transB = e.transB, bBatched = e.bBatched;
     const bool relu = e.relu;
@@ -244,7 +250,11 @@ public:
         spec.fail(std::string("cuBLASLt: ") + call +
                   " failed: " + lt.cublasLtGetStatusString(s));
     };
-    check(lt.cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+    // bf16: f32 operands rounded to bf16 for the tensor cores, f32 sums.
+    check(lt.cublasLtMatmulDescCreate(&desc_,
+                                      e.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                             : CUBLAS_COMPUTE_32F,
+                                      CUDA_R_32F),
           "cublasLtMatmulDescCreate");
     // cuBLASLt's A is the ABI's B (see the file comment).
     cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -453,7 +463,7 @@ public:
               : kind == KernelKind::ConvolutionBackwardData
                   ? ConvDirection::BackwardData
                   : ConvDirection::BackwardWeights);
-    refuseBf16(spec, e.bf16);
+    refuseBf16Convolution(spec, e.bf16);
     const int64_t n = e.n, c = e.c, h = e.h, w = e.w, o = e.o, kh = e.kh,
                   kw = e.kw, oh = e.oh, ow = e.ow, groups = e.groups;
     const auto &strides = e.strides, &dilations = e.dilations;
