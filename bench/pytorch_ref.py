@@ -19,6 +19,13 @@ CUDA context). --compile runs the model through torch.compile first
 (scripts/gpu-check.sh reports it where it works). --autocast runs the
 forward pass and the loss under torch.autocast(dtype=torch.bfloat16), the
 reference for Cleave's --precision=bf16 (bench/bf16.py).
+
+--inputs says where the micro-batch comes from on a GPU: `device` (the
+default) makes it there once, so no step copies anything; `pageable` and
+`pinned` keep it in host memory (pinned: page-locked, as a DataLoader with
+pin_memory=True hands it over) and copy it to the GPU at every micro-step,
+as Cleave does (its sessions take host pointers: cleave-bench's samples/s
+include that copy).
 """
 import argparse
 import json
@@ -99,7 +106,13 @@ def main():
     p.add_argument("--autocast", action="store_true",
                    help="forward and loss under torch.autocast(device, "
                    "dtype=torch.bfloat16): PyTorch's own mixed precision")
+    p.add_argument("--inputs", default="device",
+                   choices=["device", "pageable", "pinned"],
+                   help="on a GPU: the batch made there once (device), or "
+                   "copied from host memory at every micro-step")
     a = p.parse_args()
+    if a.inputs != "device" and a.device != "cuda":
+        p.error("--inputs=pageable or pinned is for --device=cuda")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     dev = torch.device(a.device)
@@ -121,10 +134,20 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
     window = float(b * n)
 
+    host = None
+    if a.inputs != "device":
+        host = (x.cpu(), y.cpu())
+        if a.inputs == "pinned":
+            host = tuple(t.pin_memory() for t in host)
+
     def micro():
+        inputs, labels = x, y
+        if host is not None:
+            inputs = host[0].to(dev, non_blocking=a.inputs == "pinned")
+            labels = host[1].to(dev, non_blocking=a.inputs == "pinned")
         with torch.autocast(dev.type, dtype=torch.bfloat16,
                             enabled=a.autocast):
-            loss = loss_fn(net(x), y) / window
+            loss = loss_fn(net(inputs), labels) / window
         loss.backward()
 
     def apply():

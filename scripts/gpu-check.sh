@@ -57,8 +57,9 @@
 #             transformer, SGD, K = 4 windows in lockstep with the f32 CPU
 #             twin, each bf16 update within 0.1 of the f32 one; samples/s
 #             of Cleave bf16 against PyTorch eager under bf16 autocast (and
-#             both in f32) for the MLP at micro-batch 256 and 4096 and the
-#             transformer at 64 (target >= 1.0x)
+#             both in f32), each micro-batch copied from host memory (PyTorch
+#             from pinned memory), for the MLP at micro-batch 256 and 4096
+#             and the transformer at 64 (target >= 1.0x)
 #   torch-compile  PyTorch's loop through torch.compile on the three speed
 #             configurations (minutes when cold): informational rows
 #
@@ -608,11 +609,14 @@ torch_compile() {
 
 # samples/s of one configuration in f32 and bf16, Cleave (cleave-bench of
 # ARTIFACT-speed-cuda and ARTIFACT-speed-bf16-cuda) and PyTorch eager
-# (bench/pytorch_ref.py MODEL, plain and under torch.autocast(bfloat16)).
-# The target: Cleave bf16 >= PyTorch's autocast.
+# (bench/pytorch_ref.py MODEL, plain and under torch.autocast(bfloat16)),
+# both taking each micro-batch from host memory (PyTorch from pinned memory,
+# as a DataLoader with pin_memory hands it over: --inputs=pinned; Cleave's
+# sessions take host pointers). The target: Cleave bf16 >= PyTorch's
+# autocast.
 bf16_speed_row() { # ARTIFACT MODEL MICRO-BATCH
   local name=$1 model=$2 b=$3 what v
-  what="$model B=$b N=4 samples/s: Cleave bf16 / PyTorch bf16 autocast eager (target >= 1.0x); f32 both"
+  what="$model B=$b N=4 samples/s, inputs from host memory: Cleave bf16 / PyTorch bf16 autocast eager (target >= 1.0x); f32 both"
   declare -A sps=()
   for v in f32 bf16; do
     local build=$name-speed
@@ -625,7 +629,7 @@ bf16_speed_row() { # ARTIFACT MODEL MICRO-BATCH
     local autocast=()
     [ $v = bf16 ] && autocast=(--autocast)
     step "$name-$v-eager" $((seconds + 90)) "$python" bench/pytorch_ref.py "$model" --device=cuda \
-      --micro-batch="$b" --accumulate=4 --seconds="$seconds" "${autocast[@]}"
+      --micro-batch="$b" --accumulate=4 --seconds="$seconds" --inputs=pinned "${autocast[@]}"
     settle bf16 "$what" || return 0
     [ "$mode" = plan ] || sps[eager-$v]=$(json_of "$step_log" samples_per_second)
   done

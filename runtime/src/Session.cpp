@@ -704,19 +704,30 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   return Status::success();
 }
 
-namespace {
-/// Writes `samples` rows of `rowBytes` from `src` to `dst`, then repeats the
-/// last row up to `rows` (see stage()).
-void copyPadded(unsigned char *dst, const void *src, int64_t samples,
-                int64_t rows, size_t rowBytes) {
-  if (samples > 0 && rowBytes > 0)
-    std::memcpy(dst, src, size_t(samples) * rowBytes);
-  const unsigned char *last =
-      static_cast<const unsigned char *>(src) + size_t(samples - 1) * rowBytes;
+void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
+                    int64_t rows, size_t rowBytes, int threads) {
+  const auto *from = static_cast<const unsigned char *>(src);
+  const size_t bytes = samples > 0 ? size_t(samples) * rowBytes : 0;
+  if (bytes < kParallelCopyBytes) {
+    if (bytes > 0)
+      std::memcpy(dst, from, bytes);
+  } else {
+    // Chunks of 256 KiB, a static share each: a bandwidth-bound copy.
+    constexpr size_t kChunk = size_t(256) << 10;
+    const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
+    const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const size_t begin = size_t(c) * kChunk;
+      std::memcpy(dst + begin, from + begin, std::min(kChunk, bytes - begin));
+    }
+  }
+  if (samples <= 0)
+    return;
+  const unsigned char *last = from + size_t(samples - 1) * rowBytes;
   for (int64_t r = samples; r < rows; ++r)
     std::memcpy(dst + size_t(r) * rowBytes, last, rowBytes);
 }
-} // namespace
 
 Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
   const Manifest &m = manifest_;
@@ -735,7 +746,8 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
     if (!e.usesInput[idx])
       continue;
     const InputDesc &in = m.inputs[idx];
-    copyPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes);
+    copyRowsPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes,
+                   numThreads_);
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
         gpu_->uploadInput(device[idx], staging_[slot][idx], in.bytes)));
   }

@@ -36,11 +36,21 @@ class Gpu;
 class KernelContext;
 class ShardedCollectives;
 
-/// A zero-initialised, kBufferAlignment-aligned heap buffer.
 /// Session::Options::deviceOrdinal: one GPU per rank of the machine
 /// (CLEAVE_DEVICE_ORDINAL_AUTO of the C API).
 inline constexpr int kAutoDeviceOrdinal = -1;
 
+/// Writes `samples` rows of `rowBytes` from `src` to `dst`, then repeats the
+/// last row up to `rows` (a short batch padded to the micro-batch). Copies
+/// of at least kParallelCopyBytes are split over up to `threads` OpenMP
+/// threads (0: OpenMP's default): on a GPU every micro-batch passes through
+/// this copy into pinned memory, and one thread's memcpy bounds a large
+/// micro-batch's rate (bench/README.md, "bf16 on the GPU").
+void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
+                    int64_t rows, size_t rowBytes, int threads);
+inline constexpr size_t kParallelCopyBytes = size_t(1) << 20;
+
+/// A zero-initialised, kBufferAlignment-aligned heap buffer.
 class AlignedBuffer {
 public:
   AlignedBuffer() = default;
