@@ -193,10 +193,7 @@ LogicalResult ShardedApplyBuilder::cloneSharded(OpBuilder &b, Operation &op,
            << op.getName().stripDialect()
            << " optimizer cannot run with shard-optimizer-state (ZeRO-1)";
   auto clip = dyn_cast<train::ClipByGlobalNormOp>(op);
-  bool elementwise =
-      clip || optimizer ||
-      isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::SqrtOp,
-          nn::PowOp, nn::ExpOp, nn::LogOp, nn::WhereOp>(op);
+  bool elementwise = clip || optimizer || op.hasTrait<nn::Elementwise>();
   if (!elementwise)
     return op.emitOpError("uses a shard of a gradient or optimizer state "
                           "but is not elementwise; it cannot run on "

@@ -413,8 +413,10 @@ func.func @train_step(%x: tensor<4xf32> {train.input = "x"}) -> tensor<f32> attr
 // ZERO: %[[N:.+]] = train.cross_rank_reduce sum %[[SN]] : tensor<f32>
 // ZERO: %[[GW:.+]] = nn.div %[[G]]#0, %[[N]] : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
 // ZERO: %[[GB:.+]] = nn.div %[[G]]#1, %[[N]] : tensor<1xf32>, tensor<f32> -> tensor<1xf32>
+// Any nn op with the Elementwise trait runs on shards (a value clamp here).
+// ZERO: %[[GWC:.+]] = nn.clamp %[[GW]], -1.000000e+00, 1.000000e+00 : tensor<3xf32>
 // Clipping sums the shards' squared norms across ranks.
-// ZERO: %[[C:.+]]:2, %{{.+}} = train.clip_by_global_norm %[[GW]], %[[GB]] max_norm %{{.+}} {across_ranks} : tensor<3xf32>, tensor<1xf32>, tensor<f32>
+// ZERO: %[[C:.+]]:2, %{{.+}} = train.clip_by_global_norm %[[GWC]], %[[GB]] max_norm %{{.+}} {across_ranks} : tensor<3xf32>, tensor<1xf32>, tensor<f32>
 // Each rank updates its slice of the parameter and its shard of the state.
 // ZERO: %[[W:.+]] = train.load @w : tensor<3x4xf32>
 // ZERO: %[[WS:.+]] = train.shard %[[W]] ranks 4 : tensor<3x4xf32> -> tensor<3xf32>
@@ -454,7 +456,8 @@ func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
   %s:3 = train.window_sum %dw, %db, %n {targets = [@w, @b, "samples"]} : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
   %gw = nn.div %s#0, %s#2 : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
   %gb = nn.div %s#1, %s#2 : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
-  %cg:2, %norm = train.clip_by_global_norm %gw, %gb max_norm %clip : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
+  %gwc = nn.clamp %gw, -1.0, 1.0 : tensor<3x4xf32>
+  %cg:2, %norm = train.clip_by_global_norm %gwc, %gb max_norm %clip : tensor<3x4xf32>, tensor<3xf32>, tensor<f32>
   %t = train.load @train.step : tensor<i64>
   %one = arith.constant dense<1> : tensor<i64>
   %t1 = arith.addi %t, %one : tensor<i64>

@@ -245,23 +245,6 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
             }
             return out;
           })
-      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MaximumOp,
-            nn::MinimumOp, nn::WhereOp, nn::CompareOp>(
-          [&](auto) -> Result {
-            // Numpy broadcasting: a dynamic result dimension comes from an
-            // operand whose aligned dimension is dynamic.
-            for (Value operand : op->getOperands()) {
-              auto t = cast<RankedTensorType>(operand.getType());
-              int64_t offset = type.getRank() - t.getRank();
-              auto in = symbolicShape(operand, loc);
-              if (failed(in))
-                return failure();
-              for (int64_t d = 0; d < t.getRank(); ++d)
-                if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
-                  shape[d + offset] = (*in)[d];
-            }
-            return shape;
-          })
       .Case<nn::Conv2DOp, nn::Conv2DGradInputOp, nn::MaxPool2DOp,
             nn::AvgPool2DOp, nn::GlobalAvgPoolOp>([&](auto) -> Result {
         // Only the batch dimension can be dynamic: spatial sizes are static.
@@ -277,6 +260,21 @@ GraphImporter::computeSymbolicShape(Value v, Location loc) {
       .Case<nn::BatchNormOp, nn::LayerNormOp, nn::SoftmaxOp, nn::LogSoftmaxOp,
             nn::DropoutOp>([&](auto) { return sameAs(op->getOperand(0)); })
       .Default([&](Operation *other) -> Result {
+        if (other->hasTrait<nn::Elementwise>()) {
+          // Numpy broadcasting: a dynamic result dimension comes from an
+          // operand whose aligned dimension is dynamic.
+          for (Value operand : other->getOperands()) {
+            auto t = cast<RankedTensorType>(operand.getType());
+            int64_t offset = type.getRank() - t.getRank();
+            auto in = symbolicShape(operand, loc);
+            if (failed(in))
+              return failure();
+            for (int64_t d = 0; d < t.getRank(); ++d)
+              if (t.isDynamicDim(d) && type.isDynamicDim(d + offset))
+                shape[d + offset] = (*in)[d];
+          }
+          return shape;
+        }
         if (other->hasTrait<OpTrait::SameOperandsAndResultType>())
           return sameAs(other->getOperand(0));
         return fail();

@@ -15,6 +15,14 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::cleave::nn {
+/// NNOps.td's NN_Elementwise: each result element from the operand elements
+/// at the same position after numpy broadcasting. A marker: no verifier (the
+/// ops' own shape inference checks the broadcast).
+template <typename ConcreteType>
+class Elementwise : public OpTrait::TraitBase<ConcreteType, Elementwise> {};
+} // namespace mlir::cleave::nn
+
 #define GET_OP_CLASSES
 #include "dialects/NN/IR/NNOps.h.inc"
 

@@ -21,6 +21,18 @@ def NN_NumericTensor : RankedTensorOf<[F32, F64, I32, I64]>;
 def NN_IndexTensor : RankedTensorOf<[I32, I64]>;
 def NN_I64Scalar : 0DTensorOf<[I64]>;
 
+/// Each element of the results is computed from the elements of the operands
+/// at the same position, after numpy broadcasting (shapes aligned at the
+/// trailing dimension, size-1 and missing leading dimensions stretched).
+/// Upstream's `Elementwise` requires operands of one shape, which nn's
+/// broadcasting ops do not have. Passes that need "elementwise" ask for this
+/// trait instead of listing ops: sharded optimizer state (a shard of every
+/// operand computes the shard of the result), the ONNX importer's symbolic
+/// shapes (the broadcast of the operands' shapes).
+def NN_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::mlir::cleave::nn";
+}
+
 /// Traits every differentiable nn op has: no side effects, an inferred
 /// result type and a VJP.
 class NN_DiffOp<string mnemonic, list<Trait> traits = [],
@@ -39,7 +51,7 @@ class NN_BinaryOp<string mnemonic, string expr,
     On integer tensors the arithmetic is two's complement and wraps on
     overflow.
   }]>
-    : NN_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+    : NN_DiffOp<mnemonic, [NN_Elementwise, InferTypeOpAdaptor]> {
   let summary = "elementwise " # expr # " with numpy broadcasting";
   let description = [{
     Computes `}] # expr # [{` elementwise. The operands broadcast as in numpy:
@@ -103,7 +115,8 @@ def NN_PowFOp : NN_BinaryOp<"powf", "lhs ^ rhs", NN_FloatTensor, "">;
 // derivative is 0 wherever it exists (PyTorch's comparisons return tensors
 // without grad_fn). cleave-autodiff treats its result as a constant even when
 // an operand depends on a parameter (a mask of `x > 0`).
-def NN_CompareOp : NN_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+def NN_CompareOp : NN_Op<"compare", [Pure, NN_Elementwise,
+                                     InferTypeOpAdaptor]> {
   let summary = "elementwise comparison with numpy broadcasting, as a mask";
   let description = [{
     `lhs <predicate> rhs` elementwise, 1 where it holds and 0 elsewhere, in
@@ -139,7 +152,7 @@ defvar NN_CastElementTypes = [F16, BF16, F32, F64, I8, I16, I32, I64];
 // A float-to-float cast is differentiable (its cotangent is the result's cast
 // back); a cast from or to an integer type is not: cleave-autodiff treats its
 // result as a constant, as nn.compare's.
-def NN_CastOp : NN_DiffOp<"cast", [InferTypeOpAdaptor],
+def NN_CastOp : NN_DiffOp<"cast", [NN_Elementwise, InferTypeOpAdaptor],
                           ["isDifferentiableOperand"]> {
   let summary = "elementwise element type conversion";
   let description = [{
@@ -182,7 +195,7 @@ def NN_CastOp : NN_DiffOp<"cast", [InferTypeOpAdaptor],
 }
 
 //===- nn.where -----------------------------------------------------------===//
-def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
+def NN_WhereOp : NN_DiffOp<"where", [NN_Elementwise, InferTypeOpAdaptor],
                            ["isDifferentiableOperand"]> {
   let summary = "elementwise selection with numpy broadcasting";
   let description = [{
@@ -218,7 +231,8 @@ def NN_WhereOp : NN_DiffOp<"where", [InferTypeOpAdaptor],
 
 class NN_UnaryOp<string mnemonic, string expr, dag attrs = (ins),
                  TypeConstraint tensor = NN_FloatTensor>
-    : NN_DiffOp<mnemonic, [SameOperandsAndResultType, InferTypeOpInterface]> {
+    : NN_DiffOp<mnemonic, [NN_Elementwise, SameOperandsAndResultType,
+                           InferTypeOpInterface]> {
   let summary = "elementwise " # expr;
   let description = [{
     Computes `}] # expr # [{` for every element.
@@ -297,7 +311,7 @@ def NN_GeluOp : NN_UnaryOp<"gelu",
 // cleave-autodiff treats the result as a constant even when the input
 // depends on a parameter, instead of building zero cotangents.
 class NN_RoundingOp<string mnemonic, string expr>
-    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+    : NN_Op<mnemonic, [Pure, NN_Elementwise, SameOperandsAndResultType,
                        InferTypeOpInterface]> {
   let summary = "elementwise " # expr;
   let description = [{
@@ -331,7 +345,7 @@ def NN_RoundOp : NN_RoundingOp<"round",
 //===----------------------------------------------------------------------===//
 
 class NN_ActivationGradOp<string mnemonic, string fwd, dag attrs = (ins)>
-    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+    : NN_Op<mnemonic, [Pure, NN_Elementwise, SameOperandsAndResultType,
                        InferTypeOpInterface]> {
   let summary = "gradient of nn." # fwd;
   let description = [{

@@ -34,6 +34,8 @@
 // RUN: cleave-opt --import-onnx %t.gather.onnx | FileCheck %s --check-prefix=GATHER
 // RUN: %python %S/Inputs/make_model.py constant_identity_cast %t.cast.onnx
 // RUN: cleave-opt --import-onnx %t.cast.onnx | FileCheck %s --check-prefix=CAST
+// RUN: %python %S/Inputs/make_model.py cast_shape %t.cast-shape.onnx
+// RUN: cleave-opt --import-onnx %t.cast-shape.onnx | FileCheck %s --check-prefix=CAST-SHAPE
 // RUN: %python %S/Inputs/make_model.py range_mask %t.range.onnx
 // RUN: cleave-opt --import-onnx %t.range.onnx | FileCheck %s --check-prefix=RANGE
 // RUN: %python %S/Inputs/make_model.py tile %t.tile.onnx
@@ -158,6 +160,13 @@
 // CAST-NEXT:    %[[C:.+]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
 // CAST-NEXT:    %[[Y:.+]] = nn.add %[[X]], %[[C]] : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
 // CAST-NEXT:    return %[[Y]]
+
+// The batch size read from the shape of a cast: an elementwise op (the
+// NN_Elementwise trait) gives its result its operands' symbolic shape.
+// CAST-SHAPE-LABEL: func.func @forward(
+// CAST-SHAPE-SAME:    %[[X:[a-z0-9_]+]]: tensor<?x2x3xf32> {train.input = "x"})
+// CAST-SHAPE-NEXT:    %[[Y:.+]] = nn.reshape %[[X]] [-1, 6] : tensor<?x2x3xf32> -> tensor<?x6xf32>
+// CAST-SHAPE-NEXT:    return %[[Y]]
 
 // Range, Unsqueeze, Greater, Less, And and Or fold into one constant mask
 // (the upper triangle: j > i); a float Range is a constant.

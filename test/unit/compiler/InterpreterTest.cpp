@@ -343,9 +343,11 @@ TEST_F(InterpreterTest, PowfBroadcastsAndTakesNegativeBasesToIntegralPowers) {
            {f64({2, 3}, {-2, 4, 0, 3, -1, 9}), f64({3}, {3, 0.5, 2})});
   ASSERT_EQ(r.size(), 1u);
   std::vector<double> want = {-8, 2, 0, 27, 0, 81};
-  for (int i = 0; i < 6; ++i)
-    if (i != 4)
+  for (int i = 0; i < 6; ++i) {
+    if (i != 4) {
       EXPECT_EQ(r[0].getDouble(i), want[i]) << "element " << i;
+    }
+  }
   // A negative base to a non-integral power has no real value.
   EXPECT_TRUE(std::isnan(r[0].getDouble(4)));
 }

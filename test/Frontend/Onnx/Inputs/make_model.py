@@ -658,6 +658,21 @@ def constant_identity_cast():
         [value("x", F, [BATCH, 3])], [value("y", F, [BATCH, 3])])
 
 
+@model
+def cast_shape():
+    """x.view(c.size(0), -1) where c = x.long(): the batch size read from
+    the shape of a Cast (an elementwise op with another element type)."""
+    return graph(
+        [node("Cast", ["x"], ["c"], to=TensorProto.INT64),
+         node("Shape", ["c"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+         node("Concat", ["batch1", "minus1"], ["target"], axis=0),
+         node("Reshape", ["x", "target"], ["y"])],
+        [value("x", F, [BATCH, 2, 3])], [value("y", F, [BATCH, 6])],
+        [ints("zero", 0), ints("axes0", [0]), ints("minus1", [-1])])
+
+
 # ---------------------------------------------------------------------------
 # Convolution and pooling
 # ---------------------------------------------------------------------------
