@@ -227,6 +227,15 @@ public:
     for (const Input &in : inputs_) {
       bool integer = in.info.dtype == CLEAVE_DTYPE_I32 ||
                      in.info.dtype == CLEAVE_DTYPE_I64;
+      // Narrow data (uint8 images, float16, ...): no distribution here
+      // stands for it, and zeros would make a check that proves nothing.
+      if (!integer && in.info.dtype != CLEAVE_DTYPE_F32 &&
+          in.info.dtype != CLEAVE_DTYPE_F64)
+        throw tools::Error(
+            artifact + ": input '" + in.info.name + "' is " +
+            cleave::checker::describe(in.info) +
+            ", and cleave-check draws random values only for f32/f64 data "
+            "and i32/i64 labels; give samples with --data");
       if (integer && in.indexBound <= 0)
         throw tools::Error(
             artifact + ": input '" + in.info.name + "' is " +
@@ -269,6 +278,9 @@ public:
           std::memcpy(buffer.data() + k * sizeof(v), &v, sizeof(v));
         }
         break;
+      default: // Refused by the constructor.
+        throw tools::Error("cleave-check: no random values for input '" +
+                           in.info.name + "'");
       }
       batch.add(buffer.data(), bytes);
     }

@@ -659,6 +659,19 @@ def constant_identity_cast():
 
 
 @model
+def uint8_linear():
+    """A classifier of uint8 pixels: x / 255 through a Gemm (torch.onnx's
+    export of nn.Linear on images that stay uint8 until the model)."""
+    return graph([node("Cast", ["x"], ["xf"], to=F),
+                  node("Mul", ["xf", "scale"], ["xs"]),
+                  node("Gemm", ["xs", "w", "b"], ["y"], transB=1)],
+                 [value("x", TensorProto.UINT8, [BATCH, 4])],
+                 [value("y", F, [BATCH, 3])],
+                 [init("scale", np.array(1 / 255, np.float32)),
+                  init("w", weights(3, 4)), init("b", weights(3, seed=1))])
+
+
+@model
 def cast_shape():
     """x.view(c.size(0), -1) where c = x.long(): the batch size read from
     the shape of a Cast (an elementwise op with another element type)."""
