@@ -181,6 +181,8 @@ std::vector<double> readTensor(const cleave::Session &session,
     std::vector<int64_t> v = session.readGlobal<int64_t>(g.tensor.name);
     return {v.begin(), v.end()};
   }
+  default: // Globals are f32, f64, i32 or i64 (runtime-abi.md).
+    break;
   }
   throw tools::Error("global '" + g.tensor.name + "' has an unknown dtype");
 }

@@ -92,8 +92,9 @@ TEST(Communicator, WorldMatchesLauncher) {
   EXPECT_EQ(world().usesMpi(), cleave::rt::test::launchedByMpi());
   EXPECT_GE(world().rank(), 0);
   EXPECT_LT(world().rank(), world().size());
-  if (!world().usesMpi())
+  if (!world().usesMpi()) {
     EXPECT_EQ(world().size(), 1);
+  }
 }
 
 TEST(Communicator, SumIsExactAndIdenticalOnAllRanks) {
@@ -177,9 +178,10 @@ TEST(Communicator, ReduceScatterThenAllGatherOverConcatenation) {
   int64_t flat = 0;
   for (size_t t = 0; t < tensors.sizes.size(); ++t)
     for (int64_t j = 0; j < tensors.sizes[t]; ++j, ++flat)
-      if (flat >= own.begin && flat < own.end)
+      if (flat >= own.begin && flat < own.end) {
         EXPECT_EQ(tensors.data[t][j], expectedSum(size, int(t), j))
             << "owned flat element " << flat;
+      }
 
   // Poison what this rank does not own: all-gather must overwrite it.
   flat = 0;
@@ -211,8 +213,9 @@ TEST(Communicator, ReduceScatterOfFewerElementsThanRanks) {
   const int size = world().size();
   float value = float(world().rank() + 1);
   world().reduceScatterSum(&value, 1);
-  if (shardOf(1, world().rank(), size).size() == 1)
+  if (shardOf(1, world().rank(), size).size() == 1) {
     EXPECT_EQ(value, float(size * (size + 1) / 2));
+  }
   world().allGather(&value, 1);
   EXPECT_EQ(value, float(size * (size + 1) / 2));
 }
