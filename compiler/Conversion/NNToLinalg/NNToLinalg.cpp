@@ -75,12 +75,14 @@ struct ConvertNNToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, rt::RtDialect, func::FuncDialect>();
     target.addIllegalDialect<nn::NNDialect>();
-    target.addIllegalOp<train::SgdOp, train::MomentumOp, train::AdamOp,
-                        train::RmspropOp, train::AdagradOp, train::LambOp,
-                        train::LarsOp, train::ClipByGlobalNormOp,
-                        train::CheckFiniteOp, train::CrossRankReduceOp,
-                        train::ReduceScatterOp, train::AllGatherOp,
-                        train::ShardOp, train::WindowSumOp>();
+    // Every optimizer update (the ops of the optimizer interface) becomes
+    // loops; so do these.
+    target.addDynamicallyLegalDialect<train::TrainDialect>(
+        [](Operation *op) { return !isa<train::OptimizerOpInterface>(op); });
+    target.addIllegalOp<train::ClipByGlobalNormOp, train::CheckFiniteOp,
+                        train::CrossRankReduceOp, train::ReduceScatterOp,
+                        train::AllGatherOp, train::ShardOp,
+                        train::WindowSumOp>();
     target.addLegalOp<train::GlobalOp, train::LoadOp, train::StoreOp,
                       train::AccumulateOp>();
     RewritePatternSet patterns(ctx);
