@@ -1,4 +1,4 @@
-//===- ReductionLoops.cpp - Inner reductions accumulate in registers ------===//
+//===- LowerReductionsToLoops.cpp - Reductions in registers ---------------===//
 //
 // Upstream's linalg-to-loops lowering loads and stores the output element in
 // every iteration of a reduction. When the reduction is the innermost loop

@@ -1,4 +1,4 @@
-//===- GpuOnHost.cpp - Run gpu.launch regions on the host -----------------===//
+//===- RunGpuLaunchesOnHost.cpp - Run gpu.launch regions on the host ------===//
 //
 // A testing aid: no machine that builds or tests Cleave has a GPU, so the
 // kernels the cuda target generates would otherwise first compute anything

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/EntryAbi.h"
+#include "compiler/Conversion/Abi/EntryAbi.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/IR/Builders.h"

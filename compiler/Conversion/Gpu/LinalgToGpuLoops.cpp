@@ -1,4 +1,4 @@
-//===- GpuLoops.cpp - Bufferized linalg to GPU-mapped parallel loops ------===//
+//===- LinalgToGpuLoops.cpp - Bufferized linalg to GPU-mapped loops -------===//
 //
 // The CUDA back end runs every loop nest of an entry point as a kernel: the
 // host only launches (docs/design/gpu.md). This pass turns each bufferized
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/GpuUtils.h"
+#include "compiler/Conversion/Gpu/GpuUtils.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"

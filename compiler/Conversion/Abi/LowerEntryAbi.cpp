@@ -1,4 +1,4 @@
-//===- EntryAbi.cpp - Entry points take the runtime ABI -------------------===//
+//===- LowerEntryAbi.cpp - Entry points take the runtime ABI --------------===//
 //
 // Entry points receive the session's buffers. State is threaded through the
 // function as SSA values (loads and stores become def-use edges) and written
@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/EntryAbi.h"
+#include "compiler/Conversion/Abi/EntryAbi.h"
 #include "compiler/Conversion/LinalgBuilders.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Train/IR/TrainOps.h"

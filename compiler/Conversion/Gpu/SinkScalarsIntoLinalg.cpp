@@ -1,4 +1,4 @@
-//===- GpuScalars.cpp - Host scalars into the linalg ops that use them ----===//
+//===- SinkScalarsIntoLinalg.cpp - Host scalars into linalg ops -----------===//
 //
 // On a GPU the host cannot read the tensors a scalar comes from (they are in
 // device memory), so each linalg op recomputes the scalars it uses in its

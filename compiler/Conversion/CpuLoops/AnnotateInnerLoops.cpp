@@ -1,4 +1,4 @@
-//===- InnerLoops.cpp - Innermost loops are left to the vectoriser --------===//
+//===- AnnotateInnerLoops.cpp - Innermost loops are left to the vectoriser ===//
 //
 // LLVM's O3 fully unrolls short innermost loops (up to a few dozen
 // iterations) before its loop vectoriser runs. The unrolled body is then

@@ -1,4 +1,4 @@
-//===- GuardedUpdates.cpp - Guarded optimizer updates stay in place -------===//
+//===- FoldGuardedUpdates.cpp - Guarded optimizer updates stay in place ---===//
 //
 // A window that is not finite keeps its parameters: the apply step stores
 // `nn.where(ok, new, old)`. Elementwise fusion folds the select into the

@@ -1,4 +1,4 @@
-//===- NNToLinalg.cpp - The nn-to-linalg lowering pass --------------------===//
+//===- ConvertNNToLinalg.cpp - The nn-to-linalg lowering pass -------------===//
 //
 // Drives the lowering patterns with dialect conversion, so that anything left
 // unlowered is reported with the op's location.

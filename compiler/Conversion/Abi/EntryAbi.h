@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
-#define CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
+#ifndef CLEAVE_COMPILER_CONVERSION_ABI_ENTRYABI_H
+#define CLEAVE_COMPILER_CONVERSION_ABI_ENTRYABI_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -19,4 +19,4 @@ BlockArgument abiArgument(func::FuncOp f, StringRef role, StringRef name);
 
 } // namespace mlir::cleave
 
-#endif // CLEAVE_COMPILER_CONVERSION_ENTRYABI_H
+#endif // CLEAVE_COMPILER_CONVERSION_ABI_ENTRYABI_H

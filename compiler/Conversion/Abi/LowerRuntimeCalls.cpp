@@ -1,4 +1,4 @@
-//===- RuntimeCalls.cpp - rt ops become calls through the kernel ABI ------===//
+//===- LowerRuntimeCalls.cpp - rt ops become calls through the kernel ABI -===//
 //
 // The only file of the compiler that calls the kernel ABI. It takes the
 // names and signatures from runtime/include/cleave/kernel_abi.h, the header

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/EntryAbi.h"
+#include "compiler/Conversion/Abi/EntryAbi.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
