@@ -1246,55 +1246,57 @@ LogicalResult importResize(NodeImporter &n) {
 } // namespace
 
 void importer::populateConvPoolImporters(ImporterTable &table) {
-  table["Conv"] = {importConv};
-  table["ConvTranspose"] = {importConvTranspose};
-  table["MaxPool"] = {importPool<nn::MaxPool2DOp>};
-  table["AveragePool"] = {importPool<nn::AvgPool2DOp>};
-  table["GlobalAveragePool"] = {importGlobalAveragePool};
-  table["GlobalMaxPool"] = {importGlobalMaxPool};
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
+  addImporter(table, "Conv", importConv)
+      .describe(
+          "1-D (NCL/OIK, as a 2-D one of height 1), 2-D (NCHW/OIHW) and 3-D "
+          "(NCDHW/OIDHW: one 2-D convolution over the depth taps stacked into "
+          "the channels), static spatial sizes; strides, dilations, groups, "
+          "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)");
+  addImporter(table, "ConvTranspose", importConvTranspose)
+      .describe(
+          "1-D (as a 2-D one of height 1), 2-D and 3-D (one 2-D transposed "
+          "convolution whose output channels stack the depth taps, which are "
+          "then placed along the depth and summed), static spatial sizes; "
+          "strides, pads or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`), "
+          "`output_shape`, dilations, groups, output padding smaller than the "
+          "stride. The backward-data convolution (`nn.conv2d_grad_input`: "
+          "oneDNN on CPU, cuDNN on CUDA), whose gradients are a forward and a "
+          "backward-weights convolution");
+  addImporter(table, "MaxPool", importPool<nn::MaxPool2DOp>)
+      .describe(
+          "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
+          "pads (more than half the kernel as explicit `-inf` padding), "
+          "`ceil_mode`, `auto_pad`, dilations, `storage_order=0`, no `Indices` "
+          "output; float, int8 and uint8 (pooled in f32, which holds them "
+          "exactly)");
+  addImporter(table, "AveragePool", importPool<nn::AvgPool2DOp>)
+      .describe(
+          "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
+          "pads (more than half the kernel as explicit zero padding, not with "
+          "`ceil_mode`), `ceil_mode`, `auto_pad`, `count_include_pad`");
+  addImporter(table, "GlobalAveragePool", importGlobalAveragePool);
+  addImporter(table, "GlobalMaxPool", importGlobalMaxPool)
+      .describe(
+          "2-D and 3-D; one max-pooling window over the image; the gradient "
+          "goes to the first maximum in row-major order, as PyTorch's "
+          "`adaptive_max_pool2d` backward. `nn.AdaptiveMaxPool2d(1)` itself "
+          "exports a `MaxPool`");
   // roi (input 1) only matters for tf_crop_and_resize, which is refused.
-  table["Resize"] = {importResize, 13, /*constantInputs=*/0b1110};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Conv"].notes =
-      "1-D (NCL/OIK, as a 2-D one of height 1), 2-D (NCHW/OIHW) and 3-D "
-      "(NCDHW/OIDHW: one 2-D convolution over the depth taps stacked into "
-      "the channels), static spatial sizes; strides, dilations, groups, "
-      "`pads` or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`)";
-  table["MaxPool"].notes =
-      "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
-      "pads (more than half the kernel as explicit `-inf` padding), "
-      "`ceil_mode`, `auto_pad`, dilations, `storage_order=0`, no `Indices` "
-      "output; float, int8 and uint8 (pooled in f32, which holds them "
-      "exactly)";
-  table["AveragePool"].notes =
-      "1-D, 2-D and 3-D (a 2-D pool over H, W, then one over D); strides, "
-      "pads (more than half the kernel as explicit zero padding, not with "
-      "`ceil_mode`), `ceil_mode`, `auto_pad`, `count_include_pad`";
-  table["GlobalMaxPool"].notes =
-      "2-D and 3-D; one max-pooling window over the image; the gradient goes "
-      "to the "
-      "first maximum in row-major order, as PyTorch's `adaptive_max_pool2d` "
-      "backward. `nn.AdaptiveMaxPool2d(1)` itself exports a `MaxPool`";
-  table["ConvTranspose"].notes =
-      "1-D (as a 2-D one of height 1), 2-D and 3-D (one 2-D transposed "
-      "convolution whose output channels stack the depth taps, which are "
-      "then placed along the depth and summed), static spatial sizes; "
-      "strides, pads or `auto_pad` (`VALID`, `SAME_UPPER`, `SAME_LOWER`), "
-      "`output_shape`, dilations, groups, output padding smaller than the "
-      "stride. The backward-data convolution (`nn.conv2d_grad_input`: oneDNN "
-      "on CPU, cuDNN on CUDA), whose gradients are a forward and a "
-      "backward-weights convolution";
-  table["Resize"].notes =
-      "NCHW with static spatial sizes, `scales` or `sizes` (constant, or "
-      "`Concat(Shape(x)[:2], ...)` as `F.interpolate(size=...)` exports); "
-      "`mode` `nearest` (every `nearest_mode`), `linear` (bilinear) or "
-      "`cubic` (bicubic: `cubic_coeff_a`, `exclude_outside`), "
-      "`coordinate_transformation_mode` `half_pixel`, `pytorch_half_pixel`, "
-      "`align_corners`, `asymmetric`, `tf_half_pixel_for_nn`. Imported as "
-      "`A_h X A_w^T` with constant interpolation matrices; the gradient is the "
-      "transposed product. Opset 18: `axes`, `keep_aspect_ratio_policy` "
-      "`stretch`, `antialias` where it changes nothing (nearest, or linear "
-      "and cubic that do not shrink). Refused: `tf_crop_and_resize`, "
-      "resizing N or C, antialiased linear or cubic downscaling";
+  addImporter(table, "Resize", importResize)
+      .constants(0b1110)
+      .describe(
+          "NCHW with static spatial sizes, `scales` or `sizes` (constant, or "
+          "`Concat(Shape(x)[:2], ...)` as `F.interpolate(size=...)` exports); "
+          "`mode` `nearest` (every `nearest_mode`), `linear` (bilinear) or "
+          "`cubic` (bicubic: `cubic_coeff_a`, `exclude_outside`), "
+          "`coordinate_transformation_mode` `half_pixel`, "
+          "`pytorch_half_pixel`, `align_corners`, `asymmetric`, "
+          "`tf_half_pixel_for_nn`. Imported as `A_h X A_w^T` with constant "
+          "interpolation matrices; the gradient is the transposed product. "
+          "Opset 18: `axes`, `keep_aspect_ratio_policy` `stretch`, `antialias` "
+          "where it changes nothing (nearest, or linear and cubic that do not "
+          "shrink). Refused: `tf_crop_and_resize`, resizing N or C, "
+          "antialiased linear or cubic downscaling");
 }

@@ -677,158 +677,165 @@ Value importer::scalarLike(NodeImporter &n, Value like, double v) {
 }
 
 void importer::populateElementwiseImporters(ImporterTable &table) {
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
   constexpr unsigned exponent = 1u << 1;
-  table["Add"] = {importBinary<nn::AddOp, Arith::Add>};
-  table["Sub"] = {importBinary<nn::SubOp, Arith::Sub>};
-  table["Mul"] = {importBinary<nn::MulOp, Arith::Mul>};
-  table["Div"] = {importBinary<nn::DivOp, Arith::Div>};
-  table["Pow"] = {importPow, 13, exponent};
-  table["Relu"] = {importUnary<nn::ReluOp>};
-  table["Sigmoid"] = {importUnary<nn::SigmoidOp>};
-  table["Tanh"] = {importUnary<nn::TanhOp>};
-  table["Erf"] = {importUnary<nn::ErfOp>};
-  table["Sqrt"] = {importUnary<nn::SqrtOp>};
-  table["Exp"] = {importUnary<nn::ExpOp>};
-  table["Log"] = {importUnary<nn::LogOp>};
-  table["Neg"] = {importNeg};
-  table["Sin"] = {importUnary<nn::SinOp>};
-  table["Cos"] = {importUnary<nn::CosOp>};
-  table["Tan"] = {
-      [](NodeImporter &n) { return importComposed<tangent>(n, {}, 0.0, 0.0); }};
-  table["Floor"] = {importUnary<nn::FloorOp>};
-  table["Ceil"] = {importUnary<nn::CeilOp>};
-  table["Round"] = {importUnary<nn::RoundOp>};
-  table["LeakyRelu"] = {importLeakyRelu};
-  table["Clip"] = {importClip, 13, 1u << 1 | 1u << 2};
-  table["HardSigmoid"] = {importHardSigmoid};
-  table["HardSwish"] = {importHardSwish, 14};
-  table["Abs"] = {importAbs};
-  table["Softplus"] = {importSoftplus};
-  table["Reciprocal"] = {importReciprocal};
-  table["Gelu"] = {importGelu, 20};
-  table["Max"] = {importVariadic<nn::MaximumOp>};
-  table["Sum"] = {importVariadic<nn::AddOp>};
-  table["Mean"] = {importMean};
-  table["Elu"] = {[](NodeImporter &n) {
+  const char *arithmeticNotes =
+      "NumPy broadcasting; folds on shape values and on scalar constants; "
+      "float, int32 and int64 tensors (integers wrap on overflow)";
+  const char *noGradientNotes =
+      "no gradient flows through it (a constant to autodiff)";
+  addImporter(table, "Add", importBinary<nn::AddOp, Arith::Add>)
+      .describe(arithmeticNotes);
+  addImporter(table, "Sub", importBinary<nn::SubOp, Arith::Sub>)
+      .describe(arithmeticNotes);
+  addImporter(table, "Mul", importBinary<nn::MulOp, Arith::Mul>)
+      .describe(arithmeticNotes);
+  addImporter(table, "Div", importBinary<nn::DivOp, Arith::Div>)
+      .describe(
+          "NumPy broadcasting; folds on shape values and on scalar constants; "
+          "float, int32 and int64 tensors: integer division truncates toward "
+          "zero, and a zero divisor gives 0 (no trap)");
+  addImporter(table, "Pow", importPow)
+      .constants(exponent)
+      .describe(
+          "a single constant exponent (`nn.pow`), or a tensor of them, "
+          "broadcasting (`nn.powf`, whose exponent gradient is NaN for a "
+          "negative base, as PyTorch's); integer exponents are converted to "
+          "the base's type; an int32 or int64 base is raised in float64 and "
+          "truncated back (exact while the power is below 2^53)");
+  addImporter(table, "Relu", importUnary<nn::ReluOp>);
+  addImporter(table, "Sigmoid", importUnary<nn::SigmoidOp>);
+  addImporter(table, "Tanh", importUnary<nn::TanhOp>);
+  addImporter(table, "Erf", importUnary<nn::ErfOp>)
+      .describe(
+          "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`");
+  addImporter(table, "Sqrt", importUnary<nn::SqrtOp>);
+  addImporter(table, "Exp", importUnary<nn::ExpOp>);
+  addImporter(table, "Log", importUnary<nn::LogOp>);
+  addImporter(table, "Neg", importNeg)
+      .describe("float, int32 and int64 tensors; folds on shape values");
+  addImporter(table, "Sin", importUnary<nn::SinOp>)
+      .describe("libm's `sinf` on the CPU, libdevice's on cuda");
+  addImporter(table, "Cos", importUnary<nn::CosOp>)
+      .describe("libm's `cosf` on the CPU, libdevice's on cuda");
+  addImporter(table, "Tan", [](NodeImporter &n) {
+    return importComposed<tangent>(n, {}, 0.0, 0.0);
+  }).describe("`sin(x) / cos(x)`");
+  addImporter(table, "Floor", importUnary<nn::FloorOp>)
+      .describe(noGradientNotes);
+  addImporter(table, "Ceil", importUnary<nn::CeilOp>).describe(noGradientNotes);
+  addImporter(table, "Round", importUnary<nn::RoundOp>)
+      .describe("halves to even; no gradient flows through it (a "
+                "constant to autodiff)");
+  addImporter(table, "LeakyRelu", importLeakyRelu);
+  addImporter(table, "Clip", importClip)
+      .constants(1u << 1 | 1u << 2)
+      .describe(
+          "constant bounds (Constant nodes or initializers), either may be "
+          "absent, `min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`), "
+          "or `nn.maximum`/`nn.minimum` on integers. Its gradient is 0 at the "
+          "bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's `clamp` "
+          "passes it there)");
+  addImporter(table, "HardSigmoid", importHardSigmoid)
+      .describe(
+          "`clamp(alpha * x + beta, 0, 1)` with `nn.clamp`; the gradient is "
+          "PyTorch's except exactly at the kinks");
+  addImporter(table, "HardSwish", importHardSwish)
+      .since(14)
+      .describe(
+          "`x * HardSigmoid(x)`; the gradient is PyTorch's except at x = -3 "
+          "and 3");
+  addImporter(table, "Abs", importAbs)
+      .describe("a leaky ReLU of slope -1 (its gradient at exactly 0 is "
+                "-1, PyTorch's is 0)");
+  addImporter(table, "Softplus", importSoftplus)
+      .describe(
+          "`relu(x) + log(1 + exp(-abs(x)))`, which cannot overflow (below "
+          "about -17 it rounds to 0 rather than `exp(x)`: an absolute error "
+          "under 1e-7)");
+  addImporter(table, "Reciprocal", importReciprocal).describe("`1 / x`");
+  addImporter(table, "Gelu", importGelu)
+      .since(20)
+      .describe("`approximate` `none` or `tanh`: one `nn.gelu`");
+  addImporter(table, "Max", importVariadic<nn::MaximumOp>)
+      .describe(
+          "one or more inputs, numpy broadcasting, float, int32 or int64: "
+          "`nn.maximum`, whose gradient reaches the larger input (the second "
+          "on ties)");
+  addImporter(table, "Sum", importVariadic<nn::AddOp>)
+      .describe("one or more inputs, numpy broadcasting: `nn.add`");
+  addImporter(table, "Mean", importMean)
+      .describe("one or more inputs, numpy broadcasting: their sum over their "
+                "number");
+  addImporter(table, "Elu", [](NodeImporter &n) {
     return importComposed<elu>(n, {"alpha"}, 1.0, 0.0);
-  }};
-  table["Celu"] = {[](NodeImporter &n) {
-                     return importComposed<celu>(n, {"alpha"}, 1.0, 0.0);
-                   },
-                   12};
-  table["Selu"] = {[](NodeImporter &n) {
+  }).describe("`relu(x) + alpha * (exp(min(x, 0)) - 1)`");
+  addImporter(table, "Celu",
+              [](NodeImporter &n) {
+                return importComposed<celu>(n, {"alpha"}, 1.0, 0.0);
+              })
+      .since(12)
+      .describe("`relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)`");
+  addImporter(table, "Selu", [](NodeImporter &n) {
     // ONNX's defaults, the float32 values of PyTorch's constants.
     return importComposed<selu>(n, {"alpha", "gamma"},
                                 1.67326319217681884765625,
                                 1.05070102214813232421875);
-  }};
-  table["ThresholdedRelu"] = {[](NodeImporter &n) {
+  }).describe("`gamma * Elu(x)`");
+  addImporter(table, "ThresholdedRelu", [](NodeImporter &n) {
     return importComposed<thresholdedRelu>(n, {"alpha"}, 1.0, 0.0);
-  }};
-  table["Softsign"] = {[](NodeImporter &n) {
+  }).describe("`nn.where(x > alpha, x, 0)`");
+  addImporter(table, "Softsign", [](NodeImporter &n) {
     return importComposed<softsign>(n, {}, 0.0, 0.0);
-  }};
-  table["Shrink"] = {[](NodeImporter &n) {
+  }).describe("`x / (1 + abs(x))`");
+  addImporter(table, "Shrink", [](NodeImporter &n) {
     return importComposed<shrink>(n, {"bias", "lambd"}, 0.0, 0.5);
-  }};
-  table["Sign"] = {
-      [](NodeImporter &n) { return importComposed<sign>(n, {}, 0.0, 0.0); }};
-  table["Sinh"] = {[](NodeImporter &n) {
-    return importComposed<hyperbolic<nn::SubOp>>(n, {}, 0.0, 0.0);
-  }};
-  table["Cosh"] = {[](NodeImporter &n) {
+  }).describe("two `nn.where`s");
+  addImporter(table, "Sign", [](NodeImporter &n) {
+    return importComposed<sign>(n, {}, 0.0, 0.0);
+  }).describe("two `nn.where`s; NaN stays NaN");
+  addImporter(table, "Sinh",
+              [](NodeImporter &n) {
+                return importComposed<hyperbolic<nn::SubOp>>(n, {}, 0.0, 0.0);
+              })
+      .describe("`(exp(x) - exp(-x)) / 2`: near 0 its error is "
+                "absolute (about 1e-7 in f32), not relative");
+  addImporter(table, "Cosh", [](NodeImporter &n) {
     return importComposed<hyperbolic<nn::AddOp>>(n, {}, 0.0, 0.0);
-  }};
-  table["Asinh"] = {
-      [](NodeImporter &n) { return importComposed<asinh>(n, {}, 0.0, 0.0); }};
-  table["Acosh"] = {
-      [](NodeImporter &n) { return importComposed<acosh>(n, {}, 0.0, 0.0); }};
-  table["Atanh"] = {
-      [](NodeImporter &n) { return importComposed<atanh>(n, {}, 0.0, 0.0); }};
-  table["IsNaN"] = {
-      [](NodeImporter &n) { return importComposed<isNan>(n, {}, 0.0, 0.0); }};
-  table["IsInf"] = {importIsInf};
-  table["PRelu"] = {importPRelu};
-  table["Min"] = {importVariadic<nn::MinimumOp>};
-  table["Softmax"] = {importSoftmax<nn::SoftmaxOp>};
-  table["LogSoftmax"] = {importSoftmax<nn::LogSoftmaxOp>};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  for (StringRef op : {"Add", "Sub", "Mul"})
-    table[op].notes =
-        "NumPy broadcasting; folds on shape values and on scalar constants; "
-        "float, int32 and int64 tensors (integers wrap on overflow)";
-  table["Div"].notes =
-      "NumPy broadcasting; folds on shape values and on scalar constants; "
-      "float, int32 and int64 tensors: integer division truncates toward "
-      "zero, and a zero divisor gives 0 (no trap)";
-  table["Neg"].notes = "float, int32 and int64 tensors; folds on shape values";
-  table["Pow"].notes =
-      "a single constant exponent (`nn.pow`), or a tensor of them, "
-      "broadcasting (`nn.powf`, whose exponent gradient is NaN for a "
-      "negative base, as PyTorch's); integer exponents are converted to the "
-      "base's type; an int32 or int64 base is raised in float64 and "
-      "truncated back (exact while the power is below 2^53)";
-  table["Sin"].notes = "libm's `sinf` on the CPU, libdevice's on cuda";
-  table["Cos"].notes = "libm's `cosf` on the CPU, libdevice's on cuda";
-  table["Tan"].notes = "`sin(x) / cos(x)`";
-  for (StringRef op : {"Floor", "Ceil", "Round"})
-    table[op].notes = "no gradient flows through it (a constant to autodiff)";
-  table["Round"].notes = "halves to even; no gradient flows through it (a "
-                         "constant to autodiff)";
-  table["Erf"].notes =
-      "the erf form of GELU (`F.gelu`) is recomposed into one `nn.gelu`";
-  table["Clip"].notes =
-      "constant bounds (Constant nodes or initializers), either may be absent, "
-      "`min <= max`; one `nn.clamp` (ReLU6, `hardtanh`, `clamp`), or "
-      "`nn.maximum`/`nn.minimum` on integers. Its gradient "
-      "is 0 at the bounds, as PyTorch's `hardtanh`/`relu6` backward (PyTorch's "
-      "`clamp` passes it there)";
-  table["HardSigmoid"].notes =
-      "`clamp(alpha * x + beta, 0, 1)` with `nn.clamp`; the gradient is "
-      "PyTorch's except exactly at the kinks";
-  table["HardSwish"].notes =
-      "`x * HardSigmoid(x)`; the gradient is PyTorch's except at x = -3 and 3";
-  table["Abs"].notes = "a leaky ReLU of slope -1 (its gradient at exactly 0 is "
-                       "-1, PyTorch's is 0)";
-  table["Softplus"].notes =
-      "`relu(x) + log(1 + exp(-abs(x)))`, which cannot overflow (below about "
-      "-17 it rounds to 0 rather than `exp(x)`: an absolute error under 1e-7)";
-  table["Reciprocal"].notes = "`1 / x`";
-  table["Gelu"].notes = "`approximate` `none` or `tanh`: one `nn.gelu`";
-  table["Max"].notes =
-      "one or more inputs, numpy broadcasting, float, int32 or int64: "
-      "`nn.maximum`, whose gradient reaches the larger input (the second on "
-      "ties)";
-  table["Min"].notes =
-      "one or more inputs, numpy broadcasting, float, int32 or int64: "
-      "`nn.minimum`, whose gradient "
-      "reaches the smaller input (the second on ties)";
-  table["Softmax"].notes = "any one axis";
-  table["Sum"].notes = "one or more inputs, numpy broadcasting: `nn.add`";
-  table["Mean"].notes =
-      "one or more inputs, numpy broadcasting: their sum over their number";
-  table["Elu"].notes = "`relu(x) + alpha * (exp(min(x, 0)) - 1)`";
-  table["Celu"].notes = "`relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)`";
-  table["Selu"].notes = "`gamma * Elu(x)`";
-  table["ThresholdedRelu"].notes = "`nn.where(x > alpha, x, 0)`";
-  table["Softsign"].notes = "`x / (1 + abs(x))`";
-  table["Shrink"].notes = "two `nn.where`s";
-  table["Sign"].notes = "two `nn.where`s; NaN stays NaN";
-  table["Sinh"].notes = "`(exp(x) - exp(-x)) / 2`: near 0 its error is "
-                        "absolute (about 1e-7 in f32), not relative";
-  table["Cosh"].notes = "`(exp(x) + exp(-x)) / 2`";
-  table["Asinh"].notes =
-      "`sign(x) * log(abs(x) + sqrt(x * x + 1))`: near 0 its error is "
-      "absolute (about 1e-7 in f32), and it overflows above about 1e19";
-  table["Acosh"].notes = "`log(x + sqrt(x * x - 1))`; overflows above about "
-                         "1e19";
-  table["Atanh"].notes = "`log((1 + x) / (1 - x)) / 2`: near 0 its error is "
-                         "absolute (about 1e-7 in f32)";
-  table["IsNaN"].notes = "`x != x`, a run-time mask";
-  table["IsInf"].notes = "`detect_negative`, `detect_positive`; a run-time "
-                         "mask";
-  table["PRelu"].notes = "`nn.where(x < 0, slope * x, x)`, the slope "
-                         "broadcasting to x (a parameter, trained)";
-  table["LogSoftmax"].notes = "any one axis";
+  }).describe("`(exp(x) + exp(-x)) / 2`");
+  addImporter(
+      table, "Asinh",
+      [](NodeImporter &n) { return importComposed<asinh>(n, {}, 0.0, 0.0); })
+      .describe(
+          "`sign(x) * log(abs(x) + sqrt(x * x + 1))`: near 0 its error is "
+          "absolute (about 1e-7 in f32), and it overflows above about 1e19");
+  addImporter(
+      table, "Acosh",
+      [](NodeImporter &n) { return importComposed<acosh>(n, {}, 0.0, 0.0); })
+      .describe("`log(x + sqrt(x * x - 1))`; overflows above about "
+                "1e19");
+  addImporter(
+      table, "Atanh",
+      [](NodeImporter &n) { return importComposed<atanh>(n, {}, 0.0, 0.0); })
+      .describe("`log((1 + x) / (1 - x)) / 2`: near 0 its error is "
+                "absolute (about 1e-7 in f32)");
+  addImporter(table, "IsNaN", [](NodeImporter &n) {
+    return importComposed<isNan>(n, {}, 0.0, 0.0);
+  }).describe("`x != x`, a run-time mask");
+  addImporter(table, "IsInf", importIsInf)
+      .describe("`detect_negative`, `detect_positive`; a run-time "
+                "mask");
+  addImporter(table, "PRelu", importPRelu)
+      .describe("`nn.where(x < 0, slope * x, x)`, the slope "
+                "broadcasting to x (a parameter, trained)");
+  addImporter(table, "Min", importVariadic<nn::MinimumOp>)
+      .describe(
+          "one or more inputs, numpy broadcasting, float, int32 or int64: "
+          "`nn.minimum`, whose gradient "
+          "reaches the smaller input (the second on ties)");
+  addImporter(table, "Softmax", importSoftmax<nn::SoftmaxOp>)
+      .describe("any one axis");
+  addImporter(table, "LogSoftmax", importSoftmax<nn::LogSoftmaxOp>)
+      .describe("any one axis");
 }

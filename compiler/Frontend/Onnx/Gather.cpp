@@ -198,10 +198,12 @@ LogicalResult importer::importBatchRange(NodeImporter &n, SymInt start,
 }
 
 void importer::populateGatherImporters(ImporterTable &table) {
-  table["GatherElements"] = {importGatherElements};
-  table["GatherElements"].notes =
-      "`torch.gather`: `nn.gather_elements`, any axis, negative indices "
-      "counting from the end; indices a run-time integer input, constants, "
-      "or integers computed from masks (see Gather). The gradient is a "
-      "scatter-add";
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
+  addImporter(table, "GatherElements", importGatherElements)
+      .describe(
+          "`torch.gather`: `nn.gather_elements`, any axis, negative indices "
+          "counting from the end; indices a run-time integer input, constants, "
+          "or integers computed from masks (see Gather). The gradient is a "
+          "scatter-add");
 }

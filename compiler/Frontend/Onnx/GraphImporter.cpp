@@ -158,6 +158,21 @@ double importer::widenFloat(float value) {
 // The importer table
 //===----------------------------------------------------------------------===//
 
+OpImporter &importer::addImporter(ImporterTable &table, StringRef name,
+                                  ImportFn fn) {
+  // Every import builds the table, so any test of the ONNX frontend stops
+  // at such a mistake.
+  if (!fn)
+    llvm::report_fatal_error(llvm::Twine("ONNX importer table: '") + name +
+                             "' is registered without an importer");
+  auto [entry, inserted] = table.try_emplace(name);
+  if (!inserted)
+    llvm::report_fatal_error(llvm::Twine("ONNX importer table: '") + name +
+                             "' is registered twice");
+  entry->getValue().fn = fn;
+  return entry->getValue();
+}
+
 const ImporterTable &importer::getImporterTable() {
   static const ImporterTable table = [] {
     ImporterTable t;
@@ -168,16 +183,6 @@ const ImporterTable &importer::getImporterTable() {
     populateConvPoolImporters(t);
     populateNormalizationImporters(t);
     populateRecurrentImporters(t);
-    // The notes are set by name after the importers (`table["Op"].notes`):
-    // a misspelt name would make an entry without an importer, which the
-    // supported-op check would accept. Every import builds the table, so
-    // any test of the ONNX frontend stops here.
-    for (const auto &entry : t)
-      if (!entry.getValue().fn)
-        llvm::report_fatal_error(llvm::Twine("ONNX importer table: '") +
-                                 entry.getKey() +
-                                 "' has notes but no importer (a misspelt "
-                                 "op name?)");
     return t;
   }();
   return table;

@@ -145,9 +145,39 @@ struct OpImporter {
       return InputRole::Constant;
     return InputRole::Operand;
   }
+
+  // Setters for registration, chained on addImporter's result.
+
+  /// Sets `minOpset` (for an op whose lowest opset is not 13).
+  OpImporter &since(int64_t opset) {
+    minOpset = opset;
+    return *this;
+  }
+  /// Sets `constantInputs`.
+  OpImporter &constants(unsigned mask) {
+    constantInputs = mask;
+    return *this;
+  }
+  /// Sets `stateInputs`.
+  OpImporter &state(unsigned mask) {
+    stateInputs = mask;
+    return *this;
+  }
+  /// Sets `notes`, the op's line of the operator table.
+  OpImporter &describe(const char *text) {
+    notes = text;
+    return *this;
+  }
 };
 
 using ImporterTable = llvm::StringMap<OpImporter>;
+
+/// Registers the importer of op `name`: the one place an op is registered.
+/// Returns the new entry, whose setters give the rest of it (chained at
+/// once: a later registration may move it). Registering a name twice, or a
+/// null `fn`, is a programming error (a fatal error naming the op).
+OpImporter &addImporter(ImporterTable &table, llvm::StringRef name,
+                        ImportFn fn);
 
 /// Elementwise arithmetic, activations, softmax.
 void populateElementwiseImporters(ImporterTable &table);

@@ -512,26 +512,27 @@ LogicalResult importEinsum(NodeImporter &n) {
 } // namespace
 
 void importer::populateLinearImporters(ImporterTable &table) {
-  table["Gemm"] = {importGemm};
-  table["MatMul"] = {importMatMul};
-  table["Einsum"] = {importEinsum};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Einsum"].notes =
-      "two operands whose equation is a (batched) matrix product: one "
-      "contracted letter, one row and one column letter, batch letters in "
-      "both operands or (a shared right-hand matrix) in the left one only "
-      "(`bhqd,bhkd->bhqk`, `bhqk,bhkd->bhqd`, `bij,jk->bik`); one "
-      "`nn.matmul`, transposes where its flags cannot take the order. Any "
-      "other equation (more operands, implicit output, `...`, diagonals, "
-      "sums) is the broadcast product of the operands, diagonals taken and "
-      "contracted letters summed: exact, but an outer product in memory";
-  table["Gemm"].notes = "any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` "
-                        "on matrices exports `transB=1`)";
-  table["MatMul"].notes =
-      "matrices, vectors, and batches with numpy broadcasting of the leading "
-      "dimensions (a right-hand side whose batch dimensions are all 1 is one "
-      "shared matrix; otherwise both sides are broadcast to the common batch, "
-      "the batch size taken from a data input); `MatMul(x, Transpose(W)) + b` "
-      "(`nn.Linear` on 3-D inputs) is recomposed into a linear layer";
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
+  addImporter(table, "Gemm", importGemm)
+      .describe("any `alpha`, `beta`, `transA`, `transB` (`nn.Linear` "
+                "on matrices exports `transB=1`)");
+  addImporter(table, "MatMul", importMatMul)
+      .describe(
+          "matrices, vectors, and batches with numpy broadcasting of the "
+          "leading dimensions (a right-hand side whose batch dimensions are "
+          "all 1 is one shared matrix; otherwise both sides are broadcast to "
+          "the common batch, the batch size taken from a data input); "
+          "`MatMul(x, Transpose(W)) + b` (`nn.Linear` on 3-D inputs) is "
+          "recomposed into a linear layer");
+  addImporter(table, "Einsum", importEinsum)
+      .describe(
+          "two operands whose equation is a (batched) matrix product: one "
+          "contracted letter, one row and one column letter, batch letters in "
+          "both operands or (a shared right-hand matrix) in the left one only "
+          "(`bhqd,bhkd->bhqk`, `bhqk,bhkd->bhqd`, `bij,jk->bik`); one "
+          "`nn.matmul`, transposes where its flags cannot take the order. Any "
+          "other equation (more operands, implicit output, `...`, diagonals, "
+          "sums) is the broadcast product of the operands, diagonals taken and "
+          "contracted letters summed: exact, but an outer product in memory");
 }

@@ -569,76 +569,92 @@ LogicalResult importDropout(NodeImporter &n) {
 } // namespace
 
 void importer::populateNormalizationImporters(ImporterTable &table) {
-  table["BatchNormalization"] = {importBatchNormalization, 13, 0,
-                                 /*stateInputs=*/0b11000};
-  table["LayerNormalization"] = {importLayerNormalization, 17};
-  table["InstanceNormalization"] = {importInstanceNormalization};
-  table["GroupNormalization"] = {importGroupNormalization, 18};
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
+  addImporter(table, "BatchNormalization", importBatchNormalization)
+      .state(0b11000)
+      .describe(
+          "training mode (statistics outputs below opset 14, `training_mode=1` "
+          "from 14) or inference mode; the saved-statistics outputs must be "
+          "unused");
+  addImporter(table, "LayerNormalization", importLayerNormalization)
+      .since(17)
+      .describe(
+          "`stash_type=1`; the opset-13 decomposition is recomposed. The mean "
+          "and inverse standard deviation outputs are composed of nn ops");
+  addImporter(table, "InstanceNormalization", importInstanceNormalization)
+      .describe(
+          "rank >= 3; a layer norm over the dimensions from 2 on, then the "
+          "per-channel scale and bias. `nn.GroupNorm` as torch 1.13 exports it "
+          "(`InstanceNormalization` of x reshaped to `[N, G, -1]` with "
+          "constant unit scale and zero bias, reshaped back, then `Mul`/`Add`) "
+          "imports");
+  addImporter(table, "GroupNormalization", importGroupNormalization)
+      .since(18)
+      .describe("static C and spatial sizes; a layer norm of x reshaped to "
+                "`[N, G, -1]`, then scale and bias per group (opset 18) or per "
+                "channel (21, `stash_type=1`)");
   // The axes input exists from opset 13 (ReduceSum) or 18 (the others).
   constexpr unsigned axes = 1u << 1;
-  table["ReduceMean"] = {importReduce<Reduction::Mean>, 13, axes};
-  table["ReduceSum"] = {importReduce<Reduction::Sum>, 13, axes};
-  table["ReduceMax"] = {importReduce<Reduction::Max>, 13, axes};
-  table["ReduceMin"] = {importReduce<Reduction::Min>, 13, axes};
-  table["ReduceL2"] = {importReduce<Reduction::L2>, 13, axes};
-  table["ReduceL1"] = {importReduce<Reduction::L1>, 13, axes};
-  table["ReduceSumSquare"] = {importReduce<Reduction::SumSquare>, 13, axes};
-  table["ReduceLogSum"] = {importReduce<Reduction::LogSum>, 13, axes};
-  table["ReduceLogSumExp"] = {importReduce<Reduction::LogSumExp>, 13, axes};
-  table["MeanVarianceNormalization"] = {importMeanVarianceNormalization};
-  table["LRN"] = {importLRN};
-  table["Dropout"] = {importDropout, 13, /*constantInputs=*/0b110};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["BatchNormalization"].notes =
-      "training mode (statistics outputs below opset 14, `training_mode=1` "
-      "from 14) or inference mode; the saved-statistics outputs must be unused";
-  table["LayerNormalization"].notes =
-      "`stash_type=1`; the opset-13 decomposition is recomposed. The mean "
-      "and inverse standard deviation outputs are composed of nn ops";
-  for (StringRef op : {"ReduceMean", "ReduceSum", "ReduceMax"})
-    table[op].notes =
-        "`axes` as an attribute, or as a constant input (`ReduceSum` from "
-        "opset 13, every reduction from 18); `keepdims`, "
-        "`noop_with_empty_axes`";
-  table["ReduceMin"].notes =
-      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
-      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
-      "`-max(-x)`, whose gradient reaches the minimal elements";
-  table["ReduceL2"].notes =
-      "`axes` as an attribute, or as a constant input (`ReduceSum` from opset "
-      "13, every reduction from 18); `keepdims`, `noop_with_empty_axes`; "
-      "`sqrt(sum(x * x))`, whose gradient is `x / norm` (NaN where the norm is "
-      "0)";
-  table["ReduceL1"].notes =
-      "`axes` as an attribute, or as a constant input (from opset 18); "
-      "`keepdims`, `noop_with_empty_axes`; `sum(abs(x))`";
-  table["ReduceSumSquare"].notes =
-      "`axes` as an attribute, or as a constant input (from opset 18); "
-      "`keepdims`, `noop_with_empty_axes`; `sum(x * x)`";
-  table["ReduceLogSum"].notes =
-      "`axes` as an attribute, or as a constant input (from opset 18); "
-      "`keepdims`, `noop_with_empty_axes`; `log(sum(x))`";
-  table["ReduceLogSumExp"].notes =
-      "`axes` as an attribute, or as a constant input (from opset 18); "
-      "`keepdims`, `noop_with_empty_axes`; `log(sum(exp(x - max))) + max`, "
-      "which cannot overflow";
-  table["MeanVarianceNormalization"].notes =
-      "`axes`; the variance is the mean of squared deviations";
-  table["LRN"].notes =
-      "rank >= 3 with static channels; the window sum is a product with a "
-      "band matrix along the channels";
-  table["Dropout"].notes =
-      "constant `ratio` and `training_mode`; the `mask` output is the same "
-      "stream's dropout of ones, nonzero (all true in evaluation, where "
-      "dropout is the identity)";
-  table["GroupNormalization"].notes =
-      "static C and spatial sizes; a layer norm of x reshaped to `[N, G, -1]`, "
-      "then scale and bias per group (opset 18) or per channel (21, "
-      "`stash_type=1`)";
-  table["InstanceNormalization"].notes =
-      "rank >= 3; a layer norm over the dimensions from 2 on, then the "
-      "per-channel scale and bias. `nn.GroupNorm` as torch 1.13 exports it "
-      "(`InstanceNormalization` of x reshaped to `[N, G, -1]` with constant "
-      "unit scale and zero bias, reshaped back, then `Mul`/`Add`) imports";
+  const char *reduceNotes =
+      "`axes` as an attribute, or as a constant input (`ReduceSum` from "
+      "opset 13, every reduction from 18); `keepdims`, "
+      "`noop_with_empty_axes`";
+  addImporter(table, "ReduceMean", importReduce<Reduction::Mean>)
+      .constants(axes)
+      .describe(reduceNotes);
+  addImporter(table, "ReduceSum", importReduce<Reduction::Sum>)
+      .constants(axes)
+      .describe(reduceNotes);
+  addImporter(table, "ReduceMax", importReduce<Reduction::Max>)
+      .constants(axes)
+      .describe(reduceNotes);
+  addImporter(table, "ReduceMin", importReduce<Reduction::Min>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (`ReduceSum` from "
+          "opset 13, every reduction from 18); `keepdims`, "
+          "`noop_with_empty_axes`; `-max(-x)`, whose gradient reaches the "
+          "minimal elements");
+  addImporter(table, "ReduceL2", importReduce<Reduction::L2>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (`ReduceSum` from "
+          "opset 13, every reduction from 18); `keepdims`, "
+          "`noop_with_empty_axes`; `sqrt(sum(x * x))`, whose gradient is "
+          "`x / norm` (NaN where the norm is 0)");
+  addImporter(table, "ReduceL1", importReduce<Reduction::L1>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (from opset 18); "
+          "`keepdims`, `noop_with_empty_axes`; `sum(abs(x))`");
+  addImporter(table, "ReduceSumSquare", importReduce<Reduction::SumSquare>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (from opset 18); "
+          "`keepdims`, `noop_with_empty_axes`; `sum(x * x)`");
+  addImporter(table, "ReduceLogSum", importReduce<Reduction::LogSum>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (from opset 18); "
+          "`keepdims`, `noop_with_empty_axes`; `log(sum(x))`");
+  addImporter(table, "ReduceLogSumExp", importReduce<Reduction::LogSumExp>)
+      .constants(axes)
+      .describe(
+          "`axes` as an attribute, or as a constant input (from opset 18); "
+          "`keepdims`, `noop_with_empty_axes`; `log(sum(exp(x - max))) + max`, "
+          "which cannot overflow");
+  addImporter(table, "MeanVarianceNormalization",
+              importMeanVarianceNormalization)
+      .describe("`axes`; the variance is the mean of squared deviations");
+  addImporter(table, "LRN", importLRN)
+      .describe(
+          "rank >= 3 with static channels; the window sum is a product with a "
+          "band matrix along the channels");
+  addImporter(table, "Dropout", importDropout)
+      .constants(0b110)
+      .describe(
+          "constant `ratio` and `training_mode`; the `mask` output is the same "
+          "stream's dropout of ones, nonzero (all true in evaluation, where "
+          "dropout is the identity)");
 }

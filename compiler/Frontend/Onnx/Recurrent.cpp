@@ -438,28 +438,31 @@ template <Cell cell> LogicalResult importRecurrent(NodeImporter &n) {
 } // namespace
 
 void importer::populateRecurrentImporters(ImporterTable &table) {
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
   // sequence_lens (input 4) must be a constant. The opset-14 forms only
   // added `layout`, whose default is the earlier forms' meaning.
-  table["RNN"] = {importRecurrent<Cell::Rnn>, 13, 1u << 4};
-  table["GRU"] = {importRecurrent<Cell::Gru>, 13, 1u << 4};
-  table["LSTM"] = {importRecurrent<Cell::Lstm>, 13, 1u << 4};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["RNN"].notes =
-      "unrolled over a static sequence length (its gradient is "
-      "backpropagation through time); directions forward, reverse and "
-      "bidirectional, both layouts, `clip`; activations Sigmoid, Tanh and "
-      "Relu; `sequence_lens` only at the full length";
-  table["GRU"].notes =
-      "unrolled over a static sequence length (its gradient is "
-      "backpropagation through time); directions forward, reverse and "
-      "bidirectional, both layouts, `clip`, `linear_before_reset` (PyTorch's "
-      "is 1); activations Sigmoid, Tanh and Relu; `sequence_lens` only at the "
-      "full length";
-  table["LSTM"].notes =
-      "unrolled over a static sequence length (its gradient is "
-      "backpropagation through time); directions forward, reverse and "
-      "bidirectional, both layouts, `clip`, peepholes; activations Sigmoid, "
-      "Tanh and Relu; `sequence_lens` only at the full length; not "
-      "`input_forget`";
+  addImporter(table, "RNN", importRecurrent<Cell::Rnn>)
+      .constants(1u << 4)
+      .describe(
+          "unrolled over a static sequence length (its gradient is "
+          "backpropagation through time); directions forward, reverse and "
+          "bidirectional, both layouts, `clip`; activations Sigmoid, Tanh and "
+          "Relu; `sequence_lens` only at the full length");
+  addImporter(table, "GRU", importRecurrent<Cell::Gru>)
+      .constants(1u << 4)
+      .describe(
+          "unrolled over a static sequence length (its gradient is "
+          "backpropagation through time); directions forward, reverse and "
+          "bidirectional, both layouts, `clip`, `linear_before_reset` "
+          "(PyTorch's is 1); activations Sigmoid, Tanh and Relu; "
+          "`sequence_lens` only at the full length");
+  addImporter(table, "LSTM", importRecurrent<Cell::Lstm>)
+      .constants(1u << 4)
+      .describe(
+          "unrolled over a static sequence length (its gradient is "
+          "backpropagation through time); directions forward, reverse and "
+          "bidirectional, both layouts, `clip`, peepholes; activations "
+          "Sigmoid, Tanh and Relu; `sequence_lens` only at the full length; "
+          "not `input_forget`");
 }

@@ -2325,128 +2325,163 @@ FailureOr<Value> importer::filledLike(NodeImporter &n, Value like,
 }
 
 void importer::populateShapeImporters(ImporterTable &table) {
+  // The notes are the operator table of docs/user/onnx.md (cleave-opt
+  // --list-onnx-ops).
   constexpr unsigned second = 1u << 1;
-  table["Constant"] = {importConstant};
-  table["Identity"] = {importIdentity};
-  // Shape reads only the static type of its input.
-  table["Shape"] = {importShape, 13, /*constantInputs=*/1u};
-  table["Size"] = {importSize, 13, /*constantInputs=*/1u};
-  table["Reshape"] = {importReshape, 13, second};
-  table["Flatten"] = {importFlatten};
-  table["Transpose"] = {importTranspose};
-  table["DepthToSpace"] = {importDepthToSpace};
-  table["SpaceToDepth"] = {importSpaceToDepth};
-  table["Concat"] = {importConcat};
-  table["Slice"] = {importSlice, 13, 0b11110};
-  table["Split"] = {importSplit, 13, second};
-  table["Squeeze"] = {importSqueeze, 13, second};
-  table["Unsqueeze"] = {importUnsqueeze, 13, second};
-  table["Gather"] = {importGather, 13, second};
-  table["Cast"] = {importCast};
-  table["CastLike"] = {importCastLike, 15, /*constantInputs=*/0b10};
-  table["ConstantOfShape"] = {importConstantOfShape, 13, 1u};
-  table["Expand"] = {importExpand, 13, second};
-  table["Equal"] = {importCompare<Compare::Equal>, 13, 0b11};
-  table["Less"] = {importCompare<Compare::Less>, 13, 0b11};
-  table["Greater"] = {importCompare<Compare::Greater>, 13, 0b11};
-  table["LessOrEqual"] = {importCompare<Compare::LessOrEqual>, 13, 0b11};
-  table["GreaterOrEqual"] = {importCompare<Compare::GreaterOrEqual>, 13, 0b11};
-  table["Not"] = {importNot, 13, 1u};
-  table["Where"] = {importWhere, 13, 1u};
-  table["And"] = {importLogical<Compare::And>, 13, 0b11};
-  table["Or"] = {importLogical<Compare::Or>, 13, 0b11};
-  table["Xor"] = {importLogical<Compare::Xor>, 13, 0b11};
-  table["Range"] = {importRange, 13, 0b111};
-  table["Tile"] = {importTile, 13, second};
-  table["Trilu"] = {importTrilu, 14, second};
-  table["Pad"] = {importPad, 13, 0b1110};
-
-  // The operator table of docs/user/onnx.md (cleave-opt --list-onnx-ops).
-  table["Constant"].notes = "folded at compile time";
-  table["Shape"].notes = "folded at compile time, `start` and `end` included";
-  for (StringRef op : {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat"})
-    table[op].notes = "shapes must fold to constants up to the batch dimension";
-  table["Slice"].notes =
-      "bounds that fold to constants; on shape values and on any tensor along "
-      "static axes. A batch-dependent axis (the batch, in any position: "
-      "attention runs sequence-first) is taken whole: a `Slice` of it must run "
-      "from 0 to its end (`x.size(0)` or 2^63-1) with step 1";
-  table["Split"].notes =
-      "along a static axis, into constant sizes given as an input, into "
-      "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
-      "last smaller) or into as many equal parts as it has outputs";
-  table["Gather"].notes =
-      "constant indices on a non-batch axis (a slice); run-time indices on "
-      "axis 0 of a float initializer (`nn.Embedding`: `nn.embedding`) or on "
-      "any axis of any tensor (`x[torch.arange(B), lengths - 1]`: "
-      "`nn.gather`, whose gradient is a scatter-add). Negative indices count "
-      "from the end. Run-time indices are an integer input or integers "
-      "computed from masks: `Cast` of a mask to an integer type, `ReduceSum`, "
-      "`Add`/`Sub`/`Mul` with constants and `Range(0, k * B, k)` are carried "
-      "as exact floats (below 2^24)";
-  table["Cast"].notes =
-      "folded at compile time; of a run-time tensor between f32, f64, i32 "
-      "and i64 (`nn.cast`; floats to integers truncate toward zero), to and "
-      "from int8, uint8, int16, uint16, uint32, float16 and bfloat16 "
-      "(rounding once, to nearest even; integers wrap), or to "
-      "bool: the mask `x != 0` (`nn.compare`); of a mask or of integers "
-      "computed from masks to an integer type (`(ids != 0).sum(1)`): the "
-      "same float tensor, which carries them exactly (see `Gather`)";
-  table["CastLike"].notes = "`Cast` to the second input's element type";
-  table["ConstantOfShape"].notes =
-      "a constant shape (folded), or a float one whose shape holds the batch "
-      "size (`torch.zeros(x.size(0), ...)`), broadcast over the batch of a "
-      "data input";
-  table["Expand"].notes =
-      "a shape that folds to constants up to the batch size; a target entry "
-      "equal to the batch size takes it from a data input "
-      "(`cls_token.expand(n, -1, -1)`)";
+  const char *foldedShapeNotes =
+      "shapes must fold to constants up to the batch dimension";
   const char *compareNotes =
       "folded on shape values (`expand`'s `-1` handling) and on constants of "
       "any rank (a mask; a comparison that depends on the batch size is "
       "refused); with a run-time operand (a padding mask `ids == 0`), an "
       "`nn.compare` mask of 0 and 1 in f32, which carries no gradient";
-  for (StringRef op :
-       {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
-    table[op].notes = compareNotes;
-  table["Not"].notes = "folded on compile-time booleans; on a run-time mask, "
-                       "`nn.compare` `eq` 0";
-  table["And"].notes =
-      "folded on compile-time booleans of any rank, with broadcasting; on "
-      "run-time masks, `nn.mul`";
-  table["Or"].notes =
-      "folded on compile-time booleans of any rank, with broadcasting; on "
-      "run-time masks, `nn.maximum`";
-  table["Xor"].notes =
-      "folded on compile-time booleans of any rank, with broadcasting; on "
-      "run-time masks, `nn.compare <ne>`";
-  table["Size"].notes = "folded at compile time, in the batch size too";
-  table["DepthToSpace"].notes =
-      "NCHW, `DCR` and `CRD` modes: a reshape, a transpose and a reshape";
-  table["SpaceToDepth"].notes = "NCHW: a reshape, a transpose and a reshape";
-  table["Range"].notes =
-      "folded when start, limit and delta are compile-time numbers (integer "
-      "ranges become shape values); `Range(0, k * B, k)` over the batch size "
-      "B (`torch.arange(x.size(0))`) is `nn.iota` over a data input's batch";
-  table["Tile"].notes =
-      "constant repeats, not of the batch axis: a reshape, `nn.broadcast_to` "
-      "and a reshape, whose gradient sums over the repeats";
-  table["Trilu"].notes =
-      "a constant `k`; folded on constants (a causal mask built in `forward` "
-      "with `torch.triu`), on run-time tensors an `nn.where` against a "
-      "constant mask over the last two (static) dimensions; float, int32 and "
-      "int64 tensors";
-  table["Pad"].notes =
-      "modes `constant` (any constant value), `reflect` and `edge`; constant "
-      "non-negative pads (and `axes`, opset 18) on static axes: a "
-      "concatenation with constant blocks or single-element slices, whose "
-      "gradient folds back onto the input; float, int32 and int64 tensors";
-  table["Where"].notes =
-      "folded on shape values; between tensors, a compile-time condition "
-      "(`masked_fill` with a constant mask, `-inf` fills) or a run-time one "
-      "computed by comparisons (a padding mask from the token ids) gives "
-      "`nn.where`, whose gradient reaches only the selected side. A registered "
-      "buffer that only views (`Slice`, `Reshape`, ...) and comparisons read, "
-      "such as a causal mask, stays a constant and folds. A boolean graph "
-      "input is such an f32 mask. The values are float, int32 or int64";
+  addImporter(table, "Constant", importConstant)
+      .describe("folded at compile time");
+  addImporter(table, "Identity", importIdentity);
+  // Shape reads only the static type of its input.
+  addImporter(table, "Shape", importShape)
+      .constants(1u)
+      .describe("folded at compile time, `start` and `end` included");
+  addImporter(table, "Size", importSize)
+      .constants(1u)
+      .describe("folded at compile time, in the batch size too");
+  addImporter(table, "Reshape", importReshape)
+      .constants(second)
+      .describe(foldedShapeNotes);
+  addImporter(table, "Flatten", importFlatten).describe(foldedShapeNotes);
+  addImporter(table, "Transpose", importTranspose).describe(foldedShapeNotes);
+  addImporter(table, "DepthToSpace", importDepthToSpace)
+      .describe(
+          "NCHW, `DCR` and `CRD` modes: a reshape, a transpose and a reshape");
+  addImporter(table, "SpaceToDepth", importSpaceToDepth)
+      .describe("NCHW: a reshape, a transpose and a reshape");
+  addImporter(table, "Concat", importConcat).describe(foldedShapeNotes);
+  addImporter(table, "Slice", importSlice)
+      .constants(0b11110)
+      .describe(
+          "bounds that fold to constants; on shape values and on any tensor "
+          "along static axes. A batch-dependent axis (the batch, in any "
+          "position: attention runs sequence-first) is taken whole: a `Slice` "
+          "of it must run from 0 to its end (`x.size(0)` or 2^63-1) with "
+          "step 1");
+  addImporter(table, "Split", importSplit)
+      .constants(second)
+      .describe(
+          "along a static axis, into constant sizes given as an input, into "
+          "`num_outputs` parts (opset 18: each ceil(size / num_outputs), the "
+          "last smaller) or into as many equal parts as it has outputs");
+  addImporter(table, "Squeeze", importSqueeze)
+      .constants(second)
+      .describe(foldedShapeNotes);
+  addImporter(table, "Unsqueeze", importUnsqueeze)
+      .constants(second)
+      .describe(foldedShapeNotes);
+  addImporter(table, "Gather", importGather)
+      .constants(second)
+      .describe(
+          "constant indices on a non-batch axis (a slice); run-time indices on "
+          "axis 0 of a float initializer (`nn.Embedding`: `nn.embedding`) or "
+          "on any axis of any tensor (`x[torch.arange(B), lengths - 1]`: "
+          "`nn.gather`, whose gradient is a scatter-add). Negative indices "
+          "count from the end. Run-time indices are an integer input or "
+          "integers computed from masks: `Cast` of a mask to an integer type, "
+          "`ReduceSum`, `Add`/`Sub`/`Mul` with constants and "
+          "`Range(0, k * B, k)` are carried as exact floats (below 2^24)");
+  addImporter(table, "Cast", importCast)
+      .describe(
+          "folded at compile time; of a run-time tensor between f32, f64, i32 "
+          "and i64 (`nn.cast`; floats to integers truncate toward zero), to "
+          "and from int8, uint8, int16, uint16, uint32, float16 and bfloat16 "
+          "(rounding once, to nearest even; integers wrap), or to bool: the "
+          "mask `x != 0` (`nn.compare`); of a mask or of integers computed "
+          "from masks to an integer type (`(ids != 0).sum(1)`): the same float "
+          "tensor, which carries them exactly (see `Gather`)");
+  addImporter(table, "CastLike", importCastLike)
+      .since(15)
+      .constants(0b10)
+      .describe("`Cast` to the second input's element type");
+  addImporter(table, "ConstantOfShape", importConstantOfShape)
+      .constants(1u)
+      .describe(
+          "a constant shape (folded), or a float one whose shape holds the "
+          "batch size (`torch.zeros(x.size(0), ...)`), broadcast over the "
+          "batch of a data input");
+  addImporter(table, "Expand", importExpand)
+      .constants(second)
+      .describe(
+          "a shape that folds to constants up to the batch size; a target "
+          "entry equal to the batch size takes it from a data input "
+          "(`cls_token.expand(n, -1, -1)`)");
+  addImporter(table, "Equal", importCompare<Compare::Equal>)
+      .constants(0b11)
+      .describe(compareNotes);
+  addImporter(table, "Less", importCompare<Compare::Less>)
+      .constants(0b11)
+      .describe(compareNotes);
+  addImporter(table, "Greater", importCompare<Compare::Greater>)
+      .constants(0b11)
+      .describe(compareNotes);
+  addImporter(table, "LessOrEqual", importCompare<Compare::LessOrEqual>)
+      .constants(0b11)
+      .describe(compareNotes);
+  addImporter(table, "GreaterOrEqual", importCompare<Compare::GreaterOrEqual>)
+      .constants(0b11)
+      .describe(compareNotes);
+  addImporter(table, "Not", importNot)
+      .constants(1u)
+      .describe("folded on compile-time booleans; on a run-time mask, "
+                "`nn.compare` `eq` 0");
+  addImporter(table, "Where", importWhere)
+      .constants(1u)
+      .describe(
+          "folded on shape values; between tensors, a compile-time condition "
+          "(`masked_fill` with a constant mask, `-inf` fills) or a run-time "
+          "one computed by comparisons (a padding mask from the token ids) "
+          "gives `nn.where`, whose gradient reaches only the selected side. A "
+          "registered buffer that only views (`Slice`, `Reshape`, ...) and "
+          "comparisons read, such as a causal mask, stays a constant and "
+          "folds. A boolean graph input is such an f32 mask. The values are "
+          "float, int32 or int64");
+  addImporter(table, "And", importLogical<Compare::And>)
+      .constants(0b11)
+      .describe(
+          "folded on compile-time booleans of any rank, with broadcasting; on "
+          "run-time masks, `nn.mul`");
+  addImporter(table, "Or", importLogical<Compare::Or>)
+      .constants(0b11)
+      .describe(
+          "folded on compile-time booleans of any rank, with broadcasting; on "
+          "run-time masks, `nn.maximum`");
+  addImporter(table, "Xor", importLogical<Compare::Xor>)
+      .constants(0b11)
+      .describe(
+          "folded on compile-time booleans of any rank, with broadcasting; on "
+          "run-time masks, `nn.compare <ne>`");
+  addImporter(table, "Range", importRange)
+      .constants(0b111)
+      .describe(
+          "folded when start, limit and delta are compile-time numbers "
+          "(integer ranges become shape values); `Range(0, k * B, k)` over the "
+          "batch size B (`torch.arange(x.size(0))`) is `nn.iota` over a data "
+          "input's batch");
+  addImporter(table, "Tile", importTile)
+      .constants(second)
+      .describe("constant repeats, not of the batch axis: a reshape, "
+                "`nn.broadcast_to` and a reshape, whose gradient sums over the "
+                "repeats");
+  addImporter(table, "Trilu", importTrilu)
+      .since(14)
+      .constants(second)
+      .describe(
+          "a constant `k`; folded on constants (a causal mask built in "
+          "`forward` with `torch.triu`), on run-time tensors an `nn.where` "
+          "against a constant mask over the last two (static) dimensions; "
+          "float, int32 and int64 tensors");
+  addImporter(table, "Pad", importPad)
+      .constants(0b1110)
+      .describe(
+          "modes `constant` (any constant value), `reflect` and `edge`; "
+          "constant non-negative pads (and `axes`, opset 18) on static axes: a "
+          "concatenation with constant blocks or single-element slices, whose "
+          "gradient folds back onto the input; float, int32 and int64 tensors");
 }
