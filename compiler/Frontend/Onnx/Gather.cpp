@@ -1,8 +1,9 @@
-//===- Gather.cpp - Gathers with run-time indices -------------------------===//
+//===- Gather.cpp - Gather and GatherElements -----------------------------===//
 //
-// Gather with run-time indices on an activation (`x[torch.arange(B), i]`
-// exports a flattening and such a Gather), GatherElements (`torch.gather`),
-// and the run-time integer arithmetic that computes their indices.
+// Gather with constant indices (a slice, or an element of a shape value) or
+// with run-time indices on an activation (`x[torch.arange(B), i]` exports a
+// flattening and such a Gather), GatherElements (`torch.gather`), and the
+// run-time integer arithmetic that computes their indices.
 //
 // nn has no integer arithmetic on run-time tensors: nn.compare's masks are
 // floats, and so are the integers computed from them (`(ids != 0).sum(1)`,
@@ -197,9 +198,103 @@ LogicalResult importer::importBatchRange(NodeImporter &n, SymInt start,
   return success();
 }
 
+namespace {
+
+/// Gather: a lookup with run-time indices (importRunTimeGather), slicing
+/// with constant indices, or an element of a shape value.
+LogicalResult importGather(NodeImporter &n) {
+  if (failed(n.checkAttrs({"axis"})))
+    return failure();
+  FailureOr<int64_t> axis = n.getInt("axis", 0);
+  if (failed(axis))
+    return failure();
+  ImportedValue &data = n.input(0);
+  ImportedValue &indices = n.input(1);
+
+  if (indices.kind == Kind::Tensor)
+    return importRunTimeGather(n, *axis);
+
+  auto ids = n.constantInts(1, "indices");
+  if (failed(ids))
+    return failure();
+  bool scalarIndex = indices.scalar;
+  auto in = shapeOf(n, data);
+  if (failed(in))
+    return failure();
+  int64_t rank = in->size();
+  std::optional<int64_t> a = normalizeAxis(*axis, rank);
+  if (!a)
+    return n.emitError() << "Gather axis " << *axis
+                         << " is out of range for rank " << rank;
+  if (!(*in)[*a].isConstant())
+    return n.emitError() << "Gather along the batch dimension is not "
+                            "supported";
+  int64_t dim = (*in)[*a].coeff;
+  for (int64_t &id : *ids) {
+    if (id < -dim || id >= dim)
+      return n.emitError() << "Gather index " << id
+                           << " is out of range for a dimension of size "
+                           << dim;
+    if (id < 0)
+      id += dim;
+  }
+
+  if (data.kind == Kind::Symbolic) {
+    SmallVector<SymInt> out;
+    for (int64_t id : *ids)
+      out.push_back(data.symbolic[id]);
+    n.setOutput(0,
+                ImportedValue::ofSymbolic(out, scalarIndex, data.symbolicType));
+    return success();
+  }
+
+  // Constant indices select a strided range of the axis.
+  if (ids->empty())
+    return n.emitError() << "Gather with no index";
+  int64_t step = ids->size() > 1 ? (*ids)[1] - (*ids)[0] : 1;
+  for (size_t i = 1; i < ids->size(); ++i)
+    if ((*ids)[i] - (*ids)[i - 1] != step || step <= 0)
+      return n.emitError() << "Gather with constant indices [" << ArrayRef(*ids)
+                           << "] is supported when they are increasing with "
+                              "a constant step";
+  FailureOr<Value> x = n.floatTensor(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> sliced =
+      sliceAxes(n, *x, {{*a, {(*ids)[0], (int64_t)ids->size(), step}}});
+  if (failed(sliced))
+    return failure();
+  if (!scalarIndex) {
+    n.setOutput(0, *sliced);
+    return success();
+  }
+  // A scalar index drops the axis.
+  SmallVector<SymInt> out(*in);
+  out.erase(out.begin() + *a);
+  FailureOr<Value> r = n.reshape(*sliced, out);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r);
+  return success();
+}
+
+} // namespace
+
 void importer::populateGatherImporters(ImporterTable &table) {
   // The notes are the operator table of docs/user/onnx.md (cleave-opt
   // --list-onnx-ops).
+  constexpr unsigned second = 1u << 1;
+  addImporter(table, "Gather", importGather)
+      .constants(second)
+      .describe(
+          "constant indices on a non-batch axis (a slice); run-time indices on "
+          "axis 0 of a float initializer (`nn.Embedding`: `nn.embedding`) or "
+          "on any axis of any tensor (`x[torch.arange(B), lengths - 1]`: "
+          "`nn.gather`, whose gradient is a scatter-add). Negative indices "
+          "count from the end. Run-time indices are an integer input or "
+          "integers computed from masks: `Cast` of a mask to an integer type, "
+          "`ReduceSum`, `Add`/`Sub`/`Mul` with constants and "
+          "`Range(0, k * B, k)` are carried as exact floats (below 2^24)");
   addImporter(table, "GatherElements", importGatherElements)
       .describe(
           "`torch.gather`: `nn.gather_elements`, any axis, negative indices "

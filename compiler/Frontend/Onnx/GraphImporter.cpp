@@ -177,7 +177,10 @@ const ImporterTable &importer::getImporterTable() {
   static const ImporterTable table = [] {
     ImporterTable t;
     populateElementwiseImporters(t);
-    populateShapeImporters(t);
+    populateViewImporters(t);
+    populateCastImporters(t);
+    populateLogicImporters(t);
+    populateConstructorImporters(t);
     populateGatherImporters(t);
     populateLinearImporters(t);
     populateConvPoolImporters(t);

@@ -181,9 +181,15 @@ OpImporter &addImporter(ImporterTable &table, llvm::StringRef name,
 
 /// Elementwise arithmetic, activations, softmax.
 void populateElementwiseImporters(ImporterTable &table);
-/// Constants, shapes, reshapes, slicing, concatenation, gathers, casts.
-void populateShapeImporters(ImporterTable &table);
-/// GatherElements (Gather's run-time form is importRunTimeGather).
+/// Shape values, reshapes, transposes, slicing, splitting, concatenation.
+void populateViewImporters(ImporterTable &table);
+/// Cast and CastLike.
+void populateCastImporters(ImporterTable &table);
+/// Comparisons, logical ops and Where.
+void populateLogicImporters(ImporterTable &table);
+/// Constant, ConstantOfShape, Range, Expand, Tile, Trilu and Pad.
+void populateConstructorImporters(ImporterTable &table);
+/// Gather and GatherElements.
 void populateGatherImporters(ImporterTable &table);
 /// Gemm and MatMul.
 void populateLinearImporters(ImporterTable &table);
@@ -441,6 +447,37 @@ LogicalResult NodeImporter::createOutput(Args &&...args) {
 // Helpers
 //===----------------------------------------------------------------------===//
 
+/// The product of `dims`, if it is a `SymInt` (SymbolicShape.cpp).
+FailureOr<SymInt> product(ArrayRef<SymInt> dims);
+
+/// `product(dividend) / product(divisor)`, exactly.
+FailureOr<SymInt> exactRatio(ArrayRef<SymInt> dividend,
+                             ArrayRef<SymInt> divisor);
+
+/// The shape of an imported value of any kind, up to the batch size
+/// (Views.cpp).
+FailureOr<SmallVector<SymInt>> shapeOf(NodeImporter &n, ImportedValue &v);
+
+/// Static dimensions of `shape`, or none if one depends on the batch.
+std::optional<SmallVector<int64_t>> staticDims(ArrayRef<SymInt> shape);
+
+/// One axis of an ONNX Slice, clamped as ONNX does, with a positive step.
+struct SliceRange {
+  int64_t start, size, step;
+};
+
+/// `nn.slice` of `x` taking `ranges` along the given axes and all of every
+/// other axis. The axes sliced must be static; a dynamic (batch) dimension
+/// that is not sliced is kept whole with a -1 size, which specialisation
+/// resolves.
+FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
+                           ArrayRef<std::pair<int64_t, SliceRange>> ranges);
+
+/// The mask type of run-time booleans: nn has no boolean tensors, so a
+/// comparison of run-time tensors is an f32 mask (1 where it holds), which
+/// nn.where takes as its condition and nn.mul/nn.maximum combine.
+inline Type maskType(NodeImporter &n) { return n.getBuilder().getF32Type(); }
+
 /// A rank-0 constant of `like`'s element type.
 Value scalarLike(NodeImporter &n, Value like, double v);
 
@@ -493,8 +530,8 @@ public:
         TypeAttr::get(elt));
   }
   /// `lhs <pred> rhs` as an ONNX boolean: the f32 mask every run-time
-  /// boolean of the importer is (Shape.cpp's maskType), whatever the
-  /// operands' float type.
+  /// boolean of the importer is (maskType), whatever the operands' float
+  /// type.
   Value boolean(nn::ComparePredicate pred, Value lhs, Value rhs) {
     return op<nn::CompareOp>(
         nn::ComparePredicateAttr::get(n.getContext(), pred), lhs, rhs,
