@@ -1,4 +1,4 @@
-//===- InitAll.h - Register everything Cleave's tools need ------*- C++ -*-===//
+//===- InitAll.h - Register what Cleave parses and runs ---------*- C++ -*-===//
 //
 // One registration point for cleave-opt, cleave-compile and the tests:
 // Cleave's dialects, passes and pipelines plus the upstream ones they use.
@@ -12,10 +12,12 @@
 
 namespace mlir::cleave {
 
-/// Registers Cleave's dialects and every upstream dialect and extension.
+/// Registers Cleave's dialects and the upstream dialects, interface models
+/// and extensions its inputs and pipelines use.
 void registerAllDialects(DialectRegistry &registry);
 
-/// Registers Cleave's passes and pipelines and every upstream pass.
+/// Registers Cleave's passes and pipelines, upstream's general transforms and
+/// the upstream passes the pipelines run.
 void registerAllPasses();
 
 } // namespace mlir::cleave

@@ -35,6 +35,7 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=fp8 -o %t.fp8.cleave 2>&1 | FileCheck %s --check-prefix=BF16-BAD
 // A diagnostic from the pipeline is one message, not followed by the module.
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --model=nope -o %t.nope.cleave 2>&1 | FileCheck %s --check-prefix=NOMODEL --implicit-check-not="see current operation"
+// RUN: not cleave-compile %S/Inputs/tosa-model.mlir --micro-batch=2 -o %t.tosa.cleave 2>&1 | FileCheck %s --check-prefix=UNKNOWN-DIALECT
 
 // LOSS: func.func @loss(
 // LOSS: nn.cross_entropy
@@ -109,3 +110,7 @@
 // F32-SAME: \22precision\22:\22f32\22
 // BF16-TARGET: error: precision=bf16 needs AVX512-BF16, which the target CPU 'x86-64-v3' does not have
 // BF16-BAD: for the --precision option: Cannot find option named 'fp8'!
+
+// Only the dialects Cleave lowers are registered (compiler/InitAll.cpp): a
+// model in another one is refused where it is written, by name.
+// UNKNOWN-DIALECT: tosa-model.mlir:4:{{[0-9]+}}: error: Dialect `tosa' not found for custom op 'tosa.abs'
