@@ -195,6 +195,8 @@ void populateGatherImporters(ImporterTable &table);
 void populateLinearImporters(ImporterTable &table);
 /// Convolution and pooling.
 void populateConvPoolImporters(ImporterTable &table);
+/// Resize.
+void populateResizeImporters(ImporterTable &table);
 /// Normalisations, reductions and dropout.
 void populateNormalizationImporters(ImporterTable &table);
 /// RNN, GRU and LSTM, unrolled.
@@ -478,6 +480,9 @@ FailureOr<Value> sliceAxes(NodeImporter &n, Value x,
 /// nn.where takes as its condition and nn.mul/nn.maximum combine.
 inline Type maskType(NodeImporter &n) { return n.getBuilder().getF32Type(); }
 
+/// `v` transposed by `perm` (`nn.transpose`).
+FailureOr<Value> transposed(NodeImporter &n, Value v, ArrayRef<int64_t> perm);
+
 /// A rank-0 constant of `like`'s element type.
 Value scalarLike(NodeImporter &n, Value like, double v);
 
@@ -516,6 +521,9 @@ public:
     }
     return built->getResult();
   }
+  /// `v` transposed by `perm` (`nn.transpose`).
+  FailureOr<Value> transposed(NodeImporter &n, Value v, ArrayRef<int64_t> perm);
+
   /// A rank-0 constant of `like`'s element type.
   Value scalar(Value like, double v) {
     return like ? scalarLike(n, like, v) : fail();
@@ -593,6 +601,9 @@ LogicalResult importRunTimeGather(NodeImporter &n, int64_t axis);
 /// Range whose bounds depend on the batch size (`torch.arange(B)`).
 LogicalResult importBatchRange(NodeImporter &n, SymInt start, SymInt limit,
                                SymInt delta);
+
+/// The elements of a shape value that does not depend on the batch size.
+std::optional<DenseElementsAttr> constantOfSymbolic(const ImportedValue &v);
 
 /// Converts constant elements to `elt` as ONNX Cast does.
 DenseElementsAttr castElements(DenseElementsAttr attr, Type elt);

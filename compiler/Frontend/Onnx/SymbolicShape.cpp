@@ -1,7 +1,8 @@
 //===- SymbolicShape.cpp - Shapes of run-time tensors, up to B ------------===//
 //
-// The shape of a run-time tensor as integers known up to the batch size B
-// (`SymInt`: `coeff * B^power`), read back through the nn ops that made it:
+// Integers known up to the batch size B (`SymInt`: `coeff * B^power`), their
+// arithmetic, and the shape of a run-time tensor in them, read back through
+// the nn ops that made it:
 // exporters compute reshape targets at run time (`Shape`, `Gather`,
 // `Unsqueeze`, `Concat`) even when every dimension but the batch is static,
 // and the shape importers fold such computations on these integers.
@@ -17,6 +18,72 @@
 using namespace mlir;
 using namespace mlir::cleave;
 using namespace mlir::cleave::importer;
+
+//===----------------------------------------------------------------------===//
+// SymInt
+//===----------------------------------------------------------------------===//
+
+/// Keeps zero in one form so equal values compare equal.
+static SymInt normalized(int64_t coeff, int64_t power) {
+  return coeff == 0 ? SymInt::constant(0) : SymInt{coeff, power};
+}
+
+llvm::raw_ostream &importer::operator<<(llvm::raw_ostream &os, SymInt v) {
+  if (v.isConstant())
+    return os << v.coeff;
+  if (v.coeff != 1)
+    os << v.coeff << "*";
+  os << "B";
+  if (v.power != 1)
+    os << "^" << v.power;
+  return os;
+}
+
+Diagnostic &importer::operator<<(Diagnostic &diag, SymInt v) {
+  std::string text;
+  llvm::raw_string_ostream(text) << v;
+  return diag << text;
+}
+
+FailureOr<SymInt> importer::add(SymInt a, SymInt b) {
+  if (a.coeff == 0)
+    return b;
+  if (b.coeff == 0)
+    return a;
+  int64_t sum;
+  if (a.power != b.power || llvm::AddOverflow(a.coeff, b.coeff, sum))
+    return failure();
+  return normalized(sum, a.power);
+}
+
+FailureOr<SymInt> importer::sub(SymInt a, SymInt b) {
+  if (b.coeff == std::numeric_limits<int64_t>::min())
+    return failure();
+  return add(a, SymInt{-b.coeff, b.power});
+}
+
+FailureOr<SymInt> importer::mul(SymInt a, SymInt b) {
+  int64_t product, power;
+  if (llvm::MulOverflow(a.coeff, b.coeff, product) ||
+      llvm::AddOverflow(a.power, b.power, power))
+    return failure();
+  return normalized(product, power);
+}
+
+FailureOr<SymInt> importer::div(SymInt a, SymInt b) {
+  if (b.coeff == 0 ||
+      (a.coeff == std::numeric_limits<int64_t>::min() && b.coeff == -1))
+    return failure();
+  if (a.coeff == 0)
+    return SymInt::constant(0);
+  // Between compile-time integers this is ONNX's truncating division; with
+  // the batch size involved only an exact quotient is known.
+  if (a.isConstant() && b.isConstant())
+    return SymInt::constant(a.coeff / b.coeff);
+  if (a.power < b.power || a.coeff % b.coeff != 0)
+    return failure();
+  return normalized(a.coeff / b.coeff, a.power - b.power);
+}
 
 //===----------------------------------------------------------------------===//
 // Symbolic shapes of run-time tensors
