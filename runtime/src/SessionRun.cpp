@@ -1,0 +1,678 @@
+//===- SessionRun.cpp - Micro-steps, apply steps and evals ----------------===//
+//
+// A micro-step checks the batch, copies inputs only when it must (short or
+// unaligned batches, or into a device's staging), calls the entry point and
+// reads two counters; it allocates nothing. The apply step reads the
+// window's verdict and loss; trainBatch cuts a large batch into micro-steps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include "collectives/Agree.h"
+#include "collectives/Communicator.h"
+#include "gpu/Gpu.h"
+#include "gpu/Modules.h"
+#include "kernels/KernelContext.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+namespace cleave::rt {
+
+namespace {
+
+bool isAligned(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % kBufferAlignment == 0;
+}
+
+double readScalar(DType dtype, const void *p) {
+  return dtype == DType::F64 ? *static_cast<const double *>(p)
+                             : double(*static_cast<const float *>(p));
+}
+
+} // namespace
+
+Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
+                           int64_t maxSamples) const {
+  const Manifest &m = manifest_;
+  const EntryDesc &e = m.entry(kind);
+  if (batch.num_inputs != m.userInputs.size()) {
+    std::string names;
+    for (size_t idx : m.userInputs)
+      names += (names.empty() ? "" : ", ") + m.inputs[idx].name;
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: ", batch.num_inputs,
+                     " inputs given, the artifact takes ", m.userInputs.size(),
+                     " (", names, ")");
+  }
+  if (batch.samples < 1 || batch.samples > maxSamples)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                     batch.samples, ", expected 1 to ", maxSamples);
+  if (batch.num_inputs > 0 && (!batch.data || !batch.bytes))
+    return makeError(CLEAVE_INVALID_ARGUMENT,
+                     "batch: data and bytes must not be NULL");
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    const InputDesc &in = m.inputs[m.userInputs[j]];
+    if (!e.usesInput[m.userInputs[j]])
+      continue;
+    if (!batch.data[j])
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: data[", j, "] ('",
+                       in.name, "') is NULL but ", entryName(kind),
+                       " reads it");
+    if (in.rowBytes != 0 &&
+        uint64_t(batch.samples) >
+            std::numeric_limits<uint64_t>::max() / in.rowBytes)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                       batch.samples, ", too many for input '", in.name, "'");
+    uint64_t expected = uint64_t(batch.samples) * in.rowBytes;
+    if (batch.bytes[j] != expected)
+      return makeError(CLEAVE_INVALID_ARGUMENT, "batch: bytes[", j, "] ('",
+                       in.name, "') is ", batch.bytes[j], ", expected ",
+                       batch.samples, " samples x ", in.rowBytes,
+                       " bytes = ", expected);
+    if (in.indexBound > 0)
+      CLEAVE_RETURN_IF_ERROR(checkIndices(in, batch.data[j], expected));
+  }
+  return Status::success();
+}
+
+namespace {
+/// The position and value of the first element of `data` outside
+/// [0, bound), if any.
+template <typename T>
+std::optional<std::pair<size_t, int64_t>>
+firstOutOfRange(const void *data, size_t count, int64_t bound,
+                std::optional<int64_t> ignore) {
+  const T *v = static_cast<const T *>(data);
+  for (size_t i = 0; i < count; ++i)
+    if ((v[i] < 0 || int64_t(v[i]) >= bound) &&
+        !(ignore && int64_t(v[i]) == *ignore))
+      return std::make_pair(i, int64_t(v[i]));
+  return std::nullopt;
+}
+
+/// Token weights: 1 for each token of the first `samples` rows whose label
+/// is not `ignore`, 0 for the rest; returns how many are 1.
+template <typename Label, typename Weight>
+int64_t fillTokenWeightsOf(const void *labels, void *weights, int64_t rows,
+                         int64_t tokensPerRow, int64_t samples,
+                         int64_t ignore) {
+  const Label *l = static_cast<const Label *>(labels);
+  Weight *w = static_cast<Weight *>(weights);
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < tokensPerRow; ++t) {
+      int64_t i = r * tokensPerRow + t;
+      bool real = r < samples && int64_t(l[i]) != ignore;
+      w[i] = real ? Weight(1) : Weight(0);
+      count += real;
+    }
+  return count;
+}
+} // namespace
+
+Status Session::checkIndices(const InputDesc &in, const void *data,
+                             size_t bytes) const {
+  // Generated code clamps indices (it never reads out of bounds); a value
+  // outside the range would silently train on another class or row.
+  auto bad = in.dtype == DType::I64
+                 ? firstOutOfRange<int64_t>(data, bytes / 8, in.indexBound,
+                                            in.ignoreIndex)
+                 : firstOutOfRange<int32_t>(data, bytes / 4, in.indexBound,
+                                            in.ignoreIndex);
+  if (!bad)
+    return Status::success();
+  return makeError(CLEAVE_INVALID_ARGUMENT, "batch: input '", in.name,
+                   "' element ", bad->first, " is ", bad->second,
+                   ", expected 0 to ", in.indexBound - 1,
+                   in.ignoreIndex
+                       ? " or the ignore index " +
+                             std::to_string(*in.ignoreIndex)
+                       : std::string(),
+                   " (a class label or an index into ", in.indexBound,
+                   " rows)");
+}
+
+Status Session::fillTokenWeights(const void *labels, void *weights,
+                                 int64_t samples, EntryKind kind) {
+  const Manifest &m = manifest_;
+  const InputDesc &l = m.inputs[*m.tokenLabelsInput];
+  const InputDesc &w = m.inputs[*m.sampleWeightsInput];
+  const int64_t b = m.microBatch, perRow = l.numElements / b;
+  const int64_t ignore = *l.ignoreIndex;
+  const bool wide = l.dtype == DType::I64, f64 = w.dtype == DType::F64;
+  lastCount_ =
+      wide ? (f64 ? fillTokenWeightsOf<int64_t, double>(
+                        labels, weights, b, perRow, samples, ignore)
+                  : fillTokenWeightsOf<int64_t, float>(labels, weights, b,
+                                                       perRow, samples, ignore))
+           : (f64 ? fillTokenWeightsOf<int32_t, double>(
+                        labels, weights, b, perRow, samples, ignore)
+                  : fillTokenWeightsOf<int32_t, float>(
+                        labels, weights, b, perRow, samples, ignore));
+  weightsSamples_ = -1;
+  if (lastCount_ == 0 && kind == EntryKind::MicroStep)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
+                     l.name, "' is the ignore index ", ignore,
+                     ": the micro-batch has nothing to learn from");
+  return Status::success();
+}
+
+Status Session::stage(EntryKind kind, const cleave_batch &batch) {
+  const Manifest &m = manifest_;
+  int64_t samples = batch.samples;
+  int64_t b = m.microBatch;
+  CLEAVE_RETURN_IF_ERROR(checkBatch(kind, batch, b));
+  if (kind == EntryKind::MicroStep && samples < b && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ", samples,
+                     " but the artifact has no sample-weights input, so "
+                     "every micro-batch must have exactly ",
+                     b, " samples");
+  if (gpu_)
+    return stageOnDevice(kind, batch);
+  const EntryDesc &e = m.entry(kind);
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    size_t idx = m.userInputs[j];
+    if (!e.usesInput[idx])
+      continue;
+    const void *src = batch.data[j];
+    if (samples == b && isAligned(src)) {
+      // Entry points never write their inputs (ABI).
+      inputPtrs_[idx] = const_cast<void *>(src);
+      continue;
+    }
+    unsigned char *dst = inputs_[idx].data();
+    if (batch.bytes[j] > 0)
+      std::memcpy(dst, src, batch.bytes[j]);
+    // Padding rows repeat the last real sample rather than being zero: a
+    // model that is not finite on an all-zero row (a log or a division of
+    // its input) would otherwise turn the whole micro-batch into NaN, since
+    // the sample weight 0 multiplies, and 0 * NaN is NaN.
+    size_t row = m.inputs[idx].rowBytes;
+    const unsigned char *last =
+        static_cast<const unsigned char *>(src) + size_t(samples - 1) * row;
+    for (int64_t r = samples; r < b; ++r)
+      std::memcpy(dst + size_t(r) * row, last, row);
+    inputPtrs_[idx] = dst;
+  }
+  if (m.sampleWeightsInput && m.tokenLabelsInput &&
+      e.usesInput[*m.sampleWeightsInput]) {
+    // One weight per token, from this micro-batch's labels: the window is
+    // normalised by its number of real tokens.
+    CLEAVE_RETURN_IF_ERROR(
+        fillTokenWeights(inputPtrs_[*m.tokenLabelsInput],
+                         inputs_[*m.sampleWeightsInput].data(), samples, kind));
+  } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
+             weightsSamples_ != samples) {
+    void *w = inputs_[*m.sampleWeightsInput].data();
+    for (int64_t i = 0; i < b; ++i) {
+      double v = i < samples ? 1.0 : 0.0;
+      if (m.inputs[*m.sampleWeightsInput].dtype == DType::F64)
+        static_cast<double *>(w)[i] = v;
+      else
+        static_cast<float *>(w)[i] = float(v);
+    }
+    weightsSamples_ = samples;
+  }
+  if (!m.tokenLabelsInput)
+    lastCount_ = samples;
+  Binding &binding = bindings_[static_cast<size_t>(kind)];
+  for (const auto &[arg, input] : binding.inputArgs)
+    binding.args[arg] = inputPtrs_[input];
+  return Status::success();
+}
+
+void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
+                    int64_t rows, size_t rowBytes, int threads) {
+  const auto *from = static_cast<const unsigned char *>(src);
+  const size_t bytes = samples > 0 ? size_t(samples) * rowBytes : 0;
+  if (bytes < kParallelCopyBytes) {
+    if (bytes > 0)
+      std::memcpy(dst, from, bytes);
+  } else {
+    // Chunks of 256 KiB, a static share each: a bandwidth-bound copy.
+    constexpr size_t kChunk = size_t(256) << 10;
+    const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
+    const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const size_t begin = size_t(c) * kChunk;
+      std::memcpy(dst + begin, from + begin, std::min(kChunk, bytes - begin));
+    }
+  }
+  if (samples <= 0)
+    return;
+  const unsigned char *last = from + size_t(samples - 1) * rowBytes;
+  for (int64_t r = samples; r < rows; ++r)
+    std::memcpy(dst + size_t(r) * rowBytes, last, rowBytes);
+}
+
+Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
+  const Manifest &m = manifest_;
+  const EntryDesc &e = m.entry(kind);
+  const int64_t samples = batch.samples, b = m.microBatch;
+  // The copies out of this set of pinned buffers were enqueued two batches
+  // ago; usually they are long done and this does not wait.
+  const int slot = stagingSlot_;
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->waitEvent(slot)));
+  // The copies into the set's device buffers wait, on the GPU, for the
+  // entry that read them two batches ago.
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->beginInputCopy(slot)));
+  std::vector<void *> &device = deviceInputs_[slot];
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    size_t idx = m.userInputs[j];
+    if (!e.usesInput[idx])
+      continue;
+    const InputDesc &in = m.inputs[idx];
+    copyRowsPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes,
+                   numThreads_);
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->uploadInput(device[idx], staging_[slot][idx], in.bytes)));
+  }
+  if (m.sampleWeightsInput && m.tokenLabelsInput &&
+      e.usesInput[*m.sampleWeightsInput]) {
+    // One weight per token, from the staged labels (stage() says why).
+    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(
+        staging_[slot][*m.tokenLabelsInput],
+        staging_[slot][*m.sampleWeightsInput], samples, kind));
+    size_t idx = *m.sampleWeightsInput;
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->uploadInput(
+        device[idx], staging_[slot][idx], m.inputs[idx].bytes)));
+    deviceWeightsSamples_[slot] = -1;
+  } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
+             deviceWeightsSamples_[slot] != samples) {
+    size_t idx = *m.sampleWeightsInput;
+    unsigned char *w = staging_[slot][idx];
+    for (int64_t i = 0; i < b; ++i) {
+      double v = i < samples ? 1.0 : 0.0;
+      if (m.inputs[idx].dtype == DType::F64)
+        reinterpret_cast<double *>(w)[i] = v;
+      else
+        reinterpret_cast<float *>(w)[i] = float(v);
+    }
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->uploadInput(device[idx], w, m.inputs[idx].bytes)));
+    deviceWeightsSamples_[slot] = samples;
+  }
+  if (!m.tokenLabelsInput)
+    lastCount_ = samples;
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->endInputCopy(slot)));
+  stagedSet_ = slot;
+  stagingSlot_ = 1 - slot;
+  return Status::success();
+}
+
+Status Session::enqueueLossCopy() {
+  const TensorDesc &loss =
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput];
+  if (lossCount_ >= lossCapacity_)
+    CLEAVE_RETURN_IF_ERROR(reserveLossSlots(lossCount_ + 1));
+  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+      gpu_->download(lossSlots_ + lossCount_ * sizeof(double),
+                     b.deviceOutputs[manifest_.lossOutput], loss.bytes)));
+  ++lossCount_;
+  lossPending_ = true;
+  return Status::success();
+}
+
+double Session::lastLoss() const {
+  if (!lossPending_)
+    return lastLoss_;
+  lossPending_ = false;
+  if (!noteDeviceError(gpu_->synchronize()).ok()) {
+    lastLoss_ = std::numeric_limits<double>::quiet_NaN();
+    return lastLoss_;
+  }
+  const DType dtype =
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype;
+  double sum = 0.0;
+  for (size_t i = 0; i < lossCount_; ++i)
+    sum += readScalar(dtype, lossSlots_ + i * sizeof(double));
+  lastLoss_ = sum / double(lossSamples_);
+  return lastLoss_;
+}
+
+Status Session::run(EntryKind kind) {
+  if (gpu_)
+    return runOnDevice(kind);
+  if (numThreads_ > 0)
+    omp_set_num_threads(numThreads_);
+  Binding &b = bindings_[static_cast<size_t>(kind)];
+  // apply_step reads the accumulators and writes the parameters.
+  const bool update = kind == EntryKind::ApplyStep;
+  if (update) {
+    Status settled = kernelContext_->beginParameterUpdate();
+    if (!settled.ok()) {
+      failure_ =
+          settled.withContext(artifact_->path() + ": " + entryName(kind));
+      return failure_;
+    }
+  }
+  const uint64_t before = totalBytesSent();
+  b.fn(kernelContext_.get(), b.args.data());
+  windowBytes_ += totalBytesSent() - before;
+  if (update)
+    kernelContext_->endParameterUpdate();
+  return entryResult(kind);
+}
+
+Status Session::entryResult(EntryKind kind) {
+  // A kernel that failed recorded why and turned the rest of the entry's
+  // kernel calls into no-ops; the entry's own code ran on regardless, so
+  // the globals are now part old, part new.
+  Status error = kernelContext_->failed()
+                     ? kernelContext_->error()
+                     : KernelContext::takeErrorWithoutContext();
+  if (error.ok())
+    return Status::success();
+  kernelContext_->clearError();
+  failure_ = error.withContext(artifact_->path() + ": " + entryName(kind));
+  return failure_;
+}
+
+Status Session::runOnDevice(EntryKind kind) {
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
+  // An entry that reads inputs reads the set of the batch staged last, once
+  // its copies are done; the next copy into the set waits for the entry.
+  const bool readsInputs = !b.inputArgs.empty();
+  const int set = readsInputs ? stagedSet_ : 0;
+  if (readsInputs) {
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->useInputs(set)));
+    for (const auto &[arg, input] : b.inputArgs)
+      b.args[arg] = deviceInputs_[set][input];
+  }
+  Status status = enqueueOnDevice(kind, set);
+  if (readsInputs)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->doneWithInputs(set)));
+  return status;
+}
+
+Status Session::enqueueOnDevice(EntryKind kind, int set) {
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
+  auto enqueue = [&] {
+    // Launch errors of the artifact's kernels go to this context.
+    GpuLaunchScope scope(kernelContext_.get());
+    b.fn(kernelContext_.get(), b.args.data());
+  };
+  auto launchFailed = [&](const Status &status) {
+    failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
+    return failure_;
+  };
+  void *&graph = graphs_[k][size_t(set)];
+  if (graph) {
+    Status launched = gpu_->launchGraph(graph);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // The first runs load the kernel modules and let the libraries set
+  // themselves up; then the entry's work (it only enqueues, on arguments
+  // that never change for an input set) is captured once per set and
+  // replayed as one graph launch. eval_step runs directly: it is not in the
+  // training loop.
+  const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
+                       !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
+  // From now on the entry runs directly; said once, with the reason, since
+  // it costs every step a launch per kernel.
+  auto runWithoutGraph = [&](std::string_view reason) {
+    noGraph_[k] = true;
+    notes_.push_back(std::string(entryName(kind)) +
+                     " could not be captured into a CUDA graph and runs "
+                     "directly from now on (every kernel launched on each "
+                     "step; a graph captured before still replays): " +
+                     std::string(reason));
+  };
+  if (!capture) {
+    enqueue();
+    return entryResult(kind);
+  }
+  if (Status began = gpu_->beginCapture(); !began.ok()) {
+    runWithoutGraph(began.message());
+    enqueue();
+    return entryResult(kind);
+  }
+  enqueue();
+  void *captured = nullptr;
+  Status ended = gpu_->endCapture(captured);
+  if (ended.ok() && !kernelContext_->failed()) {
+    graph = captured;
+    Status launched = gpu_->launchGraph(graph);
+    return launched.ok() ? Status::success() : launchFailed(launched);
+  }
+  // Nothing of the entry ran, and a call that failed during the capture
+  // may have failed because of it: the entry runs directly, now and from
+  // now on, and a real error shows again.
+  std::string reason = !ended.ok() ? ended.message() : std::string();
+  if (kernelContext_->failed())
+    reason += std::string(reason.empty() ? "" : "; ") +
+              "a library call failed while it was captured (" +
+              kernelContext_->error().message() + ")";
+  kernelContext_->clearError();
+  (void)KernelContext::takeErrorWithoutContext();
+  runWithoutGraph(reason);
+  enqueue();
+  return entryResult(kind);
+}
+
+Status Session::checkUsable() const {
+  if (failure_.ok())
+    return Status::success();
+  return makeError(CLEAVE_FAILED_PRECONDITION,
+                   "the session is unusable since an entry point failed (",
+                   failure_.message(),
+                   "); destroy it or load a checkpoint into it");
+}
+
+Status Session::checkTraining(const char *what) const {
+  if (manifest_.kind != ArtifactKind::Inference)
+    return Status::success();
+  return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
+                   ": an inference artifact (compiled forward-only) cannot ",
+                   what, "; it has eval_step alone");
+}
+
+Status Session::microStep(const cleave_batch &batch) {
+  CLEAVE_RETURN_IF_ERROR(checkTraining("run a micro-step"));
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
+  int64_t before = *microSteps_;
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::MicroStep));
+  if (gpu_) {
+    // The counters advance on the device; the session counts along rather
+    // than waiting for them (pullGlobals checks they agree).
+    ++*microSteps_;
+    if (!inTrainBatch_) {
+      lossCount_ = 0;
+      lossSamples_ = 0;
+    }
+    lossSamples_ += lastCount_;
+    CLEAVE_RETURN_IF_ERROR(enqueueLossCopy());
+    if (*microSteps_ >= accumulate_)
+      return apply();
+    return Status::success();
+  }
+  if (*microSteps_ != before + 1)
+    return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                     ": micro_step changed train.micro_steps from ", before,
+                     " to ", *microSteps_, " (expected ", before + 1, ")");
+  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
+  lastLossSum_ = readScalar(
+      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype,
+      b.outputs[manifest_.lossOutput].data());
+  lastLoss_ = lastLossSum_ / double(lastCount_);
+  if (*microSteps_ >= accumulate_)
+    return apply();
+  return Status::success();
+}
+
+Status Session::apply() {
+  int64_t stepBefore = *step_;
+  // Also here, not only after each apply: train.step may have been written
+  // through writeGlobal since.
+  syncScheduledLr();
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
+  lastWindowBytes_ = windowBytes_;
+  windowBytes_ = 0;
+  // The apply step's verdict on the window: 0, or which sum was not finite
+  // (its update was skipped and train.step left alone).
+  int64_t verdict = 0;
+  if (const std::optional<size_t> g = manifest_.nonfiniteGlobal) {
+    if (gpu_) {
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+          globals_[*g].data(), deviceGlobals_[*g], sizeof(int64_t))));
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
+    }
+    std::memcpy(&verdict, globals_[*g].data(), sizeof(verdict));
+  }
+  const int64_t advance = verdict == 0 ? 1 : 0;
+  if (gpu_) {
+    *microSteps_ = 0;
+    *step_ += advance;
+  } else {
+    if (*microSteps_ != 0)
+      return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                       ": apply_step left train.micro_steps at ", *microSteps_,
+                       " (expected 0)");
+    if (*step_ != stepBefore + advance)
+      return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                       ": apply_step changed train.step from ", stepBefore,
+                       " to ", *step_, " (expected ", stepBefore + advance,
+                       ")");
+  }
+  syncScheduledLr();
+  if (verdict == 0 || skipNonfinite_)
+    return Status::success();
+  return nonfiniteWindow(verdict, stepBefore);
+}
+
+Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
+  const Manifest &m = manifest_;
+  // The window sums are the accumulators, in manifest order.
+  std::string what = "window sum #" + std::to_string(verdict);
+  int64_t position = 0;
+  for (const GlobalDesc &g : m.globals) {
+    if (g.kind != GlobalKind::Accumulator || ++position != verdict)
+      continue;
+    if (!g.of.empty())
+      what = "the gradient of '" + g.of + "'";
+    else if (g.name == "train.loss")
+      what = "the loss";
+    else if (g.name == "train.samples")
+      what = "the sample count";
+    else
+      what = "'" + g.name + "'";
+    break;
+  }
+  // Windows applied so far, this one included: the steps taken and skipped
+  // (both counters are checkpointed, so the count survives a resume).
+  int64_t skipped = 0;
+  if (m.skippedStepsGlobal) {
+    if (gpu_) {
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+          globals_[*m.skippedStepsGlobal].data(),
+          deviceGlobals_[*m.skippedStepsGlobal], sizeof(int64_t))));
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
+    }
+    std::memcpy(&skipped, globals_[*m.skippedStepsGlobal].data(),
+                sizeof(skipped));
+  }
+  return makeError(CLEAVE_NON_FINITE, artifact_->path(), ": window ",
+                   *step_ + skipped, " (optimizer step ", step + 1, "): ", what,
+                   " is not finite (NaN or infinite); the step was skipped, "
+                   "the parameters and optimizer state are unchanged");
+}
+
+Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
+  const Manifest &m = manifest_;
+  CLEAVE_RETURN_IF_ERROR(checkTraining("train"));
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
+  if (microSize < 1 || microSize > m.microBatch)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
+                     ", expected 1 to ", m.microBatch,
+                     " (the micro-batch size)");
+  // The whole batch is checked first so that a bad one trains nothing.
+  CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::MicroStep, batch,
+                                    std::numeric_limits<int64_t>::max()));
+  if (microSize < m.microBatch && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
+                     " but the artifact has no sample-weights input, so "
+                     "micro-batches must have exactly ",
+                     m.microBatch, " samples");
+  if (batch.samples % microSize != 0 && !m.sampleWeightsInput)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ",
+                     batch.samples, ", not a multiple of micro_size ",
+                     microSize,
+                     ", and the artifact has no sample-weights "
+                     "input to pad the last micro-batch");
+  cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
+                     sliceBytes_.data()};
+  if (gpu_) {
+    // One loss slot per micro-batch; summed when the loss is asked for.
+    CLEAVE_RETURN_IF_ERROR(
+        reserveLossSlots(size_t((batch.samples + microSize - 1) / microSize)));
+    lossCount_ = 0;
+    lossSamples_ = 0;
+    inTrainBatch_ = true;
+    Status status;
+    for (int64_t start = 0; status.ok() && start < batch.samples;
+         start += slice.samples) {
+      slice.samples = std::min(microSize, batch.samples - start);
+      for (size_t j = 0; j < m.userInputs.size(); ++j) {
+        size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
+        const auto *base = static_cast<const unsigned char *>(batch.data[j]);
+        sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
+        sliceBytes_[j] = size_t(slice.samples) * rowBytes;
+      }
+      status = microStep(slice);
+    }
+    inTrainBatch_ = false;
+    lastCount_ = lossSamples_;
+    return status;
+  }
+  double lossSum = 0.0;
+  int64_t count = 0;
+  // Advancing by the slice, not by microSize, keeps `start` <= samples: an
+  // artifact without user inputs accepts any sample count, up to INT64_MAX.
+  for (int64_t start = 0; start < batch.samples; start += slice.samples) {
+    slice.samples = std::min(microSize, batch.samples - start);
+    for (size_t j = 0; j < m.userInputs.size(); ++j) {
+      size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
+      const auto *base = static_cast<const unsigned char *>(batch.data[j]);
+      sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
+      sliceBytes_[j] = size_t(slice.samples) * rowBytes;
+    }
+    CLEAVE_RETURN_IF_ERROR(microStep(slice));
+    lossSum += lastLossSum_;
+    count += lastCount_;
+  }
+  lastLossSum_ = lossSum;
+  lastCount_ = count;
+  lastLoss_ = lossSum / double(count);
+  return Status::success();
+}
+
+Status Session::flush() {
+  CLEAVE_RETURN_IF_ERROR(checkTraining("apply a window"));
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
+  if (*microSteps_ > 0)
+    return apply();
+  return Status::success();
+}
+
+Status Session::eval(const cleave_batch &batch) {
+  if (!manifest_.entry(EntryKind::EvalStep).present)
+    return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
+                     ": the artifact has no eval_step entry");
+  CLEAVE_RETURN_IF_ERROR(checkUsable());
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::EvalStep, batch));
+  return run(EntryKind::EvalStep);
+}
+
+} // namespace cleave::rt
