@@ -266,6 +266,9 @@ private:
   Status checkCheckpoint(const CheckpointContents &c, const std::string &path,
                          Restore &plan) const;
   void applyCheckpoint(const CheckpointContents &c, const Restore &plan);
+  /// After a restore: the device's copy of the state becomes the restored
+  /// host state (nothing on the CPU). Every rank of a job calls it.
+  Status pushRestoredState();
   /// Collective: succeeds on every rank if `local` succeeded on every rank;
   /// otherwise a failed rank returns its own error and the others one
   /// naming the failed ranks.

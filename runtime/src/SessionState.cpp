@@ -442,16 +442,7 @@ Status Session::loadCheckpoint(const std::string &path) {
     CLEAVE_RETURN_IF_ERROR(readCheckpoint(path, loaded));
     CLEAVE_RETURN_IF_ERROR(checkCheckpoint(loaded.contents(), path, plan));
     applyCheckpoint(loaded.contents(), plan);
-    if (gpu_) {
-      // Whatever the GPU was doing is finished or failed; the restored
-      // state replaces it.
-      lossPending_ = false;
-      Status pushed = pushState();
-      if (!pushed.ok())
-        failure_ = pushed;
-      return pushed;
-    }
-    return Status::success();
+    return pushRestoredState();
   }
   // Rank 0 reads the job's file and hands every other rank its part; no
   // rank changes its state unless every rank's part checks out.
@@ -484,7 +475,19 @@ Status Session::loadCheckpoint(const std::string &path) {
     local = checkCheckpoint(loaded.contents(), name, plan);
   CLEAVE_RETURN_IF_ERROR(agreeOnStatus(local));
   applyCheckpoint(loaded.contents(), plan);
-  return Status::success();
+  return agreeOnStatus(pushRestoredState());
+}
+
+Status Session::pushRestoredState() {
+  if (!gpu_)
+    return Status::success();
+  // Whatever the GPU was doing is finished or failed; the restored state
+  // replaces it.
+  lossPending_ = false;
+  Status pushed = pushState();
+  if (!pushed.ok())
+    failure_ = pushed;
+  return pushed;
 }
 
 } // namespace cleave::rt

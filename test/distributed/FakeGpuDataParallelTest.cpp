@@ -28,7 +28,9 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 using namespace cleave;
@@ -138,6 +140,49 @@ TEST(FakeGpuDataParallel, AdasumStagesThroughTheHost) {
   trainSideBySide(CLEAVE_FAKE_SGD_ADASUM, CLEAVE_FAKE_SGD_CUDA_ADASUM,
                   /*windows=*/4);
   EXPECT_EQ(ncclAllReduceCalls(), callsBefore) << "Adasum is not NCCL's";
+}
+
+// A checkpoint of the job, saved mid-window, resumes on the GPUs: every
+// rank's restored state reaches its device before it trains on.
+TEST(FakeGpuDataParallel, ACheckpointResumesOnTheGpus) {
+  const int rank = worldRank();
+  const std::string dir = std::string(CLEAVE_TEST_TMPDIR) + "/gpu-checkpoint";
+  if (rank == 0) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string path = dir + "/job.ckpt";
+  constexpr int kStopAt = 6, kTotal = 12; // N = 4: mid-window
+  Data data = makeData(kTotal * kMicroBatch, 21 + rank);
+  auto microStep = [&](Session &s, int i) {
+    Data part = data.slice(i * kMicroBatch, kMicroBatch); // b points into it
+    Batch b = part.batch();
+    s.microStep(b);
+  };
+  Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD_CUDA);
+  Session straight(artifact,
+                   distributedOn(CLEAVE_DEVICE_CUDA, CLEAVE_DEVICE_ORDINAL_AUTO));
+  for (int i = 0; i < kStopAt; ++i)
+    microStep(straight, i);
+  straight.saveCheckpoint(rank == 0 ? path : std::string("ignored"));
+  for (int i = kStopAt; i < kTotal; ++i)
+    microStep(straight, i);
+
+  // Another seed: every value on the GPUs must come from the checkpoint.
+  SessionOptions other =
+      distributedOn(CLEAVE_DEVICE_CUDA, CLEAVE_DEVICE_ORDINAL_AUTO);
+  other.seed = 1234;
+  Session resumed(artifact, other);
+  resumed.loadCheckpoint(rank == 0 ? path : std::string("ignored"));
+  ASSERT_EQ(resumed.step(), kStopAt / 4);
+  for (int i = kStopAt; i < kTotal; ++i)
+    microStep(resumed, i);
+  EXPECT_EQ(resumed.step(), straight.step());
+  EXPECT_EQ(snapshotGlobals(resumed), snapshotGlobals(straight));
+  // Trained, and trained on numbers: NaN bytes would compare equal too.
+  for (float w : straight.readGlobal<float>("fc.weight"))
+    ASSERT_TRUE(std::isfinite(w));
 }
 
 TEST(FakeGpuDataParallel, OneGpuForSeveralRanksIsRefused) {
