@@ -521,9 +521,6 @@ public:
     }
     return built->getResult();
   }
-  /// `v` transposed by `perm` (`nn.transpose`).
-  FailureOr<Value> transposed(NodeImporter &n, Value v, ArrayRef<int64_t> perm);
-
   /// A rank-0 constant of `like`'s element type.
   Value scalar(Value like, double v) {
     return like ? scalarLike(n, like, v) : fail();
