@@ -238,7 +238,8 @@ void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
     // Chunks of 256 KiB, a static share each: a bandwidth-bound copy.
     constexpr size_t kChunk = size_t(256) << 10;
     const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
-    const int team = threads > 0 ? threads : omp_get_max_threads();
+    [[maybe_unused]] const int team =
+        threads > 0 ? threads : omp_get_max_threads();
 #pragma omp parallel for num_threads(team) schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const size_t begin = size_t(c) * kChunk;

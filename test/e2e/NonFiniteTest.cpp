@@ -27,7 +27,6 @@ namespace cleave::e2e {
 namespace {
 
 constexpr int64_t kMicroBatch = 8;
-constexpr int64_t kN = 4;
 constexpr int64_t kPixels = 28 * 28;
 
 /// The micro-batches of a run: random images and labels, one pixel of

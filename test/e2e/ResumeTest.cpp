@@ -35,7 +35,6 @@ namespace {
 /// each epoch ends with a partial window of 2), 2 epochs = 76 micro-steps, a
 /// checkpoint every 5 micro-steps.
 constexpr int64_t kMicroStepsPerEpoch = 38;
-constexpr int64_t kTotalMicroSteps = 2 * kMicroStepsPerEpoch;
 constexpr int64_t kCheckpointEvery = 5;
 
 std::vector<std::string> smallRun(const TempDir &dir, const std::string &name,
