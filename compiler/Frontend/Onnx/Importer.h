@@ -173,9 +173,9 @@ struct OpImporter {
 using ImporterTable = llvm::StringMap<OpImporter>;
 
 /// Registers the importer of op `name`: the one place an op is registered.
-/// Returns the new entry, whose setters give the rest of it (chained at
-/// once: a later registration may move it). Registering a name twice, or a
-/// null `fn`, is a programming error (a fatal error naming the op).
+/// Returns the new entry, whose setters give the rest of it. Registering a
+/// name twice, or a null `fn`, is a programming error (a fatal error naming
+/// the op).
 OpImporter &addImporter(ImporterTable &table, llvm::StringRef name,
                         ImportFn fn);
 
