@@ -331,7 +331,7 @@ Status ManifestParser::parseTarget(const json &root) {
 
 /// `device`, and for `cuda` the architectures of its GPU code: `gpu_arches`
 /// (required, at least one, no repeats) and `ptx_arch` (optional). Which of
-/// them a GPU can run is decided when a session is created (gpu/GpuArch.h).
+/// them a GPU can run is decided when a session is created (device/GpuArch.h).
 Status ManifestParser::parseDevice(const json &root) {
   const json *device, *arches, *ptx;
   CLEAVE_RETURN_IF_ERROR(field(root, "", "device", false, device));

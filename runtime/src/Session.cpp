@@ -13,8 +13,8 @@
 #include "Initializers.h"
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "gpu/Gpu.h"
-#include "gpu/GpuArch.h"
+#include "device/Gpu.h"
+#include "device/GpuArch.h"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>

@@ -11,8 +11,8 @@
 
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "gpu/Gpu.h"
-#include "gpu/Modules.h"
+#include "device/Gpu.h"
+#include "device/Modules.h"
 #include "kernels/KernelContext.h"
 
 #include <omp.h>

@@ -13,7 +13,7 @@
 #include "LrSchedule.h"
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "gpu/Gpu.h"
+#include "device/Gpu.h"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>

@@ -71,7 +71,7 @@ public:
 /// cleave_cross_rank_reduce of a GPU session with several ranks: `buffers`
 /// are device pointers, and the reduction is enqueued on the session's
 /// stream like the kernels around it. The GPU layer implements it with NCCL
-/// (gpu/Nccl.cpp). `kind` is a CLEAVE_REDUCE_* value of kernel_abi.h, checked
+/// (device/cuda/Nccl.cpp). `kind` is a CLEAVE_REDUCE_* value of kernel_abi.h, checked
 /// by the caller. Returns what went wrong (the caller records it).
 class DeviceCollectives {
 public:
@@ -83,7 +83,7 @@ public:
 /// The kernel library of a session whose entry points run on a GPU
 /// (`"device": "cuda"`): the same kernel table and semantics as the oneDNN
 /// kernels, on device pointers, enqueued on the session's stream. Created
-/// by the GPU layer (gpu/Gpu.h), which checks every entry when the session
+/// by the GPU layer (device/Gpu.h), which checks every entry when the session
 /// is created; a call returns what went wrong instead of recording it, and
 /// the C entry points record it in the context as they do for oneDNN.
 class DeviceKernels {

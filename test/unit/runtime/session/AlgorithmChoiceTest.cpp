@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/AlgorithmChoice.h"
+#include "device/cuda/AlgorithmChoice.h"
 
 #include <gtest/gtest.h>
 

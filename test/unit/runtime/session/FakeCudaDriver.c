@@ -3,7 +3,7 @@
  * Built as libcuda.so.1 in a directory of its own; tests that put that
  * directory on LD_LIBRARY_PATH get it when the runtime dlopens the driver.
  * It implements exactly the entry points the runtime resolves
- * (runtime/src/gpu/CudaDriver.h), with cuda.h's signatures and exported
+ * (runtime/src/device/cuda/CudaDriver.h), with cuda.h's signatures and exported
  * names (cuMemAlloc is cuMemAlloc_v2 by cuda.h's macros). See FakeCuda.h.
  *
  * Devices: two, device 0 of compute capability 9.0 and device 1 of 7.5,

@@ -2,8 +2,8 @@
  *
  * Built as libnccl.so.2 next to FakeCudaDriver.c's libcuda.so.1, for the
  * data-parallel tests of cuda sessions on machines without GPUs. It
- * implements the entry points the runtime resolves (runtime/src/gpu/
- * Nccl.cpp) with nccl.h's signatures. The fake driver's device memory is
+ * implements the entry points the runtime resolves (runtime/src/device/
+ * cuda/Nccl.cpp) with nccl.h's signatures. The fake driver's device memory is
  * host memory, so an all-reduce is an MPI_Allreduce in place; it is
  * enqueued as a launch of a fake kernel on the given stream, as NCCL's own
  * kernels are, so that it is ordered with the session's other work and

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/GpuArch.h"
+#include "device/GpuArch.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_CUDADRIVER_H
-#define CLEAVE_RUNTIME_GPU_CUDADRIVER_H
+#ifndef CLEAVE_RUNTIME_DEVICE_CUDA_CUDADRIVER_H
+#define CLEAVE_RUNTIME_DEVICE_CUDA_CUDADRIVER_H
 
 #include "Status.h"
 
@@ -97,4 +97,4 @@ struct CudaDriver {
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_CUDADRIVER_H
+#endif // CLEAVE_RUNTIME_DEVICE_CUDA_CUDADRIVER_H

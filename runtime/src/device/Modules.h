@@ -4,7 +4,7 @@
 // global constructor hands its fatbin to mgpuModuleLoad when the artifact is
 // dlopened, and every launch calls mgpuModuleGetFunction and
 // mgpuLaunchKernel (signatures of upstream MLIR's CudaRuntimeWrappers.cpp).
-// libcleave_runtime defines them (gpu/Modules.cpp): loading only records the
+// libcleave_runtime defines them (device/Modules.cpp): loading only records the
 // blob, since no driver may be touched at dlopen time (there may be none);
 // the module is loaded into a device's context the first time a kernel of it
 // is looked up there, and its functions are cached per context.
@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_MODULES_H
-#define CLEAVE_RUNTIME_GPU_MODULES_H
+#ifndef CLEAVE_RUNTIME_DEVICE_MODULES_H
+#define CLEAVE_RUNTIME_DEVICE_MODULES_H
 
 #include <cstddef>
 #include <cstdint>
@@ -60,4 +60,4 @@ CLEAVE_MGPU_EXPORT void mgpuLaunchKernel(void *function, intptr_t gridX,
                                          void **extra, size_t paramsCount);
 }
 
-#endif // CLEAVE_RUNTIME_GPU_MODULES_H
+#endif // CLEAVE_RUNTIME_DEVICE_MODULES_H

@@ -1,6 +1,6 @@
 //===- GpuArch.cpp - Which GPU code of an artifact a device runs ----------===//
 
-#include "gpu/GpuArch.h"
+#include "device/GpuArch.h"
 
 namespace cleave::rt {
 

@@ -36,11 +36,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/CudaKernels.h"
+#include "device/cuda/CudaKernels.h"
 
-#include "gpu/AlgorithmChoice.h"
-#include "gpu/CudaDriver.h"
-#include "gpu/Gpu.h"
+#include "device/cuda/AlgorithmChoice.h"
+#include "device/cuda/CudaDriver.h"
+#include "device/Gpu.h"
 #include "kernels/Kernel.h"
 #include "kernels/KernelContext.h"
 #include "kernels/KernelSpec.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/Gpu.h"
+#include "device/Gpu.h"
 
 namespace cleave::rt {
 

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_GPUARCH_H
-#define CLEAVE_RUNTIME_GPU_GPUARCH_H
+#ifndef CLEAVE_RUNTIME_DEVICE_GPUARCH_H
+#define CLEAVE_RUNTIME_DEVICE_GPUARCH_H
 
 #include "Manifest.h"
 #include "Status.h"
@@ -48,4 +48,4 @@ Status checkDriverVersion(int driverVersion, int headersVersion);
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_GPUARCH_H
+#endif // CLEAVE_RUNTIME_DEVICE_GPUARCH_H

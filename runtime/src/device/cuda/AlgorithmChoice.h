@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
-#define CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
+#ifndef CLEAVE_RUNTIME_DEVICE_CUDA_ALGORITHMCHOICE_H
+#define CLEAVE_RUNTIME_DEVICE_CUDA_ALGORITHMCHOICE_H
 
 #include <algorithm>
 #include <array>
@@ -75,4 +75,4 @@ int firstExactAlgorithm(const Perf *perf, int found, StatusT success,
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_ALGORITHMCHOICE_H
+#endif // CLEAVE_RUNTIME_DEVICE_CUDA_ALGORITHMCHOICE_H

@@ -1,7 +1,7 @@
 //===- CudaDriver.cpp - The CUDA driver API, loaded at run time -----------===//
 
-#include "gpu/CudaDriver.h"
-#include "gpu/GpuArch.h"
+#include "device/cuda/CudaDriver.h"
+#include "device/GpuArch.h"
 
 #include <dlfcn.h>
 

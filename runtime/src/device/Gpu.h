@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_GPU_H
-#define CLEAVE_RUNTIME_GPU_GPU_H
+#ifndef CLEAVE_RUNTIME_DEVICE_GPU_H
+#define CLEAVE_RUNTIME_DEVICE_GPU_H
 
 #include "Manifest.h"
 #include "Status.h"
@@ -142,7 +142,7 @@ public:
 
   /// The reduction of cleave_cross_rank_reduce when the session is one of
   /// `comm`'s ranks (more than one): NCCL on this GPU's stream
-  /// (gpu/Nccl.h). Collective: every rank of the job calls it, and they all
+  /// (device/cuda/Nccl.h). Collective: every rank of the job calls it, and they all
   /// succeed or all fail.
   virtual Status createCollectives(Communicator &comm,
                                    std::unique_ptr<DeviceCollectives> &out) = 0;
@@ -150,4 +150,4 @@ public:
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_GPU_H
+#endif // CLEAVE_RUNTIME_DEVICE_GPU_H

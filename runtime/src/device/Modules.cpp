@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/Modules.h"
+#include "device/Modules.h"
 
 #include "Status.h"
-#include "gpu/Gpu.h"
+#include "device/Gpu.h"
 #include "kernels/KernelContext.h"
 
 #ifdef CLEAVE_HAVE_CUDA
-#include "gpu/CudaDriver.h"
+#include "device/cuda/CudaDriver.h"
 #endif
 
 #include <cstring>

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_CUDAKERNELS_H
-#define CLEAVE_RUNTIME_GPU_CUDAKERNELS_H
+#ifndef CLEAVE_RUNTIME_DEVICE_CUDA_CUDAKERNELS_H
+#define CLEAVE_RUNTIME_DEVICE_CUDA_CUDAKERNELS_H
 
 #include "Status.h"
 
@@ -35,4 +35,4 @@ Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_CUDAKERNELS_H
+#endif // CLEAVE_RUNTIME_DEVICE_CUDA_CUDAKERNELS_H

@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/Nccl.h"
+#include "device/cuda/Nccl.h"
 
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "gpu/CudaDriver.h"
-#include "gpu/Gpu.h"
+#include "device/cuda/CudaDriver.h"
+#include "device/Gpu.h"
 #include "kernels/KernelContext.h"
 
 #include "cleave/kernel_abi.h"

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_RUNTIME_GPU_NCCL_H
-#define CLEAVE_RUNTIME_GPU_NCCL_H
+#ifndef CLEAVE_RUNTIME_DEVICE_CUDA_NCCL_H
+#define CLEAVE_RUNTIME_DEVICE_CUDA_NCCL_H
 
 #include "Status.h"
 
@@ -41,4 +41,4 @@ Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
 
 } // namespace cleave::rt
 
-#endif // CLEAVE_RUNTIME_GPU_NCCL_H
+#endif // CLEAVE_RUNTIME_DEVICE_CUDA_NCCL_H

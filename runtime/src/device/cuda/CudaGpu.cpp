@@ -1,18 +1,18 @@
 //===- CudaGpu.cpp - A session's hold on a CUDA device --------------------===//
 //
-// The Gpu of gpu/Gpu.h on the CUDA driver API. Each device is used through
+// The Gpu of device/Gpu.h on the CUDA driver API. Each device is used through
 // its primary context, retained once per process and never released:
 // sessions on one GPU share it (as the CUDA runtime API would), and the
-// modules the mgpu* functions load into it (gpu/Modules.cpp) stay valid for
+// modules the mgpu* functions load into it (device/Modules.cpp) stay valid for
 // as long as the artifact that owns them.
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpu/CudaDriver.h"
-#include "gpu/CudaKernels.h"
-#include "gpu/Gpu.h"
-#include "gpu/GpuArch.h"
-#include "gpu/Nccl.h"
+#include "device/cuda/CudaDriver.h"
+#include "device/cuda/CudaKernels.h"
+#include "device/Gpu.h"
+#include "device/GpuArch.h"
+#include "device/cuda/Nccl.h"
 
 #include <map>
 #include <mutex>
