@@ -189,8 +189,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     Status built = session->gpu_->createKernels(m.kernels, kernels);
     if (!built.ok())
       return built.withContext(path + ": kernels");
-    session->kernelContext_ =
-        KernelContext::createForDevice(std::move(kernels));
+    session->kernelContext_ = KernelContext::createForDevice(
+        std::move(kernels), session->gpu_->modules());
   } else {
     std::string error;
     session->kernelContext_ = KernelContext::create(m.kernels, error);

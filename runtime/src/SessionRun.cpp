@@ -401,7 +401,7 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   Binding &b = bindings_[k];
   auto enqueue = [&] {
     // Launch errors of the artifact's kernels go to this context.
-    GpuLaunchScope scope(kernelContext_.get());
+    EntryScope scope(kernelContext_.get());
     b.fn(kernelContext_.get(), b.args.data());
   };
   auto launchFailed = [&](const Status &status) {

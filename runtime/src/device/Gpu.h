@@ -2,9 +2,9 @@
 //
 // Everything a session of a `cuda` artifact needs from the GPU, behind an
 // interface that names no CUDA type, so that the session (and every file but
-// the few in gpu/ that include cuda.h) compiles without the CUDA headers.
-// The runtime never links CUDA: the driver (libcuda.so.1), cuBLASLt and
-// cuDNN are loaded with dlopen when the first cuda session is created, so a
+// the few in device/cuda/ that include cuda.h) compiles without the CUDA
+// headers. The runtime never links CUDA: the driver (libcuda.so.1), cuBLASLt
+// and cuDNN are loaded with dlopen when the first cuda session is created, so a
 // runtime built with CUDA support still runs on machines without it, and
 // refuses a cuda artifact there with one line. docs/design/gpu-runtime.md
 // describes the design.
@@ -29,6 +29,7 @@ namespace cleave::rt {
 class Communicator;
 class DeviceCollectives;
 class DeviceKernels;
+class KernelModules;
 
 /// Whether this runtime was built with the CUDA headers (it can then run
 /// cuda artifacts where a driver and a GPU are present).
@@ -139,6 +140,10 @@ public:
   /// kernel this runtime cannot run on a GPU.
   virtual Status createKernels(const nlohmann::json &kernels,
                                std::unique_ptr<DeviceKernels> &out) = 0;
+
+  /// What the mgpu* functions of the artifact's GPU code do on this device
+  /// (device/KernelModules.h); owned by the Gpu.
+  virtual KernelModules *modules() = 0;
 
   /// The reduction of cleave_cross_rank_reduce when the session is one of
   /// `comm`'s ranks (more than one): NCCL on this GPU's stream

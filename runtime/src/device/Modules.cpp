@@ -1,9 +1,10 @@
 //===- Modules.cpp - The mgpu* functions of cuda artifacts ----------------===//
 //
-// See Modules.h. Compiled with or without the CUDA headers: an artifact's
-// constructor calls mgpuModuleLoad when it is loaded, which must succeed on
-// any runtime so that the artifact can be inspected and refused with a
-// clear line instead of failing to dlopen.
+// See Modules.h. No vendor header: an artifact's constructor calls
+// mgpuModuleLoad when it is loaded, which must succeed on any runtime so that
+// the artifact can be inspected and refused with a clear line instead of
+// failing to dlopen; lookups and launches go to the running entry point's
+// KernelModules.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,18 +12,12 @@
 
 #include "Status.h"
 #include "device/Gpu.h"
+#include "device/KernelModules.h"
 #include "kernels/KernelContext.h"
 
-#ifdef CLEAVE_HAVE_CUDA
-#include "device/cuda/CudaDriver.h"
-#endif
-
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <new>
 #include <string>
-#include <vector>
 
 namespace cleave::rt {
 
@@ -42,30 +37,24 @@ void fail(Status error) {
 /// launch then does nothing, as every later kernel call does.
 bool failedBefore() { return launchContext && launchContext->failed(); }
 
-/// A module of an artifact: its blob (owned by the artifact, which outlives
-/// the module: the artifact's destructor unloads it) and where it has been
-/// loaded.
-struct Module {
-  const void *data = nullptr;
-  size_t size = 0;
-  /// PTX from mgpuModuleLoadJIT, compiled at this optimisation level.
-  bool jit = false;
-  int optLevel = 0;
-#ifdef CLEAVE_HAVE_CUDA
-  struct Loaded {
-    CUcontext context = nullptr;
-    CUmodule module = nullptr;
-    std::map<std::string, CUfunction, std::less<>> functions;
-  };
-  std::mutex mutex;
-  std::vector<Loaded> loaded;
-#endif
-};
+/// The running entry point's device side of the mgpu* functions, or null
+/// after recording why there is none.
+KernelModules *modulesFor(const std::string &call) {
+  if (KernelModules *modules =
+          launchContext ? launchContext->modules() : nullptr)
+    return modules;
+  if (!runtimeHasCuda())
+    fail(Status(CLEAVE_FAILED_PRECONDITION, call + ": " + kNoCudaSupport));
+  else
+    fail(Status(CLEAVE_FAILED_PRECONDITION,
+                call + ": the calling entry point does not run on a GPU"));
+  return nullptr;
+}
 
-Module *newModule(const void *data, size_t size) {
+KernelModule *newModule(const void *data, size_t size) {
   // No exception may leave a C function; a null module makes every later
   // lookup fail with a clear error.
-  Module *m = new (std::nothrow) Module();
+  KernelModule *m = new (std::nothrow) KernelModule();
   if (!m) {
     fail(Status(CLEAVE_OUT_OF_MEMORY, "mgpuModuleLoad: out of memory"));
     return nullptr;
@@ -77,12 +66,11 @@ Module *newModule(const void *data, size_t size) {
 
 } // namespace
 
-GpuLaunchScope::GpuLaunchScope(KernelContext *context)
-    : previous_(launchContext) {
+EntryScope::EntryScope(KernelContext *context) : previous_(launchContext) {
   launchContext = context;
 }
 
-GpuLaunchScope::~GpuLaunchScope() { launchContext = previous_; }
+EntryScope::~EntryScope() { launchContext = previous_; }
 
 } // namespace cleave::rt
 
@@ -95,7 +83,7 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
 }
 
 void *mgpuModuleLoadJIT(void *data, int optLevel) {
-  Module *m =
+  KernelModule *m =
       newModule(data, data ? std::strlen(static_cast<char *>(data)) : 0);
   if (m) {
     m->jit = true;
@@ -105,100 +93,30 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
 }
 
 void mgpuModuleUnload(void *module) {
-  auto *m = static_cast<Module *>(module);
-  if (!m)
-    return;
-#ifdef CLEAVE_HAVE_CUDA
-  // Contexts are primary contexts the runtime never releases, so each
-  // module can still be unloaded from its own. Errors here (the driver shut
-  // down at process exit) have no one to go to.
-  if (const CudaDriver *d =
-          m->loaded.empty() ? nullptr : CudaDriver::loaded()) {
-    CUcontext previous = nullptr;
-    d->cuCtxGetCurrent(&previous);
-    for (Module::Loaded &l : m->loaded)
-      if (d->cuCtxSetCurrent(l.context) == CUDA_SUCCESS)
-        d->cuModuleUnload(l.module);
-    d->cuCtxSetCurrent(previous);
-  }
-#endif
-  delete m;
+  // What devices loaded is released with it (errors here, the driver shut
+  // down at process exit, have no one to go to).
+  delete static_cast<KernelModule *>(module);
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   if (failedBefore())
     return nullptr;
-  auto *m = static_cast<Module *>(module);
+  auto *m = static_cast<KernelModule *>(module);
   if (!m || !name) {
     fail(Status(CLEAVE_INTERNAL, "mgpuModuleGetFunction: NULL module or name"));
     return nullptr;
   }
-#ifndef CLEAVE_HAVE_CUDA
-  fail(Status(CLEAVE_FAILED_PRECONDITION,
-              std::string("mgpuModuleGetFunction: ") + kNoCudaSupport));
-  return nullptr;
-#else
-  const CudaDriver *d = CudaDriver::loaded();
-  if (!d) {
-    fail(Status(CLEAVE_FAILED_PRECONDITION,
-                "mgpuModuleGetFunction: the CUDA driver is not loaded"));
+  KernelModules *modules =
+      modulesFor(std::string("mgpuModuleGetFunction(") + name + ")");
+  if (!modules)
+    return nullptr;
+  void *function = nullptr;
+  Status found = modules->function(*m, name, function);
+  if (!found.ok()) {
+    fail(std::move(found));
     return nullptr;
   }
-  CUcontext context = nullptr;
-  if (d->cuCtxGetCurrent(&context) != CUDA_SUCCESS || !context) {
-    fail(Status(CLEAVE_INTERNAL,
-                std::string("mgpuModuleGetFunction(") + name +
-                    "): no CUDA context is current on this thread"));
-    return nullptr;
-  }
-  try {
-    std::lock_guard<std::mutex> lock(m->mutex);
-    Module::Loaded *loaded = nullptr;
-    for (Module::Loaded &l : m->loaded)
-      if (l.context == context)
-        loaded = &l;
-    if (!loaded) {
-      CUmodule cu = nullptr;
-      CUresult r;
-      if (m->jit) {
-        CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-        void *values[] = {reinterpret_cast<void *>(intptr_t(m->optLevel))};
-        r = d->cuModuleLoadDataEx(&cu, m->data, 1, options, values);
-      } else {
-        r = d->cuModuleLoadData(&cu, m->data);
-      }
-      if (r != CUDA_SUCCESS) {
-        fail(Status(CLEAVE_INTERNAL,
-                    std::string("mgpuModuleGetFunction(") + name +
-                        "): cannot load the artifact's GPU module (" +
-                        std::to_string(m->size) +
-                        " bytes): " + d->describe(r)));
-        return nullptr;
-      }
-      m->loaded.push_back({context, cu, {}});
-      loaded = &m->loaded.back();
-    }
-    auto it = loaded->functions.find(std::string_view(name));
-    if (it != loaded->functions.end())
-      return it->second;
-    CUfunction f = nullptr;
-    CUresult r = d->cuModuleGetFunction(&f, loaded->module, name);
-    if (r != CUDA_SUCCESS) {
-      fail(Status(CLEAVE_INTERNAL, std::string("mgpuModuleGetFunction: no "
-                                               "kernel '") +
-                                       name +
-                                       "' in the artifact's GPU "
-                                       "module: " +
-                                       d->describe(r)));
-      return nullptr;
-    }
-    loaded->functions.emplace(name, f);
-    return f;
-  } catch (const std::bad_alloc &) {
-    fail(Status(CLEAVE_OUT_OF_MEMORY, "mgpuModuleGetFunction: out of memory"));
-    return nullptr;
-  }
-#endif
+  return function;
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
@@ -213,37 +131,16 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     fail(Status(CLEAVE_INTERNAL, "mgpuLaunchKernel: NULL function"));
     return;
   }
-#ifndef CLEAVE_HAVE_CUDA
-  (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY,
-      (void)blockZ, (void)smem, (void)stream, (void)params, (void)extra;
-  fail(Status(CLEAVE_FAILED_PRECONDITION,
-              std::string("mgpuLaunchKernel: ") + kNoCudaSupport));
-#else
-  const CudaDriver *d = CudaDriver::loaded();
-  if (!d) {
-    fail(Status(CLEAVE_FAILED_PRECONDITION,
-                "mgpuLaunchKernel: the CUDA driver is not loaded"));
+  KernelModules *modules = modulesFor("mgpuLaunchKernel");
+  if (!modules)
     return;
-  }
-  auto *f = static_cast<CUfunction>(function);
-  CUresult r = d->cuLaunchKernel(
-      f, unsigned(gridX), unsigned(gridY), unsigned(gridZ), unsigned(blockX),
-      unsigned(blockY), unsigned(blockZ), unsigned(smem),
-      static_cast<CUstream>(stream), params, extra);
-  if (r == CUDA_SUCCESS)
-    return;
-  const char *name = nullptr;
-  if (d->cuFuncGetName)
-    d->cuFuncGetName(&name, f);
-  fail(Status(CLEAVE_INTERNAL,
-              std::string("mgpuLaunchKernel: kernel '") + (name ? name : "?") +
-                  "' (grid " + std::to_string(gridX) + "x" +
-                  std::to_string(gridY) + "x" + std::to_string(gridZ) +
-                  ", block " + std::to_string(blockX) + "x" +
-                  std::to_string(blockY) + "x" + std::to_string(blockZ) + ", " +
-                  std::to_string(smem) +
-                  " bytes of shared memory): " + d->describe(r)));
-#endif
+  LaunchDims dims;
+  dims.grid[0] = gridX, dims.grid[1] = gridY, dims.grid[2] = gridZ;
+  dims.block[0] = blockX, dims.block[1] = blockY, dims.block[2] = blockZ;
+  dims.sharedMemory = smem;
+  Status launched = modules->launch(function, dims, stream, params, extra);
+  if (!launched.ok())
+    fail(std::move(launched));
 }
 
 } // extern "C"

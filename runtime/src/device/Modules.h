@@ -4,15 +4,16 @@
 // global constructor hands its fatbin to mgpuModuleLoad when the artifact is
 // dlopened, and every launch calls mgpuModuleGetFunction and
 // mgpuLaunchKernel (signatures of upstream MLIR's CudaRuntimeWrappers.cpp).
-// libcleave_runtime defines them (device/Modules.cpp): loading only records the
-// blob, since no driver may be touched at dlopen time (there may be none);
-// the module is loaded into a device's context the first time a kernel of it
-// is looked up there, and its functions are cached per context.
+// libcleave_runtime defines them (device/Modules.cpp) without any vendor
+// header: loading only records the blob, since no driver may be touched at
+// dlopen time (there may be none); looking up and launching a kernel go to
+// the KernelModules of the device the running entry point is on
+// (device/KernelModules.h), which loads the module there the first time.
 //
-// Those functions take no kernel context, so they record their errors in the
-// context of the entry point running on the calling thread, which the
-// session names with a GpuLaunchScope around each entry-point call; like the
-// kernels' errors these are sticky (later launches do nothing).
+// Those functions take no kernel context, so they find the entry point
+// running on the calling thread through the EntryScope its caller opens
+// around it, and record their errors in its context; like the kernels'
+// errors these are sticky (later launches do nothing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +28,13 @@ namespace cleave::rt {
 class KernelContext;
 
 /// While alive, the mgpu* functions called on this thread belong to the
-/// entry point running on `context`.
-class GpuLaunchScope {
+/// entry point running on `context`, and use its KernelModules.
+class EntryScope {
 public:
-  explicit GpuLaunchScope(KernelContext *context);
-  ~GpuLaunchScope();
-  GpuLaunchScope(const GpuLaunchScope &) = delete;
-  GpuLaunchScope &operator=(const GpuLaunchScope &) = delete;
+  explicit EntryScope(KernelContext *context);
+  ~EntryScope();
+  EntryScope(const EntryScope &) = delete;
+  EntryScope &operator=(const EntryScope &) = delete;
 
 private:
   KernelContext *previous_;

@@ -185,10 +185,12 @@ KernelContext::create(const nlohmann::json &kernels, std::string &error) {
 }
 
 std::unique_ptr<KernelContext>
-KernelContext::createForDevice(std::unique_ptr<DeviceKernels> kernels) {
+KernelContext::createForDevice(std::unique_ptr<DeviceKernels> kernels,
+                               KernelModules *modules) {
   std::unique_ptr<KernelContext> context(
       new KernelContext(std::make_unique<Impl>()));
   context->device_ = std::move(kernels);
+  context->modules_ = modules;
   return context;
 }
 

@@ -31,6 +31,7 @@ namespace cleave::rt {
 
 class Communicator;
 class Kernel;
+class KernelModules;
 
 /// `bytes` bytes at `data`: one of a session's buffers.
 struct BufferRange {
@@ -132,9 +133,11 @@ public:
   static std::unique_ptr<KernelContext> create(const nlohmann::json &kernels,
                                                std::string &error);
   /// A context whose kernels run on a GPU: no oneDNN primitive is created,
-  /// every kernel call goes to `kernels`.
+  /// every kernel call goes to `kernels`, and the artifact's own GPU code is
+  /// looked up and launched through `modules` (not owned).
   static std::unique_ptr<KernelContext>
-  createForDevice(std::unique_ptr<DeviceKernels> kernels);
+  createForDevice(std::unique_ptr<DeviceKernels> kernels,
+                  KernelModules *modules);
   ~KernelContext();
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
@@ -165,6 +168,9 @@ public:
 
   /// The GPU kernels of a context made by createForDevice, else null.
   DeviceKernels *device() const { return device_.get(); }
+  /// What the mgpu* functions use on the context's device
+  /// (device/KernelModules.h); null on the CPU.
+  KernelModules *modules() const { return modules_; }
 
   /// The in-order CPU stream every kernel of this context executes on.
   dnnl::stream &stream();
@@ -221,6 +227,7 @@ private:
 
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<DeviceKernels> device_;
+  KernelModules *modules_ = nullptr;
   Status error_;
 };
 

@@ -8,10 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "device/cuda/CudaDriver.h"
-#include "device/cuda/CudaKernels.h"
 #include "device/Gpu.h"
 #include "device/GpuArch.h"
+#include "device/KernelModules.h"
+#include "device/cuda/CudaDriver.h"
+#include "device/cuda/CudaKernels.h"
+#include "device/cuda/CudaModules.h"
 #include "device/cuda/Nccl.h"
 
 #include <map>
@@ -123,6 +125,7 @@ public:
         CLEAVE_RETURN_IF_ERROR(
             d_.check(d_.cuEventCreate(&events[i], CU_EVENT_DISABLE_TIMING),
                      description_ + ": cannot create an event"));
+    modules_ = createCudaModules(d_, info_.context);
     return Status::success();
   }
 
@@ -293,6 +296,8 @@ public:
     return createCudaKernels(d_, *this, kernels, out);
   }
 
+  KernelModules *modules() override { return modules_.get(); }
+
   Status createCollectives(Communicator &comm,
                            std::unique_ptr<DeviceCollectives> &out) override {
     return createNcclCollectives(d_, *this, comm, out);
@@ -323,6 +328,7 @@ private:
   std::vector<CUgraphExec> graphs_;
   std::vector<CUdeviceptr> device_;
   std::vector<void *> pinned_;
+  std::unique_ptr<KernelModules> modules_;
 };
 
 } // namespace

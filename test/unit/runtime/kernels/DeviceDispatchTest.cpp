@@ -80,7 +80,7 @@ protected:
   void SetUp() override {
     auto kernels = std::make_unique<RecordingKernels>();
     device = kernels.get();
-    context = KernelContext::createForDevice(std::move(kernels));
+    context = KernelContext::createForDevice(std::move(kernels), nullptr);
     ASSERT_NE(context, nullptr);
   }
 
