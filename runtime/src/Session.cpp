@@ -185,12 +185,12 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   if (m.device == DeviceKind::Cuda)
     CLEAVE_RETURN_IF_ERROR(session->openGpu(options));
   if (session->gpu_) {
-    std::unique_ptr<DeviceKernels> kernels;
+    std::unique_ptr<KernelLibrary> kernels;
     Status built = session->gpu_->createKernels(m.kernels, kernels);
     if (!built.ok())
       return built.withContext(path + ": kernels");
-    session->kernelContext_ = KernelContext::createForDevice(
-        std::move(kernels), session->gpu_->modules());
+    session->kernelContext_ =
+        KernelContext::create(std::move(kernels), session->gpu_->modules());
   } else {
     std::string error;
     session->kernelContext_ = KernelContext::create(m.kernels, error);
@@ -206,8 +206,8 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   }
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
-  if (!session->gpu_)
-    session->enableLayoutCache();
+  // Keeps blocked copies on the CPU; a GPU's library keeps none.
+  session->enableLayoutCache();
   out = std::move(session);
   return Status::success();
 }

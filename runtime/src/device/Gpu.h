@@ -28,7 +28,7 @@ namespace cleave::rt {
 
 class Communicator;
 class DeviceCollectives;
-class DeviceKernels;
+class KernelLibrary;
 class KernelModules;
 
 /// Whether this runtime was built with the CUDA headers (it can then run
@@ -139,7 +139,7 @@ public:
   /// algorithm and workspace chosen here, once), or an error naming the
   /// kernel this runtime cannot run on a GPU.
   virtual Status createKernels(const nlohmann::json &kernels,
-                               std::unique_ptr<DeviceKernels> &out) = 0;
+                               std::unique_ptr<KernelLibrary> &out) = 0;
 
   /// What the mgpu* functions of the artifact's GPU code do on this device
   /// (device/KernelModules.h); owned by the Gpu.

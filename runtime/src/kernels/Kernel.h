@@ -9,6 +9,8 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_KERNEL_H
 #define CLEAVE_RUNTIME_KERNELS_KERNEL_H
 
+#include "kernels/KernelLibrary.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
@@ -20,18 +22,6 @@
 namespace cleave::rt {
 
 class LayoutCache;
-
-/// The entry point family a kernel belongs to: a call through the wrong
-/// family (e.g. cleave_kernel_matmul with the id of a convolution) is caught
-/// by comparing kinds.
-enum class KernelKind {
-  Matmul,
-  ConvolutionForward,
-  ConvolutionBackwardData,
-  ConvolutionBackwardWeights,
-  PoolingForward,
-  PoolingBackward,
-};
 
 /// Plans the transient memory of all kernels of a context: staging copies in
 /// a primitive's preferred layout, pooling workspaces, primitive scratchpads.

@@ -1,12 +1,12 @@
 //===- KernelContext.h - The `ctx` of generated code ------------*- C++ -*-===//
 //
-// KernelContext owns every oneDNN primitive of one session (one per entry of
-// the manifest's `kernels` array), the stream they run on, the arena that
-// holds their transient memory, and the session's communicator. Generated
-// code receives it as the opaque `void *ctx` of runtime/include/cleave/
-// kernel_abi.h and passes it to every kernel call. Kernel calls return
-// nothing, so the context also holds the first error one of them hit, for
-// the caller of the entry point to report.
+// KernelContext is what one session's (or executable's) generated code
+// receives as the opaque `void *ctx` of runtime/include/cleave/kernel_abi.h
+// and passes to every kernel call: the kernel library of the device it runs
+// on (kernels/KernelLibrary.h), the device's loader of the artifact's own GPU
+// code (device/KernelModules.h; null on the CPU), and the collectives of the
+// session's ranks. Kernel calls return nothing, so the context also holds the
+// first error one of them hit, for the caller of the entry point to report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #define CLEAVE_RUNTIME_KERNELS_KERNELCONTEXT_H
 
 #include "Status.h"
+#include "kernels/KernelLibrary.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -23,21 +24,10 @@
 #include <string>
 #include <vector>
 
-namespace dnnl {
-struct stream;
-} // namespace dnnl
-
 namespace cleave::rt {
 
 class Communicator;
-class Kernel;
 class KernelModules;
-
-/// `bytes` bytes at `data`: one of a session's buffers.
-struct BufferRange {
-  const void *data = nullptr;
-  size_t bytes = 0;
-};
 
 /// Combines `count` buffers (`buffers[i]` holds `sizes[i]` floats) across the
 /// ranks of `comm`, in place; `kind` is a CLEAVE_REDUCE_* value of
@@ -81,63 +71,28 @@ public:
                         const int64_t *sizes) = 0;
 };
 
-/// The kernel library of a session whose entry points run on a GPU
-/// (`"device": "cuda"`): the same kernel table and semantics as the oneDNN
-/// kernels, on device pointers, enqueued on the session's stream. Created
-/// by the GPU layer (device/Gpu.h), which checks every entry when the session
-/// is created; a call returns what went wrong instead of recording it, and
-/// the C entry points record it in the context as they do for oneDNN.
-class DeviceKernels {
-public:
-  virtual ~DeviceKernels() = default;
-  /// The CUstream every call enqueues on (cleave_gpu_stream).
-  virtual void *stream() const = 0;
-  virtual Status matmul(int64_t id, const float *a, const float *b,
-                        const float *bias, float *c) = 0;
-  /// `kind` is one of the three convolution kinds (Kernel.h); the operands
-  /// are in the entry point's order, as for ConvolutionKernel::run.
-  virtual Status convolution(int kind, int64_t id, const float *in0,
-                             const float *in1, const float *bias,
-                             float *out) = 0;
-  virtual Status poolForward(int64_t id, const float *src, float *dst) = 0;
-  virtual Status poolBackward(int64_t id, const float *src,
-                              const float *diffDst, float *diffSrc) = 0;
-  /// Device-to-device copy and zero fill of `floats` floats, for the
-  /// single-rank ZeRO-1 calls (cleave_shard and friends copy).
-  virtual Status copy(float *dst, const float *src, int64_t floats) = 0;
-  virtual Status zero(float *dst, int64_t floats) = 0;
-};
-
-/// All oneDNN state of one session. Creating it creates every primitive;
-/// afterwards a kernel call binds the caller's pointers, executes and waits,
-/// and allocates nothing (but for the layout cache's copies, made by the
-/// first call that needs each one).
-///
 /// A kernel call cannot return an error (kernel_abi.h), and generated code
 /// runs on past a failed one to the end of its entry point. So a call that
-/// fails (a oneDNN error, or a call that breaks the ABI) records its error in
+/// fails (a library error, or a call that breaks the ABI) records its error in
 /// the context, and from then on every kernel call on the context does
-/// nothing, reading no primitive and writing no tensor, until the error is
+/// nothing, reading no kernel and writing no tensor, until the error is
 /// cleared. The caller of the entry point checks `error()` when it returns.
 ///
-/// Not thread-safe: a context runs one kernel at a time (kernels share one
-/// arena of transient memory). Sessions that run concurrently each need their
-/// own context. oneDNN parallelises inside a kernel with OpenMP; the context
-/// never sets thread counts (OMP_NUM_THREADS governs).
+/// Not thread-safe: a context runs one kernel at a time (kernels share
+/// transient memory). Sessions that run concurrently each need their own.
 class KernelContext {
 public:
-  /// Creates every primitive described by the manifest's "kernels" array.
-  /// Returns nullptr and sets `error` (one clear line: kernel id, op, what is
-  /// wrong) on bad input. Entries may come in any order, but their ids must
-  /// be exactly 0 .. size-1.
+  /// A context on the oneDNN kernels of the manifest's "kernels" array
+  /// (OneDnnKernels::create). Returns nullptr and sets `error` (one clear
+  /// line: kernel id, op, what is wrong) on bad input.
   static std::unique_ptr<KernelContext> create(const nlohmann::json &kernels,
                                                std::string &error);
-  /// A context whose kernels run on a GPU: no oneDNN primitive is created,
-  /// every kernel call goes to `kernels`, and the artifact's own GPU code is
-  /// looked up and launched through `modules` (not owned).
+  /// A context whose kernel calls go to `library`, and whose artifact GPU
+  /// code is looked up and launched through `modules` (not owned; null on
+  /// the CPU).
   static std::unique_ptr<KernelContext>
-  createForDevice(std::unique_ptr<DeviceKernels> kernels,
-                  KernelModules *modules);
+  create(std::unique_ptr<KernelLibrary> library,
+         KernelModules *modules = nullptr);
   ~KernelContext();
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
@@ -156,24 +111,21 @@ public:
   void setDeviceCollectives(DeviceCollectives *collectives);
   DeviceCollectives *deviceCollectives() const;
 
-  size_t numKernels() const;
-  /// The kernel with manifest id `id`, or nullptr if there is none.
-  Kernel *kernel(int64_t id) const;
-  /// One line for logs: the kernel's op, oneDNN implementation and layouts.
-  /// Empty for an unknown id.
-  std::string describeKernel(int64_t id) const;
-  /// Bytes of transient memory (staging copies, workspaces, scratchpads)
-  /// shared by all kernels, allocated once by `create`.
-  size_t arenaBytes() const;
-
-  /// The GPU kernels of a context made by createForDevice, else null.
-  DeviceKernels *device() const { return device_.get(); }
+  /// Where every kernel call goes.
+  KernelLibrary &library() const { return *library_; }
   /// What the mgpu* functions use on the context's device
   /// (device/KernelModules.h); null on the CPU.
   KernelModules *modules() const { return modules_; }
 
-  /// The in-order CPU stream every kernel of this context executes on.
-  dnnl::stream &stream();
+  size_t numKernels() const { return library_->numKernels(); }
+  /// One line for logs: the kernel's op, implementation and layouts. Empty
+  /// for an unknown id.
+  std::string describeKernel(int64_t id) const {
+    return library_->describeKernel(id);
+  }
+  /// Bytes of transient memory (staging copies, workspaces, scratchpads)
+  /// shared by all kernels, allocated once when the library was made.
+  size_t arenaBytes() const { return library_->arenaBytes(); }
 
   /// Lets convolutions keep the blocked copies of parameters read as
   /// weights, and the window's weight gradients in the blocked layout, from
@@ -222,12 +174,13 @@ public:
   static Status takeErrorWithoutContext();
 
 private:
-  struct Impl;
-  explicit KernelContext(std::unique_ptr<Impl> impl);
+  KernelContext(std::unique_ptr<KernelLibrary> library, KernelModules *modules);
 
-  std::unique_ptr<Impl> impl_;
-  std::unique_ptr<DeviceKernels> device_;
+  std::unique_ptr<KernelLibrary> library_;
   KernelModules *modules_ = nullptr;
+  Communicator *comm_ = nullptr;
+  ShardedCollectives *sharded_ = nullptr;
+  DeviceCollectives *deviceCollectives_ = nullptr;
   Status error_;
 };
 

@@ -1,24 +1,18 @@
 //===- Kernels.cpp - C entry points of the kernel ABI ---------------------===//
 //
-// The extern "C" functions of runtime/include/cleave/kernel_abi.h. Each finds
-// its kernel in the context, runs it and waits. Nothing may throw across the
-// C boundary and the ABI has no error return, so a call that cannot run (a
-// oneDNN error at execution, or a call that breaks the ABI: everything else
-// was checked when the context was created) records one line naming the
-// function and the kernel in the context (KernelContext::fail). That makes
-// every later call on the context a no-op, and the caller of the entry point
-// returns the error. Nothing here aborts.
+// The extern "C" functions of runtime/include/cleave/kernel_abi.h. Each is one
+// call of the context's kernel library (kernels/KernelLibrary.h), whichever
+// device it is on. Nothing may throw across the C boundary and the ABI has no
+// error return, so a call that cannot run (a library error at execution, or a
+// call that breaks the ABI: everything else was checked when the library was
+// built) records one line naming the function and the kernel in the context
+// (KernelContext::fail). That makes every later call on the context a no-op,
+// and the caller of the entry point returns the error. Nothing here aborts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/kernel_abi.h"
-#include "kernels/Convolution.h"
 #include "kernels/KernelContext.h"
-#include "kernels/Matmul.h"
-#include "kernels/Pooling.h"
-
-#include <oneapi/dnnl/dnnl.hpp>
-#include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
 #include <new>
@@ -53,19 +47,11 @@ Status abiError(const char *entry, const std::string &what) {
   return Status(CLEAVE_INTERNAL, std::string(entry) + ": " + what);
 }
 
-/// The Status of the exception being handled, raised while `where` ran;
-/// `implementation` (may be empty) names the oneDNN implementation.
+/// The Status of the exception being handled, raised while `where` ran.
 /// Call only from a catch block.
-Status currentException(const std::string &where,
-                        const std::string &implementation = {}) {
+Status currentException(const std::string &where) {
   try {
     throw;
-  } catch (const dnnl::error &e) {
-    return Status(e.status == dnnl_out_of_memory ? CLEAVE_OUT_OF_MEMORY
-                                                 : CLEAVE_INTERNAL,
-                  where + ": oneDNN error: " + e.what() + " (" +
-                      dnnl_status2str(e.status) + ")" +
-                      (implementation.empty() ? "" : " in " + implementation));
   } catch (const std::bad_alloc &) {
     return Status(CLEAVE_OUT_OF_MEMORY, where + ": out of memory");
   } catch (const std::exception &e) {
@@ -73,29 +59,6 @@ Status currentException(const std::string &where,
   } catch (...) {
     return Status(CLEAVE_INTERNAL, where + ": unknown exception");
   }
-}
-
-const char *kindName(KernelKind kind) {
-  switch (kind) {
-  case KernelKind::Matmul:
-    return "matmul";
-  case KernelKind::ConvolutionForward:
-    return "conv2d_fwd";
-  case KernelKind::ConvolutionBackwardData:
-    return "conv2d_bwd_data";
-  case KernelKind::ConvolutionBackwardWeights:
-    return "conv2d_bwd_weights";
-  case KernelKind::PoolingForward:
-    return "max_pool2d_fwd or avg_pool2d_fwd";
-  case KernelKind::PoolingBackward:
-    return "max_pool2d_bwd or avg_pool2d_bwd";
-  }
-  return "?";
-}
-
-/// "kernel <id> (<op>)", for messages.
-std::string kernelName(const Kernel &kernel) {
-  return "kernel " + std::to_string(kernel.id()) + " (" + kernel.op() + ")";
 }
 
 /// The context of a call to `entry`, or null when the call must do nothing:
@@ -116,42 +79,6 @@ KernelContext *liveContext(const char *entry, void *ctx,
   return context->failed() ? nullptr : context;
 }
 
-/// Finds kernel `id` of `ctx`, checks it belongs to entry point `entry`
-/// (kind `kind`), runs `fn(kernel, stream)` and waits for it. Never throws.
-template <typename K, typename Fn>
-void dispatch(const char *entry, void *ctx, int64_t id, KernelKind kind,
-              Fn &&fn) noexcept {
-  KernelContext *context = liveContext(entry, ctx, id);
-  if (!context)
-    return;
-  Kernel *kernel = context->kernel(id);
-  if (!kernel) {
-    fail(ctx, [&] {
-      return abiError(entry, "no kernel " + std::to_string(id) +
-                                 " (the context has " +
-                                 std::to_string(context->numKernels()) + ")");
-    });
-    return;
-  }
-  if (kernel->kind() != kind) {
-    fail(ctx, [&] {
-      return abiError(entry, kernelName(*kernel) + " is not a " +
-                                 kindName(kind) + " kernel");
-    });
-    return;
-  }
-  try {
-    dnnl::stream &stream = context->stream();
-    fn(static_cast<K &>(*kernel), stream);
-    stream.wait();
-  } catch (...) {
-    fail(ctx, [&] {
-      return currentException(std::string(entry) + ": " + kernelName(*kernel),
-                              kernel->describe());
-    });
-  }
-}
-
 /// Runs `fn()`, which returns a Status, and records what went wrong (its
 /// error or an exception, prefixed with `entry`) in `ctx`.
 template <typename Fn>
@@ -160,7 +87,7 @@ void record(const char *entry, void *ctx, Fn &&fn) noexcept {
   try {
     status = fn();
   } catch (...) {
-    status = currentException(entry);
+    return fail(ctx, [&] { return currentException(entry); });
   }
   if (!status.ok())
     fail(ctx, [&] {
@@ -169,23 +96,14 @@ void record(const char *entry, void *ctx, Fn &&fn) noexcept {
     });
 }
 
-/// Runs `fn(kernels)` when `ctx` is a GPU context (KernelContext::device)
-/// and returns true; false (nothing done) for a CPU context or a NULL one,
-/// which `dispatch` then handles. The device kernels check the id and kind
-/// of the call themselves and return their error, recorded here as the CPU
-/// path records its own.
+/// Runs `fn(library)` on the kernel library of `ctx` unless the call must do
+/// nothing (see liveContext), and records its error.
 template <typename Fn>
-bool onDevice(const char *entry, void *ctx, Fn &&fn) noexcept {
-  if (!ctx)
-    return false;
-  auto *context = static_cast<KernelContext *>(ctx);
-  DeviceKernels *kernels = context->device();
-  if (!kernels)
-    return false;
-  if (context->failed())
-    return true;
-  record(entry, ctx, [&] { return fn(*kernels); });
-  return true;
+void call(const char *entry, void *ctx, int64_t id, Fn &&fn) noexcept {
+  KernelContext *context = liveContext(entry, ctx, id);
+  if (!context)
+    return;
+  record(entry, ctx, [&] { return fn(context->library()); });
 }
 
 } // namespace
@@ -194,77 +112,45 @@ extern "C" {
 
 void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
                           const float *bias, float *c) {
-  if (onDevice("cleave_kernel_matmul", ctx,
-               [&](DeviceKernels &d) { return d.matmul(id, a, b, bias, c); }))
-    return;
-  dispatch<MatmulKernel>(
-      "cleave_kernel_matmul", ctx, id, KernelKind::Matmul,
-      [&](MatmulKernel &k, dnnl::stream &s) { k.run(s, a, b, bias, c); });
+  call("cleave_kernel_matmul", ctx, id,
+       [&](KernelLibrary &l) { return l.matmul(id, a, b, bias, c); });
 }
 
 void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
                               const float *wei, const float *bias, float *dst) {
-  if (onDevice("cleave_kernel_conv2d_fwd", ctx, [&](DeviceKernels &d) {
-        return d.convolution(int(KernelKind::ConvolutionForward), id, src, wei,
-                             bias, dst);
-      }))
-    return;
-  dispatch<ConvolutionKernel>("cleave_kernel_conv2d_fwd", ctx, id,
-                              KernelKind::ConvolutionForward,
-                              [&](ConvolutionKernel &k, dnnl::stream &s) {
-                                k.run(s, src, wei, bias, dst);
-                              });
+  call("cleave_kernel_conv2d_fwd", ctx, id, [&](KernelLibrary &l) {
+    return l.convolution(KernelKind::ConvolutionForward, id, src, wei, bias,
+                         dst);
+  });
 }
 
 void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
                                    const float *wei, float *diff_src) {
-  if (onDevice("cleave_kernel_conv2d_bwd_data", ctx, [&](DeviceKernels &d) {
-        return d.convolution(int(KernelKind::ConvolutionBackwardData), id,
-                             diff_dst, wei, nullptr, diff_src);
-      }))
-    return;
-  dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_data", ctx, id,
-                              KernelKind::ConvolutionBackwardData,
-                              [&](ConvolutionKernel &k, dnnl::stream &s) {
-                                k.run(s, diff_dst, wei, nullptr, diff_src);
-                              });
+  call("cleave_kernel_conv2d_bwd_data", ctx, id, [&](KernelLibrary &l) {
+    return l.convolution(KernelKind::ConvolutionBackwardData, id, diff_dst, wei,
+                         nullptr, diff_src);
+  });
 }
 
 void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
                                       const float *diff_dst, float *diff_wei) {
-  if (onDevice("cleave_kernel_conv2d_bwd_weights", ctx, [&](DeviceKernels &d) {
-        return d.convolution(int(KernelKind::ConvolutionBackwardWeights), id,
-                             src, diff_dst, nullptr, diff_wei);
-      }))
-    return;
-  dispatch<ConvolutionKernel>("cleave_kernel_conv2d_bwd_weights", ctx, id,
-                              KernelKind::ConvolutionBackwardWeights,
-                              [&](ConvolutionKernel &k, dnnl::stream &s) {
-                                k.run(s, src, diff_dst, nullptr, diff_wei);
-                              });
+  call("cleave_kernel_conv2d_bwd_weights", ctx, id, [&](KernelLibrary &l) {
+    return l.convolution(KernelKind::ConvolutionBackwardWeights, id, src,
+                         diff_dst, nullptr, diff_wei);
+  });
 }
 
 void cleave_kernel_pool_fwd(void *ctx, int64_t id, const float *src,
                             float *dst) {
-  if (onDevice("cleave_kernel_pool_fwd", ctx,
-               [&](DeviceKernels &d) { return d.poolForward(id, src, dst); }))
-    return;
-  dispatch<PoolingKernel>(
-      "cleave_kernel_pool_fwd", ctx, id, KernelKind::PoolingForward,
-      [&](PoolingKernel &k, dnnl::stream &s) { k.forward(s, src, dst); });
+  call("cleave_kernel_pool_fwd", ctx, id,
+       [&](KernelLibrary &l) { return l.poolForward(id, src, dst); });
 }
 
 void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
                             const float *diff_dst, float *diff_src) {
-  if (onDevice("cleave_kernel_pool_bwd", ctx, [&](DeviceKernels &d) {
-        return d.poolBackward(id, src, diff_dst, diff_src);
-      }))
-    return;
-  dispatch<PoolingKernel>("cleave_kernel_pool_bwd", ctx, id,
-                          KernelKind::PoolingBackward,
-                          [&](PoolingKernel &k, dnnl::stream &s) {
-                            k.backward(s, src, diff_dst, diff_src);
-                          });
+  call("cleave_kernel_pool_bwd", ctx, id, [&](KernelLibrary &l) {
+    return l.poolBackward(id, src, diff_dst, diff_src);
+  });
 }
 
 void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
@@ -301,7 +187,7 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
       });
   // On a GPU the buffers are device pointers, and the reduction is
   // enqueued on the session's stream (NCCL) like the kernels around it.
-  if (context->device()) {
+  if (context->library().queue()) {
     DeviceCollectives *collectives = context->deviceCollectives();
     // One rank: as below.
     if (!collectives)
@@ -384,14 +270,14 @@ bool checkSharding(const char *entry, void *ctx, int32_t ranks, int64_t count,
 }
 
 /// Copies this rank's shard of `size` floats at `whole` to `shard`,
-/// zero-padded.
-void copyShard(const float *whole, int64_t size, int rank, int32_t ranks,
-               float *shard) {
+/// zero-padded, on `library`'s device.
+Status copyShard(KernelLibrary &library, const float *whole, int64_t size,
+                 int rank, int32_t ranks, float *shard) {
   const int64_t s = shardSize(size, ranks);
   const int64_t begin = std::min<int64_t>(size, int64_t(rank) * s);
   const int64_t end = std::min<int64_t>(size, begin + s);
-  std::copy(whole + begin, whole + end, shard);
-  std::fill(shard + (end - begin), shard + s, 0.0f);
+  CLEAVE_RETURN_IF_ERROR(library.copy(shard, whole + begin, end - begin));
+  return library.zero(shard + (end - begin), s - (end - begin));
 }
 
 /// reduce_scatter and all_gather: checked arguments, then the collective,
@@ -407,16 +293,12 @@ void runShardedCollective(
                      inputsAreShards, collectives))
     return;
   if (!collectives) {
-    if (DeviceKernels *device = static_cast<KernelContext *>(ctx)->device()) {
+    KernelLibrary &library = static_cast<KernelContext *>(ctx)->library();
+    record(entry, ctx, [&] {
       for (int64_t i = 0; i < count; ++i)
-        if (Status s = device->copy(outputs[i], inputs[i], sizes[i]); !s.ok())
-          return fail(ctx, [&] {
-            return Status(s.code(), std::string(entry) + ": " + s.message());
-          });
-      return;
-    }
-    for (int64_t i = 0; i < count; ++i)
-      std::copy(inputs[i], inputs[i] + sizes[i], outputs[i]);
+        CLEAVE_RETURN_IF_ERROR(library.copy(outputs[i], inputs[i], sizes[i]));
+      return Status::success();
+    });
     return;
   }
   try {
@@ -454,18 +336,13 @@ void cleave_shard(void *ctx, int32_t ranks, int64_t count,
                      /*inputsAreShards=*/false, collectives))
     return;
   const int rank = collectives ? collectives->rank() : 0;
-  // Device contexts have one rank (the session refuses more): a shard is
-  // the whole tensor.
-  if (DeviceKernels *device = static_cast<KernelContext *>(ctx)->device()) {
+  KernelLibrary &library = static_cast<KernelContext *>(ctx)->library();
+  record("cleave_shard", ctx, [&] {
     for (int64_t i = 0; i < count; ++i)
-      if (Status s = device->copy(outputs[i], inputs[i], sizes[i]); !s.ok())
-        return fail(ctx, [&] {
-          return Status(s.code(), std::string("cleave_shard: ") + s.message());
-        });
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i)
-    copyShard(inputs[i], sizes[i], rank, ranks, outputs[i]);
+      CLEAVE_RETURN_IF_ERROR(
+          copyShard(library, inputs[i], sizes[i], rank, ranks, outputs[i]));
+    return Status::success();
+  });
 }
 
 } // extern "C"
@@ -475,8 +352,8 @@ extern "C" void *cleave_gpu_stream(void *ctx) {
   KernelContext *context = liveContext(entry, ctx);
   if (!context)
     return nullptr;
-  if (DeviceKernels *device = context->device())
-    return device->stream();
+  if (void *queue = context->library().queue())
+    return queue;
   fail(ctx, [&] {
     return abiError(entry, "the session runs on the CPU (a cuda artifact in "
                            "a CPU session; the session refuses those)");

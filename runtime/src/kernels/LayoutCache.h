@@ -23,7 +23,7 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_LAYOUTCACHE_H
 #define CLEAVE_RUNTIME_KERNELS_LAYOUTCACHE_H
 
-#include "kernels/KernelContext.h"
+#include "kernels/KernelLibrary.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

@@ -291,7 +291,7 @@ public:
   }
 
   Status createKernels(const nlohmann::json &kernels,
-                       std::unique_ptr<DeviceKernels> &out) override {
+                       std::unique_ptr<KernelLibrary> &out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     return createCudaKernels(d_, *this, kernels, out);
   }

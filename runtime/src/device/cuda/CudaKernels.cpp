@@ -38,11 +38,11 @@
 
 #include "device/cuda/CudaKernels.h"
 
+#include "device/Gpu.h"
 #include "device/cuda/AlgorithmChoice.h"
 #include "device/cuda/CudaDriver.h"
-#include "device/Gpu.h"
-#include "kernels/Kernel.h"
 #include "kernels/KernelContext.h"
+#include "kernels/KernelLibrary.h"
 #include "kernels/KernelSpec.h"
 
 #include <cublasLt.h>
@@ -778,7 +778,7 @@ private:
 // The kernel table
 //===----------------------------------------------------------------------===//
 
-class CudaKernels final : public DeviceKernels {
+class CudaKernels final : public KernelLibrary {
 public:
   CudaKernels(const CudaDriver &driver, Gpu &gpu) : libs_{driver, gpu} {}
   ~CudaKernels() override {
@@ -830,7 +830,8 @@ public:
     return Status::success();
   }
 
-  void *stream() const override { return libs_.gpu.stream(); }
+  void *queue() const override { return libs_.gpu.stream(); }
+  size_t numKernels() const override { return kernels_.size(); }
 
   Status matmul(int64_t id, const float *a, const float *b, const float *bias,
                 float *c) override {
@@ -840,9 +841,9 @@ public:
     return k->run(a, b, bias, c, workspace_, workspaceBytes_);
   }
 
-  Status convolution(int kind, int64_t id, const float *in0, const float *in1,
-                     const float *bias, float *out) override {
-    auto *k = find<CudnnConvolution>(id, KernelKind(kind), "conv2d");
+  Status convolution(KernelKind kind, int64_t id, const float *in0,
+                     const float *in1, const float *bias, float *out) override {
+    auto *k = find<CudnnConvolution>(id, kind, kernelKindName(kind));
     if (!k)
       return lookupError_;
     return k->run(in0, in1, bias, out, workspace_);
@@ -975,7 +976,7 @@ private:
 
 Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
                          const nlohmann::json &kernels,
-                         std::unique_ptr<DeviceKernels> &out) {
+                         std::unique_ptr<KernelLibrary> &out) {
   auto k = std::make_unique<CudaKernels>(driver, gpu);
   CLEAVE_RETURN_IF_ERROR(k->build(kernels));
   out = std::move(k);

@@ -23,7 +23,7 @@
 namespace cleave::rt {
 
 struct CudaDriver;
-class DeviceKernels;
+class KernelLibrary;
 class Gpu;
 
 /// Builds the kernels of `kernels` (the manifest array) on `gpu`, whose
@@ -31,7 +31,7 @@ class Gpu;
 /// and lives as long as it does.
 Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
                          const nlohmann::json &kernels,
-                         std::unique_ptr<DeviceKernels> &out);
+                         std::unique_ptr<KernelLibrary> &out);
 
 } // namespace cleave::rt
 

@@ -1,7 +1,7 @@
 //===- DeviceDispatchTest.cpp - Kernel calls on a GPU context -------------===//
 //
 // A context made by KernelContext::createForDevice sends every kernel call of
-// kernel_abi.h to its DeviceKernels (the cuBLASLt/cuDNN library of a cuda
+// kernel_abi.h to its KernelLibrary (the cuBLASLt/cuDNN library of a cuda
 // session) instead of oneDNN, and keeps the CPU path's error rules: a call
 // that fails records one line naming the entry point, and every later call
 // on the context does nothing. cleave_gpu_stream hands out the device's
@@ -25,16 +25,18 @@ using namespace cleave::rt;
 namespace {
 
 /// Records every call; fails the calls to kernel `failId`.
-class RecordingKernels final : public DeviceKernels {
+class RecordingKernels final : public KernelLibrary {
 public:
-  void *stream() const override { return const_cast<int *>(&streamToken); }
+  void *queue() const override { return const_cast<int *>(&streamToken); }
+  size_t numKernels() const override { return 0; }
   Status matmul(int64_t id, const float *a, const float *b, const float *bias,
                 float *c) override {
     return record("matmul", id, {a, b, bias, c});
   }
-  Status convolution(int kind, int64_t id, const float *in0, const float *in1,
-                     const float *bias, float *out) override {
-    return record("conv" + std::to_string(kind), id, {in0, in1, bias, out});
+  Status convolution(KernelKind kind, int64_t id, const float *in0,
+                     const float *in1, const float *bias, float *out) override {
+    return record("conv" + std::to_string(int(kind)), id,
+                  {in0, in1, bias, out});
   }
   Status poolForward(int64_t id, const float *src, float *dst) override {
     return record("pool_fwd", id, {src, dst});
@@ -80,7 +82,7 @@ protected:
   void SetUp() override {
     auto kernels = std::make_unique<RecordingKernels>();
     device = kernels.get();
-    context = KernelContext::createForDevice(std::move(kernels), nullptr);
+    context = KernelContext::create(std::move(kernels), nullptr);
     ASSERT_NE(context, nullptr);
   }
 
@@ -92,7 +94,7 @@ protected:
 
 TEST_F(DeviceDispatchTest, EveryKernelCallGoesToTheDevice) {
   void *ctx = context.get();
-  EXPECT_EQ(context->device(), device);
+  EXPECT_EQ(&context->library(), device);
   EXPECT_EQ(context->numKernels(), 0u);
   cleave_kernel_matmul(ctx, 0, a, b, bias, c);
   cleave_kernel_conv2d_fwd(ctx, 1, a, b, bias, c);

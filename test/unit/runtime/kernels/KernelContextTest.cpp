@@ -11,6 +11,7 @@
 
 #include "cleave/kernel_abi.h"
 #include "kernels/Kernel.h"
+#include "kernels/OneDnnKernels.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -22,6 +23,11 @@ using namespace cleave::rt::test;
 using json = nlohmann::json;
 
 namespace {
+
+/// The oneDNN library behind a CPU context, for what only it has.
+OneDnnKernels &oneDnn(KernelContext &ctx) {
+  return static_cast<OneDnnKernels &>(ctx.library());
+}
 
 json matmulEntry(int64_t id = 0) {
   return {{"id", id},
@@ -292,7 +298,7 @@ TEST(KernelContext, EmptyManifest) {
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(ctx->numKernels(), 0u);
   EXPECT_EQ(ctx->arenaBytes(), 0u);
-  EXPECT_EQ(ctx->kernel(0), nullptr);
+  EXPECT_EQ(oneDnn(*ctx).kernel(0), nullptr);
   EXPECT_EQ(ctx->describeKernel(0), "");
 }
 
@@ -304,10 +310,10 @@ TEST(KernelContext, IdsInAnyOrder) {
   auto ctx = makeContext({matmulEntry(1), conv, pool});
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(ctx->numKernels(), 3u);
-  ASSERT_NE(ctx->kernel(0), nullptr);
-  EXPECT_EQ(ctx->kernel(0)->op(), "max_pool2d_fwd");
-  EXPECT_EQ(ctx->kernel(1)->op(), "matmul");
-  EXPECT_EQ(ctx->kernel(2)->op(), "conv2d_bwd_data");
+  ASSERT_NE(oneDnn(*ctx).kernel(0), nullptr);
+  EXPECT_EQ(oneDnn(*ctx).kernel(0)->op(), "max_pool2d_fwd");
+  EXPECT_EQ(oneDnn(*ctx).kernel(1)->op(), "matmul");
+  EXPECT_EQ(oneDnn(*ctx).kernel(2)->op(), "conv2d_bwd_data");
   EXPECT_EQ(ctx->describeKernel(1).rfind("matmul ", 0), 0u)
       << ctx->describeKernel(1);
 }
@@ -478,8 +484,9 @@ TEST(KernelErrors, OneDnnExecutionErrorIsRecorded) {
   auto ctx = makeContext(json::array({matmulEntry(0)}));
   ASSERT_NE(ctx, nullptr);
   std::vector<float> a(4 * 5, 1.f), b(5 * 6, 2.f), c(4 * 6, -1.f);
-  dnnl::stream own = ctx->stream();
-  ctx->stream() = dnnl::stream(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  dnnl::stream own = oneDnn(*ctx).stream();
+  oneDnn(*ctx).stream() =
+      dnnl::stream(dnnl::engine(dnnl::engine::kind::cpu, 0));
   cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
   ASSERT_TRUE(ctx->failed());
   EXPECT_EQ(ctx->error().code(), CLEAVE_INTERNAL);
@@ -494,7 +501,7 @@ TEST(KernelErrors, OneDnnExecutionErrorIsRecorded) {
   EXPECT_EQ(c, std::vector<float>(4 * 6, -1.f));
 
   // The primitives are intact: back on its own stream, the kernel runs.
-  ctx->stream() = own;
+  oneDnn(*ctx).stream() = own;
   ctx->clearError();
   cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(), nullptr, c.data());
   EXPECT_FALSE(ctx->failed()) << ctx->error().message();

@@ -70,7 +70,7 @@ struct RecordingModules final : KernelModules {
 };
 
 std::unique_ptr<KernelContext> contextOn(KernelModules *modules) {
-  return KernelContext::createForDevice(nullptr, modules);
+  return KernelContext::create(nullptr, modules);
 }
 
 const char kBlob[] = "a fatbin";

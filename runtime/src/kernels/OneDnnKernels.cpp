@@ -1,0 +1,373 @@
+//===- OneDnnKernels.cpp - The kernel table on oneDNN ---------------------===//
+//
+// Creation of every kernel of a manifest and the arena they share, and the
+// calls of kernel_abi.h on them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/OneDnnKernels.h"
+#include "kernels/Convolution.h"
+#include "kernels/Kernel.h"
+#include "kernels/KernelSpec.h"
+#include "kernels/LayoutCache.h"
+#include "kernels/Matmul.h"
+#include "kernels/Pooling.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+namespace cleave::rt {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(char *p) const { std::free(p); }
+};
+
+/// The manifest ops and how to build each.
+struct OpInfo {
+  const char *name;
+  std::unique_ptr<Kernel> (*build)(KernelSpec &, BuildEnv &);
+};
+
+template <KernelKind Kind>
+std::unique_ptr<Kernel> buildConv(KernelSpec &spec, BuildEnv &env) {
+  return std::make_unique<ConvolutionKernel>(spec, env, Kind);
+}
+template <KernelKind Kind, bool Max>
+std::unique_ptr<Kernel> buildPool(KernelSpec &spec, BuildEnv &env) {
+  return std::make_unique<PoolingKernel>(spec, env, Kind, Max);
+}
+
+constexpr OpInfo kOps[] = {
+    {"matmul",
+     [](KernelSpec &spec, BuildEnv &env) -> std::unique_ptr<Kernel> {
+       return std::make_unique<MatmulKernel>(spec, env);
+     }},
+    {"conv2d_fwd", buildConv<KernelKind::ConvolutionForward>},
+    {"conv2d_bwd_data", buildConv<KernelKind::ConvolutionBackwardData>},
+    {"conv2d_bwd_weights", buildConv<KernelKind::ConvolutionBackwardWeights>},
+    {"max_pool2d_fwd", buildPool<KernelKind::PoolingForward, true>},
+    {"avg_pool2d_fwd", buildPool<KernelKind::PoolingForward, false>},
+    {"max_pool2d_bwd", buildPool<KernelKind::PoolingBackward, true>},
+    {"avg_pool2d_bwd", buildPool<KernelKind::PoolingBackward, false>},
+};
+
+std::string knownOps() {
+  std::string out;
+  for (const OpInfo &op : kOps)
+    out += (out.empty() ? "" : ", ") + std::string(op.name);
+  return out;
+}
+
+/// Reads the `id` of entry `index`, failing with a message that names the
+/// entry by its position (it has no usable id).
+int64_t readId(const nlohmann::json &entry, size_t index, size_t count) {
+  std::string where = "kernels[" + std::to_string(index) + "]";
+  if (!entry.is_object())
+    throw KernelSpecError(where + ": must be an object, got " +
+                          jsonTypeName(entry));
+  auto it = entry.find("id");
+  if (it == entry.end())
+    throw KernelSpecError(where + ": missing field 'id'");
+  if (!it->is_number_integer())
+    throw KernelSpecError(where + ": field 'id' must be an integer, got " +
+                          jsonTypeName(*it));
+  bool negative = !it->is_number_unsigned() && it->get<int64_t>() < 0;
+  if (negative || it->get<uint64_t>() >= count)
+    throw KernelSpecError(
+        where + ": id " + it->dump() + " is out of range: the manifest has " +
+        std::to_string(count) + " kernels, so ids must be 0.." +
+        std::to_string(count - 1));
+  return it->get<int64_t>();
+}
+
+/// Reads the `op` of kernel `id` and returns how to build it.
+const OpInfo &readOp(const nlohmann::json &entry, int64_t id) {
+  std::string where = "kernel " + std::to_string(id);
+  auto it = entry.find("op");
+  if (it == entry.end())
+    throw KernelSpecError(where + ": missing field 'op'");
+  if (!it->is_string())
+    throw KernelSpecError(where + ": field 'op' must be a string, got " +
+                          jsonTypeName(*it));
+  std::string op = it->get<std::string>();
+  for (const OpInfo &info : kOps)
+    if (op == info.name)
+      return info;
+  throw KernelSpecError(where + ": unknown op '" + op + "' (expected one of " +
+                        knownOps() + ")");
+}
+
+/// "kernel <id> (<op>)", for messages.
+std::string kernelName(const Kernel &kernel) {
+  return "kernel " + std::to_string(kernel.id()) + " (" + kernel.op() + ")";
+}
+
+/// The Status of the exception being handled, raised while `where` ran;
+/// `implementation` names the oneDNN implementation. Call only from a catch
+/// block.
+Status currentException(const std::string &where,
+                        const std::string &implementation) {
+  try {
+    throw;
+  } catch (const dnnl::error &e) {
+    return Status(e.status == dnnl_out_of_memory ? CLEAVE_OUT_OF_MEMORY
+                                                 : CLEAVE_INTERNAL,
+                  where + ": oneDNN error: " + e.what() + " (" +
+                      dnnl_status2str(e.status) + ")" +
+                      (implementation.empty() ? "" : " in " + implementation));
+  } catch (const std::bad_alloc &) {
+    return Status(CLEAVE_OUT_OF_MEMORY, where + ": out of memory");
+  } catch (const std::exception &e) {
+    return Status(CLEAVE_INTERNAL, where + ": " + e.what());
+  } catch (...) {
+    return Status(CLEAVE_INTERNAL, where + ": unknown exception");
+  }
+}
+
+} // namespace
+
+const char *kernelKindName(KernelKind kind) {
+  switch (kind) {
+  case KernelKind::Matmul:
+    return "matmul";
+  case KernelKind::ConvolutionForward:
+    return "conv2d_fwd";
+  case KernelKind::ConvolutionBackwardData:
+    return "conv2d_bwd_data";
+  case KernelKind::ConvolutionBackwardWeights:
+    return "conv2d_bwd_weights";
+  case KernelKind::PoolingForward:
+    return "max_pool2d_fwd or avg_pool2d_fwd";
+  case KernelKind::PoolingBackward:
+    return "max_pool2d_bwd or avg_pool2d_bwd";
+  }
+  return "?";
+}
+
+struct OneDnnKernels::Impl {
+  // Declaration order is destruction order reversed: kernels (which hold
+  // primitives and memories of the engine) go before the arena and engine.
+  dnnl::engine engine;
+  dnnl::stream stream;
+  std::unique_ptr<char, FreeDeleter> arena;
+  size_t arenaBytes = 0;
+  LayoutCache cache;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+};
+
+OneDnnKernels::OneDnnKernels(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+OneDnnKernels::~OneDnnKernels() = default;
+
+std::unique_ptr<OneDnnKernels>
+OneDnnKernels::create(const nlohmann::json &kernels, std::string &error) {
+  if (!kernels.is_array()) {
+    error = std::string("manifest field 'kernels' must be an array, got ") +
+            jsonTypeName(kernels);
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  std::string current = "the oneDNN CPU engine";
+  try {
+    impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    impl->stream = dnnl::stream(impl->engine);
+    impl->kernels.resize(kernels.size());
+    ArenaPlanner planner;
+    BuildEnv env{impl->engine, planner, &impl->cache};
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const nlohmann::json &entry = kernels[i];
+      current = "kernels[" + std::to_string(i) + "]";
+      int64_t id = readId(entry, i, kernels.size());
+      current = "kernel " + std::to_string(id);
+      if (impl->kernels[id])
+        throw KernelSpecError(current + ": duplicate id (kernels[" +
+                              std::to_string(i) + "] reuses it)");
+      const OpInfo &op = readOp(entry, id);
+      current += std::string(" (") + op.name + ")";
+      KernelSpec spec(entry, id, op.name);
+      planner.beginKernel();
+      impl->kernels[id] = op.build(spec, env);
+    }
+    current = "the kernel arena";
+    impl->arenaBytes = planner.bytes();
+    if (impl->arenaBytes > 0) {
+      size_t rounded = (impl->arenaBytes + ArenaPlanner::kAlignment - 1) /
+                       ArenaPlanner::kAlignment * ArenaPlanner::kAlignment;
+      impl->arena.reset(static_cast<char *>(
+          std::aligned_alloc(ArenaPlanner::kAlignment, rounded)));
+      if (!impl->arena)
+        throw std::bad_alloc();
+      planner.bind(impl->arena.get());
+    }
+  } catch (const KernelSpecError &e) {
+    error = e.what();
+    return nullptr;
+  } catch (const dnnl::error &e) {
+    error = current + ": oneDNN cannot create the primitive: " + e.what() +
+            " (" + dnnl_status2str(e.status) + ")";
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    error = current + ": out of memory" +
+            (impl->arenaBytes
+                 ? " allocating " + std::to_string(impl->arenaBytes) + " bytes"
+                 : std::string());
+    return nullptr;
+  } catch (const std::exception &e) {
+    error = current + ": " + e.what();
+    return nullptr;
+  }
+  return std::unique_ptr<OneDnnKernels>(new OneDnnKernels(std::move(impl)));
+}
+
+Kernel *OneDnnKernels::kernel(int64_t id) const {
+  if (id < 0 || static_cast<uint64_t>(id) >= impl_->kernels.size())
+    return nullptr;
+  return impl_->kernels[id].get();
+}
+
+Kernel *OneDnnKernels::find(int64_t id, KernelKind kind, Status &error) const {
+  Kernel *k = kernel(id);
+  if (!k)
+    error = makeError(CLEAVE_INTERNAL, "no kernel ", id, " (the context has ",
+                      impl_->kernels.size(), ")");
+  else if (k->kind() != kind)
+    error = makeError(CLEAVE_INTERNAL, kernelName(*k), " is not a ",
+                      kernelKindName(kind), " kernel");
+  else
+    return k;
+  return nullptr;
+}
+
+namespace {
+
+/// Runs `fn(kernel, stream)` on `kernel` of `kernels` and waits for it;
+/// what oneDNN throws becomes the error, naming the kernel and its
+/// implementation.
+template <typename K, typename Fn>
+Status run(OneDnnKernels &kernels, Kernel *kernel, Fn &&fn) {
+  try {
+    dnnl::stream &stream = kernels.stream();
+    fn(static_cast<K &>(*kernel), stream);
+    stream.wait();
+  } catch (...) {
+    return currentException(kernelName(*kernel), kernel->describe());
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status OneDnnKernels::matmul(int64_t id, const float *a, const float *b,
+                             const float *bias, float *c) {
+  Status error;
+  Kernel *k = find(id, KernelKind::Matmul, error);
+  if (!k)
+    return error;
+  return run<MatmulKernel>(*this, k, [&](MatmulKernel &m, dnnl::stream &s) {
+    m.run(s, a, b, bias, c);
+  });
+}
+
+Status OneDnnKernels::convolution(KernelKind kind, int64_t id, const float *in0,
+                                  const float *in1, const float *bias,
+                                  float *out) {
+  Status error;
+  Kernel *k = find(id, kind, error);
+  if (!k)
+    return error;
+  return run<ConvolutionKernel>(*this, k,
+                                [&](ConvolutionKernel &conv, dnnl::stream &s) {
+                                  conv.run(s, in0, in1, bias, out);
+                                });
+}
+
+Status OneDnnKernels::poolForward(int64_t id, const float *src, float *dst) {
+  Status error;
+  Kernel *k = find(id, KernelKind::PoolingForward, error);
+  if (!k)
+    return error;
+  return run<PoolingKernel>(*this, k, [&](PoolingKernel &p, dnnl::stream &s) {
+    p.forward(s, src, dst);
+  });
+}
+
+Status OneDnnKernels::poolBackward(int64_t id, const float *src,
+                                   const float *diffDst, float *diffSrc) {
+  Status error;
+  Kernel *k = find(id, KernelKind::PoolingBackward, error);
+  if (!k)
+    return error;
+  return run<PoolingKernel>(*this, k, [&](PoolingKernel &p, dnnl::stream &s) {
+    p.backward(s, src, diffDst, diffSrc);
+  });
+}
+
+Status OneDnnKernels::copy(float *dst, const float *src, int64_t floats) {
+  std::copy(src, src + floats, dst);
+  return Status::success();
+}
+
+Status OneDnnKernels::zero(float *dst, int64_t floats) {
+  std::fill(dst, dst + floats, 0.0f);
+  return Status::success();
+}
+
+size_t OneDnnKernels::numKernels() const { return impl_->kernels.size(); }
+
+std::string OneDnnKernels::describeKernel(int64_t id) const {
+  Kernel *k = kernel(id);
+  return k ? k->describe() : std::string();
+}
+
+size_t OneDnnKernels::arenaBytes() const { return impl_->arenaBytes; }
+
+dnnl::stream &OneDnnKernels::stream() { return impl_->stream; }
+
+void OneDnnKernels::enableLayoutCache(std::vector<BufferRange> parameters,
+                                      std::vector<BufferRange> accumulators) {
+  impl_->cache.enable(impl_->engine, std::move(parameters),
+                      std::move(accumulators));
+}
+
+void OneDnnKernels::parametersChanged() { impl_->cache.parametersChanged(); }
+
+Status OneDnnKernels::beginUpdate() {
+  CLEAVE_RETURN_IF_ERROR(settle());
+  impl_->cache.beginUpdate();
+  return Status::success();
+}
+
+void OneDnnKernels::endUpdate() { impl_->cache.endUpdate(); }
+
+Status OneDnnKernels::settle() {
+  if (!impl_->cache.unsettled())
+    return Status::success();
+  try {
+    impl_->cache.settle(impl_->stream);
+  } catch (const dnnl::error &e) {
+    return Status(e.status == dnnl_out_of_memory ? CLEAVE_OUT_OF_MEMORY
+                                                 : CLEAVE_INTERNAL,
+                  std::string("adding the window's weight gradients into "
+                              "their accumulators: oneDNN error: ") +
+                      e.what() + " (" + dnnl_status2str(e.status) + ")");
+  }
+  return Status::success();
+}
+
+void OneDnnKernels::globalsReplaced() {
+  impl_->cache.discardPartialSums();
+  impl_->cache.parametersChanged();
+}
+
+size_t OneDnnKernels::layoutCacheBytes() const { return impl_->cache.bytes(); }
+
+} // namespace cleave::rt
