@@ -13,6 +13,7 @@
 #include "Initializers.h"
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
+#include "collectives/MpiCollectives.h"
 #include "device/Gpu.h"
 #include "device/GpuArch.h"
 #include "kernels/KernelContext.h"
@@ -44,25 +45,6 @@ Status outOfMemory(size_t bytes, const std::string &what) {
   return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", bytes,
                    " bytes for ", what);
 }
-
-/// The ZeRO-1 collectives of generated code over a communicator.
-class CommunicatorShards final : public ShardedCollectives {
-public:
-  explicit CommunicatorShards(Communicator &comm) : comm_(comm) {}
-  int rank() const override { return comm_.rank(); }
-  int size() const override { return comm_.size(); }
-  void reduceScatter(int64_t count, const float *const *inputs,
-                     const int64_t *sizes, float *const *outputs) override {
-    comm_.reduceScatterShards(count, inputs, sizes, outputs);
-  }
-  void allGather(int64_t count, const float *const *inputs,
-                 const int64_t *sizes, float *const *outputs) override {
-    comm_.allGatherShards(count, inputs, sizes, outputs);
-  }
-
-private:
-  Communicator &comm_;
-};
 
 } // namespace
 
@@ -161,8 +143,6 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     if (!session->communicator_)
       return makeError(CLEAVE_FAILED_PRECONDITION,
                        "cannot join the data-parallel job: ", error);
-    session->shardedCollectives_ =
-        std::make_unique<CommunicatorShards>(*session->communicator_);
   }
   // Every rank sees the same manifest and job size, so all ranks fail here
   // together and none waits in a collective for the others.
@@ -197,13 +177,12 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     if (!session->kernelContext_)
       return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
   }
-  {
-    session->kernelContext_->setCommunicator(session->communicator_.get());
-    session->kernelContext_->setShardedCollectives(
-        session->shardedCollectives_.get());
-    session->kernelContext_->setDeviceCollectives(
-        session->deviceCollectives_.get());
-  }
+  // The data plane of several ranks: NCCL on a GPU (opened above), MPI on
+  // the CPU; one rank needs none.
+  if (session->numRanks() > 1 && !session->collectives_)
+    session->collectives_ =
+        std::make_unique<MpiCollectives>(*session->communicator_);
+  session->kernelContext_->setCollectives(session->collectives_.get());
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
   // Keeps blocked copies on the CPU; a GPU's library keeps none.
@@ -467,7 +446,8 @@ int Session::numRanks() const {
 }
 
 uint64_t Session::totalBytesSent() const {
-  return communicator_ ? communicator_->bytesSent() : 0;
+  // The collectives count the host communicator's traffic too.
+  return collectives_ ? collectives_->bytesSent() : 0;
 }
 
 Status Session::sumAcrossRanks(double *values, size_t count) {
@@ -535,8 +515,7 @@ Status Session::openGpu(const Options &options) {
   CLEAVE_RETURN_IF_ERROR(opened);
   alignment_ = kDeviceAlignment;
   if (several) {
-    Status joined = gpu_->createCollectives(*communicator_,
-                                            deviceCollectives_);
+    Status joined = gpu_->createCollectives(*communicator_, collectives_);
     if (!joined.ok())
       return joined.withContext(path + ": data-parallel training on " +
                                 gpu_->description());

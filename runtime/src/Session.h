@@ -31,10 +31,9 @@
 namespace cleave::rt {
 
 class Communicator;
-class DeviceCollectives;
+class Collectives;
 class Gpu;
 class KernelContext;
-class ShardedCollectives;
 
 /// Session::Options::deviceOrdinal: one GPU per rank of the machine
 /// (CLEAVE_DEVICE_ORDINAL_AUTO of the C API).
@@ -286,16 +285,16 @@ private:
   std::shared_ptr<const Artifact> artifact_;
   const Manifest &manifest_;
 
-  // Declared before kernelContext_, which refers to it, so that it is
-  // destroyed after.
+  // Declared in the order they refer to each other, so that each is
+  // destroyed before what it uses.
+  /// The job's ranks (the host control plane), with the distributed option.
   std::unique_ptr<Communicator> communicator_;
-  /// The ZeRO-1 collectives of generated code, over communicator_.
-  std::unique_ptr<ShardedCollectives> shardedCollectives_;
-  /// The GPU of a cuda session (null on the CPU). Declared before
-  /// kernelContext_, whose device kernels use its stream and memory.
+  /// The GPU of a cuda session (null on the CPU): its kernel library uses
+  /// its stream and memory.
   std::unique_ptr<Gpu> gpu_;
-  /// NCCL over gpu_ and communicator_, for a cuda session of several ranks.
-  std::unique_ptr<DeviceCollectives> deviceCollectives_;
+  /// The collectives of generated code with several ranks (null: one rank):
+  /// MPI over communicator_, or NCCL over gpu_ and communicator_.
+  std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<KernelContext> kernelContext_;
 
   /// The globals; on a GPU their host copy, current at creation, after a
@@ -343,6 +342,9 @@ private:
   /// Per entry kind and input set: an entry's launches name the set's
   /// buffers, so each set has a graph of its own.
   std::array<std::array<void *, 2>, kNumEntryKinds> graphs_{};
+  /// The bytes each graph's collectives send per launch, counted when it
+  /// was captured (a replay calls no collective).
+  std::array<std::array<uint64_t, 2>, kNumEntryKinds> graphBytes_{};
   std::array<int64_t, kNumEntryKinds> directRuns_{};
   std::array<bool, kNumEntryKinds> noGraph_{};
   /// A deque: the C API hands out pointers into the strings, which must

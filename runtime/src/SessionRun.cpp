@@ -399,20 +399,34 @@ Status Session::runOnDevice(EntryKind kind) {
 Status Session::enqueueOnDevice(EntryKind kind, int set) {
   const size_t k = static_cast<size_t>(kind);
   Binding &b = bindings_[k];
+  // Returns the bytes the entry's collectives sent (or, captured, will send).
   auto enqueue = [&] {
+    const uint64_t before = totalBytesSent();
     // Launch errors of the artifact's kernels go to this context.
     EntryScope scope(kernelContext_.get());
     b.fn(kernelContext_.get(), b.args.data());
+    return totalBytesSent() - before;
   };
   auto launchFailed = [&](const Status &status) {
     failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
     return failure_;
   };
   void *&graph = graphs_[k][size_t(set)];
-  if (graph) {
+  uint64_t &graphBytes = graphBytes_[k][size_t(set)];
+  auto launch = [&] {
     Status launched = gpu_->launchGraph(graph);
-    return launched.ok() ? Status::success() : launchFailed(launched);
-  }
+    if (!launched.ok())
+      return launchFailed(launched);
+    windowBytes_ += graphBytes;
+    return Status::success();
+  };
+  // Runs the entry without a graph.
+  auto runDirectly = [&] {
+    windowBytes_ += enqueue();
+    return entryResult(kind);
+  };
+  if (graph)
+    return launch();
   // The first runs load the kernel modules and let the libraries set
   // themselves up; then the entry's work (it only enqueues, on arguments
   // that never change for an input set) is captured once per set and
@@ -430,22 +444,19 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
                      "step; a graph captured before still replays): " +
                      std::string(reason));
   };
-  if (!capture) {
-    enqueue();
-    return entryResult(kind);
-  }
+  if (!capture)
+    return runDirectly();
   if (Status began = gpu_->beginCapture(); !began.ok()) {
     runWithoutGraph(began.message());
-    enqueue();
-    return entryResult(kind);
+    return runDirectly();
   }
-  enqueue();
+  const uint64_t capturedBytes = enqueue();
   void *captured = nullptr;
   Status ended = gpu_->endCapture(captured);
   if (ended.ok() && !kernelContext_->failed()) {
     graph = captured;
-    Status launched = gpu_->launchGraph(graph);
-    return launched.ok() ? Status::success() : launchFailed(launched);
+    graphBytes = capturedBytes;
+    return launch();
   }
   // Nothing of the entry ran, and a call that failed during the capture
   // may have failed because of it: the entry runs directly, now and from
@@ -458,8 +469,7 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   kernelContext_->clearError();
   (void)KernelContext::takeErrorWithoutContext();
   runWithoutGraph(reason);
-  enqueue();
-  return entryResult(kind);
+  return runDirectly();
 }
 
 Status Session::checkUsable() const {

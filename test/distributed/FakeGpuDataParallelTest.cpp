@@ -89,6 +89,12 @@ fake_cuda_stats_t driverStats() {
   return fn ? fn() : fake_cuda_stats_t{};
 }
 
+uint64_t lastWindowBytes(const Session &session) {
+  uint64_t bytes = 0;
+  check(cleave_session_bytes_sent(session.get(), &bytes, nullptr));
+  return bytes;
+}
+
 /// Trains a CPU and a cuda session of the same model (CPU and cuda builds
 /// of the SGD fake) for `windows` windows of N = 4 micro-batches, each rank
 /// on data of its own, and expects the same state after every window.
@@ -112,6 +118,11 @@ void trainSideBySide(const char *cpuArtifact, const char *gpuArtifact,
     SCOPED_TRACE("window " + std::to_string(w));
     ASSERT_EQ(gpu.step(), w + 1);
     ASSERT_EQ(snapshotGlobals(gpu), snapshotGlobals(cpu));
+    // The GPU's collectives are counted as the CPU's (with two ranks a ring
+    // all-reduce per buffer sends what one of the packed buffers does),
+    // also when the apply step is a replayed graph.
+    EXPECT_GT(lastWindowBytes(cpu), 0u);
+    EXPECT_EQ(lastWindowBytes(gpu), lastWindowBytes(cpu));
   }
   // The parameters moved, and the ranks agree on them (each trained on its
   // own data, so only the reduction makes them equal).

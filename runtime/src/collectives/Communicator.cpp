@@ -355,8 +355,7 @@ void allreduceView(Transport &transport, const FlatView<T> &view, T divisor,
                    const char *what) {
   const int64_t n = view.size();
   const int rank = transport.rank(), size = transport.size();
-  transport.addBytesSent(reduceScatterBytes(n, rank, size, sizeof(T)) +
-                         allGatherBytes(n, rank, size, sizeof(T)));
+  transport.addBytesSent(allReduceBytes(n, rank, size, sizeof(T)));
   pieceElems = std::min(pieceElems, kMaxCount);
   for (int64_t begin = 0; begin < n; begin += pieceElems) {
     const int64_t end = std::min(n, begin + pieceElems);
@@ -880,13 +879,8 @@ Communicator::NodeRanks Communicator::nodeRanks() {
   return mine;
 }
 
-void cleave::rt::crossRankReduce(Communicator *comm, int32_t kind,
-                                 int64_t count, float **buffers,
-                                 const int64_t *sizes) {
-  if (!comm) {
-    // One rank: the identity, with the same argument checks as with many.
-    static const std::unique_ptr<Communicator> single = Communicator::local();
-    comm = single.get();
-  }
-  comm->reduceInPlace(static_cast<ReduceKind>(kind), count, buffers, sizes);
+uint64_t cleave::rt::allReduceBytes(int64_t n, int rank, int size,
+                                    uint64_t elementBytes) {
+  return reduceScatterBytes(n, rank, size, elementBytes) +
+         allGatherBytes(n, rank, size, elementBytes);
 }

@@ -12,6 +12,7 @@
 #ifndef CLEAVE_RUNTIME_COLLECTIVES_COMMUNICATOR_H
 #define CLEAVE_RUNTIME_COLLECTIVES_COMMUNICATOR_H
 
+#include "collectives/Collectives.h"
 #include "collectives/Sharding.h"
 
 #include <cstdint>
@@ -32,14 +33,6 @@ template <typename T> struct StagingBuffers;
 /// lost peer from an ordinary error. mpirun passes on the status of the
 /// first rank to abort.
 inline constexpr int kCollectiveFailureExitCode = 69;
-
-/// How reduceInPlace combines the ranks' values. The numbers are the `kind`
-/// argument of cleave_cross_rank_reduce in the kernel ABI.
-enum class ReduceKind : int32_t {
-  Sum = 0,    ///< Elementwise sum.
-  Mean = 1,   ///< Elementwise sum divided by the number of ranks.
-  Adasum = 2, ///< Adaptive summation, per buffer (docs/design/adasum.md).
-};
 
 /// "sum", "mean", "adasum"; nullptr for a value outside the enum.
 const char *reduceKindName(ReduceKind kind);
@@ -289,11 +282,10 @@ private:
   std::vector<int> displs_;
 };
 
-/// The implementation of cleave_cross_rank_reduce (kernel ABI): `kind` is a
-/// ReduceKind value. A null `comm` means a single rank, where every kind is
-/// the identity. An unknown kind or a negative size is fatal.
-void crossRankReduce(Communicator *comm, int32_t kind, int64_t count,
-                     float **buffers, const int64_t *sizes);
+/// Bytes rank `rank` of `size` sends in a ring all-reduce of `n` elements of
+/// `elementBytes` bytes (a reduce-scatter and an all-gather, blocks as in
+/// shardOf): what bytesSent counts for a sum or mean.
+uint64_t allReduceBytes(int64_t n, int rank, int size, uint64_t elementBytes);
 
 } // namespace cleave::rt
 

@@ -27,7 +27,7 @@
 namespace cleave::rt {
 
 class Communicator;
-class DeviceCollectives;
+class Collectives;
 class KernelLibrary;
 class KernelModules;
 
@@ -150,7 +150,7 @@ public:
   /// (device/cuda/Nccl.h). Collective: every rank of the job calls it, and they all
   /// succeed or all fail.
   virtual Status createCollectives(Communicator &comm,
-                                   std::unique_ptr<DeviceCollectives> &out) = 0;
+                                   std::unique_ptr<Collectives> &out) = 0;
 };
 
 } // namespace cleave::rt

@@ -7,13 +7,19 @@
 #include "kernels/KernelContext.h"
 #include "kernels/OneDnnKernels.h"
 
+#include "collectives/Collectives.h"
+
 #include <utility>
 
 namespace cleave::rt {
 
+namespace {
+LocalCollectives oneRank;
+} // namespace
+
 KernelContext::KernelContext(std::unique_ptr<KernelLibrary> library,
                              KernelModules *modules)
-    : library_(std::move(library)), modules_(modules) {}
+    : library_(std::move(library)), modules_(modules), collectives_(&oneRank) {}
 KernelContext::~KernelContext() = default;
 
 std::unique_ptr<KernelContext>
@@ -32,19 +38,8 @@ KernelContext::create(std::unique_ptr<KernelLibrary> library,
       new KernelContext(std::move(library), modules));
 }
 
-void KernelContext::setCommunicator(Communicator *comm) { comm_ = comm; }
-Communicator *KernelContext::communicator() const { return comm_; }
-void KernelContext::setShardedCollectives(ShardedCollectives *collectives) {
-  sharded_ = collectives;
-}
-ShardedCollectives *KernelContext::shardedCollectives() const {
-  return sharded_;
-}
-void KernelContext::setDeviceCollectives(DeviceCollectives *collectives) {
-  deviceCollectives_ = collectives;
-}
-DeviceCollectives *KernelContext::deviceCollectives() const {
-  return deviceCollectives_;
+void KernelContext::setCollectives(Collectives *collectives) {
+  collectives_ = collectives ? collectives : &oneRank;
 }
 
 void KernelContext::enableLayoutCache(std::vector<BufferRange> parameters,

@@ -5,8 +5,9 @@
 // and passes to every kernel call: the kernel library of the device it runs
 // on (kernels/KernelLibrary.h), the device's loader of the artifact's own GPU
 // code (device/KernelModules.h; null on the CPU), and the collectives of the
-// session's ranks. Kernel calls return nothing, so the context also holds the
-// first error one of them hit, for the caller of the entry point to report.
+// session's ranks (collectives/Collectives.h). Kernel calls return nothing, so
+// the context also holds the first error one of them hit, for the caller of the
+// entry point to report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,50 +27,8 @@
 
 namespace cleave::rt {
 
-class Communicator;
+class Collectives;
 class KernelModules;
-
-/// Combines `count` buffers (`buffers[i]` holds `sizes[i]` floats) across the
-/// ranks of `comm`, in place; `kind` is a CLEAVE_REDUCE_* value of
-/// kernel_abi.h. Defined by the collectives library (runtime/src/collectives),
-/// which forwards to `Communicator::reduceInPlace`: the kernel library only
-/// declares it so that it does not depend on MPI. Any program linking
-/// cleave_kernels must therefore also link the collectives library (the
-/// runtime library does), or define this function itself (unit tests do).
-void crossRankReduce(Communicator *comm, int32_t kind, int64_t count,
-                     float **buffers, const int64_t *sizes);
-
-/// The collectives of ZeRO-1 sharded optimizer state that the kernel ABI's
-/// cleave_reduce_scatter and cleave_all_gather run, in the layout of
-/// kernel_abi.h (tensor i cut into size() shards of ceil(sizes[i] / size())
-/// floats, zero-padded). The session implements it over its communicator.
-/// Unlike crossRankReduce this is an interface rather than a function the
-/// collectives library defines, so that programs linking the kernel library
-/// without MPI (the kernel tests) need not provide anything for it.
-class ShardedCollectives {
-public:
-  virtual ~ShardedCollectives() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  /// outputs[i] (a shard) = this rank's shard of the sum of inputs[i].
-  virtual void reduceScatter(int64_t count, const float *const *inputs,
-                             const int64_t *sizes, float *const *outputs) = 0;
-  /// outputs[i] (whole) = every rank's shard inputs[i], in place.
-  virtual void allGather(int64_t count, const float *const *inputs,
-                         const int64_t *sizes, float *const *outputs) = 0;
-};
-
-/// cleave_cross_rank_reduce of a GPU session with several ranks: `buffers`
-/// are device pointers, and the reduction is enqueued on the session's
-/// stream like the kernels around it. The GPU layer implements it with NCCL
-/// (device/cuda/Nccl.cpp). `kind` is a CLEAVE_REDUCE_* value of kernel_abi.h, checked
-/// by the caller. Returns what went wrong (the caller records it).
-class DeviceCollectives {
-public:
-  virtual ~DeviceCollectives() = default;
-  virtual Status reduce(int32_t kind, int64_t count, float *const *buffers,
-                        const int64_t *sizes) = 0;
-};
 
 /// A kernel call cannot return an error (kernel_abi.h), and generated code
 /// runs on past a failed one to the end of its entry point. So a call that
@@ -97,19 +56,11 @@ public:
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
 
-  /// Attaches the communicator cleave_cross_rank_reduce uses; nullptr (the
-  /// default) means a single rank. The context does not own it.
-  void setCommunicator(Communicator *comm);
-  Communicator *communicator() const;
-  /// Attaches the collectives cleave_reduce_scatter, cleave_all_gather and
-  /// cleave_shard use; nullptr (the default) means a single rank. The
-  /// context does not own them.
-  void setShardedCollectives(ShardedCollectives *collectives);
-  ShardedCollectives *shardedCollectives() const;
-  /// Attaches the device reduction a GPU context's cleave_cross_rank_reduce
-  /// uses; nullptr (the default) means a single rank. Not owned.
-  void setDeviceCollectives(DeviceCollectives *collectives);
-  DeviceCollectives *deviceCollectives() const;
+  /// Attaches the collectives cleave_cross_rank_reduce,
+  /// cleave_reduce_scatter, cleave_all_gather and cleave_shard use (not
+  /// owned); nullptr, the default, is a job of one rank.
+  void setCollectives(Collectives *collectives);
+  Collectives &collectives() const { return *collectives_; }
 
   /// Where every kernel call goes.
   KernelLibrary &library() const { return *library_; }
@@ -178,9 +129,7 @@ private:
 
   std::unique_ptr<KernelLibrary> library_;
   KernelModules *modules_ = nullptr;
-  Communicator *comm_ = nullptr;
-  ShardedCollectives *sharded_ = nullptr;
-  DeviceCollectives *deviceCollectives_ = nullptr;
+  Collectives *collectives_;
   Status error_;
 };
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/kernel_abi.h"
+#include "collectives/Collectives.h"
 #include "kernels/KernelContext.h"
 
 #include <algorithm>
@@ -185,27 +186,13 @@ void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
                                    std::to_string(sizes[i]) +
                                    (buffers[i] ? ")" : ", NULL pointer)"));
       });
-  // On a GPU the buffers are device pointers, and the reduction is
-  // enqueued on the session's stream (NCCL) like the kernels around it.
-  if (context->library().queue()) {
-    DeviceCollectives *collectives = context->deviceCollectives();
-    // One rank: as below.
-    if (!collectives)
-      return;
-    record(entry, ctx,
-           [&] { return collectives->reduce(kind, count, buffers, sizes); });
-    return;
-  }
-  Communicator *comm = context->communicator();
-  // One rank: sum, mean and Adasum of a single contribution are that
-  // contribution.
-  if (!comm)
-    return;
-  try {
-    crossRankReduce(comm, kind, count, buffers, sizes);
-  } catch (...) {
-    fail(ctx, [&] { return currentException(entry); });
-  }
+  // On the session's collectives: MPI on host buffers, NCCL on device ones
+  // (enqueued like the kernels around it), or one rank, where sum, mean and
+  // Adasum of a single contribution are that contribution.
+  record(entry, ctx, [&] {
+    return context->collectives().reduce(static_cast<ReduceKind>(kind), count,
+                                         buffers, sizes);
+  });
 }
 
 } // extern "C"
@@ -218,12 +205,11 @@ int64_t shardSize(int64_t size, int32_t ranks) {
 
 /// Checks the arguments of a ZeRO-1 call and that the job has the ranks the
 /// artifact was compiled for. False when the call must do nothing (an error
-/// is recorded, now or before); otherwise `collectives` is set (null: one
-/// rank).
+/// is recorded, now or before); otherwise `collectives` is set.
 bool checkSharding(const char *entry, void *ctx, int32_t ranks, int64_t count,
                    const float *const *inputs, const int64_t *sizes,
                    float *const *outputs, bool inputsAreShards,
-                   ShardedCollectives *&collectives) {
+                   Collectives *&collectives) {
   KernelContext *context = liveContext(entry, ctx);
   if (!context)
     return false;
@@ -258,8 +244,8 @@ bool checkSharding(const char *entry, void *ctx, int32_t ranks, int64_t count,
                " has a NULL buffer";
       });
   }
-  collectives = context->shardedCollectives();
-  const int size = collectives ? collectives->size() : 1;
+  collectives = &context->collectives();
+  const int size = collectives->size();
   if (size != ranks)
     return reject([&] {
       return "the artifact shards its optimizer state over " +
@@ -286,13 +272,13 @@ void runShardedCollective(
     const char *entry, void *ctx, int32_t ranks, int64_t count,
     const float *const *inputs, const int64_t *sizes, float *const *outputs,
     bool inputsAreShards,
-    void (ShardedCollectives::*collective)(int64_t, const float *const *,
-                                           const int64_t *, float *const *)) {
-  ShardedCollectives *collectives = nullptr;
+    Status (Collectives::*collective)(int64_t, const float *const *,
+                                      const int64_t *, float *const *)) {
+  Collectives *collectives = nullptr;
   if (!checkSharding(entry, ctx, ranks, count, inputs, sizes, outputs,
                      inputsAreShards, collectives))
     return;
-  if (!collectives) {
+  if (collectives->size() == 1) {
     KernelLibrary &library = static_cast<KernelContext *>(ctx)->library();
     record(entry, ctx, [&] {
       for (int64_t i = 0; i < count; ++i)
@@ -301,11 +287,9 @@ void runShardedCollective(
     });
     return;
   }
-  try {
-    (collectives->*collective)(count, inputs, sizes, outputs);
-  } catch (...) {
-    fail(ctx, [&] { return currentException(entry); });
-  }
+  record(entry, ctx, [&] {
+    return (collectives->*collective)(count, inputs, sizes, outputs);
+  });
 }
 
 } // namespace
@@ -317,7 +301,7 @@ void cleave_reduce_scatter(void *ctx, int32_t ranks, int64_t count,
                            float *const *outputs) {
   runShardedCollective("cleave_reduce_scatter", ctx, ranks, count, inputs,
                        sizes, outputs, /*inputsAreShards=*/false,
-                       &ShardedCollectives::reduceScatter);
+                       &Collectives::reduceScatterShards);
 }
 
 void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
@@ -325,17 +309,17 @@ void cleave_all_gather(void *ctx, int32_t ranks, int64_t count,
                        float *const *outputs) {
   runShardedCollective("cleave_all_gather", ctx, ranks, count, inputs, sizes,
                        outputs, /*inputsAreShards=*/true,
-                       &ShardedCollectives::allGather);
+                       &Collectives::allGatherShards);
 }
 
 void cleave_shard(void *ctx, int32_t ranks, int64_t count,
                   const float *const *inputs, const int64_t *sizes,
                   float *const *outputs) {
-  ShardedCollectives *collectives = nullptr;
+  Collectives *collectives = nullptr;
   if (!checkSharding("cleave_shard", ctx, ranks, count, inputs, sizes, outputs,
                      /*inputsAreShards=*/false, collectives))
     return;
-  const int rank = collectives ? collectives->rank() : 0;
+  const int rank = collectives->rank();
   KernelLibrary &library = static_cast<KernelContext *>(ctx)->library();
   record("cleave_shard", ctx, [&] {
     for (int64_t i = 0; i < count; ++i)

@@ -299,7 +299,7 @@ public:
   KernelModules *modules() override { return modules_.get(); }
 
   Status createCollectives(Communicator &comm,
-                           std::unique_ptr<DeviceCollectives> &out) override {
+                           std::unique_ptr<Collectives> &out) override {
     return createNcclCollectives(d_, *this, comm, out);
   }
 

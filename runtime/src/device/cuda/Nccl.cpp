@@ -98,7 +98,7 @@ struct NcclLibrary {
   }
 };
 
-class NcclCollectives final : public DeviceCollectives {
+class NcclCollectives final : public Collectives {
 public:
   NcclCollectives(const CudaDriver &driver, const NcclLibrary &nccl, Gpu &gpu,
                   Communicator &comm, ncclComm_t nc)
@@ -110,11 +110,14 @@ public:
     nccl_.ncclCommDestroy(nc_);
   }
 
-  Status reduce(int32_t kind, int64_t count, float *const *buffers,
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+
+  Status reduce(ReduceKind kind, int64_t count, float *const *buffers,
                 const int64_t *sizes) override {
-    if (kind == CLEAVE_REDUCE_ADASUM)
+    if (kind == ReduceKind::Adasum)
       return adasumOnHost(count, buffers, sizes);
-    const ncclRedOp_t op = kind == CLEAVE_REDUCE_SUM ? ncclSum : ncclAvg;
+    const ncclRedOp_t op = kind == ReduceKind::Sum ? ncclSum : ncclAvg;
     auto stream = static_cast<cudaStream_t>(gpu_.stream());
     // One group: NCCL fuses the buffers' all-reduces where it can, as the
     // CPU path packs small tensors into one message.
@@ -128,8 +131,28 @@ public:
             "all-reduce of buffer " + std::to_string(i) + " (" +
                 std::to_string(sizes[i]) + " floats)");
     Status ended = nccl_.check(nccl_.ncclGroupEnd(), "NCCL group");
-    return status.ok() ? ended : status;
+    if (!status.ok())
+      return status;
+    CLEAVE_RETURN_IF_ERROR(ended);
+    // Counted as the CPU path counts its all-reduce (a ring), per buffer.
+    for (int64_t i = 0; i < count; ++i)
+      ncclBytes_ += allReduceBytes(sizes[i], rank(), size(), sizeof(float));
+    return Status::success();
   }
+
+  /// ZeRO-1 over NCCL is not implemented; the session refuses such jobs
+  /// before any call can get here.
+  Status reduceScatterShards(int64_t, const float *const *, const int64_t *,
+                             float *const *) override {
+    return noSharding();
+  }
+  Status allGatherShards(int64_t, const float *const *, const int64_t *,
+                         float *const *) override {
+    return noSharding();
+  }
+
+  /// NCCL's count and, for Adasum, the host communicator's.
+  uint64_t bytesSent() const override { return ncclBytes_ + comm_.bytesSent(); }
 
 private:
   /// Adasum through host memory: waits for the buffers, reduces them with
@@ -165,19 +188,26 @@ private:
     return Status::success();
   }
 
+  static Status noSharding() {
+    return Status(CLEAVE_FAILED_PRECONDITION,
+                  "ZeRO-1 (sharded optimizer state) is not implemented on "
+                  "GPUs; compile without --shard-optimizer-state");
+  }
+
   const CudaDriver &driver_;
   const NcclLibrary &nccl_;
   Gpu &gpu_;
   Communicator &comm_;
   ncclComm_t nc_;
   std::vector<std::vector<float>> host_;
+  uint64_t ncclBytes_ = 0;
 };
 
 } // namespace
 
 Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
                              Communicator &comm,
-                             std::unique_ptr<DeviceCollectives> &out) {
+                             std::unique_ptr<Collectives> &out) {
   std::string loadError;
   const NcclLibrary *nccl = NcclLibrary::get(loadError);
   Status loaded =

@@ -21,7 +21,7 @@ namespace cleave::rt {
 
 class Communicator;
 struct CudaDriver;
-class DeviceCollectives;
+class Collectives;
 class Gpu;
 
 /// The reduction of cleave_cross_rank_reduce for a session on `gpu`, one
@@ -37,7 +37,7 @@ class Gpu;
 /// apply step that uses it is not captured into a CUDA graph.
 Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
                              Communicator &comm,
-                             std::unique_ptr<DeviceCollectives> &out);
+                             std::unique_ptr<Collectives> &out);
 
 } // namespace cleave::rt
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MpiGTest.h"
+#include "collectives/MpiCollectives.h"
 
 #include <gtest/gtest.h>
 
@@ -297,23 +298,33 @@ TEST(Communicator, GatherAndScatterBytesToAndFromEveryRoot) {
   }
 }
 
-TEST(Communicator, KernelAbiEntryPoint) {
+TEST(Communicator, KernelAbiCollectives) {
+  MpiCollectives collectives(world());
+  EXPECT_EQ(collectives.rank(), world().rank());
+  EXPECT_EQ(collectives.size(), world().size());
   std::vector<float> a(5, float(world().rank() + 1));
   std::vector<float> b(3, 2.0f);
   float *buffers[] = {a.data(), b.data()};
   const int64_t sizes[] = {5, 3};
-  crossRankReduce(&world(), /*kind=*/1, 2, buffers, sizes);
+  const uint64_t before = collectives.bytesSent();
+  ASSERT_TRUE(collectives.reduce(ReduceKind::Mean, 2, buffers, sizes).ok());
   const int size = world().size();
   for (float x : a)
     EXPECT_EQ(x, float(size * (size + 1) / 2) / float(size));
   for (float x : b)
     EXPECT_EQ(x, 2.0f);
-  // No communicator means one rank: the identity.
+  // The communicator's own count: one packed ring all-reduce.
+  EXPECT_EQ(collectives.bytesSent() - before,
+            allReduceBytes(8, world().rank(), size, sizeof(float)));
+  EXPECT_EQ(collectives.bytesSent(), world().bytesSent());
+  // One rank: the identity.
+  LocalCollectives one;
   std::vector<float> c = {1.5f, -2.0f};
   float *local[] = {c.data()};
   const int64_t localSize[] = {2};
-  crossRankReduce(nullptr, /*kind=*/2, 1, local, localSize);
+  ASSERT_TRUE(one.reduce(ReduceKind::Adasum, 1, local, localSize).ok());
   EXPECT_EQ(c, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(one.bytesSent(), 0u);
 }
 
 TEST(Communicator, LocalCommunicatorIsTheIdentity) {

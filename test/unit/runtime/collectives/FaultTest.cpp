@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "collectives/Communicator.h"
+#include "collectives/MpiCollectives.h"
 
 #include <mpi.h>
 
@@ -68,7 +69,8 @@ int main(int argc, char **argv) {
     float *buffers[] = {data.data()};
     int64_t sizes[] = {rank == 1 && mode == "size-mismatch" ? 999 : 1000};
     const int32_t kind = mode == "bad-kind" ? 7 : 0;
-    crossRankReduce(comm.get(), kind, 1, buffers, sizes);
+    (void)MpiCollectives(*comm).reduce(static_cast<ReduceKind>(kind), 1,
+                                       buffers, sizes);
   }
 
   std::printf("rank %d: the collective returned although it had to fail\n",

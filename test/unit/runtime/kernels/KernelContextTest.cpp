@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FakeCommunicator.h"
+#include "FakeCollectives.h"
 #include "KernelTestUtils.h"
 
 #include "cleave/kernel_abi.h"
@@ -331,7 +331,7 @@ TEST(KernelContext, MaxPoolAcceptsCountIncludePad) {
 TEST(CrossRankReduce, SingleRankIsIdentity) {
   auto ctx = makeContext(json::array());
   ASSERT_NE(ctx, nullptr);
-  EXPECT_EQ(ctx->communicator(), nullptr);
+  EXPECT_EQ(ctx->collectives().size(), 1);
   std::vector<float> a = {1.f, -2.f, 3.f}, b = {4.f};
   float *buffers[] = {a.data(), b.data()};
   int64_t sizes[] = {3, 1};
@@ -342,30 +342,72 @@ TEST(CrossRankReduce, SingleRankIsIdentity) {
   EXPECT_EQ(b, (std::vector<float>{4.f}));
 }
 
-TEST(CrossRankReduce, ForwardsToTheCommunicator) {
+TEST(CrossRankReduce, ForwardsToTheCollectives) {
   auto ctx = makeContext(json::array());
   ASSERT_NE(ctx, nullptr);
-  Communicator comm(3);
-  ctx->setCommunicator(&comm);
-  EXPECT_EQ(ctx->communicator(), &comm);
+  FakeCollectives ranks(3);
+  ctx->setCollectives(&ranks);
+  EXPECT_EQ(&ctx->collectives(), &ranks);
   std::vector<float> a = {1.f, -2.f, 3.f}, b = {4.f};
   float *buffers[] = {a.data(), b.data()};
   int64_t sizes[] = {3, 1};
   cleave_cross_rank_reduce(ctx.get(), CLEAVE_REDUCE_SUM, 2, buffers, sizes);
   cleave_cross_rank_reduce(ctx.get(), CLEAVE_REDUCE_ADASUM, 1, buffers, sizes);
-  ASSERT_EQ(comm.calls.size(), 2u);
-  EXPECT_EQ(comm.calls[0].kind, CLEAVE_REDUCE_SUM);
-  EXPECT_EQ(comm.calls[0].count, 2);
-  EXPECT_EQ(comm.calls[0].buffers, buffers);
-  EXPECT_EQ(comm.calls[0].sizes, sizes);
-  EXPECT_EQ(comm.calls[1].kind, CLEAVE_REDUCE_ADASUM);
-  EXPECT_EQ(comm.calls[1].count, 1);
+  ASSERT_EQ(ranks.calls.size(), 2u);
+  EXPECT_EQ(ranks.calls[0].kind, ReduceKind::Sum);
+  EXPECT_EQ(ranks.calls[0].count, 2);
+  EXPECT_EQ(ranks.calls[0].buffers, buffers);
+  EXPECT_EQ(ranks.calls[0].sizes, sizes);
+  EXPECT_EQ(ranks.calls[1].kind, ReduceKind::Adasum);
+  EXPECT_EQ(ranks.calls[1].count, 1);
   EXPECT_EQ(a, (std::vector<float>{3.f, -6.f, 9.f}));
   EXPECT_EQ(b, (std::vector<float>{12.f}));
   // Detaching returns to a single rank.
-  ctx->setCommunicator(nullptr);
+  ctx->setCollectives(nullptr);
+  EXPECT_EQ(ctx->collectives().size(), 1);
   cleave_cross_rank_reduce(ctx.get(), CLEAVE_REDUCE_SUM, 2, buffers, sizes);
-  EXPECT_EQ(comm.calls.size(), 2u);
+  EXPECT_EQ(ranks.calls.size(), 2u);
+}
+
+/// ZeRO-1 with two ranks: cleave_shard copies this rank's shard (the second
+/// one, shorter, zero-padded) through the kernel library, the pair of
+/// collectives goes to the job's collectives.
+TEST(Sharding, ShardsAreThisRanksAndCollectivesGoToTheJob) {
+  auto ctx = makeContext(json::array());
+  ASSERT_NE(ctx, nullptr);
+  FakeCollectives ranks(/*ranks=*/2, /*rank=*/1);
+  ctx->setCollectives(&ranks);
+  std::vector<float> whole = {1.f, 2.f, 3.f, 4.f, 5.f};
+  std::vector<float> shard(3, -1.f);
+  const float *in = whole.data();
+  float *out = shard.data();
+  const int64_t size = 5;
+  cleave_shard(ctx.get(), 2, 1, &in, &size, &out);
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+  EXPECT_EQ(shard, (std::vector<float>{4.f, 5.f, 0.f}));
+  cleave_reduce_scatter(ctx.get(), 2, 1, &in, &size, &out);
+  cleave_all_gather(ctx.get(), 2, 1, &in, &size, &out);
+  ASSERT_EQ(ranks.shardCalls.size(), 2u);
+  EXPECT_STREQ(ranks.shardCalls[0].what, "reduce_scatter");
+  EXPECT_STREQ(ranks.shardCalls[1].what, "all_gather");
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+}
+
+/// With one rank a shard is the whole tensor: all three calls are copies.
+TEST(Sharding, OneRankCopies) {
+  auto ctx = makeContext(json::array());
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> whole = {1.f, 2.f, 3.f};
+  for (auto *call :
+       {&cleave_shard, &cleave_reduce_scatter, &cleave_all_gather}) {
+    std::vector<float> out(3, -1.f);
+    const float *in = whole.data();
+    float *o = out.data();
+    const int64_t size = 3;
+    call(ctx.get(), 1, 1, &in, &size, &o);
+    EXPECT_EQ(out, whole);
+  }
+  EXPECT_FALSE(ctx->failed()) << ctx->error().message();
 }
 
 /// Runs `call` on a fresh context of `kernels` and returns the error it
