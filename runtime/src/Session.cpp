@@ -14,7 +14,7 @@
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
 #include "collectives/MpiCollectives.h"
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "device/GpuArch.h"
 #include "kernels/KernelContext.h"
 
@@ -164,24 +164,25 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                      "on GPUs; compile without --shard-optimizer-state");
   if (m.device == DeviceKind::Cuda)
     CLEAVE_RETURN_IF_ERROR(session->openGpu(options));
-  if (session->gpu_) {
-    std::unique_ptr<KernelLibrary> kernels;
-    Status built = session->gpu_->createKernels(m.kernels, kernels);
-    if (!built.ok())
-      return built.withContext(path + ": kernels");
-    session->kernelContext_ =
-        KernelContext::create(std::move(kernels), session->gpu_->modules());
-  } else {
-    std::string error;
-    session->kernelContext_ = KernelContext::create(m.kernels, error);
-    if (!session->kernelContext_)
-      return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
+  else
+    CLEAVE_RETURN_IF_ERROR(deviceDriver(m.device).open(0, m, session->device_));
+  Device &device = *session->device_;
+  session->alignment_ = device.properties().alignment;
+  // The data plane of several ranks (one needs none): MPI on the CPU, NCCL
+  // on a GPU. Collective: all ranks succeed or all fail.
+  if (session->numRanks() > 1) {
+    Status joined = device.createCollectives(*session->communicator_,
+                                             session->collectives_);
+    if (!joined.ok())
+      return joined.withContext(path + ": data-parallel training on " +
+                                device.description());
   }
-  // The data plane of several ranks: NCCL on a GPU (opened above), MPI on
-  // the CPU; one rank needs none.
-  if (session->numRanks() > 1 && !session->collectives_)
-    session->collectives_ =
-        std::make_unique<MpiCollectives>(*session->communicator_);
+  std::unique_ptr<KernelLibrary> kernels;
+  Status built = device.createKernelLibrary(m.kernels, kernels);
+  if (!built.ok())
+    return built.withContext(path + ": kernels");
+  session->kernelContext_ =
+      KernelContext::create(std::move(kernels), device.modules());
   session->kernelContext_->setCollectives(session->collectives_.get());
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
@@ -262,13 +263,22 @@ void Session::enableLayoutCache() {
                                     std::move(accumulators));
 }
 
+Status Session::allocateDeviceOnly(size_t bytes, const std::string &what,
+                                   void *&out) {
+  Buffer buffer;
+  CLEAVE_RETURN_IF_ERROR(
+      gpu_->allocate(bytes, Usage::DeviceOnly, what, buffer));
+  out = buffer.data;
+  return Status::success();
+}
+
 Status Session::allocateOnDevice() {
   const Manifest &m = manifest_;
   deviceGlobals_.resize(m.globals.size());
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.globals[i].bytes,
-                                          "global '" + m.globals[i].name + "'",
-                                          deviceGlobals_[i]));
+    CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(
+        m.globals[i].bytes, "global '" + m.globals[i].name + "'",
+        deviceGlobals_[i]));
   for (int slot = 0; slot < 2; ++slot) {
     deviceInputs_[slot].resize(m.inputs.size());
     staging_[slot].resize(m.inputs.size());
@@ -277,14 +287,18 @@ Status Session::allocateOnDevice() {
     const std::string what = "input '" + m.inputs[i].name + "'";
     for (int slot = 0; slot < 2; ++slot) {
       CLEAVE_RETURN_IF_ERROR(
-          gpu_->allocate(m.inputs[i].bytes, what, deviceInputs_[slot][i]));
+          allocateDeviceOnly(m.inputs[i].bytes, what, deviceInputs_[slot][i]));
       void *p = nullptr;
-      CLEAVE_RETURN_IF_ERROR(gpu_->allocatePinned(m.inputs[i].bytes, what, p));
+      CLEAVE_RETURN_IF_ERROR(gpu_->allocateHost(m.inputs[i].bytes, what, p));
       staging_[slot][i] = static_cast<unsigned char *>(p);
     }
   }
-  CLEAVE_RETURN_IF_ERROR(gpu_->allocate(m.hypers.size() * alignment_,
-                                        "hyperparameters", deviceHypers_));
+  CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(m.hypers.size() * alignment_,
+                                            "hyperparameters", deviceHypers_));
+  for (int set = 0; set < 2; ++set) {
+    CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(copied_[set]));
+    CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(consumed_[set]));
+  }
   return reserveLossSlots(1);
 }
 
@@ -296,7 +310,7 @@ Status Session::reserveLossSlots(size_t slots) {
   size_t capacity = std::max(slots, 2 * lossCapacity_);
   void *p = nullptr;
   CLEAVE_RETURN_IF_ERROR(
-      gpu_->allocatePinned(capacity * sizeof(double), "the losses", p));
+      gpu_->allocateHost(capacity * sizeof(double), "the losses", p));
   lossSlots_ = static_cast<unsigned char *>(p);
   lossCapacity_ = capacity;
   return Status::success();
@@ -305,10 +319,10 @@ Status Session::reserveLossSlots(size_t slots) {
 Status Session::pushState() {
   const Manifest &m = manifest_;
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceGlobals_[i], globals_[i].data(),
-                                        m.globals[i].bytes));
-  CLEAVE_RETURN_IF_ERROR(gpu_->upload(deviceHypers_, hyperSlots_.data(),
-                                      m.hypers.size() * alignment_));
+    CLEAVE_RETURN_IF_ERROR(gpu_->compute().upload(
+        deviceGlobals_[i], globals_[i].data(), m.globals[i].bytes));
+  CLEAVE_RETURN_IF_ERROR(gpu_->compute().upload(
+      deviceHypers_, hyperSlots_.data(), m.hypers.size() * alignment_));
   return gpu_->synchronize();
 }
 
@@ -316,7 +330,7 @@ Status Session::pullGlobals() const {
   const Manifest &m = manifest_;
   const int64_t microSteps = *microSteps_, step = *step_;
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
         globals_[i].data(), deviceGlobals_[i], m.globals[i].bytes)));
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
   // The entries advance the counters on the device; the session counts
@@ -341,7 +355,7 @@ Status Session::noteDeviceError(Status error) const {
 }
 
 std::string Session::deviceDescription() const {
-  return gpu_ ? gpu_->description() : std::string("the CPU");
+  return device_->description();
 }
 
 void Session::storeHyper(size_t index, double value) {
@@ -360,7 +374,7 @@ void Session::storeHyper(size_t index, double value) {
   std::memcpy(words, slot, count * 4);
   auto *dst = static_cast<unsigned char *>(deviceHypers_) + index * alignment_;
   for (size_t w = 0; w < count; ++w)
-    if (Status s = gpu_->fill32(dst + 4 * w, words[w], 1); !s.ok()) {
+    if (Status s = gpu_->compute().fill32(dst + 4 * w, words[w], 1); !s.ok()) {
       // storeHyper has callers that cannot fail; the session is unusable
       // from here, and says why at its next call.
       (void)noteDeviceError(s);
@@ -373,7 +387,7 @@ Status Session::bindEntries() {
   // Entries never run concurrently, so they share one scratch area, sized for
   // the hungriest entry.
   auto aligned = [&](uint64_t bytes) {
-    return gpu_ ? deviceAlignedSize(bytes) : alignedSize(bytes);
+    return size_t((bytes + alignment_ - 1) / alignment_ * alignment_);
   };
   size_t scratchBytes = 0;
   for (const EntryDesc &e : m.entries) {
@@ -385,7 +399,7 @@ Status Session::bindEntries() {
   }
   if (gpu_)
     CLEAVE_RETURN_IF_ERROR(
-        gpu_->allocate(scratchBytes, "scratch", deviceScratch_));
+        allocateDeviceOnly(scratchBytes, "scratch", deviceScratch_));
   else if (!scratch_.allocate(scratchBytes))
     return outOfMemory(scratchBytes, "scratch");
 
@@ -404,8 +418,8 @@ Status Session::bindEntries() {
         return outOfMemory(e.outputs[i].bytes, what);
       if (gpu_) {
         b.deviceOutputs.emplace_back();
-        CLEAVE_RETURN_IF_ERROR(
-            gpu_->allocate(e.outputs[i].bytes, what, b.deviceOutputs.back()));
+        CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(e.outputs[i].bytes, what,
+                                                  b.deviceOutputs.back()));
       }
     }
     auto *hypers =
@@ -500,9 +514,9 @@ Status Session::openGpu(const Options &options) {
   // code for its architecture this is the one line the caller gets.
   Status opened = placed;
   if (opened.ok()) {
-    opened = Gpu::open(ordinal, m.gpuArches, m.ptxArch, gpu_);
+    opened = deviceDriver(DeviceKind::Cuda).open(ordinal, m, device_);
     if (opened.ok())
-      opened = checkDeviceMemory();
+      opened = device_->admit(m, notes_);
     if (!opened.ok()) {
       opened = opened.withContext(path);
       if (!placement.empty())
@@ -513,47 +527,7 @@ Status Session::openGpu(const Options &options) {
   if (several)
     opened = agreeAcrossRanks(*communicator_, opened, "opening a GPU");
   CLEAVE_RETURN_IF_ERROR(opened);
-  alignment_ = kDeviceAlignment;
-  if (several) {
-    Status joined = gpu_->createCollectives(*communicator_, collectives_);
-    if (!joined.ok())
-      return joined.withContext(path + ": data-parallel training on " +
-                                gpu_->description());
-  }
-  return Status::success();
-}
-
-/// A cuda session's memory budget is the device's free memory when it is
-/// created (docs/design/memory.md): an artifact whose memory report needs
-/// more is refused before anything is allocated, with both numbers; one
-/// that fits says, in a note, how much of it it takes.
-Status Session::checkDeviceMemory() {
-  const Manifest &m = manifest_;
-  // Hand-written artifacts (tests) have no report to check.
-  if (!m.memoryTotal)
-    return Status::success();
-  size_t free = 0, total = 0;
-  CLEAVE_RETURN_IF_ERROR(gpu_->memoryInfo(free, total));
-  auto mib = [](uint64_t bytes) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
-    return std::string(text);
-  };
-  const std::string available =
-      mib(free) + " free of " + mib(total) + " on " + gpu_->description();
-  const uint64_t need = uint64_t(*m.memoryTotal);
-  if (need > free)
-    return makeError(
-        CLEAVE_OUT_OF_MEMORY, "a session needs ", mib(need),
-        " of device memory (the artifact's memory report), more than the ",
-        available,
-        "; compile it to fit: cleave-compile --target=cuda --global-batch=G "
-        "--memory-budget=",
-        free >> 20, "MiB chooses the micro-batch and what to recompute");
-  notes_.push_back("device memory: the session needs " + mib(need) +
-                   " (the artifact's memory report, without the kernel "
-                   "modules and the libraries' workspaces) of the " +
-                   available + " when it was created");
+  gpu_ = device_.get();
   return Status::success();
 }
 

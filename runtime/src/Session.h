@@ -32,7 +32,9 @@ namespace cleave::rt {
 
 class Communicator;
 class Collectives;
-class Gpu;
+class Device;
+class Event;
+class Graph;
 class KernelContext;
 
 /// Session::Options::deviceOrdinal: one GPU per rank of the machine
@@ -189,6 +191,8 @@ private:
   /// The device twins of the globals, inputs and hyperparameter slots, and
   /// the pinned staging buffers (GPU sessions).
   Status allocateOnDevice();
+  /// A buffer of `bytes` bytes only entries use, on the GPU.
+  Status allocateDeviceOnly(size_t bytes, const std::string &what, void *&out);
   Status bindEntries();
   /// Tells the kernel context which globals are parameters and
   /// accumulators, so that convolutions keep blocked copies across calls
@@ -273,12 +277,9 @@ private:
   /// naming the failed ranks.
   Status agreeOnStatus(const Status &local) const;
   /// Opens the GPU of a cuda session (which one: Options::deviceOrdinal)
-  /// and, in a job of several ranks, joins the NCCL communicator. Collective
-  /// when distributed: all ranks succeed or all fail.
+  /// and checks that the model fits in its memory. Collective when
+  /// distributed: all ranks succeed or all fail.
   Status openGpu(const Options &options);
-  /// Refuses a cuda artifact whose memory report exceeds the device's free
-  /// memory; notes how much of it the session takes.
-  Status checkDeviceMemory();
   /// Collective: every rank returns rank 0's `status`.
   Status rankZeroStatus(const Status &status) const;
 
@@ -289,9 +290,12 @@ private:
   // destroyed before what it uses.
   /// The job's ranks (the host control plane), with the distributed option.
   std::unique_ptr<Communicator> communicator_;
-  /// The GPU of a cuda session (null on the CPU): its kernel library uses
-  /// its stream and memory.
-  std::unique_ptr<Gpu> gpu_;
+  /// What runs the entry points: its kernel library uses its queues and
+  /// memory.
+  std::unique_ptr<Device> device_;
+  /// device_ on a GPU, null on the CPU: the session's paths still differ
+  /// there (docs/design/devices.md, steps 6 and 7).
+  Device *gpu_ = nullptr;
   /// The collectives of generated code with several ranks (null: one rank):
   /// MPI over communicator_, or NCCL over gpu_ and communicator_.
   std::unique_ptr<Collectives> collectives_;
@@ -304,8 +308,8 @@ private:
   std::vector<AlignedBuffer> inputs_;
   AlignedBuffer hyperSlots_;
   AlignedBuffer scratch_;
-  /// Alignment of the buffers carved out of one allocation: kBufferAlignment
-  /// on the CPU, kDeviceAlignment on a GPU.
+  /// Alignment of the buffers carved out of one allocation: the device's
+  /// (DeviceProperties::alignment).
   size_t alignment_ = kBufferAlignment;
 
   // GPU sessions only: device memory (owned by gpu_) and pinned staging.
@@ -324,6 +328,10 @@ private:
   /// written into one while the copy from the other may still be running.
   std::array<std::vector<unsigned char *>, 2> staging_;
   int stagingSlot_ = 0;
+  /// Per input set: its copies are done (recorded on the transfer queue),
+  /// and the entry that read it is done (recorded on the compute queue).
+  std::array<Event *, 2> copied_{};
+  std::array<Event *, 2> consumed_{};
   /// Pinned slots the micro-steps' losses are copied back into (8 bytes
   /// each): one per micro-step of the last microStep / trainBatch.
   unsigned char *lossSlots_ = nullptr;
@@ -341,7 +349,7 @@ private:
   bool useGraphs_ = false;
   /// Per entry kind and input set: an entry's launches name the set's
   /// buffers, so each set has a graph of its own.
-  std::array<std::array<void *, 2>, kNumEntryKinds> graphs_{};
+  std::array<std::array<Graph *, 2>, kNumEntryKinds> graphs_{};
   /// The bytes each graph's collectives send per launch, counted when it
   /// was captured (a replay calls no collective).
   std::array<std::array<uint64_t, 2>, kNumEntryKinds> graphBytes_{};

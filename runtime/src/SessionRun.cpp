@@ -11,7 +11,7 @@
 
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "device/Modules.h"
 #include "kernels/KernelContext.h"
 
@@ -260,10 +260,11 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
   // The copies out of this set of pinned buffers were enqueued two batches
   // ago; usually they are long done and this does not wait.
   const int slot = stagingSlot_;
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->waitEvent(slot)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(copied_[slot]->synchronize()));
   // The copies into the set's device buffers wait, on the GPU, for the
   // entry that read them two batches ago.
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->beginInputCopy(slot)));
+  CLEAVE_RETURN_IF_ERROR(
+      noteDeviceError(gpu_->transfer().wait(*consumed_[slot])));
   std::vector<void *> &device = deviceInputs_[slot];
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
@@ -273,7 +274,7 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
     copyRowsPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes,
                    numThreads_);
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->uploadInput(device[idx], staging_[slot][idx], in.bytes)));
+        gpu_->transfer().upload(device[idx], staging_[slot][idx], in.bytes)));
   }
   if (m.sampleWeightsInput && m.tokenLabelsInput &&
       e.usesInput[*m.sampleWeightsInput]) {
@@ -282,7 +283,7 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
         staging_[slot][*m.tokenLabelsInput],
         staging_[slot][*m.sampleWeightsInput], samples, kind));
     size_t idx = *m.sampleWeightsInput;
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->uploadInput(
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->transfer().upload(
         device[idx], staging_[slot][idx], m.inputs[idx].bytes)));
     deviceWeightsSamples_[slot] = -1;
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
@@ -297,12 +298,13 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
         reinterpret_cast<float *>(w)[i] = float(v);
     }
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->uploadInput(device[idx], w, m.inputs[idx].bytes)));
+        gpu_->transfer().upload(device[idx], w, m.inputs[idx].bytes)));
     deviceWeightsSamples_[slot] = samples;
   }
   if (!m.tokenLabelsInput)
     lastCount_ = samples;
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->endInputCopy(slot)));
+  CLEAVE_RETURN_IF_ERROR(
+      noteDeviceError(gpu_->transfer().record(*copied_[slot])));
   stagedSet_ = slot;
   stagingSlot_ = 1 - slot;
   return Status::success();
@@ -314,9 +316,9 @@ Status Session::enqueueLossCopy() {
   if (lossCount_ >= lossCapacity_)
     CLEAVE_RETURN_IF_ERROR(reserveLossSlots(lossCount_ + 1));
   const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-      gpu_->download(lossSlots_ + lossCount_ * sizeof(double),
-                     b.deviceOutputs[manifest_.lossOutput], loss.bytes)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
+      lossSlots_ + lossCount_ * sizeof(double),
+      b.deviceOutputs[manifest_.lossOutput], loss.bytes)));
   ++lossCount_;
   lossPending_ = true;
   return Status::success();
@@ -386,13 +388,15 @@ Status Session::runOnDevice(EntryKind kind) {
   const bool readsInputs = !b.inputArgs.empty();
   const int set = readsInputs ? stagedSet_ : 0;
   if (readsInputs) {
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->useInputs(set)));
+    CLEAVE_RETURN_IF_ERROR(
+        noteDeviceError(gpu_->compute().wait(*copied_[set])));
     for (const auto &[arg, input] : b.inputArgs)
       b.args[arg] = deviceInputs_[set][input];
   }
   Status status = enqueueOnDevice(kind, set);
   if (readsInputs)
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->doneWithInputs(set)));
+    CLEAVE_RETURN_IF_ERROR(
+        noteDeviceError(gpu_->compute().record(*consumed_[set])));
   return status;
 }
 
@@ -411,10 +415,10 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
     failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
     return failure_;
   };
-  void *&graph = graphs_[k][size_t(set)];
+  Graph *&graph = graphs_[k][size_t(set)];
   uint64_t &graphBytes = graphBytes_[k][size_t(set)];
   auto launch = [&] {
-    Status launched = gpu_->launchGraph(graph);
+    Status launched = gpu_->compute().launch(*graph);
     if (!launched.ok())
       return launchFailed(launched);
     windowBytes_ += graphBytes;
@@ -446,13 +450,13 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   };
   if (!capture)
     return runDirectly();
-  if (Status began = gpu_->beginCapture(); !began.ok()) {
+  if (Status began = gpu_->compute().beginCapture(); !began.ok()) {
     runWithoutGraph(began.message());
     return runDirectly();
   }
   const uint64_t capturedBytes = enqueue();
-  void *captured = nullptr;
-  Status ended = gpu_->endCapture(captured);
+  Graph *captured = nullptr;
+  Status ended = gpu_->compute().endCapture(captured);
   if (ended.ok() && !kernelContext_->failed()) {
     graph = captured;
     graphBytes = capturedBytes;
@@ -536,7 +540,7 @@ Status Session::apply() {
   int64_t verdict = 0;
   if (const std::optional<size_t> g = manifest_.nonfiniteGlobal) {
     if (gpu_) {
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
           globals_[*g].data(), deviceGlobals_[*g], sizeof(int64_t))));
       CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
     }
@@ -586,7 +590,7 @@ Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
   int64_t skipped = 0;
   if (m.skippedStepsGlobal) {
     if (gpu_) {
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->download(
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
           globals_[*m.skippedStepsGlobal].data(),
           deviceGlobals_[*m.skippedStepsGlobal], sizeof(int64_t))));
       CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));

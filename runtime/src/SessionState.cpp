@@ -13,7 +13,7 @@
 #include "LrSchedule.h"
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>
@@ -126,8 +126,8 @@ Status Session::readGlobal(std::string_view name, void *dst,
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
   if (gpu_ && bytes > 0) {
     CLEAVE_RETURN_IF_ERROR(checkUsable());
-    CLEAVE_RETURN_IF_ERROR(
-        noteDeviceError(gpu_->download(dst, deviceGlobals_[index], bytes)));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        gpu_->compute().download(dst, deviceGlobals_[index], bytes)));
     return noteDeviceError(gpu_->synchronize());
   }
   if (manifest_.globals[index].kind == GlobalKind::Accumulator)
@@ -158,8 +158,8 @@ Status Session::writeGlobal(std::string_view name, const void *src,
   if (gpu_ && bytes > 0) {
     // The host copy is what goes up (counters stay in step with it), and
     // it must not change before the copy is done.
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->upload(deviceGlobals_[index], globals_[index].data(), bytes)));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().upload(
+        deviceGlobals_[index], globals_[index].data(), bytes)));
     return noteDeviceError(gpu_->synchronize());
   }
   return Status::success();
@@ -179,8 +179,8 @@ Status Session::output(std::string_view entry, std::string_view name,
       bytes = e.outputs[i].bytes;
       if (gpu_) {
         CLEAVE_RETURN_IF_ERROR(checkUsable());
-        CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-            gpu_->download(b.outputs[i].data(), b.deviceOutputs[i], bytes)));
+        CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
+            b.outputs[i].data(), b.deviceOutputs[i], bytes)));
         return noteDeviceError(gpu_->synchronize());
       }
       return Status::success();

@@ -11,7 +11,7 @@
 #include "device/Modules.h"
 
 #include "Status.h"
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "device/KernelModules.h"
 #include "kernels/KernelContext.h"
 

@@ -38,7 +38,7 @@
 
 #include "device/cuda/CudaKernels.h"
 
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "device/cuda/AlgorithmChoice.h"
 #include "device/cuda/CudaDriver.h"
 #include "kernels/KernelContext.h"
@@ -196,7 +196,7 @@ std::string kernelName(int64_t id, const std::string &op) {
 
 struct Libraries {
   const CudaDriver &driver;
-  Gpu &gpu;
+  Device &device;
   const CublasLt *lt = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   const Cudnn *dnn = nullptr;
@@ -394,7 +394,7 @@ public:
     cublasStatus_t s = lt.cublasLtMatmul(
         libs_.ltHandle, desc_, &alpha, b, aLayout_, a, bLayout_, &beta, c,
         cLayout_, c, cLayout_, &algos_[choice], workspace, workspaceBytes,
-        static_cast<cudaStream_t>(libs_.gpu.stream()));
+        static_cast<cudaStream_t>(libs_.device.compute().native()));
     if (s != CUBLAS_STATUS_SUCCESS)
       return makeError(
           CLEAVE_INTERNAL, kernelName(id, op),
@@ -780,7 +780,8 @@ private:
 
 class CudaKernels final : public KernelLibrary {
 public:
-  CudaKernels(const CudaDriver &driver, Gpu &gpu) : libs_{driver, gpu} {}
+  CudaKernels(const CudaDriver &driver, Device &device)
+      : libs_{driver, device} {}
   ~CudaKernels() override {
     // The kernels' descriptors first, then the handles they were made with.
     kernels_.clear();
@@ -825,12 +826,11 @@ public:
       bytes = std::max(bytes, k->workspaceBytes());
     workspaceBytes_ = bytes;
     if (bytes > 0)
-      CLEAVE_RETURN_IF_ERROR(
-          libs_.gpu.allocate(bytes, "the kernels' workspace", workspace_));
+      CLEAVE_RETURN_IF_ERROR(allocateWorkspace(bytes));
     return Status::success();
   }
 
-  void *queue() const override { return libs_.gpu.stream(); }
+  void *queue() const override { return libs_.device.compute().native(); }
   size_t numKernels() const override { return kernels_.size(); }
 
   Status matmul(int64_t id, const float *a, const float *b, const float *bias,
@@ -867,14 +867,23 @@ public:
   }
 
   Status copy(float *dst, const float *src, int64_t floats) override {
-    return libs_.gpu.copy(dst, src, size_t(floats) * sizeof(float));
+    return libs_.device.compute().copy(dst, src,
+                                       size_t(floats) * sizeof(float));
   }
 
   Status zero(float *dst, int64_t floats) override {
-    return libs_.gpu.fill32(dst, 0, size_t(floats));
+    return libs_.device.compute().fill32(dst, 0, size_t(floats));
   }
 
 private:
+  Status allocateWorkspace(size_t bytes) {
+    Buffer buffer;
+    CLEAVE_RETURN_IF_ERROR(libs_.device.allocate(
+        bytes, Usage::DeviceOnly, "the kernels' workspace", buffer));
+    workspace_ = buffer.data;
+    return Status::success();
+  }
+
   std::unique_ptr<CudaKernel> buildOne(KernelSpec &spec,
                                        const std::string &op) {
     if (op == "matmul") {
@@ -940,8 +949,9 @@ private:
     if (s != CUDNN_STATUS_SUCCESS)
       spec.fail(std::string("cudnnCreate failed: ") +
                 dnn->cudnnGetErrorString(s));
-    s = dnn->cudnnSetStream(libs_.dnnHandle,
-                            static_cast<cudaStream_t>(libs_.gpu.stream()));
+    s = dnn->cudnnSetStream(
+        libs_.dnnHandle,
+        static_cast<cudaStream_t>(libs_.device.compute().native()));
     if (s != CUDNN_STATUS_SUCCESS)
       spec.fail(std::string("cudnnSetStream failed: ") +
                 dnn->cudnnGetErrorString(s));
@@ -974,10 +984,10 @@ private:
 
 } // namespace
 
-Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
+Status createCudaKernels(const CudaDriver &driver, Device &device,
                          const nlohmann::json &kernels,
                          std::unique_ptr<KernelLibrary> &out) {
-  auto k = std::make_unique<CudaKernels>(driver, gpu);
+  auto k = std::make_unique<CudaKernels>(driver, device);
   CLEAVE_RETURN_IF_ERROR(k->build(kernels));
   out = std::move(k);
   return Status::success();

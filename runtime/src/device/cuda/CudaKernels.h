@@ -24,12 +24,12 @@ namespace cleave::rt {
 
 struct CudaDriver;
 class KernelLibrary;
-class Gpu;
+class Device;
 
-/// Builds the kernels of `kernels` (the manifest array) on `gpu`, whose
-/// context is current. Device memory (the shared workspace) comes from `gpu`
-/// and lives as long as it does.
-Status createCudaKernels(const CudaDriver &driver, Gpu &gpu,
+/// Builds the kernels of `kernels` (the manifest array) on `device`, whose
+/// context is current. Device memory (the shared workspace) comes from
+/// `device` and lives as long as it does.
+Status createCudaKernels(const CudaDriver &driver, Device &device,
                          const nlohmann::json &kernels,
                          std::unique_ptr<KernelLibrary> &out);
 

@@ -13,8 +13,8 @@
 
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
+#include "device/Device.h"
 #include "device/cuda/CudaDriver.h"
-#include "device/Gpu.h"
 #include "kernels/KernelContext.h"
 
 #include "cleave/kernel_abi.h"
@@ -100,8 +100,8 @@ struct NcclLibrary {
 
 class NcclCollectives final : public Collectives {
 public:
-  NcclCollectives(const CudaDriver &driver, const NcclLibrary &nccl, Gpu &gpu,
-                  Communicator &comm, ncclComm_t nc)
+  NcclCollectives(const CudaDriver &driver, const NcclLibrary &nccl,
+                  Device &gpu, Communicator &comm, ncclComm_t nc)
       : driver_(driver), nccl_(nccl), gpu_(gpu), comm_(comm), nc_(nc) {}
 
   ~NcclCollectives() override {
@@ -118,7 +118,7 @@ public:
     if (kind == ReduceKind::Adasum)
       return adasumOnHost(count, buffers, sizes);
     const ncclRedOp_t op = kind == ReduceKind::Sum ? ncclSum : ncclAvg;
-    auto stream = static_cast<cudaStream_t>(gpu_.stream());
+    auto stream = static_cast<cudaStream_t>(gpu_.compute().native());
     // One group: NCCL fuses the buffers' all-reduces where it can, as the
     // CPU path packs small tensors into one message.
     CLEAVE_RETURN_IF_ERROR(nccl_.check(nccl_.ncclGroupStart(), "NCCL group"));
@@ -163,8 +163,8 @@ private:
                       const int64_t *sizes) {
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     CLEAVE_RETURN_IF_ERROR(driver_.check(
-        driver_.cuStreamIsCapturing(static_cast<CUstream>(gpu_.stream()),
-                                    &capture),
+        driver_.cuStreamIsCapturing(
+            static_cast<CUstream>(gpu_.compute().native()), &capture),
         "cannot query the stream's capture"));
     if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
       return makeError(CLEAVE_FAILED_PRECONDITION,
@@ -175,14 +175,14 @@ private:
     for (int64_t i = 0; i < count; ++i) {
       host_[i].resize(size_t(sizes[i]));
       pointers[i] = host_[i].data();
-      CLEAVE_RETURN_IF_ERROR(gpu_.download(host_[i].data(), buffers[i],
-                                           sizeof(float) * size_t(sizes[i])));
+      CLEAVE_RETURN_IF_ERROR(gpu_.compute().download(
+          host_[i].data(), buffers[i], sizeof(float) * size_t(sizes[i])));
     }
     CLEAVE_RETURN_IF_ERROR(gpu_.synchronize());
     comm_.reduceInPlace(ReduceKind::Adasum, count, pointers.data(), sizes);
     for (int64_t i = 0; i < count; ++i)
-      CLEAVE_RETURN_IF_ERROR(gpu_.upload(buffers[i], host_[i].data(),
-                                         sizeof(float) * size_t(sizes[i])));
+      CLEAVE_RETURN_IF_ERROR(gpu_.compute().upload(
+          buffers[i], host_[i].data(), sizeof(float) * size_t(sizes[i])));
     // The host copies are pageable, so the uploads are done on return; the
     // next call may reuse them.
     return Status::success();
@@ -196,7 +196,7 @@ private:
 
   const CudaDriver &driver_;
   const NcclLibrary &nccl_;
-  Gpu &gpu_;
+  Device &gpu_;
   Communicator &comm_;
   ncclComm_t nc_;
   std::vector<std::vector<float>> host_;
@@ -205,7 +205,7 @@ private:
 
 } // namespace
 
-Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
+Status createNcclCollectives(const CudaDriver &driver, Device &gpu,
                              Communicator &comm,
                              std::unique_ptr<Collectives> &out) {
   std::string loadError;

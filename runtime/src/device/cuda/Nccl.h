@@ -22,7 +22,7 @@ namespace cleave::rt {
 class Communicator;
 struct CudaDriver;
 class Collectives;
-class Gpu;
+class Device;
 
 /// The reduction of cleave_cross_rank_reduce for a session on `gpu`, one
 /// rank of `comm`'s job (more than one rank). Collective: every rank of the
@@ -35,7 +35,7 @@ class Gpu;
 /// NCCL does not have, stages the buffers through host memory and reduces
 /// them with `comm` (the CPU path's Adasum): it waits for the GPU, so an
 /// apply step that uses it is not captured into a CUDA graph.
-Status createNcclCollectives(const CudaDriver &driver, Gpu &gpu,
+Status createNcclCollectives(const CudaDriver &driver, Device &gpu,
                              Communicator &comm,
                              std::unique_ptr<Collectives> &out);
 

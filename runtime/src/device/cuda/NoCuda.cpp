@@ -1,19 +1,25 @@
-//===- NoCuda.cpp - The GPU layer of a runtime built without CUDA ---------===//
+//===- NoCuda.cpp - The CUDA device of a runtime built without CUDA -------===//
 //
 // Built instead of the CUDA files when the CUDA headers were not found: the
 // runtime then refuses every cuda artifact with one line.
 //
 //===----------------------------------------------------------------------===//
 
-#include "device/Gpu.h"
+#include "device/Device.h"
 
 namespace cleave::rt {
 
 bool runtimeHasCuda() { return false; }
 
-Status Gpu::open(int, const std::vector<GpuArch> &,
-                 const std::optional<GpuArch> &, std::unique_ptr<Gpu> &) {
+namespace {
+Status refuse(int, const Manifest &, std::unique_ptr<Device> &) {
   return makeError(CLEAVE_FAILED_PRECONDITION, kNoCudaSupport);
+}
+} // namespace
+
+const DeviceDriver &cudaDriver() {
+  static const DeviceDriver driver{DeviceKind::Cuda, refuse};
+  return driver;
 }
 
 } // namespace cleave::rt

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "device/KernelModules.h"
-#include "device/Gpu.h"
+#include "device/Device.h"
 #include "device/Modules.h"
 #include "kernels/KernelContext.h"
 
