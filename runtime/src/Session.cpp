@@ -39,15 +39,6 @@ bool AlignedBuffer::allocate(size_t bytes) {
   return true;
 }
 
-namespace {
-
-Status outOfMemory(size_t bytes, const std::string &what) {
-  return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", bytes,
-                   " bytes for ", what);
-}
-
-} // namespace
-
 Session::Session(std::shared_ptr<const Artifact> artifact)
     : artifact_(std::move(artifact)), manifest_(artifact_->manifest()),
       lastLoss_(std::numeric_limits<double>::quiet_NaN()) {}
@@ -194,19 +185,20 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
 
 Status Session::allocateAndInitialize(const Options &options) {
   const Manifest &m = manifest_;
+  Device &device = *device_;
   Generator gen(options.seed);
   globals_.resize(m.globals.size());
   for (size_t i = 0; i < m.globals.size(); ++i) {
     const GlobalDesc &g = m.globals[i];
-    if (!globals_[i].allocate(g.bytes))
-      return outOfMemory(g.bytes, "global '" + g.name + "'");
-    initializeGlobal(g, globals_[i].data(), gen, artifact_->initData());
+    CLEAVE_RETURN_IF_ERROR(device.allocate(
+        g.bytes, Usage::Mirrored, "global '" + g.name + "'", globals_[i]));
+    initializeGlobal(g, globals_[i].host, gen, artifact_->initData());
   }
   // Ranks that were seeded differently (or given different initial values)
   // still start from one model: rank 0's.
   if (communicator_ && communicator_->size() > 1)
     for (size_t i = 0; i < m.globals.size(); ++i)
-      communicator_->broadcast(globals_[i].data(), int64_t(m.globals[i].bytes),
+      communicator_->broadcast(globals_[i].host, int64_t(m.globals[i].bytes),
                                /*root=*/0);
   artifact_->releaseInitData();
   if (m.kind == ArtifactKind::Inference) {
@@ -214,34 +206,36 @@ Status Session::allocateAndInitialize(const Options &options) {
     step_ = &noCounters_[1];
   } else {
     microSteps_ =
-        reinterpret_cast<int64_t *>(globals_[m.microStepsGlobal].data());
-    step_ = reinterpret_cast<int64_t *>(globals_[m.stepGlobal].data());
+        reinterpret_cast<int64_t *>(globals_[m.microStepsGlobal].host);
+    step_ = reinterpret_cast<int64_t *>(globals_[m.stepGlobal].host);
   }
 
-  inputs_.resize(m.inputs.size());
-  inputPtrs_.resize(m.inputs.size());
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    if (!inputs_[i].allocate(m.inputs[i].bytes))
-      return outOfMemory(m.inputs[i].bytes, "input '" + m.inputs[i].name + "'");
-    inputPtrs_[i] = inputs_[i].data();
+  const int sets = device.properties().inputSets;
+  for (int set = 0; set < sets; ++set) {
+    inputs_[size_t(set)].resize(m.inputs.size());
+    for (size_t i = 0; i < m.inputs.size(); ++i)
+      CLEAVE_RETURN_IF_ERROR(device.allocate(m.inputs[i].bytes, Usage::Staged,
+                                             "input '" + m.inputs[i].name + "'",
+                                             inputs_[size_t(set)][i]));
   }
+  inputPtrs_.resize(m.inputs.size());
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    inputPtrs_[i] = inputs_[0][i].data;
   sliceData_.resize(m.userInputs.size());
   sliceBytes_.resize(m.userInputs.size());
 
-  if (!hyperSlots_.allocate(m.hypers.size() * alignment_))
-    return outOfMemory(m.hypers.size() * alignment_, "hyperparameters");
+  CLEAVE_RETURN_IF_ERROR(device.allocate(m.hypers.size() * alignment_,
+                                         Usage::DeviceOnly, "hyperparameters",
+                                         hypers_));
   if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(allocateOnDevice());
+    CLEAVE_RETURN_IF_ERROR(prepareInputSets());
   hyperValues_.resize(m.hypers.size());
   for (size_t i = 0; i < m.hypers.size(); ++i)
     storeHyper(i, m.hypers[i].defaultValue);
   lrHyper_ = m.findHyper("lr");
-  if (gpu_) {
-    // The initial values go up once; creation waits for them so that a GPU
-    // failure is reported here.
-    CLEAVE_RETURN_IF_ERROR(pushState());
-  }
-  return Status::success();
+  // The initial values go up once; creation waits for them so that a
+  // device failure is reported here.
+  return pushState();
 }
 
 void Session::enableLayoutCache() {
@@ -253,7 +247,7 @@ void Session::enableLayoutCache() {
   std::vector<BufferRange> parameters, accumulators;
   for (size_t i = 0; i < manifest_.globals.size(); ++i) {
     const GlobalDesc &g = manifest_.globals[i];
-    BufferRange range{globals_[i].data(), g.bytes};
+    BufferRange range{globals_[i].data, g.bytes};
     if (g.kind == GlobalKind::Param)
       parameters.push_back(range);
     else if (g.kind == GlobalKind::Accumulator)
@@ -263,38 +257,7 @@ void Session::enableLayoutCache() {
                                     std::move(accumulators));
 }
 
-Status Session::allocateDeviceOnly(size_t bytes, const std::string &what,
-                                   void *&out) {
-  Buffer buffer;
-  CLEAVE_RETURN_IF_ERROR(
-      gpu_->allocate(bytes, Usage::DeviceOnly, what, buffer));
-  out = buffer.data;
-  return Status::success();
-}
-
-Status Session::allocateOnDevice() {
-  const Manifest &m = manifest_;
-  deviceGlobals_.resize(m.globals.size());
-  for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(
-        m.globals[i].bytes, "global '" + m.globals[i].name + "'",
-        deviceGlobals_[i]));
-  for (int slot = 0; slot < 2; ++slot) {
-    deviceInputs_[slot].resize(m.inputs.size());
-    staging_[slot].resize(m.inputs.size());
-  }
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    const std::string what = "input '" + m.inputs[i].name + "'";
-    for (int slot = 0; slot < 2; ++slot) {
-      CLEAVE_RETURN_IF_ERROR(
-          allocateDeviceOnly(m.inputs[i].bytes, what, deviceInputs_[slot][i]));
-      void *p = nullptr;
-      CLEAVE_RETURN_IF_ERROR(gpu_->allocateHost(m.inputs[i].bytes, what, p));
-      staging_[slot][i] = static_cast<unsigned char *>(p);
-    }
-  }
-  CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(m.hypers.size() * alignment_,
-                                            "hyperparameters", deviceHypers_));
+Status Session::prepareInputSets() {
   for (int set = 0; set < 2; ++set) {
     CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(copied_[set]));
     CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(consumed_[set]));
@@ -319,25 +282,25 @@ Status Session::reserveLossSlots(size_t slots) {
 Status Session::pushState() {
   const Manifest &m = manifest_;
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(gpu_->compute().upload(
-        deviceGlobals_[i], globals_[i].data(), m.globals[i].bytes));
-  CLEAVE_RETURN_IF_ERROR(gpu_->compute().upload(
-      deviceHypers_, hyperSlots_.data(), m.hypers.size() * alignment_));
-  return gpu_->synchronize();
+    CLEAVE_RETURN_IF_ERROR(device_->compute().upload(
+        globals_[i].data, globals_[i].host, m.globals[i].bytes));
+  for (size_t i = 0; i < m.hypers.size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(writeHyperSlot(i));
+  return device_->synchronize();
 }
 
 Status Session::pullGlobals() const {
   const Manifest &m = manifest_;
   const int64_t microSteps = *microSteps_, step = *step_;
   for (size_t i = 0; i < m.globals.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
-        globals_[i].data(), deviceGlobals_[i], m.globals[i].bytes)));
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
+        globals_[i].host, globals_[i].data, m.globals[i].bytes)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->synchronize()));
   // The entries advance the counters on the device; the session counts
   // the same steps on the host. They must agree.
   if (*microSteps_ != microSteps || *step_ != step) {
     Status error = makeError(
-        CLEAVE_INTERNAL, artifact_->path(), ": on ", gpu_->description(),
+        CLEAVE_INTERNAL, artifact_->path(), ": on ", device_->description(),
         " train.micro_steps is ", *microSteps_, " and train.step ", *step_,
         ", the session counted ", microSteps, " and ", step,
         " (the entry points do not advance them as the ABI says)");
@@ -360,26 +323,30 @@ std::string Session::deviceDescription() const {
 
 void Session::storeHyper(size_t index, double value) {
   hyperValues_[index] = value;
-  void *slot = hyperSlots_.data() + index * alignment_;
-  if (manifest_.dtype == DType::F64)
-    *static_cast<double *>(slot) = value;
-  else
-    *static_cast<float *>(slot) = static_cast<float>(value);
-  if (!gpu_ || !deviceHypers_)
-    return;
+  // storeHyper has callers that cannot fail; the session is unusable from
+  // here, and says why at its next call.
+  if (Status written = writeHyperSlot(index); !written.ok())
+    (void)noteDeviceError(written);
+}
+
+Status Session::writeHyperSlot(size_t index) {
   // A fill takes its value when it is enqueued, so the new value reaches
-  // the device in stream order, after the work that read the old one.
+  // the device in queue order, after the work that read the old one.
+  const double value = hyperValues_[index];
   uint32_t words[2];
-  size_t count = manifest_.dtype == DType::F64 ? 2 : 1;
-  std::memcpy(words, slot, count * 4);
-  auto *dst = static_cast<unsigned char *>(deviceHypers_) + index * alignment_;
+  size_t count = 1;
+  if (manifest_.dtype == DType::F64) {
+    std::memcpy(words, &value, sizeof(value));
+    count = 2;
+  } else {
+    const float single = static_cast<float>(value);
+    std::memcpy(words, &single, sizeof(single));
+  }
+  auto *slot = static_cast<unsigned char *>(hypers_.data) + index * alignment_;
   for (size_t w = 0; w < count; ++w)
-    if (Status s = gpu_->compute().fill32(dst + 4 * w, words[w], 1); !s.ok()) {
-      // storeHyper has callers that cannot fail; the session is unusable
-      // from here, and says why at its next call.
-      (void)noteDeviceError(s);
-      return;
-    }
+    CLEAVE_RETURN_IF_ERROR(
+        device_->compute().fill32(slot + 4 * w, words[w], 1));
+  return Status::success();
 }
 
 Status Session::bindEntries() {
@@ -397,11 +364,8 @@ Status Session::bindEntries() {
         total += aligned(a.scratchBytes);
     scratchBytes = std::max(scratchBytes, total);
   }
-  if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(
-        allocateDeviceOnly(scratchBytes, "scratch", deviceScratch_));
-  else if (!scratch_.allocate(scratchBytes))
-    return outOfMemory(scratchBytes, "scratch");
+  CLEAVE_RETURN_IF_ERROR(
+      device_->allocate(scratchBytes, Usage::DeviceOnly, "scratch", scratch_));
 
   for (size_t k = 0; k < kNumEntryKinds; ++k) {
     auto kind = static_cast<EntryKind>(k);
@@ -414,31 +378,24 @@ Status Session::bindEntries() {
     for (size_t i = 0; i < e.outputs.size(); ++i) {
       const std::string what = std::string("output '") + e.outputs[i].name +
                                "' of " + entryName(kind);
-      if (!b.outputs[i].allocate(e.outputs[i].bytes))
-        return outOfMemory(e.outputs[i].bytes, what);
-      if (gpu_) {
-        b.deviceOutputs.emplace_back();
-        CLEAVE_RETURN_IF_ERROR(allocateDeviceOnly(e.outputs[i].bytes, what,
-                                                  b.deviceOutputs.back()));
-      }
+      CLEAVE_RETURN_IF_ERROR(device_->allocate(
+          e.outputs[i].bytes, Usage::Mirrored, what, b.outputs[i]));
     }
-    auto *hypers =
-        static_cast<unsigned char *>(gpu_ ? deviceHypers_ : hyperSlots_.data());
-    auto *scratch =
-        static_cast<unsigned char *>(gpu_ ? deviceScratch_ : scratch_.data());
+    auto *hypers = static_cast<unsigned char *>(hypers_.data);
+    auto *scratch = static_cast<unsigned char *>(scratch_.data);
     size_t scratchOffset = 0;
     for (const ArgDesc &a : e.args) {
       void *ptr = nullptr;
       switch (a.role) {
       case ArgRole::Input:
         b.inputArgs.emplace_back(b.args.size(), a.index);
-        ptr = gpu_ ? deviceInputs_[0][a.index] : inputs_[a.index].data();
+        ptr = inputs_[0][a.index].data;
         break;
       case ArgRole::Output:
-        ptr = gpu_ ? b.deviceOutputs[a.index] : b.outputs[a.index].data();
+        ptr = b.outputs[a.index].data;
         break;
       case ArgRole::Global:
-        ptr = gpu_ ? deviceGlobals_[a.index] : globals_[a.index].data();
+        ptr = globals_[a.index].data;
         break;
       case ArgRole::Hyper:
         ptr = hypers + a.index * alignment_;

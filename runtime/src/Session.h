@@ -14,6 +14,7 @@
 #include "Artifact.h"
 #include "Checkpoint.h"
 #include "Status.h"
+#include "device/Device.h"
 
 #include "cleave/runtime.h"
 
@@ -180,19 +181,18 @@ private:
     std::vector<void *> args;
     /// (position in `args`, index into Manifest::inputs).
     std::vector<std::pair<size_t, size_t>> inputArgs;
-    std::vector<AlignedBuffer> outputs;
-    /// On a GPU: the outputs as the entry writes them (`outputs` then holds
-    /// their host copies, made when asked for).
-    std::vector<void *> deviceOutputs;
+    /// Usage::Mirrored: on a GPU the host view is a copy, made when asked
+    /// for.
+    std::vector<Buffer> outputs;
   };
 
   explicit Session(std::shared_ptr<const Artifact> artifact);
   Status allocateAndInitialize(const Options &options);
-  /// The device twins of the globals, inputs and hyperparameter slots, and
-  /// the pinned staging buffers (GPU sessions).
-  Status allocateOnDevice();
-  /// A buffer of `bytes` bytes only entries use, on the GPU.
-  Status allocateDeviceOnly(size_t bytes, const std::string &what, void *&out);
+  /// The events that order the input sets and the first loss slot (GPU
+  /// sessions).
+  Status prepareInputSets();
+  /// Writes hyperparameter `index`'s value into its slot, in queue order.
+  Status writeHyperSlot(size_t index);
   Status bindEntries();
   /// Tells the kernel context which globals are parameters and
   /// accumulators, so that convolutions keep blocked copies across calls
@@ -214,11 +214,12 @@ private:
   Status enqueueLossCopy();
   /// Room for `slots` losses in lossSlots_.
   Status reserveLossSlots(size_t slots);
-  /// Copies every global from the device into globals_ (GPU sessions) and
-  /// checks the counters the entries advanced against the session's
+  /// Copies every global into its host view (nothing to copy on the CPU)
+  /// and checks the counters the entries advanced against the session's
   /// bookkeeping.
   Status pullGlobals() const;
-  /// Copies globals_ and the hyperparameter values to the device and waits.
+  /// Copies the globals' host views and the hyperparameter values to the
+  /// device and waits.
   Status pushState();
   /// Records a failed GPU operation outside an entry point: the session
   /// becomes unusable, as after a failed entry.
@@ -301,32 +302,30 @@ private:
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<KernelContext> kernelContext_;
 
-  /// The globals; on a GPU their host copy, current at creation, after a
-  /// checkpoint is saved or loaded and for the counters, which the session
-  /// advances itself instead of reading them back.
-  std::vector<AlignedBuffer> globals_;
-  std::vector<AlignedBuffer> inputs_;
-  AlignedBuffer hyperSlots_;
-  AlignedBuffer scratch_;
+  // One set of buffers, on the device (owned by device_). `data` is what
+  // entries receive, `host` the host's view: the buffer itself on the CPU.
+  /// The globals (Usage::Mirrored). On a GPU the host view is current at
+  /// creation, after a checkpoint is saved or loaded, and for the counters,
+  /// which the session advances itself instead of reading them back.
+  std::vector<Buffer> globals_;
+  /// The input sets (Usage::Staged), properties().inputSets of them. A GPU
+  /// has two, alternated, so that the copy of a batch into one overlaps the
+  /// kernels that read the other, while the batch after it is written into
+  /// the pinned host view of the first.
+  std::array<std::vector<Buffer>, 2> inputs_;
+  /// The hyperparameter slots and the scratch area the entries share
+  /// (Usage::DeviceOnly).
+  Buffer hypers_;
+  Buffer scratch_;
   /// Alignment of the buffers carved out of one allocation: the device's
   /// (DeviceProperties::alignment).
   size_t alignment_ = kBufferAlignment;
 
-  // GPU sessions only: device memory (owned by gpu_) and pinned staging.
-  std::vector<void *> deviceGlobals_;
-  /// Two sets of device inputs, alternated with the pinned sets below: the
-  /// copy of a batch into one overlaps the kernels that read the other
-  /// (Gpu::beginInputCopy).
-  std::array<std::vector<void *>, 2> deviceInputs_;
-  /// The set of the last batch staged (the one the next entry reads), and
-  /// the sample count each set's sample weights were written for.
+  /// GPU sessions: the set of the last batch staged (the one the next entry
+  /// reads), the sample count each set's sample weights were written for,
+  /// and the set the next batch goes into.
   int stagedSet_ = 0;
   std::array<int64_t, 2> deviceWeightsSamples_{-1, -1};
-  void *deviceHypers_ = nullptr;
-  void *deviceScratch_ = nullptr;
-  /// Two sets of pinned input buffers, alternated, so that a batch is
-  /// written into one while the copy from the other may still be running.
-  std::array<std::vector<unsigned char *>, 2> staging_;
   int stagingSlot_ = 0;
   /// Per input set: its copies are done (recorded on the transfer queue),
   /// and the entry that read it is done (recorded on the compute queue).

@@ -186,7 +186,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
       inputPtrs_[idx] = const_cast<void *>(src);
       continue;
     }
-    unsigned char *dst = inputs_[idx].data();
+    unsigned char *dst = inputs_[0][idx].host;
     if (batch.bytes[j] > 0)
       std::memcpy(dst, src, batch.bytes[j]);
     // Padding rows repeat the last real sample rather than being zero: a
@@ -204,12 +204,12 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
       e.usesInput[*m.sampleWeightsInput]) {
     // One weight per token, from this micro-batch's labels: the window is
     // normalised by its number of real tokens.
-    CLEAVE_RETURN_IF_ERROR(
-        fillTokenWeights(inputPtrs_[*m.tokenLabelsInput],
-                         inputs_[*m.sampleWeightsInput].data(), samples, kind));
+    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(
+        inputPtrs_[*m.tokenLabelsInput], inputs_[0][*m.sampleWeightsInput].host,
+        samples, kind));
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
              weightsSamples_ != samples) {
-    void *w = inputs_[*m.sampleWeightsInput].data();
+    void *w = inputs_[0][*m.sampleWeightsInput].host;
     for (int64_t i = 0; i < b; ++i) {
       double v = i < samples ? 1.0 : 0.0;
       if (m.inputs[*m.sampleWeightsInput].dtype == DType::F64)
@@ -265,31 +265,31 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
   // entry that read them two batches ago.
   CLEAVE_RETURN_IF_ERROR(
       noteDeviceError(gpu_->transfer().wait(*consumed_[slot])));
-  std::vector<void *> &device = deviceInputs_[slot];
+  std::vector<Buffer> &set = inputs_[size_t(slot)];
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
     if (!e.usesInput[idx])
       continue;
     const InputDesc &in = m.inputs[idx];
-    copyRowsPadded(staging_[slot][idx], batch.data[j], samples, b, in.rowBytes,
+    copyRowsPadded(set[idx].host, batch.data[j], samples, b, in.rowBytes,
                    numThreads_);
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->transfer().upload(device[idx], staging_[slot][idx], in.bytes)));
+        gpu_->transfer().upload(set[idx].data, set[idx].host, in.bytes)));
   }
   if (m.sampleWeightsInput && m.tokenLabelsInput &&
       e.usesInput[*m.sampleWeightsInput]) {
     // One weight per token, from the staged labels (stage() says why).
-    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(
-        staging_[slot][*m.tokenLabelsInput],
-        staging_[slot][*m.sampleWeightsInput], samples, kind));
+    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(set[*m.tokenLabelsInput].host,
+                                            set[*m.sampleWeightsInput].host,
+                                            samples, kind));
     size_t idx = *m.sampleWeightsInput;
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->transfer().upload(
-        device[idx], staging_[slot][idx], m.inputs[idx].bytes)));
+        set[idx].data, set[idx].host, m.inputs[idx].bytes)));
     deviceWeightsSamples_[slot] = -1;
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
              deviceWeightsSamples_[slot] != samples) {
     size_t idx = *m.sampleWeightsInput;
-    unsigned char *w = staging_[slot][idx];
+    unsigned char *w = set[idx].host;
     for (int64_t i = 0; i < b; ++i) {
       double v = i < samples ? 1.0 : 0.0;
       if (m.inputs[idx].dtype == DType::F64)
@@ -298,7 +298,7 @@ Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
         reinterpret_cast<float *>(w)[i] = float(v);
     }
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->transfer().upload(device[idx], w, m.inputs[idx].bytes)));
+        gpu_->transfer().upload(set[idx].data, w, m.inputs[idx].bytes)));
     deviceWeightsSamples_[slot] = samples;
   }
   if (!m.tokenLabelsInput)
@@ -318,7 +318,7 @@ Status Session::enqueueLossCopy() {
   const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
       lossSlots_ + lossCount_ * sizeof(double),
-      b.deviceOutputs[manifest_.lossOutput], loss.bytes)));
+      b.outputs[manifest_.lossOutput].data, loss.bytes)));
   ++lossCount_;
   lossPending_ = true;
   return Status::success();
@@ -391,7 +391,7 @@ Status Session::runOnDevice(EntryKind kind) {
     CLEAVE_RETURN_IF_ERROR(
         noteDeviceError(gpu_->compute().wait(*copied_[set])));
     for (const auto &[arg, input] : b.inputArgs)
-      b.args[arg] = deviceInputs_[set][input];
+      b.args[arg] = inputs_[size_t(set)][input].data;
   }
   Status status = enqueueOnDevice(kind, set);
   if (readsInputs)
@@ -520,7 +520,7 @@ Status Session::microStep(const cleave_batch &batch) {
   const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
   lastLossSum_ = readScalar(
       manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype,
-      b.outputs[manifest_.lossOutput].data());
+      b.outputs[manifest_.lossOutput].host);
   lastLoss_ = lastLossSum_ / double(lastCount_);
   if (*microSteps_ >= accumulate_)
     return apply();
@@ -539,12 +539,10 @@ Status Session::apply() {
   // (its update was skipped and train.step left alone).
   int64_t verdict = 0;
   if (const std::optional<size_t> g = manifest_.nonfiniteGlobal) {
-    if (gpu_) {
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
-          globals_[*g].data(), deviceGlobals_[*g], sizeof(int64_t))));
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
-    }
-    std::memcpy(&verdict, globals_[*g].data(), sizeof(verdict));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
+        globals_[*g].host, globals_[*g].data, sizeof(int64_t))));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->synchronize()));
+    std::memcpy(&verdict, globals_[*g].host, sizeof(verdict));
   }
   const int64_t advance = verdict == 0 ? 1 : 0;
   if (gpu_) {
@@ -589,13 +587,11 @@ Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
   // (both counters are checkpointed, so the count survives a resume).
   int64_t skipped = 0;
   if (m.skippedStepsGlobal) {
-    if (gpu_) {
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
-          globals_[*m.skippedStepsGlobal].data(),
-          deviceGlobals_[*m.skippedStepsGlobal], sizeof(int64_t))));
-      CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->synchronize()));
-    }
-    std::memcpy(&skipped, globals_[*m.skippedStepsGlobal].data(),
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
+        globals_[*m.skippedStepsGlobal].host,
+        globals_[*m.skippedStepsGlobal].data, sizeof(int64_t))));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->synchronize()));
+    std::memcpy(&skipped, globals_[*m.skippedStepsGlobal].host,
                 sizeof(skipped));
   }
   return makeError(CLEAVE_NON_FINITE, artifact_->path(), ": window ",

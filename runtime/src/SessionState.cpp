@@ -127,13 +127,13 @@ Status Session::readGlobal(std::string_view name, void *dst,
   if (gpu_ && bytes > 0) {
     CLEAVE_RETURN_IF_ERROR(checkUsable());
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->compute().download(dst, deviceGlobals_[index], bytes)));
+        gpu_->compute().download(dst, globals_[index].data, bytes)));
     return noteDeviceError(gpu_->synchronize());
   }
   if (manifest_.globals[index].kind == GlobalKind::Accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
-    std::memcpy(dst, globals_[index].data(), bytes);
+    std::memcpy(dst, globals_[index].host, bytes);
   return Status::success();
 }
 
@@ -153,13 +153,13 @@ Status Session::writeGlobal(std::string_view name, const void *src,
   if (manifest_.globals[index].kind == GlobalKind::Accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
-    std::memcpy(globals_[index].data(), src, bytes);
+    std::memcpy(globals_[index].host, src, bytes);
   kernelContext_->parametersChanged();
   if (gpu_ && bytes > 0) {
     // The host copy is what goes up (counters stay in step with it), and
     // it must not change before the copy is done.
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().upload(
-        deviceGlobals_[index], globals_[index].data(), bytes)));
+        globals_[index].data, globals_[index].host, bytes)));
     return noteDeviceError(gpu_->synchronize());
   }
   return Status::success();
@@ -175,12 +175,12 @@ Status Session::output(std::string_view entry, std::string_view name,
   for (size_t i = 0; i < e.outputs.size(); ++i)
     if (e.outputs[i].name == name) {
       const Binding &b = bindings_[size_t(*kind)];
-      data = b.outputs[i].data();
+      data = b.outputs[i].host;
       bytes = e.outputs[i].bytes;
       if (gpu_) {
         CLEAVE_RETURN_IF_ERROR(checkUsable());
         CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
-            b.outputs[i].data(), b.deviceOutputs[i], bytes)));
+            b.outputs[i].host, b.outputs[i].data, bytes)));
         return noteDeviceError(gpu_->synchronize());
       }
       return Status::success();
@@ -240,8 +240,7 @@ CheckpointContents Session::checkpointContents() const {
   c.lrSchedule = lrSchedule_;
   for (size_t i = 0; i < m.globals.size(); ++i) {
     const GlobalDesc &g = m.globals[i];
-    c.globals.push_back(
-        {g.name, g.dtype, g.shape, globals_[i].data(), g.bytes});
+    c.globals.push_back({g.name, g.dtype, g.shape, globals_[i].host, g.bytes});
   }
   c.userState.insert(userState_.begin(), userState_.end());
   if (numRanks() > 1)
@@ -275,10 +274,9 @@ Status Session::saveCheckpoint(const std::string &path) const {
   Status usable = checkUsable();
   if (numRanks() == 1 && !usable.ok())
     return usable;
-  // A GPU session's state is on the device: bring it into the host copies
-  // the checkpoint is written from (GPU sessions have one rank).
-  if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(pullGlobals());
+  // The state is on the device: bring it into the host views the
+  // checkpoint is written from (nothing to copy on the CPU).
+  CLEAVE_RETURN_IF_ERROR(pullGlobals());
   // Mid-window, the accumulators lack the gradients the layout cache holds
   // back. Settling them here changes the order in which the rest of the
   // window is summed, so a run that saves and one resumed from its
@@ -411,7 +409,7 @@ void Session::applyCheckpoint(const CheckpointContents &c,
                               const Restore &plan) {
   for (size_t i = 0; i < plan.sources.size(); ++i)
     if (plan.sources[i]->bytes > 0)
-      std::memcpy(globals_[i].data(), plan.sources[i]->data,
+      std::memcpy(globals_[i].host, plan.sources[i]->data,
                   plan.sources[i]->bytes);
   kernelContext_->globalsReplaced();
   for (size_t i = 0; i < plan.hypers.size(); ++i)
@@ -479,9 +477,7 @@ Status Session::loadCheckpoint(const std::string &path) {
 }
 
 Status Session::pushRestoredState() {
-  if (!gpu_)
-    return Status::success();
-  // Whatever the GPU was doing is finished or failed; the restored state
+  // Whatever the device was doing is finished or failed; the restored state
   // replaces it.
   lossPending_ = false;
   Status pushed = pushState();

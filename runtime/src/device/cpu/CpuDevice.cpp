@@ -107,7 +107,7 @@ public:
                                             kCpuAlignment * kCpuAlignment;
     void *p = std::aligned_alloc(kCpuAlignment, rounded);
     if (!p)
-      return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", rounded,
+      return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", bytes,
                        " bytes for ", what);
     std::memset(p, 0, rounded);
     memory_.push_back(p);
