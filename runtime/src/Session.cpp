@@ -111,10 +111,6 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                      "--device=cpu) or compile with --target=cuda");
   }
   if (m.device == DeviceKind::Cuda) {
-    // CLEAVE_CUDA_GRAPHS=0 turns graph replay off, for debugging (every
-    // launch is then a driver call that a profiler sees).
-    const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
-    session->useGraphs_ = !graphs || std::string_view(graphs) != "0";
     if (options.deviceOrdinal < 0 &&
         options.deviceOrdinal != kAutoDeviceOrdinal)
       return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
@@ -153,12 +149,14 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     return makeError(CLEAVE_FAILED_PRECONDITION, path,
                      ": ZeRO-1 (sharded optimizer state) is not implemented "
                      "on GPUs; compile without --shard-optimizer-state");
-  if (m.device == DeviceKind::Cuda)
-    CLEAVE_RETURN_IF_ERROR(session->openGpu(options));
-  else
-    CLEAVE_RETURN_IF_ERROR(deviceDriver(m.device).open(0, m, session->device_));
+  CLEAVE_RETURN_IF_ERROR(session->openDevice(options));
   Device &device = *session->device_;
   session->alignment_ = device.properties().alignment;
+  // CLEAVE_CUDA_GRAPHS=0 turns graph replay off, for debugging (every
+  // launch is then a driver call that a profiler sees).
+  const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
+  session->useGraphs_ = device.properties().capture &&
+                        (!graphs || std::string_view(graphs) != "0");
   // The data plane of several ranks (one needs none): MPI on the CPU, NCCL
   // on a GPU. Collective: all ranks succeed or all fail.
   if (session->numRanks() > 1) {
@@ -219,16 +217,14 @@ Status Session::allocateAndInitialize(const Options &options) {
                                              inputs_[size_t(set)][i]));
   }
   inputPtrs_.resize(m.inputs.size());
-  for (size_t i = 0; i < m.inputs.size(); ++i)
-    inputPtrs_[i] = inputs_[0][i].data;
+  hostInputs_.resize(m.inputs.size());
   sliceData_.resize(m.userInputs.size());
   sliceBytes_.resize(m.userInputs.size());
 
   CLEAVE_RETURN_IF_ERROR(device.allocate(m.hypers.size() * alignment_,
                                          Usage::DeviceOnly, "hyperparameters",
                                          hypers_));
-  if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(prepareInputSets());
+  CLEAVE_RETURN_IF_ERROR(prepareInputSets());
   hyperValues_.resize(m.hypers.size());
   for (size_t i = 0; i < m.hypers.size(); ++i)
     storeHyper(i, m.hypers[i].defaultValue);
@@ -259,8 +255,8 @@ void Session::enableLayoutCache() {
 
 Status Session::prepareInputSets() {
   for (int set = 0; set < 2; ++set) {
-    CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(copied_[set]));
-    CLEAVE_RETURN_IF_ERROR(gpu_->createEvent(consumed_[set]));
+    CLEAVE_RETURN_IF_ERROR(device_->createEvent(copied_[set]));
+    CLEAVE_RETURN_IF_ERROR(device_->createEvent(consumed_[set]));
   }
   return reserveLossSlots(1);
 }
@@ -273,7 +269,7 @@ Status Session::reserveLossSlots(size_t slots) {
   size_t capacity = std::max(slots, 2 * lossCapacity_);
   void *p = nullptr;
   CLEAVE_RETURN_IF_ERROR(
-      gpu_->allocateHost(capacity * sizeof(double), "the losses", p));
+      device_->allocateHost(capacity * sizeof(double), "the losses", p));
   lossSlots_ = static_cast<unsigned char *>(p);
   lossCapacity_ = capacity;
   return Status::success();
@@ -312,8 +308,11 @@ Status Session::pullGlobals() const {
 }
 
 Status Session::noteDeviceError(Status error) const {
-  if (!error.ok() && failure_.ok())
+  if (error.ok())
+    return error;
+  if (failure_.ok())
     failure_ = error;
+  deviceFault_ = true;
   return error;
 }
 
@@ -438,13 +437,15 @@ std::string ordinalSuffix(int n) {
 }
 } // namespace
 
-Status Session::openGpu(const Options &options) {
+Status Session::openDevice(const Options &options) {
   const std::string &path = artifact_->path();
   const Manifest &m = manifest_;
+  const DeviceDriver &driver = deviceDriver(m.device);
   int ordinal = options.deviceOrdinal;
   std::string placement;
   Status placed = Status::success();
-  const bool several = communicator_ && numRanks() > 1;
+  const bool several =
+      driver.exclusivePerRank && communicator_ && numRanks() > 1;
   if (several) {
     // One GPU per process: a rank takes the GPU of its index among the
     // job's processes on the same machine.
@@ -471,7 +472,7 @@ Status Session::openGpu(const Options &options) {
   // code for its architecture this is the one line the caller gets.
   Status opened = placed;
   if (opened.ok()) {
-    opened = deviceDriver(DeviceKind::Cuda).open(ordinal, m, device_);
+    opened = driver.open(ordinal, m, device_);
     if (opened.ok())
       opened = device_->admit(m, notes_);
     if (!opened.ok()) {
@@ -483,9 +484,7 @@ Status Session::openGpu(const Options &options) {
   }
   if (several)
     opened = agreeAcrossRanks(*communicator_, opened, "opening a GPU");
-  CLEAVE_RETURN_IF_ERROR(opened);
-  gpu_ = device_.get();
-  return Status::success();
+  return opened;
 }
 
 } // namespace cleave::rt

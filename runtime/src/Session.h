@@ -188,8 +188,7 @@ private:
 
   explicit Session(std::shared_ptr<const Artifact> artifact);
   Status allocateAndInitialize(const Options &options);
-  /// The events that order the input sets and the first loss slot (GPU
-  /// sessions).
+  /// The events that order the input sets, and the first loss slot.
   Status prepareInputSets();
   /// Writes hyperparameter `index`'s value into its slot, in queue order.
   Status writeHyperSlot(size_t index);
@@ -202,16 +201,16 @@ private:
   /// accumulators; a failure makes the session unusable. Logically const:
   /// the accumulators' meaning does not change, only where it is held.
   Status settleAccumulators() const;
-  /// stage() on a GPU: the batch goes through a pinned buffer to the
-  /// device inputs, asynchronously.
   /// Token labels: fills one sample weight per token from `labels` (the
   /// staged micro-batch) into `weights` and sets lastCount_.
   Status fillTokenWeights(const void *labels, void *weights, int64_t samples,
                           EntryKind kind);
-  Status stageOnDevice(EntryKind kind, const cleave_batch &batch);
   /// The loss of the micro-step just enqueued, copied back asynchronously
-  /// into the next loss slot.
+  /// into the next loss slot (summed at once on a synchronous device).
   Status enqueueLossCopy();
+  /// Waits for the losses in the slots and adds them to lossSum_, in order;
+  /// lastLoss_ becomes their mean (NaN if the device failed).
+  void foldLosses() const;
   /// Room for `slots` losses in lossSlots_.
   Status reserveLossSlots(size_t slots);
   /// Copies every global into its host view (nothing to copy on the CPU)
@@ -221,12 +220,15 @@ private:
   /// Copies the globals' host views and the hyperparameter values to the
   /// device and waits.
   Status pushState();
-  /// Records a failed GPU operation outside an entry point: the session
-  /// becomes unusable, as after a failed entry.
+  /// Records a failed device operation outside an entry point: the session
+  /// becomes unusable, as after a failed entry, and nothing on the device
+  /// can be read any more (deviceFault_).
   Status noteDeviceError(Status error) const;
 
-  /// Checks `batch` against the inputs entry `kind` reads and makes the
-  /// entry's input arguments point at the (padded) data.
+  /// Checks `batch` against the inputs entry `kind` reads, copies what must
+  /// be copied (short or unaligned batches, or all of it where the device
+  /// does not address host memory) into the next input set, and makes the
+  /// entry's input arguments point at the data.
   Status stage(EntryKind kind, const cleave_batch &batch);
   /// Validates the shape of a batch of `maxSamples` or fewer samples.
   Status checkBatch(EntryKind kind, const cleave_batch &batch,
@@ -235,21 +237,23 @@ private:
   /// [0, in.indexBound).
   Status checkIndices(const InputDesc &in, const void *data,
                       size_t bytes) const;
-  /// Calls entry `kind`. If a kernel call failed in it, the session becomes
-  /// unusable (failure_) and the kernel's error is returned.
+  /// Calls entry `kind`, ordered after the copies of its input set and
+  /// before the next copies into it. If a kernel call failed in it, the
+  /// session becomes unusable (failure_) and the kernel's error is
+  /// returned.
   Status run(EntryKind kind);
-  /// run() on a GPU: orders the entry after the copies of its input set and
-  /// the next copies into that set after it, around enqueueOnDevice.
-  Status runOnDevice(EntryKind kind);
-  /// Enqueues the entry's work (on input set `set`), or replays its CUDA
-  /// graph for that set.
-  Status enqueueOnDevice(EntryKind kind, int set);
+  /// Enqueues the entry's work (on input set `set`), or replays its graph
+  /// for that set where the device captures.
+  Status enqueue(EntryKind kind, int set);
   /// The error a kernel call of entry `kind` recorded, which makes the
   /// session unusable; success if there is none.
   Status entryResult(EntryKind kind);
   /// An error if an entry point failed since the session was created or
   /// last restored from a checkpoint.
   Status checkUsable() const;
+  /// An error if the device failed (a wait returned its error) since the
+  /// session was created or last restored: nothing on it can be read.
+  Status checkDevice() const;
   /// Fails naming `what` on an inference artifact, which cannot train.
   Status checkTraining(const char *what) const;
   /// The CLEAVE_NON_FINITE status of a skipped window: the apply step's
@@ -277,10 +281,11 @@ private:
   /// otherwise a failed rank returns its own error and the others one
   /// naming the failed ranks.
   Status agreeOnStatus(const Status &local) const;
-  /// Opens the GPU of a cuda session (which one: Options::deviceOrdinal)
-  /// and checks that the model fits in its memory. Collective when
-  /// distributed: all ranks succeed or all fail.
-  Status openGpu(const Options &options);
+  /// Opens the session's device (which one: Options::deviceOrdinal, or one
+  /// per rank where the device is exclusive) and checks that the model fits
+  /// in its memory. Collective when distributed on exclusive devices: all
+  /// ranks succeed or all fail.
+  Status openDevice(const Options &options);
   /// Collective: every rank returns rank 0's `status`.
   Status rankZeroStatus(const Status &status) const;
 
@@ -294,11 +299,8 @@ private:
   /// What runs the entry points: its kernel library uses its queues and
   /// memory.
   std::unique_ptr<Device> device_;
-  /// device_ on a GPU, null on the CPU: the session's paths still differ
-  /// there (docs/design/devices.md, steps 6 and 7).
-  Device *gpu_ = nullptr;
   /// The collectives of generated code with several ranks (null: one rank):
-  /// MPI over communicator_, or NCCL over gpu_ and communicator_.
+  /// MPI over communicator_, or NCCL over device_ and communicator_.
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<KernelContext> kernelContext_;
 
@@ -321,28 +323,31 @@ private:
   /// (DeviceProperties::alignment).
   size_t alignment_ = kBufferAlignment;
 
-  /// GPU sessions: the set of the last batch staged (the one the next entry
-  /// reads), the sample count each set's sample weights were written for,
-  /// and the set the next batch goes into.
+  /// The set of the last batch staged (the one the next entry reads), and
+  /// the set the next batch goes into.
   int stagedSet_ = 0;
-  std::array<int64_t, 2> deviceWeightsSamples_{-1, -1};
+
   int stagingSlot_ = 0;
   /// Per input set: its copies are done (recorded on the transfer queue),
   /// and the entry that read it is done (recorded on the compute queue).
   std::array<Event *, 2> copied_{};
   std::array<Event *, 2> consumed_{};
-  /// Pinned slots the micro-steps' losses are copied back into (8 bytes
-  /// each): one per micro-step of the last microStep / trainBatch.
+  /// Host slots (page-locked where that matters) the micro-steps' losses
+  /// are copied back into, 8 bytes each: one per micro-step of the last
+  /// microStep / trainBatch not summed yet (one on a synchronous device,
+  /// which sums each at once).
   unsigned char *lossSlots_ = nullptr;
   size_t lossCapacity_ = 0;
-  size_t lossCount_ = 0;
-  /// The losses in lossSlots_ have not been summed into lastLoss_ yet.
+  mutable size_t lossCount_ = 0;
+  /// The losses in lossSlots_ have not been summed into lossSum_ yet.
   mutable bool lossPending_ = false;
-  /// Samples lastLoss_ is the mean over.
+  /// The sum of the losses of the last microStep / trainBatch summed so
+  /// far, and the samples (or tokens) lastLoss_ is the mean over.
+  mutable double lossSum_ = 0.0;
   int64_t lossSamples_ = 0;
   bool inTrainBatch_ = false;
   /// CUDA graphs, per entry kind: the graph its work is replayed from once
-  /// captured (owned by gpu_), the runs before the capture, and whether
+  /// captured (owned by device_), the runs before the capture, and whether
   /// capturing it failed (it then always runs directly).
   static constexpr int64_t kGraphWarmupRuns = 2;
   bool useGraphs_ = false;
@@ -358,11 +363,13 @@ private:
   /// not move as notes are added.
   std::deque<std::string> notes_;
   std::array<Binding, kNumEntryKinds> bindings_;
-  /// Where each input's data is for the current call: the caller's memory or
-  /// inputs_[i].
+  /// Where each input's data is for the current call (the caller's memory
+  /// or the staged set), for the entries and for the host.
   std::vector<void *> inputPtrs_;
-  /// Samples the sample-weights buffer currently marks as real (-1: unset).
-  int64_t weightsSamples_ = -1;
+  std::vector<const void *> hostInputs_;
+  /// Per input set: the samples its sample weights mark as real (-1:
+  /// unset).
+  std::array<int64_t, 2> weightsSamples_{-1, -1};
   /// Per-user-input pointers and sizes of one slice, reused by trainBatch.
   std::vector<const void *> sliceData_;
   std::vector<size_t> sliceBytes_;
@@ -381,7 +388,6 @@ private:
   bool skipNonfinite_ = false;
   int numThreads_ = 0;
   mutable double lastLoss_;
-  double lastLossSum_ = 0.0;
   /// What the last micro-step's (or train_batch's) loss is a mean over: its
   /// real samples, or its real tokens for token labels.
   int64_t lastCount_ = 0;
@@ -394,6 +400,8 @@ private:
   /// checkpoint, which replaces every global. Also set by a GPU failure
   /// seen while waiting for a result (in const members too).
   mutable Status failure_;
+  /// The device itself failed (not just an entry): set with failure_.
+  mutable bool deviceFault_ = false;
 };
 
 } // namespace cleave::rt

@@ -27,10 +27,6 @@ namespace cleave::rt {
 
 namespace {
 
-bool isAligned(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % kBufferAlignment == 0;
-}
-
 double readScalar(DType dtype, const void *p) {
   return dtype == DType::F64 ? *static_cast<const double *>(p)
                              : double(*static_cast<const float *>(p));
@@ -147,15 +143,14 @@ Status Session::fillTokenWeights(const void *labels, void *weights,
   const int64_t ignore = *l.ignoreIndex;
   const bool wide = l.dtype == DType::I64, f64 = w.dtype == DType::F64;
   lastCount_ =
-      wide ? (f64 ? fillTokenWeightsOf<int64_t, double>(
-                        labels, weights, b, perRow, samples, ignore)
+      wide ? (f64 ? fillTokenWeightsOf<int64_t, double>(labels, weights, b,
+                                                        perRow, samples, ignore)
                   : fillTokenWeightsOf<int64_t, float>(labels, weights, b,
                                                        perRow, samples, ignore))
-           : (f64 ? fillTokenWeightsOf<int32_t, double>(
-                        labels, weights, b, perRow, samples, ignore)
+           : (f64 ? fillTokenWeightsOf<int32_t, double>(labels, weights, b,
+                                                        perRow, samples, ignore)
                   : fillTokenWeightsOf<int32_t, float>(
                         labels, weights, b, perRow, samples, ignore));
-  weightsSamples_ = -1;
   if (lastCount_ == 0 && kind == EntryKind::MicroStep)
     return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
                      l.name, "' is the ignore index ", ignore,
@@ -173,57 +168,77 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
                      " but the artifact has no sample-weights input, so "
                      "every micro-batch must have exactly ",
                      b, " samples");
-  if (gpu_)
-    return stageOnDevice(kind, batch);
   const EntryDesc &e = m.entry(kind);
+  const DeviceProperties &properties = device_->properties();
+  Queue &transfer = device_->transfer();
+  // Input sets alternate where the device has several. The copies out of
+  // this set's host view were enqueued a set's turn ago, usually long done;
+  // the copies into it wait, on the device, for the entry that read it.
+  const int set = stagingSlot_;
+  std::vector<Buffer> &buffers = inputs_[size_t(set)];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(copied_[set]->synchronize()));
+  CLEAVE_RETURN_IF_ERROR(
+      noteDeviceError(transfer.wait(*consumed_[size_t(set)])));
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    inputPtrs_[i] = buffers[i].data;
+    hostInputs_[i] = buffers[i].host;
+  }
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
     if (!e.usesInput[idx])
       continue;
+    const InputDesc &in = m.inputs[idx];
     const void *src = batch.data[j];
-    if (samples == b && isAligned(src)) {
-      // Entry points never write their inputs (ABI).
+    if (properties.hostMemory && samples == b &&
+        reinterpret_cast<uintptr_t>(src) % properties.alignment == 0) {
+      // A full batch the device addresses is used where it is. Entry points
+      // never write their inputs (ABI).
       inputPtrs_[idx] = const_cast<void *>(src);
+      hostInputs_[idx] = src;
       continue;
     }
-    unsigned char *dst = inputs_[0][idx].host;
-    if (batch.bytes[j] > 0)
-      std::memcpy(dst, src, batch.bytes[j]);
     // Padding rows repeat the last real sample rather than being zero: a
     // model that is not finite on an all-zero row (a log or a division of
     // its input) would otherwise turn the whole micro-batch into NaN, since
     // the sample weight 0 multiplies, and 0 * NaN is NaN.
-    size_t row = m.inputs[idx].rowBytes;
-    const unsigned char *last =
-        static_cast<const unsigned char *>(src) + size_t(samples - 1) * row;
-    for (int64_t r = samples; r < b; ++r)
-      std::memcpy(dst + size_t(r) * row, last, row);
-    inputPtrs_[idx] = dst;
+    copyRowsPadded(buffers[idx].host, src, samples, b, in.rowBytes,
+                   numThreads_);
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        transfer.upload(buffers[idx].data, buffers[idx].host, in.bytes)));
   }
   if (m.sampleWeightsInput && m.tokenLabelsInput &&
       e.usesInput[*m.sampleWeightsInput]) {
     // One weight per token, from this micro-batch's labels: the window is
     // normalised by its number of real tokens.
-    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(
-        inputPtrs_[*m.tokenLabelsInput], inputs_[0][*m.sampleWeightsInput].host,
-        samples, kind));
+    const size_t idx = *m.sampleWeightsInput;
+    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(hostInputs_[*m.tokenLabelsInput],
+                                            buffers[idx].host, samples, kind));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.upload(
+        buffers[idx].data, buffers[idx].host, m.inputs[idx].bytes)));
+    weightsSamples_[size_t(set)] = -1;
   } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
-             weightsSamples_ != samples) {
-    void *w = inputs_[0][*m.sampleWeightsInput].host;
+             weightsSamples_[size_t(set)] != samples) {
+    const size_t idx = *m.sampleWeightsInput;
+    unsigned char *w = buffers[idx].host;
     for (int64_t i = 0; i < b; ++i) {
       double v = i < samples ? 1.0 : 0.0;
-      if (m.inputs[*m.sampleWeightsInput].dtype == DType::F64)
-        static_cast<double *>(w)[i] = v;
+      if (m.inputs[idx].dtype == DType::F64)
+        reinterpret_cast<double *>(w)[i] = v;
       else
-        static_cast<float *>(w)[i] = float(v);
+        reinterpret_cast<float *>(w)[i] = float(v);
     }
-    weightsSamples_ = samples;
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        transfer.upload(buffers[idx].data, w, m.inputs[idx].bytes)));
+    weightsSamples_[size_t(set)] = samples;
   }
   if (!m.tokenLabelsInput)
     lastCount_ = samples;
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*copied_[set])));
   Binding &binding = bindings_[static_cast<size_t>(kind)];
   for (const auto &[arg, input] : binding.inputArgs)
     binding.args[arg] = inputPtrs_[input];
+  stagedSet_ = set;
+  stagingSlot_ = (set + 1) % properties.inputSets;
   return Status::success();
 }
 
@@ -253,100 +268,57 @@ void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
     std::memcpy(dst + size_t(r) * rowBytes, last, rowBytes);
 }
 
-Status Session::stageOnDevice(EntryKind kind, const cleave_batch &batch) {
-  const Manifest &m = manifest_;
-  const EntryDesc &e = m.entry(kind);
-  const int64_t samples = batch.samples, b = m.microBatch;
-  // The copies out of this set of pinned buffers were enqueued two batches
-  // ago; usually they are long done and this does not wait.
-  const int slot = stagingSlot_;
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(copied_[slot]->synchronize()));
-  // The copies into the set's device buffers wait, on the GPU, for the
-  // entry that read them two batches ago.
-  CLEAVE_RETURN_IF_ERROR(
-      noteDeviceError(gpu_->transfer().wait(*consumed_[slot])));
-  std::vector<Buffer> &set = inputs_[size_t(slot)];
-  for (size_t j = 0; j < m.userInputs.size(); ++j) {
-    size_t idx = m.userInputs[j];
-    if (!e.usesInput[idx])
-      continue;
-    const InputDesc &in = m.inputs[idx];
-    copyRowsPadded(set[idx].host, batch.data[j], samples, b, in.rowBytes,
-                   numThreads_);
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->transfer().upload(set[idx].data, set[idx].host, in.bytes)));
-  }
-  if (m.sampleWeightsInput && m.tokenLabelsInput &&
-      e.usesInput[*m.sampleWeightsInput]) {
-    // One weight per token, from the staged labels (stage() says why).
-    CLEAVE_RETURN_IF_ERROR(fillTokenWeights(set[*m.tokenLabelsInput].host,
-                                            set[*m.sampleWeightsInput].host,
-                                            samples, kind));
-    size_t idx = *m.sampleWeightsInput;
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->transfer().upload(
-        set[idx].data, set[idx].host, m.inputs[idx].bytes)));
-    deviceWeightsSamples_[slot] = -1;
-  } else if (m.sampleWeightsInput && e.usesInput[*m.sampleWeightsInput] &&
-             deviceWeightsSamples_[slot] != samples) {
-    size_t idx = *m.sampleWeightsInput;
-    unsigned char *w = set[idx].host;
-    for (int64_t i = 0; i < b; ++i) {
-      double v = i < samples ? 1.0 : 0.0;
-      if (m.inputs[idx].dtype == DType::F64)
-        reinterpret_cast<double *>(w)[i] = v;
-      else
-        reinterpret_cast<float *>(w)[i] = float(v);
-    }
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->transfer().upload(set[idx].data, w, m.inputs[idx].bytes)));
-    deviceWeightsSamples_[slot] = samples;
-  }
-  if (!m.tokenLabelsInput)
-    lastCount_ = samples;
-  CLEAVE_RETURN_IF_ERROR(
-      noteDeviceError(gpu_->transfer().record(*copied_[slot])));
-  stagedSet_ = slot;
-  stagingSlot_ = 1 - slot;
-  return Status::success();
-}
-
 Status Session::enqueueLossCopy() {
   const TensorDesc &loss =
       manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput];
   if (lossCount_ >= lossCapacity_)
     CLEAVE_RETURN_IF_ERROR(reserveLossSlots(lossCount_ + 1));
   const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
       lossSlots_ + lossCount_ * sizeof(double),
       b.outputs[manifest_.lossOutput].data, loss.bytes)));
   ++lossCount_;
   lossPending_ = true;
+  // Where it costs no wait, the loss is summed at once, so that the slots
+  // never grow.
+  if (device_->properties().synchronous)
+    foldLosses();
   return Status::success();
 }
 
-double Session::lastLoss() const {
-  if (!lossPending_)
-    return lastLoss_;
+void Session::foldLosses() const {
   lossPending_ = false;
-  if (!noteDeviceError(gpu_->synchronize()).ok()) {
+  if (!noteDeviceError(device_->synchronize()).ok()) {
     lastLoss_ = std::numeric_limits<double>::quiet_NaN();
-    return lastLoss_;
+    return;
   }
   const DType dtype =
       manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype;
-  double sum = 0.0;
   for (size_t i = 0; i < lossCount_; ++i)
-    sum += readScalar(dtype, lossSlots_ + i * sizeof(double));
-  lastLoss_ = sum / double(lossSamples_);
+    lossSum_ += readScalar(dtype, lossSlots_ + i * sizeof(double));
+  lossCount_ = 0;
+  lastLoss_ = lossSum_ / double(lossSamples_);
+}
+
+double Session::lastLoss() const {
+  if (lossPending_)
+    foldLosses();
   return lastLoss_;
 }
 
 Status Session::run(EntryKind kind) {
-  if (gpu_)
-    return runOnDevice(kind);
   if (numThreads_ > 0)
     omp_set_num_threads(numThreads_);
-  Binding &b = bindings_[static_cast<size_t>(kind)];
+  const size_t k = static_cast<size_t>(kind);
+  Binding &b = bindings_[k];
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->makeCurrent()));
+  // An entry that reads inputs reads the set of the batch staged last, once
+  // its copies are done; the next copy into the set waits for the entry.
+  const bool readsInputs = !b.inputArgs.empty();
+  const int set = readsInputs ? stagedSet_ : 0;
+  Queue &compute = device_->compute();
+  if (readsInputs)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(compute.wait(*copied_[set])));
   // apply_step reads the accumulators and writes the parameters.
   const bool update = kind == EntryKind::ApplyStep;
   if (update) {
@@ -357,12 +329,12 @@ Status Session::run(EntryKind kind) {
       return failure_;
     }
   }
-  const uint64_t before = totalBytesSent();
-  b.fn(kernelContext_.get(), b.args.data());
-  windowBytes_ += totalBytesSent() - before;
+  Status status = enqueue(kind, set);
   if (update)
     kernelContext_->endParameterUpdate();
-  return entryResult(kind);
+  if (readsInputs)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(compute.record(*consumed_[set])));
+  return status;
 }
 
 Status Session::entryResult(EntryKind kind) {
@@ -379,28 +351,7 @@ Status Session::entryResult(EntryKind kind) {
   return failure_;
 }
 
-Status Session::runOnDevice(EntryKind kind) {
-  const size_t k = static_cast<size_t>(kind);
-  Binding &b = bindings_[k];
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->makeCurrent()));
-  // An entry that reads inputs reads the set of the batch staged last, once
-  // its copies are done; the next copy into the set waits for the entry.
-  const bool readsInputs = !b.inputArgs.empty();
-  const int set = readsInputs ? stagedSet_ : 0;
-  if (readsInputs) {
-    CLEAVE_RETURN_IF_ERROR(
-        noteDeviceError(gpu_->compute().wait(*copied_[set])));
-    for (const auto &[arg, input] : b.inputArgs)
-      b.args[arg] = inputs_[size_t(set)][input].data;
-  }
-  Status status = enqueueOnDevice(kind, set);
-  if (readsInputs)
-    CLEAVE_RETURN_IF_ERROR(
-        noteDeviceError(gpu_->compute().record(*consumed_[set])));
-  return status;
-}
-
-Status Session::enqueueOnDevice(EntryKind kind, int set) {
+Status Session::enqueue(EntryKind kind, int set) {
   const size_t k = static_cast<size_t>(kind);
   Binding &b = bindings_[k];
   // Returns the bytes the entry's collectives sent (or, captured, will send).
@@ -418,7 +369,7 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   Graph *&graph = graphs_[k][size_t(set)];
   uint64_t &graphBytes = graphBytes_[k][size_t(set)];
   auto launch = [&] {
-    Status launched = gpu_->compute().launch(*graph);
+    Status launched = device_->compute().launch(*graph);
     if (!launched.ok())
       return launchFailed(launched);
     windowBytes_ += graphBytes;
@@ -450,13 +401,13 @@ Status Session::enqueueOnDevice(EntryKind kind, int set) {
   };
   if (!capture)
     return runDirectly();
-  if (Status began = gpu_->compute().beginCapture(); !began.ok()) {
+  if (Status began = device_->compute().beginCapture(); !began.ok()) {
     runWithoutGraph(began.message());
     return runDirectly();
   }
   const uint64_t capturedBytes = enqueue();
   Graph *captured = nullptr;
-  Status ended = gpu_->compute().endCapture(captured);
+  Status ended = device_->compute().endCapture(captured);
   if (ended.ok() && !kernelContext_->failed()) {
     graph = captured;
     graphBytes = capturedBytes;
@@ -485,6 +436,10 @@ Status Session::checkUsable() const {
                    "); destroy it or load a checkpoint into it");
 }
 
+Status Session::checkDevice() const {
+  return deviceFault_ ? checkUsable() : Status::success();
+}
+
 Status Session::checkTraining(const char *what) const {
   if (manifest_.kind != ArtifactKind::Inference)
     return Status::success();
@@ -497,31 +452,27 @@ Status Session::microStep(const cleave_batch &batch) {
   CLEAVE_RETURN_IF_ERROR(checkTraining("run a micro-step"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
   CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
-  int64_t before = *microSteps_;
+  const int64_t before = *microSteps_;
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::MicroStep));
-  if (gpu_) {
-    // The counters advance on the device; the session counts along rather
-    // than waiting for them (pullGlobals checks they agree).
+  if (device_->properties().synchronous) {
+    // The entry advanced the counter, in the host view: check it did.
+    if (*microSteps_ != before + 1)
+      return makeError(CLEAVE_INTERNAL, artifact_->path(),
+                       ": micro_step changed train.micro_steps from ", before,
+                       " to ", *microSteps_, " (expected ", before + 1, ")");
+  } else {
+    // The counters advance on the device; the session counts along in the
+    // host view rather than waiting for them (pullGlobals checks they
+    // agree).
     ++*microSteps_;
-    if (!inTrainBatch_) {
-      lossCount_ = 0;
-      lossSamples_ = 0;
-    }
-    lossSamples_ += lastCount_;
-    CLEAVE_RETURN_IF_ERROR(enqueueLossCopy());
-    if (*microSteps_ >= accumulate_)
-      return apply();
-    return Status::success();
   }
-  if (*microSteps_ != before + 1)
-    return makeError(CLEAVE_INTERNAL, artifact_->path(),
-                     ": micro_step changed train.micro_steps from ", before,
-                     " to ", *microSteps_, " (expected ", before + 1, ")");
-  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
-  lastLossSum_ = readScalar(
-      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype,
-      b.outputs[manifest_.lossOutput].host);
-  lastLoss_ = lastLossSum_ / double(lastCount_);
+  if (!inTrainBatch_) {
+    lossCount_ = 0;
+    lossSamples_ = 0;
+    lossSum_ = 0.0;
+  }
+  lossSamples_ += lastCount_;
+  CLEAVE_RETURN_IF_ERROR(enqueueLossCopy());
   if (*microSteps_ >= accumulate_)
     return apply();
   return Status::success();
@@ -545,7 +496,7 @@ Status Session::apply() {
     std::memcpy(&verdict, globals_[*g].host, sizeof(verdict));
   }
   const int64_t advance = verdict == 0 ? 1 : 0;
-  if (gpu_) {
+  if (!device_->properties().synchronous) {
     *microSteps_ = 0;
     *step_ += advance;
   } else {
@@ -624,34 +575,20 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
                      "input to pad the last micro-batch");
   cleave_batch slice{0, batch.num_inputs, sliceData_.data(),
                      sliceBytes_.data()};
-  if (gpu_) {
-    // One loss slot per micro-batch; summed when the loss is asked for.
+  // One loss slot per micro-batch where the losses are summed when asked
+  // for; one where each is summed at once.
+  if (!device_->properties().synchronous)
     CLEAVE_RETURN_IF_ERROR(
         reserveLossSlots(size_t((batch.samples + microSize - 1) / microSize)));
-    lossCount_ = 0;
-    lossSamples_ = 0;
-    inTrainBatch_ = true;
-    Status status;
-    for (int64_t start = 0; status.ok() && start < batch.samples;
-         start += slice.samples) {
-      slice.samples = std::min(microSize, batch.samples - start);
-      for (size_t j = 0; j < m.userInputs.size(); ++j) {
-        size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
-        const auto *base = static_cast<const unsigned char *>(batch.data[j]);
-        sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
-        sliceBytes_[j] = size_t(slice.samples) * rowBytes;
-      }
-      status = microStep(slice);
-    }
-    inTrainBatch_ = false;
-    lastCount_ = lossSamples_;
-    return status;
-  }
-  double lossSum = 0.0;
-  int64_t count = 0;
+  lossCount_ = 0;
+  lossSamples_ = 0;
+  lossSum_ = 0.0;
+  inTrainBatch_ = true;
+  Status status;
   // Advancing by the slice, not by microSize, keeps `start` <= samples: an
   // artifact without user inputs accepts any sample count, up to INT64_MAX.
-  for (int64_t start = 0; start < batch.samples; start += slice.samples) {
+  for (int64_t start = 0; status.ok() && start < batch.samples;
+       start += slice.samples) {
     slice.samples = std::min(microSize, batch.samples - start);
     for (size_t j = 0; j < m.userInputs.size(); ++j) {
       size_t rowBytes = m.inputs[m.userInputs[j]].rowBytes;
@@ -659,14 +596,11 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
       sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
       sliceBytes_[j] = size_t(slice.samples) * rowBytes;
     }
-    CLEAVE_RETURN_IF_ERROR(microStep(slice));
-    lossSum += lastLossSum_;
-    count += lastCount_;
+    status = microStep(slice);
   }
-  lastLossSum_ = lossSum;
-  lastCount_ = count;
-  lastLoss_ = lossSum / double(count);
-  return Status::success();
+  inTrainBatch_ = false;
+  lastCount_ = lossSamples_;
+  return status;
 }
 
 Status Session::flush() {

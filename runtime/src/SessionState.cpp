@@ -124,17 +124,14 @@ Status Session::readGlobal(std::string_view name, void *dst,
                            size_t bytes) const {
   size_t index = 0;
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
-  if (gpu_ && bytes > 0) {
-    CLEAVE_RETURN_IF_ERROR(checkUsable());
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
-        gpu_->compute().download(dst, globals_[index].data, bytes)));
-    return noteDeviceError(gpu_->synchronize());
-  }
+  // After an entry failed the globals are still readable (part updated);
+  // after the device failed nothing on it is.
+  CLEAVE_RETURN_IF_ERROR(checkDevice());
   if (manifest_.globals[index].kind == GlobalKind::Accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
-  if (bytes > 0)
-    std::memcpy(dst, globals_[index].host, bytes);
-  return Status::success();
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+      device_->compute().download(dst, globals_[index].data, bytes)));
+  return noteDeviceError(device_->synchronize());
 }
 
 Status Session::settleAccumulators() const {
@@ -148,21 +145,17 @@ Status Session::writeGlobal(std::string_view name, const void *src,
                             size_t bytes) {
   size_t index = 0;
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
-  if (gpu_)
-    CLEAVE_RETURN_IF_ERROR(checkUsable());
+  CLEAVE_RETURN_IF_ERROR(checkDevice());
   if (manifest_.globals[index].kind == GlobalKind::Accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
     std::memcpy(globals_[index].host, src, bytes);
   kernelContext_->parametersChanged();
-  if (gpu_ && bytes > 0) {
-    // The host copy is what goes up (counters stay in step with it), and
-    // it must not change before the copy is done.
-    CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().upload(
-        globals_[index].data, globals_[index].host, bytes)));
-    return noteDeviceError(gpu_->synchronize());
-  }
-  return Status::success();
+  // The host view is what goes up (counters stay in step with it), and it
+  // must not change before the copy is done.
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().upload(
+      globals_[index].data, globals_[index].host, bytes)));
+  return noteDeviceError(device_->synchronize());
 }
 
 Status Session::output(std::string_view entry, std::string_view name,
@@ -177,13 +170,10 @@ Status Session::output(std::string_view entry, std::string_view name,
       const Binding &b = bindings_[size_t(*kind)];
       data = b.outputs[i].host;
       bytes = e.outputs[i].bytes;
-      if (gpu_) {
-        CLEAVE_RETURN_IF_ERROR(checkUsable());
-        CLEAVE_RETURN_IF_ERROR(noteDeviceError(gpu_->compute().download(
-            b.outputs[i].host, b.outputs[i].data, bytes)));
-        return noteDeviceError(gpu_->synchronize());
-      }
-      return Status::success();
+      CLEAVE_RETURN_IF_ERROR(checkDevice());
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
+          b.outputs[i].host, b.outputs[i].data, bytes)));
+      return noteDeviceError(device_->synchronize());
     }
   return makeError(CLEAVE_NOT_FOUND, "entry '", entry, "' has no output '",
                    name, "'");
@@ -429,6 +419,7 @@ void Session::applyCheckpoint(const CheckpointContents &c,
   // Every global an entry point writes was just overwritten: whatever state
   // a failed entry left behind is gone.
   failure_ = Status();
+  deviceFault_ = false;
 }
 
 Status Session::loadCheckpoint(const std::string &path) {
@@ -480,10 +471,7 @@ Status Session::pushRestoredState() {
   // Whatever the device was doing is finished or failed; the restored state
   // replaces it.
   lossPending_ = false;
-  Status pushed = pushState();
-  if (!pushed.ok())
-    failure_ = pushed;
-  return pushed;
+  return noteDeviceError(pushState());
 }
 
 } // namespace cleave::rt

@@ -85,8 +85,8 @@ struct DeviceProperties {
   bool synchronous = true;
   /// Queue::beginCapture can succeed.
   bool capture = false;
-  /// One device per rank of a job.
-  bool exclusivePerRank = false;
+  /// Entries read host memory: a batch can be used where the caller has it.
+  bool hostMemory = true;
 };
 
 /// A point in a queue's work, which the host or another queue waits for.
@@ -192,6 +192,9 @@ public:
 /// A kind of device before one is opened (IREE: a HAL driver).
 struct DeviceDriver {
   DeviceKind kind;
+  /// Each rank of a job on one machine opens a device of its own (GPUs:
+  /// NCCL needs one per rank), and opening may fail on some ranks only.
+  bool exclusivePerRank;
   /// Opens device `ordinal` for an artifact of `manifest`. Errors are one
   /// line: no driver, no such device, no code for it, or kNoCudaSupport.
   Status (*open)(int ordinal, const Manifest &manifest,

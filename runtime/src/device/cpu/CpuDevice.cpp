@@ -71,7 +71,7 @@ public:
     properties_.inputSets = 1;
     properties_.synchronous = true;
     properties_.capture = false;
-    properties_.exclusivePerRank = false;
+    properties_.hostMemory = true;
   }
   ~CpuDevice() override {
     for (void *p : memory_)
@@ -159,7 +159,7 @@ Status openCpu(int, const Manifest &, std::unique_ptr<Device> &out) {
 } // namespace
 
 const DeviceDriver &cpuDriver() {
-  static const DeviceDriver driver{DeviceKind::Cpu, openCpu};
+  static const DeviceDriver driver{DeviceKind::Cpu, false, openCpu};
   return driver;
 }
 

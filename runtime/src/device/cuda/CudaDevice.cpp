@@ -148,7 +148,7 @@ public:
     properties_.inputSets = 2;
     properties_.synchronous = false;
     properties_.capture = true;
-    properties_.exclusivePerRank = true;
+    properties_.hostMemory = false;
   }
 
   ~CudaDevice() override {
@@ -469,7 +469,7 @@ Status openCuda(int ordinal, const Manifest &m, std::unique_ptr<Device> &out) {
 } // namespace
 
 const DeviceDriver &cudaDriver() {
-  static const DeviceDriver driver{DeviceKind::Cuda, openCuda};
+  static const DeviceDriver driver{DeviceKind::Cuda, true, openCuda};
   return driver;
 }
 

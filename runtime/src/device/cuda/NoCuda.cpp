@@ -18,7 +18,7 @@ Status refuse(int, const Manifest &, std::unique_ptr<Device> &) {
 } // namespace
 
 const DeviceDriver &cudaDriver() {
-  static const DeviceDriver driver{DeviceKind::Cuda, refuse};
+  static const DeviceDriver driver{DeviceKind::Cuda, true, refuse};
   return driver;
 }
 

@@ -40,7 +40,8 @@ TEST(CpuDevice, IsSynchronousHostMemory) {
   EXPECT_EQ(p.inputSets, 1);
   EXPECT_TRUE(p.synchronous);
   EXPECT_FALSE(p.capture);
-  EXPECT_FALSE(p.exclusivePerRank);
+  EXPECT_TRUE(p.hostMemory);
+  EXPECT_FALSE(deviceDriver(DeviceKind::Cpu).exclusivePerRank);
   EXPECT_EQ(cpu->modules(), nullptr);
   EXPECT_EQ(cpu->compute().native(), nullptr);
   EXPECT_EQ(&cpu->transfer(), &cpu->compute());

@@ -22,7 +22,9 @@
  * its two parameter values) instead of run, and a copy or fill is refused
  * (the runtime enqueues none inside an entry point); cuGraphLaunch replays
  * the recorded launches. fake_cuda_refuse_capture(1) makes capturing fail
- * as it does for work that cannot be captured.
+ * as it does for work that cannot be captured. fake_cuda_fail_launch(1)
+ * makes direct launches fail as a launch with bad arguments does (the
+ * device itself stays usable).
  *
  * Memory: cuMemGetInfo says 1 GiB free of 2 unless fake_cuda_free_mib(n)
  * set another free amount (0: back to 1 GiB).
@@ -41,6 +43,7 @@
 static fake_cuda_stats_t stats;
 static int failSync;
 static int refuseCapture;
+static int failLaunch;
 static size_t freeBytes = (size_t)1 << 30;
 
 enum { kMaxGraphLaunches = 16 };
@@ -96,6 +99,7 @@ void fake_cuda_trace_reset(void) {
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
 void fake_cuda_fail_sync(int fail) { failSync = fail; }
 void fake_cuda_refuse_capture(int refuse) { refuseCapture = refuse; }
+void fake_cuda_fail_launch(int fail) { failLaunch = fail; }
 void fake_cuda_free_mib(int mib) {
   freeBytes = mib > 0 ? (size_t)mib << 20 : (size_t)1 << 30;
 }
@@ -333,6 +337,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
   if (!isStream(stream))
     return CUDA_ERROR_INVALID_HANDLE;
   const fake_cuda_kernel *kernel = (const fake_cuda_kernel *)function;
+  if (failLaunch && !capturing)
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   if (capturing) {
     if (capturing->count == kMaxGraphLaunches)
       return CUDA_ERROR_OUT_OF_MEMORY;

@@ -435,6 +435,39 @@ TEST(FakeGpu, RefusesAMissingDevice) {
   ::unsetenv("FAKE_CUDA_DEVICES");
 }
 
+// An entry that fails (here a launch the driver refuses) leaves the
+// session unusable, but the device is fine: its globals can still be read,
+// as on the CPU, and a checkpoint restores it.
+TEST_F(FakeGpuTest, AFailedEntryLeavesTheGlobalsReadable) {
+  Data data = makeData(8, 8);
+  std::string path = makeTempDir("fake-gpu-entry-failure") + "/good.ckpt";
+  gpu.saveCheckpoint(path);
+  const std::vector<float> before = gpu.readGlobal<float>("fc.weight");
+  ::setenv("CLEAVE_CUDA_GRAPHS", "0", 1);
+  Session direct(Artifact::load(CLEAVE_FAKE_SGD_CUDA), onGpu());
+  ::unsetenv("CLEAVE_CUDA_GRAPHS");
+  direct.loadCheckpoint(path);
+  setKnob("fake_cuda_fail_launch", 1);
+  try {
+    direct.microStep(data.batch());
+    ADD_FAILURE() << "a micro-step whose launch failed succeeded";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("mgpuLaunchKernel: kernel "),
+              std::string::npos)
+        << e.what();
+  }
+  setKnob("fake_cuda_fail_launch", 0);
+  EXPECT_EQ(direct.readGlobal<float>("fc.weight"), before);
+  try {
+    direct.microStep(data.batch());
+    ADD_FAILURE() << "a session whose entry failed went on";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_FAILED_PRECONDITION);
+  }
+  direct.loadCheckpoint(path);
+  direct.microStep(data.batch());
+}
+
 TEST_F(FakeGpuTest, GpuFailureMakesTheSessionUnusableUntilRestored) {
   Data data = makeData(8, 8);
   std::string path = makeTempDir("fake-gpu-failure") + "/good.ckpt";
