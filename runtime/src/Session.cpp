@@ -98,25 +98,21 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
   std::unique_ptr<Session> session(new Session(std::move(artifact)));
   const Manifest &m = session->manifest_;
   const std::string &path = session->artifact_->path();
+  const DeviceDriver &driver = deviceDriver(m.device);
   if (m.device != options.device) {
-    if (m.device == DeviceKind::Cuda)
-      return makeError(CLEAVE_FAILED_PRECONDITION, path,
-                       ": compiled for CUDA GPUs (",
-                       describeGpuCode(m.gpuArches, m.ptxArch),
-                       "), but the session is on the CPU; create it on a "
-                       "cuda device (cleave-train --device=cuda)");
-    return makeError(CLEAVE_FAILED_PRECONDITION, path,
-                     ": compiled for the CPU, but the session is on a CUDA "
-                     "GPU; create it on the cpu device (cleave-train "
-                     "--device=cpu) or compile with --target=cuda");
+    const DeviceDriver &asked = deviceDriver(options.device);
+    return makeError(CLEAVE_FAILED_PRECONDITION, path, ": compiled for ",
+                     driver.describeCode(m), ", but the session is ",
+                     asked.where, "; create it on ", driver.howToChoose,
+                     asked.compileOption ? std::string(" or compile with ") +
+                                               asked.compileOption
+                                         : std::string());
   }
-  if (m.device == DeviceKind::Cuda) {
-    if (options.deviceOrdinal < 0 &&
-        options.deviceOrdinal != kAutoDeviceOrdinal)
-      return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
-                       options.deviceOrdinal,
-                       ", expected 0 or more, or -1 (one GPU per rank)");
-  }
+  if (driver.exclusivePerRank && options.deviceOrdinal < 0 &&
+      options.deviceOrdinal != kAutoDeviceOrdinal)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
+                     options.deviceOrdinal,
+                     ", expected 0 or more, or -1 (one device per rank)");
   CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
   session->numThreads_ = options.numThreads;
@@ -144,11 +140,6 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                             : " (not distributed: set the distributed option "
                               "and launch the job with mpirun -np ",
         options.distributed ? "" : std::to_string(m.ranks) + ")");
-  if (m.device == DeviceKind::Cuda && m.shardOptimizerState &&
-      session->numRanks() > 1)
-    return makeError(CLEAVE_FAILED_PRECONDITION, path,
-                     ": ZeRO-1 (sharded optimizer state) is not implemented "
-                     "on GPUs; compile without --shard-optimizer-state");
   CLEAVE_RETURN_IF_ERROR(session->openDevice(options));
   Device &device = *session->device_;
   session->alignment_ = device.properties().alignment;
@@ -165,6 +156,9 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     if (!joined.ok())
       return joined.withContext(path + ": data-parallel training on " +
                                 device.description());
+    if (m.shardOptimizerState)
+      CLEAVE_RETURN_IF_ERROR(
+          session->collectives_->supportsSharding().withContext(path));
   }
   std::unique_ptr<KernelLibrary> kernels;
   Status built = device.createKernelLibrary(m.kernels, kernels);

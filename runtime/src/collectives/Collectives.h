@@ -52,6 +52,10 @@ public:
                                  const int64_t *sizes,
                                  float *const *outputs) = 0;
 
+  /// Whether the ZeRO-1 pair is implemented (else an error saying so, which
+  /// every rank gets alike).
+  virtual Status supportsSharding() const { return Status::success(); }
+
   /// Bytes this rank has sent so far, by the count of the bandwidth-optimal
   /// schedule of each collective (Communicator.h), whatever the library ran.
   virtual uint64_t bytesSent() const = 0;

@@ -194,7 +194,17 @@ struct DeviceDriver {
   DeviceKind kind;
   /// Each rank of a job on one machine opens a device of its own (GPUs:
   /// NCCL needs one per rank), and opening may fail on some ranks only.
+  /// Such devices are numbered (Session::Options::deviceOrdinal).
   bool exclusivePerRank;
+  /// For messages: what an artifact for this kind was compiled for ("CUDA
+  /// GPUs (sm_80 and sm_90)"), where a session of this kind runs ("on a
+  /// CUDA GPU"), how to ask for one ("a cuda device (cleave-train
+  /// --device=cuda)"), and the compiler option that targets it (null: the
+  /// default target).
+  std::string (*describeCode)(const Manifest &manifest);
+  const char *where;
+  const char *howToChoose;
+  const char *compileOption;
   /// Opens device `ordinal` for an artifact of `manifest`. Errors are one
   /// line: no driver, no such device, no code for it, or kNoCudaSupport.
   Status (*open)(int ordinal, const Manifest &manifest,

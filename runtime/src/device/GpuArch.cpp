@@ -16,6 +16,10 @@ bool cubinRuns(const GpuArch &cubin, const GpuArch &device) {
 }
 } // namespace
 
+std::string describeCudaCode(const Manifest &m) {
+  return "CUDA GPUs (" + describeGpuCode(m.gpuArches, m.ptxArch) + ")";
+}
+
 std::string describeGpuCode(const std::vector<GpuArch> &cubins,
                             const std::optional<GpuArch> &ptx) {
   std::string out;

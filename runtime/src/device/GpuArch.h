@@ -32,6 +32,14 @@ Status checkGpuCode(const GpuArch &device, const std::vector<GpuArch> &cubins,
 
 /// "sm_80, sm_90 and PTX for sm_80": what an artifact's GPU code is, for
 /// messages.
+/// How the CUDA driver (with or without CUDA support) names the kind in
+/// messages (DeviceDriver).
+std::string describeCudaCode(const Manifest &manifest);
+inline constexpr const char *kCudaWhere = "on a CUDA GPU";
+inline constexpr const char *kCudaHowToChoose =
+    "a cuda device (cleave-train --device=cuda)";
+inline constexpr const char *kCudaCompileOption = "--target=cuda";
+
 std::string describeGpuCode(const std::vector<GpuArch> &cubins,
                             const std::optional<GpuArch> &ptx);
 

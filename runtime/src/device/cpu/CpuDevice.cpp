@@ -159,7 +159,14 @@ Status openCpu(int, const Manifest &, std::unique_ptr<Device> &out) {
 } // namespace
 
 const DeviceDriver &cpuDriver() {
-  static const DeviceDriver driver{DeviceKind::Cpu, false, openCpu};
+  static const DeviceDriver driver{
+      DeviceKind::Cpu,
+      /*exclusivePerRank=*/false,
+      [](const Manifest &) { return std::string("the CPU"); },
+      "on the CPU",
+      "the cpu device (cleave-train --device=cpu)",
+      /*compileOption=*/nullptr,
+      openCpu};
   return driver;
 }
 

@@ -469,7 +469,10 @@ Status openCuda(int ordinal, const Manifest &m, std::unique_ptr<Device> &out) {
 } // namespace
 
 const DeviceDriver &cudaDriver() {
-  static const DeviceDriver driver{DeviceKind::Cuda, true, openCuda};
+  static const DeviceDriver driver{
+      DeviceKind::Cuda,
+      /*exclusivePerRank=*/true, describeCudaCode,   kCudaWhere,
+      kCudaHowToChoose,          kCudaCompileOption, openCuda};
   return driver;
 }
 

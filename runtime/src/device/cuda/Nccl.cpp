@@ -140,6 +140,8 @@ public:
     return Status::success();
   }
 
+  Status supportsSharding() const override { return noSharding(); }
+
   /// ZeRO-1 over NCCL is not implemented; the session refuses such jobs
   /// before any call can get here.
   Status reduceScatterShards(int64_t, const float *const *, const int64_t *,

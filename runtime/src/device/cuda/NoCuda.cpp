@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "device/Device.h"
+#include "device/GpuArch.h"
 
 namespace cleave::rt {
 
@@ -18,7 +19,10 @@ Status refuse(int, const Manifest &, std::unique_ptr<Device> &) {
 } // namespace
 
 const DeviceDriver &cudaDriver() {
-  static const DeviceDriver driver{DeviceKind::Cuda, true, refuse};
+  static const DeviceDriver driver{
+      DeviceKind::Cuda,
+      /*exclusivePerRank=*/true, describeCudaCode,   kCudaWhere,
+      kCudaHowToChoose,          kCudaCompileOption, refuse};
   return driver;
 }
 
