@@ -355,7 +355,7 @@ Status Session::enqueue(EntryKind kind, int set) {
   const size_t k = static_cast<size_t>(kind);
   Binding &b = bindings_[k];
   // Returns the bytes the entry's collectives sent (or, captured, will send).
-  auto enqueue = [&] {
+  auto call = [&] {
     const uint64_t before = totalBytesSent();
     // Launch errors of the artifact's kernels go to this context.
     EntryScope scope(kernelContext_.get());
@@ -377,7 +377,7 @@ Status Session::enqueue(EntryKind kind, int set) {
   };
   // Runs the entry without a graph.
   auto runDirectly = [&] {
-    windowBytes_ += enqueue();
+    windowBytes_ += call();
     return entryResult(kind);
   };
   if (graph)
@@ -405,7 +405,7 @@ Status Session::enqueue(EntryKind kind, int set) {
     runWithoutGraph(began.message());
     return runDirectly();
   }
-  const uint64_t capturedBytes = enqueue();
+  const uint64_t capturedBytes = call();
   Graph *captured = nullptr;
   Status ended = device_->compute().endCapture(captured);
   if (ended.ok() && !kernelContext_->failed()) {
