@@ -43,6 +43,10 @@ enum class KernelKind {
 /// avg_pool2d_fwd").
 const char *kernelKindName(KernelKind kind);
 
+/// The Status of the exception being handled, raised while `where` ran (out
+/// of memory, or the exception's message). Call only from a catch block.
+Status currentException(const std::string &where);
+
 /// `bytes` bytes at `data`: one of a session's buffers.
 struct BufferRange {
   const void *data = nullptr;

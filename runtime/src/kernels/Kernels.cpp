@@ -48,9 +48,9 @@ Status abiError(const char *entry, const std::string &what) {
   return Status(CLEAVE_INTERNAL, std::string(entry) + ": " + what);
 }
 
-/// The Status of the exception being handled, raised while `where` ran.
-/// Call only from a catch block.
-Status currentException(const std::string &where) {
+} // namespace
+
+Status cleave::rt::currentException(const std::string &where) {
   try {
     throw;
   } catch (const std::bad_alloc &) {
@@ -61,6 +61,8 @@ Status currentException(const std::string &where) {
     return Status(CLEAVE_INTERNAL, where + ": unknown exception");
   }
 }
+
+namespace {
 
 /// The context of a call to `entry`, or null when the call must do nothing:
 /// `ctx` is NULL (recorded as an error) or a call on it failed before.

@@ -111,11 +111,11 @@ std::string kernelName(const Kernel &kernel) {
   return "kernel " + std::to_string(kernel.id()) + " (" + kernel.op() + ")";
 }
 
-/// The Status of the exception being handled, raised while `where` ran;
-/// `implementation` names the oneDNN implementation. Call only from a catch
+/// currentException, which also names oneDNN's status and `implementation`
+/// (the oneDNN implementation) for oneDNN's errors. Call only from a catch
 /// block.
-Status currentException(const std::string &where,
-                        const std::string &implementation) {
+Status currentOneDnnException(const std::string &where,
+                              const std::string &implementation) {
   try {
     throw;
   } catch (const dnnl::error &e) {
@@ -124,12 +124,8 @@ Status currentException(const std::string &where,
                   where + ": oneDNN error: " + e.what() + " (" +
                       dnnl_status2str(e.status) + ")" +
                       (implementation.empty() ? "" : " in " + implementation));
-  } catch (const std::bad_alloc &) {
-    return Status(CLEAVE_OUT_OF_MEMORY, where + ": out of memory");
-  } catch (const std::exception &e) {
-    return Status(CLEAVE_INTERNAL, where + ": " + e.what());
   } catch (...) {
-    return Status(CLEAVE_INTERNAL, where + ": unknown exception");
+    return currentException(where);
   }
 }
 
@@ -259,7 +255,7 @@ Status run(OneDnnKernels &kernels, Kernel *kernel, Fn &&fn) {
     fn(static_cast<K &>(*kernel), stream);
     stream.wait();
   } catch (...) {
-    return currentException(kernelName(*kernel), kernel->describe());
+    return currentOneDnnException(kernelName(*kernel), kernel->describe());
   }
   return Status::success();
 }
