@@ -243,68 +243,49 @@ Kernel *OneDnnKernels::find(int64_t id, KernelKind kind, Status &error) const {
   return nullptr;
 }
 
-namespace {
-
-/// Runs `fn(kernel, stream)` on `kernel` of `kernels` and waits for it;
-/// what oneDNN throws becomes the error, naming the kernel and its
-/// implementation.
 template <typename K, typename Fn>
-Status run(OneDnnKernels &kernels, Kernel *kernel, Fn &&fn) {
+Status OneDnnKernels::run(int64_t id, KernelKind kind, Fn &&fn) {
+  Status error;
+  Kernel *kernel = find(id, kind, error);
+  if (!kernel)
+    return error;
   try {
-    dnnl::stream &stream = kernels.stream();
-    fn(static_cast<K &>(*kernel), stream);
-    stream.wait();
+    fn(static_cast<K &>(*kernel), impl_->stream);
+    impl_->stream.wait();
   } catch (...) {
     return currentOneDnnException(kernelName(*kernel), kernel->describe());
   }
   return Status::success();
 }
 
-} // namespace
-
 Status OneDnnKernels::matmul(int64_t id, const float *a, const float *b,
                              const float *bias, float *c) {
-  Status error;
-  Kernel *k = find(id, KernelKind::Matmul, error);
-  if (!k)
-    return error;
-  return run<MatmulKernel>(*this, k, [&](MatmulKernel &m, dnnl::stream &s) {
-    m.run(s, a, b, bias, c);
-  });
+  return run<MatmulKernel>(
+      id, KernelKind::Matmul,
+      [&](MatmulKernel &m, dnnl::stream &s) { m.run(s, a, b, bias, c); });
 }
 
 Status OneDnnKernels::convolution(KernelKind kind, int64_t id, const float *in0,
                                   const float *in1, const float *bias,
                                   float *out) {
-  Status error;
-  Kernel *k = find(id, kind, error);
-  if (!k)
-    return error;
-  return run<ConvolutionKernel>(*this, k,
+  return run<ConvolutionKernel>(id, kind,
                                 [&](ConvolutionKernel &conv, dnnl::stream &s) {
                                   conv.run(s, in0, in1, bias, out);
                                 });
 }
 
 Status OneDnnKernels::poolForward(int64_t id, const float *src, float *dst) {
-  Status error;
-  Kernel *k = find(id, KernelKind::PoolingForward, error);
-  if (!k)
-    return error;
-  return run<PoolingKernel>(*this, k, [&](PoolingKernel &p, dnnl::stream &s) {
-    p.forward(s, src, dst);
-  });
+  return run<PoolingKernel>(
+      id, KernelKind::PoolingForward,
+      [&](PoolingKernel &p, dnnl::stream &s) { p.forward(s, src, dst); });
 }
 
 Status OneDnnKernels::poolBackward(int64_t id, const float *src,
                                    const float *diffDst, float *diffSrc) {
-  Status error;
-  Kernel *k = find(id, KernelKind::PoolingBackward, error);
-  if (!k)
-    return error;
-  return run<PoolingKernel>(*this, k, [&](PoolingKernel &p, dnnl::stream &s) {
-    p.backward(s, src, diffDst, diffSrc);
-  });
+  return run<PoolingKernel>(id, KernelKind::PoolingBackward,
+                            [&](PoolingKernel &p, dnnl::stream &s) {
+                              p.backward(s, src, diffDst, diffSrc);
+                            });
 }
 
 Status OneDnnKernels::copy(float *dst, const float *src, int64_t floats) {

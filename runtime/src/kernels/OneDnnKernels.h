@@ -72,6 +72,11 @@ private:
   explicit OneDnnKernels(std::unique_ptr<Impl> impl);
   /// Kernel `id` if it is of `kind`, else null with `error` set.
   Kernel *find(int64_t id, KernelKind kind, Status &error) const;
+  /// Runs `fn(kernel, stream)` on kernel `id` (of `kind`, as a K) and waits
+  /// for it; what oneDNN throws becomes the error, naming the kernel and its
+  /// implementation.
+  template <typename K, typename Fn>
+  Status run(int64_t id, KernelKind kind, Fn &&fn);
 
   std::unique_ptr<Impl> impl_;
 };

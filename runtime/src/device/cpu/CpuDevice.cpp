@@ -21,9 +21,6 @@ namespace cleave::rt {
 
 namespace {
 
-/// Aligns host buffers for the vector loops of generated code (AVX-512).
-constexpr size_t kCpuAlignment = 64;
-
 class CpuEvent final : public Event {
 public:
   Status synchronize() override { return Status::success(); }
@@ -67,7 +64,7 @@ private:
 class CpuDevice final : public Device {
 public:
   CpuDevice() {
-    properties_.alignment = kCpuAlignment;
+    properties_.alignment = kBufferAlignment;
     properties_.inputSets = 1;
     properties_.synchronous = true;
     properties_.capture = false;
@@ -99,13 +96,12 @@ public:
     return Status::success();
   }
 
-  /// Zeroed, aligned to kCpuAlignment, at least one alignment unit.
+  /// Zeroed, aligned to kBufferAlignment (the ABI's), at least one
+  /// alignment unit.
   Status allocateHost(size_t bytes, const std::string &what,
                       void *&out) override {
-    const size_t rounded = bytes == 0 ? kCpuAlignment
-                                      : (bytes + kCpuAlignment - 1) /
-                                            kCpuAlignment * kCpuAlignment;
-    void *p = std::aligned_alloc(kCpuAlignment, rounded);
+    const size_t rounded = bytes == 0 ? kBufferAlignment : alignedSize(bytes);
+    void *p = std::aligned_alloc(kBufferAlignment, rounded);
     if (!p)
       return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", bytes,
                        " bytes for ", what);
