@@ -15,7 +15,6 @@
 #include "collectives/Communicator.h"
 #include "collectives/MpiCollectives.h"
 #include "device/Device.h"
-#include "device/GpuArch.h"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>
