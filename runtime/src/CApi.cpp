@@ -447,6 +447,23 @@ void cleave_session_options_init(cleave_session_options *options) {
   options->on_nonfinite = CLEAVE_NONFINITE_STOP;
 }
 
+namespace {
+/// The device fields the session and executable options share.
+Status readPlacement(int32_t device, int32_t ordinal, int32_t numThreads,
+                     cleave::rt::Placement &out) {
+  if (device != CLEAVE_DEVICE_CPU && device != CLEAVE_DEVICE_CUDA)
+    return makeError(CLEAVE_INVALID_ARGUMENT, "options: device is ", device,
+                     ", expected CLEAVE_DEVICE_CPU (0) or "
+                     "CLEAVE_DEVICE_CUDA (1)");
+  out.device = device == CLEAVE_DEVICE_CUDA ? cleave::rt::DeviceKind::Cuda
+                                            : cleave::rt::DeviceKind::Cpu;
+  static_assert(CLEAVE_DEVICE_ORDINAL_AUTO == cleave::rt::kAutoDeviceOrdinal);
+  out.deviceOrdinal = ordinal;
+  out.numThreads = numThreads;
+  return Status::success();
+}
+} // namespace
+
 cleave_status cleave_session_create(cleave_artifact *artifact,
                                     const cleave_session_options *options,
                                     cleave_session **out) {
@@ -457,20 +474,10 @@ cleave_status cleave_session_create(cleave_artifact *artifact,
     if (options) {
       opts.seed = options->seed;
       opts.accumulate = options->accumulate;
-      opts.numThreads = options->num_threads;
       opts.distributed = options->distributed != 0;
-      if (options->device != CLEAVE_DEVICE_CPU &&
-          options->device != CLEAVE_DEVICE_CUDA)
-        return makeError(CLEAVE_INVALID_ARGUMENT, "options: device is ",
-                         options->device,
-                         ", expected CLEAVE_DEVICE_CPU (0) or "
-                         "CLEAVE_DEVICE_CUDA (1)");
-      opts.device = options->device == CLEAVE_DEVICE_CUDA
-                        ? cleave::rt::DeviceKind::Cuda
-                        : cleave::rt::DeviceKind::Cpu;
-      static_assert(CLEAVE_DEVICE_ORDINAL_AUTO ==
-                    cleave::rt::kAutoDeviceOrdinal);
-      opts.deviceOrdinal = options->device_ordinal;
+      CLEAVE_RETURN_IF_ERROR(readPlacement(options->device,
+                                           options->device_ordinal,
+                                           options->num_threads, opts));
       if (options->on_nonfinite != CLEAVE_NONFINITE_STOP &&
           options->on_nonfinite != CLEAVE_NONFINITE_SKIP)
         return makeError(CLEAVE_INVALID_ARGUMENT, "options: on_nonfinite is ",
@@ -851,6 +858,9 @@ void cleave_executable_options_init(cleave_executable_options *options) {
   if (!options)
     return;
   options->num_threads = 0;
+  options->distributed = 0;
+  options->device = CLEAVE_DEVICE_CPU;
+  options->device_ordinal = 0;
 }
 
 cleave_status cleave_executable_load(const char *path,
@@ -860,8 +870,12 @@ cleave_status cleave_executable_load(const char *path,
     CLEAVE_CHECK_ARG(path);
     CLEAVE_CHECK_ARG(out);
     Executable::Options opts;
-    if (options)
-      opts.numThreads = options->num_threads;
+    if (options) {
+      opts.distributed = options->distributed != 0;
+      CLEAVE_RETURN_IF_ERROR(readPlacement(options->device,
+                                           options->device_ordinal,
+                                           options->num_threads, opts));
+    }
     std::shared_ptr<Artifact> artifact;
     CLEAVE_RETURN_IF_ERROR(
         Artifact::load(path, artifact, cleave::rt::ArtifactKind::Graph));

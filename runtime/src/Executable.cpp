@@ -1,21 +1,21 @@
 //===- Executable.cpp - Running the entries of a graph artifact -----------===//
 //
-// Everything is prepared at creation: the kernel context, one scratch arena
-// shared by all entries (they never run concurrently), and per entry the
-// argument array with its scratch slots filled in. A call checks the
-// caller's pointers, patches them into the array and calls the entry; it
-// allocates nothing.
+// Everything is prepared at creation: the device, the kernel context, one
+// scratch arena shared by all entries (they never run concurrently), the
+// twins of a device that does not address host memory, and per entry the
+// argument array with its scratch (and twin) slots filled in. A call checks
+// the caller's pointers, patches them into the array (or copies through the
+// twins) and runs the entry; it allocates nothing. The twins never move, so
+// on a device that captures an entry is replayed from a graph once warm.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Executable.h"
 
+#include "collectives/Collectives.h"
+#include "collectives/Communicator.h"
 #include "kernels/KernelContext.h"
 
-#include <nlohmann/json.hpp>
-#include <omp.h>
-
-#include <algorithm>
 #include <cstdint>
 
 namespace cleave::rt {
@@ -54,54 +54,90 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
   if (m.kind != ArtifactKind::Graph)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact->path(),
                      ": not a graph artifact");
-  if (m.device != DeviceKind::Cpu)
-    return makeError(CLEAVE_FAILED_PRECONDITION, artifact->path(),
-                     ": graph artifacts run on the CPU only (this one is "
-                     "compiled for ",
-                     deviceKindName(m.device), ")");
-  if (options.numThreads < 0)
-    return makeError(CLEAVE_INVALID_ARGUMENT, "options: num_threads is ",
-                     options.numThreads,
-                     ", expected 0 (leave OpenMP alone) or a positive count");
+  CLEAVE_RETURN_IF_ERROR(
+      checkPlacement(*artifact, options, Holder::Executable));
   std::unique_ptr<Executable> exe(new Executable(std::move(artifact)));
-  exe->numThreads_ = options.numThreads;
-  const std::string &path = exe->artifact_->path();
-  {
+  const Artifact &a = *exe->artifact_;
+  if (options.distributed) {
     std::string error;
-    exe->kernelContext_ = KernelContext::create(m.kernels, error);
-    if (!exe->kernelContext_)
-      return makeError(CLEAVE_INVALID_ARTIFACT, path, ": kernels: ", error);
+    exe->communicator_ = Communicator::world(error);
+    if (!exe->communicator_)
+      return makeError(CLEAVE_FAILED_PRECONDITION,
+                       "cannot join the data-parallel job: ", error);
   }
+  CLEAVE_RETURN_IF_ERROR(openDevice(a, options.deviceOrdinal,
+                                    exe->communicator_.get(), exe->notes_,
+                                    exe->device_));
+  Device &device = *exe->device_;
+  CLEAVE_RETURN_IF_ERROR(connectKernels(a, device, exe->communicator_.get(),
+                                        exe->collectives_,
+                                        exe->kernelContext_));
+  exe->runner_ = std::make_unique<EntryRunner>(a, device, *exe->kernelContext_,
+                                               exe->collectives_.get(),
+                                               options.numThreads, exe->notes_);
+  CLEAVE_RETURN_IF_ERROR(
+      device.allocate(0, Usage::Mirrored, "an empty buffer", exe->empty_));
 
-  size_t scratchBytes = 0;
-  for (const GraphEntryDesc &e : m.graphEntries) {
-    size_t total = 0;
-    for (const GraphArgDesc &a : e.args)
-      if (a.role == ArgRole::Scratch)
-        total += alignedSize(a.scratchBytes);
-    scratchBytes = std::max(scratchBytes, total);
-  }
-  if (!exe->scratch_.allocate(scratchBytes) || !exe->empty_.allocate(0))
-    return makeError(CLEAVE_OUT_OF_MEMORY, "cannot allocate ", scratchBytes,
-                     " bytes for scratch");
-
+  std::vector<std::vector<uint64_t>> scratchAreas(m.graphEntries.size());
   exe->entries_.resize(m.graphEntries.size());
   for (size_t i = 0; i < m.graphEntries.size(); ++i) {
+    // Errors name the entry as the caller does. Its argument arrays never
+    // change where they point at twins, so it may then be captured; the
+    // caller's own pointers change from run to run.
+    exe->entries_[i].entry = exe->runner_->add(
+        "entry '" + m.graphEntries[i].name + "'", a.graphEntry(i),
+        /*capture=*/!device.properties().hostMemory);
+    for (const GraphArgDesc &arg : m.graphEntries[i].args)
+      if (arg.role == ArgRole::Scratch)
+        scratchAreas[i].push_back(arg.scratchBytes);
+  }
+  std::vector<std::vector<void *>> scratch;
+  CLEAVE_RETURN_IF_ERROR(exe->runner_->allocateScratch(scratchAreas, scratch));
+  for (size_t i = 0; i < m.graphEntries.size(); ++i) {
     Binding &b = exe->entries_[i];
-    b.fn = exe->artifact_->graphEntry(i);
-    size_t scratchOffset = 0;
-    for (const GraphArgDesc &a : m.graphEntries[i].args) {
-      if (a.role == ArgRole::Scratch) {
-        b.args.push_back(exe->scratch_.data() + scratchOffset);
-        scratchOffset += alignedSize(a.scratchBytes);
+    size_t area = 0;
+    for (const GraphArgDesc &arg : m.graphEntries[i].args) {
+      if (arg.role == ArgRole::Scratch) {
+        b.args.push_back(scratch[i][area++]);
         continue;
       }
       b.callerSlots.push_back(b.args.size());
-      b.callerArgs.push_back(&a);
+      b.callerArgs.push_back(&arg);
       b.args.push_back(nullptr);
     }
   }
+  if (!device.properties().hostMemory)
+    CLEAVE_RETURN_IF_ERROR(exe->makeTwins());
   out = std::move(exe);
+  return Status::success();
+}
+
+Status Executable::makeTwins() {
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    Binding &b = entries_[e];
+    for (size_t i = 0; i < b.callerArgs.size(); ++i) {
+      const GraphArgDesc &a = *b.callerArgs[i];
+      Buffer *twin = nullptr;
+      Buffer own;
+      if (a.role == ArgRole::Global) {
+        auto [it, added] = globalTwins_.try_emplace(a.tensor.name);
+        if (added)
+          CLEAVE_RETURN_IF_ERROR(
+              device_->allocate(a.tensor.bytes, Usage::DeviceOnly,
+                                "global '" + a.tensor.name + "'", it->second));
+        twin = &it->second;
+      } else {
+        CLEAVE_RETURN_IF_ERROR(device_->allocate(
+            a.tensor.bytes, Usage::DeviceOnly,
+            std::string(roleName(a.role)) + " '" + a.tensor.name +
+                "' of entry '" + entry(e).name + "'",
+            own));
+        twin = &own;
+      }
+      b.twins.push_back(twin->data);
+      b.args[b.callerSlots[i]] = twin->data;
+    }
+  }
   return Status::success();
 }
 
@@ -127,6 +163,7 @@ Status Executable::run(size_t index, void *const *args, size_t numArgs) {
   if (numArgs > 0 && !args)
     return makeError(CLEAVE_INVALID_ARGUMENT, "entry '", name,
                      "': args is NULL");
+  const bool hostMemory = device_->properties().hostMemory;
   for (size_t i = 0; i < numArgs; ++i) {
     const GraphArgDesc &a = *b.callerArgs[i];
     void *p = args[i];
@@ -135,26 +172,67 @@ Status Executable::run(size_t index, void *const *args, size_t numArgs) {
         return makeError(CLEAVE_INVALID_ARGUMENT, "entry '", name, "': args[",
                          i, "] (", roleName(a.role), " '", a.tensor.name,
                          "') is NULL");
-      p = empty_.data();
+      p = empty_.host;
     } else if (reinterpret_cast<uintptr_t>(p) % kBufferAlignment != 0) {
       return makeError(CLEAVE_INVALID_ARGUMENT, "entry '", name, "': args[", i,
                        "] (", roleName(a.role), " '", a.tensor.name,
                        "') is not ", kBufferAlignment, "-byte aligned");
     }
-    b.args[b.callerSlots[i]] = p;
+    if (hostMemory)
+      b.args[b.callerSlots[i]] = p;
   }
-  if (numThreads_ > 0)
-    omp_set_num_threads(numThreads_);
-  b.fn(kernelContext_.get(), b.args.data());
+  if (!deviceFault_.ok())
+    return makeError(CLEAVE_FAILED_PRECONDITION,
+                     "the executable is unusable since its device failed (",
+                     deviceFault_.message(), "); destroy it");
+  if (Status entered = runner_->enter(); !entered.ok()) {
+    deviceFault_ = entered.withContext(artifact_->path());
+    return deviceFault_;
+  }
+  if (!hostMemory)
+    return runOnTwins(index, args, numArgs);
   // The executable keeps no state of its own between runs, so a failed run
-  // leaves nothing to poison: the next one starts with a clean context.
-  Status error = kernelContext_->failed()
-                     ? kernelContext_->error()
-                     : KernelContext::takeErrorWithoutContext();
-  if (error.ok())
+  // leaves nothing to poison: the runner clears the context for the next.
+  uint64_t bytesSent = 0;
+  return runner_->run(b.entry, 0, b.args.data(), bytesSent);
+}
+
+Status Executable::runOnTwins(size_t index, void *const *args, size_t numArgs) {
+  Binding &b = entries_[index];
+  const std::string &name = entry(index).name;
+  Queue &queue = device_->compute();
+  // A wait that fails is the device's failure; a copy that fails may be
+  // the caller's pointer (device memory, say), which leaves the device as
+  // it was.
+  auto copies = [&](bool in) {
+    for (size_t i = 0; i < numArgs; ++i) {
+      const GraphArgDesc &a = *b.callerArgs[i];
+      const bool moves = a.role == ArgRole::Global ||
+                         a.role == (in ? ArgRole::Input : ArgRole::Output);
+      if (!moves || a.tensor.bytes == 0)
+        continue;
+      Status copied = in ? queue.upload(b.twins[i], args[i], a.tensor.bytes)
+                         : queue.download(args[i], b.twins[i], a.tensor.bytes);
+      if (!copied.ok())
+        return copied.withContext(artifact_->path() + ": entry '" + name +
+                                  "': copying " + roleName(a.role) + " '" +
+                                  a.tensor.name + (in ? "' to " : "' from ") +
+                                  device_->description());
+    }
     return Status::success();
-  kernelContext_->clearError();
-  return error.withContext(artifact_->path() + ": entry '" + name + "'");
+  };
+  CLEAVE_RETURN_IF_ERROR(copies(/*in=*/true));
+  uint64_t bytesSent = 0;
+  Status ran = runner_->run(b.entry, 0, b.args.data(), bytesSent);
+  // Outputs and globals come back even after a failed kernel, as on the
+  // CPU, where the entry wrote them in place.
+  Status back = copies(/*in=*/false);
+  if (Status waited = device_->synchronize(); !waited.ok()) {
+    deviceFault_ =
+        waited.withContext(artifact_->path() + ": entry '" + name + "'");
+    return deviceFault_;
+  }
+  return ran.ok() ? back : ran;
 }
 
 } // namespace cleave::rt

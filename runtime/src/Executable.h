@@ -3,8 +3,10 @@
 // A graph artifact (manifest `"kind": "graph"`, written for the tracing
 // frontend) is a set of entry points over caller-owned buffers: no window,
 // no counters, no state of its own. An Executable holds what the caller
-// cannot provide — the kernel context and the scratch arena — and calls an
-// entry with the caller's pointers spliced around them.
+// cannot provide (the device, the kernel context, the scratch arena and,
+// where the device does not address host memory, a device twin of each
+// argument) and calls an entry with the caller's pointers spliced around
+// them, through the EntryRunner a Session uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +14,12 @@
 #define CLEAVE_RUNTIME_EXECUTABLE_H
 
 #include "Artifact.h"
-#include "Session.h"
+#include "EntryRunner.h"
 #include "Status.h"
+#include "device/Device.h"
 
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -22,6 +27,8 @@
 
 namespace cleave::rt {
 
+class Collectives;
+class Communicator;
 class KernelContext;
 
 /// The entries of one graph artifact, ready to run. Not thread-safe: one
@@ -29,13 +36,15 @@ class KernelContext;
 /// by its entries).
 class Executable {
 public:
-  struct Options {
-    /// omp_set_num_threads before each entry call when positive.
-    int numThreads = 0;
+  /// The device, its ordinal and the thread count, as a Session's.
+  struct Options : Placement {
+    /// Join the data-parallel job over MPI_COMM_WORLD, whose ranks the
+    /// entries' cross-rank reductions then run over.
+    bool distributed = false;
   };
 
-  /// Builds the kernel context (every oneDNN primitive) and the scratch
-  /// arena of a graph artifact.
+  /// Opens the artifact's device and builds the kernel context, the
+  /// scratch arena and the argument arrays of a graph artifact.
   static Status create(std::shared_ptr<const Artifact> artifact,
                        const Options &options,
                        std::unique_ptr<Executable> &out);
@@ -56,32 +65,61 @@ public:
     return entries_[index].callerArgs;
   }
 
-  /// Runs entry `index` on `args`, one pointer per caller argument. Every
-  /// pointer must be non-null and 64-byte aligned (the ABI), except that a
-  /// buffer of zero bytes may be null. If a kernel call of the entry fails,
+  /// Runs entry `index` on `args`, one host pointer per caller argument.
+  /// Every pointer must be non-null and 64-byte aligned (the ABI), except
+  /// that a buffer of zero bytes may be null. Where the device does not
+  /// address host memory, inputs and globals are copied to its twins
+  /// before the entry and outputs and globals back after it, and the call
+  /// returns when they are back. If a kernel call of the entry fails,
   /// returns its error; the caller's outputs and globals are then
-  /// unspecified, and the executable stays usable.
+  /// unspecified, and the executable stays usable. If the device fails, it
+  /// does not.
   Status run(size_t index, void *const *args, size_t numArgs);
+
+  /// Where it runs: "the CPU" or the GPU's description.
+  std::string deviceDescription() const { return device_->description(); }
+  /// What the device chose that changes speed but never results (an entry
+  /// that runs without a CUDA graph, and why). Only ever grows.
+  const std::deque<std::string> &notes() const { return notes_; }
 
 private:
   struct Binding {
-    EntryFn fn = nullptr;
+    /// The entry's index in runner_.
+    size_t entry = 0;
     std::vector<const GraphArgDesc *> callerArgs;
-    /// The full argument array; scratch slots are filled once.
+    /// The full argument array; scratch slots (and twins) are filled once.
     std::vector<void *> args;
     /// For each caller argument, its position in `args`.
     std::vector<size_t> callerSlots;
+    /// Where the device does not address host memory: for each caller
+    /// argument, the device buffer the entry reads and writes instead.
+    std::vector<void *> twins;
   };
 
   explicit Executable(std::shared_ptr<const Artifact> artifact);
+  /// Allocates the twin of every caller argument: one per input and output
+  /// of each entry, one per global name (entries share globals).
+  Status makeTwins();
+  /// Copies the caller's inputs and globals to the twins, runs the entry,
+  /// and copies outputs and globals back, waiting for them.
+  Status runOnTwins(size_t index, void *const *args, size_t numArgs);
 
   std::shared_ptr<const Artifact> artifact_;
+  // Declared in the order they refer to each other, so that each is
+  // destroyed before what it uses.
+  std::deque<std::string> notes_;
+  std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<KernelContext> kernelContext_;
-  AlignedBuffer scratch_;
+  std::unique_ptr<EntryRunner> runner_;
   /// Stands in for null pointers to empty buffers.
-  AlignedBuffer empty_;
+  Buffer empty_;
+  std::map<std::string, Buffer, std::less<>> globalTwins_;
   std::vector<Binding> entries_;
-  int numThreads_ = 0;
+  /// The device failed (a wait returned its error): nothing on it can be
+  /// trusted, and every later run returns this.
+  Status deviceFault_;
 };
 
 } // namespace cleave::rt

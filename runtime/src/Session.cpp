@@ -11,9 +11,7 @@
 
 #include "Checkpoint.h"
 #include "Initializers.h"
-#include "collectives/Agree.h"
 #include "collectives/Communicator.h"
-#include "collectives/MpiCollectives.h"
 #include "device/Device.h"
 #include "kernels/KernelContext.h"
 
@@ -90,28 +88,11 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     return makeError(CLEAVE_INVALID_ARGUMENT, "options: accumulate is ",
                      options.accumulate,
                      ", expected 0 (the manifest's) or a positive count");
-  if (options.numThreads < 0)
-    return makeError(CLEAVE_INVALID_ARGUMENT, "options: num_threads is ",
-                     options.numThreads,
-                     ", expected 0 (leave OpenMP alone) or a positive count");
   std::unique_ptr<Session> session(new Session(std::move(artifact)));
   const Manifest &m = session->manifest_;
   const std::string &path = session->artifact_->path();
-  const DeviceDriver &driver = deviceDriver(m.device);
-  if (m.device != options.device) {
-    const DeviceDriver &asked = deviceDriver(options.device);
-    return makeError(CLEAVE_FAILED_PRECONDITION, path, ": compiled for ",
-                     driver.describeCode(m), ", but the session is ",
-                     asked.where, "; create it on ", driver.howToChoose,
-                     asked.compileOption ? std::string(" or compile with ") +
-                                               asked.compileOption
-                                         : std::string());
-  }
-  if (driver.exclusivePerRank && options.deviceOrdinal < 0 &&
-      options.deviceOrdinal != kAutoDeviceOrdinal)
-    return makeError(CLEAVE_INVALID_ARGUMENT, "options: device ordinal is ",
-                     options.deviceOrdinal,
-                     ", expected 0 or more, or -1 (one device per rank)");
+  CLEAVE_RETURN_IF_ERROR(
+      checkPlacement(*session->artifact_, options, Holder::Session));
   CLEAVE_RETURN_IF_ERROR(checkFootprint(m, path));
   session->seed_ = options.seed;
   session->numThreads_ = options.numThreads;
@@ -139,33 +120,17 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                             : " (not distributed: set the distributed option "
                               "and launch the job with mpirun -np ",
         options.distributed ? "" : std::to_string(m.ranks) + ")");
-  CLEAVE_RETURN_IF_ERROR(session->openDevice(options));
+  CLEAVE_RETURN_IF_ERROR(openDevice(*session->artifact_, options.deviceOrdinal,
+                                    session->communicator_.get(),
+                                    session->notes_, session->device_));
   Device &device = *session->device_;
   session->alignment_ = device.properties().alignment;
-  // CLEAVE_CUDA_GRAPHS=0 turns graph replay off, for debugging (every
-  // launch is then a driver call that a profiler sees).
-  const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS");
-  session->useGraphs_ = device.properties().capture &&
-                        (!graphs || std::string_view(graphs) != "0");
-  // The data plane of several ranks (one needs none): MPI on the CPU, NCCL
-  // on a GPU. Collective: all ranks succeed or all fail.
-  if (session->numRanks() > 1) {
-    Status joined = device.createCollectives(*session->communicator_,
-                                             session->collectives_);
-    if (!joined.ok())
-      return joined.withContext(path + ": data-parallel training on " +
-                                device.description());
-    if (m.shardOptimizerState)
-      CLEAVE_RETURN_IF_ERROR(
-          session->collectives_->supportsSharding().withContext(path));
-  }
-  std::unique_ptr<KernelLibrary> kernels;
-  Status built = device.createKernelLibrary(m.kernels, kernels);
-  if (!built.ok())
-    return built.withContext(path + ": kernels");
-  session->kernelContext_ =
-      KernelContext::create(std::move(kernels), device.modules());
-  session->kernelContext_->setCollectives(session->collectives_.get());
+  CLEAVE_RETURN_IF_ERROR(
+      connectKernels(*session->artifact_, device, session->communicator_.get(),
+                     session->collectives_, session->kernelContext_));
+  session->runner_ = std::make_unique<EntryRunner>(
+      *session->artifact_, device, *session->kernelContext_,
+      session->collectives_.get(), options.numThreads, session->notes_);
   CLEAVE_RETURN_IF_ERROR(session->allocateAndInitialize(options));
   CLEAVE_RETURN_IF_ERROR(session->bindEntries());
   // Keeps blocked copies on the CPU; a GPU's library keeps none.
@@ -343,21 +308,23 @@ Status Session::writeHyperSlot(size_t index) {
 
 Status Session::bindEntries() {
   const Manifest &m = manifest_;
-  // Entries never run concurrently, so they share one scratch area, sized for
-  // the hungriest entry.
-  auto aligned = [&](uint64_t bytes) {
-    return size_t((bytes + alignment_ - 1) / alignment_ * alignment_);
-  };
-  size_t scratchBytes = 0;
-  for (const EntryDesc &e : m.entries) {
-    size_t total = 0;
+  std::vector<std::vector<uint64_t>> scratchAreas;
+  for (size_t k = 0; k < kNumEntryKinds; ++k) {
+    auto kind = static_cast<EntryKind>(k);
+    const EntryDesc &e = m.entry(kind);
+    if (!e.present)
+      continue;
+    Binding &b = bindings_[k];
+    // eval_step runs directly: it is not in the training loop.
+    b.entry = runner_->add(entryName(kind), artifact_->entry(kind),
+                           /*capture=*/kind != EntryKind::EvalStep);
+    std::vector<uint64_t> &areas = scratchAreas.emplace_back();
     for (const ArgDesc &a : e.args)
       if (a.role == ArgRole::Scratch)
-        total += aligned(a.scratchBytes);
-    scratchBytes = std::max(scratchBytes, total);
+        areas.push_back(a.scratchBytes);
   }
-  CLEAVE_RETURN_IF_ERROR(
-      device_->allocate(scratchBytes, Usage::DeviceOnly, "scratch", scratch_));
+  std::vector<std::vector<void *>> scratch;
+  CLEAVE_RETURN_IF_ERROR(runner_->allocateScratch(scratchAreas, scratch));
 
   for (size_t k = 0; k < kNumEntryKinds; ++k) {
     auto kind = static_cast<EntryKind>(k);
@@ -365,7 +332,6 @@ Status Session::bindEntries() {
     if (!e.present)
       continue;
     Binding &b = bindings_[k];
-    b.fn = artifact_->entry(kind);
     b.outputs.resize(e.outputs.size());
     for (size_t i = 0; i < e.outputs.size(); ++i) {
       const std::string what = std::string("output '") + e.outputs[i].name +
@@ -374,8 +340,7 @@ Status Session::bindEntries() {
           e.outputs[i].bytes, Usage::Mirrored, what, b.outputs[i]));
     }
     auto *hypers = static_cast<unsigned char *>(hypers_.data);
-    auto *scratch = static_cast<unsigned char *>(scratch_.data);
-    size_t scratchOffset = 0;
+    size_t area = 0;
     for (const ArgDesc &a : e.args) {
       void *ptr = nullptr;
       switch (a.role) {
@@ -393,8 +358,7 @@ Status Session::bindEntries() {
         ptr = hypers + a.index * alignment_;
         break;
       case ArgRole::Scratch:
-        ptr = scratch + scratchOffset;
-        scratchOffset += aligned(a.scratchBytes);
+        ptr = scratch[b.entry][area++];
         break;
       }
       b.args.push_back(ptr);
@@ -419,65 +383,6 @@ Status Session::sumAcrossRanks(double *values, size_t count) {
   if (communicator_)
     communicator_->allreduceSum(values, int64_t(count));
   return Status::success();
-}
-
-namespace {
-std::string ordinalSuffix(int n) {
-  const int tens = n % 100, units = n % 10;
-  if (tens >= 11 && tens <= 13)
-    return "th";
-  return units == 1 ? "st" : units == 2 ? "nd" : units == 3 ? "rd" : "th";
-}
-} // namespace
-
-Status Session::openDevice(const Options &options) {
-  const std::string &path = artifact_->path();
-  const Manifest &m = manifest_;
-  const DeviceDriver &driver = deviceDriver(m.device);
-  int ordinal = options.deviceOrdinal;
-  std::string placement;
-  Status placed = Status::success();
-  const bool several =
-      driver.exclusivePerRank && communicator_ && numRanks() > 1;
-  if (several) {
-    // One GPU per process: a rank takes the GPU of its index among the
-    // job's processes on the same machine.
-    Communicator::NodeRanks node = communicator_->nodeRanks();
-    if (ordinal == kAutoDeviceOrdinal) {
-      ordinal = node.rank;
-      placement = "rank " + std::to_string(communicator_->rank()) +
-                  " is the " + std::to_string(node.rank + 1) +
-                  ordinalSuffix(node.rank + 1) + " of " +
-                  std::to_string(node.size) + " processes on " + node.host +
-                  ", and each takes a GPU of its own";
-    } else if (node.size > 1) {
-      placed = makeError(
-          CLEAVE_FAILED_PRECONDITION, path, ": ", node.size,
-          " ranks of the job run on ", node.host,
-          " and all would use GPU ", ordinal,
-          "; NCCL needs one GPU per rank (cleave-train --device=cuda, or "
-          "device ordinal -1 in the API, gives each rank its own)");
-    }
-  } else if (ordinal == kAutoDeviceOrdinal) {
-    ordinal = 0;
-  }
-  // Before anything is allocated: on a machine without a driver, a GPU or
-  // code for its architecture this is the one line the caller gets.
-  Status opened = placed;
-  if (opened.ok()) {
-    opened = driver.open(ordinal, m, device_);
-    if (opened.ok())
-      opened = device_->admit(m, notes_);
-    if (!opened.ok()) {
-      opened = opened.withContext(path);
-      if (!placement.empty())
-        opened = Status(opened.code(),
-                        opened.message() + " (" + placement + ")");
-    }
-  }
-  if (several)
-    opened = agreeAcrossRanks(*communicator_, opened, "opening a GPU");
-  return opened;
 }
 
 } // namespace cleave::rt

@@ -13,6 +13,7 @@
 
 #include "Artifact.h"
 #include "Checkpoint.h"
+#include "EntryRunner.h"
 #include "Status.h"
 #include "device/Device.h"
 
@@ -37,10 +38,6 @@ class Device;
 class Event;
 class Graph;
 class KernelContext;
-
-/// Session::Options::deviceOrdinal: one GPU per rank of the machine
-/// (CLEAVE_DEVICE_ORDINAL_AUTO of the C API).
-inline constexpr int kAutoDeviceOrdinal = -1;
 
 /// Writes `samples` rows of `rowBytes` from `src` to `dst`, then repeats the
 /// last row up to `rows` (a short batch padded to the micro-batch). Copies
@@ -74,21 +71,14 @@ private:
 /// A training session. Not thread-safe: one thread at a time may call it.
 class Session {
 public:
-  struct Options {
+  /// The device, its ordinal and the thread count (Placement), and what
+  /// belongs to a training run.
+  struct Options : Placement {
     uint64_t seed = 0;
     /// Accumulation count N; 0 means the manifest's `accumulate`.
     int64_t accumulate = 0;
-    /// omp_set_num_threads before each entry call when positive.
-    int numThreads = 0;
     /// Attach a communicator over MPI_COMM_WORLD.
     bool distributed = false;
-    /// What runs the entry points: must be what the artifact was compiled
-    /// for (its manifest's `device`).
-    DeviceKind device = DeviceKind::Cpu;
-    /// Which GPU, for DeviceKind::Cuda; kAutoDeviceOrdinal: the rank's
-    /// index on its machine (Communicator::nodeRanks), 0 when not
-    /// distributed, so that each rank of a job has a GPU of its own.
-    int deviceOrdinal = 0;
     /// A window that is not finite: skipped either way; false fails the
     /// call that applied it with CLEAVE_NON_FINITE.
     bool skipNonfinite = false;
@@ -177,7 +167,8 @@ private:
   /// The argument array of one entry point, built once at creation. Input
   /// arguments are the only ones that change between calls.
   struct Binding {
-    EntryFn fn = nullptr;
+    /// The entry's index in runner_.
+    size_t entry = 0;
     std::vector<void *> args;
     /// (position in `args`, index into Manifest::inputs).
     std::vector<std::pair<size_t, size_t>> inputArgs;
@@ -243,11 +234,9 @@ private:
   /// returned.
   Status run(EntryKind kind);
   /// Enqueues the entry's work (on input set `set`), or replays its graph
-  /// for that set where the device captures.
+  /// for that set where the device captures; an error makes the session
+  /// unusable.
   Status enqueue(EntryKind kind, int set);
-  /// The error a kernel call of entry `kind` recorded, which makes the
-  /// session unusable; success if there is none.
-  Status entryResult(EntryKind kind);
   /// An error if an entry point failed since the session was created or
   /// last restored from a checkpoint.
   Status checkUsable() const;
@@ -281,11 +270,6 @@ private:
   /// otherwise a failed rank returns its own error and the others one
   /// naming the failed ranks.
   Status agreeOnStatus(const Status &local) const;
-  /// Opens the session's device (which one: Options::deviceOrdinal, or one
-  /// per rank where the device is exclusive) and checks that the model fits
-  /// in its memory. Collective when distributed on exclusive devices: all
-  /// ranks succeed or all fail.
-  Status openDevice(const Options &options);
   /// Collective: every rank returns rank 0's `status`.
   Status rankZeroStatus(const Status &status) const;
 
@@ -303,6 +287,9 @@ private:
   /// MPI over communicator_, or NCCL over device_ and communicator_.
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<KernelContext> kernelContext_;
+  /// Runs the entries (bindings_[k].entry), on device_ and kernelContext_,
+  /// with the scratch area they share.
+  std::unique_ptr<EntryRunner> runner_;
 
   // One set of buffers, on the device (owned by device_). `data` is what
   // entries receive, `host` the host's view: the buffer itself on the CPU.
@@ -315,10 +302,8 @@ private:
   /// kernels that read the other, while the batch after it is written into
   /// the pinned host view of the first.
   std::array<std::vector<Buffer>, 2> inputs_;
-  /// The hyperparameter slots and the scratch area the entries share
-  /// (Usage::DeviceOnly).
+  /// The hyperparameter slots (Usage::DeviceOnly).
   Buffer hypers_;
-  Buffer scratch_;
   /// Alignment of the buffers carved out of one allocation: the device's
   /// (DeviceProperties::alignment).
   size_t alignment_ = kBufferAlignment;
@@ -346,19 +331,6 @@ private:
   mutable double lossSum_ = 0.0;
   int64_t lossSamples_ = 0;
   bool inTrainBatch_ = false;
-  /// CUDA graphs, per entry kind: the graph its work is replayed from once
-  /// captured (owned by device_), the runs before the capture, and whether
-  /// capturing it failed (it then always runs directly).
-  static constexpr int64_t kGraphWarmupRuns = 2;
-  bool useGraphs_ = false;
-  /// Per entry kind and input set: an entry's launches name the set's
-  /// buffers, so each set has a graph of its own.
-  std::array<std::array<Graph *, 2>, kNumEntryKinds> graphs_{};
-  /// The bytes each graph's collectives send per launch, counted when it
-  /// was captured (a replay calls no collective).
-  std::array<std::array<uint64_t, 2>, kNumEntryKinds> graphBytes_{};
-  std::array<int64_t, kNumEntryKinds> directRuns_{};
-  std::array<bool, kNumEntryKinds> noGraph_{};
   /// A deque: the C API hands out pointers into the strings, which must
   /// not move as notes are added.
   std::deque<std::string> notes_;

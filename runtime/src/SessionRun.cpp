@@ -12,7 +12,6 @@
 #include "collectives/Agree.h"
 #include "collectives/Communicator.h"
 #include "device/Device.h"
-#include "device/Modules.h"
 #include "kernels/KernelContext.h"
 
 #include <omp.h>
@@ -307,11 +306,9 @@ double Session::lastLoss() const {
 }
 
 Status Session::run(EntryKind kind) {
-  if (numThreads_ > 0)
-    omp_set_num_threads(numThreads_);
   const size_t k = static_cast<size_t>(kind);
   Binding &b = bindings_[k];
-  CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->makeCurrent()));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(runner_->enter()));
   // An entry that reads inputs reads the set of the batch staged last, once
   // its copies are done; the next copy into the set waits for the entry.
   const bool readsInputs = !b.inputArgs.empty();
@@ -337,94 +334,13 @@ Status Session::run(EntryKind kind) {
   return status;
 }
 
-Status Session::entryResult(EntryKind kind) {
-  // A kernel that failed recorded why and turned the rest of the entry's
-  // kernel calls into no-ops; the entry's own code ran on regardless, so
-  // the globals are now part old, part new.
-  Status error = kernelContext_->failed()
-                     ? kernelContext_->error()
-                     : KernelContext::takeErrorWithoutContext();
-  if (error.ok())
-    return Status::success();
-  kernelContext_->clearError();
-  failure_ = error.withContext(artifact_->path() + ": " + entryName(kind));
-  return failure_;
-}
-
 Status Session::enqueue(EntryKind kind, int set) {
-  const size_t k = static_cast<size_t>(kind);
-  Binding &b = bindings_[k];
-  // Returns the bytes the entry's collectives sent (or, captured, will send).
-  auto call = [&] {
-    const uint64_t before = totalBytesSent();
-    // Launch errors of the artifact's kernels go to this context.
-    EntryScope scope(kernelContext_.get());
-    b.fn(kernelContext_.get(), b.args.data());
-    return totalBytesSent() - before;
-  };
-  auto launchFailed = [&](const Status &status) {
-    failure_ = status.withContext(artifact_->path() + ": " + entryName(kind));
-    return failure_;
-  };
-  Graph *&graph = graphs_[k][size_t(set)];
-  uint64_t &graphBytes = graphBytes_[k][size_t(set)];
-  auto launch = [&] {
-    Status launched = device_->compute().launch(*graph);
-    if (!launched.ok())
-      return launchFailed(launched);
-    windowBytes_ += graphBytes;
-    return Status::success();
-  };
-  // Runs the entry without a graph.
-  auto runDirectly = [&] {
-    windowBytes_ += call();
-    return entryResult(kind);
-  };
-  if (graph)
-    return launch();
-  // The first runs load the kernel modules and let the libraries set
-  // themselves up; then the entry's work (it only enqueues, on arguments
-  // that never change for an input set) is captured once per set and
-  // replayed as one graph launch. eval_step runs directly: it is not in the
-  // training loop.
-  const bool capture = useGraphs_ && kind != EntryKind::EvalStep &&
-                       !noGraph_[k] && ++directRuns_[k] > kGraphWarmupRuns;
-  // From now on the entry runs directly; said once, with the reason, since
-  // it costs every step a launch per kernel.
-  auto runWithoutGraph = [&](std::string_view reason) {
-    noGraph_[k] = true;
-    notes_.push_back(std::string(entryName(kind)) +
-                     " could not be captured into a CUDA graph and runs "
-                     "directly from now on (every kernel launched on each "
-                     "step; a graph captured before still replays): " +
-                     std::string(reason));
-  };
-  if (!capture)
-    return runDirectly();
-  if (Status began = device_->compute().beginCapture(); !began.ok()) {
-    runWithoutGraph(began.message());
-    return runDirectly();
-  }
-  const uint64_t capturedBytes = call();
-  Graph *captured = nullptr;
-  Status ended = device_->compute().endCapture(captured);
-  if (ended.ok() && !kernelContext_->failed()) {
-    graph = captured;
-    graphBytes = capturedBytes;
-    return launch();
-  }
-  // Nothing of the entry ran, and a call that failed during the capture
-  // may have failed because of it: the entry runs directly, now and from
-  // now on, and a real error shows again.
-  std::string reason = !ended.ok() ? ended.message() : std::string();
-  if (kernelContext_->failed())
-    reason += std::string(reason.empty() ? "" : "; ") +
-              "a library call failed while it was captured (" +
-              kernelContext_->error().message() + ")";
-  kernelContext_->clearError();
-  (void)KernelContext::takeErrorWithoutContext();
-  runWithoutGraph(reason);
-  return runDirectly();
+  Binding &b = bindings_[static_cast<size_t>(kind)];
+  Status status = runner_->run(b.entry, set, b.args.data(), windowBytes_);
+  // A kernel that failed left the globals part old, part new.
+  if (!status.ok())
+    failure_ = status;
+  return status;
 }
 
 Status Session::checkUsable() const {

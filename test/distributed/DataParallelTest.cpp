@@ -21,7 +21,9 @@
 //     rank and without changing state, by a job of another size;
 //   - an artifact compiled for R ranks refuses any other job size;
 //   - a NaN in one rank's window makes every rank skip that window (Adasum,
-//     ZeRO-1 and mean), stopping or going on as the session is told.
+//     ZeRO-1 and mean), stopping or going on as the session is told;
+//   - an executable (a graph artifact) loaded with the distributed option
+//     reduces across the job's ranks.
 //
 // Every rank runs every test and makes the same collective calls; failures
 // use EXPECT_* so that no rank leaves a test before its peers.
@@ -757,6 +759,32 @@ TEST(CheckpointTest, RanksRefuseACheckpointOfAnotherJobSizeTogether) {
           << e.what();
     }
   }
+}
+
+TEST(ExecutableTest, ADistributedExecutableReducesAcrossTheJob) {
+  const int rank = worldRank();
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  cleave_executable_options options;
+  cleave_executable_options_init(&options);
+  options.distributed = 1;
+  cleave_executable *exe = nullptr;
+  ASSERT_EQ(cleave_executable_load(CLEAVE_GRAPH_ARTIFACT, &options, &exe),
+            CLEAVE_OK)
+      << cleave_last_error_message();
+  struct alignas(64) {
+    float v[4];
+  } w;
+  for (int i = 0; i < 4; ++i)
+    w.v[i] = float((rank + 1) * (i + 1));
+  void *args[] = {w.v};
+  EXPECT_EQ(cleave_executable_run(exe, "sum_ranks", args, 1), CLEAVE_OK)
+      << cleave_last_error_message();
+  // 1 + 2 + ... + R, times i + 1.
+  const float ranksSum = float(ranks * (ranks + 1) / 2);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(w.v[i], ranksSum * float(i + 1)) << i;
+  cleave_executable_destroy(exe);
 }
 
 } // namespace

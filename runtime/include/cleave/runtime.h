@@ -617,6 +617,18 @@ typedef struct cleave_executable_options {
   /** When positive, omp_set_num_threads(num_threads) on the calling thread
    *  before each entry call. 0 (the default) leaves OpenMP alone. */
   int32_t num_threads;
+  /** Nonzero: join the data-parallel job over MPI_COMM_WORLD (initialising
+   *  MPI if needed); the entries' cross-rank reductions run over its ranks.
+   *  0 (the default): one rank, MPI is not touched. */
+  int32_t distributed;
+  /** What runs the entry points, as cleave_session_options.device: it must
+   *  be what the artifact was compiled for. On CLEAVE_DEVICE_CUDA the
+   *  executable keeps a device copy of every argument: a run copies inputs
+   *  and globals to the GPU and outputs and globals back, and returns when
+   *  they are back. */
+  int32_t device;
+  /** Which GPU, as cleave_session_options.device_ordinal. Default 0. */
+  int32_t device_ordinal;
 } cleave_executable_options;
 
 /** Sets every field of `options` to its default. */

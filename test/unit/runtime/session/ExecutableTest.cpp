@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 using namespace cleave;
@@ -59,13 +60,15 @@ protected:
 TEST_F(ExecutableTest, DescribesItsEntries) {
   size_t n = 0;
   ASSERT_EQ(cleave_executable_num_entries(exe, &n), CLEAVE_OK);
-  ASSERT_EQ(n, 3u);
+  ASSERT_EQ(n, 4u);
   const char *name = nullptr;
   ASSERT_EQ(cleave_executable_entry_name(exe, 0, &name), CLEAVE_OK);
   EXPECT_STREQ(name, "axpy");
   ASSERT_EQ(cleave_executable_entry_name(exe, 1, &name), CLEAVE_OK);
   EXPECT_STREQ(name, "matmul");
   ASSERT_EQ(cleave_executable_entry_name(exe, 2, &name), CLEAVE_OK);
+  EXPECT_STREQ(name, "sum_ranks");
+  ASSERT_EQ(cleave_executable_entry_name(exe, 3, &name), CLEAVE_OK);
   EXPECT_STREQ(name, "unknown_kernel");
 
   // Scratch is the executable's: four arguments, not five.
@@ -191,10 +194,10 @@ TEST_F(ExecutableTest, RefusesBadArguments) {
               "cleave_executable_arg: index 4 is out of range (the artifact "
               "has 4 arguments)");
   const char *name;
-  expectError(cleave_executable_entry_name(exe, 3, &name),
+  expectError(cleave_executable_entry_name(exe, 4, &name),
               CLEAVE_INVALID_ARGUMENT,
-              "cleave_executable_entry_name: index 3 is out of range (the "
-              "artifact has 3 entries)");
+              "cleave_executable_entry_name: index 4 is out of range (the "
+              "artifact has 4 entries)");
   cleave_executable *other = nullptr;
   expectError(cleave_executable_load(nullptr, nullptr, &other),
               CLEAVE_INVALID_ARGUMENT, "cleave_executable_load: path is NULL");
@@ -224,6 +227,76 @@ TEST(ExecutableKindTest, TrainingAndGraphArtifactsDoNotMix) {
                   ": a training artifact; training and inference artifacts run "
                   "through cleave_session_create");
   EXPECT_EQ(exe, nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// Devices: a graph artifact runs on the device it was compiled for, chosen
+// as a session's is (FakeGpuTest runs one on the fake CUDA driver).
+//===----------------------------------------------------------------------===//
+
+cleave_status loadOn(const char *path, int32_t device, int32_t ordinal = 0) {
+  cleave_executable_options options;
+  cleave_executable_options_init(&options);
+  options.device = device;
+  options.device_ordinal = ordinal;
+  cleave_executable *exe = nullptr;
+  cleave_status status = cleave_executable_load(path, &options, &exe);
+  EXPECT_EQ(exe == nullptr, status != CLEAVE_OK);
+  cleave_executable_destroy(exe);
+  return status;
+}
+
+TEST(ExecutableDeviceTest, DefaultsAreTheCpu) {
+  cleave_executable_options options;
+  std::memset(&options, 0x5a, sizeof(options));
+  cleave_executable_options_init(&options);
+  EXPECT_EQ(options.num_threads, 0);
+  EXPECT_EQ(options.distributed, 0);
+  EXPECT_EQ(options.device, CLEAVE_DEVICE_CPU);
+  EXPECT_EQ(options.device_ordinal, 0);
+}
+
+TEST(ExecutableDeviceTest, RunsOnTheDeviceItWasCompiledFor) {
+  const std::string cuda = CLEAVE_GRAPH_ARTIFACT_CUDA;
+  expectError(loadOn(cuda.c_str(), CLEAVE_DEVICE_CPU),
+              CLEAVE_FAILED_PRECONDITION,
+              cuda + ": compiled for CUDA GPUs (sm_80, sm_90 and PTX for "
+                     "sm_80), but the executable is on the CPU; load it with "
+                     "device CLEAVE_DEVICE_CUDA in cleave_executable_options");
+  // NULL options are the CPU's.
+  cleave_executable *exe = nullptr;
+  EXPECT_EQ(cleave_executable_load(cuda.c_str(), nullptr, &exe),
+            CLEAVE_FAILED_PRECONDITION);
+  EXPECT_EQ(exe, nullptr);
+  expectError(loadOn(CLEAVE_GRAPH_ARTIFACT, CLEAVE_DEVICE_CUDA),
+              CLEAVE_FAILED_PRECONDITION,
+              std::string(CLEAVE_GRAPH_ARTIFACT) +
+                  ": compiled for the CPU, but the executable is on a CUDA "
+                  "GPU; load it with device CLEAVE_DEVICE_CPU in "
+                  "cleave_executable_options");
+  expectError(loadOn(cuda.c_str(), 7), CLEAVE_INVALID_ARGUMENT,
+              "options: device is 7, expected "
+              "CLEAVE_DEVICE_CPU (0) or CLEAVE_DEVICE_CUDA (1)");
+  expectError(loadOn(cuda.c_str(), CLEAVE_DEVICE_CUDA, -5),
+              CLEAVE_INVALID_ARGUMENT,
+              "options: device ordinal is -5, expected 0 or more, or -1 (one "
+              "device per rank)");
+}
+
+TEST(ExecutableDeviceTest, NoDriverIsOneLine) {
+#ifdef CLEAVE_RUNTIME_HAS_CUDA
+  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+    GTEST_SKIP() << "this machine has a CUDA driver";
+  }
+  const std::string why = "no CUDA driver (libcuda.so.1 not found)";
+#else
+  const std::string why = "this runtime was built without CUDA support";
+#endif
+  for (int32_t ordinal : {0, CLEAVE_DEVICE_ORDINAL_AUTO})
+    expectError(loadOn(CLEAVE_GRAPH_ARTIFACT_CUDA, CLEAVE_DEVICE_CUDA, ordinal),
+                CLEAVE_FAILED_PRECONDITION,
+                std::string(CLEAVE_GRAPH_ARTIFACT_CUDA) + ": " + why);
 }
 
 //===----------------------------------------------------------------------===//
@@ -294,17 +367,6 @@ TEST_F(GraphManifestTest, NeedsNoneOfTheTrainingFields) {
   // No micro_batch, counters, inputs, hyperparameters or apply_step.
   CallResult r = loadWith(graphManifest());
   EXPECT_EQ(r.status, CLEAVE_OK) << r.message;
-}
-
-TEST_F(GraphManifestTest, RunsOnTheCpuOnly) {
-  json m = graphManifest();
-  m["device"] = "cuda";
-  m["gpu_arches"] = {"sm_90"};
-  CallResult r = loadWith(m);
-  EXPECT_EQ(r.status, CLEAVE_FAILED_PRECONDITION);
-  EXPECT_EQ(r.message, std::string(CLEAVE_ECHO_ARTIFACT) +
-                           ": graph artifacts run on the CPU only (this one "
-                           "is compiled for cuda)");
 }
 
 TEST_F(GraphManifestTest, RefusesWhatItCannotRun) {

@@ -12,7 +12,8 @@
 // of it. Also: the one-line refusals of GPUs the artifact cannot run on, the
 // module loaded once per context, launches on the session's stream, graphs
 // turned off or not capturable, and a GPU failure seen when a result is
-// waited for.
+// waited for. And a graph artifact (GraphArtifact.c with FAKE_CUDA) run by an
+// executable on the GPU: through its device twins, captured once warm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -491,6 +492,109 @@ TEST_F(FakeGpuTest, GpuFailureMakesTheSessionUnusableUntilRestored) {
   gpu.microStep(data.batch());
   cpu.microStep(data.batch());
   expectSameState("restored");
+}
+
+//===----------------------------------------------------------------------===//
+// An executable on the GPU: the caller's host buffers go through device
+// twins, and an entry is replayed from a graph once warm.
+//===----------------------------------------------------------------------===//
+
+/// 64-byte aligned floats, as the ABI requires of every buffer.
+struct alignas(64) Floats4 {
+  float v[4] = {0, 0, 0, 0};
+};
+
+cleave_executable *loadGraphOnGpu() {
+  cleave_executable_options options;
+  cleave_executable_options_init(&options);
+  options.device = CLEAVE_DEVICE_CUDA;
+  cleave_executable *exe = nullptr;
+  EXPECT_EQ(cleave_executable_load(CLEAVE_GRAPH_ARTIFACT_CUDA, &options, &exe),
+            CLEAVE_OK)
+      << cleave_last_error_message();
+  return exe;
+}
+
+TEST(FakeGpuExecutable, RunsThroughTwinsAndReplaysAGraph) {
+  cleave_executable *exe = loadGraphOnGpu();
+  ASSERT_NE(exe, nullptr);
+  Floats4 x, a, y, w;
+  for (int i = 0; i < 4; ++i)
+    x.v[i] = float(i + 1);
+  void *args[] = {x.v, a.v, y.v, w.v};
+  float expected[4] = {0, 0, 0, 0};
+  for (int run = 1; run <= 5; ++run) {
+    SCOPED_TRACE(run);
+    // A new input each run: replayed graphs read the twins, which each run
+    // fills from the caller's buffers.
+    a.v[0] = float(run);
+    ASSERT_EQ(cleave_executable_run(exe, "axpy", args, 4), CLEAVE_OK)
+        << cleave_last_error_message();
+    for (int i = 0; i < 4; ++i) {
+      expected[i] += float(run) * x.v[i];
+      EXPECT_EQ(w.v[i], expected[i]) << i;
+      EXPECT_EQ(y.v[i], 2 * expected[i]) << i;
+    }
+  }
+  // The caller's global is what the entry reads, not the twin's old value.
+  w = Floats4();
+  a.v[0] = 1;
+  ASSERT_EQ(cleave_executable_run(exe, "axpy", args, 4), CLEAVE_OK);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(w.v[i], x.v[i]) << i;
+
+  fake_cuda_stats_t stats = driverStats();
+  EXPECT_EQ(stats.module_loads, 1);
+  EXPECT_EQ(stats.launches, 6);
+  // Two direct runs, then one capture replayed by the other four.
+  EXPECT_EQ(stats.captures, 1);
+  EXPECT_EQ(stats.graph_launches, 4);
+  cleave_executable_destroy(exe);
+}
+
+TEST(FakeGpuExecutable, AKernelErrorLeavesItUsable) {
+  cleave_executable *exe = loadGraphOnGpu();
+  ASSERT_NE(exe, nullptr);
+  Floats4 c;
+  void *out[] = {c.v};
+  EXPECT_EQ(cleave_executable_run(exe, "unknown_kernel", out, 1),
+            CLEAVE_INTERNAL);
+  EXPECT_EQ(std::string(cleave_last_error_message()),
+            std::string("cleave_executable_run: ") +
+                CLEAVE_GRAPH_ARTIFACT_CUDA +
+                ": entry 'unknown_kernel': cleave_kernel_matmul: no kernel 1 "
+                "(the context has 0)");
+  // On a GPU the entry's own work is launches, which a failed kernel call
+  // turns into no-ops too (the CPU's entry writes c = 7 on regardless): c
+  // is what the twin held.
+  EXPECT_EQ(c.v[0], 0.f);
+  Floats4 x, a, y, w;
+  x.v[0] = 2;
+  a.v[0] = 3;
+  void *args[] = {x.v, a.v, y.v, w.v};
+  ASSERT_EQ(cleave_executable_run(exe, "axpy", args, 4), CLEAVE_OK)
+      << cleave_last_error_message();
+  EXPECT_EQ(w.v[0], 6.f);
+  cleave_executable_destroy(exe);
+}
+
+TEST(FakeGpuExecutable, ADeviceFailureMakesItUnusable) {
+  cleave_executable *exe = loadGraphOnGpu();
+  ASSERT_NE(exe, nullptr);
+  Floats4 x, a, y, w;
+  void *args[] = {x.v, a.v, y.v, w.v};
+  failSync(1);
+  EXPECT_EQ(cleave_executable_run(exe, "axpy", args, 4), CLEAVE_INTERNAL);
+  std::string first = cleave_last_error_message();
+  EXPECT_NE(first.find("an illegal memory access"), std::string::npos) << first;
+  failSync(0);
+  EXPECT_EQ(cleave_executable_run(exe, "axpy", args, 4),
+            CLEAVE_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(cleave_last_error_message())
+                .find("the executable is unusable since its device failed"),
+            std::string::npos)
+      << cleave_last_error_message();
+  cleave_executable_destroy(exe);
 }
 
 } // namespace

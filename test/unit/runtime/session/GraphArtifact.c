@@ -7,8 +7,17 @@
  *           scratch area it fills (to prove it is there and aligned)
  *   matmul  c = a @ b through the runtime's kernel 0 (to prove the
  *           executable's kernel context reaches the entry)
+ *   sum_ranks  w summed across the ranks of a data-parallel job, in place
+ *           (the identity with one rank)
  *   unknown_kernel  calls kernel 1, which the manifest does not have (code
  *           that breaks the kernel ABI), then writes c = 7
+ *
+ * With FAKE_CUDA, a `"device": "cuda"` graph artifact for the fake CUDA
+ * driver (FakeCudaDriver.c, whose device memory is host memory), as
+ * FakeArtifact.c's: the work of axpy and unknown_kernel's c = 7 are kernels
+ * of a fake module launched on cleave_gpu_stream(ctx), so that a captured
+ * graph replays them; there is no matmul (the fake driver has no cuBLASLt),
+ * and unknown_kernel's kernel call fails as on the CPU.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -20,44 +29,74 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-static const char kManifest[] =
-    "{\"abi_version\": " STR(CLEAVE_KERNEL_ABI_VERSION) ", "
-    "\"kind\": \"graph\","
-    "\"globals\": ["
-    "{\"name\": \"w\", \"kind\": \"param\", \"dtype\": \"f32\", \"shape\": "
-    "[4], \"init\": {\"kind\": \"zeros\"}}],"
-    "\"hyperparameters\": [], \"inputs\": [],"
-    "\"entries\": {"
-    "\"axpy\": {\"args\": ["
-    "{\"role\": \"input\", \"name\": \"x\", \"dtype\": \"f32\", \"shape\": "
-    "[4]},"
-    "{\"role\": \"input\", \"name\": \"a\", \"dtype\": \"f32\", \"shape\": "
-    "[]},"
-    "{\"role\": \"output\", \"name\": \"y\", \"dtype\": \"f32\", \"shape\": "
-    "[4]},"
-    "{\"role\": \"global\", \"name\": \"w\"},"
-    "{\"role\": \"scratch\", \"bytes\": 100}]},"
-    "\"matmul\": {\"args\": ["
-    "{\"role\": \"input\", \"name\": \"a\", \"dtype\": \"f32\", \"shape\": "
-    "[2, 3]},"
-    "{\"role\": \"input\", \"name\": \"b\", \"dtype\": \"f32\", \"shape\": "
-    "[3, 2]},"
-    "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "
-    "[2, 2]}]},"
-    "\"unknown_kernel\": {\"args\": ["
-    "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "
-    "[2, 2]}]}},"
-    "\"kernels\": [{\"id\": 0, \"op\": \"matmul\", \"batch\": 1, \"m\": 2, "
-    "\"k\": 3, \"n\": 2, \"trans_a\": false, \"trans_b\": false, "
-    "\"b_batched\": false, \"bias\": false, \"activation\": \"none\", "
-    "\"accumulate\": false}]}";
+#ifdef FAKE_CUDA
+#include "FakeCuda.h"
+
+/* The runtime's exports of MLIR's CUDA runtime wrappers. */
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+#define DEVICE_FIELDS                                                          \
+  "\"device\": \"cuda\", \"gpu_arches\": [\"sm_80\", \"sm_90\"], "             \
+  "\"ptx_arch\": \"sm_80\", "
+#define MATMUL_ENTRY ""
+#define KERNELS "\"kernels\": []}"
+#else
+#define DEVICE_FIELDS ""
+#define MATMUL_ENTRY                                                           \
+  "\"matmul\": {\"args\": ["                                                   \
+  "{\"role\": \"input\", \"name\": \"a\", \"dtype\": \"f32\", \"shape\": "     \
+  "[2, 3]},"                                                                   \
+  "{\"role\": \"input\", \"name\": \"b\", \"dtype\": \"f32\", \"shape\": "     \
+  "[3, 2]},"                                                                   \
+  "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "    \
+  "[2, 2]}]},"
+#define KERNELS                                                                \
+  "\"kernels\": [{\"id\": 0, \"op\": \"matmul\", \"batch\": 1, \"m\": 2, "     \
+  "\"k\": 3, \"n\": 2, \"trans_a\": false, \"trans_b\": false, "               \
+  "\"b_batched\": false, \"bias\": false, \"activation\": \"none\", "          \
+  "\"accumulate\": false}]}"
+#endif
+
+static const char kManifest[] = "{\"abi_version\": " STR(
+    CLEAVE_KERNEL_ABI_VERSION) ", "
+                               "\"kind\": \"graph\"," DEVICE_FIELDS
+                               "\"globals\": ["
+                               "{\"name\": \"w\", \"kind\": \"param\", "
+                               "\"dtype\": \"f32\", \"shape\": "
+                               "[4], \"init\": {\"kind\": \"zeros\"}}],"
+                               "\"hyperparameters\": [], \"inputs\": [],"
+                               "\"entries\": {"
+                               "\"axpy\": {\"args\": ["
+                               "{\"role\": \"input\", \"name\": \"x\", "
+                               "\"dtype\": \"f32\", \"shape\": "
+                               "[4]},"
+                               "{\"role\": \"input\", \"name\": \"a\", "
+                               "\"dtype\": \"f32\", \"shape\": "
+                               "[]},"
+                               "{\"role\": \"output\", \"name\": \"y\", "
+                               "\"dtype\": \"f32\", \"shape\": "
+                               "[4]},"
+                               "{\"role\": \"global\", \"name\": \"w\"},"
+                               "{\"role\": \"scratch\", \"bytes\": "
+                               "100}]}," MATMUL_ENTRY
+                               "\"sum_ranks\": {\"args\": [{\"role\": "
+                               "\"global\", \"name\": \"w\"}]},"
+                               "\"unknown_kernel\": {\"args\": ["
+                               "{\"role\": \"output\", \"name\": \"c\", "
+                               "\"dtype\": \"f32\", \"shape\": "
+                               "[2, 2]}]}}," KERNELS;
 
 int32_t cleave_abi_version(void) { return CLEAVE_KERNEL_ABI_VERSION; }
 const char *cleave_manifest(void) { return kManifest; }
 const void *cleave_init_data(void) { return NULL; }
 
-void cleave_entry_axpy(void *ctx, void **args) {
-  (void)ctx;
+/* The bodies of the entries, on their argument arrays. */
+static void axpy(void **args) {
   const float *x = (const float *)args[0];
   float a = *(const float *)args[1];
   float *y = (float *)args[2];
@@ -71,14 +110,60 @@ void cleave_entry_axpy(void *ctx, void **args) {
   }
 }
 
+static void fill7(void **args) {
+  float *c = (float *)args[0];
+  for (int i = 0; i < 4; ++i)
+    c[i] = 7.f;
+}
+
+#ifdef FAKE_CUDA
+/* The fake module's kernels: params[0] points to the entry's `args`. */
+static void axpyKernel(void **params) { axpy(*(void ***)params[0]); }
+static void fill7Kernel(void **params) { fill7(*(void ***)params[0]); }
+static const fake_cuda_kernel kKernels[] = {{"axpy", axpyKernel},
+                                            {"fill7", fill7Kernel}};
+static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 2, kKernels};
+static void *module;
+
+__attribute__((constructor)) static void loadModule(void) {
+  module = mgpuModuleLoad(&kModule, sizeof(kModule));
+}
+__attribute__((destructor)) static void unloadModule(void) {
+  mgpuModuleUnload(module);
+}
+
+/* Every fake kernel takes two 8-byte parameters; the second is unused. */
+static void launch(void *ctx, const char *name, void **args) {
+  int64_t unused = 0;
+  void *params[2] = {&args, &unused};
+  mgpuLaunchKernel(mgpuModuleGetFunction(module, name), 1, 1, 1, 1, 1, 1, 0,
+                   cleave_gpu_stream(ctx), params, NULL, 2);
+}
+#else
+static void launch(void *ctx, const char *name, void **args) {
+  (void)ctx;
+  if (name[0] == 'a')
+    axpy(args);
+  else
+    fill7(args);
+}
+
 void cleave_entry_matmul(void *ctx, void **args) {
   cleave_kernel_matmul(ctx, 0, (const float *)args[0], (const float *)args[1],
                        NULL, (float *)args[2]);
+}
+#endif
+
+void cleave_entry_axpy(void *ctx, void **args) { launch(ctx, "axpy", args); }
+
+void cleave_entry_sum_ranks(void *ctx, void **args) {
+  float *w = (float *)args[0];
+  const int64_t size = 4;
+  cleave_cross_rank_reduce(ctx, CLEAVE_REDUCE_SUM, 1, &w, &size);
 }
 
 void cleave_entry_unknown_kernel(void *ctx, void **args) {
   float *c = (float *)args[0];
   cleave_kernel_matmul(ctx, 1, c, c, NULL, c);
-  for (int i = 0; i < 4; ++i)
-    c[i] = 7.f;
+  launch(ctx, "fill7", args);
 }
