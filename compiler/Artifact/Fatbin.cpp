@@ -3,11 +3,12 @@
 // Upstream `gpu-module-to-binary` serializes a module once per target into
 // separate objects, of which `#gpu.select_object` embeds one. A cuda
 // artifact must run on every architecture it lists, so its blob is a
-// fatbin: one cubin per architecture plus the lowest one's PTX. The cubins
-// come from MLIR's own NVVM serializer (the same code path and ptxas call
-// as gpu-module-to-binary); only the combination is done here, with the
-// CUDA toolkit's `fatbinary`, as MLIR's serializer itself does for one
-// target.
+// fatbin: one cubin per architecture plus the PTX of the lowest one without
+// the `a` suffix (which newer GPUs can JIT; none if every one is specific).
+// The cubins come from MLIR's own NVVM serializer (the same code path and
+// ptxas call as gpu-module-to-binary); only the combination is done here,
+// with the CUDA toolkit's `fatbinary`, as MLIR's serializer itself does for
+// one target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,13 +126,27 @@ struct GpuModuleToFatbinPass
     return nvvm;
   }
 
-  /// The target whose PTX the fatbin carries: the lowest architecture.
+  /// The lowest architecture, which names the fatbin's object.
   static NVVM::NVVMTargetAttr lowestTarget(gpu::GPUModuleOp gpuModule) {
     return *llvm::min_element(
         nvvmTargets(gpuModule),
         [](NVVM::NVVMTargetAttr a, NVVM::NVVMTargetAttr b) {
           return smNumber(a.getChip()) < smNumber(b.getChip());
         });
+  }
+
+  /// The target whose PTX the fatbin carries (ptxGpuArch's rule: the
+  /// lowest without the `a` suffix), or none.
+  static NVVM::NVVMTargetAttr ptxTarget(gpu::GPUModuleOp gpuModule) {
+    SmallVector<NVVM::NVVMTargetAttr> targets = nvvmTargets(gpuModule);
+    SmallVector<std::string> chips;
+    for (NVVM::NVVMTargetAttr t : targets)
+      chips.push_back(t.getChip().str());
+    std::optional<std::string> chip = ptxGpuArch(chips);
+    for (NVVM::NVVMTargetAttr t : targets)
+      if (chip && t.getChip() == *chip)
+        return t;
+    return {};
   }
 
   /// `gpuModule`'s fatbin in `fatbin`. Reads the IR only.
@@ -141,7 +156,7 @@ struct GpuModuleToFatbinPass
     if (targets.empty())
       return gpuModule.emitError(
           "expected #nvvm.target attributes only (run nvvm-attach-target)");
-    NVVM::NVVMTargetAttr ptxTarget = lowestTarget(gpuModule);
+    NVVM::NVVMTargetAttr withPtx = ptxTarget(gpuModule);
 
     TempFiles temps;
     std::string error;
@@ -174,7 +189,7 @@ struct GpuModuleToFatbinPass
         return gpuModule.emitError(error);
       args.push_back(
           llvm::formatv("--image3=kind=elf,sm={0},file={1}", sm, *cubinPath));
-      if (target == ptxTarget) {
+      if (target == withPtx) {
         std::optional<std::string> ptxPath =
             temps.write(base, "ptx", ptx, error);
         if (!ptxPath)

@@ -52,6 +52,15 @@ cleave::parseGpuArches(StringRef list, std::string &error) {
                   .str();
       return failure();
     }
+    if (arch.ends_with("f")) {
+      error = ("GPU architecture '" + arch +
+               "' in gpu-arch is family-specific, which the runtime cannot "
+               "match to a GPU yet; use " +
+               arch.drop_back() + " (any newer GPU) or " + arch.drop_back() +
+               "a (that GPU only)")
+                  .str();
+      return failure();
+    }
     if (!seen.insert(arch).second) {
       error = ("gpu-arch lists '" + arch + "' twice").str();
       return failure();
@@ -72,11 +81,13 @@ unsigned cleave::smNumber(StringRef arch) {
   return sm;
 }
 
-std::string cleave::lowestGpuArch(ArrayRef<std::string> arches) {
-  return *llvm::min_element(arches, [](const std::string &a,
-                                       const std::string &b) {
-    return smNumber(a) < smNumber(b);
-  });
+std::optional<std::string> cleave::ptxGpuArch(ArrayRef<std::string> arches) {
+  std::optional<std::string> lowest;
+  for (const std::string &arch : arches)
+    if (!StringRef(arch).ends_with("a") &&
+        (!lowest || smNumber(arch) < smNumber(*lowest)))
+      lowest = arch;
+  return lowest;
 }
 
 std::optional<std::string> cleave::findCudaToolkit() {

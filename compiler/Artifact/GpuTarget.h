@@ -17,18 +17,22 @@
 
 namespace mlir::cleave {
 
-/// Splits a comma-separated list of SM architectures (`sm_80,sm_90`),
-/// keeping its order, and checks each against LLVM's NVPTX back end. Fails
-/// with `error` for an empty list, a duplicate or an unknown architecture.
+/// Splits a comma-separated list of SM architectures (`sm_80,sm_90`,
+/// `sm_90a`), keeping its order, and checks each against LLVM's NVPTX back
+/// end. Fails with `error` for an empty list, a duplicate, an unknown
+/// architecture or a family-specific one (`sm_100f`: the runtime does not
+/// know which GPUs run it).
 FailureOr<SmallVector<std::string>> parseGpuArches(StringRef list,
                                                    std::string &error);
 
 /// The SM number of `arch` (`sm_90a` -> 90).
 unsigned smNumber(StringRef arch);
 
-/// The lowest architecture of `arches` (the one whose PTX the artifact
-/// embeds, so that newer GPUs can JIT it).
-std::string lowestGpuArch(ArrayRef<std::string> arches);
+/// The architecture whose PTX the artifact embeds, so that newer GPUs can
+/// JIT it: the lowest of `arches` without the `a` suffix. PTX for `sm_90a`
+/// runs on sm_90 only, which its cubin covers already, so an artifact whose
+/// every architecture is specific embeds none (nullopt).
+std::optional<std::string> ptxGpuArch(ArrayRef<std::string> arches);
 
 /// The CUDA toolkit's directory: CUDA_ROOT, CUDA_HOME or CUDA_PATH (as
 /// MLIR's NVVM target reads them), else the toolkit whose `bin/ptxas` is on

@@ -50,6 +50,13 @@
 // RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=4 --target=cuda --gpu-arch=sm_90 -o %t.sm90.cleave
 // RUN: %python %S/Inputs/fatbins.py %t.sm90.cleave | FileCheck %s --check-prefix=SM90
 
+// An arch-specific arch: its cubin, and PTX only for a plain one (the
+// runtime refuses ptx_arch sm_90a, so these compiled only with the fix).
+// RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=4 --target=cuda --gpu-arch=sm_90a -o %t.sm90a.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.sm90a.cleave | FileCheck %s --check-prefix=SM90A
+// RUN: cleave-compile %cleave_src/examples/regression.mlir --loss=mse --micro-batch=4 --target=cuda --gpu-arch=sm_90a,sm_100 -o %t.mixed.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.mixed.cleave | FileCheck %s --check-prefix=MIXED
+
 // FATBIN: one fatbin per gpu.module
 // FATBIN-NEXT: fatbins: [[N:[0-9]+]]
 // FATBIN-NEXT: [[N]] x [elf sm_80, elf sm_90, ptx sm_80]
@@ -58,6 +65,12 @@
 // SM90: fatbins:
 // SM90-NEXT: x [elf sm_90, ptx sm_90]
 // SM90-NOT: x [
+// SM90A: fatbins:
+// SM90A-NEXT: x [elf sm_90]
+// SM90A-NOT: x [
+// MIXED: fatbins:
+// MIXED-NEXT: x [elf sm_100, elf sm_90, ptx sm_100]
+// MIXED-NOT: x [
 // UNDEF-LENET-DAG: U cleave_gpu_stream
 // UNDEF-LENET-DAG: U cleave_kernel_conv2d_bwd_data
 // UNDEF-LENET-DAG: U cleave_kernel_conv2d_bwd_weights

@@ -13,6 +13,11 @@
 // RUN: env -u CUDA_ROOT -u CUDA_PATH CUDA_HOME=%t.no-cuda cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --target=cuda --compile-to=nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --target=cuda --gpu-arch=sm_90,sm_80 --compile-to=bufferize | FileCheck %s --check-prefix=MANIFEST
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --compile-to=bufferize | FileCheck %s --check-prefix=CPU-MANIFEST
+// An arch-specific arch embeds no PTX (it would run on that GPU only, which
+// its cubin covers): the PTX is the lowest plain arch's, or there is none.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --target=cuda --gpu-arch=sm_90a,sm_100 --compile-to=bufferize | FileCheck %s --check-prefix=MANIFEST-A
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --target=cuda --gpu-arch=sm_90a --compile-to=bufferize | FileCheck %s --check-prefix=MANIFEST-A-ONLY
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --target=cuda --gpu-arch=sm_100f -o %t.g.cleave 2>&1 | FileCheck %s --check-prefix=FAMILY
 
 // HELP: --gpu-arch=<string> - With target=cuda: the SM architectures
 // HELP: --target=<value> - The device the step runs on
@@ -32,6 +37,11 @@
 // MANIFEST: \22device\22:\22cuda\22
 // MANIFEST-SAME: \22gpu_arches\22:[\22sm_90\22,\22sm_80\22]
 // MANIFEST-SAME: \22ptx_arch\22:\22sm_80\22
+// MANIFEST-A: \22gpu_arches\22:[\22sm_90a\22,\22sm_100\22]
+// MANIFEST-A-SAME: \22ptx_arch\22:\22sm_100\22
+// MANIFEST-A-ONLY: \22gpu_arches\22:[\22sm_90a\22]
+// MANIFEST-A-ONLY-NOT: ptx_arch
+// FAMILY: cleave-compile: error: GPU architecture 'sm_100f' in gpu-arch is family-specific, which the runtime cannot match to a GPU yet; use sm_100 (any newer GPU) or sm_100a (that GPU only)
 // CPU-MANIFEST: rt.manifest_json
 // CPU-MANIFEST-NOT: \22device\22
 // CPU-MANIFEST-NOT: gpu_arches
