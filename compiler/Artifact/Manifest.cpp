@@ -332,7 +332,8 @@ struct WriteManifestPass
       }
       root["device"] = rt::stringifyDevice(device).str();
       root["gpu_arches"] = json::Array(*arches);
-      root["ptx_arch"] = lowestGpuArch(*arches);
+      if (std::optional<std::string> ptx = ptxGpuArch(*arches))
+        root["ptx_arch"] = *ptx;
     }
     // linkSharedObject appends the seal the runtime then requires.
     root["sealed"] = true;
@@ -434,9 +435,18 @@ struct WriteManifestPass
             in["ignore_index"] = toJson(ignore);
           inputs.push_back(std::move(in));
         }
-        if (name.getValue() == "apply_step" && role == "hyper")
+        if (name.getValue() == "apply_step" && role == "hyper") {
+          // A session starts from the default, so the runtime requires one.
+          if (!d.get("default")) {
+            f.emitError("argument #")
+                << i + 1 << " (hyperparameter " << d.get("name")
+                << ") has no default; set " << train::TrainDialect::kDefaultAttr
+                << " on the step function's argument";
+            return signalPassFailure();
+          }
           hypers.push_back(json::Object{{"name", toJson(d.get("name"))},
                                         {"default", toJson(d.get("default"))}});
+        }
         args.push_back(std::move(arg));
       }
       entries[name.str()] = json::Object{{"args", std::move(args)}};

@@ -90,6 +90,22 @@ module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warn
 
 // -----
 
+// A hyperparameter without a default (the runtime starts every session from
+// one) is refused, naming it, instead of reaching the manifest as null.
+module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
+  train.global counter @train.step : tensor<i64>
+  train.global counter @train.micro_steps : tensor<i64>
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<4x2xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+  // expected-error @+1 {{argument #1 (hyperparameter "lr") has no default; set train.default on the step function's argument}}
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+}
+
+// -----
+
 // What the runtime would refuse to load is refused here, with its message.
 // expected-error @+1 {{the runtime would refuse this artifact: manifest: entries.apply_step does not take global 'train.step'}}
 module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
