@@ -9,11 +9,18 @@
 // that form leaves every artifact, and so every checkpoint's model identity
 // (the manifest's CRC), unchanged.
 //
+// Step 1: every key of those manifests is a row of artifact_schema.def
+// under its object, allowed for its case of the object's discriminator,
+// with an enum's spelling where the row says so; and every row the table
+// requires for that case is there.
+//
 // The corpora are the artifacts the build compiles for the end-to-end,
 // data-parallel and tracing tests (CLEAVE_SCHEMA_ARTIFACT_DIRS, separated
 // by '|').
 //
 //===----------------------------------------------------------------------===//
+
+#include "runtime/src/schema/Schema.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -33,6 +40,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+namespace abi = cleave::abi;
 
 std::vector<std::string> artifactDirs() {
   std::vector<std::string> dirs;
@@ -91,6 +99,159 @@ TEST_P(ArtifactSchema, ManifestsAreCanonicalJson) {
     os.flush();
     EXPECT_EQ(printed.size(), written->size());
     EXPECT_TRUE(printed == *written) << firstDifference(*written, printed);
+  }
+}
+
+std::vector<fs::path> artifactsIn(const fs::path &dir) {
+  std::vector<fs::path> artifacts;
+  if (fs::is_directory(dir))
+    for (const fs::directory_entry &e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".cleave")
+        artifacts.push_back(e.path());
+  std::sort(artifacts.begin(), artifacts.end());
+  return artifacts;
+}
+
+/// `List<Global>` -> `Global`.
+std::string templateArgument(llvm::StringRef text) {
+  size_t open = text.find('<'), close = text.rfind('>');
+  return text.substr(open + 1, close - open - 1).str();
+}
+
+/// Checks JSON `value` at `path` against the schema's struct `s`, adding
+/// one line per disagreement to `errors`.
+void checkObject(const llvm::json::Value &value, const abi::StructDesc &s,
+                 const std::string &path, std::vector<std::string> &errors);
+
+void checkValue(const llvm::json::Value &value, const abi::FieldDesc &f,
+                const std::string &path, std::vector<std::string> &errors) {
+  auto nested = [&]() -> const abi::StructDesc * {
+    const abi::StructDesc *n =
+        abi::findStruct(templateArgument(f.typeText).c_str());
+    if (!n)
+      errors.push_back(path + ": the table has no struct " + f.typeText);
+    return n;
+  };
+  switch (f.type) {
+  case abi::TypeKind::Enum: {
+    const abi::EnumDesc *e =
+        abi::findEnum(templateArgument(f.typeText).c_str());
+    std::optional<llvm::StringRef> text = value.getAsString();
+    bool known = false;
+    for (size_t c = 0; e && text && c < e->count; ++c)
+      known |= *text == e->cases[c].spelling;
+    if (!known)
+      errors.push_back(path + ": not a spelling of " + f.typeText);
+    return;
+  }
+  case abi::TypeKind::Object:
+    if (const abi::StructDesc *n = nested())
+      checkObject(value, *n, path, errors);
+    return;
+  case abi::TypeKind::List:
+    if (const abi::StructDesc *n = nested()) {
+      const llvm::json::Array *list = value.getAsArray();
+      if (!list) {
+        errors.push_back(path + ": not a list");
+        return;
+      }
+      for (size_t i = 0; i < list->size(); ++i)
+        checkObject((*list)[i], *n, path + "[" + std::to_string(i) + "]",
+                    errors);
+    }
+    return;
+  case abi::TypeKind::Map:
+    if (const abi::StructDesc *n = nested()) {
+      const llvm::json::Object *map = value.getAsObject();
+      if (!map) {
+        errors.push_back(path + ": not an object");
+        return;
+      }
+      for (const auto &[key, v] : *map)
+        checkObject(v, *n, path + "." + key.str(), errors);
+    }
+    return;
+  default:
+    return;
+  }
+}
+
+void checkObject(const llvm::json::Value &value, const abi::StructDesc &s,
+                 const std::string &path, std::vector<std::string> &errors) {
+  const llvm::json::Object *obj = value.getAsObject();
+  if (!obj) {
+    errors.push_back(path + ": not an object");
+    return;
+  }
+  // The column: the case of the discriminator's field, or its default.
+  size_t column = 0;
+  std::string columnName = "every case";
+  if (const abi::EnumDesc *e = s.columns()) {
+    std::string spelling;
+    for (size_t i = 0; i < s.count; ++i) {
+      const abi::FieldDesc &f = s.fields[i];
+      if (f.type != abi::TypeKind::Enum ||
+          templateArgument(f.typeText) != s.discriminator)
+        continue;
+      if (std::optional<llvm::StringRef> v = obj->getString(f.key))
+        spelling = v->str();
+      else
+        spelling = f.presence.codes[0].defaultText;
+      break;
+    }
+    column = e->count;
+    for (size_t c = 0; c < e->count; ++c)
+      if (spelling == e->cases[c].spelling)
+        column = c;
+    if (column == e->count) {
+      errors.push_back(path + ": no case of " + s.discriminator + " ('" +
+                       spelling + "') to check " + s.name + " against");
+      return;
+    }
+    columnName = s.discriminator + std::string(" ") + spelling;
+  }
+  for (const auto &[key, v] : *obj) {
+    const std::string at = path + (path.empty() ? "" : ".") + key.str();
+    const abi::FieldDesc *field = nullptr;
+    for (size_t i = 0; i < s.count && !field; ++i)
+      if (key == s.fields[i].key)
+        field = &s.fields[i];
+    if (!field) {
+      errors.push_back(at + ": no row of " + s.name + " has this key");
+      continue;
+    }
+    if (field->presence.codes[column].kind == abi::PresenceKind::Forbidden)
+      errors.push_back(at + ": the table forbids it for " + columnName);
+    checkValue(v, *field, at, errors);
+  }
+  for (size_t i = 0; i < s.count; ++i)
+    if (s.fields[i].presence.codes[column].kind ==
+            abi::PresenceKind::Required &&
+        !obj->get(s.fields[i].key))
+      errors.push_back(path + (path.empty() ? "" : ".") + s.fields[i].key +
+                       ": required for " + columnName + ", missing");
+}
+
+TEST_P(ArtifactSchema, EveryKeyIsARowOfTheTable) {
+  const abi::StructDesc *top = nullptr;
+  for (const abi::StructDesc &s : abi::kStructs)
+    if (std::string_view(s.path).empty())
+      top = &s;
+  ASSERT_NE(top, nullptr) << "the table has no top-level struct (path \"\")";
+  std::vector<fs::path> artifacts = artifactsIn(GetParam());
+  ASSERT_FALSE(artifacts.empty()) << "no artifacts in " << GetParam();
+  for (const fs::path &artifact : artifacts) {
+    SCOPED_TRACE(artifact.string());
+    std::optional<std::string> written = embeddedManifest(artifact);
+    ASSERT_TRUE(written) << "no manifest";
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*written);
+    ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    std::vector<std::string> errors;
+    checkObject(*parsed, *top, "", errors);
+    std::string all;
+    for (const std::string &e : errors)
+      all += "\n  " + e;
+    EXPECT_TRUE(errors.empty()) << errors.size() << " disagreements:" << all;
   }
 }
 
