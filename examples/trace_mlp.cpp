@@ -9,11 +9,11 @@
 //
 //   trace_mlp [--data=DIR] [--epochs=3] [--limit=N] [--micro-batch=32]
 //             [--accumulate=4] [--lr=0.01] [--momentum=0.9] [--lr-decay=0.5]
-//             [--seed=0] [--eval-batch=1000]
+//             [--seed=0] [--eval-batch=1000] [--device=cpu|cuda|cuda:N]
 //
 // --limit keeps the first N samples of each split (0: all); --lr-decay
 // multiplies the learning rate after every epoch (a schedule that never
-// recompiles).
+// recompiles); --device says where the graphs run (trace::Options).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +45,7 @@ struct Options {
   double lrDecay = 0.5;
   uint64_t seed = 0;
   int64_t evalBatch = 1000;
+  std::string device = "cpu";
 };
 
 bool parse(int argc, char **argv, Options &o) {
@@ -73,6 +74,9 @@ bool parse(int argc, char **argv, Options &o) {
     bool ok = false;
     if (key == "--data" && value) {
       o.data = value;
+      ok = true;
+    } else if (key == "--device" && value) {
+      o.device = value; // trace::set_options checks it
       ok = true;
     } else if (key == "--seed" && integer(seed, 0)) {
       o.seed = uint64_t(seed);
@@ -161,6 +165,9 @@ int main(int argc, char **argv) {
               (long long)o.microBatch, (long long)o.accumulate);
 
   try {
+    cleave::trace::Options traceOptions;
+    traceOptions.device = o.device;
+    cleave::trace::set_options(traceOptions);
     cleave::manual_seed(o.seed);
     cleave::Sequential model(cleave::Flatten(), cleave::Linear(784, 512),
                              cleave::ReLU(), cleave::Linear(512, 512),

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 namespace cleave::tracetest {
@@ -153,6 +154,83 @@ TEST(ApiTest, OptimizersTakeParametersOnly) {
               "SGD: lr must be a finite non-negative number");
   expectError([&] { SGD({w}, 0.1, 0.0, 0.0, /*nesterov=*/true); },
               CLEAVE_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0");
+}
+
+TEST(ApiTest, DevicesAreCheckedWhenSet) {
+  resetTracer();
+  trace::Options options;
+  for (const char *device : {"tpu", "cuda:", "cuda:x", "cuda0", "CPU"}) {
+    options.device = device;
+    expectError([&] { trace::set_options(options); }, CLEAVE_INVALID_ARGUMENT,
+                std::string("set_options: device is '") + device +
+                    "', expected cpu, cuda or cuda:N");
+  }
+  options.device = "cpu";
+  options.gpuArch = "sm_90";
+  expectError([&] { trace::set_options(options); }, CLEAVE_INVALID_ARGUMENT,
+              "set_options: gpuArch is for a cuda device; device is 'cpu'");
+  options.device = "cuda";
+  options.gpuArch = "sm_13";
+  expectError([&] { trace::set_options(options); }, CLEAVE_FAILED_PRECONDITION,
+              "unknown GPU architecture 'sm_13' in gpu-arch");
+  // Nothing was set by the refusals.
+  EXPECT_EQ(trace::options().device, "cpu");
+  EXPECT_EQ(trace::options().gpuArch, "");
+}
+
+/// SGD on a small MLP for one micro-step, on `device`; the first weight
+/// after it.
+std::vector<float> oneSgdStep(const std::string &device) {
+  resetTracer();
+  trace::Options options;
+  options.device = device;
+  trace::set_options(options);
+  Sequential model = makeMlp();
+  SGD opt(model.parameters(), 0.1);
+  Data data = makeData(8, 16, 3, 5);
+  Tensor loss = cross_entropy(model(images(data, 4)), labels(data));
+  loss.backward();
+  opt.step();
+  opt.zero_grad();
+  mark_step();
+  return model.parameters()[0].toFloatVector();
+}
+
+TEST(ApiTest, GraphsCompileForCudaAndRunWhereAGpuIs) {
+  const std::vector<float> cpu = oneSgdStep("cpu");
+  // Where the CUDA toolkit is missing, a cuda device is refused when set;
+  // where it is present but no driver is, the graph compiles for the GPU
+  // and loading it says why it cannot run; on a GPU it trains as on the CPU.
+  trace::Options options;
+  options.device = "cuda";
+  std::string refused;
+  try {
+    trace::set_options(options);
+  } catch (const Error &e) {
+    refused = e.what();
+  }
+  if (!refused.empty()) {
+    EXPECT_NE(refused.find("CUDA toolkit"), std::string::npos) << refused;
+    return;
+  }
+  std::vector<float> gpu;
+  try {
+    gpu = oneSgdStep("cuda");
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("loading the compiled graph ("),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("no CUDA driver"), std::string::npos)
+        << "the graph compiled for cuda and failed to load for another "
+           "reason: "
+        << e.what();
+    trace::set_options(trace::Options());
+    return;
+  }
+  trace::set_options(trace::Options());
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i)
+    EXPECT_NEAR(gpu[i], cpu[i], 1e-5 * (1 + std::abs(cpu[i]))) << i;
 }
 
 TEST(ApiTest, PendingIrShowsTheGraph) {

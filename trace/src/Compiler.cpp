@@ -1,14 +1,16 @@
 //===- Compiler.cpp - Traced graphs to artifacts --------------------------===//
 //
-// Emits the traced graph (CleaveTraceEmitter), runs the CPU back end that
-// cleave-compile runs after the split (buildCpuBackendPipeline), and writes
-// the shared object as cleave-compile does. One MLIR context serves every
+// Emits the traced graph (CleaveTraceEmitter), runs the back end that
+// cleave-compile runs after the split (buildCpuBackendPipeline, or
+// buildCudaBackendPipeline for a GPU), and writes the shared object as
+// cleave-compile does. One MLIR context serves every
 // compilation of the process; diagnostics are collected, not printed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Compiler.h"
 
+#include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/ObjectWriter.h"
 #include "compiler/Frontend/Trace/TraceEmitter.h"
 #include "compiler/InitAll.h"
@@ -97,9 +99,18 @@ bool emitGraphIR(const tg::Graph &graph, int64_t batch, std::string &ir,
   return true;
 }
 
+bool checkGraphTarget(const GraphTarget &target, std::string &error) noexcept {
+  if (!target.cuda)
+    return true;
+  if (!target.gpuArch.empty() &&
+      mlir::failed(mlir::cleave::parseGpuArches(target.gpuArch, error)))
+    return false;
+  return mlir::succeeded(mlir::cleave::checkCudaToolkit(error));
+}
+
 bool compileGraph(const tg::Graph &graph, int64_t batch,
-                  const std::string &artifactPath, const std::string &dumpPath,
-                  std::string &error) noexcept {
+                  const GraphTarget &target, const std::string &artifactPath,
+                  const std::string &dumpPath, std::string &error) noexcept {
   DiagnosticCollector diagnostics(context());
   mlir::OwningOpRef<mlir::ModuleOp> module = emit(graph, batch);
   if (!module) {
@@ -118,7 +129,15 @@ bool compileGraph(const tg::Graph &graph, int64_t batch,
   }
 
   mlir::PassManager pm(&context());
-  mlir::cleave::buildCpuBackendPipeline(pm);
+  if (target.cuda) {
+    mlir::cleave::CleaveWriteManifestOptions options;
+    options.device = mlir::cleave::rt::Device::cuda;
+    if (!target.gpuArch.empty())
+      options.gpuArches = target.gpuArch;
+    mlir::cleave::buildCudaBackendPipeline(pm, options);
+  } else {
+    mlir::cleave::buildCpuBackendPipeline(pm);
+  }
   if (mlir::failed(pm.run(*module))) {
     error = "lowering the graph: " + diagnostics.text();
     return false;

@@ -24,13 +24,26 @@ inline constexpr const char *kGraphEntry = "graph";
 bool emitGraphIR(const mlir::cleave::trace::Graph &graph, int64_t batch,
                  std::string &ir, std::string &error);
 
-/// Compiles `graph` for batch capacity `batch` through the CPU back end into
-/// the graph artifact `artifactPath`. With a non-empty `dumpPath`, the
+/// What a graph is compiled for.
+struct GraphTarget {
+  /// The cuda back end (kernels for `gpuArch`), else the CPU's.
+  bool cuda = false;
+  /// cleave-compile's --gpu-arch; empty: its default.
+  std::string gpuArch;
+};
+
+/// Checks `target` before anything is traced with it: the architectures
+/// LLVM knows and, for cuda, the CUDA toolkit the kernels need. False, with
+/// `error` set (one line), if it cannot be compiled for.
+bool checkGraphTarget(const GraphTarget &target, std::string &error) noexcept;
+
+/// Compiles `graph` for batch capacity `batch` through `target`'s back end
+/// into the graph artifact `artifactPath`. With a non-empty `dumpPath`, the
 /// split-level IR is also written there. False, with `error` set, on
 /// failure.
 bool compileGraph(const mlir::cleave::trace::Graph &graph, int64_t batch,
-                  const std::string &artifactPath, const std::string &dumpPath,
-                  std::string &error) noexcept;
+                  const GraphTarget &target, const std::string &artifactPath,
+                  const std::string &dumpPath, std::string &error) noexcept;
 
 /// The 64-bit hash of a graph's cache key (LLVM's xxh3).
 uint64_t hashKey(const std::string &key) noexcept;

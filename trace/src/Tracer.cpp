@@ -30,6 +30,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <unistd.h>
 #include <unordered_map>
@@ -426,6 +427,43 @@ void bind(Compiled &c, const Cut &cut) {
   c.weights = Storage::allocate(size_t(c.capacity) * 4);
 }
 
+/// Where Options::device and gpuArch say graphs run.
+struct Placement {
+  GraphTarget target;
+  int32_t ordinal = 0;
+};
+
+/// Parses Options::device ("cpu", "cuda", "cuda:N"); nullopt if it is none
+/// of these.
+std::optional<Placement> tryParsePlacement(const trace::Options &options) {
+  Placement p;
+  const std::string &d = options.device;
+  if (d == "cpu")
+    return p;
+  if (d.rfind("cuda", 0) != 0)
+    return std::nullopt;
+  p.target.cuda = true;
+  p.target.gpuArch = options.gpuArch;
+  if (d.size() == 4)
+    return p;
+  if (d[4] != ':' || d.size() == 5 || d.size() > 9)
+    return std::nullopt;
+  int32_t ordinal = 0;
+  for (size_t i = 5; i < d.size(); ++i) {
+    if (d[i] < '0' || d[i] > '9')
+      return std::nullopt;
+    ordinal = ordinal * 10 + (d[i] - '0');
+  }
+  p.ordinal = ordinal;
+  return p;
+}
+
+/// The placement of options set_options accepted.
+Placement parsePlacement(const trace::Options &options) {
+  std::optional<Placement> p = tryParsePlacement(options);
+  return p ? *p : Placement();
+}
+
 /// A private directory for artifacts while they are loaded.
 std::string makeTempDir() {
   const char *base = std::getenv("TMPDIR");
@@ -456,12 +494,17 @@ std::unique_ptr<Compiled> compile(const Cut &cut, std::string key,
   std::string dir = makeTempDir();
   std::string path = dir + "/" + name + ".cleave";
   std::string error;
-  bool ok = compileGraph(cut.graph, capacity, path, dump, error);
+  const Placement placement = parsePlacement(options);
+  bool ok =
+      compileGraph(cut.graph, capacity, placement.target, path, dump, error);
   cleave_status status = CLEAVE_OK;
   if (ok) {
     cleave_executable_options exeOptions;
     cleave_executable_options_init(&exeOptions);
     exeOptions.num_threads = options.numThreads;
+    exeOptions.device =
+        placement.target.cuda ? CLEAVE_DEVICE_CUDA : CLEAVE_DEVICE_CPU;
+    exeOptions.device_ordinal = placement.ordinal;
     status = cleave_executable_load(path.c_str(), &exeOptions, &c->exe);
     if (status != CLEAVE_OK)
       error = cleave_last_error_message();
@@ -470,7 +513,9 @@ std::unique_ptr<Compiled> compile(const Cut &cut, std::string key,
   ::unlink(path.c_str());
   ::rmdir(dir.c_str());
   if (!ok || status != CLEAVE_OK)
-    fail(CLEAVE_INTERNAL, "mark_step: compiling the traced graph (" +
+    fail(CLEAVE_INTERNAL, std::string("mark_step: ") +
+                              (ok ? "loading the compiled graph ("
+                                  : "compiling the traced graph (") +
                               std::to_string(cut.graph.nodes.size()) +
                               " nodes) failed: " + error);
   double seconds =
@@ -675,7 +720,25 @@ void set_options(const Options &options) {
   if (options.numThreads < 0)
     detail::fail(CLEAVE_INVALID_ARGUMENT,
                  "set_options: numThreads must be >= 0");
-  detail::Tracer::get().options() = options;
+  std::optional<detail::Placement> placement =
+      detail::tryParsePlacement(options);
+  if (!placement)
+    detail::fail(CLEAVE_INVALID_ARGUMENT,
+                 "set_options: device is '" + options.device +
+                     "', expected cpu, cuda or cuda:N");
+  if (!placement->target.cuda && !options.gpuArch.empty())
+    detail::fail(CLEAVE_INVALID_ARGUMENT,
+                 "set_options: gpuArch is for a cuda device; device is '" +
+                     options.device + "'");
+  std::string error;
+  if (!detail::checkGraphTarget(placement->target, error))
+    detail::fail(CLEAVE_FAILED_PRECONDITION, "set_options: " + error);
+  detail::Tracer &tracer = detail::Tracer::get();
+  // Compiled graphs are code for one device: a new one recompiles them.
+  if (options.device != tracer.options().device ||
+      options.gpuArch != tracer.options().gpuArch)
+    tracer.cache().clear();
+  tracer.options() = options;
 }
 const Options &options() { return detail::Tracer::get().options(); }
 

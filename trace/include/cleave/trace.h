@@ -566,6 +566,14 @@ struct Options {
   /// When positive, OpenMP threads used to run graphs compiled from now on
   /// (0: leave OpenMP alone, i.e. OMP_NUM_THREADS).
   int numThreads = 0;
+  /// Where graphs compiled from now on run: "cpu" (the default), "cuda"
+  /// (GPU 0) or "cuda:N". Tensors stay in host memory: on a GPU each run
+  /// copies a graph's inputs and state to the device and its outputs and
+  /// state back. Changing it (or gpuArch) drops the compiled graphs.
+  std::string device = "cpu";
+  /// With a cuda device: the SM architectures to build the kernels for, as
+  /// cleave-compile's --gpu-arch (empty: its default, sm_80,sm_90).
+  std::string gpuArch;
 };
 void set_options(const Options &options);
 const Options &options();
