@@ -8,11 +8,13 @@
 
 #include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/SchemaWrite.h"
 #include "compiler/Artifact/Target.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainOps.h"
 #include "runtime/include/cleave/kernel_abi.h"
 #include "runtime/src/ManifestCheck.h"
+#include "runtime/src/schema/SchemaRead.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -61,6 +63,27 @@ json::Array shapeOf(ArrayRef<int64_t> shape) {
 }
 
 /// Converts a (nested) attribute of train.manifest to JSON.
+#ifdef CLEAVE_CHECK_MANIFEST
+/// Reads `text` with the schema's reader and writes it back with its
+/// writer; fails, saying where, unless that gives `text` again.
+LogicalResult checkSchemaRoundTrip(const std::string &text, std::string &why) {
+  ::cleave::abi::Manifest manifest;
+  if (!::cleave::abi::readManifestText(text, manifest, why))
+    return failure();
+  std::string again = writeManifestText(manifest);
+  if (again == text)
+    return success();
+  size_t at = 0;
+  while (at < text.size() && at < again.size() && text[at] == again[at])
+    ++at;
+  size_t from = at > 40 ? at - 40 : 0;
+  why = "written and rewritten differ at offset " + std::to_string(at) + ": '" +
+        text.substr(from, 80) + "' against '" + again.substr(from, 80) +
+        "' (a key without a row?)";
+  return failure();
+}
+#endif
+
 json::Value toJson(Attribute a) {
   if (auto s = dyn_cast<StringAttr>(a))
     return s.str();
@@ -492,6 +515,16 @@ struct WriteManifestPass
     std::string refusal;
     if (!::cleave::rt::checkManifest(text, refusal)) {
       module.emitError("the runtime would refuse this artifact: ") << refusal;
+      return signalPassFailure();
+    }
+    // The schema (artifact_schema.def) describes every key written here, in
+    // the form written: read by it and written back, the text is the same.
+    // A key without a row fails every compile until the row exists.
+    if (std::string why; failed(checkSchemaRoundTrip(text, why))) {
+      module.emitError("the manifest schema (runtime/include/cleave/"
+                       "artifact_schema.def) does not describe this "
+                       "manifest: ")
+          << why;
       return signalPassFailure();
     }
 #endif

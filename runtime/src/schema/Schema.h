@@ -19,6 +19,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 // Relative to this file, so that the runtime (include path runtime/src) and
 // the compiler (the project's root) find the same table.
@@ -218,6 +221,14 @@ inline constexpr size_t kMaxColumns = 8;
 struct PresenceRow {
   Presence codes[kMaxColumns];
   size_t count;
+  /// Required for every case: the value struct holds it plainly, not in a
+  /// std::optional.
+  constexpr bool allRequired() const {
+    for (size_t i = 0; i < count; ++i)
+      if (codes[i].kind != PresenceKind::Required)
+        return false;
+    return true;
+  }
 };
 template <class... P> constexpr PresenceRow presenceRow(P... codes) {
   static_assert(sizeof...(P) <= kMaxColumns, "more presence codes than the "
@@ -229,8 +240,7 @@ template <class... P> constexpr PresenceRow presenceRow(P... codes) {
 // Structs and fields
 //===----------------------------------------------------------------------===//
 
-// A tag per struct of the table (step 2 of the migration makes them the
-// structs the reader fills).
+// A tag per struct of the table; the value structs below define them.
 #define CLEAVE_STRUCT(Struct_, path_, Discriminator_, Strictness_, doc_)       \
   struct Struct_;
 #include CLEAVE_SCHEMA_DEF
@@ -351,6 +361,63 @@ template <class S> constexpr size_t numColumns() {
                 "row " #Struct_ "." key_                                       \
                 " needs one presence code per case of its discriminator");
 #include CLEAVE_SCHEMA_DEF
+
+//===----------------------------------------------------------------------===//
+// Values: one struct per table, what a manifest says
+//===----------------------------------------------------------------------===//
+
+/// The C++ type of a field of type T.
+template <class T> struct ValueOf;
+template <> struct ValueOf<Int> { using type = int64_t; };
+template <> struct ValueOf<KInt> { using type = int64_t; };
+template <> struct ValueOf<Number> { using type = double; };
+template <> struct ValueOf<Bool> { using type = bool; };
+template <> struct ValueOf<String> { using type = std::string; };
+template <class E> struct ValueOf<Enum<E>> { using type = E; };
+template <> struct ValueOf<Shape> { using type = std::vector<int64_t>; };
+template <int N> struct ValueOf<Ints<N>> { using type = std::vector<int64_t>; };
+template <> struct ValueOf<Strings> { using type = std::vector<std::string>; };
+template <class S> struct ValueOf<List<S>> { using type = std::vector<S>; };
+/// Keyed objects, in key order.
+template <class S> struct ValueOf<Map<S>> {
+  using type = std::vector<std::pair<std::string, S>>;
+};
+template <class S> struct ValueOf<Object<S>> { using type = S; };
+
+/// A field's member: its value, or, unless every case requires it, an
+/// optional one, so that absent and default stay distinct.
+template <class T, bool Required>
+using Member = std::conditional_t<Required, typename ValueOf<T>::type,
+                                  std::optional<typename ValueOf<T>::type>>;
+
+// The structs, leaf first as the table lists them (a member's struct is
+// complete before it), each closed by the next.
+struct SchemaFirstValue_ {
+#define CLEAVE_STRUCT(Struct_, path_, Discriminator_, Strictness_, doc_)       \
+  }                                                                            \
+  ;                                                                            \
+  struct Struct_ {
+#define CLEAVE_FIELD(Struct_, member_, key_, Type_, check_, origin_, doc_,     \
+                     ...)                                                      \
+  Member<Type_, presenceRow(__VA_ARGS__).allRequired()> member_{};
+#include CLEAVE_SCHEMA_DEF
+};
+
+inline bool schemaFirstEqual_() {
+#define CLEAVE_STRUCT(Struct_, path_, Discriminator_, Strictness_, doc_)       \
+  return true;                                                                 \
+  }                                                                            \
+  inline bool operator==(const Struct_ &a, const Struct_ &b) {                 \
+    (void)a;                                                                   \
+    (void)b;
+#define CLEAVE_FIELD(Struct_, member_, key_, Type_, check_, origin_, doc_,     \
+                     ...)                                                      \
+  if (!(a.member_ == b.member_))                                               \
+    return false;
+#include CLEAVE_SCHEMA_DEF
+  return true;
+}
+
 #undef R
 #undef O
 #undef I

@@ -9,6 +9,10 @@
 // that form leaves every artifact, and so every checkpoint's model identity
 // (the manifest's CRC), unchanged.
 //
+// Steps 2 and 3: each manifest read by the schema's reader and written by
+// its writer gives back the same bytes (T0 = W(R(T0))), so the table says
+// everything the compiler writes, in the form it writes it.
+//
 // Step 1: every key of those manifests is a row of artifact_schema.def
 // under its object, allowed for its case of the object's discriminator,
 // with an enum's spelling where the row says so; and every row the table
@@ -20,7 +24,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Artifact/SchemaWrite.h"
 #include "runtime/src/schema/Schema.h"
+#include "runtime/src/schema/SchemaRead.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -29,6 +35,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -253,6 +260,67 @@ TEST_P(ArtifactSchema, EveryKeyIsARowOfTheTable) {
       all += "\n  " + e;
     EXPECT_TRUE(errors.empty()) << errors.size() << " disagreements:" << all;
   }
+}
+
+TEST_P(ArtifactSchema, ReadThenWrittenIsTheSameBytes) {
+  std::vector<fs::path> artifacts = artifactsIn(GetParam());
+  ASSERT_FALSE(artifacts.empty()) << "no artifacts in " << GetParam();
+  for (const fs::path &artifact : artifacts) {
+    SCOPED_TRACE(artifact.string());
+    std::optional<std::string> written = embeddedManifest(artifact);
+    ASSERT_TRUE(written) << "no manifest";
+    abi::Manifest manifest;
+    std::string error;
+    ASSERT_TRUE(abi::readManifestText(*written, manifest, error)) << error;
+    std::string again = mlir::cleave::writeManifestText(manifest);
+    EXPECT_EQ(again.size(), written->size());
+    EXPECT_TRUE(again == *written) << firstDifference(*written, again);
+    // And reading it again gives the same values.
+    abi::Manifest reread;
+    ASSERT_TRUE(abi::readManifestText(again, reread, error)) << error;
+    EXPECT_TRUE(reread == manifest);
+  }
+}
+
+// The fuzzer's manifest seeds: older compilers' output, which must come
+// back byte for byte, and hand-written ones (spaced, keys unsorted), whose
+// written form must be a fixed point: W(R(W(R(T)))) = W(R(T)).
+TEST(ArtifactSchemaSeeds, ReadThenWrittenIsStable) {
+  std::vector<fs::path> seeds;
+  for (const fs::directory_entry &e :
+       fs::directory_iterator(CLEAVE_SCHEMA_SEED_DIR))
+    if (e.path().extension() == ".json")
+      seeds.push_back(e.path());
+  std::sort(seeds.begin(), seeds.end());
+  ASSERT_FALSE(seeds.empty()) << "no seeds in " << CLEAVE_SCHEMA_SEED_DIR;
+  size_t canonical = 0;
+  for (const fs::path &seed : seeds) {
+    SCOPED_TRACE(seed.string());
+    std::ifstream in(seed, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\0'))
+      text.pop_back();
+    abi::Manifest manifest;
+    std::string error;
+    ASSERT_TRUE(abi::readManifestText(text, manifest, error)) << error;
+    std::string written = mlir::cleave::writeManifestText(manifest);
+    // Compact: no space after the first key's colon.
+    const std::string compact = "{\"abi_version\":";
+    if (text.rfind(compact, 0) == 0 && text.size() > compact.size() &&
+        std::isdigit(static_cast<unsigned char>(text[compact.size()]))) {
+      ++canonical;
+      EXPECT_TRUE(written == text) << firstDifference(text, written);
+      continue;
+    }
+    abi::Manifest again;
+    ASSERT_TRUE(abi::readManifestText(written, again, error)) << error;
+    EXPECT_TRUE(again == manifest);
+    std::string twice = mlir::cleave::writeManifestText(again);
+    EXPECT_TRUE(twice == written) << firstDifference(written, twice);
+  }
+  // The seeds written by compilers (four when this test was written).
+  EXPECT_GE(canonical, 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
