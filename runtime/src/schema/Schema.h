@@ -435,6 +435,37 @@ constexpr const StructDesc *findStruct(const char *name) {
   return nullptr;
 }
 
+/// The argument of a field's type as the row spells it: `Global` for
+/// `List<Global>`, `Device` for `Enum<Device>`, `2` for `Ints<2>`; the
+/// whole spelling for a type without one.
+inline std::string typeArgument(const FieldDesc &field) {
+  std::string_view text = field.typeText;
+  size_t open = text.find('<'), close = text.rfind('>');
+  if (open == std::string_view::npos || close == std::string_view::npos)
+    return std::string(text);
+  return std::string(text.substr(open + 1, close - open - 1));
+}
+
+/// The struct a List, Map or Object field holds (nullptr for other types).
+inline const StructDesc *nestedStruct(const FieldDesc &field) {
+  if (field.type != TypeKind::List && field.type != TypeKind::Map &&
+      field.type != TypeKind::Object)
+    return nullptr;
+  return findStruct(typeArgument(field).c_str());
+}
+
+/// The field of `s` whose value picks its case (its discriminator's), or
+/// nullptr where `s` has one case.
+inline const FieldDesc *discriminatorField(const StructDesc &s) {
+  if (!s.columns())
+    return nullptr;
+  for (size_t i = 0; i < s.count; ++i)
+    if (s.fields[i].type == TypeKind::Enum &&
+        typeArgument(s.fields[i]) == s.discriminator)
+      return &s.fields[i];
+  return nullptr;
+}
+
 } // namespace cleave::abi
 
 #undef CLEAVE_SCHEMA_DEF

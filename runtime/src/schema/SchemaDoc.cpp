@@ -43,14 +43,6 @@ std::string anchor(const std::string &name) {
   return out;
 }
 
-/// `List<Global>` -> `Global`.
-std::string templateArgument(std::string_view text) {
-  size_t open = text.find('<'), close = text.rfind('>');
-  if (open == std::string_view::npos || close == std::string_view::npos)
-    return std::string(text);
-  return std::string(text.substr(open + 1, close - open - 1));
-}
-
 /// Where struct `name` is documented, as a markdown link.
 std::string structLink(const std::string &name) {
   const StructDesc *s = findStruct(name.c_str());
@@ -60,7 +52,7 @@ std::string structLink(const std::string &name) {
 }
 
 std::string typeText(const FieldDesc &f) {
-  std::string arg = templateArgument(f.typeText);
+  std::string arg = typeArgument(f);
   switch (f.type) {
   case TypeKind::Int:
     return "integer";
@@ -187,8 +179,7 @@ std::string generate() {
       const FieldDesc &f = s.fields[i];
       if (f.type == TypeKind::List || f.type == TypeKind::Map ||
           f.type == TypeKind::Object)
-        if (const StructDesc *n =
-                findStruct(templateArgument(f.typeText).c_str()))
+        if (const StructDesc *n = nestedStruct(f))
           visit(*n);
     }
   };

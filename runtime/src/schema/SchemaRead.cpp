@@ -34,14 +34,6 @@ bool fail(std::string &error, const std::string &path,
   return false;
 }
 
-/// `List<Global>` -> `Global`.
-std::string templateArgument(std::string_view text) {
-  size_t open = text.find('<'), close = text.rfind('>');
-  if (open == std::string_view::npos || close == std::string_view::npos)
-    return std::string(text);
-  return std::string(text.substr(open + 1, close - open - 1));
-}
-
 bool readInteger(const json &j, int64_t &out) {
   if (j.is_number_unsigned()) {
     if (j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
@@ -271,32 +263,26 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
                 "must be an object");
   column = 0;
   caseName = nullptr;
-  if (const EnumDesc *e = s.columns()) {
-    for (size_t i = 0; i < s.count; ++i) {
-      const FieldDesc &f = s.fields[i];
-      if (f.type != TypeKind::Enum ||
-          templateArgument(f.typeText) != s.discriminator)
-        continue;
-      std::string spelling = f.presence.codes[0].defaultText;
-      auto it = j.find(f.key);
-      if (it != j.end())
-        spelling = it->is_string() ? it->get<std::string>() : "";
-      column = e->count;
+  if (const FieldDesc *f = discriminatorField(s)) {
+    const EnumDesc *e = s.columns();
+    std::string spelling = f->presence.codes[0].defaultText;
+    auto it = j.find(f->key);
+    if (it != j.end())
+      spelling = it->is_string() ? it->get<std::string>() : "";
+    column = e->count;
+    for (size_t c = 0; c < e->count; ++c)
+      if (spelling == e->cases[c].spelling)
+        column = c;
+    if (column == e->count) {
+      std::string spellings;
       for (size_t c = 0; c < e->count; ++c)
-        if (spelling == e->cases[c].spelling)
-          column = c;
-      if (column == e->count) {
-        std::string spellings;
-        for (size_t c = 0; c < e->count; ++c)
-          spellings += std::string(c == 0              ? "\""
-                                   : c + 1 == e->count ? " or \""
-                                                       : ", \"") +
-                       e->cases[c].spelling + "\"";
-        return fail(error, join(path, f.key), "must be one of " + spellings);
-      }
-      caseName = e->cases[column].spelling;
-      break;
+        spellings += std::string(c == 0              ? "\""
+                                 : c + 1 == e->count ? " or \""
+                                                     : ", \"") +
+                     e->cases[c].spelling + "\"";
+      return fail(error, join(path, f->key), "must be one of " + spellings);
     }
+    caseName = e->cases[column].spelling;
   }
   if (s.strictness == Strictness::Strict)
     for (auto it = j.begin(); it != j.end(); ++it) {

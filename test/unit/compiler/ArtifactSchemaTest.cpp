@@ -119,12 +119,6 @@ std::vector<fs::path> artifactsIn(const fs::path &dir) {
   return artifacts;
 }
 
-/// `List<Global>` -> `Global`.
-std::string templateArgument(llvm::StringRef text) {
-  size_t open = text.find('<'), close = text.rfind('>');
-  return text.substr(open + 1, close - open - 1).str();
-}
-
 /// Checks JSON `value` at `path` against the schema's struct `s`, adding
 /// one line per disagreement to `errors`.
 void checkObject(const llvm::json::Value &value, const abi::StructDesc &s,
@@ -133,16 +127,14 @@ void checkObject(const llvm::json::Value &value, const abi::StructDesc &s,
 void checkValue(const llvm::json::Value &value, const abi::FieldDesc &f,
                 const std::string &path, std::vector<std::string> &errors) {
   auto nested = [&]() -> const abi::StructDesc * {
-    const abi::StructDesc *n =
-        abi::findStruct(templateArgument(f.typeText).c_str());
+    const abi::StructDesc *n = abi::nestedStruct(f);
     if (!n)
       errors.push_back(path + ": the table has no struct " + f.typeText);
     return n;
   };
   switch (f.type) {
   case abi::TypeKind::Enum: {
-    const abi::EnumDesc *e =
-        abi::findEnum(templateArgument(f.typeText).c_str());
+    const abi::EnumDesc *e = abi::findEnum(abi::typeArgument(f).c_str());
     std::optional<llvm::StringRef> text = value.getAsString();
     bool known = false;
     for (size_t c = 0; e && text && c < e->count; ++c)
@@ -194,18 +186,11 @@ void checkObject(const llvm::json::Value &value, const abi::StructDesc &s,
   size_t column = 0;
   std::string columnName = "every case";
   if (const abi::EnumDesc *e = s.columns()) {
-    std::string spelling;
-    for (size_t i = 0; i < s.count; ++i) {
-      const abi::FieldDesc &f = s.fields[i];
-      if (f.type != abi::TypeKind::Enum ||
-          templateArgument(f.typeText) != s.discriminator)
-        continue;
-      if (std::optional<llvm::StringRef> v = obj->getString(f.key))
-        spelling = v->str();
-      else
-        spelling = f.presence.codes[0].defaultText;
-      break;
-    }
+    const abi::FieldDesc *f = abi::discriminatorField(s);
+    std::string spelling = f ? f->presence.codes[0].defaultText : "";
+    if (std::optional<llvm::StringRef> v =
+            f ? obj->getString(f->key) : std::nullopt)
+      spelling = v->str();
     column = e->count;
     for (size_t c = 0; c < e->count; ++c)
       if (spelling == e->cases[c].spelling)

@@ -95,15 +95,10 @@ TEST_F(CudaArtifactTest, UnknownDeviceIsAnArgumentError) {
 }
 
 TEST_F(CudaArtifactTest, NoDriverIsOneLine) {
-#ifdef CLEAVE_RUNTIME_HAS_CUDA
-  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
-    ::dlclose(driver);
+  std::optional<std::string> reason = noCudaReason();
+  if (!reason)
     GTEST_SKIP() << "this machine has a CUDA driver";
-  }
-  const std::string why = "no CUDA driver (libcuda.so.1 not found)";
-#else
-  const std::string why = "this runtime was built without CUDA support";
-#endif
+  const std::string why = *reason;
   for (int32_t ordinal : {0, 3}) {
     CallResult r = createOn(cuda, CLEAVE_DEVICE_CUDA, ordinal);
     EXPECT_EQ(r.status, CLEAVE_FAILED_PRECONDITION);

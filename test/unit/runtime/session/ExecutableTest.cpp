@@ -284,19 +284,13 @@ TEST(ExecutableDeviceTest, RunsOnTheDeviceItWasCompiledFor) {
 }
 
 TEST(ExecutableDeviceTest, NoDriverIsOneLine) {
-#ifdef CLEAVE_RUNTIME_HAS_CUDA
-  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
-    ::dlclose(driver);
+  std::optional<std::string> why = noCudaReason();
+  if (!why)
     GTEST_SKIP() << "this machine has a CUDA driver";
-  }
-  const std::string why = "no CUDA driver (libcuda.so.1 not found)";
-#else
-  const std::string why = "this runtime was built without CUDA support";
-#endif
   for (int32_t ordinal : {0, CLEAVE_DEVICE_ORDINAL_AUTO})
     expectError(loadOn(CLEAVE_GRAPH_ARTIFACT_CUDA, CLEAVE_DEVICE_CUDA, ordinal),
                 CLEAVE_FAILED_PRECONDITION,
-                std::string(CLEAVE_GRAPH_ARTIFACT_CUDA) + ": " + why);
+                std::string(CLEAVE_GRAPH_ARTIFACT_CUDA) + ": " + *why);
 }
 
 //===----------------------------------------------------------------------===//

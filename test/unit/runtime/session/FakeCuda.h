@@ -15,6 +15,7 @@
 #ifndef CLEAVE_TEST_FAKECUDA_H
 #define CLEAVE_TEST_FAKECUDA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define FAKE_CUDA_MODULE_MAGIC 0x46414b45u /* "FAKE" */
@@ -40,5 +41,21 @@ typedef struct fake_cuda_stats_t {
   int64_t allocations;
   int64_t bytes_allocated;
 } fake_cuda_stats_t;
+
+/* The runtime's exports of MLIR's CUDA runtime wrappers, which the fake
+ * cuda artifacts call as compiled ones do (device/Modules.cpp). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CLEAVE_TEST_FAKECUDA_H */

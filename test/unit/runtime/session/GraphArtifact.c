@@ -32,14 +32,6 @@
 #ifdef FAKE_CUDA
 #include "FakeCuda.h"
 
-/* The runtime's exports of MLIR's CUDA runtime wrappers. */
-void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
 #define DEVICE_FIELDS                                                          \
   "\"device\": \"cuda\", \"gpu_arches\": [\"sm_80\", \"sm_90\"], "             \
   "\"ptx_arch\": \"sm_80\", "

@@ -85,29 +85,18 @@ json validManifest() {
   return m;
 }
 
-/// `List<Global>` -> `Global`.
-std::string templateArgument(const std::string &text) {
-  size_t open = text.find('<'), close = text.rfind('>');
-  return text.substr(open + 1, close - open - 1);
-}
-
 /// The column of `object` in struct `s` (its discriminator's case).
 size_t columnOf(const abi::StructDesc &s, const json &object) {
-  const abi::EnumDesc *e = s.columns();
-  if (!e)
+  const abi::FieldDesc *f = abi::discriminatorField(s);
+  if (!f)
     return 0;
-  for (size_t i = 0; i < s.count; ++i) {
-    const abi::FieldDesc &f = s.fields[i];
-    if (f.type != abi::TypeKind::Enum ||
-        templateArgument(f.typeText) != s.discriminator)
-      continue;
-    std::string spelling = object.contains(f.key)
-                               ? object[f.key].get<std::string>()
-                               : f.presence.codes[0].defaultText;
-    for (size_t c = 0; c < e->count; ++c)
-      if (spelling == e->cases[c].spelling)
-        return c;
-  }
+  const abi::EnumDesc *e = s.columns();
+  std::string spelling = object.contains(f->key)
+                             ? object[f->key].get<std::string>()
+                             : f->presence.codes[0].defaultText;
+  for (size_t c = 0; c < e->count; ++c)
+    if (spelling == e->cases[c].spelling)
+      return c;
   return 0;
 }
 
@@ -152,8 +141,7 @@ void walk(const json &object, const abi::StructDesc &s,
       cases.push_back(
           {at, "a spelling the table lacks", [p](json &m) { m[p] = "bogus"; }});
     const json &value = object[key];
-    const abi::StructDesc *nested =
-        abi::findStruct(templateArgument(f.typeText).c_str());
+    const abi::StructDesc *nested = abi::nestedStruct(f);
     if (f.type == abi::TypeKind::Object && nested)
       walk(value, *nested, p, at, cases);
     else if (f.type == abi::TypeKind::List && nested)

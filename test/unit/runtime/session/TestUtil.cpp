@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include <dlfcn.h>
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -118,6 +120,18 @@ double maxRelativeError(const std::vector<float> &a,
     worst = std::max(worst, std::fabs(double(a[i]) - b[i]) /
                                 std::max(1.0, std::fabs(b[i])));
   return worst;
+}
+
+std::optional<std::string> noCudaReason() {
+#ifdef CLEAVE_RUNTIME_HAS_CUDA
+  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+    return std::nullopt;
+  }
+  return "no CUDA driver (libcuda.so.1 not found)";
+#else
+  return "this runtime was built without CUDA support";
+#endif
 }
 
 std::string makeTempDir(const std::string &name) {

@@ -11,6 +11,7 @@
 #include "cleave/runtime.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ double maxRelativeError(const std::vector<float> &a,
                         const std::vector<double> &b);
 
 /// A fresh directory under the test binary's tmp directory.
+/// Why a cuda session or executable cannot start here, in the runtime's
+/// words (after the artifact's path): no CUDA driver, or a runtime built
+/// without CUDA (CLEAVE_RUNTIME_HAS_CUDA undefined in the test); nullopt
+/// where a driver is present.
+std::optional<std::string> noCudaReason();
+
 std::string makeTempDir(const std::string &name);
 std::string readFile(const std::string &path);
 void writeFile(const std::string &path, const std::string &bytes);
