@@ -100,17 +100,21 @@ template <class E> std::optional<E> parse(std::string_view text) {
   return std::nullopt;
 }
 
-/// The spellings for a message: `"a", "b" or "c"`.
-template <class E> std::string oneOf() {
+/// The spellings of `e` for a message: `"a", "b" or "c"`.
+inline std::string oneOf(const EnumDesc &e) {
   std::string out;
-  for (size_t i = 0; i < kCaseCount<E>; ++i) {
+  for (size_t i = 0; i < e.count; ++i) {
     if (i > 0)
-      out += i + 1 == kCaseCount<E> ? " or " : ", ";
+      out += i + 1 == e.count ? " or " : ", ";
     out += '"';
-    out += EnumInfo<E>::cases[i].spelling;
+    out += e.cases[i].spelling;
     out += '"';
   }
   return out;
+}
+template <class E> std::string oneOf() {
+  return oneOf(EnumDesc{EnumInfo<E>::name, EnumInfo<E>::doc, EnumInfo<E>::cases,
+                        kCaseCount<E>});
 }
 
 namespace detail {

@@ -273,15 +273,8 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
     for (size_t c = 0; c < e->count; ++c)
       if (spelling == e->cases[c].spelling)
         column = c;
-    if (column == e->count) {
-      std::string spellings;
-      for (size_t c = 0; c < e->count; ++c)
-        spellings += std::string(c == 0              ? "\""
-                                 : c + 1 == e->count ? " or \""
-                                                     : ", \"") +
-                     e->cases[c].spelling + "\"";
-      return fail(error, join(path, f->key), "must be one of " + spellings);
-    }
+    if (column == e->count)
+      return fail(error, join(path, f->key), "must be one of " + oneOf(*e));
     caseName = e->cases[column].spelling;
   }
   if (s.strictness == Strictness::Strict)

@@ -97,7 +97,9 @@ TEST_F(CudaArtifactTest, UnknownDeviceIsAnArgumentError) {
 TEST_F(CudaArtifactTest, NoDriverIsOneLine) {
   std::optional<std::string> reason = noCudaReason();
   if (!reason)
-    GTEST_SKIP() << "this machine has a CUDA driver";
+    GTEST_SKIP() << "this machine has a CUDA driver, so the driverless "
+                    "refusal cannot happen here (FakeGpuTest and "
+                    "scripts/gpu-check.sh cover the driver path)";
   const std::string why = *reason;
   for (int32_t ordinal : {0, 3}) {
     CallResult r = createOn(cuda, CLEAVE_DEVICE_CUDA, ordinal);

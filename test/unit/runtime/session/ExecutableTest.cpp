@@ -286,7 +286,9 @@ TEST(ExecutableDeviceTest, RunsOnTheDeviceItWasCompiledFor) {
 TEST(ExecutableDeviceTest, NoDriverIsOneLine) {
   std::optional<std::string> why = noCudaReason();
   if (!why)
-    GTEST_SKIP() << "this machine has a CUDA driver";
+    GTEST_SKIP() << "this machine has a CUDA driver, so the driverless "
+                    "refusal cannot happen here (FakeGpuTest and "
+                    "scripts/gpu-check.sh cover the driver path)";
   for (int32_t ordinal : {0, CLEAVE_DEVICE_ORDINAL_AUTO})
     expectError(loadOn(CLEAVE_GRAPH_ARTIFACT_CUDA, CLEAVE_DEVICE_CUDA, ordinal),
                 CLEAVE_FAILED_PRECONDITION,
