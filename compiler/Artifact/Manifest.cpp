@@ -8,6 +8,8 @@
 
 #include "compiler/Artifact/GpuTarget.h"
 #include "compiler/Artifact/Passes.h"
+#include "compiler/Artifact/SchemaAttr.h"
+#include "compiler/Artifact/SchemaDict.h"
 #include "compiler/Artifact/SchemaWrite.h"
 #include "compiler/Artifact/Target.h"
 #include "dialects/Runtime/IR/RtOps.h"
@@ -19,7 +21,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 
@@ -30,45 +31,44 @@ namespace mlir::cleave {
 
 using namespace mlir;
 using namespace mlir::cleave;
-namespace json = llvm::json;
+
+namespace abi = ::cleave::abi;
 
 namespace {
 
-/// The runtime's name of an element type (runtime/src/Manifest.cpp);
-/// `isUnsigned` reads a signless integer type as unsigned.
-FailureOr<std::string> dtypeName(Type t, bool isUnsigned = false) {
+/// The manifest's element type for `t`; `isUnsigned` reads a signless
+/// integer type as unsigned.
+FailureOr<abi::DType> dtypeOf(Type t, bool isUnsigned = false) {
   if (t.isF32())
-    return std::string("f32");
+    return abi::DType::f32;
   if (t.isF64())
-    return std::string("f64");
+    return abi::DType::f64;
   if (t.isF16())
-    return std::string("f16");
+    return abi::DType::f16;
   if (t.isBF16())
-    return std::string("bf16");
+    return abi::DType::bf16;
   if (auto i = dyn_cast<IntegerType>(t)) {
     unsigned width = i.getWidth();
     // No u64: nothing in nn computes with unsigned 64-bit integers.
     if (width == 8 || width == 16 || width == 32 ||
         (width == 64 && !isUnsigned))
-      return (isUnsigned ? "u" : "i") + std::to_string(width);
+      if (std::optional<abi::DType> d = abi::parse<abi::DType>(
+              (isUnsigned ? "u" : "i") + std::to_string(width)))
+        return *d;
   }
   return failure();
 }
 
-json::Array shapeOf(ArrayRef<int64_t> shape) {
-  json::Array a;
-  for (int64_t d : shape)
-    a.push_back(d);
-  return a;
+std::vector<int64_t> shapeOf(ArrayRef<int64_t> shape) {
+  return std::vector<int64_t>(shape.begin(), shape.end());
 }
 
-/// Converts a (nested) attribute of train.manifest to JSON.
 #ifdef CLEAVE_CHECK_MANIFEST
 /// Reads `text` with the schema's reader and writes it back with its
 /// writer; fails, saying where, unless that gives `text` again.
 LogicalResult checkSchemaRoundTrip(const std::string &text, std::string &why) {
-  ::cleave::abi::Manifest manifest;
-  if (!::cleave::abi::readManifestText(text, manifest, why))
+  abi::Manifest manifest;
+  if (!abi::readManifestText(text, manifest, why))
     return failure();
   std::string again = writeManifestText(manifest);
   if (again == text)
@@ -79,40 +79,14 @@ LogicalResult checkSchemaRoundTrip(const std::string &text, std::string &why) {
   size_t from = at > 40 ? at - 40 : 0;
   why = "written and rewritten differ at offset " + std::to_string(at) + ": '" +
         text.substr(from, 80) + "' against '" + again.substr(from, 80) +
-        "' (a key without a row?)";
+        "' (the reader and the writer disagree)";
   return failure();
 }
 #endif
 
-json::Value toJson(Attribute a) {
-  if (auto s = dyn_cast<StringAttr>(a))
-    return s.str();
-  // BoolAttr is an i1 IntegerAttr: test it first.
-  if (auto b = dyn_cast<BoolAttr>(a))
-    return b.getValue();
-  if (auto i = dyn_cast<IntegerAttr>(a))
-    return i.getInt();
-  if (auto f = dyn_cast<FloatAttr>(a))
-    return f.getValueAsDouble();
-  if (auto arr = dyn_cast<ArrayAttr>(a)) {
-    json::Array out;
-    for (Attribute e : arr)
-      out.push_back(toJson(e));
-    return out;
-  }
-  if (auto ints = dyn_cast<DenseI64ArrayAttr>(a))
-    return shapeOf(ints.asArrayRef());
-  if (auto d = dyn_cast<DictionaryAttr>(a)) {
-    json::Object out;
-    for (NamedAttribute n : d)
-      out[n.getName().str()] = toJson(n.getValue());
-    return out;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  a.print(os);
-  return s;
-}
+/// A kernel's size field, 1 where its op has none.
+int64_t orOne(int64_t v) { return v; }
+int64_t orOne(const std::optional<int64_t> &v) { return v.value_or(1); }
 
 /// Bytes of a statically shaped buffer of `type`.
 int64_t bytesOf(ShapedType type) {
@@ -165,19 +139,18 @@ struct MemoryReport {
     }
   }
 
-  void addArgument(StringRef entry, StringRef role, MemRefType type,
-                   DictionaryAttr d) {
-    if (role == "input" &&
-        inputNames.insert(d.getAs<StringAttr>("name").getValue()).second)
+  void addArgument(StringRef entry, const abi::Arg &arg, MemRefType type) {
+    if (arg.role == abi::ArgRole::input &&
+        inputNames.insert(arg.name.value_or("")).second)
       inputs += bytesOf(type);
-    else if (role == "output")
+    else if (arg.role == abi::ArgRole::output)
       outputs += bytesOf(type);
-    else if (role == "scratch") {
+    else if (arg.role == abi::ArgRole::scratch) {
       // The runtime aligns each area to 64 bytes.
-      if (auto bytes = d.getAs<IntegerAttr>("bytes"))
-        entryScratch[entry] += (bytes.getInt() + 63) / 64 * 64;
-      if (auto bytes = d.getAs<IntegerAttr>("held_bytes"))
-        entryHeld[entry] += bytes.getInt();
+      if (arg.bytes)
+        entryScratch[entry] += (*arg.bytes + 63) / 64 * 64;
+      if (arg.heldBytes)
+        entryHeld[entry] += *arg.heldBytes;
     }
   }
 
@@ -202,68 +175,59 @@ struct MemoryReport {
   /// copies of its operands but a parameter, which the layout cache holds.
   /// Primitive scratchpads are left out. Slots that are reserved but never
   /// written are not counted: their pages are never resident.
-  void addKernels(ArrayAttr kernels) {
-    for (Attribute k : kernels) {
-      auto d = dyn_cast<DictionaryAttr>(k);
-      auto op = d ? d.getAs<StringAttr>("op") : StringAttr();
-      auto entry = d ? d.getAs<StringAttr>("entry") : StringAttr();
-      if (!op || !entry)
+  void addKernels(const std::vector<abi::Kernel> &kernels) {
+    for (const abi::Kernel &k : kernels) {
+      const bool bf16 = k.math == abi::Math::bf16;
+      // A parameter operand: one matrix shared by the batch, not the
+      // weight-gradient GEMM's.
+      const bool weightB =
+          !k.transA.value_or(false) && !k.bBatched.value_or(false);
+      kernelArena = std::max(kernelArena, arenaNeed(k, bf16 && weightB));
+      if (k.entry != "micro_step")
         continue;
-      auto get = [&](StringRef key) {
-        auto v = d.getAs<IntegerAttr>(key);
-        return v ? v.getInt() : 1;
-      };
-      auto flag = [&](StringRef key) {
-        auto v = d.getAs<BoolAttr>(key);
-        return v && v.getValue();
-      };
-      auto math = d.getAs<StringAttr>("math");
-      kernelArena = std::max(kernelArena,
-                             arenaNeed(op.getValue(), get, math,
-                                       !flag("trans_a") && !flag("b_batched")));
-      if (entry.getValue() != "micro_step")
-        continue;
-      if (op.getValue() == "matmul" && math && math.getValue() == "bf16" &&
-          !flag("trans_a") && !flag("b_batched")) {
-        kernelCaches += get("k") * get("n") * 2;
+      if (k.op == abi::KernelOp::matmul && bf16 && weightB) {
+        kernelCaches += orOne(k.k) * orOne(k.n) * 2;
         continue;
       }
-      if (!llvm::is_contained(
-              {"conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weights"},
-              op.getValue()))
+      if (k.op != abi::KernelOp::conv2d_fwd &&
+          k.op != abi::KernelOp::conv2d_bwd_data &&
+          k.op != abi::KernelOp::conv2d_bwd_weights)
         continue;
-      kernelCaches += get("o") *
-                      (get("c") / std::max<int64_t>(1, get("groups"))) *
-                      get("kh") * get("kw") * 4;
+      kernelCaches += orOne(k.o) *
+                      (orOne(k.c) / std::max<int64_t>(1, orOne(k.groups))) *
+                      orOne(k.kh) * orOne(k.kw) * 4;
     }
   }
 
   /// One kernel's estimated transient need (addKernels).
   /// `cachedB`: a bf16 GEMM's `b` is the parameter the layout cache holds,
   /// so its staging slot is never touched (and never resident).
-  template <typename Get>
-  static int64_t arenaNeed(StringRef op, Get get, StringAttr math,
-                           bool cachedB) {
-    const bool bf16 = math && math.getValue() == "bf16";
-    if (op == "matmul")
-      return bf16 ? get("batch") *
-                        (get("m") * get("k") +
-                         (cachedB ? 0 : get("k") * get("n"))) *
-                        2
-                  : 0;
+  static int64_t arenaNeed(const abi::Kernel &k, bool cachedB) {
+    auto get = [](const auto &v) { return orOne(v); };
     auto staged = [](int64_t n, int64_t channels, int64_t h, int64_t w) {
       return channels < 16 ? 0 : n * ((channels + 15) / 16 * 16) * h * w * 4;
     };
-    if (op == "conv2d_fwd" || op == "conv2d_bwd_data" ||
-        op == "conv2d_bwd_weights")
-      return staged(get("n"), get("c"), get("h"), get("w")) +
-             staged(get("n"), get("o"), get("oh"), get("ow"));
-    if (op == "max_pool2d_bwd")
-      return get("n") * get("c") * get("oh") * get("ow") * (4 + 1);
-    return 0;
+    switch (k.op) {
+    case abi::KernelOp::matmul:
+      return k.math == abi::Math::bf16
+                 ? get(k.batch) *
+                       (get(k.m) * get(k.k) +
+                        (cachedB ? 0 : get(k.k) * get(k.n))) *
+                       2
+                 : 0;
+    case abi::KernelOp::conv2d_fwd:
+    case abi::KernelOp::conv2d_bwd_data:
+    case abi::KernelOp::conv2d_bwd_weights:
+      return staged(get(k.n), get(k.c), get(k.h), get(k.w)) +
+             staged(get(k.n), get(k.o), get(k.oh), get(k.ow));
+    case abi::KernelOp::max_pool2d_bwd:
+      return get(k.n) * get(k.c) * get(k.oh) * get(k.ow) * (4 + 1);
+    default:
+      return 0;
+    }
   }
 
-  json::Object toJson(bool device) {
+  abi::Memory report(bool device) {
     for (const auto &e : entryScratch)
       scratch = std::max(scratch, e.getValue());
     for (const auto &e : entryHeld)
@@ -275,43 +239,59 @@ struct MemoryReport {
       // the step before still reads the other.
       inputs *= 2;
     }
-    int64_t total = parameters + state + accumulators + buffers + counters +
-                    inputs + outputs + scratch + kernelCaches + kernelArena;
-    json::Object entries;
+    abi::Memory m;
+    m.space = device ? abi::MemorySpace::device : abi::MemorySpace::host;
+    m.parameters = parameters;
+    m.optimizerState = state;
+    m.accumulators = accumulators;
+    m.buffers = buffers;
+    m.counters = counters;
+    m.inputs = inputs;
+    m.outputs = outputs;
+    m.scratch = scratch;
+    m.heldActivations = held;
+    m.kernelCaches = kernelCaches;
+    m.kernelArena = kernelArena;
+    m.fixedOverhead = device ? 0 : kHostFixedOverhead;
+    m.total = parameters + state + accumulators + buffers + counters + inputs +
+              outputs + scratch + kernelCaches + kernelArena;
+    m.entries.emplace();
     for (const auto &e : entryScratch) {
-      json::Object entry{{"scratch", e.getValue()}};
+      abi::MemoryEntry entry;
+      entry.scratch = e.getValue();
       if (auto it = entryHeld.find(e.getKey()); it != entryHeld.end())
-        entry["held_activations"] = it->getValue();
+        entry.heldActivations = it->getValue();
       if (DictionaryAttr r = entryRemat.lookup(e.getKey())) {
         auto get = [&](StringRef key) {
           auto v = r.getAs<IntegerAttr>(key);
           return v ? v.getInt() : 0;
         };
-        entry["recomputed"] =
-            json::Object{{"values", get("values")},
-                         {"bytes", get("bytes")},
-                         {"flops", get("flops")},
-                         {"forward_flops", get("forward_flops")}};
+        entry.recomputed = abi::Recomputed{get("values"), get("bytes"),
+                                           get("flops"), get("forward_flops")};
       }
-      entries[e.getKey()] = std::move(entry);
+      m.entries->emplace_back(e.getKey().str(), std::move(entry));
     }
-    return json::Object{{"space", device ? "device" : "host"},
-                        {"parameters", parameters},
-                        {"optimizer_state", state},
-                        {"accumulators", accumulators},
-                        {"buffers", buffers},
-                        {"counters", counters},
-                        {"inputs", inputs},
-                        {"outputs", outputs},
-                        {"scratch", scratch},
-                        {"held_activations", held},
-                        {"kernel_caches", kernelCaches},
-                        {"kernel_arena", kernelArena},
-                        {"fixed_overhead", device ? 0 : kHostFixedOverhead},
-                        {"entries", std::move(entries)},
-                        {"total", total}};
+    return m;
   }
 };
+
+/// The kernel table `rt.kernels` (LowerRuntimeCallsPass) as the schema's
+/// structs; a key without a row, or a field the kernel's op does not take,
+/// is the compiler's fault and is reported here.
+FailureOr<std::vector<abi::Kernel>> readKernelTable(ModuleOp module) {
+  std::vector<abi::Kernel> kernels;
+  auto table = module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr);
+  if (!table)
+    return kernels;
+  for (auto [i, a] : llvm::enumerate(table)) {
+    abi::DictFault fault;
+    if (!abi::fromDict(cast<DictionaryAttr>(a), kernels.emplace_back(), fault))
+      return module.emitError("kernel ")
+             << i << " of '" << rt::RtDialect::kKernelsAttr
+             << "': " << fault.message();
+  }
+  return kernels;
+}
 
 struct WriteManifestPass
     : mlir::cleave::impl::CleaveWriteManifestBase<WriteManifestPass> {
@@ -319,8 +299,19 @@ struct WriteManifestPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    json::Object root;
-    root["abi_version"] = CLEAVE_KERNEL_ABI_VERSION;
+    abi::Manifest doc;
+    // What earlier passes recorded (its verifier took only Carried rows).
+    if (auto carried = module->getAttrOfType<DictionaryAttr>(
+            train::TrainDialect::kManifestAttr)) {
+      abi::DictFault fault;
+      if (!abi::fromDict(carried, doc, fault,
+                         {/*carriedOnly=*/true, /*requireAll=*/false})) {
+        module.emitError("'")
+            << train::TrainDialect::kManifestAttr << "': " << fault.message();
+        return signalPassFailure();
+      }
+    }
+    doc.abiVersion = CLEAVE_KERNEL_ABI_VERSION;
     std::string error;
     FailureOr<CpuTarget> target =
         resolveCpuTarget(targetCpu, targetFeatures, error);
@@ -328,14 +319,10 @@ struct WriteManifestPass
       module.emitError(error);
       return signalPassFailure();
     }
-    json::Array targetFeatureList;
+    doc.target = abi::Target{target->cpu, target->features};
     SmallVector<Attribute> featureAttrs;
-    for (const std::string &f : target->features) {
-      targetFeatureList.push_back(f);
+    for (const std::string &f : target->features)
       featureAttrs.push_back(StringAttr::get(&getContext(), f));
-    }
-    root["target"] = json::Object{{"cpu", target->cpu},
-                                  {"features", std::move(targetFeatureList)}};
     module->setAttr(
         rt::RtDialect::kTargetAttr,
         DictionaryAttr::get(
@@ -353,162 +340,51 @@ struct WriteManifestPass
         module.emitError(error);
         return signalPassFailure();
       }
-      root["device"] = rt::stringifyDevice(device).str();
-      root["gpu_arches"] = json::Array(*arches);
-      if (std::optional<std::string> ptx = ptxGpuArch(*arches))
-        root["ptx_arch"] = *ptx;
+      doc.device = toWire(rt::Device(device));
+      doc.gpuArches = std::vector<std::string>(arches->begin(), arches->end());
+      doc.ptxArch = ptxGpuArch(*arches);
     }
     // linkSharedObject appends the seal the runtime then requires.
-    root["sealed"] = true;
-    if (auto m = module->getAttrOfType<DictionaryAttr>(
-            train::TrainDialect::kManifestAttr))
-      for (NamedAttribute n : m)
-        root[n.getName().str()] = toJson(n.getValue());
+    doc.sealed = true;
 
     std::vector<char> initData;
-    json::Array globals;
     MemoryReport memory;
     for (auto g : module.getOps<train::GlobalOp>()) {
-      auto entry = global(g, initData);
-      if (failed(entry))
+      FailureOr<abi::Global> global = globalOf(g, initData);
+      if (failed(global))
         return signalPassFailure();
-      globals.push_back(std::move(*entry));
+      doc.globals.push_back(std::move(*global));
       memory.addGlobal(g);
     }
-    root["globals"] = std::move(globals);
 
-    json::Object entries;
-    json::Array hypers, inputs;
-    llvm::StringSet<> inputNames;
-    SmallVector<Attribute> entryNames;
-    Type floatType;
-    // micro_step first: its inputs come first in the list.
-    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
-    std::stable_partition(
-        functions.begin(), functions.end(), [](func::FuncOp f) {
-          auto e =
-              f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
-          return e && e.getValue() == "micro_step";
-        });
-    for (auto f : functions) {
-      auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
-      if (!abi)
-        continue;
-      auto name = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
-      if (!name) {
-        f.emitError("has rt.abi but no train.entry");
-        return signalPassFailure();
-      }
-      if (auto remat = f->getAttrOfType<DictionaryAttr>("cleave.remat"))
-        memory.entryRemat[name.getValue()] = remat;
-      // Argument 0 is the kernel context, not part of the list.
-      if (abi.size() + 1 != f.getNumArguments()) {
-        f.emitError() << rt::RtDialect::kAbiAttr << " lists " << abi.size()
-                      << " arguments, the function takes "
-                      << f.getNumArguments() << " besides the kernel context";
-        return signalPassFailure();
-      }
-      json::Array args;
-      for (auto [i, a] : llvm::enumerate(abi)) {
-        auto d = dyn_cast<DictionaryAttr>(a);
-        auto roleAttr = d ? d.getAs<StringAttr>("role") : StringAttr();
-        auto type = dyn_cast<MemRefType>(f.getArgumentTypes()[1 + i]);
-        if (!roleAttr || !type) {
-          f.emitError("argument #")
-              << i + 1 << " needs a memref type and a rt.abi entry with "
-              << "a role";
-          return signalPassFailure();
-        }
-        json::Object arg;
-        // `unsigned` is part of the dtype's name.
-        bool isUnsigned = false;
-        for (NamedAttribute n : d) {
-          if (n.getName() == "unsigned")
-            isUnsigned = true;
-          else
-            arg[n.getName().str()] = toJson(n.getValue());
-        }
-        StringRef role = roleAttr.getValue();
-        if (role == "input" || role == "output") {
-          auto dtype = dtypeName(type.getElementType(), isUnsigned);
-          if (failed(dtype)) {
-            f.emitError("argument #") << i + 1 << " has an element type the "
-                                      << "runtime does not support: " << type;
-            return signalPassFailure();
-          }
-          arg["dtype"] = *dtype;
-          arg["shape"] = shapeOf(type.getShape());
-        }
-        if (role == "hyper")
-          floatType = type.getElementType();
-        // Every entry's inputs, micro_step's first: an input the training
-        // step does not read (one used only through its shape) is still one
-        // the evaluation reads.
-        memory.addArgument(name.getValue(), role, type, d);
-        if (role == "input" &&
-            inputNames.insert(d.getAs<StringAttr>("name").getValue()).second) {
-          json::Object in{{"name", toJson(d.get("name"))},
-                          {"dtype", arg["dtype"]},
-                          {"shape", arg["shape"]}};
-          if (d.getAs<StringAttr>("name").getValue() == "weights")
-            in["role"] = "sample_weights";
-          if (Attribute bound = d.get("index_bound"))
-            in["index_bound"] = toJson(bound);
-          if (Attribute ignore = d.get("ignore_index"))
-            in["ignore_index"] = toJson(ignore);
-          inputs.push_back(std::move(in));
-        }
-        if (name.getValue() == "apply_step" && role == "hyper") {
-          // A session starts from the default, so the runtime requires one.
-          if (!d.get("default")) {
-            f.emitError("argument #")
-                << i + 1 << " (hyperparameter " << d.get("name")
-                << ") has no default; set " << train::TrainDialect::kDefaultAttr
-                << " on the step function's argument";
-            return signalPassFailure();
-          }
-          hypers.push_back(json::Object{{"name", toJson(d.get("name"))},
-                                        {"default", toJson(d.get("default"))}});
-        }
-        args.push_back(std::move(arg));
-      }
-      entries[name.str()] = json::Object{{"args", std::move(args)}};
-      entryNames.push_back(f.getSymNameAttr());
-    }
-    root["entries"] = std::move(entries);
-    root["hyperparameters"] = std::move(hypers);
+    if (failed(addEntries(module, doc, memory)))
+      return signalPassFailure();
     // The first input's batch dimension; a rank-0 first input has none and
     // leaves the runtime's default. A forward-only model without data
     // inputs has the micro-batch it was specialised to.
-    if (!inputs.empty()) {
-      if (json::Array *shape = inputs.front().getAsObject()->getArray("shape");
-          shape && !shape->empty())
-        root["micro_batch"] = shape->front();
+    if (!doc.inputs->empty()) {
+      if (!doc.inputs->front().shape.empty())
+        doc.microBatch = doc.inputs->front().shape.front();
     } else if (auto batch = module->getAttrOfType<IntegerAttr>(
                    train::TrainDialect::kMicroBatchAttr)) {
-      root["micro_batch"] = batch.getInt();
+      doc.microBatch = batch.getInt();
     }
-    root["inputs"] = std::move(inputs);
-    if (floatType)
-      root["dtype"] = *dtypeName(floatType);
-    if (auto kernels =
-            module->getAttrOfType<ArrayAttr>(rt::RtDialect::kKernelsAttr)) {
-      root["kernels"] = toJson(kernels);
+    FailureOr<std::vector<abi::Kernel>> kernels = readKernelTable(module);
+    if (failed(kernels))
+      return signalPassFailure();
+    doc.kernels = std::move(*kernels);
+    if (module->getAttr(rt::RtDialect::kKernelsAttr)) {
       // What the kernels multiply in, for tools and readers; the runtime
       // goes by each kernel's own `math`.
-      bool bf16 = llvm::any_of(kernels, [](Attribute k) {
-        auto math = cast<DictionaryAttr>(k).getAs<StringAttr>("math");
-        return math && math.getValue() == "bf16";
+      bool bf16 = llvm::any_of(doc.kernels, [](const abi::Kernel &k) {
+        return k.math == abi::Math::bf16;
       });
-      root["precision"] = bf16 ? "bf16" : "f32";
-      memory.addKernels(kernels);
-    } else
-      root["kernels"] = json::Array();
-    root["memory"] = memory.toJson(device == rt::Device::cuda);
+      doc.precision = bf16 ? abi::Math::bf16 : abi::Math::f32;
+      memory.addKernels(doc.kernels);
+    }
+    doc.memory = memory.report(device == rt::Device::cuda);
 
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << json::Value(std::move(root));
+    std::string text = writeManifestText(doc);
 #ifdef CLEAVE_CHECK_MANIFEST
     // Whatever the runtime would refuse to load is refused here, with its
     // message, rather than when the artifact is run.
@@ -517,12 +393,10 @@ struct WriteManifestPass
       module.emitError("the runtime would refuse this artifact: ") << refusal;
       return signalPassFailure();
     }
-    // The schema (artifact_schema.def) describes every key written here, in
-    // the form written: read by it and written back, the text is the same.
-    // A key without a row fails every compile until the row exists.
+    // The schema's reader gives back what its writer wrote.
     if (std::string why; failed(checkSchemaRoundTrip(text, why))) {
       module.emitError("the manifest schema (runtime/include/cleave/"
-                       "artifact_schema.def) does not describe this "
+                       "artifact_schema.def) does not round-trip this "
                        "manifest: ")
           << why;
       return signalPassFailure();
@@ -544,38 +418,139 @@ struct WriteManifestPass
     module->removeAttr(train::TrainDialect::kMicroBatchAttr);
   }
 
-  FailureOr<json::Object> global(train::GlobalOp g,
-                                 std::vector<char> &initData) {
+  /// The entry points' argument lists (their rt.abi attributes), every
+  /// entry's inputs (micro_step's first) and apply_step's hyperparameters.
+  LogicalResult addEntries(ModuleOp module, abi::Manifest &doc,
+                           MemoryReport &memory) {
+    doc.inputs.emplace();
+    doc.hypers.emplace();
+    llvm::StringSet<> inputNames;
+    Type floatType;
+    // micro_step first: its inputs come first in the list.
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    std::stable_partition(
+        functions.begin(), functions.end(), [](func::FuncOp f) {
+          auto e =
+              f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
+          return e && e.getValue() == "micro_step";
+        });
+    for (auto f : functions) {
+      auto abiAttr = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
+      if (!abiAttr)
+        continue;
+      auto name = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
+      if (!name)
+        return f.emitError("has rt.abi but no train.entry");
+      if (auto remat = f->getAttrOfType<DictionaryAttr>("cleave.remat"))
+        memory.entryRemat[name.getValue()] = remat;
+      // Argument 0 is the kernel context, not part of the list.
+      if (abiAttr.size() + 1 != f.getNumArguments())
+        return f.emitError()
+               << rt::RtDialect::kAbiAttr << " lists " << abiAttr.size()
+               << " arguments, the function takes " << f.getNumArguments()
+               << " besides the kernel context";
+      abi::Entry entry;
+      for (auto [i, a] : llvm::enumerate(abiAttr)) {
+        auto d = dyn_cast<DictionaryAttr>(a);
+        auto type = dyn_cast<MemRefType>(f.getArgumentTypes()[1 + i]);
+        if (!d || !d.getAs<StringAttr>("role") || !type)
+          return f.emitError("argument #")
+                 << i + 1 << " needs a memref type and a rt.abi entry with "
+                 << "a role";
+        // `unsigned` is part of the dtype's name; the rest are the row's
+        // keys, which WriteManifestPass completes (dtype, shape).
+        bool isUnsigned = static_cast<bool>(d.get("unsigned"));
+        NamedAttrList keys(d);
+        keys.erase("unsigned");
+        abi::Arg &arg = entry.args.emplace_back();
+        abi::DictFault fault;
+        if (!abi::fromDict(keys.getDictionary(&getContext()), arg, fault,
+                           {/*carriedOnly=*/false, /*requireAll=*/false}))
+          return f.emitError("argument #")
+                 << i + 1 << " of " << rt::RtDialect::kAbiAttr << ": "
+                 << fault.message();
+        if (arg.role == abi::ArgRole::input ||
+            arg.role == abi::ArgRole::output) {
+          FailureOr<abi::DType> dtype =
+              dtypeOf(type.getElementType(), isUnsigned);
+          if (failed(dtype))
+            return f.emitError("argument #")
+                   << i + 1 << " has an element type the "
+                   << "runtime does not support: " << type;
+          arg.dtype = *dtype;
+          arg.shape = shapeOf(type.getShape());
+        }
+        if (arg.role == abi::ArgRole::hyper)
+          floatType = type.getElementType();
+        // Every entry's inputs, micro_step's first: an input the training
+        // step does not read (one used only through its shape) is still one
+        // the evaluation reads.
+        memory.addArgument(name.getValue(), arg, type);
+        if (arg.role == abi::ArgRole::input &&
+            inputNames.insert(*arg.name).second) {
+          abi::Input in;
+          in.name = *arg.name;
+          in.dtype = *arg.dtype;
+          in.shape = *arg.shape;
+          if (in.name == "weights")
+            in.role = abi::InputRole::sample_weights;
+          in.indexBound = arg.indexBound;
+          in.ignoreIndex = arg.ignoreIndex;
+          doc.inputs->push_back(std::move(in));
+        }
+        if (name.getValue() == "apply_step" &&
+            arg.role == abi::ArgRole::hyper) {
+          // A session starts from the default, so the runtime requires one.
+          if (!arg.defaultValue)
+            return f.emitError("argument #")
+                   << i + 1 << " (hyperparameter \"" << *arg.name
+                   << "\") has no default; set "
+                   << train::TrainDialect::kDefaultAttr
+                   << " on the step function's argument";
+          doc.hypers->push_back(abi::Hyper{*arg.name, *arg.defaultValue});
+        }
+      }
+      doc.entries.emplace_back(name.str(), std::move(entry));
+      entryNames.push_back(f.getSymNameAttr());
+    }
+    if (floatType)
+      doc.dtype = *dtypeOf(floatType);
+    return success();
+  }
+
+  FailureOr<abi::Global> globalOf(train::GlobalOp g,
+                                  std::vector<char> &initData) {
     RankedTensorType type = g.getTensorType();
-    auto dtype = dtypeName(type.getElementType());
+    FailureOr<abi::DType> dtype = dtypeOf(type.getElementType());
     if (failed(dtype))
       return g.emitOpError("has an element type the runtime does not support");
-    json::Object out{{"name", g.getSymName().str()},
-                     {"kind", train::stringifyGlobalKind(g.getKind()).str()},
-                     {"dtype", *dtype},
-                     {"shape", shapeOf(type.getShape())}};
+    abi::Global out;
+    out.name = g.getSymName().str();
+    out.kind = toWire(g.getKind());
+    out.dtype = *dtype;
+    out.shape = shapeOf(type.getShape());
     if (auto of = g.getOfAttr())
-      out["of"] = of.getValue().str();
-    json::Object init;
+      out.of = of.getValue().str();
+    abi::Init &init = out.init;
     Attribute value = g.getInitialValueAttr();
     if (!value) {
-      init["kind"] = "zeros";
+      init.kind = abi::InitKind::zeros;
     } else if (auto i = dyn_cast<train::InitializerAttr>(value)) {
-      init["kind"] = train::stringifyInitKind(i.getKind()).str();
+      init.kind = toWire(i.getKind());
       switch (i.getKind()) {
       case train::InitKind::constant:
-        init["value"] = i.getParam(0);
+        init.value = i.getParam(0);
         break;
       case train::InitKind::uniform:
-        init["lo"] = i.getParam(0);
-        init["hi"] = i.getParam(1);
+        init.lo = i.getParam(0);
+        init.hi = i.getParam(1);
         break;
       case train::InitKind::normal:
-        init["mean"] = i.getParam(0);
-        init["std"] = i.getParam(1);
+        init.mean = i.getParam(0);
+        init.stddev = i.getParam(1);
         break;
       case train::InitKind::fan_in_uniform:
-        init["fan_in"] = i.getParam(0);
+        init.fanIn = int64_t(i.getParam(0));
         break;
       default:
         break;
@@ -593,15 +568,17 @@ struct WriteManifestPass
         ArrayRef<char> raw = dense.getRawData();
         initData.insert(initData.end(), raw.begin(), raw.end());
       }
-      init["kind"] = "data";
-      init["offset"] = (int64_t)offset;
-      init["bytes"] = type.getNumElements() * eltBytes;
+      init.kind = abi::InitKind::data;
+      init.offset = (int64_t)offset;
+      init.bytes = type.getNumElements() * eltBytes;
     } else {
       return g.emitOpError("has an initial value the artifact cannot hold");
     }
-    out["init"] = std::move(init);
     return out;
   }
+
+  /// The entry points, in the order addEntries met them.
+  SmallVector<Attribute> entryNames;
 };
 
 } // namespace

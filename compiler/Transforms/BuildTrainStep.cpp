@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Artifact/SchemaDict.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Utils.h"
 #include "dialects/NN/IR/NNBuilders.h"
@@ -34,8 +35,9 @@ using train::GlobalKind;
 using train::OptimizerKind;
 using train::TrainDialect;
 
-LogicalResult cleave::verifyOptions(const CleaveBuildTrainStepOptions &options,
-                                    function_ref<void(const Twine &)> error) {
+LogicalResult
+mlir::cleave::verifyOptions(const CleaveBuildTrainStepOptions &options,
+                            function_ref<void(const Twine &)> error) {
   // PyTorch's optimizers' rules: every default is finite and >= 0, and the
   // Adam/LAMB betas and the RMSprop alpha are < 1 (PyTorch allows alpha = 1,
   // which never updates the square average from zero: every step divides
@@ -99,7 +101,7 @@ struct StepSpec {
 };
 
 struct BuildTrainStepPass
-    : cleave::impl::CleaveBuildTrainStepBase<BuildTrainStepPass> {
+    : mlir::cleave::impl::CleaveBuildTrainStepBase<BuildTrainStepPass> {
   using CleaveBuildTrainStepBase::CleaveBuildTrainStepBase;
 
   void runOnOperation() override {
@@ -162,9 +164,10 @@ struct BuildTrainStepPass
     if (failed(buildEval(b, model, /*allOutputs=*/true)))
       return signalPassFailure();
     model.erase();
+    ::cleave::abi::Manifest manifest;
+    manifest.kind = ::cleave::abi::ArtifactKind::inference;
     module->setAttr(TrainDialect::kManifestAttr,
-                    b.getDictionaryAttr(
-                        b.getNamedAttr("kind", b.getStringAttr("inference"))));
+                    ::cleave::abi::toDict(b, manifest, {/*carriedOnly=*/true}));
   }
 
   CleaveBuildTrainStepOptions options() const {

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Artifact/SchemaAttr.h"
+#include "compiler/Artifact/SchemaDict.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/SplitStepSharding.h"
 #include "compiler/Transforms/Utils.h"
@@ -30,8 +32,9 @@ using train::GlobalKind;
 using train::RankReduction;
 using train::TrainDialect;
 
-LogicalResult cleave::verifyOptions(const CleaveSplitStepOptions &options,
-                                    function_ref<void(const Twine &)> error) {
+LogicalResult
+mlir::cleave::verifyOptions(const CleaveSplitStepOptions &options,
+                            function_ref<void(const Twine &)> error) {
   if (options.accumulate < 1) {
     error("accumulate must be >= 1, got " + Twine(options.accumulate));
     return failure();
@@ -97,7 +100,7 @@ struct GlobalWrites {
   llvm::DenseMap<StringAttr, Operation *> inApply;
 };
 
-struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
+struct SplitStepPass : mlir::cleave::impl::CleaveSplitStepBase<SplitStepPass> {
   using CleaveSplitStepBase::CleaveSplitStepBase;
 
   void runOnOperation() override {
@@ -508,31 +511,28 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
 
   /// The train.manifest entries: the defaults, the data-parallel settings
   /// that are not their defaults, and the warnings.
-  SmallVector<NamedAttribute> manifestEntries(Builder &b,
-                                              ArrayRef<Attribute> warnings) {
-    SmallVector<NamedAttribute> entries = {
-        b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
-        b.getNamedAttr("reduce", b.getStringAttr(stringifyEnum(reduce)))};
+  DictionaryAttr manifestEntries(Builder &b,
+                                 std::vector<::cleave::abi::Warning> warnings) {
+    ::cleave::abi::Manifest m;
+    m.accumulate = accumulate;
+    m.reduce = toWire(RankReduction(reduce));
     if (windowSamples > 0)
-      entries.push_back(
-          b.getNamedAttr("window_samples", b.getI64IntegerAttr(windowSamples)));
+      m.windowSamples = windowSamples;
     if (ranks > 0)
-      entries.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)));
+      m.ranks = ranks;
     if (shardOptimizerState)
-      entries.push_back(
-          b.getNamedAttr("shard_optimizer_state", b.getBoolAttr(true)));
+      m.shardOptimizerState = true;
     if (reduceEveryMicroStep)
-      entries.push_back(
-          b.getNamedAttr("reduce_every_micro_step", b.getBoolAttr(true)));
-    entries.push_back(b.getNamedAttr("warnings", b.getArrayAttr(warnings)));
-    return entries;
+      m.reduceEveryMicroStep = true;
+    m.warnings = std::move(warnings);
+    return ::cleave::abi::toDict(b, m, {/*carriedOnly=*/true});
   }
 
   /// Records the defaults and what depends on the micro-batch split.
   void writeManifest(func::FuncOp step) {
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
-    SmallVector<Attribute> warnings;
+    std::vector<::cleave::abi::Warning> warnings;
     // A VJP may rebuild a forward op at the same location (dropout's mask):
     // report each source op once.
     llvm::DenseSet<std::pair<OperationName, Location>> reported;
@@ -550,13 +550,11 @@ struct SplitStepPass : cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       std::string loc;
       llvm::raw_string_ostream os(loc);
       op->getLoc().print(os);
-      warnings.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("op", b.getStringAttr(op->getName().getStringRef())),
-           b.getNamedAttr("loc", b.getStringAttr(loc)),
-           b.getNamedAttr("message", b.getStringAttr(why))}));
+      warnings.push_back(::cleave::abi::Warning{
+          op->getName().getStringRef().str(), loc, why.str()});
     });
     getOperation()->setAttr(TrainDialect::kManifestAttr,
-                            b.getDictionaryAttr(manifestEntries(b, warnings)));
+                            manifestEntries(b, std::move(warnings)));
   }
 };
 

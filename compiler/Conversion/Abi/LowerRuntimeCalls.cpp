@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Artifact/SchemaAttr.h"
+#include "compiler/Artifact/SchemaDict.h"
 #include "compiler/Conversion/Passes.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
@@ -24,6 +26,7 @@ namespace mlir::cleave {
 
 using namespace mlir;
 using namespace mlir::cleave;
+namespace abi = ::cleave::abi;
 
 namespace {
 
@@ -86,7 +89,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 
 struct LowerRuntimeCallsPass
-    : cleave::impl::CleaveLowerRuntimeCallsBase<LowerRuntimeCallsPass> {
+    : mlir::cleave::impl::CleaveLowerRuntimeCallsBase<LowerRuntimeCallsPass> {
   using CleaveLowerRuntimeCallsBase::CleaveLowerRuntimeCallsBase;
 
   /// Whether the warning that the convolutions stay f32 was given.
@@ -198,20 +201,25 @@ struct LowerRuntimeCallsPass
     OpBuilder b(k);
     Location loc = k.getLoc();
     int64_t id = table.size();
-    NamedAttrList entry;
-    entry.set("id", b.getI64IntegerAttr(id));
-    entry.set("op", b.getStringAttr(rt::stringifyKernelKind(k.getKind())));
+    abi::Kernel entry;
+    entry.id = id;
+    entry.op = toWire(k.getKind());
     if (auto f = k->getParentOfType<func::FuncOp>())
-      entry.set("entry", f.getSymNameAttr());
-    auto setInt = [&](StringRef name, int64_t v) {
-      entry.set(name, b.getI64IntegerAttr(v));
-    };
-    auto copyInts = [&](StringRef name) {
-      entry.set(name, b.getDenseI64ArrayAttr(k.getInts(name)));
+      entry.entry = f.getSymName().str();
+    auto ints = [&](StringRef name) {
+      ArrayRef<int64_t> v = k.getInts(name);
+      return std::vector<int64_t>(v.begin(), v.end());
     };
     auto activation = [&]() {
       auto a = k.getConfig().getAs<StringAttr>("activation");
-      entry.set("activation", a ? a : b.getStringAttr("none"));
+      std::optional<abi::Activation> parsed = abi::parse<abi::Activation>(
+          a ? std::string_view(a.getValue()) : std::string_view("none"));
+      if (!parsed)
+        return LogicalResult(k.emitOpError("has activation ")
+                             << a << "; the kernels apply "
+                             << abi::oneOf<abi::Activation>());
+      entry.activation = *parsed;
+      return success();
     };
     ValueRange ins = k.getInputs();
     Value out = k.getOutputs()[0];
@@ -225,16 +233,17 @@ struct LowerRuntimeCallsPass
       ArrayRef<int64_t> a = shapeOf(ins[0]), bs = shapeOf(ins[1]),
                         c = shapeOf(out);
       bool batched = c.size() == 3;
-      setInt("batch", batched ? c[0] : 1);
-      setInt("m", c[c.size() - 2]);
-      setInt("n", c.back());
-      setInt("k", ta ? a[a.size() - 2] : a.back());
-      entry.set("trans_a", b.getBoolAttr(ta));
-      entry.set("trans_b", b.getBoolAttr(tb));
-      entry.set("b_batched", b.getBoolAttr(bs.size() == 3));
-      entry.set("bias", b.getBoolAttr(ins.size() > 2));
-      activation();
-      entry.set("accumulate", b.getBoolAttr(accumulate));
+      entry.batch = batched ? c[0] : 1;
+      entry.m = c[c.size() - 2];
+      entry.n = c.back();
+      entry.k = ta ? a[a.size() - 2] : a.back();
+      entry.transA = ta;
+      entry.transB = tb;
+      entry.bBatched = bs.size() == 3;
+      entry.bias = ins.size() > 2;
+      if (failed(activation()))
+        return failure();
+      entry.accumulate = accumulate;
       operands = {ins[0], ins[1], ins.size() > 2 ? ins[2] : Value(), out};
       fn = kMatmul;
       break;
@@ -248,8 +257,9 @@ struct LowerRuntimeCallsPass
         src = shapeOf(ins[0]), wei = shapeOf(ins[1]), dst = shapeOf(out);
         operands = {ins[0], ins[1], ins.size() > 2 ? ins[2] : Value(), out};
         fn = kConvFwd;
-        entry.set("bias", b.getBoolAttr(ins.size() > 2));
-        activation();
+        entry.bias = ins.size() > 2;
+        if (failed(activation()))
+          return failure();
       } else if (k.getKind() == rt::KernelKind::conv2d_bwd_data) {
         dst = shapeOf(ins[0]), wei = shapeOf(ins[1]), src = shapeOf(out);
         operands = {ins[0], ins[1], out};
@@ -258,21 +268,21 @@ struct LowerRuntimeCallsPass
         src = shapeOf(ins[0]), dst = shapeOf(ins[1]), wei = shapeOf(out);
         operands = {ins[0], ins[1], out};
         fn = kConvBwdWeights;
-        entry.set("accumulate", b.getBoolAttr(accumulate));
+        entry.accumulate = accumulate;
       }
-      setInt("n", src[0]);
-      setInt("c", src[1]);
-      setInt("h", src[2]);
-      setInt("w", src[3]);
-      setInt("o", wei[0]);
-      setInt("kh", wei[2]);
-      setInt("kw", wei[3]);
-      setInt("oh", dst[2]);
-      setInt("ow", dst[3]);
-      copyInts("strides");
-      copyInts("padding");
-      copyInts("dilations");
-      setInt("groups", k.getConfig().getAs<IntegerAttr>("groups").getInt());
+      entry.n = src[0];
+      entry.c = src[1];
+      entry.h = src[2];
+      entry.w = src[3];
+      entry.o = wei[0];
+      entry.kh = wei[2];
+      entry.kw = wei[3];
+      entry.oh = dst[2];
+      entry.ow = dst[3];
+      entry.strides = ints("strides");
+      entry.padding = ints("padding");
+      entry.dilations = ints("dilations");
+      entry.groups = k.getConfig().getAs<IntegerAttr>("groups").getInt();
       break;
     }
     case rt::KernelKind::max_pool2d_fwd:
@@ -292,18 +302,17 @@ struct LowerRuntimeCallsPass
                     ins.back(), out};
         fn = kPoolBwd;
       }
-      setInt("n", src[0]);
-      setInt("c", src[1]);
-      setInt("h", src[2]);
-      setInt("w", src[3]);
-      setInt("oh", dst[2]);
-      setInt("ow", dst[3]);
-      copyInts("kernel");
-      copyInts("strides");
-      copyInts("padding");
-      copyInts("dilations");
-      entry.set("count_include_pad",
-                b.getBoolAttr(k.getFlag("count_include_pad")));
+      entry.n = src[0];
+      entry.c = src[1];
+      entry.h = src[2];
+      entry.w = src[3];
+      entry.oh = dst[2];
+      entry.ow = dst[3];
+      entry.kernel = ints("kernel");
+      entry.strides = ints("strides");
+      entry.padding = ints("padding");
+      entry.dilations = ints("dilations");
+      entry.countIncludePad = k.getFlag("count_include_pad");
       break;
     }
     }
@@ -322,10 +331,9 @@ struct LowerRuntimeCallsPass
                       "bf16");
       warnedConvolutions = true;
     } else if (precision == rt::KernelPrecision::bf16 && computeBound) {
-      entry.set("math", b.getStringAttr(rt::stringifyKernelPrecision(
-                            rt::KernelPrecision::bf16)));
+      entry.math = toWire(rt::KernelPrecision::bf16);
     }
-    table.push_back(entry.getDictionary(b.getContext()));
+    table.push_back(abi::toDict(b, entry));
 
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());
     SmallVector<Type> argTypes = {ptr, b.getI64Type()};

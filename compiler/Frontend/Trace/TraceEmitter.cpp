@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Frontend/Trace/TraceEmitter.h"
+#include "compiler/Artifact/SchemaDict.h"
 
 #include "compiler/Transforms/Passes.h"
 #include "dialects/NN/IR/NNBuilders.h"
@@ -787,9 +788,10 @@ OwningOpRef<ModuleOp> Emitter::run() {
     if (r.lossFunc)
       r.lossFunc.erase();
   }
-  module->setAttr(
-      TrainDialect::kManifestAttr,
-      b.getDictionaryAttr(b.getNamedAttr("kind", b.getStringAttr("graph"))));
+  ::cleave::abi::Manifest manifest;
+  manifest.kind = ::cleave::abi::ArtifactKind::graph;
+  module->setAttr(TrainDialect::kManifestAttr,
+                  ::cleave::abi::toDict(b, manifest, {/*carriedOnly=*/true}));
   if (failed(verify(module)))
     return {};
   if (options.cleanup) {

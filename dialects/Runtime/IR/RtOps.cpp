@@ -9,6 +9,8 @@
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Common/EnumKeyword.h"
 
+#include "compiler/Artifact/SchemaDict.h"
+
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/IR/Builders.h"
@@ -103,6 +105,16 @@ LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
       return op->emitError()
              << "'" << name << "' must be an array of dictionaries, got "
              << value;
+    // Each a kernels[] entry of the manifest (artifact_schema.def), which
+    // WriteManifestPass copies: a key no row lists, or one the op does not
+    // take, is refused where it is made.
+    for (auto [i, kernel] : llvm::enumerate(kernels)) {
+      ::cleave::abi::Kernel entry;
+      ::cleave::abi::DictFault fault;
+      if (!::cleave::abi::fromDict(cast<DictionaryAttr>(kernel), entry, fault))
+        return op->emitError()
+               << "'" << name << "' entry " << i << ": " << fault.message();
+    }
     return success();
   }
   if (name == kManifestJsonAttr) {

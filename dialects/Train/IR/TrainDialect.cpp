@@ -8,6 +8,8 @@
 #include "dialects/Train/IR/TrainDialect.h"
 #include "dialects/Train/IR/TrainOps.h"
 
+#include "compiler/Artifact/SchemaDict.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -153,63 +155,21 @@ static bool isResultAttr(StringRef name) {
          name == TrainDialect::kUnsignedAttr;
 }
 
-/// The entries train.manifest may hold: each becomes a key of the
-/// artifact's manifest, which the runtime parses.
+/// The entries train.manifest may hold: the manifest's rows of origin
+/// Carried (runtime/include/cleave/artifact_schema.def), each of its type
+/// and allowed for the artifact's kind; WriteManifestPass copies them.
 static LogicalResult verifyManifest(Operation *op, DictionaryAttr manifest) {
-  for (NamedAttribute entry : manifest) {
-    StringRef key = entry.getName().strref();
-    Attribute value = entry.getValue();
-    StringRef expected;
-    bool ok;
-    if (key == "kind") {
-      auto s = dyn_cast<StringAttr>(value);
-      ok = s && llvm::is_contained({"graph", "inference"}, s.getValue());
-      expected = "\"graph\" or \"inference\"";
-    } else if (key == "accumulate" || key == "ranks" ||
-               key == "window_samples") {
-      ok = isPositiveInteger(value);
-      expected = "a positive integer";
-    } else if (key == "reduce") {
-      auto s = dyn_cast<StringAttr>(value);
-      ok = s && llvm::is_contained({"none", "mean", "adasum"}, s.getValue());
-      expected = "\"none\", \"mean\" or \"adasum\"";
-    } else if (key == "shard_optimizer_state" ||
-               key == "reduce_every_micro_step") {
-      ok = isa<BoolAttr>(value);
-      expected = "a bool";
-    } else if (key == "device") {
-      auto s = dyn_cast<StringAttr>(value);
-      ok = s && llvm::is_contained({"cpu", "cuda"}, s.getValue());
-      expected = "\"cpu\" or \"cuda\"";
-    } else if (key == "gpu_arches") {
-      auto array = dyn_cast<ArrayAttr>(value);
-      ok = array && !array.empty() &&
-           llvm::all_of(array, [](Attribute a) {
-             auto s = dyn_cast<StringAttr>(a);
-             return s && s.getValue().starts_with("sm_");
-           });
-      expected = "a non-empty array of SM architectures (\"sm_80\")";
-    } else if (key == "ptx_arch") {
-      auto s = dyn_cast<StringAttr>(value);
-      ok = s && s.getValue().starts_with("sm_");
-      expected = "an SM architecture (\"sm_80\")";
-    } else if (key == "warnings") {
-      auto array = dyn_cast<ArrayAttr>(value);
-      ok = array && llvm::all_of(array, llvm::IsaPred<DictionaryAttr>);
-      expected = "an array of dictionaries";
-    } else {
-      return op->emitError()
-             << "unknown '" << TrainDialect::kManifestAttr << "' entry '" << key
-             << "'; expected kind, accumulate, window_samples, reduce, "
-                "ranks, shard_optimizer_state, reduce_every_micro_step, "
-                "device, gpu_arches, ptx_arch or warnings";
-    }
-    if (!ok)
-      return op->emitError()
-             << "'" << TrainDialect::kManifestAttr << "' entry '" << key
-             << "' must be " << expected << ", got " << value;
-  }
-  return success();
+  ::cleave::abi::Manifest carried;
+  ::cleave::abi::DictFault fault;
+  if (::cleave::abi::fromDict(manifest, carried, fault,
+                              {/*carriedOnly=*/true, /*requireAll=*/false}))
+    return success();
+  if (fault.kind == ::cleave::abi::DictFault::Unknown)
+    return op->emitError() << "unknown '" << TrainDialect::kManifestAttr
+                           << "' entry '" << fault.path << "'; expected "
+                           << fault.expected;
+  return op->emitError() << "'" << TrainDialect::kManifestAttr << "' entry "
+                         << fault.message();
 }
 
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,

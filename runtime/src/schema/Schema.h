@@ -133,6 +133,18 @@ constexpr const EnumDesc *findEnum(const char *name) {
   return nullptr;
 }
 
+/// The spelling the SmArch check accepts: `sm_<digits>`, with an optional
+/// `a` (an architecture-specific target, as `sm_90a`).
+inline bool isSmArch(std::string_view s) {
+  if (s.size() < 5 || s.substr(0, 3) != "sm_")
+    return false;
+  size_t end = s.back() == 'a' ? s.size() - 1 : s.size();
+  for (size_t i = 3; i < end; ++i)
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+  return end > 4;
+}
+
 //===----------------------------------------------------------------------===//
 // The vocabulary of the table's rows
 //===----------------------------------------------------------------------===//

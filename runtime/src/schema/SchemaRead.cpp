@@ -54,17 +54,6 @@ bool checkMin(const Check &check, double value, std::string &error,
   return true;
 }
 
-/// `sm_<digits>` with an optional `a`.
-bool isSmArch(const std::string &s) {
-  if (s.size() < 5 || s.compare(0, 3, "sm_") != 0)
-    return false;
-  size_t end = s.back() == 'a' ? s.size() - 1 : s.size();
-  for (size_t i = 3; i < end; ++i)
-    if (s[i] < '0' || s[i] > '9')
-      return false;
-  return end > 4;
-}
-
 template <class S>
 bool readStruct(const json &j, const std::string &path, S &out,
                 std::string &error);

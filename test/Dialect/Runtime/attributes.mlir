@@ -3,7 +3,7 @@
 // The rt.* attributes the dialect verifies: every one where it belongs, then
 // one violation per case.
 
-module attributes {rt.entries = ["micro_step"], rt.init_data = dense<[1, 2]> : tensor<2xi8>, rt.kernels = [{id = 0 : i64, op = "matmul"}], rt.manifest_json = "{\22abi_version\22: 1}", rt.target = {cpu = "x86-64-v2", features = ["sse4.2"]}} {
+module attributes {rt.entries = ["micro_step"], rt.init_data = dense<[1, 2]> : tensor<2xi8>, rt.kernels = [{accumulate = false, activation = "none", b_batched = false, batch = 1 : i64, bias = false, id = 0 : i64, k = 2 : i64, m = 8 : i64, n = 2 : i64, op = "matmul", trans_a = false, trans_b = false}], rt.manifest_json = "{\22abi_version\22: 1}", rt.target = {cpu = "x86-64-v2", features = ["sse4.2"]}} {
   func.func @micro_step(%ctx: !llvm.ptr, %x: memref<4xf32>, %lr: memref<f32>, %loss: memref<f32>, %w: memref<4xf32>, %scratch: memref<64xi8>)
       attributes {rt.abi = [{name = "x", role = "input"}, {default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
     return
@@ -75,6 +75,25 @@ func.func @f() attributes {rt.kernels = []} {
 
 // expected-error @+1 {{'rt.kernels' must be an array of dictionaries, got [0]}}
 module attributes {rt.kernels = [0]} {
+}
+
+// -----
+
+// Each entry is a kernel of the manifest's table, complete for its op.
+// expected-error @+1 {{'rt.kernels' entry 0: 'trans_a' is missing for matmul}}
+module attributes {rt.kernels = [{accumulate = false, activation = "none", b_batched = false, batch = 1 : i64, bias = false, id = 0 : i64, k = 2 : i64, m = 8 : i64, n = 2 : i64, op = "matmul", trans_b = false}]} {
+}
+
+// -----
+
+// expected-error @+1 {{'rt.kernels' entry 0: 'op' must be "matmul", "conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weights", "max_pool2d_fwd", "avg_pool2d_fwd", "max_pool2d_bwd" or "avg_pool2d_bwd", got "softmax"}}
+module attributes {rt.kernels = [{id = 0 : i64, op = "softmax"}]} {
+}
+
+// -----
+
+// expected-error @+1 {{'rt.kernels' entry 0: 'm' must be a positive integer of at most 2^31-1, got 4294967296 : i64}}
+module attributes {rt.kernels = [{accumulate = false, activation = "none", b_batched = false, batch = 1 : i64, bias = false, id = 0 : i64, k = 2 : i64, m = 4294967296 : i64, n = 2 : i64, op = "matmul", trans_a = false, trans_b = false}]} {
 }
 
 // -----

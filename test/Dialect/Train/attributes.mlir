@@ -3,7 +3,7 @@
 // The train.* attributes the dialect verifies: every one where it belongs,
 // then one violation per case.
 
-module attributes {train.manifest = {accumulate = 4 : i64, ranks = 2 : i64, reduce = "mean", reduce_every_micro_step = true, shard_optimizer_state = false, warnings = [{op = "nn.dropout"}]}} {
+module attributes {train.manifest = {accumulate = 4 : i64, ranks = 2 : i64, reduce = "mean", reduce_every_micro_step = true, shard_optimizer_state = false, warnings = [{loc = "loc(unknown)", message = "dropout draws a new mask for each micro-batch", op = "nn.dropout"}]}} {
   func.func @loss(%x: tensor<4x2xf32> {train.input = "x"},
                   %labels: tensor<4xi64> {train.input = "labels", train.index_bound = 10 : i64},
                   %lr: tensor<f32> {train.hyper = "lr", train.default = 1.0e-2 : f64},
@@ -147,13 +147,13 @@ module attributes {train.manifest = "graph"} {
 
 // -----
 
-// expected-error @+1 {{unknown 'train.manifest' entry 'micro_batch'; expected kind, accumulate, window_samples, reduce, ranks, shard_optimizer_state, reduce_every_micro_step, device, gpu_arches, ptx_arch or warnings}}
+// expected-error @+1 {{unknown 'train.manifest' entry 'micro_batch'; expected kind, accumulate, window_samples, reduce, ranks, shard_optimizer_state, reduce_every_micro_step or warnings}}
 module attributes {train.manifest = {micro_batch = 8 : i64}} {
 }
 
 // -----
 
-// expected-error @+1 {{'train.manifest' entry 'kind' must be "graph" or "inference", got "step"}}
+// expected-error @+1 {{'train.manifest' entry 'kind' must be "training", "inference" or "graph", got "step"}}
 module attributes {train.manifest = {kind = "step"}} {
 }
 
@@ -165,7 +165,7 @@ module attributes {train.manifest = {accumulate = 0 : i64}} {
 
 // -----
 
-// expected-error @+1 {{'train.manifest' entry 'reduce' must be "none", "mean" or "adasum", got "ring"}}
+// expected-error @+1 {{'train.manifest' entry 'reduce' must be "none", "sum", "mean" or "adasum", got "ring"}}
 module attributes {train.manifest = {reduce = "ring"}} {
 }
 
@@ -179,6 +179,34 @@ module attributes {train.manifest = {shard_optimizer_state = 1 : i64}} {
 
 // expected-error @+1 {{'train.manifest' entry 'warnings' must be an array of dictionaries, got ["dropout"]}}
 module attributes {train.manifest = {warnings = ["dropout"]}} {
+}
+
+// -----
+
+// The manifest's device and GPU arches are WriteManifestPass's own options,
+// not something an earlier pass records.
+// expected-error @+1 {{unknown 'train.manifest' entry 'device'; expected kind}}
+module attributes {train.manifest = {device = "cuda"}} {
+}
+
+// -----
+
+// A graph artifact has no accumulation window.
+// expected-error @+1 {{'train.manifest' entry 'accumulate' is not allowed for graph}}
+module attributes {train.manifest = {accumulate = 2 : i64, kind = "graph"}} {
+}
+
+// -----
+
+// A warning is read as the runtime reads it: every field present.
+// expected-error @+1 {{'train.manifest' entry 'warnings[0].loc' is missing}}
+module attributes {train.manifest = {warnings = [{message = "m", op = "nn.dropout"}]}} {
+}
+
+// -----
+
+// expected-error @+1 {{'train.manifest' entry 'warnings[0].op' must be a non-empty string, got ""}}
+module attributes {train.manifest = {warnings = [{loc = "l", message = "m", op = ""}]}} {
 }
 
 // -----
