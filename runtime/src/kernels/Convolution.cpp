@@ -135,11 +135,7 @@ ConvArgs convArgs(KernelKind kind) {
 ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
                                      KernelKind kind)
     : Kernel(kind, spec.id(), spec.op()) {
-  const ConvDirection direction =
-      kind == KernelKind::ConvolutionForward        ? ConvDirection::Forward
-      : kind == KernelKind::ConvolutionBackwardData ? ConvDirection::BackwardData
-                                                    : ConvDirection::BackwardWeights;
-  const ConvEntry e = readConvEntry(spec, direction);
+  const ConvEntry e = readConvEntry(spec);
   const int64_t n = e.n, c = e.c, h = e.h, w = e.w, o = e.o, kh = e.kh,
                 kw = e.kw, oh = e.oh, ow = e.ow, groups = e.groups;
   const auto &strides = e.strides, &dilations = e.dilations;

@@ -7,6 +7,8 @@
 #include "kernels/KernelSpec.h"
 
 #include <limits>
+#include <string_view>
+#include <type_traits>
 
 namespace cleave::rt {
 
@@ -24,8 +26,9 @@ const char *jsonTypeName(const nlohmann::json &value) {
   return value.type_name();
 }
 
-KernelSpec::KernelSpec(const nlohmann::json &entry, int64_t id, std::string op)
-    : entry_(entry), id_(id), op_(std::move(op)) {
+KernelSpec::KernelSpec(const nlohmann::json &entry, const KernelHeader &header)
+    : entry_(entry), id_(header.id), kernelOp_(header.op),
+      op_(abi::name(header.op)) {
   seen_.insert("id");
   seen_.insert("op");
   // Which entry point calls the kernel: informational (tools use it).
@@ -108,6 +111,11 @@ bool KernelSpec::boolean(const char *key, bool fallback) {
 
 std::string KernelSpec::choice(const char *key,
                                std::initializer_list<const char *> allowed) {
+  return choice(key, std::vector<const char *>(allowed));
+}
+
+std::string KernelSpec::choice(const char *key,
+                               const std::vector<const char *> &allowed) {
   const nlohmann::json &value = field(key);
   std::string expected;
   for (const char *a : allowed)
@@ -152,6 +160,176 @@ int64_t KernelSpec::elementCount(const char *tensor,
   return count;
 }
 
+KernelHeader readKernelHeader(const nlohmann::json &entry, size_t index,
+                              size_t count) {
+  std::string where = "kernels[" + std::to_string(index) + "]";
+  if (!entry.is_object())
+    throw KernelSpecError(where + ": must be an object, got " +
+                          jsonTypeName(entry));
+  auto id = entry.find("id");
+  if (id == entry.end())
+    throw KernelSpecError(where + ": missing field 'id'");
+  if (!id->is_number_integer())
+    throw KernelSpecError(where + ": field 'id' must be an integer, got " +
+                          jsonTypeName(*id));
+  bool negative = !id->is_number_unsigned() && id->get<int64_t>() < 0;
+  if (negative || id->get<uint64_t>() >= count)
+    throw KernelSpecError(
+        where + ": id " + id->dump() + " is out of range: the manifest has " +
+        std::to_string(count) + " kernels, so ids must be 0.." +
+        std::to_string(count - 1));
+  KernelHeader header{id->get<int64_t>(), abi::KernelOp()};
+  where = "kernel " + std::to_string(header.id);
+  auto op = entry.find("op");
+  if (op == entry.end())
+    throw KernelSpecError(where + ": missing field 'op'");
+  if (!op->is_string())
+    throw KernelSpecError(where + ": field 'op' must be a string, got " +
+                          jsonTypeName(*op));
+  std::optional<abi::KernelOp> parsed =
+      abi::parse<abi::KernelOp>(op->get<std::string>());
+  if (!parsed) {
+    std::string known;
+    for (const abi::CaseDesc &c : abi::EnumInfo<abi::KernelOp>::cases)
+      known += (known.empty() ? "" : ", ") + std::string(c.spelling);
+    throw KernelSpecError(where + ": unknown op '" + op->get<std::string>() +
+                          "' (expected one of " + known + ")");
+  }
+  header.op = *parsed;
+  return header;
+}
+
+namespace detail {
+
+/// Reads a field of type T with KernelSpec's checks (and so its messages),
+/// and spells an O(v) row's default.
+template <class T> struct SpecField;
+
+template <> struct SpecField<abi::KInt> {
+  static int64_t read(KernelSpec &spec, const abi::FieldDesc &f) {
+    return spec.integer(f.key, f.check.kind == abi::CheckKind::Min
+                                   ? f.check.min
+                                   : std::numeric_limits<int64_t>::min());
+  }
+  static int64_t fallback(const char *text) { return std::stoll(text); }
+};
+template <> struct SpecField<abi::Int> : SpecField<abi::KInt> {};
+
+template <> struct SpecField<abi::Bool> {
+  static bool read(KernelSpec &spec, const abi::FieldDesc &f) {
+    return spec.boolean(f.key);
+  }
+  static bool fallback(const char *text) {
+    return std::string_view(text) == "true";
+  }
+};
+
+template <class E> struct SpecField<abi::Enum<E>> {
+  static E read(KernelSpec &spec, const abi::FieldDesc &f) {
+    std::vector<const char *> spellings;
+    for (const abi::CaseDesc &c : abi::EnumInfo<E>::cases)
+      spellings.push_back(c.spelling);
+    return *abi::parse<E>(spec.choice(f.key, spellings));
+  }
+  static E fallback(const char *text) { return *abi::parse<E>(text); }
+};
+
+template <int N> struct SpecField<abi::Ints<N>> {
+  static std::vector<int64_t> read(KernelSpec &spec, const abi::FieldDesc &f) {
+    std::array<int64_t, N> v =
+        spec.integers<N>(f.key, f.check.kind == abi::CheckKind::Min
+                                    ? f.check.min
+                                    : std::numeric_limits<int64_t>::min());
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+};
+
+/// Only `entry`, which no kernel reads: the constructor checked it.
+template <> struct SpecField<abi::String> {
+  static std::string read(KernelSpec &spec, const abi::FieldDesc &f) {
+    spec.accept(f.key);
+    return std::string();
+  }
+};
+
+template <class V> void assign(V &member, V value) {
+  member = std::move(value);
+}
+template <class V> void assign(std::optional<V> &member, V value) {
+  member = std::move(value);
+}
+
+template <class T, class M>
+void readKernelField(KernelSpec &spec, const abi::FieldDesc &f, size_t column,
+                     M &member) {
+  const abi::Presence presence = f.presence.codes[column];
+  switch (presence.kind) {
+  case abi::PresenceKind::Forbidden:
+    return; // finish() names it if present
+  case abi::PresenceKind::Ignored:
+    spec.accept(f.key);
+    return;
+  case abi::PresenceKind::Optional:
+    if (!spec.has(f.key)) {
+      spec.accept(f.key);
+      if constexpr (std::is_same_v<T, abi::Bool> ||
+                    std::is_same_v<T, abi::KInt> ||
+                    std::is_same_v<T, abi::Int> ||
+                    std::is_same_v<T, abi::Enum<abi::Math>> ||
+                    std::is_same_v<T, abi::Enum<abi::Activation>>)
+        if (*presence.defaultText)
+          assign(member, SpecField<T>::fallback(presence.defaultText));
+      return;
+    }
+    [[fallthrough]];
+  case abi::PresenceKind::Required:
+    assign(member, SpecField<T>::read(spec, f));
+    return;
+  }
+}
+
+} // namespace detail
+
+} // namespace cleave::rt
+
+namespace cleave::abi::spec_detail {
+
+// One reader per struct of the table, each closed by the next; a class
+// template, so that only the Kernel one, the one used, is instantiated.
+template <class S, class = void> struct ReadRows;
+template <class Dummy> struct ReadRows<void, Dummy> {
+  template <class Out> static void read(rt::KernelSpec &, size_t, Out &) {
+#define CLEAVE_STRUCT(Struct_, path_, Discriminator_, Strictness_, doc_)       \
+  }                                                                            \
+  }                                                                            \
+  ;                                                                            \
+  template <class Dummy> struct ReadRows<Struct_, Dummy> {                     \
+    template <class Out>                                                       \
+    static void read(rt::KernelSpec &spec, size_t column, Out &out) {          \
+      [[maybe_unused]] size_t field = 0;                                       \
+      [[maybe_unused]] const FieldDesc *fields = StructInfo<Struct_>::fields;
+#define CLEAVE_FIELD(Struct_, member_, key_, Type_, check_, origin_, doc_,     \
+                     ...)                                                      \
+  rt::detail::readKernelField<Type_>(spec, fields[field++], column,            \
+                                     out.member_);
+#define CLEAVE_SCHEMA_DEF_KERNEL "../../include/cleave/artifact_schema.def"
+#include CLEAVE_SCHEMA_DEF_KERNEL
+#undef CLEAVE_SCHEMA_DEF_KERNEL
+  }
+};
+
+} // namespace cleave::abi::spec_detail
+
+namespace cleave::rt {
+
+abi::Kernel readKernel(KernelSpec &spec, abi::KernelOp op) {
+  abi::Kernel out;
+  abi::spec_detail::ReadRows<abi::Kernel>::read(spec, static_cast<size_t>(op),
+                                                out);
+  spec.finish();
+  return out;
+}
+
 int64_t windowedOutputSize(int64_t in, int64_t kernel, int64_t stride,
                            int64_t padBegin, int64_t padEnd, int64_t dilation) {
   int64_t effective = dilation * (kernel - 1) + 1;
@@ -189,19 +367,14 @@ void checkWindowedShape(const KernelSpec &spec, int64_t h, int64_t w,
 }
 
 MatmulEntry readMatmulEntry(KernelSpec &spec) {
+  const abi::Kernel k = readKernel(spec, spec.kernelOp());
   MatmulEntry e;
-  e.batch = spec.integer("batch", 1);
-  e.m = spec.integer("m", 1);
-  e.k = spec.integer("k", 1);
-  e.n = spec.integer("n", 1);
-  e.transA = spec.boolean("trans_a");
-  e.transB = spec.boolean("trans_b");
-  e.bBatched = spec.boolean("b_batched");
-  e.bias = spec.boolean("bias");
-  e.relu = spec.choice("activation", {"none", "relu"}) == "relu";
-  e.accumulate = spec.boolean("accumulate");
-  e.bf16 = spec.bf16Math();
-  spec.finish();
+  e.batch = *k.batch, e.m = *k.m, e.k = *k.k, e.n = k.n;
+  e.transA = *k.transA, e.transB = *k.transB, e.bBatched = *k.bBatched;
+  e.bias = *k.bias;
+  e.relu = *k.activation == abi::Activation::relu;
+  e.accumulate = *k.accumulate;
+  e.bf16 = *k.math == abi::Math::bf16;
   // C += act(AB + bias) is not what accumulation means for any gradient, and
   // ruling it out keeps the post-op chain a plain sum.
   if (e.accumulate && (e.relu || e.bias))
@@ -212,25 +385,26 @@ MatmulEntry readMatmulEntry(KernelSpec &spec) {
   return e;
 }
 
-ConvEntry readConvEntry(KernelSpec &spec, ConvDirection direction) {
+template <size_t N>
+std::array<int64_t, N> pairs(const std::vector<int64_t> &v) {
+  std::array<int64_t, N> out{};
+  std::copy(v.begin(), v.end(), out.begin());
+  return out;
+}
+
+ConvEntry readConvEntry(KernelSpec &spec) {
+  const abi::Kernel k = readKernel(spec, spec.kernelOp());
   ConvEntry e;
-  e.n = spec.integer("n", 1), e.c = spec.integer("c", 1);
-  e.h = spec.integer("h", 1), e.w = spec.integer("w", 1);
-  e.o = spec.integer("o", 1);
-  e.kh = spec.integer("kh", 1), e.kw = spec.integer("kw", 1);
-  e.oh = spec.integer("oh", 1), e.ow = spec.integer("ow", 1);
-  e.strides = spec.integers<2>("strides", 1);
-  e.padding = spec.integers<4>("padding", 0);
-  e.dilations = spec.integers<2>("dilations", 1);
-  e.groups = spec.integer("groups", 1);
-  if (direction == ConvDirection::Forward) {
-    e.bias = spec.boolean("bias");
-    e.relu = spec.choice("activation", {"none", "relu"}) == "relu";
-  }
-  if (direction == ConvDirection::BackwardWeights)
-    e.accumulate = spec.boolean("accumulate");
-  e.bf16 = spec.bf16Math();
-  spec.finish();
+  e.n = k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.o = *k.o;
+  e.kh = *k.kh, e.kw = *k.kw, e.oh = *k.oh, e.ow = *k.ow;
+  e.strides = pairs<2>(*k.strides);
+  e.padding = pairs<4>(*k.padding);
+  e.dilations = pairs<2>(*k.dilations);
+  e.groups = *k.groups;
+  e.bias = k.bias.value_or(false);
+  e.relu = k.activation == abi::Activation::relu;
+  e.accumulate = k.accumulate.value_or(false);
+  e.bf16 = *k.math == abi::Math::bf16;
   if (e.c % e.groups != 0 || e.o % e.groups != 0)
     spec.fail("'groups' (" + std::to_string(e.groups) +
               ") must divide both 'c' (" + std::to_string(e.c) +
@@ -243,19 +417,16 @@ ConvEntry readConvEntry(KernelSpec &spec, ConvDirection direction) {
   return e;
 }
 
-PoolEntry readPoolEntry(KernelSpec &spec, bool max) {
+PoolEntry readPoolEntry(KernelSpec &spec) {
+  const abi::Kernel k = readKernel(spec, spec.kernelOp());
   PoolEntry e;
-  e.n = spec.integer("n", 1), e.c = spec.integer("c", 1);
-  e.h = spec.integer("h", 1), e.w = spec.integer("w", 1);
-  e.oh = spec.integer("oh", 1), e.ow = spec.integer("ow", 1);
-  e.kernel = spec.integers<2>("kernel", 1);
-  e.strides = spec.integers<2>("strides", 1);
-  e.padding = spec.integers<4>("padding", 0);
-  e.dilations = spec.integers<2>("dilations", 1);
+  e.n = k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.oh = *k.oh, e.ow = *k.ow;
+  e.kernel = pairs<2>(*k.kernel);
+  e.strides = pairs<2>(*k.strides);
+  e.padding = pairs<4>(*k.padding);
+  e.dilations = pairs<2>(*k.dilations);
   // Meaningless for max pooling, where the manifest may still carry it.
-  e.includePad = max ? spec.boolean("count_include_pad", false)
-                     : spec.boolean("count_include_pad");
-  spec.finish();
+  e.includePad = *k.countIncludePad;
   checkWindowedShape(spec, e.h, e.w, e.oh, e.ow, e.kernel, e.strides,
                      e.padding, e.dilations);
   spec.elementCount("src", {e.n, e.c, e.h, e.w});

@@ -9,6 +9,8 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H
 #define CLEAVE_RUNTIME_KERNELS_KERNELSPEC_H
 
+#include "schema/Schema.h"
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -34,11 +36,14 @@ public:
 /// misspelt or misplaced attribute is an error instead of a silent default.
 class KernelSpec {
 public:
-  /// `entry` must outlive the spec. `op` and `id` are only used in messages.
-  KernelSpec(const nlohmann::json &entry, int64_t id, std::string op);
+  /// `entry` must outlive the spec; `header` is its id and op, read by
+  /// readKernelHeader.
+  KernelSpec(const nlohmann::json &entry, const struct KernelHeader &header);
 
   int64_t id() const { return id_; }
+  /// The op's spelling, for messages.
   const std::string &op() const { return op_; }
+  abi::KernelOp kernelOp() const { return kernelOp_; }
 
   /// An integer field in [min, INT32_MAX]. The upper bound keeps every shape
   /// formula computed from fields free of int64 overflow.
@@ -57,13 +62,13 @@ public:
   /// A string field whose value must be one of `allowed`.
   std::string choice(const char *key,
                      std::initializer_list<const char *> allowed);
+  std::string choice(const char *key, const std::vector<const char *> &allowed);
   /// An optional choice: `fallback` when absent.
   std::string choice(const char *key,
                      std::initializer_list<const char *> allowed,
                      const char *fallback);
-  /// The optional `math` field of the compute-bound kernels: whether they
-  /// multiply in bfloat16 ("bf16") or f32 ("f32", the default).
-  bool bf16Math() { return choice("math", {"f32", "bf16"}, "f32") == "bf16"; }
+  /// Whether the entry has `key`.
+  bool has(const char *key) const { return entry_.contains(key); }
 
   /// Marks `key` as known without reading it (it was read elsewhere).
   void accept(const char *key) { seen_.insert(key); }
@@ -84,9 +89,30 @@ private:
 
   const nlohmann::json &entry_;
   int64_t id_;
+  abi::KernelOp kernelOp_;
   std::string op_;
   std::set<std::string> seen_;
 };
+
+/// The `id` and `op` of one kernel-table entry, what decides how the rest of
+/// it is read.
+struct KernelHeader {
+  int64_t id;
+  abi::KernelOp op;
+};
+
+/// Reads and checks the `id` (in range for a table of `count` entries) and
+/// `op` of entry `index`, with messages that name the entry by its position
+/// until it has an id: the one reader of both kernel libraries. Throws
+/// KernelSpecError.
+KernelHeader readKernelHeader(const nlohmann::json &entry, size_t index,
+                              size_t count);
+
+/// Reads every field of an entry as its op's column of the `Kernel` rows of
+/// artifact_schema.def says, in row order: a required field must be there
+/// and in range, an absent optional one takes the row's default, an ignored
+/// one is accepted; then `finish` refuses a key the op does not take.
+abi::Kernel readKernel(KernelSpec &spec, abi::KernelOp op);
 
 /// Name of a JSON value's type for messages ("string", "array", ...).
 const char *jsonTypeName(const nlohmann::json &value);
@@ -119,10 +145,8 @@ struct MatmulEntry {
 };
 MatmulEntry readMatmulEntry(KernelSpec &spec);
 
-/// Which convolution an entry is; decides which optional fields it has.
-enum class ConvDirection { Forward, BackwardData, BackwardWeights };
-
-/// The fields of a `conv2d_*` entry, read, finished and checked (groups
+/// The fields of a `conv2d_*` entry (which of the three its op says), read,
+/// finished and checked (groups
 /// divide the channels, the output size matches the window formula).
 struct ConvEntry {
   int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
@@ -135,17 +159,17 @@ struct ConvEntry {
   bool accumulate = false;
   bool bf16;
 };
-ConvEntry readConvEntry(KernelSpec &spec, ConvDirection direction);
+ConvEntry readConvEntry(KernelSpec &spec);
 
 /// The fields of a pooling entry, read, finished and checked against the
-/// window formula. `count_include_pad` is optional for max pooling.
+/// window formula. `count_include_pad` is optional for max pooling (false).
 struct PoolEntry {
   int64_t n, c, h, w, oh, ow;
   std::array<int64_t, 2> kernel, strides, dilations;
   std::array<int64_t, 4> padding;
   bool includePad;
 };
-PoolEntry readPoolEntry(KernelSpec &spec, bool max);
+PoolEntry readPoolEntry(KernelSpec &spec);
 
 } // namespace cleave::rt
 

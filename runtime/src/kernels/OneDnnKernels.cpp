@@ -31,12 +31,6 @@ struct FreeDeleter {
   void operator()(char *p) const { std::free(p); }
 };
 
-/// The manifest ops and how to build each.
-struct OpInfo {
-  const char *name;
-  std::unique_ptr<Kernel> (*build)(KernelSpec &, BuildEnv &);
-};
-
 template <KernelKind Kind>
 std::unique_ptr<Kernel> buildConv(KernelSpec &spec, BuildEnv &env) {
   return std::make_unique<ConvolutionKernel>(spec, env, Kind);
@@ -46,64 +40,27 @@ std::unique_ptr<Kernel> buildPool(KernelSpec &spec, BuildEnv &env) {
   return std::make_unique<PoolingKernel>(spec, env, Kind, Max);
 }
 
-constexpr OpInfo kOps[] = {
-    {"matmul",
-     [](KernelSpec &spec, BuildEnv &env) -> std::unique_ptr<Kernel> {
-       return std::make_unique<MatmulKernel>(spec, env);
-     }},
-    {"conv2d_fwd", buildConv<KernelKind::ConvolutionForward>},
-    {"conv2d_bwd_data", buildConv<KernelKind::ConvolutionBackwardData>},
-    {"conv2d_bwd_weights", buildConv<KernelKind::ConvolutionBackwardWeights>},
-    {"max_pool2d_fwd", buildPool<KernelKind::PoolingForward, true>},
-    {"avg_pool2d_fwd", buildPool<KernelKind::PoolingForward, false>},
-    {"max_pool2d_bwd", buildPool<KernelKind::PoolingBackward, true>},
-    {"avg_pool2d_bwd", buildPool<KernelKind::PoolingBackward, false>},
-};
-
-std::string knownOps() {
-  std::string out;
-  for (const OpInfo &op : kOps)
-    out += (out.empty() ? "" : ", ") + std::string(op.name);
-  return out;
-}
-
-/// Reads the `id` of entry `index`, failing with a message that names the
-/// entry by its position (it has no usable id).
-int64_t readId(const nlohmann::json &entry, size_t index, size_t count) {
-  std::string where = "kernels[" + std::to_string(index) + "]";
-  if (!entry.is_object())
-    throw KernelSpecError(where + ": must be an object, got " +
-                          jsonTypeName(entry));
-  auto it = entry.find("id");
-  if (it == entry.end())
-    throw KernelSpecError(where + ": missing field 'id'");
-  if (!it->is_number_integer())
-    throw KernelSpecError(where + ": field 'id' must be an integer, got " +
-                          jsonTypeName(*it));
-  bool negative = !it->is_number_unsigned() && it->get<int64_t>() < 0;
-  if (negative || it->get<uint64_t>() >= count)
-    throw KernelSpecError(
-        where + ": id " + it->dump() + " is out of range: the manifest has " +
-        std::to_string(count) + " kernels, so ids must be 0.." +
-        std::to_string(count - 1));
-  return it->get<int64_t>();
-}
-
-/// Reads the `op` of kernel `id` and returns how to build it.
-const OpInfo &readOp(const nlohmann::json &entry, int64_t id) {
-  std::string where = "kernel " + std::to_string(id);
-  auto it = entry.find("op");
-  if (it == entry.end())
-    throw KernelSpecError(where + ": missing field 'op'");
-  if (!it->is_string())
-    throw KernelSpecError(where + ": field 'op' must be a string, got " +
-                          jsonTypeName(*it));
-  std::string op = it->get<std::string>();
-  for (const OpInfo &info : kOps)
-    if (op == info.name)
-      return info;
-  throw KernelSpecError(where + ": unknown op '" + op + "' (expected one of " +
-                        knownOps() + ")");
+/// The oneDNN kernel for each op of the manifest's table.
+std::unique_ptr<Kernel> buildKernel(KernelSpec &spec, BuildEnv &env) {
+  switch (spec.kernelOp()) {
+  case abi::KernelOp::matmul:
+    return std::make_unique<MatmulKernel>(spec, env);
+  case abi::KernelOp::conv2d_fwd:
+    return buildConv<KernelKind::ConvolutionForward>(spec, env);
+  case abi::KernelOp::conv2d_bwd_data:
+    return buildConv<KernelKind::ConvolutionBackwardData>(spec, env);
+  case abi::KernelOp::conv2d_bwd_weights:
+    return buildConv<KernelKind::ConvolutionBackwardWeights>(spec, env);
+  case abi::KernelOp::max_pool2d_fwd:
+    return buildPool<KernelKind::PoolingForward, true>(spec, env);
+  case abi::KernelOp::avg_pool2d_fwd:
+    return buildPool<KernelKind::PoolingForward, false>(spec, env);
+  case abi::KernelOp::max_pool2d_bwd:
+    return buildPool<KernelKind::PoolingBackward, true>(spec, env);
+  case abi::KernelOp::avg_pool2d_bwd:
+    return buildPool<KernelKind::PoolingBackward, false>(spec, env);
+  }
+  spec.fail("no oneDNN kernel for this op");
 }
 
 /// "kernel <id> (<op>)", for messages.
@@ -182,16 +139,15 @@ OneDnnKernels::create(const nlohmann::json &kernels, std::string &error) {
     for (size_t i = 0; i < kernels.size(); ++i) {
       const nlohmann::json &entry = kernels[i];
       current = "kernels[" + std::to_string(i) + "]";
-      int64_t id = readId(entry, i, kernels.size());
-      current = "kernel " + std::to_string(id);
-      if (impl->kernels[id])
+      KernelHeader header = readKernelHeader(entry, i, kernels.size());
+      current = "kernel " + std::to_string(header.id);
+      if (impl->kernels[header.id])
         throw KernelSpecError(current + ": duplicate id (kernels[" +
                               std::to_string(i) + "] reuses it)");
-      const OpInfo &op = readOp(entry, id);
-      current += std::string(" (") + op.name + ")";
-      KernelSpec spec(entry, id, op.name);
+      current += std::string(" (") + abi::name(header.op) + ")";
+      KernelSpec spec(entry, header);
       planner.beginKernel();
-      impl->kernels[id] = op.build(spec, env);
+      impl->kernels[header.id] = buildKernel(spec, env);
     }
     current = "the kernel arena";
     impl->arenaBytes = planner.bytes();

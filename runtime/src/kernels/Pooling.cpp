@@ -62,7 +62,7 @@ void checkNoEmptyWindow(const KernelSpec &spec, const char *dim, int64_t in,
 PoolingKernel::PoolingKernel(KernelSpec &spec, BuildEnv &env, KernelKind kind,
                              bool max)
     : Kernel(kind, spec.id(), spec.op()), max_(max) {
-  const PoolEntry e = readPoolEntry(spec, max);
+  const PoolEntry e = readPoolEntry(spec);
   const int64_t n = e.n, c = e.c, h = e.h, w = e.w, oh = e.oh, ow = e.ow;
   const auto &kernel = e.kernel, &strides = e.strides;
   const auto &dilations = e.dilations;

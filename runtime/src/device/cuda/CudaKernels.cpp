@@ -458,11 +458,7 @@ class CudnnConvolution final : public CudaKernel {
 public:
   CudnnConvolution(KernelSpec &spec, Libraries &libs, KernelKind kind)
       : CudaKernel(kind, spec.id(), spec.op()), libs_(libs) {
-    const ConvEntry e = readConvEntry(
-        spec, kind == KernelKind::ConvolutionForward ? ConvDirection::Forward
-              : kind == KernelKind::ConvolutionBackwardData
-                  ? ConvDirection::BackwardData
-                  : ConvDirection::BackwardWeights);
+    const ConvEntry e = readConvEntry(spec);
     refuseBf16Convolution(spec, e.bf16);
     const int64_t n = e.n, c = e.c, h = e.h, w = e.w, o = e.o, kh = e.kh,
                   kw = e.kw, oh = e.oh, ow = e.ow, groups = e.groups;
@@ -663,7 +659,7 @@ class CudnnPooling final : public CudaKernel {
 public:
   CudnnPooling(KernelSpec &spec, Libraries &libs, KernelKind kind, bool max)
       : CudaKernel(kind, spec.id(), spec.op()), libs_(libs), max_(max) {
-    const PoolEntry e = readPoolEntry(spec, max);
+    const PoolEntry e = readPoolEntry(spec);
     const int64_t n = e.n, c = e.c, h = e.h, w = e.w, oh = e.oh, ow = e.ow;
     const auto &kernel = e.kernel, &strides = e.strides;
     const auto &dilations = e.dilations;
@@ -799,22 +795,13 @@ public:
     try {
       for (size_t i = 0; i < kernels.size(); ++i) {
         const nlohmann::json &entry = kernels[i];
-        std::string where = "kernels[" + std::to_string(i) + "]";
-        if (!entry.is_object() || !entry.contains("id") ||
-            !entry["id"].is_number_integer() || !entry.contains("op") ||
-            !entry["op"].is_string())
-          throw BuildError{makeError(CLEAVE_INVALID_ARTIFACT, where,
-                                     ": expected an object with an integer "
-                                     "'id' and a string 'op'")};
-        int64_t id = entry["id"].get<int64_t>();
-        if (id < 0 || uint64_t(id) >= kernels.size() || kernels_[id])
-          throw BuildError{
-              makeError(CLEAVE_INVALID_ARTIFACT, where, ": id ", id,
-                        " is out of range or repeated (ids must be 0..",
-                        kernels.size() - 1, ")")};
-        std::string op = entry["op"].get<std::string>();
-        KernelSpec spec(entry, id, op);
-        kernels_[id] = buildOne(spec, op);
+        KernelHeader header = readKernelHeader(entry, i, kernels.size());
+        if (kernels_[header.id])
+          throw KernelSpecError("kernel " + std::to_string(header.id) +
+                                ": duplicate id (kernels[" + std::to_string(i) +
+                                "] reuses it)");
+        KernelSpec spec(entry, header);
+        kernels_[header.id] = buildOne(spec);
       }
     } catch (const BuildError &e) {
       return e.status;
@@ -884,39 +871,39 @@ private:
     return Status::success();
   }
 
-  std::unique_ptr<CudaKernel> buildOne(KernelSpec &spec,
-                                       const std::string &op) {
-    if (op == "matmul") {
+  std::unique_ptr<CudaKernel> buildOne(KernelSpec &spec) {
+    switch (spec.kernelOp()) {
+    case abi::KernelOp::matmul:
       loadCublasLt(spec);
       return std::make_unique<CudaMatmul>(spec, libs_);
+    case abi::KernelOp::conv2d_fwd:
+      loadCudnn(spec);
+      return std::make_unique<CudnnConvolution>(spec, libs_,
+                                                KernelKind::ConvolutionForward);
+    case abi::KernelOp::conv2d_bwd_data:
+      loadCudnn(spec);
+      return std::make_unique<CudnnConvolution>(
+          spec, libs_, KernelKind::ConvolutionBackwardData);
+    case abi::KernelOp::conv2d_bwd_weights:
+      loadCudnn(spec);
+      return std::make_unique<CudnnConvolution>(
+          spec, libs_, KernelKind::ConvolutionBackwardWeights);
+    case abi::KernelOp::max_pool2d_fwd:
+    case abi::KernelOp::avg_pool2d_fwd:
+    case abi::KernelOp::max_pool2d_bwd:
+    case abi::KernelOp::avg_pool2d_bwd: {
+      const bool max = spec.kernelOp() == abi::KernelOp::max_pool2d_fwd ||
+                       spec.kernelOp() == abi::KernelOp::max_pool2d_bwd;
+      const bool backward = spec.kernelOp() == abi::KernelOp::max_pool2d_bwd ||
+                            spec.kernelOp() == abi::KernelOp::avg_pool2d_bwd;
+      loadCudnn(spec);
+      return std::make_unique<CudnnPooling>(
+          spec, libs_,
+          backward ? KernelKind::PoolingBackward : KernelKind::PoolingForward,
+          max);
     }
-    struct Conv {
-      const char *name;
-      KernelKind kind;
-    };
-    for (Conv c :
-         {Conv{"conv2d_fwd", KernelKind::ConvolutionForward},
-          Conv{"conv2d_bwd_data", KernelKind::ConvolutionBackwardData},
-          Conv{"conv2d_bwd_weights", KernelKind::ConvolutionBackwardWeights}})
-      if (op == c.name) {
-        loadCudnn(spec);
-        return std::make_unique<CudnnConvolution>(spec, libs_, c.kind);
-      }
-    for (bool max : {true, false})
-      for (bool backward : {false, true})
-        if (op == std::string(max ? "max" : "avg") + "_pool2d_" +
-                      (backward ? "bwd" : "fwd")) {
-          loadCudnn(spec);
-          return std::make_unique<CudnnPooling>(
-              spec, libs_,
-              backward ? KernelKind::PoolingBackward
-                       : KernelKind::PoolingForward,
-              max);
-        }
-    spec.fail("unknown op '" + op +
-              "' (expected one of matmul, conv2d_fwd, conv2d_bwd_data, "
-              "conv2d_bwd_weights, max_pool2d_fwd, avg_pool2d_fwd, "
-              "max_pool2d_bwd, avg_pool2d_bwd)");
+    }
+    spec.fail("no cuda kernel for this op");
   }
 
   void loadCublasLt(KernelSpec &spec) {
