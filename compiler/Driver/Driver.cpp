@@ -14,6 +14,7 @@
 #include "compiler/InitAll.h"
 #include "dialects/Runtime/IR/RtOps.h"
 #include "dialects/Train/IR/TrainDialect.h"
+#include "runtime/src/schema/Schema.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -41,7 +42,8 @@ using namespace mlir;
 using namespace mlir::cleave;
 namespace cl = llvm::cl;
 
-OwningOpRef<ModuleOp> cleave::loadModel(MLIRContext &context, StringRef path) {
+OwningOpRef<ModuleOp> mlir::cleave::loadModel(MLIRContext &context,
+                                              StringRef path) {
   if (path.ends_with(".onnx"))
     return importOnnx(context, path);
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(path);
@@ -95,10 +97,10 @@ struct KeepManifest : PassInstrumentation {
 };
 } // namespace
 
-LogicalResult cleave::lowerModel(ModuleOp module,
-                                 const TrainingPipelineOptions &options,
-                                 std::optional<Phase> stopAfter, bool verbose,
-                                 std::string *manifest) {
+LogicalResult mlir::cleave::lowerModel(ModuleOp module,
+                                       const TrainingPipelineOptions &options,
+                                       std::optional<Phase> stopAfter,
+                                       bool verbose, std::string *manifest) {
   PassManager pm(module.getContext());
   if (verbose) {
     pm.enableTiming();
@@ -110,7 +112,7 @@ LogicalResult cleave::lowerModel(ModuleOp module,
   return pm.run(module);
 }
 
-LogicalResult cleave::writeDot(ModuleOp module, raw_ostream &os) {
+LogicalResult mlir::cleave::writeDot(ModuleOp module, raw_ostream &os) {
   bool any = false;
   for (auto f : module.getOps<func::FuncOp>()) {
     auto entry = f->getAttrOfType<StringAttr>(train::TrainDialect::kEntryAttr);
@@ -204,27 +206,31 @@ struct CompileOptions {
 
 /// Prints the manifest's memory report (docs/design/memory.md).
 void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
+  namespace key = ::cleave::abi::keys::Memory;
+  namespace entryKey = ::cleave::abi::keys::MemoryEntry;
+  namespace recomputedKey = ::cleave::abi::keys::Recomputed;
   auto get = [&](StringRef key) { return memory.getInteger(key).value_or(0); };
-  os << "memory of one session (" << memory.getString("space").value_or("host")
-     << ", per rank):\n";
+  os << "memory of one session ("
+     << memory.getString(key::space).value_or("host") << ", per rank):\n";
   auto row = [&](StringRef label, int64_t bytes, StringRef note = "") {
     os << llvm::formatv("  {0,-18} {1,12}", label, humanBytes(bytes));
     if (!note.empty())
       os << "  " << note;
     os << "\n";
   };
-  row("parameters", get("parameters"));
-  row("optimizer state", get("optimizer_state"));
-  row("accumulators", get("accumulators"));
-  row("buffers", get("buffers"), "non-trainable state (batch-norm statistics)");
-  row("counters", get("counters"));
-  const bool host = memory.getString("space").value_or("host") == "host";
-  row("inputs", get("inputs"),
+  row("parameters", get(key::parameters));
+  row("optimizer state", get(key::optimizerState));
+  row("accumulators", get(key::accumulators));
+  row("buffers", get(key::buffers),
+      "non-trainable state (batch-norm statistics)");
+  row("counters", get(key::counters));
+  const bool host = memory.getString(key::space).value_or("host") == "host";
+  row("inputs", get(key::inputs),
       host ? "one micro-batch" : "two micro-batches (double-buffered)");
-  row("outputs", get("outputs"));
-  row("scratch", get("scratch"),
+  row("outputs", get(key::outputs));
+  row("scratch", get(key::scratch),
       "the largest entry's arena, shared by the entries");
-  if (const llvm::json::Object *entries = memory.getObject("entries")) {
+  if (const llvm::json::Object *entries = memory.getObject(key::entries)) {
     SmallVector<std::string> names;
     for (const auto &e : *entries)
       names.push_back(e.first.str());
@@ -232,36 +238,37 @@ void printMemoryReport(const llvm::json::Object &memory, raw_ostream &os) {
     for (const std::string &name : names) {
       const llvm::json::Object *e = entries->getObject(name);
       std::string note;
-      if (auto held = e->getInteger("held_activations"))
+      if (auto held = e->getInteger(entryKey::heldActivations))
         note = "of which " + humanBytes(*held) +
                " activations held from forward to backward";
-      if (const llvm::json::Object *r = e->getObject("recomputed")) {
-        double flops = double(r->getInteger("flops").value_or(0));
+      if (const llvm::json::Object *r = e->getObject(entryKey::recomputed)) {
+        double flops = double(r->getInteger(recomputedKey::flops).value_or(0));
         std::string work =
             flops < 1e6   ? llvm::formatv("{0:F1} kFLOP", flops / 1e3).str()
             : flops < 1e9 ? llvm::formatv("{0:F1} MFLOP", flops / 1e6).str()
                           : llvm::formatv("{0:F2} GFLOP", flops / 1e9).str();
-        note +=
-            llvm::formatv("; {0} values recomputed in the backward pass "
-                          "instead (about {1} fewer held, {2} more per "
-                          "micro-step)",
-                          r->getInteger("values").value_or(0),
-                          humanBytes(r->getInteger("bytes").value_or(0)), work)
-                .str();
+        note += llvm::formatv(
+                    "; {0} values recomputed in the backward pass "
+                    "instead (about {1} fewer held, {2} more per "
+                    "micro-step)",
+                    r->getInteger(recomputedKey::values).value_or(0),
+                    humanBytes(r->getInteger(recomputedKey::bytes).value_or(0)),
+                    work)
+                    .str();
       }
-      row("  " + name, e->getInteger("scratch").value_or(0), note);
+      row("  " + name, e->getInteger(entryKey::scratch).value_or(0), note);
     }
   }
-  row("kernel caches", get("kernel_caches"),
+  row("kernel caches", get(key::kernelCaches),
       "copies of convolution weights and gradients in oneDNN's layouts, "
       "and bf16 copies of GEMM weights (CPU)");
-  row("kernel arena", get("kernel_arena"),
+  row("kernel arena", get(key::kernelArena),
       "the largest kernel's staging copies in blocked layouts and pooling "
       "workspace, shared by the kernels (CPU; estimated)");
-  row("total", get("total"));
+  row("total", get(key::total));
   if (host)
     os << "  not counted: the runtime's fixed overhead, about "
-       << humanBytes(get("fixed_overhead"))
+       << humanBytes(get(key::fixedOverhead))
        << " with one thread (code pages, oneDNN's JIT kernels and "
           "scratchpads, OpenMP; measured, docs/design/memory.md)\n";
   else
@@ -277,7 +284,7 @@ int fail(const Twine &message) {
 }
 } // namespace
 
-int cleave::compileMain(int argc, char **argv) {
+int mlir::cleave::compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   CompileOptions opts;
   // The training options are the pipeline's own: one definition, one set
@@ -472,7 +479,8 @@ int cleave::compileMain(int argc, char **argv) {
         llvm::json::parse(manifestText);
     const llvm::json::Object *memory =
         manifest && manifest->getAsObject()
-            ? manifest->getAsObject()->getObject("memory")
+            ? manifest->getAsObject()->getObject(
+                  ::cleave::abi::keys::Manifest::memory)
             : nullptr;
     if (!manifest)
       llvm::consumeError(manifest.takeError());

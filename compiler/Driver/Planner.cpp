@@ -10,6 +10,7 @@
 #include "compiler/Driver/Planner.h"
 
 #include "compiler/Driver/Driver.h"
+#include "runtime/src/schema/Schema.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
@@ -22,7 +23,7 @@
 using namespace mlir;
 using namespace mlir::cleave;
 
-std::string cleave::humanBytes(int64_t bytes) {
+std::string mlir::cleave::humanBytes(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = double(bytes);
   int u = 0;
@@ -108,34 +109,41 @@ FailureOr<Candidate> measure(ModuleOp model, TrainingPipelineOptions &o,
     llvm::consumeError(json.takeError());
     return failure();
   }
+  namespace key = ::cleave::abi::keys::Memory;
   const llvm::json::Object *memory =
-      json->getAsObject() ? json->getAsObject()->getObject("memory") : nullptr;
+      json->getAsObject() ? json->getAsObject()->getObject(
+                                ::cleave::abi::keys::Manifest::memory)
+                          : nullptr;
   if (!memory)
     return failure();
-  auto get = [&](llvm::StringRef key) {
-    return memory->getInteger(key).value_or(0);
+  auto get = [&](llvm::StringRef k) {
+    return memory->getInteger(k).value_or(0);
   };
   Candidate c;
   c.microBatch = microBatch;
   c.accumulate = o.accumulate;
   c.level = level;
-  c.peak = get("total") + get("fixed_overhead");
-  c.held = get("held_activations");
-  c.fixed = get("parameters") + get("optimizer_state") + get("accumulators") +
-            get("buffers") + get("counters") + get("kernel_caches") +
-            get("fixed_overhead");
-  for (const char *kind : {"parameters", "optimizer_state", "accumulators",
-                           "buffers", "inputs", "outputs", "scratch",
-                           "kernel_caches", "kernel_arena", "fixed_overhead"}) {
+  c.peak = get(key::total) + get(key::fixedOverhead);
+  c.held = get(key::heldActivations);
+  c.fixed = get(key::parameters) + get(key::optimizerState) +
+            get(key::accumulators) + get(key::buffers) + get(key::counters) +
+            get(key::kernelCaches) + get(key::fixedOverhead);
+  for (const char *kind :
+       {key::parameters, key::optimizerState, key::accumulators, key::buffers,
+        key::inputs, key::outputs, key::scratch, key::kernelCaches,
+        key::kernelArena, key::fixedOverhead}) {
     std::string name = kind;
     std::replace(name.begin(), name.end(), '_', ' ');
     c.kinds.push_back({name, get(kind)});
   }
-  if (const llvm::json::Object *entries = memory->getObject("entries"))
-    if (const llvm::json::Object *step = entries->getObject("micro_step"))
-      if (const llvm::json::Object *r = step->getObject("recomputed")) {
-        c.recomputedFlops = double(r->getInteger("flops").value_or(0));
-        c.forwardFlops = double(r->getInteger("forward_flops").value_or(0));
+  if (const llvm::json::Object *entries = memory->getObject(key::entries))
+    if (const llvm::json::Object *step = entries->getObject(
+            ::cleave::abi::name(::cleave::abi::EntryName::micro_step)))
+      if (const llvm::json::Object *r =
+              step->getObject(::cleave::abi::keys::MemoryEntry::recomputed)) {
+        namespace rkey = ::cleave::abi::keys::Recomputed;
+        c.recomputedFlops = double(r->getInteger(rkey::flops).value_or(0));
+        c.forwardFlops = double(r->getInteger(rkey::forwardFlops).value_or(0));
       }
   c.fits = c.peak <= budget;
   // A micro-step runs the forward pass, about twice its work backward, and
@@ -165,8 +173,8 @@ void printRow(llvm::raw_ostream &os, const Candidate &c) {
 } // namespace
 
 FailureOr<int64_t>
-cleave::windowOfOneRank(const TrainingPipelineOptions &options,
-                        int64_t globalBatch, std::string &error) {
+mlir::cleave::windowOfOneRank(const TrainingPipelineOptions &options,
+                              int64_t globalBatch, std::string &error) {
   // Data-parallel: the global batch is every rank's samples, and each rank
   // runs its window of G / R.
   if (options.reduce == train::RankReduction::none)
@@ -187,11 +195,9 @@ cleave::windowOfOneRank(const TrainingPipelineOptions &options,
   return globalBatch / options.ranks;
 }
 
-LogicalResult cleave::planForMemoryBudget(ModuleOp model,
-                                          TrainingPipelineOptions &options,
-                                          int64_t globalBatch, int64_t budget,
-                                          llvm::raw_ostream &os,
-                                          std::string &error) {
+LogicalResult mlir::cleave::planForMemoryBudget(
+    ModuleOp model, TrainingPipelineOptions &options, int64_t globalBatch,
+    int64_t budget, llvm::raw_ostream &os, std::string &error) {
   const bool device = options.target == rt::Device::cuda;
   // The budget is one rank's memory (its memory report counts its shard of
   // ZeRO-1's optimizer state).

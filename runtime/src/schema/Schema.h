@@ -443,6 +443,23 @@ inline bool schemaFirstEqual_() {
 #pragma pop_macro("I")
 #pragma pop_macro("X")
 
+/// Every field's key by struct and member, for code that reads a manifest
+/// with a general JSON library (the compiler's memory report):
+/// `keys::Memory::kernelCaches` is "kernel_caches". Such a reader follows
+/// the table: a key respelt there is read by its new spelling, and a field
+/// removed from it no longer compiles instead of reading as absent.
+namespace keys {
+namespace SchemaFirstKeys_ {
+#define CLEAVE_STRUCT(Struct_, path_, Discriminator_, Strictness_, doc_)       \
+  }                                                                            \
+  namespace Struct_ {
+#define CLEAVE_FIELD(Struct_, member_, key_, Type_, check_, origin_, doc_,     \
+                     ...)                                                      \
+  inline constexpr const char *member_ = key_;
+#include CLEAVE_SCHEMA_DEF
+} // namespace SchemaFirstKeys_
+} // namespace keys
+
 /// The struct named `name` (nullptr if none).
 constexpr const StructDesc *findStruct(const char *name) {
   for (const StructDesc &s : kStructs)
