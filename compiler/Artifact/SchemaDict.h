@@ -91,6 +91,19 @@ inline std::string at(const std::string &path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
+/// The spellings of `e` as MLIR diagnostics quote values: `"a", "b" or "c"`.
+inline std::string quotedOneOf(const EnumDesc &e) {
+  std::string out;
+  for (size_t i = 0; i < e.count; ++i) {
+    if (i > 0)
+      out += i + 1 == e.count ? " or " : ", ";
+    out += '"';
+    out += e.cases[i].spelling;
+    out += '"';
+  }
+  return out;
+}
+
 inline bool refuse(DictFault &fault, const std::string &path,
                    std::string expected, mlir::Attribute got) {
   fault = DictFault{DictFault::Type, path, std::move(expected), got};
@@ -261,7 +274,7 @@ template <class E> struct Value<Enum<E>> {
     std::optional<E> v =
         s ? parse<E>(std::string_view(s.getValue())) : std::nullopt;
     if (!v)
-      return refuse(fault, path, oneOf<E>(), a);
+      return refuse(fault, path, quotedOneOf(enumDesc<E>()), a);
     out = *v;
     return true;
   }
@@ -417,7 +430,7 @@ inline bool checkKeys(const StructDesc &s, mlir::DictionaryAttr d,
       if (spelling == e->cases[c].spelling)
         column = c;
     if (column == e->count)
-      return refuse(fault, join(path, f->key), oneOf(*e), d.get(f->key));
+      return refuse(fault, join(path, f->key), quotedOneOf(*e), d.get(f->key));
     caseName = e->cases[column].spelling;
   }
   for (mlir::NamedAttribute n : d) {

@@ -16,6 +16,7 @@
 
 #include "Status.h"
 #include "cleave/kernel_abi.h"
+#include "schema/Schema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -205,10 +206,16 @@ struct GpuArch {
 /// Parses `sm_<major><minor>[a]`; nullopt if `text` is not of that form.
 std::optional<GpuArch> parseGpuArch(std::string_view text);
 
-/// Everything the manifest says, validated. A Graph artifact sets only
-/// `kind`, `abiVersion`, `globals`, `graphEntries`, `kernels`, `warnings`,
-/// `text` and `hash`.
+/// Everything the manifest says, validated: `doc` as the schema reads it
+/// (artifact_schema.def), and the facts derived from it that the session
+/// indexes with. Of the derived facts a Graph artifact sets only `kind`,
+/// `abiVersion`, `globals`, `graphEntries`, `kernels`, `warnings`, `text`
+/// and `hash`.
 struct Manifest {
+  /// Every field, as written (absent fields stay absent), but the kernel
+  /// table: `doc.kernels` is empty, and `kernels` holds the raw entries,
+  /// which a session or executable reads when it is created.
+  abi::Manifest doc;
   ArtifactKind kind = ArtifactKind::Training;
   int64_t abiVersion = 0;
   /// The file ends with a checksum seal, which the loader has verified.
@@ -283,10 +290,12 @@ struct Manifest {
   std::optional<size_t> findHyper(std::string_view name) const;
 };
 
-/// Parses and validates manifest `text`, of either kind (the root's `kind`:
-/// absent or "training", or "graph"). Error messages name the offending
-/// field as a path, e.g. "globals[3].shape must be a list of non-negative
-/// integers"; the caller prefixes the artifact's path.
+/// Parses and validates manifest `text`, of any kind (the root's `kind`:
+/// absent or "training", "inference" or "graph"): the schema's reader
+/// (schema/SchemaRead.h) checks each field, then the rules that read two or
+/// more. Error messages name the offending field as a path, e.g.
+/// "globals[3].shape must be a list of non-negative integers"; the caller
+/// prefixes the artifact's path.
 Status parseManifest(std::string_view text, Manifest &out);
 
 } // namespace cleave::rt

@@ -157,3 +157,19 @@ module attributes {rt.kernels = [{activation = "none", bias = false, c = 1 : i64
   train.global counter @train.step : tensor<i64>
   train.global counter @train.micro_steps : tensor<i64>
 }
+
+// -----
+
+// A kernel table whose rows are well formed but whose shapes disagree is
+// refused with the message a session's kernel library would give at load.
+// expected-error @+1 {{the runtime would refuse this artifact: kernel 0 (conv2d_fwd): field 'oh' is 5, expected 4 = (h + pad_top + pad_bottom - dilation*(kernel-1) - 1) / stride + 1}}
+module attributes {rt.kernels = [{activation = "none", bias = false, c = 1 : i64, dilations = array<i64: 1, 1>, groups = 1 : i64, h = 4 : i64, id = 0 : i64, kh = 1 : i64, kw = 1 : i64, n = 1 : i64, o = 1 : i64, oh = 5 : i64, op = "conv2d_fwd", ow = 4 : i64, padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, w = 4 : i64}], train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = []}} {
+  train.global counter @train.step : tensor<i64>
+  train.global counter @train.micro_steps : tensor<i64>
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<1x1x4x4xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+  func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {
+    return
+  }
+}

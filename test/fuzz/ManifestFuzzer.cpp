@@ -5,12 +5,14 @@
 // gives an accepted manifest's kernel table to KernelContext::create, as
 // session creation does. A manifest parseManifest accepts must be one the
 // rest of the runtime can rely on: the checks below are the invariants the
-// session indexes with.
+// session indexes with. Its document, written by the schema's writer, must
+// read back the same (R(W(R(T))) = R(T), docs/design/artifact-schema.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Manifest.h"
 #include "kernels/KernelContext.h"
+#include "schema/SchemaWrite.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +37,23 @@ void checkTensor(const TensorDesc &t) {
   require(t.bytes == size_t(t.numElements) * dtypeSize(t.dtype));
 }
 
+/// SchemaWrite.h's JSON library: nlohmann.
+struct NlohmannJson {
+  using Value = nlohmann::json;
+  static Value object() { return Value::object(); }
+  static Value array() { return Value::array(); }
+  static void set(Value &object, const std::string &key, Value value) {
+    object[key] = std::move(value);
+  }
+  static void push(Value &array, Value value) {
+    array.push_back(std::move(value));
+  }
+  static Value integer(int64_t v) { return v; }
+  static Value number(double v) { return v; }
+  static Value boolean(bool v) { return v; }
+  static Value string(const std::string &v) { return v; }
+};
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -43,6 +62,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Status status = parseManifest(text, manifest);
   if (!status.ok())
     return 0;
+  // What the parser accepted, written by the schema and parsed again, is
+  // accepted as the same document.
+  Manifest again;
+  require(
+      parseManifest(cleave::abi::writeStruct<NlohmannJson>(manifest.doc).dump(),
+                    again)
+          .ok());
+  require(again.doc == manifest.doc);
   for (const GlobalDesc &g : manifest.globals)
     checkTensor(g);
   for (const InputDesc &in : manifest.inputs)

@@ -215,9 +215,10 @@ struct LowerRuntimeCallsPass
       std::optional<abi::Activation> parsed = abi::parse<abi::Activation>(
           a ? std::string_view(a.getValue()) : std::string_view("none"));
       if (!parsed)
-        return LogicalResult(k.emitOpError("has activation ")
-                             << a << "; the kernels apply "
-                             << abi::oneOf<abi::Activation>());
+        return LogicalResult(
+            k.emitOpError("has activation ")
+            << a << "; the kernels apply "
+            << abi::dict_detail::quotedOneOf(abi::enumDesc<abi::Activation>()));
       entry.activation = *parsed;
       return success();
     };

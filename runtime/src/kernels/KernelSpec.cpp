@@ -330,6 +330,43 @@ abi::Kernel readKernel(KernelSpec &spec, abi::KernelOp op) {
   return out;
 }
 
+std::string checkKernelTable(const nlohmann::json &kernels) {
+  if (!kernels.is_array())
+    return std::string("manifest field 'kernels' must be an array, got ") +
+           jsonTypeName(kernels);
+  std::vector<bool> seen(kernels.size());
+  try {
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      KernelHeader header = readKernelHeader(kernels[i], i, kernels.size());
+      if (seen[header.id])
+        throw KernelSpecError("kernel " + std::to_string(header.id) +
+                              ": duplicate id (kernels[" + std::to_string(i) +
+                              "] reuses it)");
+      seen[header.id] = true;
+      KernelSpec spec(kernels[i], header);
+      switch (header.op) {
+      case abi::KernelOp::matmul:
+        readMatmulEntry(spec);
+        break;
+      case abi::KernelOp::conv2d_fwd:
+      case abi::KernelOp::conv2d_bwd_data:
+      case abi::KernelOp::conv2d_bwd_weights:
+        readConvEntry(spec);
+        break;
+      case abi::KernelOp::max_pool2d_fwd:
+      case abi::KernelOp::avg_pool2d_fwd:
+      case abi::KernelOp::max_pool2d_bwd:
+      case abi::KernelOp::avg_pool2d_bwd:
+        readPoolEntry(spec);
+        break;
+      }
+    }
+  } catch (const KernelSpecError &e) {
+    return e.what();
+  }
+  return std::string();
+}
+
 int64_t windowedOutputSize(int64_t in, int64_t kernel, int64_t stride,
                            int64_t padBegin, int64_t padEnd, int64_t dilation) {
   int64_t effective = dilation * (kernel - 1) + 1;

@@ -114,6 +114,11 @@ KernelHeader readKernelHeader(const nlohmann::json &entry, size_t index,
 /// one is accepted; then `finish` refuses a key the op does not take.
 abi::Kernel readKernel(KernelSpec &spec, abi::KernelOp op);
 
+/// Reads every entry of a kernel table as the kernel libraries do (ids,
+/// ops, each op's fields and rules) without building a kernel: the message
+/// of the first fault, as KernelContext::create would report it, or empty.
+std::string checkKernelTable(const nlohmann::json &kernels);
+
 /// Name of a JSON value's type for messages ("string", "array", ...).
 const char *jsonTypeName(const nlohmann::json &value);
 

@@ -100,22 +100,21 @@ template <class E> std::optional<E> parse(std::string_view text) {
   return std::nullopt;
 }
 
-/// The spellings of `e` for a message: `"a", "b" or "c"`.
+/// The spellings of `e` for a message: `a, b, c`.
 inline std::string oneOf(const EnumDesc &e) {
   std::string out;
   for (size_t i = 0; i < e.count; ++i) {
     if (i > 0)
-      out += i + 1 == e.count ? " or " : ", ";
-    out += '"';
+      out += ", ";
     out += e.cases[i].spelling;
-    out += '"';
   }
   return out;
 }
-template <class E> std::string oneOf() {
-  return oneOf(EnumDesc{EnumInfo<E>::name, EnumInfo<E>::doc, EnumInfo<E>::cases,
-                        kCaseCount<E>});
+template <class E> constexpr EnumDesc enumDesc() {
+  return EnumDesc{EnumInfo<E>::name, EnumInfo<E>::doc, EnumInfo<E>::cases,
+                  kCaseCount<E>};
 }
+template <class E> std::string oneOf() { return oneOf(enumDesc<E>()); }
 
 namespace detail {
 constexpr bool equal(const char *a, const char *b) {

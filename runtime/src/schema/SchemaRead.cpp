@@ -2,13 +2,16 @@
 //
 // readStruct<S> is generated per struct of artifact_schema.def: for each row
 // in order, the field's descriptor (presence for the object's case, type,
-// check) says what to accept. The values' types each have a Read<T>.
+// check) says what to accept. The values' types each have a Read<T>, whose
+// messages are the runtime's ("micro_batch must be a positive integer"),
+// which it has always given for these checks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "schema/SchemaRead.h"
+#include "schema/SchemaReadJson.h"
 
-#include <nlohmann/json.hpp>
+#include "cleave/kernel_abi.h"
 
 #include <cmath>
 #include <cstdint>
@@ -28,11 +31,19 @@ std::string at(const std::string &path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-bool fail(std::string &error, const std::string &path,
-          const std::string &what) {
-  error = "manifest: " + path + " " + what;
-  return false;
-}
+/// What one read carries besides the value: the first fault, and what to do
+/// with the kernel table.
+struct Reader {
+  std::string &error;
+  Kernels kernels;
+
+  /// Records "manifest: <path> <what>" (the root: no path) and returns
+  /// false.
+  bool fail(const std::string &path, const std::string &what) {
+    error = "manifest: " + (path.empty() ? what : path + " " + what);
+    return false;
+  }
+};
 
 bool readInteger(const json &j, int64_t &out) {
   if (j.is_number_unsigned()) {
@@ -47,53 +58,71 @@ bool readInteger(const json &j, int64_t &out) {
   return true;
 }
 
-bool checkMin(const Check &check, double value, std::string &error,
-              const std::string &path) {
-  if (check.kind == CheckKind::Min && value < double(check.min))
-    return fail(error, path, "must be at least " + std::to_string(check.min));
-  return true;
+/// What an integer field must be, in the words of a check.
+std::string integerWanted(const Check &check) {
+  if (check.kind != CheckKind::Min)
+    return "must be an integer";
+  if (check.min == 0)
+    return "must be a non-negative integer";
+  if (check.min == 1)
+    return "must be a positive integer";
+  return "must be an integer >= " + std::to_string(check.min);
+}
+
+/// "must be one of a, b, c (got 'x')"; a value that is not a string is
+/// shown as JSON.
+std::string oneOfMessage(const EnumDesc &e, const json &got) {
+  return "must be one of " + oneOf(e) + " (got " +
+         (got.is_string() ? "'" + got.get<std::string>() + "'" : got.dump()) +
+         ")";
 }
 
 template <class S>
-bool readStruct(const json &j, const std::string &path, S &out,
-                std::string &error);
+bool readStruct(const json &j, const std::string &path, S &out, Reader &r);
 
 /// Reads a value of field type T.
 template <class T> struct Read;
 
 template <> struct Read<Int> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   int64_t &out, std::string &error) {
-    if (!readInteger(j, out))
-      return fail(error, path, "must be an integer");
-    return checkMin(check, double(out), error, path);
+                   int64_t &out, Reader &r) {
+    if (!readInteger(j, out) ||
+        (check.kind == CheckKind::Min && out < check.min))
+      return r.fail(path, integerWanted(check));
+    return true;
   }
 };
 
 template <> struct Read<KInt> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   int64_t &out, std::string &error) {
-    if (!readInteger(j, out) || out > std::numeric_limits<int32_t>::max())
-      return fail(error, path, "must be an integer of at most 2^31-1");
-    return checkMin(check, double(out), error, path);
+                   int64_t &out, Reader &r) {
+    if (!Read<Int>::read(j, path, check, out, r))
+      return false;
+    if (out > std::numeric_limits<int32_t>::max())
+      return r.fail(path, "must be at most 2^31-1");
+    return true;
   }
 };
 
 template <> struct Read<Number> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   double &out, std::string &error) {
+                   double &out, Reader &r) {
     if (!j.is_number() || !std::isfinite(j.get<double>()))
-      return fail(error, path, "must be a finite number");
+      return r.fail(path, "must be a finite number");
     out = j.get<double>();
-    return checkMin(check, out, error, path);
+    if (check.kind == CheckKind::Min && out < double(check.min))
+      return r.fail(path, check.min == 0 ? std::string("must be non-negative")
+                                         : "must be at least " +
+                                               std::to_string(check.min));
+    return true;
   }
 };
 
 template <> struct Read<Bool> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   bool &out, std::string &error) {
+                   bool &out, Reader &r) {
     if (!j.is_boolean())
-      return fail(error, path, "must be true or false");
+      return r.fail(path, "must be true or false");
     out = j.get<bool>();
     return true;
   }
@@ -101,73 +130,87 @@ template <> struct Read<Bool> {
 
 template <> struct Read<String> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   std::string &out, std::string &error) {
-    if (!j.is_string())
-      return fail(error, path, "must be a string");
+                   std::string &out, Reader &r) {
+    if (check.kind == CheckKind::SmArch) {
+      if (!j.is_string() || !isSmArch(j.get<std::string>()))
+        return r.fail(path,
+                      "must be an SM architecture such as \"sm_80\" (got " +
+                          j.dump() + ")");
+    } else if (!j.is_string() || (check.kind == CheckKind::NonEmpty &&
+                                  j.get_ref<const std::string &>().empty())) {
+      return r.fail(path, check.kind == CheckKind::NonEmpty
+                              ? "must be a non-empty string"
+                              : "must be a string");
+    }
     out = j.get<std::string>();
-    if (check.kind == CheckKind::NonEmpty && out.empty())
-      return fail(error, path, "must not be empty");
-    if (check.kind == CheckKind::SmArch && !isSmArch(out))
-      return fail(error, path,
-                  "must be an SM architecture such as \"sm_80\" (got " +
-                      j.dump() + ")");
     return true;
   }
 };
 
 template <class E> struct Read<Enum<E>> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   E &out, std::string &error) {
+                   E &out, Reader &r) {
     std::optional<E> value =
         j.is_string() ? parse<E>(j.get<std::string>()) : std::nullopt;
     if (!value)
-      return fail(error, path, "must be one of " + oneOf<E>());
+      return r.fail(path, oneOfMessage(enumDesc<E>(), j));
     out = *value;
     return true;
   }
 };
 
-/// A list of integers, `size` of them unless 0, each passing `check`
-/// (Shape: at least 0).
-bool readInts(const json &j, const std::string &path, const Check &check,
-              size_t size, std::vector<int64_t> &out, std::string &error) {
-  if (!j.is_array() || (size != 0 && j.size() != size))
-    return fail(error, path,
-                size ? "must be a list of " + std::to_string(size) + " integers"
-                     : std::string("must be a list of integers"));
-  out.clear();
-  for (size_t i = 0; i < j.size(); ++i) {
-    int64_t v = 0;
-    if (!Read<Int>::read(j[i], at(path, i), check, v, error))
-      return false;
-    out.push_back(v);
-  }
-  return true;
-}
-
 template <> struct Read<Shape> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   std::vector<int64_t> &out, std::string &error) {
-    return readInts(j, path, Min(0), 0, out, error);
+                   std::vector<int64_t> &out, Reader &r) {
+    out.clear();
+    if (j.is_array())
+      for (const json &d : j) {
+        int64_t v = 0;
+        if (!readInteger(d, v) || v < 0)
+          break;
+        out.push_back(v);
+      }
+    if (!j.is_array() || out.size() != j.size())
+      return r.fail(path, "must be a list of non-negative integers");
+    return true;
   }
 };
 
 template <int N> struct Read<Ints<N>> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   std::vector<int64_t> &out, std::string &error) {
-    return readInts(j, path, check, size_t(N), out, error);
+                   std::vector<int64_t> &out, Reader &r) {
+    if (!j.is_array() || (N != 0 && j.size() != size_t(N)))
+      return r.fail(path,
+                    N ? "must be a list of " + std::to_string(N) + " integers"
+                      : std::string("must be a list of integers"));
+    out.clear();
+    for (size_t i = 0; i < j.size(); ++i) {
+      int64_t v = 0;
+      if (!Read<Int>::read(j[i], at(path, i), check, v, r))
+        return false;
+      out.push_back(v);
+    }
+    return true;
   }
 };
 
+/// A list of SM architectures (SmArch) is refused as a whole unless it has
+/// one at least, and an element by its index; other lists of strings as a
+/// whole.
 template <> struct Read<Strings> {
   static bool read(const json &j, const std::string &path, const Check &check,
-                   std::vector<std::string> &out, std::string &error) {
-    if (!j.is_array())
-      return fail(error, path, "must be a list of strings");
+                   std::vector<std::string> &out, Reader &r) {
+    const bool arches = check.kind == CheckKind::SmArch;
+    if (!j.is_array() || (arches && j.empty()))
+      return r.fail(path, arches ? "must be a non-empty list of SM "
+                                   "architectures (\"sm_80\", \"sm_90a\", ...)"
+                                 : "must be a list of strings");
     out.clear();
     for (size_t i = 0; i < j.size(); ++i) {
+      if (!arches && !j[i].is_string())
+        return r.fail(path, "must be a list of strings");
       std::string s;
-      if (!Read<String>::read(j[i], at(path, i), check, s, error))
+      if (!Read<String>::read(j[i], at(path, i), check, s, r))
         return false;
       out.push_back(std::move(s));
     }
@@ -175,31 +218,51 @@ template <> struct Read<Strings> {
   }
 };
 
+/// A list of objects of struct S.
+template <class S>
+bool readStructs(const json &j, const std::string &path, std::vector<S> &out,
+                 Reader &r) {
+  if (!j.is_array())
+    return r.fail(path, "must be a list");
+  out.clear();
+  out.resize(j.size());
+  for (size_t i = 0; i < j.size(); ++i)
+    if (!readStruct(j[i], at(path, i), out[i], r))
+      return false;
+  return true;
+}
+
 template <class S> struct Read<List<S>> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   std::vector<S> &out, std::string &error) {
-    if (!j.is_array())
-      return fail(error, path, "must be a list");
+                   std::vector<S> &out, Reader &r) {
+    return readStructs(j, path, out, r);
+  }
+};
+
+/// The kernel table, unless its reading is deferred to the session (which
+/// reads the raw entries with KernelSpec): then only a list of objects.
+template <> struct Read<List<Kernel>> {
+  static bool read(const json &j, const std::string &path, const Check &,
+                   std::vector<Kernel> &out, Reader &r) {
+    if (r.kernels == Kernels::Read || !j.is_array())
+      return readStructs(j, path, out, r);
     out.clear();
-    out.resize(j.size());
     for (size_t i = 0; i < j.size(); ++i)
-      if (!readStruct(j[i], at(path, i), out[i], error))
-        return false;
+      if (!j[i].is_object())
+        return r.fail(at(path, i), "must be an object");
     return true;
   }
 };
 
 template <class S> struct Read<Map<S>> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   std::vector<std::pair<std::string, S>> &out,
-                   std::string &error) {
+                   std::vector<std::pair<std::string, S>> &out, Reader &r) {
     if (!j.is_object())
-      return fail(error, path, "must be an object");
+      return r.fail(path, "must be an object");
     out.clear();
     for (auto it = j.begin(); it != j.end(); ++it) {
       out.emplace_back(it.key(), S());
-      if (!readStruct(it.value(), join(path, it.key()), out.back().second,
-                      error))
+      if (!readStruct(it.value(), join(path, it.key()), out.back().second, r))
         return false;
     }
     return true;
@@ -208,8 +271,8 @@ template <class S> struct Read<Map<S>> {
 
 template <class S> struct Read<Object<S>> {
   static bool read(const json &j, const std::string &path, const Check &,
-                   S &out, std::string &error) {
-    return readStruct(j, path, out, error);
+                   S &out, Reader &r) {
+    return readStruct(j, path, out, r);
   }
 };
 
@@ -223,47 +286,49 @@ template <class V> V &emplace(std::optional<V> &member) {
 template <class T, class M>
 bool readField(const json &j, const std::string &path, const FieldDesc &field,
                size_t column, const char *caseName, bool strict, M &member,
-               std::string &error) {
+               Reader &r) {
   const Presence presence = field.presence.codes[column];
   auto it = j.find(field.key);
   if (it == j.end()) {
     if (presence.kind == PresenceKind::Required)
-      return fail(error, join(path, field.key), "is missing");
+      return r.fail(join(path, field.key), "is missing");
     return true;
   }
   if (presence.kind == PresenceKind::Forbidden) {
     if (strict)
-      return fail(error, join(path, field.key),
-                  std::string("is not allowed") +
-                      (caseName ? std::string(" for ") + caseName : ""));
+      return r.fail(join(path, field.key),
+                    std::string("is not allowed") +
+                        (caseName ? std::string(" for ") + caseName : ""));
     return true; // ignored, as keys no row lists are
   }
   return Read<T>::read(*it, join(path, field.key), field.check, emplace(member),
-                       error);
+                       r);
 }
 
 /// Checks that `j` is an object, finds its case of the struct's
 /// discriminator (`column`, named `caseName`), and in a Strict struct
 /// refuses keys no row lists.
 bool prepare(const StructDesc &s, const json &j, const std::string &path,
-             size_t &column, const char *&caseName, std::string &error) {
+             size_t &column, const char *&caseName, Reader &r) {
   if (!j.is_object())
-    return fail(error, path.empty() ? std::string("(the root)") : path,
-                "must be an object");
+    return r.fail(path,
+                  path.empty() ? "must be a JSON object" : "must be an object");
   column = 0;
   caseName = nullptr;
   if (const FieldDesc *f = discriminatorField(s)) {
     const EnumDesc *e = s.columns();
-    std::string spelling = f->presence.codes[0].defaultText;
     auto it = j.find(f->key);
-    if (it != j.end())
-      spelling = it->is_string() ? it->get<std::string>() : "";
+    if (it == j.end() && f->presence.codes[0].kind == PresenceKind::Required)
+      return r.fail(join(path, f->key), "is missing");
+    json spelling =
+        it != j.end() ? *it : json(f->presence.codes[0].defaultText);
     column = e->count;
     for (size_t c = 0; c < e->count; ++c)
-      if (spelling == e->cases[c].spelling)
+      if (spelling.is_string() &&
+          spelling.get_ref<const std::string &>() == e->cases[c].spelling)
         column = c;
     if (column == e->count)
-      return fail(error, join(path, f->key), "must be one of " + oneOf(*e));
+      return r.fail(join(path, f->key), oneOfMessage(*e, spelling));
     caseName = e->cases[column].spelling;
   }
   if (s.strictness == Strictness::Strict)
@@ -272,7 +337,7 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
       for (size_t i = 0; i < s.count && !known; ++i)
         known = it.key() == s.fields[i].key;
       if (!known)
-        return fail(error, join(path, it.key()), "is not a known field");
+        return r.fail(join(path, it.key()), "is not a known field");
     }
   return true;
 }
@@ -285,7 +350,7 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
   }                                                                            \
   template <>                                                                  \
   bool readStruct<Struct_>(const json &j, const std::string &path,             \
-                           Struct_ &out, std::string &error) {                 \
+                           Struct_ &out, Reader &r) {                          \
     using Info = StructInfo<Struct_>;                                          \
     static constexpr StructDesc desc = {                                       \
         Info::name, Info::path,   Info::discriminator,    Info::strictness,    \
@@ -293,12 +358,12 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
     size_t column = 0, field = 0;                                              \
     const char *caseName = nullptr;                                            \
     const bool strict = desc.strictness == Strictness::Strict;                 \
-    if (!prepare(desc, j, path, column, caseName, error))                      \
+    if (!prepare(desc, j, path, column, caseName, r))                          \
       return false;
 #define CLEAVE_FIELD(Struct_, member_, key_, Type_, check_, origin_, doc_,     \
                      ...)                                                      \
   if (!readField<Type_>(j, path, desc.fields[field++], column, caseName,       \
-                        strict, out.member_, error))                           \
+                        strict, out.member_, r))                               \
     return false;
 #define CLEAVE_SCHEMA_DEF_READ "../../include/cleave/artifact_schema.def"
 #include CLEAVE_SCHEMA_DEF_READ
@@ -307,21 +372,51 @@ bool prepare(const StructDesc &s, const json &j, const std::string &path,
 
 } // namespace
 
-bool readManifestText(std::string_view text, Manifest &out,
-                      std::string &error) {
-  json root = json::parse(text.begin(), text.end(), nullptr,
-                          /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    error = "manifest: not valid JSON";
+bool parseJson(std::string_view text, json &root, std::string &error) {
+  try {
+    root = json::parse(text.begin(), text.end());
+    return true;
+  } catch (const json::exception &e) {
+    // Drop nlohmann's "[json.exception.parse_error.101] " tag.
+    std::string what = e.what();
+    size_t tagEnd = what.find("] ");
+    if (tagEnd != std::string::npos)
+      what = what.substr(tagEnd + 2);
+    error = "manifest: is not valid JSON (" + what + ")";
     return false;
   }
+}
+
+bool readManifest(const json &root, Manifest &out, Kernels kernels,
+                  std::string &error) {
+  Reader r{error, kernels};
   out = Manifest();
   try {
-    return readStruct(root, "", out, error);
+    // The version first: a manifest of another version may mean anything
+    // by its other keys.
+    if (!root.is_object())
+      return r.fail("", "must be a JSON object");
+    auto version = root.find("abi_version");
+    if (version == root.end())
+      return r.fail("abi_version", "is missing");
+    if (!Read<Int>::read(*version, "abi_version", Min(0), out.abiVersion, r))
+      return false;
+    if (out.abiVersion != CLEAVE_KERNEL_ABI_VERSION)
+      return r.fail("abi_version",
+                    "is " + std::to_string(out.abiVersion) +
+                        ", this runtime supports " +
+                        std::to_string(CLEAVE_KERNEL_ABI_VERSION));
+    return readStruct(root, "", out, r);
   } catch (const std::exception &e) {
-    error = std::string("manifest: ") + e.what();
-    return false;
+    return r.fail("", e.what());
   }
+}
+
+bool readManifestText(std::string_view text, Manifest &out, std::string &error,
+                      Kernels kernels) {
+  json root;
+  return parseJson(text, root, error) &&
+         readManifest(root, out, kernels, error);
 }
 
 } // namespace cleave::abi

@@ -13,19 +13,34 @@
 
 #include "Schema.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cleave::abi {
 
-/// Reads manifest `text` into `out`. Every key a row lists is checked for
-/// its object's case (the discriminator's value, or its default): present
-/// when required, of its type, passing its check; a key the case does not
-/// allow, or a key no row lists, is refused in a Strict object (a kernel
-/// entry) and ignored in a Lenient one, as the runtime's parser does. Rules
-/// that read two fields are the parser's, not this reader's. False, with
-/// `error` ("manifest: <key path> <what is wrong>"), at the first fault.
-bool readManifestText(std::string_view text, Manifest &out, std::string &error);
+/// What a reader does with the kernel table.
+enum class Kernels : uint8_t {
+  /// Reads every entry by its row, as the compiler's checks do.
+  Read,
+  /// Checks only that it is a list of objects and leaves `kernels` empty: a
+  /// session reads the entries when it is created (KernelContext::create),
+  /// as the runtime's parser does.
+  Defer
+};
+
+/// Reads manifest `text` into `out`: `abi_version` first (any other than
+/// this runtime's stops there), then, for the case of `kind`, every key a
+/// row lists, checked for its object's case (the discriminator's value, or
+/// its default): present when required, of its type, passing its check; a
+/// key the case does not allow, or a key no row lists, is refused in a
+/// Strict object (a kernel entry) and ignored in a Lenient one, as the
+/// runtime's parser does. Rules that read two fields are the parser's
+/// (ManifestRules, Manifest.cpp), not this reader's. False, with `error`
+/// ("manifest: <key path> <what is wrong>", in the runtime's words), at the
+/// first fault.
+bool readManifestText(std::string_view text, Manifest &out, std::string &error,
+                      Kernels kernels = Kernels::Read);
 
 } // namespace cleave::abi
 

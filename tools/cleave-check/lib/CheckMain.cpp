@@ -16,6 +16,7 @@
 #include "compiler/Driver/Driver.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "runtime/src/schema/Schema.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -132,23 +133,28 @@ std::string describeHeld(const std::string &manifest) {
     llvm::consumeError(json.takeError());
     return "(no memory report)";
   }
+  namespace abi = ::cleave::abi;
+  namespace entryKey = abi::keys::MemoryEntry;
   const llvm::json::Object *step = nullptr;
   if (const llvm::json::Object *root = json->getAsObject())
-    if (const llvm::json::Object *memory = root->getObject("memory"))
-      if (const llvm::json::Object *entries = memory->getObject("entries"))
-        step = entries->getObject("micro_step");
+    if (const llvm::json::Object *memory =
+            root->getObject(abi::keys::Manifest::memory))
+      if (const llvm::json::Object *entries =
+              memory->getObject(abi::keys::Memory::entries))
+        step = entries->getObject(abi::name(abi::EntryName::micro_step));
   if (!step)
     return "(no memory report)";
-  std::string line = "arena " + kib(step->getInteger("scratch").value_or(0)) +
-                     ", of which " +
-                     kib(step->getInteger("held_activations").value_or(0)) +
-                     " held from forward to backward";
-  if (const llvm::json::Object *r = step->getObject("recomputed")) {
+  std::string line =
+      "arena " + kib(step->getInteger(entryKey::scratch).value_or(0)) +
+      ", of which " +
+      kib(step->getInteger(entryKey::heldActivations).value_or(0)) +
+      " held from forward to backward";
+  if (const llvm::json::Object *r = step->getObject(entryKey::recomputed)) {
     char more[96];
-    std::snprintf(more, sizeof(more),
-                  " (%lld values recomputed, %.1f MFLOP more)",
-                  (long long)r->getInteger("values").value_or(0),
-                  double(r->getInteger("flops").value_or(0)) / 1e6);
+    std::snprintf(
+        more, sizeof(more), " (%lld values recomputed, %.1f MFLOP more)",
+        (long long)r->getInteger(abi::keys::Recomputed::values).value_or(0),
+        double(r->getInteger(abi::keys::Recomputed::flops).value_or(0)) / 1e6);
     line += more;
   }
   return line;

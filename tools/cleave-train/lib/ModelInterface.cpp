@@ -4,6 +4,7 @@
 
 #include "Error.h"
 #include "data/Npy.h"
+#include "schema/Schema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -111,15 +112,18 @@ std::string mib(int64_t bytes) {
 
 void checkMemoryBudget(const cleave::Artifact &artifact,
                        const std::string &path, int64_t budget) {
+  namespace key = ::cleave::abi::keys::Memory;
   nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
-  if (!manifest.contains("memory"))
+  if (!manifest.contains(::cleave::abi::keys::Manifest::memory))
     throw tools::Error(path + " has no memory report (an artifact from an "
                               "older cleave-compile): --memory-budget cannot "
                               "check it; compile it again");
-  const nlohmann::json &memory = manifest["memory"];
-  const int64_t report = memory.value("total", int64_t(0));
-  const int64_t overhead = memory.value("fixed_overhead", int64_t(0));
-  const bool device = memory.value("space", "host") == "device";
+  const nlohmann::json &memory =
+      manifest[::cleave::abi::keys::Manifest::memory];
+  const int64_t report = memory.value(key::total, int64_t(0));
+  const int64_t overhead = memory.value(key::fixedOverhead, int64_t(0));
+  const bool device = memory.value(key::space, "host") ==
+                      ::cleave::abi::name(::cleave::abi::MemorySpace::device);
   if (report + overhead <= budget)
     return;
   throw tools::Error(

@@ -368,8 +368,8 @@ TEST_F(GraphManifestTest, NeedsNoneOfTheTrainingFields) {
 TEST_F(GraphManifestTest, RefusesWhatItCannotRun) {
   json m = graphManifest();
   m["kind"] = "evaluation";
-  expectRefused(m, "manifest: kind must be \"training\", \"inference\" or "
-                   "\"graph\" when present");
+  expectRefused(m, "manifest: kind must be one of training, inference, graph "
+                   "(got 'evaluation')");
 
   m = graphManifest();
   m["entries"] = json::object();
@@ -406,6 +406,16 @@ TEST_F(GraphManifestTest, RefusesWhatItCannotRun) {
       m["entries"]["micro_step"]["args"][0]);
   expectRefused(m, "manifest: entries.micro_step.args[4].name 'x' is already "
                    "the name of another input of this entry");
+
+  // A graph's inputs are caller buffers: dtype and shape are theirs.
+  m = graphManifest();
+  m["entries"]["micro_step"]["args"][0].erase("dtype");
+  expectRefused(m, "manifest: entries.micro_step.args[0].dtype is missing");
+
+  // Keys a graph does not use are type-checked all the same.
+  m = graphManifest();
+  m["micro_batch"] = "8";
+  expectRefused(m, "manifest: micro_batch must be a positive integer");
 
   m = graphManifest();
   m["globals"][1]["of"] = "nothing";

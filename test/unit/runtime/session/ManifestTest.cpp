@@ -8,6 +8,7 @@
 #include "Manifest.h"
 
 #include "Checksum.h"
+#include "ManifestCheck.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -257,6 +258,41 @@ TEST(ManifestTest, CudaArtifactsNameTheirGpuCode) {
   EXPECT_FALSE(out.ptxArch);
 }
 
+TEST(ManifestTest, TheDocumentIsWhatTheManifestSays) {
+  Manifest m;
+  Status s = parseManifest(validManifest().dump(), m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // Absent fields stay absent; the session reads the kernel table itself.
+  EXPECT_EQ(m.doc.microBatch, std::optional<int64_t>(8));
+  EXPECT_FALSE(m.doc.device.has_value());
+  EXPECT_FALSE(m.doc.windowSamples.has_value());
+  EXPECT_TRUE(m.doc.kernels.empty());
+  EXPECT_EQ(m.kernels.size(), 1u);
+}
+
+TEST(ManifestTest, ReadManifestDocReadsTheKernelTableToo) {
+  json j = validManifest();
+  std::string error;
+  cleave::abi::Manifest doc;
+  // parseManifest leaves {"id": 0, "op": "matmul"} to KernelContext::create,
+  // which refuses it; the document's reader refuses it by its row.
+  EXPECT_TRUE(checkManifest(j.dump(), error)) << error;
+  EXPECT_FALSE(readManifestDoc(j.dump(), doc, error));
+  EXPECT_EQ(error, "manifest: kernels[0].batch is missing");
+  j["kernels"][0] = json::parse(R"({"id": 0, "op": "matmul", "batch": 1,
+      "m": 8, "k": 10, "n": 3, "trans_a": false, "trans_b": true,
+      "b_batched": false, "bias": false, "activation": "none",
+      "accumulate": false})");
+  ASSERT_TRUE(readManifestDoc(j.dump(), doc, error)) << error;
+  ASSERT_EQ(doc.kernels.size(), 1u);
+  EXPECT_EQ(doc.kernels[0].k, std::optional<int64_t>(10));
+  // The rules apply as well.
+  j["window_samples"] = 33;
+  EXPECT_FALSE(readManifestDoc(j.dump(), doc, error));
+  EXPECT_EQ(error.rfind("manifest: window_samples must be more than", 0), 0u)
+      << error;
+}
+
 struct BadCase {
   const char *name;
   std::function<void(json &)> mutate;
@@ -453,7 +489,7 @@ const BadCase kBadCases[] = {
     {"InputDuplicate", [](json &m) { m["inputs"][1]["name"] = "x"; },
      "inputs[1].name 'x' is already the name of another input"},
     {"InputRole", [](json &m) { m["inputs"][1]["role"] = "labels"; },
-     "inputs[1].role must be \"sample_weights\" when present"},
+     "inputs[1].role must be one of sample_weights (got 'labels')"},
     {"TwoSampleWeights",
      [](json &m) {
        m["inputs"].push_back({{"name", "w2"},
@@ -546,9 +582,9 @@ const BadCase kBadCases[] = {
      },
      "entries.apply_step takes input 'x' (apply_step runs without data)"},
     {"DeviceUnknown", [](json &m) { m["device"] = "tpu"; },
-     "device must be \"cpu\" or \"cuda\" (got 'tpu')"},
+     "device must be one of cpu, cuda (got 'tpu')"},
     {"DeviceNotString", [](json &m) { m["device"] = 1; },
-     "device must be \"cpu\" or \"cuda\" (got 1)"},
+     "device must be one of cpu, cuda (got 1)"},
     {"GpuArchesOnCpu", [](json &m) { m["gpu_arches"] = {"sm_80"}; },
      "gpu_arches is only valid with \"device\": \"cuda\""},
     {"PtxArchOnCpu", [](json &m) { m["ptx_arch"] = "sm_80"; },
@@ -584,6 +620,33 @@ const BadCase kBadCases[] = {
      },
      "ptx_arch must be an SM architecture without the 'a' suffix, such as "
      "\"sm_80\" (got \"sm_90a\")"},
+    // Enums: the table's spellings, and the value refused, also when it is
+    // not a string.
+    {"KindUnknown", [](json &m) { m["kind"] = "evaluation"; },
+     "kind must be one of training, inference, graph (got 'evaluation')"},
+    {"GlobalDtypeNotString", [](json &m) { global(m, 0)["dtype"] = 3; },
+     "globals[0].dtype must be one of f32, f64, i32, i64, i8, u8, i16, u16, "
+     "u32, f16, bf16 (got 3)"},
+    // Keys the runtime does not use are type-checked all the same.
+    {"PrecisionUnknown", [](json &m) { m["precision"] = "f8"; },
+     "precision must be one of f32, bf16 (got 'f8')"},
+    {"MemoryTotalNegative",
+     [](json &m) {
+       m["memory"] = {{"total", -1}};
+     },
+     "memory.total must be a non-negative integer"},
+    {"TargetFeatureNotString",
+     [](json &m) {
+       m["target"] = {{"cpu", "x86-64"}, {"features", {"+avx2", 2}}};
+     },
+     "target.features must be a list of strings"},
+    {"GpuArchesNotList",
+     [](json &m) {
+       m["device"] = "cuda";
+       m["gpu_arches"] = "sm_80";
+     },
+     "gpu_arches must be a non-empty list of SM architectures (\"sm_80\", "
+     "\"sm_90a\", ...)"},
     {"KernelsMissing", [](json &m) { m.erase("kernels"); },
      "kernels is missing"},
     {"KernelNotObject", [](json &m) { m["kernels"] = json::array({1}); },
