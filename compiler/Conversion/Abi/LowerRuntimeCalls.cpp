@@ -207,8 +207,21 @@ struct LowerRuntimeCallsPass
     if (auto f = k->getParentOfType<func::FuncOp>())
       entry.entry = f.getSymName().str();
     auto ints = [&](StringRef name) {
-      ArrayRef<int64_t> v = k.getInts(name);
+      SmallVector<int64_t> v = k.getInts(name);
       return std::vector<int64_t>(v.begin(), v.end());
+    };
+    // The fields a windowed op (convolution, pooling) shares: the NCHW
+    // source and the output's spatial size, and its window's geometry.
+    auto window = [&](ArrayRef<int64_t> src, ArrayRef<int64_t> dst) {
+      entry.n = src[0];
+      entry.c = src[1];
+      entry.h = src[2];
+      entry.w = src[3];
+      entry.oh = dst[2];
+      entry.ow = dst[3];
+      entry.strides = ints("strides");
+      entry.padding = ints("padding");
+      entry.dilations = ints("dilations");
     };
     auto activation = [&]() {
       auto a = k.getConfig().getAs<StringAttr>("activation");
@@ -271,18 +284,10 @@ struct LowerRuntimeCallsPass
         fn = kConvBwdWeights;
         entry.accumulate = accumulate;
       }
-      entry.n = src[0];
-      entry.c = src[1];
-      entry.h = src[2];
-      entry.w = src[3];
+      window(src, dst);
       entry.o = wei[0];
       entry.kh = wei[2];
       entry.kw = wei[3];
-      entry.oh = dst[2];
-      entry.ow = dst[3];
-      entry.strides = ints("strides");
-      entry.padding = ints("padding");
-      entry.dilations = ints("dilations");
       entry.groups = k.getConfig().getAs<IntegerAttr>("groups").getInt();
       break;
     }
@@ -303,16 +308,8 @@ struct LowerRuntimeCallsPass
                     ins.back(), out};
         fn = kPoolBwd;
       }
-      entry.n = src[0];
-      entry.c = src[1];
-      entry.h = src[2];
-      entry.w = src[3];
-      entry.oh = dst[2];
-      entry.ow = dst[3];
+      window(src, dst);
       entry.kernel = ints("kernel");
-      entry.strides = ints("strides");
-      entry.padding = ints("padding");
-      entry.dilations = ints("dilations");
       entry.countIncludePad = k.getFlag("count_include_pad");
       break;
     }
