@@ -80,17 +80,6 @@ struct DictFault {
   }
 };
 
-namespace dict_detail {
-
-#define CLEAVE_SCHEMA_DEF_DICT "runtime/include/cleave/artifact_schema.def"
-
-inline std::string join(const std::string &path, llvm::StringRef key) {
-  return path.empty() ? key.str() : path + "." + key.str();
-}
-inline std::string at(const std::string &path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
 /// The spellings of `e` as MLIR diagnostics quote values: `"a", "b" or "c"`.
 inline std::string quotedOneOf(const EnumDesc &e) {
   std::string out;
@@ -102,6 +91,17 @@ inline std::string quotedOneOf(const EnumDesc &e) {
     out += '"';
   }
   return out;
+}
+
+namespace dict_detail {
+
+#define CLEAVE_SCHEMA_DEF_DICT "runtime/include/cleave/artifact_schema.def"
+
+inline std::string join(const std::string &path, llvm::StringRef key) {
+  return path.empty() ? key.str() : path + "." + key.str();
+}
+inline std::string at(const std::string &path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
 }
 
 inline bool refuse(DictFault &fault, const std::string &path,

@@ -231,7 +231,7 @@ struct LowerRuntimeCallsPass
         return LogicalResult(
             k.emitOpError("has activation ")
             << a << "; the kernels apply "
-            << abi::dict_detail::quotedOneOf(abi::enumDesc<abi::Activation>()));
+            << abi::quotedOneOf(abi::enumDesc<abi::Activation>()));
       entry.activation = *parsed;
       return success();
     };
