@@ -294,10 +294,10 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
     }
   }
   // Sessions run training and inference artifacts alike.
-  auto graph = [](ArtifactKind kind) { return kind == ArtifactKind::Graph; };
+  auto graph = [](ArtifactKind kind) { return kind == ArtifactKind::graph; };
   if (graph(artifact->manifest_.kind) != graph(expected))
     return makeError(CLEAVE_INVALID_ARTIFACT, path, ": a ",
-                     artifactKindName(artifact->manifest_.kind), " artifact; ",
+                     abi::name(artifact->manifest_.kind), " artifact; ",
                      !graph(expected)
                          ? "graph artifacts run through cleave_executable_load"
                          : "training and inference artifacts run through "
@@ -306,7 +306,7 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
   artifact->initData_ = static_cast<const unsigned char *>(initDataFn());
   artifact->initDataBegin_ = SIZE_MAX;
   for (const GlobalDesc &g : artifact->manifest_.globals) {
-    if (g.init.kind != InitKind::Data)
+    if (g.init.kind != InitKind::data)
       continue;
     if (!artifact->initData_)
       return makeError(CLEAVE_INVALID_ARTIFACT, path, ": global '", g.name,
@@ -323,11 +323,11 @@ Status Artifact::load(const std::string &path, std::shared_ptr<Artifact> &out,
     if (!artifact->manifest_.entry(kind).present)
       continue;
     std::string symbol =
-        CLEAVE_SYMBOL_ENTRY_PREFIX + std::string(entryName(kind));
+        CLEAVE_SYMBOL_ENTRY_PREFIX + std::string(abi::name(kind));
     artifact->entries_[i] = reinterpret_cast<EntryFn>(lookup(symbol));
     if (!artifact->entries_[i])
       return makeError(CLEAVE_INVALID_ARTIFACT, path,
-                       ": the manifest declares entry '", entryName(kind),
+                       ": the manifest declares entry '", abi::name(kind),
                        "' but the artifact does not export ", symbol);
   }
   for (const GraphEntryDesc &e : artifact->manifest_.graphEntries) {

@@ -41,7 +41,7 @@ public:
   /// Errors start with the path, e.g. "model.cleave: not a Cleave artifact
   /// (missing symbol cleave_manifest)".
   static Status load(const std::string &path, std::shared_ptr<Artifact> &out,
-                     ArtifactKind expected = ArtifactKind::Training);
+                     ArtifactKind expected = ArtifactKind::training);
 
   ~Artifact();
   Artifact(const Artifact &) = delete;

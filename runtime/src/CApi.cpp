@@ -103,21 +103,36 @@ Status nullArgument(const char *function, const char *name) {
       return nullArgument(function, #ptr);                                     \
   } while (false)
 
-// The C enum lists the runtime's element types in the same order.
-#define CLEAVE_SAME_DTYPE(C, Rt)                                               \
-  static_assert(C == static_cast<int>(cleave::rt::DType::Rt))
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F32, F32);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F64, F64);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I32, I32);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I64, I64);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I8, I8);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U8, U8);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_I16, I16);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U16, U16);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_U32, U32);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_F16, F16);
-CLEAVE_SAME_DTYPE(CLEAVE_DTYPE_BF16, BF16);
-#undef CLEAVE_SAME_DTYPE
+// The C enums list the schema's cases in the schema's order
+// (artifact_schema.def), so values convert by their index.
+#define CLEAVE_SAME_CASE(C, Enum, ident)                                       \
+  static_assert(C == static_cast<int>(cleave::abi::Enum::ident))
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_F32, DType, f32);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_F64, DType, f64);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_I32, DType, i32);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_I64, DType, i64);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_I8, DType, i8);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_U8, DType, u8);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_I16, DType, i16);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_U16, DType, u16);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_U32, DType, u32);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_F16, DType, f16);
+CLEAVE_SAME_CASE(CLEAVE_DTYPE_BF16, DType, bf16);
+static_assert(cleave::abi::kCaseCount<cleave::abi::DType> ==
+              CLEAVE_DTYPE_BF16 + 1);
+CLEAVE_SAME_CASE(CLEAVE_GLOBAL_PARAM, GlobalKind, param);
+CLEAVE_SAME_CASE(CLEAVE_GLOBAL_BUFFER, GlobalKind, buffer);
+CLEAVE_SAME_CASE(CLEAVE_GLOBAL_ACCUMULATOR, GlobalKind, accumulator);
+CLEAVE_SAME_CASE(CLEAVE_GLOBAL_STATE, GlobalKind, state);
+CLEAVE_SAME_CASE(CLEAVE_GLOBAL_COUNTER, GlobalKind, counter);
+static_assert(cleave::abi::kCaseCount<cleave::abi::GlobalKind> ==
+              CLEAVE_GLOBAL_COUNTER + 1);
+// A graph's caller sees its inputs, outputs and globals (scratch is the
+// executable's own; hyperparameters are a training artifact's).
+CLEAVE_SAME_CASE(CLEAVE_ARG_INPUT, ArgRole, input);
+CLEAVE_SAME_CASE(CLEAVE_ARG_OUTPUT, ArgRole, output);
+CLEAVE_SAME_CASE(CLEAVE_ARG_GLOBAL, ArgRole, global);
+#undef CLEAVE_SAME_CASE
 
 cleave_dtype toC(cleave::rt::DType dtype) {
   return static_cast<cleave_dtype>(dtype);
@@ -142,7 +157,8 @@ Status indexOutOfRange(const char *function, size_t index, size_t count,
 
 Status findEntry(const char *function, const cleave::rt::Manifest &m,
                  const char *entry, const cleave::rt::EntryDesc *&out) {
-  std::optional<cleave::rt::EntryKind> kind = cleave::rt::parseEntryName(entry);
+  std::optional<cleave::rt::EntryKind> kind =
+      cleave::abi::parse<cleave::rt::EntryKind>(entry);
   if (!kind || !m.entry(*kind).present)
     return makeError(CLEAVE_NOT_FOUND, function,
                      ": the artifact has no entry '", entry, "'");
@@ -167,7 +183,7 @@ extern "C" {
 const char *cleave_dtype_name(cleave_dtype dtype) {
   if (dtype < CLEAVE_DTYPE_F32 || dtype > CLEAVE_DTYPE_BF16)
     return "?";
-  return cleave::rt::dtypeName(static_cast<cleave::rt::DType>(dtype));
+  return cleave::abi::name(static_cast<cleave::rt::DType>(dtype));
 }
 
 size_t cleave_dtype_size(cleave_dtype dtype) {
@@ -369,7 +385,7 @@ cleave_status cleave_artifact_has_entry(const cleave_artifact *artifact,
     CLEAVE_CHECK_ARG(entry);
     CLEAVE_CHECK_ARG(present);
     std::optional<cleave::rt::EntryKind> kind =
-        cleave::rt::parseEntryName(entry);
+        cleave::abi::parse<cleave::rt::EntryKind>(entry);
     *present = kind && artifact->impl->manifest().entry(*kind).present;
     return Status::success();
   });
@@ -455,8 +471,8 @@ Status readPlacement(int32_t device, int32_t ordinal, int32_t numThreads,
     return makeError(CLEAVE_INVALID_ARGUMENT, "options: device is ", device,
                      ", expected CLEAVE_DEVICE_CPU (0) or "
                      "CLEAVE_DEVICE_CUDA (1)");
-  out.device = device == CLEAVE_DEVICE_CUDA ? cleave::rt::DeviceKind::Cuda
-                                            : cleave::rt::DeviceKind::Cpu;
+  out.device = device == CLEAVE_DEVICE_CUDA ? cleave::rt::DeviceKind::cuda
+                                            : cleave::rt::DeviceKind::cpu;
   static_assert(CLEAVE_DEVICE_ORDINAL_AUTO == cleave::rt::kAutoDeviceOrdinal);
   out.deviceOrdinal = ordinal;
   out.numThreads = numThreads;
@@ -878,7 +894,7 @@ cleave_status cleave_executable_load(const char *path,
     }
     std::shared_ptr<Artifact> artifact;
     CLEAVE_RETURN_IF_ERROR(
-        Artifact::load(path, artifact, cleave::rt::ArtifactKind::Graph));
+        Artifact::load(path, artifact, cleave::rt::ArtifactKind::graph));
     std::unique_ptr<Executable> exe;
     CLEAVE_RETURN_IF_ERROR(Executable::create(std::move(artifact), opts, exe));
     auto *handle = new cleave_executable();
@@ -953,17 +969,8 @@ cleave_status cleave_executable_arg(const cleave_executable *executable,
     if (index >= args.size())
       return indexOutOfRange(function, index, args.size(), "arguments");
     const cleave::rt::GraphArgDesc &a = *args[index];
-    switch (a.role) {
-    case cleave::rt::ArgRole::Input:
-      info->role = CLEAVE_ARG_INPUT;
-      break;
-    case cleave::rt::ArgRole::Output:
-      info->role = CLEAVE_ARG_OUTPUT;
-      break;
-    default:
-      info->role = CLEAVE_ARG_GLOBAL;
-      break;
-    }
+    // callerArgs holds no scratch; the rest convert by index.
+    info->role = static_cast<cleave_arg_role>(a.role);
     info->tensor = toC(a.tensor);
     return Status::success();
   });

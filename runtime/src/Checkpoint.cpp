@@ -197,7 +197,7 @@ Status layOut(const std::string &name, const CheckpointContents &contents,
   json globals = json::array();
   for (const CheckpointTensor &t : contents.globals) {
     json entry = {
-        {"name", t.name}, {"dtype", dtypeName(t.dtype)}, {"shape", t.shape}};
+        {"name", t.name}, {"dtype", abi::name(t.dtype)}, {"shape", t.shape}};
     place(t.data, t.bytes, entry);
     globals.push_back(std::move(entry));
   }
@@ -475,7 +475,8 @@ Status parseCheckpoint(const std::string &path, std::string image,
     for (const json &g : index.at("globals")) {
       CheckpointTensor t;
       t.name = g.at("name").get<std::string>();
-      std::optional<DType> dtype = parseDType(g.at("dtype").get<std::string>());
+      std::optional<DType> dtype =
+          abi::parse<DType>(g.at("dtype").get<std::string>());
       if (!dtype)
         return corrupt(path, "global '" + t.name + "' has an unknown dtype");
       t.dtype = *dtype;

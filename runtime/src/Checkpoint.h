@@ -31,7 +31,7 @@ inline constexpr uint32_t kCheckpointFormatVersion = 3;
 /// writing) or into the loaded file (when reading).
 struct CheckpointTensor {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = DType::f32;
   std::vector<int64_t> shape;
   const void *data = nullptr;
   size_t bytes = 0;

@@ -39,7 +39,7 @@ Status checkPlacement(const Artifact &artifact, const Placement &placement,
     // The tracer compiles for the CPU only, so there is no compiler option
     // to suggest; the C API's name of the device is the fix.
     std::string constant = "CLEAVE_DEVICE_";
-    for (const char *c = deviceKindName(m.device); *c; ++c)
+    for (const char *c = abi::name(m.device); *c; ++c)
       constant += char(std::toupper(static_cast<unsigned char>(*c)));
     return makeError(CLEAVE_FAILED_PRECONDITION, path, ": compiled for ",
                      driver.describeCode(m), ", but the executable is ",

@@ -38,7 +38,7 @@ inline constexpr int kAutoDeviceOrdinal = -1;
 /// share.
 struct Placement {
   /// Must be what the artifact was compiled for (its manifest's `device`).
-  DeviceKind device = DeviceKind::Cpu;
+  DeviceKind device = DeviceKind::cpu;
   /// Which device, where devices are numbered; kAutoDeviceOrdinal: the
   /// rank's index on its machine (Communicator::nodeRanks), 0 when not
   /// distributed, so that each rank of a job has a device of its own.

@@ -24,15 +24,15 @@ namespace {
 
 const char *roleName(ArgRole role) {
   switch (role) {
-  case ArgRole::Input:
+  case ArgRole::input:
     return "input";
-  case ArgRole::Output:
+  case ArgRole::output:
     return "output";
-  case ArgRole::Global:
+  case ArgRole::global:
     return "global";
-  case ArgRole::Hyper:
+  case ArgRole::hyper:
     return "hyper";
-  case ArgRole::Scratch:
+  case ArgRole::scratch:
     return "scratch";
   }
   return "?";
@@ -51,7 +51,7 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
   if (!artifact)
     return makeError(CLEAVE_INVALID_ARGUMENT, "artifact is NULL");
   const Manifest &m = artifact->manifest();
-  if (m.kind != ArtifactKind::Graph)
+  if (m.kind != ArtifactKind::graph)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact->path(),
                      ": not a graph artifact");
   CLEAVE_RETURN_IF_ERROR(
@@ -88,7 +88,7 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
         "entry '" + m.graphEntries[i].name + "'", a.graphEntry(i),
         /*capture=*/!device.properties().hostMemory);
     for (const GraphArgDesc &arg : m.graphEntries[i].args)
-      if (arg.role == ArgRole::Scratch)
+      if (arg.role == ArgRole::scratch)
         scratchAreas[i].push_back(arg.scratchBytes);
   }
   std::vector<std::vector<void *>> scratch;
@@ -97,7 +97,7 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
     Binding &b = exe->entries_[i];
     size_t area = 0;
     for (const GraphArgDesc &arg : m.graphEntries[i].args) {
-      if (arg.role == ArgRole::Scratch) {
+      if (arg.role == ArgRole::scratch) {
         b.args.push_back(scratch[i][area++]);
         continue;
       }
@@ -119,7 +119,7 @@ Status Executable::makeTwins() {
       const GraphArgDesc &a = *b.callerArgs[i];
       Buffer *twin = nullptr;
       Buffer own;
-      if (a.role == ArgRole::Global) {
+      if (a.role == ArgRole::global) {
         auto [it, added] = globalTwins_.try_emplace(a.tensor.name);
         if (added)
           CLEAVE_RETURN_IF_ERROR(
@@ -207,8 +207,8 @@ Status Executable::runOnTwins(size_t index, void *const *args, size_t numArgs) {
   auto copies = [&](bool in) {
     for (size_t i = 0; i < numArgs; ++i) {
       const GraphArgDesc &a = *b.callerArgs[i];
-      const bool moves = a.role == ArgRole::Global ||
-                         a.role == (in ? ArgRole::Input : ArgRole::Output);
+      const bool moves = a.role == ArgRole::global ||
+                         a.role == (in ? ArgRole::input : ArgRole::output);
       if (!moves || a.tensor.bytes == 0)
         continue;
       Status copied = in ? queue.upload(b.twins[i], args[i], a.tensor.bytes)

@@ -28,22 +28,22 @@ void fill(void *data, int64_t count, Fn &&valueAt) {
 template <typename Fn>
 void fillAs(DType dtype, void *data, int64_t count, Fn &&valueAt) {
   switch (dtype) {
-  case DType::F32:
+  case DType::f32:
     return fill<float>(data, count, valueAt);
-  case DType::F64:
+  case DType::f64:
     return fill<double>(data, count, valueAt);
-  case DType::I32:
+  case DType::i32:
     return fill<int32_t>(data, count, valueAt);
-  case DType::I64:
+  case DType::i64:
     return fill<int64_t>(data, count, valueAt);
   // The manifest refuses globals of the narrow types.
-  case DType::I8:
-  case DType::U8:
-  case DType::I16:
-  case DType::U16:
-  case DType::U32:
-  case DType::F16:
-  case DType::BF16:
+  case DType::i8:
+  case DType::u8:
+  case DType::i16:
+  case DType::u16:
+  case DType::u32:
+  case DType::f16:
+  case DType::bf16:
     break;
   }
 }
@@ -55,24 +55,24 @@ void initializeGlobal(const GlobalDesc &global, void *data, Generator &gen,
   const InitSpec &init = global.init;
   int64_t n = global.numElements;
   switch (init.kind) {
-  case InitKind::Zeros:
+  case InitKind::zeros:
     std::memset(data, 0, global.bytes);
     return;
-  case InitKind::Ones:
+  case InitKind::ones:
     return fillAs(global.dtype, data, n, [] { return 1.0; });
-  case InitKind::Constant:
+  case InitKind::constant:
     // The manifest parser checked that integer globals get integral values
     // in range, so the conversion is exact.
     return fillAs(global.dtype, data, n, [&] { return init.value; });
-  case InitKind::Uniform:
-  case InitKind::KaimingUniform:
-  case InitKind::FanInUniform:
+  case InitKind::uniform:
+  case InitKind::kaiming_uniform:
+  case InitKind::fan_in_uniform:
     return fillAs(global.dtype, data, n,
                   [&] { return gen.uniform(init.lo, init.hi); });
-  case InitKind::Normal:
+  case InitKind::normal:
     return fillAs(global.dtype, data, n,
                   [&] { return gen.normal(init.mean, init.std); });
-  case InitKind::Data:
+  case InitKind::data:
     std::memcpy(data, initData + init.offset, global.bytes);
     return;
   }

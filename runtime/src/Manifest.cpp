@@ -25,89 +25,32 @@ using nlohmann::json;
 
 namespace cleave::rt {
 
-namespace {
-struct DTypeInfo {
-  DType dtype;
-  const char *name;
-  size_t size;
-};
-constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "f32", 4}, {DType::F64, "f64", 8},  {DType::I32, "i32", 4},
-    {DType::I64, "i64", 8}, {DType::I8, "i8", 1},    {DType::U8, "u8", 1},
-    {DType::I16, "i16", 2}, {DType::U16, "u16", 2},  {DType::U32, "u32", 4},
-    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}};
-} // namespace
-
 size_t dtypeSize(DType dtype) {
-  for (const DTypeInfo &t : kDTypes)
-    if (t.dtype == dtype)
-      return t.size;
+  switch (dtype) {
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::f32:
+  case DType::i32:
+  case DType::u32:
+    return 4;
+  case DType::i16:
+  case DType::u16:
+  case DType::f16:
+  case DType::bf16:
+    return 2;
+  case DType::i8:
+  case DType::u8:
+    return 1;
+  }
   return 0;
 }
 
-const char *dtypeName(DType dtype) {
-  for (const DTypeInfo &t : kDTypes)
-    if (t.dtype == dtype)
-      return t.name;
-  return "?";
-}
-
-std::optional<DType> parseDType(std::string_view name) {
-  for (const DTypeInfo &t : kDTypes)
-    if (name == t.name)
-      return t.dtype;
-  return std::nullopt;
-}
-
-bool isFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::F64; }
+bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 bool isNarrow(DType dtype) {
-  return dtype != DType::F32 && dtype != DType::F64 && dtype != DType::I32 &&
-         dtype != DType::I64;
-}
-
-const char *globalKindName(GlobalKind kind) {
-  switch (kind) {
-  case GlobalKind::Param:
-    return "param";
-  case GlobalKind::Buffer:
-    return "buffer";
-  case GlobalKind::Accumulator:
-    return "accumulator";
-  case GlobalKind::State:
-    return "state";
-  case GlobalKind::Counter:
-    return "counter";
-  }
-  return "?";
-}
-
-const char *entryName(EntryKind kind) {
-  switch (kind) {
-  case EntryKind::MicroStep:
-    return "micro_step";
-  case EntryKind::ApplyStep:
-    return "apply_step";
-  case EntryKind::EvalStep:
-    return "eval_step";
-  }
-  return "?";
-}
-
-const char *artifactKindName(ArtifactKind kind) {
-  switch (kind) {
-  case ArtifactKind::Training:
-    return "training";
-  case ArtifactKind::Inference:
-    return "inference";
-  case ArtifactKind::Graph:
-    return "graph";
-  }
-  return "?";
-}
-
-const char *deviceKindName(DeviceKind kind) {
-  return kind == DeviceKind::Cuda ? "cuda" : "cpu";
+  return dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 &&
+         dtype != DType::i64;
 }
 
 std::string GpuArch::name() const {
@@ -134,13 +77,6 @@ std::optional<GpuArch> parseGpuArch(std::string_view text) {
   return arch;
 }
 
-std::optional<EntryKind> parseEntryName(std::string_view name) {
-  for (size_t i = 0; i < kNumEntryKinds; ++i)
-    if (name == entryName(static_cast<EntryKind>(i)))
-      return static_cast<EntryKind>(i);
-  return std::nullopt;
-}
-
 std::optional<size_t> Manifest::findGlobal(std::string_view name) const {
   for (size_t i = 0; i < globals.size(); ++i)
     if (globals[i].name == name)
@@ -160,19 +96,6 @@ namespace {
 /// Tensors larger than this are refused: it keeps every size computation in
 /// range and is far beyond what a session could allocate.
 constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
-
-/// The runtime's enums have the table's cases in the table's order
-/// (artifact_schema.def says so of each), so a value converts by its index.
-template <class To, class From> To as(From e) { return static_cast<To>(e); }
-static_assert(abi::kCaseCount<abi::DType> == size_t(DType::BF16) + 1);
-static_assert(abi::kCaseCount<abi::GlobalKind> ==
-              size_t(GlobalKind::Counter) + 1);
-static_assert(abi::kCaseCount<abi::InitKind> == size_t(InitKind::Data) + 1);
-static_assert(abi::kCaseCount<abi::Reduce> == size_t(ReduceMode::Adasum) + 1);
-static_assert(abi::kCaseCount<abi::ArgRole> == size_t(ArgRole::Scratch) + 1);
-static_assert(abi::kCaseCount<abi::ArtifactKind> ==
-              size_t(ArtifactKind::Graph) + 1);
-static_assert(abi::kCaseCount<abi::Device> == size_t(DeviceKind::Cuda) + 1);
 
 std::string join(const std::string &path, const char *key) {
   return path.empty() ? std::string(key) : path + "." + key;
@@ -229,7 +152,7 @@ Status ManifestRules::check() {
   if (d.target)
     m.target = TargetDesc{d.target->cpu, d.target->features};
   CLEAVE_RETURN_IF_ERROR(device());
-  m.kind = as<ArtifactKind>(d.kind.value_or(abi::ArtifactKind::training));
+  m.kind = d.kind.value_or(abi::ArtifactKind::training);
   if (d.memory)
     m.memoryTotal = d.memory->total;
   for (const abi::Warning &w : d.warnings.value_or(std::vector<abi::Warning>()))
@@ -237,14 +160,14 @@ Status ManifestRules::check() {
   // A graph artifact has no window, counters, data inputs or
   // hyperparameters for a session to manage: its entries take caller-owned
   // buffers. The training-only fields are ignored if present.
-  if (m.kind == ArtifactKind::Graph) {
+  if (m.kind == ArtifactKind::graph) {
     CLEAVE_RETURN_IF_ERROR(globals());
     return graphEntries();
   }
   m.microBatch = *d.microBatch;
   // A forward-only artifact: no window, counters or hyperparameters of its
   // own, but a float type and hyperparameters if the model has them.
-  if (m.kind == ArtifactKind::Inference) {
+  if (m.kind == ArtifactKind::inference) {
     m.accumulate = 1;
     CLEAVE_RETURN_IF_ERROR(modelDType());
     CLEAVE_RETURN_IF_ERROR(globals());
@@ -254,7 +177,7 @@ Status ManifestRules::check() {
   }
   m.accumulate = *d.accumulate;
   CLEAVE_RETURN_IF_ERROR(window());
-  m.reduce = as<ReduceMode>(*d.reduce);
+  m.reduce = *d.reduce;
   CLEAVE_RETURN_IF_ERROR(dataParallel());
   CLEAVE_RETURN_IF_ERROR(modelDType());
   CLEAVE_RETURN_IF_ERROR(globals());
@@ -267,7 +190,7 @@ Status ManifestRules::check() {
 /// `dtype` and `shape`, and the element and byte counts they give.
 Status ManifestRules::tensor(const std::string &path, abi::DType dtype,
                              const std::vector<int64_t> &shape, TensorDesc &t) {
-  t.dtype = as<DType>(dtype);
+  t.dtype = dtype;
   t.shape = shape;
   uint64_t elements = 1;
   bool overflow = false;
@@ -290,8 +213,8 @@ Status ManifestRules::tensor(const std::string &path, abi::DType dtype,
 /// CPU. Which of them a GPU can run is decided when a session is created
 /// (device/GpuArch.h).
 Status ManifestRules::device() {
-  m.device = as<DeviceKind>(d.device.value_or(abi::Device::cpu));
-  if (m.device == DeviceKind::Cpu) {
+  m.device = d.device.value_or(abi::Device::cpu);
+  if (m.device == DeviceKind::cpu) {
     if (d.gpuArches)
       return error("gpu_arches", "is only valid with \"device\": \"cuda\"");
     if (d.ptxArch)
@@ -348,10 +271,10 @@ Status ManifestRules::dataParallel() {
   m.ranks = d.ranks.value_or(0);
   m.shardOptimizerState = d.shardOptimizerState.value_or(false);
   m.reduceEveryMicroStep = d.reduceEveryMicroStep.value_or(false);
-  if (m.shardOptimizerState && (m.ranks == 0 || m.reduce != ReduceMode::Mean))
+  if (m.shardOptimizerState && (m.ranks == 0 || m.reduce != ReduceMode::mean))
     return error("shard_optimizer_state",
                  "needs \"ranks\" and \"reduce\": \"mean\"");
-  if (m.reduceEveryMicroStep && m.reduce != ReduceMode::Mean)
+  if (m.reduceEveryMicroStep && m.reduce != ReduceMode::mean)
     return error("reduce_every_micro_step", "needs \"reduce\": \"mean\"");
   return Status::success();
 }
@@ -359,7 +282,7 @@ Status ManifestRules::dataParallel() {
 /// The model's float type, of hyperparameters and sample weights
 /// (inference: optional, as a model without parameters has none).
 Status ManifestRules::modelDType() {
-  m.dtype = as<DType>(d.dtype.value_or(abi::DType::f32));
+  m.dtype = d.dtype.value_or(abi::DType::f32);
   if (!isFloat(m.dtype))
     return error("dtype", "must be f32 or f64 (the model's float type)");
   return Status::success();
@@ -377,16 +300,16 @@ Status ManifestRules::globals() {
     if (!names.insert(desc.name).second)
       return error(join(path, "name"),
                    "'" + desc.name + "' is already the name of another global");
-    desc.kind = as<GlobalKind>(g.kind);
+    desc.kind = g.kind;
     CLEAVE_RETURN_IF_ERROR(tensor(path, g.dtype, g.shape, desc));
     if (isNarrow(desc.dtype))
       return error(join(path, "dtype"),
                    std::string("must be f32, f64, i32 or i64 for a global "
                                "(got '") +
-                       dtypeName(desc.dtype) + "')");
+                       abi::name(desc.dtype) + "')");
     // The row says X for the other kinds, which the reader ignores.
-    if (desc.kind != GlobalKind::Accumulator &&
-        desc.kind != GlobalKind::State &&
+    if (desc.kind != GlobalKind::accumulator &&
+        desc.kind != GlobalKind::state &&
         root.at("globals").at(i).contains("of"))
       return error(join(path, "of"),
                    "is only allowed on accumulator and state globals");
@@ -399,7 +322,7 @@ Status ManifestRules::globals() {
     if (g.of.empty())
       continue;
     std::optional<size_t> target = m.findGlobal(g.of);
-    if (!target || m.globals[*target].kind != GlobalKind::Param)
+    if (!target || m.globals[*target].kind != GlobalKind::param)
       return error(join(index("globals", i), "of"),
                    "'" + g.of + "' is not the name of a param global");
   }
@@ -414,40 +337,40 @@ Status ManifestRules::init(const abi::Init &in, const std::string &path,
   const std::string initPath = join(path, "init");
   const std::string kind = abi::name(in.kind);
   InitSpec &init = g.init;
-  init.kind = as<InitKind>(in.kind);
-  if (init.kind != InitKind::Zeros && init.kind != InitKind::Ones &&
-      init.kind != InitKind::Constant && init.kind != InitKind::Data &&
+  init.kind = in.kind;
+  if (init.kind != InitKind::zeros && init.kind != InitKind::ones &&
+      init.kind != InitKind::constant && init.kind != InitKind::data &&
       !isFloat(g.dtype))
     return error(join(initPath, "kind"),
                  "'" + kind + "' needs a float global (this one is " +
-                     dtypeName(g.dtype) + ")");
+                     abi::name(g.dtype) + ")");
   switch (init.kind) {
-  case InitKind::Zeros:
-  case InitKind::Ones:
+  case InitKind::zeros:
+  case InitKind::ones:
     break;
-  case InitKind::Constant:
+  case InitKind::constant:
     init.value = *in.value;
     if (!isFloat(g.dtype)) {
       double limit =
-          g.dtype == DType::I32 ? 2147483648.0 : 9223372036854775808.0;
+          g.dtype == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
       if (init.value != std::trunc(init.value) || init.value < -limit ||
           init.value >= limit)
         return error(join(initPath, "value"),
                      std::string("must be an integer representable as ") +
-                         dtypeName(g.dtype));
+                         abi::name(g.dtype));
     }
     break;
-  case InitKind::Uniform:
+  case InitKind::uniform:
     init.lo = *in.lo;
     init.hi = *in.hi;
     if (init.lo > init.hi)
       return error(initPath, "has lo > hi");
     break;
-  case InitKind::Normal:
+  case InitKind::normal:
     init.mean = *in.mean;
     init.std = *in.stddev;
     break;
-  case InitKind::KaimingUniform: {
+  case InitKind::kaiming_uniform: {
     // PyTorch refuses fan computations on tensors of rank < 2 as well.
     if (g.shape.size() < 2)
       return error(join(initPath, "kind"),
@@ -465,10 +388,10 @@ Status ManifestRules::init(const abi::Init &in, const std::string &path,
     init.fanIn = fanIn;
     break;
   }
-  case InitKind::FanInUniform:
+  case InitKind::fan_in_uniform:
     init.fanIn = *in.fanIn;
     break;
-  case InitKind::Data:
+  case InitKind::data:
     if (uint64_t(*in.bytes) != g.bytes)
       return error(join(initPath, "bytes"),
                    "is " + std::to_string(*in.bytes) + ", the global has " +
@@ -477,8 +400,8 @@ Status ManifestRules::init(const abi::Init &in, const std::string &path,
     init.bytes = uint64_t(*in.bytes);
     break;
   }
-  if (init.kind == InitKind::KaimingUniform ||
-      init.kind == InitKind::FanInUniform) {
+  if (init.kind == InitKind::kaiming_uniform ||
+      init.kind == InitKind::fan_in_uniform) {
     init.hi = 1.0 / std::sqrt(double(init.fanIn));
     init.lo = -init.hi;
   }
@@ -525,15 +448,15 @@ Status ManifestRules::checkWellKnown(const char *name, bool required,
     if (!isFloat(g.dtype))
       return error(join(path, "dtype"),
                    std::string("of '") + name + "' must be f32 or f64");
-    if (g.kind != GlobalKind::Accumulator)
+    if (g.kind != GlobalKind::accumulator)
       return error(join(path, "kind"),
                    std::string("of '") + name + "' must be accumulator");
     return Status::success();
   }
-  if (g.dtype != DType::I64)
+  if (g.dtype != DType::i64)
     return error(join(path, "dtype"),
                  std::string("of '") + name + "' must be i64");
-  if (counter && g.kind != GlobalKind::Counter)
+  if (counter && g.kind != GlobalKind::counter)
     return error(join(path, "kind"),
                  std::string("of '") + name + "' must be counter");
   return Status::success();
@@ -588,7 +511,7 @@ Status ManifestRules::inputs() {
     }
     if (in.indexBound) {
       desc.indexBound = *in.indexBound;
-      if (desc.dtype != DType::I32 && desc.dtype != DType::I64)
+      if (desc.dtype != DType::i32 && desc.dtype != DType::i64)
         return error(join(path, "index_bound"),
                      "is only allowed on an i32 or i64 input");
     }
@@ -629,24 +552,24 @@ Status ManifestRules::inputs() {
 /// eval_step (training); eval_step alone (inference).
 Status ManifestRules::entries() {
   for (const auto &[name, e] : d.entries) {
-    std::optional<EntryKind> kind = parseEntryName(name);
+    std::optional<EntryKind> kind = abi::parse<EntryKind>(name);
     std::string path = "entries." + name;
     if (!kind)
       return error(path, "is not an entry point of ABI version 1 (expected "
                          "micro_step, apply_step or eval_step)");
-    if (m.kind == ArtifactKind::Inference && *kind != EntryKind::EvalStep)
+    if (m.kind == ArtifactKind::inference && *kind != EntryKind::eval_step)
       return error(path, "is not allowed in an inference artifact (it has "
                          "eval_step alone)");
     CLEAVE_RETURN_IF_ERROR(entry(*kind, e, path));
   }
-  if (m.kind == ArtifactKind::Inference) {
-    if (!m.entry(EntryKind::EvalStep).present)
+  if (m.kind == ArtifactKind::inference) {
+    if (!m.entry(EntryKind::eval_step).present)
       return error("entries.eval_step", "is missing");
     return Status::success();
   }
-  for (EntryKind kind : {EntryKind::MicroStep, EntryKind::ApplyStep})
+  for (EntryKind kind : {EntryKind::micro_step, EntryKind::apply_step})
     if (!m.entry(kind).present)
-      return error(std::string("entries.") + entryName(kind), "is missing");
+      return error(std::string("entries.") + abi::name(kind), "is missing");
   return checkEntryRules();
 }
 
@@ -660,15 +583,15 @@ Status ManifestRules::entry(EntryKind kind, const abi::Entry &e,
     const abi::Arg &a = e.args[i];
     std::string argPath = index(join(path, "args"), i);
     ArgDesc arg;
-    arg.role = as<ArgRole>(a.role);
+    arg.role = a.role;
     const std::string name = a.name.value_or("");
     switch (arg.role) {
-    case ArgRole::Scratch:
+    case ArgRole::scratch:
       if (uint64_t(*a.bytes) > kMaxTensorBytes)
         return error(join(argPath, "bytes"), "is larger than 2^48");
       arg.scratchBytes = uint64_t(*a.bytes);
       break;
-    case ArgRole::Input: {
+    case ArgRole::input: {
       auto it =
           std::find_if(m.inputs.begin(), m.inputs.end(),
                        [&](const InputDesc &in) { return in.name == name; });
@@ -679,7 +602,7 @@ Status ManifestRules::entry(EntryKind kind, const abi::Entry &e,
       entry.usesInput[arg.index] = true;
       break;
     }
-    case ArgRole::Output: {
+    case ArgRole::output: {
       for (const TensorDesc &out : entry.outputs)
         if (out.name == name)
           return error(join(argPath, "name"),
@@ -691,7 +614,7 @@ Status ManifestRules::entry(EntryKind kind, const abi::Entry &e,
       entry.outputs.push_back(std::move(out));
       break;
     }
-    case ArgRole::Global: {
+    case ArgRole::global: {
       std::optional<size_t> g = m.findGlobal(name);
       if (!g)
         return error(join(argPath, "name"),
@@ -699,7 +622,7 @@ Status ManifestRules::entry(EntryKind kind, const abi::Entry &e,
       arg.index = *g;
       break;
     }
-    case ArgRole::Hyper: {
+    case ArgRole::hyper: {
       std::optional<size_t> h = m.findHyper(name);
       if (!h)
         return error(join(argPath, "name"),
@@ -719,11 +642,11 @@ Status ManifestRules::entry(EntryKind kind, const abi::Entry &e,
 Status ManifestRules::checkEntryRules() {
   auto takesGlobal = [&](EntryKind kind, size_t global) {
     for (const ArgDesc &a : m.entry(kind).args)
-      if (a.role == ArgRole::Global && a.index == global)
+      if (a.role == ArgRole::global && a.index == global)
         return true;
     return false;
   };
-  const EntryDesc &micro = m.entry(EntryKind::MicroStep);
+  const EntryDesc &micro = m.entry(EntryKind::micro_step);
   bool foundLoss = false;
   for (size_t i = 0; i < micro.outputs.size(); ++i) {
     const TensorDesc &out = micro.outputs[i];
@@ -737,16 +660,16 @@ Status ManifestRules::checkEntryRules() {
   }
   if (!foundLoss)
     return error("entries.micro_step", "has no output named 'loss'");
-  if (!takesGlobal(EntryKind::MicroStep, m.microStepsGlobal))
+  if (!takesGlobal(EntryKind::micro_step, m.microStepsGlobal))
     return error("entries.micro_step",
                  "does not take global 'train.micro_steps'");
-  if (!takesGlobal(EntryKind::ApplyStep, m.microStepsGlobal))
+  if (!takesGlobal(EntryKind::apply_step, m.microStepsGlobal))
     return error("entries.apply_step",
                  "does not take global 'train.micro_steps'");
-  if (!takesGlobal(EntryKind::ApplyStep, m.stepGlobal))
+  if (!takesGlobal(EntryKind::apply_step, m.stepGlobal))
     return error("entries.apply_step", "does not take global 'train.step'");
-  for (const ArgDesc &a : m.entry(EntryKind::ApplyStep).args)
-    if (a.role == ArgRole::Input)
+  for (const ArgDesc &a : m.entry(EntryKind::apply_step).args)
+    if (a.role == ArgRole::input)
       return error("entries.apply_step",
                    "takes input '" + m.inputs[a.index].name +
                        "' (apply_step runs without data)");
@@ -785,19 +708,19 @@ Status ManifestRules::graphEntry(const abi::Entry &e, const std::string &path,
     const abi::Arg &a = e.args[i];
     std::string argPath = index(join(path, "args"), i);
     GraphArgDesc arg;
-    arg.role = as<ArgRole>(a.role);
+    arg.role = a.role;
     arg.tensor.name = a.name.value_or("");
     const std::string &name = arg.tensor.name;
     switch (arg.role) {
-    case ArgRole::Scratch:
+    case ArgRole::scratch:
       if (uint64_t(*a.bytes) > kMaxTensorBytes)
         return error(join(argPath, "bytes"), "is larger than 2^48");
       arg.scratchBytes = uint64_t(*a.bytes);
       break;
-    case ArgRole::Input:
-    case ArgRole::Output: {
+    case ArgRole::input:
+    case ArgRole::output: {
       const char *role = abi::name(a.role);
-      if (!(arg.role == ArgRole::Input ? inputs : outputs).insert(name).second)
+      if (!(arg.role == ArgRole::input ? inputs : outputs).insert(name).second)
         return error(join(argPath, "name"), "'" + name +
                                                 "' is already the name of "
                                                 "another " +
@@ -810,7 +733,7 @@ Status ManifestRules::graphEntry(const abi::Entry &e, const std::string &path,
       CLEAVE_RETURN_IF_ERROR(tensor(argPath, *a.dtype, *a.shape, arg.tensor));
       break;
     }
-    case ArgRole::Global: {
+    case ArgRole::global: {
       std::optional<size_t> g = m.findGlobal(name);
       if (!g)
         return error(join(argPath, "name"),
@@ -818,7 +741,7 @@ Status ManifestRules::graphEntry(const abi::Entry &e, const std::string &path,
       arg.tensor = m.globals[*g];
       break;
     }
-    case ArgRole::Hyper:
+    case ArgRole::hyper:
       return error(join(argPath, "role"),
                    "'hyper' is not allowed in a graph artifact (scalars are "
                    "inputs)");

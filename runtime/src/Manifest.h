@@ -44,49 +44,28 @@ inline constexpr size_t alignedSize(uint64_t bytes) {
                 kBufferAlignment);
 }
 
-/// Element types, in the order of the C API's `cleave_dtype`. Globals and
-/// what the runtime computes with (hyperparameters, sample weights, index
-/// checks) are f32, f64, i32 or i64; the narrow types only carry a model's
-/// inputs and outputs, which the model widens and narrows itself.
-enum class DType : uint8_t {
-  F32,
-  F64,
-  I32,
-  I64,
-  I8,
-  U8,
-  I16,
-  U16,
-  U32,
-  F16,
-  BF16
-};
+// The manifest's enums are the schema's (artifact_schema.def): their cases
+// are the spellings on the wire, abi::name and abi::parse convert, and the C
+// API's enums follow the same order (checked in CApi.cpp).
+
+/// Element types. Globals and what the runtime computes with
+/// (hyperparameters, sample weights, index checks) are f32, f64, i32 or i64;
+/// the narrow types only carry a model's inputs and outputs, which the model
+/// widens and narrows itself.
+using DType = abi::DType;
 
 size_t dtypeSize(DType dtype);
-const char *dtypeName(DType dtype);
-std::optional<DType> parseDType(std::string_view name);
 /// f32 or f64: the float types the runtime computes with.
 bool isFloat(DType dtype);
 /// A type only inputs and outputs have (i8, u8, i16, u16, u32, f16, bf16).
 bool isNarrow(DType dtype);
 
-enum class GlobalKind : uint8_t { Param, Buffer, Accumulator, State, Counter };
-const char *globalKindName(GlobalKind kind);
-
-enum class InitKind : uint8_t {
-  Zeros,
-  Ones,
-  Constant,
-  Uniform,
-  Normal,
-  KaimingUniform,
-  FanInUniform,
-  Data,
-};
+using GlobalKind = abi::GlobalKind;
+using InitKind = abi::InitKind;
 
 /// How a global gets its initial value; only the fields of `kind` are set.
 struct InitSpec {
-  InitKind kind = InitKind::Zeros;
+  InitKind kind = InitKind::zeros;
   double value = 0.0;           // constant
   double lo = 0.0, hi = 0.0;    // uniform; also the bound of the fan-in kinds
   double mean = 0.0, std = 0.0; // normal
@@ -98,14 +77,14 @@ struct InitSpec {
 /// A dense row-major tensor.
 struct TensorDesc {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = DType::f32;
   std::vector<int64_t> shape;
   int64_t numElements = 1;
   size_t bytes = 0;
 };
 
 struct GlobalDesc : TensorDesc {
-  GlobalKind kind = GlobalKind::Param;
+  GlobalKind kind = GlobalKind::param;
   std::string of; // empty when absent
   InitSpec init;
 };
@@ -132,11 +111,11 @@ struct WarningDesc {
   std::string op, loc, message;
 };
 
-enum class ArgRole : uint8_t { Input, Output, Global, Hyper, Scratch };
+using ArgRole = abi::ArgRole;
 
 /// One argument of an entry point, resolved to an index.
 struct ArgDesc {
-  ArgRole role = ArgRole::Input;
+  ArgRole role = ArgRole::input;
   /// Index into Manifest::inputs, EntryDesc::outputs, Manifest::globals or
   /// Manifest::hypers (by role); unused for scratch.
   size_t index = 0;
@@ -144,10 +123,9 @@ struct ArgDesc {
   uint64_t scratchBytes = 0;
 };
 
-enum class EntryKind : uint8_t { MicroStep, ApplyStep, EvalStep };
-inline constexpr size_t kNumEntryKinds = 3;
-const char *entryName(EntryKind kind);
-std::optional<EntryKind> parseEntryName(std::string_view name);
+/// The entry points of a training or inference artifact.
+using EntryKind = abi::EntryName;
+inline constexpr size_t kNumEntryKinds = abi::kCaseCount<EntryKind>;
 
 struct EntryDesc {
   bool present = false;
@@ -157,20 +135,19 @@ struct EntryDesc {
   std::vector<bool> usesInput;
 };
 
-enum class ReduceMode : uint8_t { None, Sum, Mean, Adasum };
+using ReduceMode = abi::Reduce;
 
 /// What an artifact is for: a Session trains a Training artifact and
 /// evaluates an Inference one (forward only: eval_step alone, no counters,
 /// hyperparameters or window), an Executable runs the entries of a Graph
 /// artifact.
-enum class ArtifactKind : uint8_t { Training, Inference, Graph };
-const char *artifactKindName(ArtifactKind kind);
+using ArtifactKind = abi::ArtifactKind;
 
 /// One argument of a graph entry. Inputs, outputs and globals are buffers
 /// the caller passes; scratch is owned by the executable.
 struct GraphArgDesc {
   /// Input, Output, Global or Scratch.
-  ArgRole role = ArgRole::Input;
+  ArgRole role = ArgRole::input;
   /// The buffer's name, dtype and shape (a global's are its declaration's).
   TensorDesc tensor;
   /// Bytes of a scratch area.
@@ -191,8 +168,7 @@ struct TargetDesc {
 };
 
 /// What executes an artifact's entry points (`"device"`).
-enum class DeviceKind : uint8_t { Cpu, Cuda };
-const char *deviceKindName(DeviceKind kind);
+using DeviceKind = abi::Device;
 
 /// An SM architecture of the manifest's `gpu_arches` and `ptx_arch`
 /// (`"sm_80"`, or `"sm_90a"` for code that runs on that exact GPU only).
@@ -216,7 +192,7 @@ struct Manifest {
   /// table: `doc.kernels` is empty, and `kernels` holds the raw entries,
   /// which a session or executable reads when it is created.
   abi::Manifest doc;
-  ArtifactKind kind = ArtifactKind::Training;
+  ArtifactKind kind = ArtifactKind::training;
   int64_t abiVersion = 0;
   /// The file ends with a checksum seal, which the loader has verified.
   bool sealed = false;
@@ -225,7 +201,7 @@ struct Manifest {
   /// `"device"`: absent means the CPU. A `cuda` artifact passes device
   /// pointers to its entry points and launches its kernels through the
   /// runtime's mgpu* functions (docs/design/gpu-runtime.md).
-  DeviceKind device = DeviceKind::Cpu;
+  DeviceKind device = DeviceKind::cpu;
   /// `cuda` only: the architectures the artifact has a cubin for, in the
   /// order the compiler was given them, and the one whose PTX it embeds
   /// (absent: none).
@@ -236,14 +212,14 @@ struct Manifest {
   /// One rank's samples per window: accumulate x micro_batch, or fewer when
   /// the last micro-batch of each window is short (`window_samples`).
   int64_t windowSamples = 0;
-  ReduceMode reduce = ReduceMode::None;
+  ReduceMode reduce = ReduceMode::none;
   /// Data-parallel ranks the artifact is compiled for; 0: any number.
   int64_t ranks = 0;
   /// ZeRO-1: optimizer state is this rank's shard (needs `ranks`).
   bool shardOptimizerState = false;
   /// The gradients are reduced in every micro-step (a benchmark baseline).
   bool reduceEveryMicroStep = false;
-  DType dtype = DType::F32;
+  DType dtype = DType::f32;
   /// The memory report's total: the bytes a session allocates in its
   /// device's memory (docs/design/memory.md). Absent in artifacts without a
   /// report (hand-written test ones, graphs).

@@ -63,7 +63,7 @@ Status checkFootprint(const Manifest &m, const std::string &path) {
   for (const EntryDesc &e : m.entries) {
     uint64_t entry = 0;
     for (const ArgDesc &a : e.args)
-      entry += a.role == ArgRole::Scratch ? a.scratchBytes : 0;
+      entry += a.role == ArgRole::scratch ? a.scratchBytes : 0;
     for (const TensorDesc &o : e.outputs)
       entry += o.bytes;
     scratch = std::max(scratch, entry);
@@ -157,7 +157,7 @@ Status Session::allocateAndInitialize(const Options &options) {
       communicator_->broadcast(globals_[i].host, int64_t(m.globals[i].bytes),
                                /*root=*/0);
   artifact_->releaseInitData();
-  if (m.kind == ArtifactKind::Inference) {
+  if (m.kind == ArtifactKind::inference) {
     microSteps_ = &noCounters_[0];
     step_ = &noCounters_[1];
   } else {
@@ -202,9 +202,9 @@ void Session::enableLayoutCache() {
   for (size_t i = 0; i < manifest_.globals.size(); ++i) {
     const GlobalDesc &g = manifest_.globals[i];
     BufferRange range{globals_[i].data, g.bytes};
-    if (g.kind == GlobalKind::Param)
+    if (g.kind == GlobalKind::param)
       parameters.push_back(range);
-    else if (g.kind == GlobalKind::Accumulator)
+    else if (g.kind == GlobalKind::accumulator)
       accumulators.push_back(range);
   }
   kernelContext_->enableLayoutCache(std::move(parameters),
@@ -292,7 +292,7 @@ Status Session::writeHyperSlot(size_t index) {
   const double value = hyperValues_[index];
   uint32_t words[2];
   size_t count = 1;
-  if (manifest_.dtype == DType::F64) {
+  if (manifest_.dtype == DType::f64) {
     std::memcpy(words, &value, sizeof(value));
     count = 2;
   } else {
@@ -316,11 +316,11 @@ Status Session::bindEntries() {
       continue;
     Binding &b = bindings_[k];
     // eval_step runs directly: it is not in the training loop.
-    b.entry = runner_->add(entryName(kind), artifact_->entry(kind),
-                           /*capture=*/kind != EntryKind::EvalStep);
+    b.entry = runner_->add(abi::name(kind), artifact_->entry(kind),
+                           /*capture=*/kind != EntryKind::eval_step);
     std::vector<uint64_t> &areas = scratchAreas.emplace_back();
     for (const ArgDesc &a : e.args)
-      if (a.role == ArgRole::Scratch)
+      if (a.role == ArgRole::scratch)
         areas.push_back(a.scratchBytes);
   }
   std::vector<std::vector<void *>> scratch;
@@ -335,7 +335,7 @@ Status Session::bindEntries() {
     b.outputs.resize(e.outputs.size());
     for (size_t i = 0; i < e.outputs.size(); ++i) {
       const std::string what = std::string("output '") + e.outputs[i].name +
-                               "' of " + entryName(kind);
+                               "' of " + abi::name(kind);
       CLEAVE_RETURN_IF_ERROR(device_->allocate(
           e.outputs[i].bytes, Usage::Mirrored, what, b.outputs[i]));
     }
@@ -344,20 +344,20 @@ Status Session::bindEntries() {
     for (const ArgDesc &a : e.args) {
       void *ptr = nullptr;
       switch (a.role) {
-      case ArgRole::Input:
+      case ArgRole::input:
         b.inputArgs.emplace_back(b.args.size(), a.index);
         ptr = inputs_[0][a.index].data;
         break;
-      case ArgRole::Output:
+      case ArgRole::output:
         ptr = b.outputs[a.index].data;
         break;
-      case ArgRole::Global:
+      case ArgRole::global:
         ptr = globals_[a.index].data;
         break;
-      case ArgRole::Hyper:
+      case ArgRole::hyper:
         ptr = hypers + a.index * alignment_;
         break;
-      case ArgRole::Scratch:
+      case ArgRole::scratch:
         ptr = scratch[b.entry][area++];
         break;
       }

@@ -27,7 +27,7 @@ namespace cleave::rt {
 namespace {
 
 double readScalar(DType dtype, const void *p) {
-  return dtype == DType::F64 ? *static_cast<const double *>(p)
+  return dtype == DType::f64 ? *static_cast<const double *>(p)
                              : double(*static_cast<const float *>(p));
 }
 
@@ -57,7 +57,7 @@ Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
       continue;
     if (!batch.data[j])
       return makeError(CLEAVE_INVALID_ARGUMENT, "batch: data[", j, "] ('",
-                       in.name, "') is NULL but ", entryName(kind),
+                       in.name, "') is NULL but ", abi::name(kind),
                        " reads it");
     if (in.rowBytes != 0 &&
         uint64_t(batch.samples) >
@@ -115,7 +115,7 @@ Status Session::checkIndices(const InputDesc &in, const void *data,
                              size_t bytes) const {
   // Generated code clamps indices (it never reads out of bounds); a value
   // outside the range would silently train on another class or row.
-  auto bad = in.dtype == DType::I64
+  auto bad = in.dtype == DType::i64
                  ? firstOutOfRange<int64_t>(data, bytes / 8, in.indexBound,
                                             in.ignoreIndex)
                  : firstOutOfRange<int32_t>(data, bytes / 4, in.indexBound,
@@ -140,7 +140,7 @@ Status Session::fillTokenWeights(const void *labels, void *weights,
   const InputDesc &w = m.inputs[*m.sampleWeightsInput];
   const int64_t b = m.microBatch, perRow = l.numElements / b;
   const int64_t ignore = *l.ignoreIndex;
-  const bool wide = l.dtype == DType::I64, f64 = w.dtype == DType::F64;
+  const bool wide = l.dtype == DType::i64, f64 = w.dtype == DType::f64;
   lastCount_ =
       wide ? (f64 ? fillTokenWeightsOf<int64_t, double>(labels, weights, b,
                                                         perRow, samples, ignore)
@@ -150,7 +150,7 @@ Status Session::fillTokenWeights(const void *labels, void *weights,
                                                         perRow, samples, ignore)
                   : fillTokenWeightsOf<int32_t, float>(
                         labels, weights, b, perRow, samples, ignore));
-  if (lastCount_ == 0 && kind == EntryKind::MicroStep)
+  if (lastCount_ == 0 && kind == EntryKind::micro_step)
     return makeError(CLEAVE_INVALID_ARGUMENT, "batch: every token of '",
                      l.name, "' is the ignore index ", ignore,
                      ": the micro-batch has nothing to learn from");
@@ -162,7 +162,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   int64_t samples = batch.samples;
   int64_t b = m.microBatch;
   CLEAVE_RETURN_IF_ERROR(checkBatch(kind, batch, b));
-  if (kind == EntryKind::MicroStep && samples < b && !m.sampleWeightsInput)
+  if (kind == EntryKind::micro_step && samples < b && !m.sampleWeightsInput)
     return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ", samples,
                      " but the artifact has no sample-weights input, so "
                      "every micro-batch must have exactly ",
@@ -221,7 +221,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
     unsigned char *w = buffers[idx].host;
     for (int64_t i = 0; i < b; ++i) {
       double v = i < samples ? 1.0 : 0.0;
-      if (m.inputs[idx].dtype == DType::F64)
+      if (m.inputs[idx].dtype == DType::f64)
         reinterpret_cast<double *>(w)[i] = v;
       else
         reinterpret_cast<float *>(w)[i] = float(v);
@@ -269,10 +269,10 @@ void copyRowsPadded(unsigned char *dst, const void *src, int64_t samples,
 
 Status Session::enqueueLossCopy() {
   const TensorDesc &loss =
-      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput];
+      manifest_.entry(EntryKind::micro_step).outputs[manifest_.lossOutput];
   if (lossCount_ >= lossCapacity_)
     CLEAVE_RETURN_IF_ERROR(reserveLossSlots(lossCount_ + 1));
-  const Binding &b = bindings_[size_t(EntryKind::MicroStep)];
+  const Binding &b = bindings_[size_t(EntryKind::micro_step)];
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(device_->compute().download(
       lossSlots_ + lossCount_ * sizeof(double),
       b.outputs[manifest_.lossOutput].data, loss.bytes)));
@@ -291,8 +291,9 @@ void Session::foldLosses() const {
     lastLoss_ = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  const DType dtype =
-      manifest_.entry(EntryKind::MicroStep).outputs[manifest_.lossOutput].dtype;
+  const DType dtype = manifest_.entry(EntryKind::micro_step)
+                          .outputs[manifest_.lossOutput]
+                          .dtype;
   for (size_t i = 0; i < lossCount_; ++i)
     lossSum_ += readScalar(dtype, lossSlots_ + i * sizeof(double));
   lossCount_ = 0;
@@ -317,12 +318,12 @@ Status Session::run(EntryKind kind) {
   if (readsInputs)
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(compute.wait(*copied_[set])));
   // apply_step reads the accumulators and writes the parameters.
-  const bool update = kind == EntryKind::ApplyStep;
+  const bool update = kind == EntryKind::apply_step;
   if (update) {
     Status settled = kernelContext_->beginParameterUpdate();
     if (!settled.ok()) {
       failure_ =
-          settled.withContext(artifact_->path() + ": " + entryName(kind));
+          settled.withContext(artifact_->path() + ": " + abi::name(kind));
       return failure_;
     }
   }
@@ -357,7 +358,7 @@ Status Session::checkDevice() const {
 }
 
 Status Session::checkTraining(const char *what) const {
-  if (manifest_.kind != ArtifactKind::Inference)
+  if (manifest_.kind != ArtifactKind::inference)
     return Status::success();
   return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
                    ": an inference artifact (compiled forward-only) cannot ",
@@ -367,9 +368,9 @@ Status Session::checkTraining(const char *what) const {
 Status Session::microStep(const cleave_batch &batch) {
   CLEAVE_RETURN_IF_ERROR(checkTraining("run a micro-step"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
-  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::MicroStep, batch));
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::micro_step, batch));
   const int64_t before = *microSteps_;
-  CLEAVE_RETURN_IF_ERROR(run(EntryKind::MicroStep));
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::micro_step));
   if (device_->properties().synchronous) {
     // The entry advanced the counter, in the host view: check it did.
     if (*microSteps_ != before + 1)
@@ -399,7 +400,7 @@ Status Session::apply() {
   // Also here, not only after each apply: train.step may have been written
   // through writeGlobal since.
   syncScheduledLr();
-  CLEAVE_RETURN_IF_ERROR(run(EntryKind::ApplyStep));
+  CLEAVE_RETURN_IF_ERROR(run(EntryKind::apply_step));
   lastWindowBytes_ = windowBytes_;
   windowBytes_ = 0;
   // The apply step's verdict on the window: 0, or which sum was not finite
@@ -438,7 +439,7 @@ Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
   std::string what = "window sum #" + std::to_string(verdict);
   int64_t position = 0;
   for (const GlobalDesc &g : m.globals) {
-    if (g.kind != GlobalKind::Accumulator || ++position != verdict)
+    if (g.kind != GlobalKind::accumulator || ++position != verdict)
       continue;
     if (!g.of.empty())
       what = "the gradient of '" + g.of + "'";
@@ -476,7 +477,7 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
                      ", expected 1 to ", m.microBatch,
                      " (the micro-batch size)");
   // The whole batch is checked first so that a bad one trains nothing.
-  CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::MicroStep, batch,
+  CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::micro_step, batch,
                                     std::numeric_limits<int64_t>::max()));
   if (microSize < m.microBatch && !m.sampleWeightsInput)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
@@ -528,12 +529,12 @@ Status Session::flush() {
 }
 
 Status Session::eval(const cleave_batch &batch) {
-  if (!manifest_.entry(EntryKind::EvalStep).present)
+  if (!manifest_.entry(EntryKind::eval_step).present)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
                      ": the artifact has no eval_step entry");
   CLEAVE_RETURN_IF_ERROR(checkUsable());
-  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::EvalStep, batch));
-  return run(EntryKind::EvalStep);
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::eval_step, batch));
+  return run(EntryKind::eval_step);
 }
 
 } // namespace cleave::rt

@@ -127,7 +127,7 @@ Status Session::readGlobal(std::string_view name, void *dst,
   // After an entry failed the globals are still readable (part updated);
   // after the device failed nothing on it is.
   CLEAVE_RETURN_IF_ERROR(checkDevice());
-  if (manifest_.globals[index].kind == GlobalKind::Accumulator)
+  if (manifest_.globals[index].kind == GlobalKind::accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(
       device_->compute().download(dst, globals_[index].data, bytes)));
@@ -146,7 +146,7 @@ Status Session::writeGlobal(std::string_view name, const void *src,
   size_t index = 0;
   CLEAVE_RETURN_IF_ERROR(findGlobalOfSize(name, bytes, index));
   CLEAVE_RETURN_IF_ERROR(checkDevice());
-  if (manifest_.globals[index].kind == GlobalKind::Accumulator)
+  if (manifest_.globals[index].kind == GlobalKind::accumulator)
     CLEAVE_RETURN_IF_ERROR(settleAccumulators());
   if (bytes > 0)
     std::memcpy(globals_[index].host, src, bytes);
@@ -160,7 +160,7 @@ Status Session::writeGlobal(std::string_view name, const void *src,
 
 Status Session::output(std::string_view entry, std::string_view name,
                        const void *&data, size_t &bytes) const {
-  std::optional<EntryKind> kind = parseEntryName(entry);
+  std::optional<EntryKind> kind = abi::parse<EntryKind>(entry);
   if (!kind || !manifest_.entry(*kind).present)
     return makeError(CLEAVE_NOT_FOUND, "the artifact has no entry '", entry,
                      "'");

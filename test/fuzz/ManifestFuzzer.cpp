@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     checkTensor(g);
   for (const InputDesc &in : manifest.inputs)
     checkTensor(in);
-  if (manifest.kind == ArtifactKind::Training) {
+  if (manifest.kind == ArtifactKind::training) {
     require(manifest.stepGlobal < manifest.globals.size());
     require(manifest.microStepsGlobal < manifest.globals.size());
     for (const EntryDesc &entry : manifest.entries) {
@@ -82,19 +82,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         continue;
       for (const ArgDesc &arg : entry.args) {
         switch (arg.role) {
-        case ArgRole::Input:
+        case ArgRole::input:
           require(arg.index < manifest.inputs.size());
           break;
-        case ArgRole::Output:
+        case ArgRole::output:
           require(arg.index < entry.outputs.size());
           break;
-        case ArgRole::Global:
+        case ArgRole::global:
           require(arg.index < manifest.globals.size());
           break;
-        case ArgRole::Hyper:
+        case ArgRole::hyper:
           require(arg.index < manifest.hypers.size());
           break;
-        case ArgRole::Scratch:
+        case ArgRole::scratch:
           break;
         }
       }
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (const GraphEntryDesc &entry : manifest.graphEntries)
     for (const GraphArgDesc &arg : entry.args)
-      if (arg.role != ArgRole::Scratch)
+      if (arg.role != ArgRole::scratch)
         checkTensor(arg.tensor);
   // A refused kernel table says why.
   std::string error;

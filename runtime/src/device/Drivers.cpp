@@ -15,9 +15,9 @@ const DeviceDriver &cudaDriver(); // device/cuda/CudaDevice.cpp or NoCuda.cpp
 
 const DeviceDriver &deviceDriver(DeviceKind kind) {
   switch (kind) {
-  case DeviceKind::Cpu:
+  case DeviceKind::cpu:
     return cpuDriver();
-  case DeviceKind::Cuda:
+  case DeviceKind::cuda:
     return cudaDriver();
   }
   return cpuDriver();

@@ -16,7 +16,7 @@
 #include "compiler/Driver/Driver.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
-#include "runtime/src/schema/Schema.h"
+#include "runtime/src/schema/SchemaRead.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,7 +25,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -128,33 +127,26 @@ std::string kib(int64_t bytes) {
 /// "arena X KiB, of which Y KiB held from forward to backward (N values
 /// recomputed, F MFLOP)" from a manifest's memory report.
 std::string describeHeld(const std::string &manifest) {
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(manifest);
-  if (!json) {
-    llvm::consumeError(json.takeError());
-    return "(no memory report)";
-  }
   namespace abi = ::cleave::abi;
-  namespace entryKey = abi::keys::MemoryEntry;
-  const llvm::json::Object *step = nullptr;
-  if (const llvm::json::Object *root = json->getAsObject())
-    if (const llvm::json::Object *memory =
-            root->getObject(abi::keys::Manifest::memory))
-      if (const llvm::json::Object *entries =
-              memory->getObject(abi::keys::Memory::entries))
-        step = entries->getObject(abi::name(abi::EntryName::micro_step));
+  abi::Manifest doc;
+  std::string error;
+  if (!abi::readManifestText(manifest, doc, error, abi::Kernels::Defer) ||
+      !doc.memory || !doc.memory->entries)
+    return "(no memory report)";
+  const abi::MemoryEntry *step = nullptr;
+  for (const auto &[name, entry] : *doc.memory->entries)
+    if (name == abi::name(abi::EntryName::micro_step))
+      step = &entry;
   if (!step)
     return "(no memory report)";
-  std::string line =
-      "arena " + kib(step->getInteger(entryKey::scratch).value_or(0)) +
-      ", of which " +
-      kib(step->getInteger(entryKey::heldActivations).value_or(0)) +
-      " held from forward to backward";
-  if (const llvm::json::Object *r = step->getObject(entryKey::recomputed)) {
+  std::string line = "arena " + kib(step->scratch.value_or(0)) + ", of which " +
+                     kib(step->heldActivations.value_or(0)) +
+                     " held from forward to backward";
+  if (const std::optional<abi::Recomputed> &r = step->recomputed) {
     char more[96];
     std::snprintf(
         more, sizeof(more), " (%lld values recomputed, %.1f MFLOP more)",
-        (long long)r->getInteger(abi::keys::Recomputed::values).value_or(0),
-        double(r->getInteger(abi::keys::Recomputed::flops).value_or(0)) / 1e6);
+        (long long)r->values.value_or(0), double(r->flops.value_or(0)) / 1e6);
     line += more;
   }
   return line;

@@ -4,9 +4,7 @@
 
 #include "Error.h"
 #include "data/Npy.h"
-#include "schema/Schema.h"
-
-#include <nlohmann/json.hpp>
+#include "schema/SchemaRead.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -45,14 +43,28 @@ bool feeds(const std::vector<int64_t> &data,
          squeezed(model).size() <= 1;
 }
 
-/// The manifest record of the input named `name` (null if none).
-nlohmann::json manifestInput(const cleave::Artifact &artifact,
-                             const std::string &name) {
-  nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
-  for (const nlohmann::json &in : manifest.value("inputs", nlohmann::json()))
-    if (in.value("name", "") == name)
-      return in;
-  return nullptr;
+/// The artifact's manifest, as the schema reads it (the runtime has
+/// validated it when it loaded the artifact).
+::cleave::abi::Manifest readManifest(const cleave::Artifact &artifact,
+                                     const std::string &path) {
+  ::cleave::abi::Manifest doc;
+  std::string error;
+  if (!::cleave::abi::readManifestText(artifact.manifest(), doc, error,
+                                       ::cleave::abi::Kernels::Defer))
+    throw tools::Error(path + ": " + error);
+  return doc;
+}
+
+/// The manifest record of the input named `name`; an empty one if none.
+::cleave::abi::Input manifestInput(const cleave::Artifact &artifact,
+                                   const std::string &path,
+                                   const std::string &name) {
+  ::cleave::abi::Manifest doc = readManifest(artifact, path);
+  if (doc.inputs)
+    for (::cleave::abi::Input &in : *doc.inputs)
+      if (in.name == name)
+        return std::move(in);
+  return {};
 }
 
 /// inspectModel for an artifact whose labels have a token dimension.
@@ -73,18 +85,18 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
         " " + shapeString(ids) + " (its inputs: " + listed +
         "); cleave-train feeds a model with token labels " +
         shapeString(labels) + " i64 token ids of the same shape");
-  nlohmann::json record = manifestInput(artifact, m.target.name);
-  if (!record.is_object() || !record.contains("ignore_index"))
+  const std::optional<int64_t> ignoreIndex =
+      manifestInput(artifact, path, m.target.name).ignoreIndex;
+  if (!ignoreIndex)
     throw tools::Error(path + ": labels '" + m.target.name +
                        "' have no ignore_index in the manifest (expected "
                        "an artifact compiled with a loss per token)");
   m.tokens = true;
   m.ids = true;
   m.sequenceLength = t;
-  m.ignoreIndex = record["ignore_index"].get<int64_t>();
-  nlohmann::json idRecord = manifestInput(artifact, m.input.name);
-  if (idRecord.is_object())
-    m.idBound = idRecord.value("index_bound", int64_t(0));
+  m.ignoreIndex = *ignoreIndex;
+  m.idBound =
+      manifestInput(artifact, path, m.input.name).indexBound.value_or(0);
 
   if (!artifact.hasEntry("eval_step"))
     throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
@@ -112,18 +124,15 @@ std::string mib(int64_t bytes) {
 
 void checkMemoryBudget(const cleave::Artifact &artifact,
                        const std::string &path, int64_t budget) {
-  namespace key = ::cleave::abi::keys::Memory;
-  nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
-  if (!manifest.contains(::cleave::abi::keys::Manifest::memory))
+  namespace abi = ::cleave::abi;
+  const abi::Manifest doc = readManifest(artifact, path);
+  if (!doc.memory)
     throw tools::Error(path + " has no memory report (an artifact from an "
                               "older cleave-compile): --memory-budget cannot "
                               "check it; compile it again");
-  const nlohmann::json &memory =
-      manifest[::cleave::abi::keys::Manifest::memory];
-  const int64_t report = memory.value(key::total, int64_t(0));
-  const int64_t overhead = memory.value(key::fixedOverhead, int64_t(0));
-  const bool device = memory.value(key::space, "host") ==
-                      ::cleave::abi::name(::cleave::abi::MemorySpace::device);
+  const int64_t report = doc.memory->total;
+  const int64_t overhead = doc.memory->fixedOverhead.value_or(0);
+  const bool device = doc.memory->space == abi::MemorySpace::device;
   if (report + overhead <= budget)
     return;
   throw tools::Error(
@@ -165,8 +174,7 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
   // an ignore index (cleave-compile adds them after the model's inputs).
   if (isTargets(inputs[0]) && isTargets(inputs[1]))
     m.targetIndex =
-        manifestInput(artifact, inputs[0].name).contains("ignore_index") ? 0
-                                                                         : 1;
+        manifestInput(artifact, path, inputs[0].name).ignoreIndex ? 0 : 1;
   m.inputIndex = 1 - m.targetIndex;
   m.input = inputs[m.inputIndex];
   m.target = inputs[m.targetIndex];
@@ -187,9 +195,8 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
       m.input.shape[1] >= 1) {
     m.ids = true;
     m.sequenceLength = m.input.shape[1];
-    nlohmann::json idRecord = manifestInput(artifact, m.input.name);
-    if (idRecord.is_object())
-      m.idBound = idRecord.value("index_bound", int64_t(0));
+    m.idBound =
+        manifestInput(artifact, path, m.input.name).indexBound.value_or(0);
   } else if (m.input.dtype != CLEAVE_DTYPE_F32 || m.input.shape.empty()) {
     throw tools::Error(path + ": input '" + m.input.name + "' is " +
                        dtypeName(m.input.dtype) + " " +

@@ -156,7 +156,7 @@ Status openCpu(int, const Manifest &, std::unique_ptr<Device> &out) {
 
 const DeviceDriver &cpuDriver() {
   static const DeviceDriver driver{
-      DeviceKind::Cpu,
+      DeviceKind::cpu,
       /*exclusivePerRank=*/false,
       [](const Manifest &) { return std::string("the CPU"); },
       "on the CPU",

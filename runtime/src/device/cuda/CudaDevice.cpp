@@ -470,7 +470,7 @@ Status openCuda(int ordinal, const Manifest &m, std::unique_ptr<Device> &out) {
 
 const DeviceDriver &cudaDriver() {
   static const DeviceDriver driver{
-      DeviceKind::Cuda,
+      DeviceKind::cuda,
       /*exclusivePerRank=*/true, describeCudaCode,   kCudaWhere,
       kCudaHowToChoose,          kCudaCompileOption, openCuda};
   return driver;

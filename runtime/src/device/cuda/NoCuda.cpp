@@ -20,7 +20,7 @@ Status refuse(int, const Manifest &, std::unique_ptr<Device> &) {
 
 const DeviceDriver &cudaDriver() {
   static const DeviceDriver driver{
-      DeviceKind::Cuda,
+      DeviceKind::cuda,
       /*exclusivePerRank=*/true, describeCudaCode,   kCudaWhere,
       kCudaHowToChoose,          kCudaCompileOption, refuse};
   return driver;

@@ -54,8 +54,8 @@ TEST(CheckpointFormatTest, LayoutAndRoundTrip) {
   c.seed = ~uint64_t(0); // does not fit int64
   c.accumulate = 6;
   c.hyperparameters = {{"lr", 0.1}, {"beta2", 0.999}};
-  c.globals = {{"w", DType::F32, {3}, w.data(), 12},
-               {"train.step", DType::I64, {}, step.data(), 8}};
+  c.globals = {{"w", DType::f32, {3}, w.data(), 12},
+               {"train.step", DType::i64, {}, step.data(), 8}};
   c.userState = {{"epoch", "4"}, {"bin", std::string("\0\n\xff", 3)}};
   std::string path = tempPath("layout.ckpt");
   Status s = writeCheckpoint(path, c);

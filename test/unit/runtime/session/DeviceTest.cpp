@@ -26,7 +26,7 @@ namespace {
 std::unique_ptr<Device> openCpu() {
   Manifest m;
   std::unique_ptr<Device> device;
-  Status opened = deviceDriver(DeviceKind::Cpu).open(0, m, device);
+  Status opened = deviceDriver(DeviceKind::cpu).open(0, m, device);
   EXPECT_TRUE(opened.ok()) << opened.message();
   return device;
 }
@@ -41,7 +41,7 @@ TEST(CpuDevice, IsSynchronousHostMemory) {
   EXPECT_TRUE(p.synchronous);
   EXPECT_FALSE(p.capture);
   EXPECT_TRUE(p.hostMemory);
-  EXPECT_FALSE(deviceDriver(DeviceKind::Cpu).exclusivePerRank);
+  EXPECT_FALSE(deviceDriver(DeviceKind::cpu).exclusivePerRank);
   EXPECT_EQ(cpu->modules(), nullptr);
   EXPECT_EQ(cpu->compute().native(), nullptr);
   EXPECT_EQ(&cpu->transfer(), &cpu->compute());

@@ -51,38 +51,38 @@ GlobalDesc makeGlobal(DType dtype, std::vector<int64_t> shape, InitSpec init) {
 TEST(InitializersTest, DeterministicKinds) {
   Generator gen(0);
   InitSpec zeros;
-  zeros.kind = InitKind::Zeros;
+  zeros.kind = InitKind::zeros;
   float f[4] = {1, 2, 3, 4};
-  initializeGlobal(makeGlobal(DType::F32, {4}, zeros), f, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::f32, {4}, zeros), f, gen, nullptr);
   for (float v : f)
     EXPECT_EQ(v, 0.0f);
 
   InitSpec ones;
-  ones.kind = InitKind::Ones;
+  ones.kind = InitKind::ones;
   double d[3] = {};
-  initializeGlobal(makeGlobal(DType::F64, {3}, ones), d, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::f64, {3}, ones), d, gen, nullptr);
   for (double v : d)
     EXPECT_EQ(v, 1.0);
 
   InitSpec constant;
-  constant.kind = InitKind::Constant;
+  constant.kind = InitKind::constant;
   constant.value = -7;
   int32_t i32[2] = {};
-  initializeGlobal(makeGlobal(DType::I32, {2}, constant), i32, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::i32, {2}, constant), i32, gen, nullptr);
   EXPECT_EQ(i32[0], -7);
   EXPECT_EQ(i32[1], -7);
   constant.value = 4294967296.0; // 2^32 fits i64 exactly
   int64_t i64 = 0;
-  initializeGlobal(makeGlobal(DType::I64, {}, constant), &i64, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::i64, {}, constant), &i64, gen, nullptr);
   EXPECT_EQ(i64, int64_t(1) << 32);
 
   InitSpec data;
-  data.kind = InitKind::Data;
+  data.kind = InitKind::data;
   data.offset = 3;
   data.bytes = 8;
   const unsigned char blob[11] = {9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8};
   unsigned char out[8] = {};
-  initializeGlobal(makeGlobal(DType::I32, {2}, data), out, gen, blob);
+  initializeGlobal(makeGlobal(DType::i32, {2}, data), out, gen, blob);
   EXPECT_EQ(std::memcmp(out, blob + 3, 8), 0);
 
   // None of these consumed random numbers.
@@ -92,24 +92,24 @@ TEST(InitializersTest, DeterministicKinds) {
 
 TEST(InitializersTest, RandomKindsDrawInRowMajorOrderFromOneStream) {
   InitSpec uniform;
-  uniform.kind = InitKind::Uniform;
+  uniform.kind = InitKind::uniform;
   uniform.lo = -0.25;
   uniform.hi = 0.75;
   Generator gen(42), check(42);
   float a[6], b[2];
-  initializeGlobal(makeGlobal(DType::F32, {2, 3}, uniform), a, gen, nullptr);
-  initializeGlobal(makeGlobal(DType::F32, {2}, uniform), b, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::f32, {2, 3}, uniform), a, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::f32, {2}, uniform), b, gen, nullptr);
   for (float v : a)
     EXPECT_EQ(v, float(check.uniform(-0.25, 0.75)));
   for (float v : b)
     EXPECT_EQ(v, float(check.uniform(-0.25, 0.75)));
 
   InitSpec normal;
-  normal.kind = InitKind::Normal;
+  normal.kind = InitKind::normal;
   normal.mean = 1;
   normal.std = 0; // a degenerate normal is its mean
   double n[3];
-  initializeGlobal(makeGlobal(DType::F64, {3}, normal), n, gen, nullptr);
+  initializeGlobal(makeGlobal(DType::f64, {3}, normal), n, gen, nullptr);
   for (double v : n)
     EXPECT_EQ(v, 1.0);
 }

@@ -97,7 +97,7 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   EXPECT_EQ(m.accumulate, 4);
   // Without window_samples, N whole micro-batches.
   EXPECT_EQ(m.windowSamples, 32);
-  EXPECT_EQ(m.reduce, ReduceMode::Mean);
+  EXPECT_EQ(m.reduce, ReduceMode::mean);
   ASSERT_EQ(m.globals.size(), 6u);
   EXPECT_EQ(m.globals[0].numElements, 30);
   EXPECT_EQ(m.globals[0].bytes, 120u);
@@ -114,11 +114,11 @@ TEST(ManifestTest, ParsesTheFactsTheSessionUses) {
   EXPECT_EQ(m.inputs[0].rowBytes, 40u);
   EXPECT_EQ(m.inputs[0].indexBound, 0);
   EXPECT_EQ(m.inputs[1].indexBound, 3);
-  const EntryDesc &micro = m.entry(EntryKind::MicroStep);
+  const EntryDesc &micro = m.entry(EntryKind::micro_step);
   EXPECT_EQ(micro.args.size(), 8u);
   EXPECT_EQ(micro.args[7].scratchBytes, 1000u);
   EXPECT_EQ(micro.usesInput, (std::vector<bool>{true, true, true}));
-  EXPECT_EQ(m.entry(EntryKind::EvalStep).usesInput,
+  EXPECT_EQ(m.entry(EntryKind::eval_step).usesInput,
             (std::vector<bool>{true, false, false}));
   EXPECT_EQ(m.lossOutput, 0u);
   EXPECT_EQ(m.warnings.size(), 1u);
@@ -146,23 +146,23 @@ TEST(ManifestTest, NarrowTypesCarryInputsAndOutputs) {
       {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"i8", 1},  {"u8", 1},
       {"i16", 2}, {"u16", 2}, {"u32", 4}, {"f16", 2}, {"bf16", 2}};
   for (auto [name, size] : dtypes) {
-    std::optional<DType> d = parseDType(name);
+    std::optional<DType> d = cleave::abi::parse<DType>(name);
     ASSERT_TRUE(d) << name;
-    EXPECT_STREQ(dtypeName(*d), name);
+    EXPECT_STREQ(cleave::abi::name(*d), name);
     EXPECT_EQ(dtypeSize(*d), size) << name;
   }
-  EXPECT_FALSE(parseDType("u64"));
+  EXPECT_FALSE(cleave::abi::parse<DType>("u64"));
   // Images as u8: a row of the batch is one byte per element.
   json j = validManifest();
   j["inputs"][0]["dtype"] = "u8";
   Manifest m;
   Status s = parseManifest(j.dump(), m);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(m.inputs[0].dtype, DType::U8);
+  EXPECT_EQ(m.inputs[0].dtype, DType::u8);
   EXPECT_EQ(m.inputs[0].rowBytes, 10u);
-  EXPECT_FALSE(isFloat(DType::F16));
-  EXPECT_TRUE(isNarrow(DType::BF16));
-  EXPECT_FALSE(isNarrow(DType::I32));
+  EXPECT_FALSE(isFloat(DType::f16));
+  EXPECT_TRUE(isNarrow(DType::bf16));
+  EXPECT_FALSE(isNarrow(DType::i32));
 }
 
 TEST(ManifestTest, Crc32MatchesItsReferenceValues) {
@@ -182,7 +182,7 @@ TEST(ManifestTest, OptionalPartsMayBeAbsent) {
   Manifest out;
   Status s = parseManifest(m.dump(), out);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_FALSE(out.entry(EntryKind::EvalStep).present);
+  EXPECT_FALSE(out.entry(EntryKind::eval_step).present);
   EXPECT_FALSE(out.samplesGlobal);
 }
 
@@ -204,9 +204,9 @@ TEST(ManifestTest, InferenceArtifactsHaveEvalStepAlone) {
   Manifest out;
   Status s = parseManifest(inferenceManifest().dump(), out);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(out.kind, ArtifactKind::Inference);
-  EXPECT_TRUE(out.entry(EntryKind::EvalStep).present);
-  EXPECT_FALSE(out.entry(EntryKind::MicroStep).present);
+  EXPECT_EQ(out.kind, ArtifactKind::inference);
+  EXPECT_TRUE(out.entry(EntryKind::eval_step).present);
+  EXPECT_FALSE(out.entry(EntryKind::micro_step).present);
   EXPECT_EQ(out.accumulate, 1);
   EXPECT_TRUE(out.hypers.empty());
 
@@ -224,13 +224,13 @@ TEST(ManifestTest, InferenceArtifactsHaveEvalStepAlone) {
 TEST(ManifestTest, DeviceIsTheCpuUnlessSaid) {
   Manifest out;
   ASSERT_TRUE(parseManifest(validManifest().dump(), out).ok());
-  EXPECT_EQ(out.device, DeviceKind::Cpu);
+  EXPECT_EQ(out.device, DeviceKind::cpu);
   EXPECT_TRUE(out.gpuArches.empty());
   EXPECT_FALSE(out.ptxArch);
   json m = validManifest();
   m["device"] = "cpu";
   ASSERT_TRUE(parseManifest(m.dump(), out).ok());
-  EXPECT_EQ(out.device, DeviceKind::Cpu);
+  EXPECT_EQ(out.device, DeviceKind::cpu);
 }
 
 TEST(ManifestTest, CudaArtifactsNameTheirGpuCode) {
@@ -241,7 +241,7 @@ TEST(ManifestTest, CudaArtifactsNameTheirGpuCode) {
   Manifest out;
   Status s = parseManifest(m.dump(), out);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(out.device, DeviceKind::Cuda);
+  EXPECT_EQ(out.device, DeviceKind::cuda);
   ASSERT_EQ(out.gpuArches.size(), 3u);
   EXPECT_EQ(out.gpuArches[0].major, 8);
   EXPECT_EQ(out.gpuArches[0].minor, 0);
