@@ -331,6 +331,37 @@ struct LowerRuntimeCallsPass
     } else if (precision == rt::KernelPrecision::bf16 && computeBound) {
       entry.math = toWire(rt::KernelPrecision::bf16);
     }
+    // Activation operands stored in bf16 (cleave-store-bf16): the entry
+    // says so, and only a kernel that multiplies in bf16 may read them.
+    auto storage = [](Value v) -> std::optional<abi::Storage> {
+      if (!cast<ShapedType>(v.getType()).getElementType().isBF16())
+        return std::nullopt;
+      return abi::Storage::bf16;
+    };
+    switch (k.getKind()) {
+    case rt::KernelKind::matmul:
+      entry.aType = storage(ins[0]);
+      entry.bType = storage(ins[1]);
+      break;
+    case rt::KernelKind::conv2d_fwd:
+      entry.srcType = storage(ins[0]);
+      break;
+    case rt::KernelKind::conv2d_bwd_data:
+      entry.diffDstType = storage(ins[0]);
+      break;
+    case rt::KernelKind::conv2d_bwd_weights:
+      entry.srcType = storage(ins[0]);
+      entry.diffDstType = storage(ins[1]);
+      break;
+    default:
+      break;
+    }
+    if ((entry.aType || entry.bType || entry.srcType || entry.diffDstType) &&
+        entry.math != toWire(rt::KernelPrecision::bf16))
+      return k.emitOpError("has an input stored in bf16 but multiplies in "
+                           "f32 (precision=bf16")
+             << (convolution ? " with bf16-convolutions" : "")
+             << " makes it multiply in bf16)";
     table.push_back(abi::toDict(b, entry));
 
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());

@@ -175,6 +175,19 @@ SmallVector<int64_t> KernelOp::getInts(StringRef name) {
   return out;
 }
 
+bool KernelOp::isStorableInBf16(unsigned input) {
+  switch (getKind()) {
+  case KernelKind::matmul:
+  case KernelKind::conv2d_bwd_weights:
+    return input < 2;
+  case KernelKind::conv2d_fwd:
+  case KernelKind::conv2d_bwd_data:
+    return input == 0;
+  default:
+    return false;
+  }
+}
+
 LogicalResult KernelOp::verify() {
   if (getOutputs().size() != 1)
     return emitOpError("has one output, got ") << getOutputs().size();
@@ -184,9 +197,21 @@ LogicalResult KernelOp::verify() {
   for (Value v : getInputs())
     if (isa<RankedTensorType>(v.getType()) != tensors)
       return emitOpError("mixes tensor and memref operands");
-  for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+  // f32, but an activation input of a compute-bound kernel may be stored in
+  // bf16 (mixed-precision.md): matmul's a and b, a convolution's src and
+  // diff_dst (its weights, bias and output stay f32).
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    Type element = cast<ShapedType>(v.getType()).getElementType();
+    if (element.isF32() || (element.isBF16() && isStorableInBf16(i)))
+      continue;
+    return emitOpError("input ")
+           << i << " of '" << stringifyKernelKind(getKind()) << "' must be f32"
+           << (isStorableInBf16(i) ? " or bf16" : "") << ", got "
+           << v.getType();
+  }
+  for (Value v : getOutputs())
     if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return emitOpError("runtime kernels are f32 only, got ") << v.getType();
+      return emitOpError("the output must be f32, got ") << v.getType();
 
   auto need = [&](unsigned lo, unsigned hi) -> LogicalResult {
     unsigned n = getInputs().size();

@@ -134,6 +134,9 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     | `avg_pool2d_bwd` | diff_dst | as pooling |
 
     Without `accumulate` the initial contents of `init` are irrelevant.
+    Every operand is f32, but the activation inputs of the compute-bound
+    kinds (matmul's a and b, a convolution's src and diff_dst) may be bf16:
+    the kernel reads them as stored and multiplies in bf16.
 
     ```mlir
     %r = rt.kernel matmul ins(%x, %w, %b : tensor<32x784xf32>, tensor<512x784xf32>, tensor<512xf32>)
@@ -155,6 +158,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     }
     /// A boolean entry of `config` (false when absent).
     bool getFlag(::llvm::StringRef name);
+    /// Whether input `input` may be bf16: an activation operand of a
+    /// compute-bound kernel (matmul's a and b, a convolution's src and
+    /// diff_dst), which the kernel then reads as stored.
+    bool isStorableInBf16(unsigned input);
     /// An integer-array entry of `config`.
     ::llvm::SmallVector<int64_t> getInts(::llvm::StringRef name);
   }];

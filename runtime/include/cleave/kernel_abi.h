@@ -83,24 +83,26 @@ extern "C" {
  * `a` is `[batch, M, K]` (`[batch, K, M]` with `trans_a`); `b` is `[K, N]`
  * (`[N, K]` with `trans_b`), with a leading `batch` dimension only if
  * `b_batched`; `bias` is `[N]`, or NULL when the entry has `bias: false`;
- * `c` is `[batch, M, N]`.
+ * `c` is `[batch, M, N]`. `a` and `b` are f32, or bf16 where the entry's
+ * `a_type` / `b_type` says so.
  */
-void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
+void cleave_kernel_matmul(void *ctx, int64_t id, const void *a, const void *b,
                           const float *bias, float *c);
 
 /**
  * `dst = act(conv2d(src, wei) + bias)`. `src` is `[N, C, H, W]`, `wei` is
  * `[O, C/groups, KH, KW]`, `bias` is `[O]` (NULL when the entry has
- * `bias: false`), `dst` is `[N, O, OH, OW]`.
+ * `bias: false`), `dst` is `[N, O, OH, OW]`. `src` is f32, or bf16 where the
+ * entry's `src_type` says so (and `diff_dst` below where `diff_dst_type` does).
  */
-void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
+void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const void *src,
                               const float *wei, const float *bias, float *dst);
 
 /**
  * Gradient of a convolution with respect to its input: `diff_src` (`[N, C, H,
  * W]`, overwritten) from `diff_dst` (`[N, O, OH, OW]`) and `wei`.
  */
-void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
+void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
                                    const float *wei, float *diff_src);
 
 /**
@@ -108,8 +110,8 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
  * C/groups, KH, KW]`) from `src` and `diff_dst`; added into `diff_wei` when the
  * entry has `accumulate: true`.
  */
-void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
-                                      const float *diff_dst, float *diff_wei);
+void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const void *src,
+                                      const void *diff_dst, float *diff_wei);
 
 /**
  * Max or average pooling (`max_pool2d_fwd` / `avg_pool2d_fwd` entries): `dst`

@@ -177,13 +177,23 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
     spec.fail("oneDNN has no bf16 " + op() + " for this CPU and shape (it "
               "chose '" + impl_ + "'); bf16 artifacts need AVX512-BF16");
   bf16_ = bf16;
+  stored_ = e.srcBf16 || e.diffDstBf16;
 
-  // Plain descriptors of the caller's tensors, per argument id.
+  // Plain descriptors of the caller's tensors, per argument id: f32, but a
+  // src or diff_dst the entry says is stored in bf16 (which a blocked layout
+  // still reorders, converting nothing).
+  using dt = dnnl::memory::data_type;
   auto plain = [&](int arg) {
     if (arg == DNNL_ARG_WEIGHTS || arg == DNNL_ARG_DIFF_WEIGHTS)
-      return dnnl::memory::desc(g.wei, dnnl::memory::data_type::f32, g.weiTag);
-    if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_DIFF_SRC)
+      return dnnl::memory::desc(g.wei, dt::f32, g.weiTag);
+    if (arg == DNNL_ARG_SRC)
+      return dnnl::memory::desc(g.src, e.srcBf16 ? dt::bf16 : dt::f32,
+                                tag::nchw);
+    if (arg == DNNL_ARG_DIFF_SRC)
       return plainDesc(g.src);
+    if (arg == DNNL_ARG_DIFF_DST)
+      return dnnl::memory::desc(g.dst, e.diffDstBf16 ? dt::bf16 : dt::f32,
+                                tag::nchw);
     return plainDesc(g.dst);
   };
   auto wanted = [&](int arg) {
@@ -222,8 +232,8 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
   }
 }
 
-void ConvolutionKernel::run(dnnl::stream &stream, const float *in0,
-                            const float *in1, const float *bias, float *out) {
+void ConvolutionKernel::run(dnnl::stream &stream, const void *in0,
+                            const void *in1, const float *bias, float *out) {
   if (!in0 || !in1 || !out)
     throw std::invalid_argument("a NULL tensor was passed");
   if (hasBias_ && !bias)
@@ -265,7 +275,7 @@ std::string ConvolutionKernel::describe() const {
   return op() + " " + impl_ + ", " +
          (blocked_ ? "oneDNN's layouts" : "plain layouts") + ", " +
          std::to_string(staged) + " of 3 operands staged" +
-         (bf16_ ? ", bf16 inputs" : "");
+         (bf16_ ? ", bf16 inputs" : "") + (stored_ ? " (stored in bf16)" : "");
 }
 
 } // namespace cleave::rt

@@ -109,8 +109,8 @@ public:
     return staged_ ? internal_ : user_;
   }
   /// Binds the caller's pointer for this call.
-  void bind(const float *data) {
-    user_.set_data_handle(const_cast<float *>(data));
+  void bind(const void *data) {
+    user_.set_data_handle(const_cast<void *>(data));
   }
   /// Runs the reorder into the primitive's layout (staged inputs).
   void stageIn(dnnl::stream &stream);

@@ -65,12 +65,13 @@ public:
   /// start with the kernel ("kernel 3 (matmul): ..."), or say that there is
   /// no such kernel or that it is of another kind (CLEAVE_INTERNAL: the
   /// generated code does not match its manifest).
-  virtual Status matmul(int64_t id, const float *a, const float *b,
+  virtual Status matmul(int64_t id, const void *a, const void *b,
                         const float *bias, float *c) = 0;
   /// One of the three convolution kinds; the operands are in the entry
   /// point's order (src, weights or diff_dst, weights or src, diff_dst).
-  virtual Status convolution(KernelKind kind, int64_t id, const float *in0,
-                             const float *in1, const float *bias,
+  /// Inputs the entry says are stored in bf16 are bf16, the rest f32.
+  virtual Status convolution(KernelKind kind, int64_t id, const void *in0,
+                             const void *in1, const float *bias,
                              float *out) = 0;
   virtual Status poolForward(int64_t id, const float *src, float *dst) = 0;
   virtual Status poolBackward(int64_t id, const float *src,

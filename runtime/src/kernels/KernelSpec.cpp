@@ -252,6 +252,12 @@ template <> struct SpecField<abi::String> {
   }
 };
 
+/// Whether an O(v) row of type T can spell its default (lists cannot).
+template <class T, class = void> inline constexpr bool hasFallback = false;
+template <class T>
+inline constexpr bool
+    hasFallback<T, std::void_t<decltype(SpecField<T>::fallback(""))>> = true;
+
 template <class V> void assign(V &member, V value) {
   member = std::move(value);
 }
@@ -272,11 +278,7 @@ void readKernelField(KernelSpec &spec, const abi::FieldDesc &f, size_t column,
   case abi::PresenceKind::Optional:
     if (!spec.has(f.key)) {
       spec.accept(f.key);
-      if constexpr (std::is_same_v<T, abi::Bool> ||
-                    std::is_same_v<T, abi::KInt> ||
-                    std::is_same_v<T, abi::Int> ||
-                    std::is_same_v<T, abi::Enum<abi::Math>> ||
-                    std::is_same_v<T, abi::Enum<abi::Activation>>)
+      if constexpr (hasFallback<T>)
         if (*presence.defaultText)
           assign(member, SpecField<T>::fallback(presence.defaultText));
       return;
@@ -412,6 +414,10 @@ MatmulEntry readMatmulEntry(KernelSpec &spec) {
   e.relu = *k.activation == abi::Activation::relu;
   e.accumulate = *k.accumulate;
   e.bf16 = *k.math == abi::Math::bf16;
+  e.aBf16 = *k.aType == abi::Storage::bf16;
+  e.bBf16 = *k.bType == abi::Storage::bf16;
+  if ((e.aBf16 || e.bBf16) && !e.bf16)
+    spec.fail("a bf16 operand ('a_type' or 'b_type') needs 'math': 'bf16'");
   // C += act(AB + bias) is not what accumulation means for any gradient, and
   // ruling it out keeps the post-op chain a plain sum.
   if (e.accumulate && (e.relu || e.bias))
@@ -442,6 +448,11 @@ ConvEntry readConvEntry(KernelSpec &spec) {
   e.relu = k.activation == abi::Activation::relu;
   e.accumulate = k.accumulate.value_or(false);
   e.bf16 = *k.math == abi::Math::bf16;
+  e.srcBf16 = k.srcType == abi::Storage::bf16;
+  e.diffDstBf16 = k.diffDstType == abi::Storage::bf16;
+  if ((e.srcBf16 || e.diffDstBf16) && !e.bf16)
+    spec.fail("a bf16 operand ('src_type' or 'diff_dst_type') needs "
+              "'math': 'bf16'");
   if (e.c % e.groups != 0 || e.o % e.groups != 0)
     spec.fail("'groups' (" + std::to_string(e.groups) +
               ") must divide both 'c' (" + std::to_string(e.c) +

@@ -147,6 +147,9 @@ struct MatmulEntry {
   bool transA, transB, bBatched, bias, relu, accumulate;
   /// `"math": "bf16"`.
   bool bf16;
+  /// `"a_type"`, `"b_type"`: the operand is a dense bf16 buffer (math bf16
+  /// only).
+  bool aBf16, bBf16;
 };
 MatmulEntry readMatmulEntry(KernelSpec &spec);
 
@@ -163,6 +166,10 @@ struct ConvEntry {
   /// Backward-weights only.
   bool accumulate = false;
   bool bf16;
+  /// `"src_type"` (forward, backward-weights), `"diff_dst_type"`
+  /// (backward-data, backward-weights): the operand is a dense bf16 buffer
+  /// (math bf16 only).
+  bool srcBf16 = false, diffDstBf16 = false;
 };
 ConvEntry readConvEntry(KernelSpec &spec);
 

@@ -113,13 +113,13 @@ void call(const char *entry, void *ctx, int64_t id, Fn &&fn) noexcept {
 
 extern "C" {
 
-void cleave_kernel_matmul(void *ctx, int64_t id, const float *a, const float *b,
+void cleave_kernel_matmul(void *ctx, int64_t id, const void *a, const void *b,
                           const float *bias, float *c) {
   call("cleave_kernel_matmul", ctx, id,
        [&](KernelLibrary &l) { return l.matmul(id, a, b, bias, c); });
 }
 
-void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
+void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const void *src,
                               const float *wei, const float *bias, float *dst) {
   call("cleave_kernel_conv2d_fwd", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionForward, id, src, wei, bias,
@@ -127,7 +127,7 @@ void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const float *src,
   });
 }
 
-void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
+void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
                                    const float *wei, float *diff_src) {
   call("cleave_kernel_conv2d_bwd_data", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionBackwardData, id, diff_dst, wei,
@@ -135,8 +135,8 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const float *diff_dst,
   });
 }
 
-void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const float *src,
-                                      const float *diff_dst, float *diff_wei) {
+void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const void *src,
+                                      const void *diff_dst, float *diff_wei) {
   call("cleave_kernel_conv2d_bwd_weights", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionBackwardWeights, id, src,
                          diff_dst, nullptr, diff_wei);

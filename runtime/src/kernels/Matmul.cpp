@@ -16,7 +16,11 @@
 // taken from the session's LayoutCache, which converts it once per parameter
 // generation (an apply step, a write through the API, a checkpoint load)
 // instead of once per call: the bf16 copy is the same rounding of the same
-// f32 values, so the results do not change.
+// f32 values, so the results do not change. An operand the entry says is
+// stored in bf16 (`a_type`, `b_type`: an activation the generated loop that
+// computed it also wrote in bf16, mixed-precision.md) is read as it is,
+// strided for a transpose where oneDNN has a kernel for that, else through
+// a bf16 copy made dense, which converts nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +40,7 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   const int64_t batch = e.batch, m = e.m, k = e.k, n = e.n;
   const bool transA = e.transA, transB = e.transB, bBatched = e.bBatched;
   const bool relu = e.relu, accumulate = e.accumulate, bf16 = e.bf16;
+  using dt = dnnl::memory::data_type;
   hasBias_ = e.bias;
 
   // Without transposed or per-batch B, the batch is just more rows of one
@@ -47,16 +52,17 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   auto shape = [&](int64_t b, int64_t r, int64_t c) {
     return batched ? dims{b, r, c} : dims{r, c};
   };
-  auto strided = [&](int64_t b, int64_t r, int64_t c, bool trans) {
+  auto strided = [&](int64_t b, int64_t r, int64_t c, bool trans, dt type) {
     // A transposed [r, c] operand is stored as [c, r].
     dims strides = trans ? dims{r * c, 1, r} : dims{r * c, c, 1};
     if (!batched)
       strides.erase(strides.begin());
-    return dnnl::memory::desc(shape(b, r, c), dnnl::memory::data_type::f32,
-                              strides);
+    return dnnl::memory::desc(shape(b, r, c), type, strides);
   };
-  dnnl::memory::desc aDesc = strided(batch, rows, k, transA);
-  dnnl::memory::desc bDesc = strided(bBatch, k, n, transB);
+  dnnl::memory::desc aDesc =
+      strided(batch, rows, k, transA, e.aBf16 ? dt::bf16 : dt::f32);
+  dnnl::memory::desc bDesc =
+      strided(bBatch, k, n, transB, e.bBf16 ? dt::bf16 : dt::f32);
   dnnl::memory::desc cDesc = plainDesc(shape(batch, rows, n));
   dnnl::memory::desc biasDesc = plainDesc(shape(1, 1, n));
 
@@ -70,20 +76,34 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
 
   // bf16: the primitive reads dense bfloat16 copies of A and B (rounded by
   // the staging reorders, which also apply the transposes) and writes f32,
-  // accumulating in f32; bias, post-ops and C stay f32.
+  // accumulating in f32; bias, post-ops and C stay f32. An operand stored
+  // in bf16 is first offered as it is.
   auto bf16Copy = [&](const dnnl::memory::desc &d) {
     dnnl::memory::dims dims = d.dims();
-    return dnnl::memory::desc(dims, dnnl::memory::data_type::bf16,
-                              dims.size() == 3
-                                  ? dnnl::memory::format_tag::abc
-                                  : dnnl::memory::format_tag::ab);
+    return dnnl::memory::desc(dims, dt::bf16,
+                              dims.size() == 3 ? dnnl::memory::format_tag::abc
+                                               : dnnl::memory::format_tag::ab);
   };
-  dnnl::memory::desc aWanted = bf16 ? bf16Copy(aDesc) : aDesc;
-  dnnl::memory::desc bWanted = bf16 ? bf16Copy(bDesc) : bDesc;
-  dnnl::matmul::desc desc =
-      hasBias_ ? dnnl::matmul::desc(aWanted, bWanted, biasDesc, cDesc)
-               : dnnl::matmul::desc(aWanted, bWanted, cDesc);
-  dnnl::matmul::primitive_desc pd(desc, attr, env.engine);
+  auto primitive = [&](const dnnl::memory::desc &a,
+                       const dnnl::memory::desc &b) {
+    dnnl::matmul::desc desc = hasBias_
+                                  ? dnnl::matmul::desc(a, b, biasDesc, cDesc)
+                                  : dnnl::matmul::desc(a, b, cDesc);
+    return dnnl::matmul::primitive_desc(desc, attr, env.engine);
+  };
+  auto isRef = [](const dnnl::matmul::primitive_desc &pd) {
+    return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
+  };
+  dnnl::memory::desc aWanted = bf16 && !e.aBf16 ? bf16Copy(aDesc) : aDesc;
+  dnnl::memory::desc bWanted = bf16 && !e.bBf16 ? bf16Copy(bDesc) : bDesc;
+  dnnl::matmul::primitive_desc pd = primitive(aWanted, bWanted);
+  if (bf16 && isRef(pd) &&
+      (aWanted != bf16Copy(aDesc) || bWanted != bf16Copy(bDesc))) {
+    // No kernel reads a stored operand strided: read dense copies.
+    aWanted = bf16Copy(aDesc);
+    bWanted = bf16Copy(bDesc);
+    pd = primitive(aWanted, bWanted);
+  }
   impl_ = pd.impl_info_str();
   if (bf16 && impl_.find("ref") != std::string::npos)
     spec.fail("oneDNN has no bf16 matmul for this CPU (it chose '" + impl_ +
@@ -92,6 +112,9 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   using Role = Operand::Role;
   a_ = Operand(Role::Input, aDesc, aWanted, env);
   b_ = Operand(Role::Input, bDesc, bWanted, env);
+  bf16_ = bf16;
+  aStored_ = e.aBf16;
+  bStored_ = e.bBf16;
   aPlain_ = aDesc;
   bPlain_ = bDesc;
   aWanted_ = aWanted;
@@ -108,7 +131,7 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   }
 }
 
-void MatmulKernel::run(dnnl::stream &stream, const float *a, const float *b,
+void MatmulKernel::run(dnnl::stream &stream, const void *a, const void *b,
                        const float *bias, float *c) {
   if (!a || !b || !c)
     throw std::invalid_argument("a NULL tensor was passed for a, b or c");
@@ -125,7 +148,7 @@ void MatmulKernel::run(dnnl::stream &stream, const float *a, const float *b,
 }
 
 void MatmulKernel::stageOrCache(dnnl::stream &stream, Operand &operand,
-                                const float *data, int arg,
+                                const void *data, int arg,
                                 const dnnl::memory::desc &plain,
                                 const dnnl::memory::desc &wanted) {
   const dnnl::memory *copy = cache_ && operand.staged()
@@ -140,7 +163,17 @@ void MatmulKernel::stageOrCache(dnnl::stream &stream, Operand &operand,
 }
 
 std::string MatmulKernel::describe() const {
-  return "matmul " + impl_ + (a_.staged() ? ", bf16 inputs" : "");
+  std::string line = "matmul " + impl_;
+  if (bf16_)
+    line += ", bf16 inputs";
+  if (aStored_ || bStored_)
+    line += std::string(" (") +
+            (aStored_ && bStored_ ? "a and b"
+             : aStored_           ? "a"
+                                  : "b") +
+            " stored in bf16" + (a_.staged() || b_.staged() ? ", staged" : "") +
+            ")";
+  return line;
 }
 
 } // namespace cleave::rt

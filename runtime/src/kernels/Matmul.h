@@ -24,20 +24,24 @@ public:
   MatmulKernel(KernelSpec &spec, BuildEnv &env);
 
   /// c = act(op(a) op(b) + bias), or c += op(a) op(b) with `accumulate`.
-  /// `bias` must be non-null exactly when the entry has a bias.
-  void run(dnnl::stream &stream, const float *a, const float *b,
+  /// `bias` must be non-null exactly when the entry has a bias. `a` and `b`
+  /// are f32, or bf16 where the entry's `a_type`/`b_type` says so.
+  void run(dnnl::stream &stream, const void *a, const void *b,
            const float *bias, float *c);
   std::string describe() const override;
 
 private:
   /// Stages `operand` for this call, or takes the cache's copy when it is a
   /// parameter (a bf16 weight converted once per parameter generation).
-  void stageOrCache(dnnl::stream &stream, Operand &operand, const float *data,
+  void stageOrCache(dnnl::stream &stream, Operand &operand, const void *data,
                     int arg, const dnnl::memory::desc &plain,
                     const dnnl::memory::desc &wanted);
 
   bool hasBias_ = false;
-  /// A and B, staged into bf16 copies when the entry multiplies in bf16.
+  /// The entry's math, and whether its `a_type`/`b_type` are bf16.
+  bool bf16_ = false, aStored_ = false, bStored_ = false;
+  /// A and B, staged into bf16 copies when the entry multiplies in bf16 and
+  /// they are stored in f32.
   Operand a_, b_;
   /// Their layouts, for the cache.
   dnnl::memory::desc aPlain_, bPlain_, aWanted_, bWanted_;

@@ -214,15 +214,15 @@ Status OneDnnKernels::run(int64_t id, KernelKind kind, Fn &&fn) {
   return Status::success();
 }
 
-Status OneDnnKernels::matmul(int64_t id, const float *a, const float *b,
+Status OneDnnKernels::matmul(int64_t id, const void *a, const void *b,
                              const float *bias, float *c) {
   return run<MatmulKernel>(
       id, KernelKind::Matmul,
       [&](MatmulKernel &m, dnnl::stream &s) { m.run(s, a, b, bias, c); });
 }
 
-Status OneDnnKernels::convolution(KernelKind kind, int64_t id, const float *in0,
-                                  const float *in1, const float *bias,
+Status OneDnnKernels::convolution(KernelKind kind, int64_t id, const void *in0,
+                                  const void *in1, const float *bias,
                                   float *out) {
   return run<ConvolutionKernel>(id, kind,
                                 [&](ConvolutionKernel &conv, dnnl::stream &s) {

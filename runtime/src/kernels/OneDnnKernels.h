@@ -39,10 +39,10 @@ public:
                                                std::string &error);
   ~OneDnnKernels() override;
 
-  Status matmul(int64_t id, const float *a, const float *b, const float *bias,
+  Status matmul(int64_t id, const void *a, const void *b, const float *bias,
                 float *c) override;
-  Status convolution(KernelKind kind, int64_t id, const float *in0,
-                     const float *in1, const float *bias, float *out) override;
+  Status convolution(KernelKind kind, int64_t id, const void *in0,
+                     const void *in1, const float *bias, float *out) override;
   Status poolForward(int64_t id, const float *src, float *dst) override;
   Status poolBackward(int64_t id, const float *src, const float *diffDst,
                       float *diffSrc) override;

@@ -310,4 +310,71 @@ TEST(Convolution, Bf16RoundsInputsAndAccumulatesInF32) {
   }
 }
 
+/// `"src_type"`/`"diff_dst_type": "bf16"`: the three directions read those
+/// inputs as the bf16 buffers they are (blocked and plain layouts) and
+/// compute the convolutions of the bf16-rounded values in f32.
+TEST(Convolution, Bf16StoredInputsAreReadAsStored) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(16);
+  const int64_t configs[][3] = {{1, 16, 16}, {1, 3, 8}, {2, 8, 16}};
+  for (const auto &cfg : configs) {
+    ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+    t.kh = t.kw = 3;
+    t.dh = t.dw = 1;
+    t.pt = t.pl = t.pb = t.pr = 1;
+    t.h = t.w = 8;
+    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+    fwd["bias"] = true;
+    fwd["activation"] = "relu";
+    fwd["src_type"] = "bf16";
+    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
+    bwdData["diff_dst_type"] = "bf16";
+    nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
+    bwdW["accumulate"] = true;
+    bwdW["src_type"] = "bf16";
+    bwdW["diff_dst_type"] = "bf16";
+    for (nlohmann::json *e : {&fwd, &bwdData, &bwdW})
+      (*e)["math"] = "bf16";
+    SCOPED_TRACE(fwd.dump());
+    auto ctx = makeContext({fwd, bwdData, bwdW});
+    ASSERT_NE(ctx, nullptr);
+    for (int64_t id = 0; id < 3; ++id)
+      EXPECT_NE(ctx->describeKernel(id).find("stored in bf16"),
+                std::string::npos)
+          << ctx->describeKernel(id);
+
+    auto src = randomVector(t.srcSize(), rng);
+    auto wei = randomVector(t.weiSize(), rng);
+    auto bias = randomVector(t.o, rng);
+    auto diffDst = randomVector(t.dstSize(), rng);
+    auto diffWei = randomVector(t.weiSize(), rng, 1.f, 3.f);
+    std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
+                       rDiffDst = roundedToBf16(diffDst);
+    Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize());
+    for (size_t i = 0; i < diffWei.size(); ++i)
+      dWei.add(i, diffWei[i]);
+    for (size_t d = 0; d < t.dstSize(); ++d)
+      dst.add(d, bias[(d / (t.oh() * t.ow())) % t.o]);
+    t.forEachTap([&](size_t si, size_t wi, size_t di) {
+      dst.add(di, double(rSrc[si]) * rWei[wi]);
+      dSrc.add(si, double(rDiffDst[di]) * rWei[wi]);
+      dWei.add(wi, double(rSrc[si]) * rDiffDst[di]);
+    });
+    applyRelu(dst);
+    const std::vector<uint16_t> src16 = bf16Buffer(src),
+                                diffDst16 = bf16Buffer(diffDst);
+    std::vector<float> out(t.dstSize()), outSrc(t.srcSize());
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src16.data(), wei.data(),
+                             bias.data(), out.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst16.data(), wei.data(),
+                                  outSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src16.data(),
+                                     diffDst16.data(), diffWei.data());
+    EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+    EXPECT_TRUE(matches(out, dst)) << "fwd";
+    EXPECT_TRUE(matches(outSrc, dSrc)) << "bwd_data";
+    EXPECT_TRUE(matches(diffWei, dWei)) << "bwd_weights";
+  }
+}
+
 } // namespace

@@ -29,12 +29,12 @@ class RecordingKernels final : public KernelLibrary {
 public:
   void *queue() const override { return const_cast<int *>(&streamToken); }
   size_t numKernels() const override { return 0; }
-  Status matmul(int64_t id, const float *a, const float *b, const float *bias,
+  Status matmul(int64_t id, const void *a, const void *b, const float *bias,
                 float *c) override {
     return record("matmul", id, {a, b, bias, c});
   }
-  Status convolution(KernelKind kind, int64_t id, const float *in0,
-                     const float *in1, const float *bias, float *out) override {
+  Status convolution(KernelKind kind, int64_t id, const void *in0,
+                     const void *in1, const float *bias, float *out) override {
     return record("conv" + std::to_string(int(kind)), id,
                   {in0, in1, bias, out});
   }
@@ -54,7 +54,7 @@ public:
   struct Call {
     std::string what;
     int64_t id;
-    std::vector<const float *> pointers;
+    std::vector<const void *> pointers;
   };
   struct Copy {
     float *dst;
@@ -68,7 +68,7 @@ public:
 
 private:
   Status record(std::string what, int64_t id,
-                std::vector<const float *> pointers) {
+                std::vector<const void *> pointers) {
     calls.push_back({std::move(what), id, std::move(pointers)});
     if (id == failId)
       return Status(CLEAVE_INTERNAL, "kernel " + std::to_string(id) +
@@ -107,13 +107,13 @@ TEST_F(DeviceDispatchTest, EveryKernelCallGoesToTheDevice) {
   const std::string conv = "conv";
   EXPECT_EQ(device->calls[0].what, "matmul");
   EXPECT_EQ(device->calls[0].pointers,
-            (std::vector<const float *>{a, b, bias, c}));
+            (std::vector<const void *>{a, b, bias, c}));
   EXPECT_EQ(device->calls[1].what,
             conv + std::to_string(int(KernelKind::ConvolutionForward)));
   EXPECT_EQ(device->calls[2].what,
             conv + std::to_string(int(KernelKind::ConvolutionBackwardData)));
   EXPECT_EQ(device->calls[2].pointers,
-            (std::vector<const float *>{a, b, nullptr, c}));
+            (std::vector<const void *>{a, b, nullptr, c}));
   EXPECT_EQ(device->calls[3].what,
             conv + std::to_string(int(KernelKind::ConvolutionBackwardWeights)));
   EXPECT_EQ(device->calls[4].what, "pool_fwd");

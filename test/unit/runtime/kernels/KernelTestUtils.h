@@ -123,6 +123,19 @@ inline std::vector<float> roundedToBf16(std::vector<float> v) {
   return v;
 }
 
+/// `v` as the bf16 buffer a generated loop stores: each element rounded to
+/// the nearest bfloat16, its upper 16 bits.
+inline std::vector<uint16_t> bf16Buffer(const std::vector<float> &v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    float r = roundToBf16(v[i]);
+    uint32_t bits;
+    std::memcpy(&bits, &r, sizeof bits);
+    out[i] = uint16_t(bits >> 16);
+  }
+  return out;
+}
+
 /// Whether this CPU has AVX512-BF16, which bf16 kernels need.
 inline bool hostHasBf16() {
   std::ifstream in("/proc/cpuinfo");

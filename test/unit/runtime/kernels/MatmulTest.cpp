@@ -240,6 +240,79 @@ TEST(Matmul, Bf16RoundsInputsAndAccumulatesInF32) {
       }
 }
 
+/// `"a_type"`/`"b_type": "bf16"`: the kernel reads the operand as the bf16
+/// buffer it is (what the generated loop that computed it stored), for every
+/// transpose and batching, and computes what the f32-stored entry computes
+/// from the same values: the product of the bf16-rounded inputs, to f32
+/// accumulation error.
+TEST(Matmul, Bf16StoredOperandsAreReadAsStored) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(9);
+  int variant = 0;
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool bBatched : {false, true})
+        for (int stored : {1, 2, 3}) {
+          ++variant;
+          const bool aStored = stored & 1, bStored = stored & 2;
+          bool accumulate = variant % 3 == 0;
+          MatmulCase t{randomInt(rng, 1, 3),
+                       randomInt(rng, 4, 40),
+                       randomInt(rng, 16, 90),
+                       randomInt(rng, 4, 40),
+                       transA,
+                       transB,
+                       bBatched,
+                       /*bias=*/!accumulate,
+                       /*relu=*/!accumulate && variant % 2 == 0,
+                       accumulate};
+          nlohmann::json entry = t.entry(0);
+          entry["math"] = "bf16";
+          if (aStored)
+            entry["a_type"] = "bf16";
+          if (bStored)
+            entry["b_type"] = "bf16";
+          SCOPED_TRACE(entry.dump());
+          auto ctx = makeContext(nlohmann::json::array({entry}));
+          ASSERT_NE(ctx, nullptr);
+          EXPECT_NE(ctx->describeKernel(0).find("stored in bf16"),
+                    std::string::npos)
+              << ctx->describeKernel(0);
+          auto a = randomVector(t.batch * t.m * t.k, rng);
+          auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
+          auto bias = randomVector(t.n, rng);
+          auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
+          Reference rounded =
+              referenceMatmul(t, roundedToBf16(a), roundedToBf16(b), bias, c);
+          const std::vector<uint16_t> a16 = bf16Buffer(a), b16 = bf16Buffer(b);
+          cleave_kernel_matmul(ctx.get(), 0,
+                               aStored ? (const void *)a16.data() : a.data(),
+                               bStored ? (const void *)b16.data() : b.data(),
+                               t.bias ? bias.data() : nullptr, c.data());
+          EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+          EXPECT_TRUE(matches(c, rounded));
+        }
+}
+
+/// A bf16-stored operand needs a bf16 kernel: an f32 one would read its
+/// bytes as floats.
+TEST(Matmul, Bf16StoredOperandsNeedBf16Math) {
+  MatmulCase t{1, 4, 8, 4, false, false, false, false, false, false};
+  for (const char *key : {"a_type", "b_type"}) {
+    nlohmann::json entry = t.entry(0);
+    entry[key] = "bf16";
+    std::string error;
+    EXPECT_EQ(KernelContext::create(nlohmann::json::array({entry}), error),
+              nullptr);
+    EXPECT_NE(error.find("needs 'math': 'bf16'"), std::string::npos) << error;
+    entry[key] = "f16";
+    EXPECT_EQ(KernelContext::create(nlohmann::json::array({entry}), error),
+              nullptr);
+    EXPECT_NE(error.find("expected one of 'f32', 'bf16'"), std::string::npos)
+        << error;
+  }
+}
+
 /// In a context whose layout cache is on (a session's), a bf16 operand that
 /// is a parameter is converted once per parameter generation, not per call,
 /// with the same results: the copy is the same rounding of the same values.

@@ -1,0 +1,53 @@
+// RUN: cleave-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// rt.kernel's element types: f32, but the activation inputs of the
+// compute-bound kinds may be stored in bf16 (mixed-precision.md).
+
+// CHECK-LABEL: func.func @stored
+func.func @stored(%a: memref<8x4xbf16>, %b: memref<8x16xbf16>, %w: memref<4x16xf32>, %c: memref<4x16xf32>, %d: memref<8x16xf32>, %x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xf32>, %y: memref<2x4x8x8xf32>, %g: memref<2x4x8x8xbf16>, %dx: memref<2x3x8x8xf32>) {
+  rt.kernel matmul ins(%a, %b : memref<8x4xbf16>, memref<8x16xbf16>) outs(%c : memref<4x16xf32>) {trans_a = true, trans_b = false, accumulate = true}
+  rt.kernel matmul ins(%a, %w : memref<8x4xbf16>, memref<4x16xf32>) outs(%d : memref<8x16xf32>) {trans_a = false, trans_b = false}
+  rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xbf16>, memref<4x3x3x3xf32>) outs(%y : memref<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  rt.kernel conv2d_bwd_data ins(%g, %k : memref<2x4x8x8xbf16>, memref<4x3x3x3xf32>) outs(%dx : memref<2x3x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @bf16_output(%a: memref<8x4xbf16>, %w: memref<4x16xf32>, %d: memref<8x16xbf16>) {
+  // expected-error @+1 {{the output must be f32, got 'memref<8x16xbf16>'}}
+  rt.kernel matmul ins(%a, %w : memref<8x4xbf16>, memref<4x16xf32>) outs(%d : memref<8x16xbf16>) {trans_a = false, trans_b = false}
+  return
+}
+
+// -----
+
+func.func @bf16_bias(%a: memref<8x4xf32>, %w: memref<4x16xf32>, %bias: memref<16xbf16>, %d: memref<8x16xf32>) {
+  // expected-error @+1 {{input 2 of 'matmul' must be f32, got 'memref<16xbf16>'}}
+  rt.kernel matmul ins(%a, %w, %bias : memref<8x4xf32>, memref<4x16xf32>, memref<16xbf16>) outs(%d : memref<8x16xf32>) {trans_a = false, trans_b = false}
+  return
+}
+
+// -----
+
+func.func @bf16_conv_weights(%x: memref<2x3x8x8xf32>, %k: memref<4x3x3x3xbf16>, %y: memref<2x4x8x8xf32>) {
+  // expected-error @+1 {{input 1 of 'conv2d_fwd' must be f32, got 'memref<4x3x3x3xbf16>'}}
+  rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xf32>, memref<4x3x3x3xbf16>) outs(%y : memref<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @bf16_pooling(%x: memref<2x3x8x8xbf16>, %y: memref<2x3x4x4xf32>) {
+  // expected-error @+1 {{input 0 of 'max_pool2d_fwd' must be f32, got 'memref<2x3x8x8xbf16>'}}
+  rt.kernel max_pool2d_fwd ins(%x : memref<2x3x8x8xbf16>) outs(%y : memref<2x3x4x4xf32>) {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+  return
+}
+
+// -----
+
+func.func @f64(%a: memref<8x4xf64>, %w: memref<4x16xf32>, %d: memref<8x16xf32>) {
+  // expected-error @+1 {{input 0 of 'matmul' must be f32 or bf16, got 'memref<8x4xf64>'}}
+  rt.kernel matmul ins(%a, %w : memref<8x4xf64>, memref<4x16xf32>) outs(%d : memref<8x16xf32>) {trans_a = false, trans_b = false}
+  return
+}
