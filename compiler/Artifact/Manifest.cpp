@@ -172,16 +172,18 @@ struct MemoryReport {
   /// 16 (narrower ones stay plain, as oneDNN keeps a first layer's input); a
   /// max-pooling gradient recomputes the forward pass's output and its
   /// workspace (one byte per output element); a bf16 GEMM stages bf16
-  /// copies of its operands but a parameter, which the layout cache holds.
+  /// copies of its operands but a parameter, which the layout cache holds,
+  /// and those stored in bf16, which it reads as they are.
   /// Primitive scratchpads are left out. Slots that are reserved but never
   /// written are not counted: their pages are never resident.
   void addKernels(const std::vector<abi::Kernel> &kernels) {
     for (const abi::Kernel &k : kernels) {
       const bool bf16 = k.math == abi::Math::bf16;
       // A parameter operand: one matrix shared by the batch, not the
-      // weight-gradient GEMM's.
-      const bool weightB =
-          !k.transA.value_or(false) && !k.bBatched.value_or(false);
+      // weight-gradient GEMM's, and not an activation stored in bf16.
+      const bool weightB = !k.transA.value_or(false) &&
+                           !k.bBatched.value_or(false) &&
+                           k.bType != abi::Storage::bf16;
       kernelArena = std::max(kernelArena, arenaNeed(k, bf16 && weightB));
       if (k.entry != "micro_step")
         continue;
@@ -208,13 +210,16 @@ struct MemoryReport {
       return channels < 16 ? 0 : n * ((channels + 15) / 16 * 16) * h * w * 4;
     };
     switch (k.op) {
-    case abi::KernelOp::matmul:
-      return k.math == abi::Math::bf16
-                 ? get(k.batch) *
-                       (get(k.m) * get(k.k) +
-                        (cachedB ? 0 : get(k.k) * get(k.n))) *
-                       2
-                 : 0;
+    case abi::KernelOp::matmul: {
+      if (k.math != abi::Math::bf16)
+        return 0;
+      const bool stagedA = k.aType != abi::Storage::bf16;
+      const bool stagedB = !cachedB && k.bType != abi::Storage::bf16;
+      return get(k.batch) *
+             ((stagedA ? get(k.m) * get(k.k) : 0) +
+              (stagedB ? get(k.k) * get(k.n) : 0)) *
+             2;
+    }
     case abi::KernelOp::conv2d_fwd:
     case abi::KernelOp::conv2d_bwd_data:
     case abi::KernelOp::conv2d_bwd_weights:

@@ -204,6 +204,45 @@ def CleaveLowerReductionsToLoops : Pass<"cleave-lower-reductions-to-loops"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
+  let summary = "Store the activation inputs of bf16 kernels in bf16, "
+                "narrowed in the loops that compute them";
+  let description = [{
+    With `precision=bf16` every matmul (and, with `convolutions`, every
+    convolution) multiplies in bf16; this pass makes the kernels read their
+    activation inputs as bf16 tensors instead of converting them on every
+    call (docs/design/mixed-precision.md, "bf16 storage"). On tensors, after
+    elementwise fusion:
+
+    * every input `isStorableInBf16` of such an `rt.kernel` (matmul's a and
+      b, a convolution's src and diff_dst) that is not read from a global
+      (parameters keep the runtime's once-per-generation copy) becomes
+      `truncf` of it, one narrowed copy per value, made right after the
+      value is defined, which every kernel reading the value shares;
+    * a narrowing whose input a `linalg.generic` computes is fused into it:
+      the loop also yields the bf16 result (and only that, when the kernels
+      were its only readers), so no separate pass over memory converts it.
+
+    ```mlir
+    %h = linalg.generic ... -> tensor<32x512xf32>   // relu
+    %y = rt.kernel matmul ins(%h, %w ...)
+    %g = rt.kernel matmul ins(%dy, %h ...) {trans_a = true, accumulate = true}
+    ```
+
+    becomes the relu loop yielding `tensor<32x512xbf16>`, which both kernels
+    read. Kernel outputs, parameters, accumulators and everything an
+    elementwise loop or a reduction reads stay f32.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"convolutions", "convolutions", "bool", /*default=*/"true",
+           "Whether the convolutions multiply in bf16 (false on cuda, "
+           "where they stay f32)">,
+  ];
+}
+
 def CleaveFoldGuardedUpdates : Pass<"cleave-fold-guarded-updates"> {
   let summary = "Select a guarded update in place, in the loop that makes it";
   let description = [{

@@ -332,6 +332,14 @@ static void buildBufferizedPipeline(
   // Producer-consumer fusion of elementwise generics (one loop nest each).
   pm.addPass(createLinalgElementwiseOpFusionPass());
   cleanup(pm);
+  // bf16 kernels read their activation inputs stored in bf16, narrowed in
+  // the loops that compute them (cuda: mixed-precision.md, step 4).
+  if (kernels.precision == rt::KernelPrecision::bf16 && !gpuKernels) {
+    CleaveStoreBf16Options storeBf16;
+    storeBf16.convolutions = kernels.bf16Convolutions;
+    pm.addPass(createCleaveStoreBf16(storeBf16));
+    cleanup(pm);
+  }
   // A guarded update (a skipped window keeps its parameters) selects in the
   // optimizer's in-place loop rather than into a copy.
   pm.addPass(createCleaveFoldGuardedUpdates());

@@ -17,6 +17,10 @@ namespace mlir::cleave {
 /// null if it lists none (or `f` has no ABI yet).
 BlockArgument abiArgument(func::FuncOp f, StringRef role, StringRef name);
 
+/// The role `f`'s `rt.abi` gives block argument `arg` ("input", "global",
+/// ...), or "" if `arg` is not one of `f`'s arguments or it has no ABI yet.
+StringRef abiRole(func::FuncOp f, Value arg);
+
 } // namespace mlir::cleave
 
 #endif // CLEAVE_COMPILER_CONVERSION_ABI_ENTRYABI_H

@@ -41,6 +41,18 @@ BlockArgument cleave::abiArgument(func::FuncOp f, StringRef role,
   }
   return {};
 }
+
+StringRef cleave::abiRole(func::FuncOp f, Value arg) {
+  auto a = dyn_cast<BlockArgument>(arg);
+  auto abi = f->getAttrOfType<ArrayAttr>(rt::RtDialect::kAbiAttr);
+  if (!a || !abi || a.getOwner() != &f.getBody().front() ||
+      a.getArgNumber() == 0 || a.getArgNumber() > abi.size())
+    return "";
+  // Argument 0 is the kernel context.
+  auto d = dyn_cast<DictionaryAttr>(abi[a.getArgNumber() - 1]);
+  auto r = d ? d.getAs<StringAttr>("role") : StringAttr();
+  return r ? r.getValue() : StringRef();
+}
 using train::TrainDialect;
 
 namespace {

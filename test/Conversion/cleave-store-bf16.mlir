@@ -1,0 +1,88 @@
+// RUN: cleave-opt %s --split-input-file --cleave-store-bf16 | FileCheck %s
+// RUN: cleave-opt %s --split-input-file --cleave-store-bf16=convolutions=false | FileCheck %s --check-prefix=NOCONV
+
+// bf16 kernels read their activation inputs stored in bf16, narrowed in the
+// loop that computes each (mixed-precision.md, "bf16 storage").
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A hidden layer's ReLU output feeds the next matmul (a) and the weight
+// gradient (b): the ReLU loop yields bf16 alone, both kernels read it. The
+// output gradient feeds two matmuls and a bias-gradient reduction: its loop
+// yields f32 (for the reduction) and bf16. The input image has no loop to
+// fuse into: one narrowing loop, shared by the forward matmul and the
+// weight gradient. The weights (a global) stay f32.
+
+// CHECK-LABEL: func.func @micro_step
+// CHECK: %[[X:.*]] = bufferization.to_tensor %arg1
+// CHECK: %[[XB:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: bf16):
+// CHECK-NEXT: arith.truncf
+// CHECK: %[[W:.*]] = bufferization.to_tensor %arg2
+// CHECK: %[[Z:.*]] = rt.kernel matmul ins(%[[XB]], %[[W]] : tensor<8x16xbf16>, tensor<4x16xf32>)
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[Z]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK: arith.maximumf
+// CHECK: arith.truncf
+// CHECK: rt.kernel matmul ins(%[[H]], %{{.*}} : tensor<8x4xbf16>, tensor<4x4xf32>)
+// CHECK: %[[DY:.*]]:2 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<8x4xbf16>)
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+// CHECK: rt.kernel matmul ins(%[[DY]]#1, %[[H]] : tensor<8x4xbf16>, tensor<8x4xbf16>)
+// CHECK: rt.kernel matmul ins(%[[DY]]#1, %[[XB]] : tensor<8x4xbf16>, tensor<8x16xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%[[DY]]#0 : tensor<8x4xf32>)
+
+func.func @micro_step(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf32>, %w2m: memref<4x4xf32>, %gm: memref<8x4xf32>)
+    -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>)
+    attributes {rt.abi = [{name = "x", role = "input"}, {name = "w", role = "global"}, {name = "w2", role = "global"}, {name = "g", role = "input"}]} {
+  %x = bufferization.to_tensor %xm restrict : memref<8x16xf32> to tensor<8x16xf32>
+  %w = bufferization.to_tensor %wm restrict : memref<4x16xf32> to tensor<4x16xf32>
+  %w2 = bufferization.to_tensor %w2m restrict : memref<4x4xf32> to tensor<4x4xf32>
+  %g = bufferization.to_tensor %gm restrict : memref<8x4xf32> to tensor<8x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %z = rt.kernel matmul ins(%x, %w : tensor<8x16xf32>, tensor<4x16xf32>) outs(%e : tensor<8x4xf32>) {trans_a = false, trans_b = true} -> tensor<8x4xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %y = rt.kernel matmul ins(%h, %w2 : tensor<8x4xf32>, tensor<4x4xf32>) outs(%e : tensor<8x4xf32>) {trans_a = false, trans_b = true} -> tensor<8x4xf32>
+  %dy = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%y, %g : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %dw2 = rt.kernel matmul ins(%dy, %h : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e2 : tensor<4x4xf32>) {trans_a = true, trans_b = false} -> tensor<4x4xf32>
+  %e3 = tensor.empty() : tensor<4x16xf32>
+  %dw = rt.kernel matmul ins(%dy, %x : tensor<8x4xf32>, tensor<8x16xf32>) outs(%e3 : tensor<4x16xf32>) {trans_a = true, trans_b = false} -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %db = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["reduction", "parallel"]} ins(%dy : tensor<8x4xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.addf %a, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %y, %dw2, %dw, %db : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Convolutions: the source and the output gradient, unless they stay f32
+// (convolutions=false, the cuda target); pooling never.
+
+// CHECK-LABEL: func.func @conv
+// CHECK: rt.kernel conv2d_fwd ins(%{{.*}}, %{{.*}} : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xf32>)
+// CHECK: rt.kernel max_pool2d_fwd ins(%{{.*}} : tensor<2x4x8x8xf32>)
+// NOCONV-LABEL: func.func @conv
+// NOCONV-NOT: bf16
+func.func @conv(%ctx: !llvm.ptr, %xm: memref<2x3x8x8xf32>, %km: memref<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+    attributes {rt.abi = [{name = "x", role = "input"}, {name = "k", role = "global"}]} {
+  %x = bufferization.to_tensor %xm restrict : memref<2x3x8x8xf32> to tensor<2x3x8x8xf32>
+  %k = bufferization.to_tensor %km restrict : memref<4x3x3x3xf32> to tensor<4x3x3x3xf32>
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %y = rt.kernel conv2d_fwd ins(%x, %k : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) outs(%e : tensor<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"} -> tensor<2x4x8x8xf32>
+  %e2 = tensor.empty() : tensor<2x4x4x4xf32>
+  %p = rt.kernel max_pool2d_fwd ins(%y : tensor<2x4x8x8xf32>) outs(%e2 : tensor<2x4x4x4xf32>) {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = false} -> tensor<2x4x4x4xf32>
+  return %p : tensor<2x4x4x4xf32>
+}
