@@ -61,13 +61,13 @@ set(OpenMP_gomp_LIBRARY "${CLEAVE_LIBGOMP}" CACHE FILEPATH "" FORCE)
 #   fuzz.<name>.corpus  runs every input of the CORPUS directories once
 #                       (seeds and the reproducers of fixed crashes: the
 #                       regression test), in every sanitizer build;
-#   fuzz.<name>         fuzzes for TIME seconds (45 by default), starting
+#   fuzz.<name>         fuzzes for TIME seconds (30 by default), starting
 #                       from CORPUS; label "fuzz". New inputs go to the
 #                       build tree, never into the source tree.
 function(cleave_add_fuzzer name)
   cmake_parse_arguments(ARG "" "TIME" "SOURCES;LIBS;CORPUS" ${ARGN})
   if(NOT ARG_TIME)
-    set(ARG_TIME 45)
+    set(ARG_TIME 30)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS})

@@ -7,7 +7,7 @@
 #   sanitize.sh test [ctest args...] every test but the fuzzing runs and the
 #                                    excluded labels below
 #   sanitize.sh fuzz [ctest args...] each fuzz target for CLEAVE_FUZZ_TIME
-#                                    seconds (45), two at a time
+#                                    seconds (30), two at a time
 #
 # Any sanitizer report aborts the process that made it, so the test fails.
 set -euo pipefail
