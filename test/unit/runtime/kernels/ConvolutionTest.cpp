@@ -238,6 +238,47 @@ TEST(Convolution, TrainingSequenceSharesArena) {
   }
 }
 
+/// The bf16 tests' cases: {batch, input channels, output channels} of a
+/// random convolution, with a 3x3 window, padding 1, on 8x8 inputs (blocked
+/// layouts at 16 channels, plain ones below).
+constexpr int64_t kBf16Configs[][3] = {{1, 16, 16}, {1, 3, 8}, {2, 8, 16}};
+
+ConvCase bf16Conv(std::mt19937 &rng, const int64_t (&cfg)[3]) {
+  ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
+  t.kh = t.kw = 3;
+  t.dh = t.dw = 1;
+  t.pt = t.pl = t.pb = t.pr = 1;
+  t.h = t.w = 8;
+  return t;
+}
+
+/// `t`'s three directions multiplying in bf16, ids 0 to 2: forward with a
+/// bias and `activation`, backward-data, accumulating backward-weights.
+std::vector<nlohmann::json> bf16Entries(const ConvCase &t,
+                                        const char *activation) {
+  nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+  fwd["bias"] = true;
+  fwd["activation"] = activation;
+  nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
+  nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
+  bwdW["accumulate"] = true;
+  std::vector<nlohmann::json> entries = {fwd, bwdData, bwdW};
+  for (nlohmann::json &e : entries)
+    e["math"] = "bf16";
+  return entries;
+}
+
+/// Random operands of `t`'s three directions, and the weight gradient they
+/// accumulate into.
+struct ConvOperands {
+  std::vector<float> src, wei, bias, diffDst, diffWei;
+};
+ConvOperands randomOperands(const ConvCase &t, std::mt19937 &rng) {
+  return {randomVector(t.srcSize(), rng), randomVector(t.weiSize(), rng),
+          randomVector(t.o, rng), randomVector(t.dstSize(), rng),
+          randomVector(t.weiSize(), rng, 1.f, 3.f)};
+}
+
 /// `"math": "bf16"` in all three directions, blocked and plain layouts:
 /// the result is (to f32 accumulation error) the convolution of the
 /// bf16-rounded inputs, the accumulated weight gradient adds into the f32
@@ -246,34 +287,17 @@ TEST(Convolution, TrainingSequenceSharesArena) {
 TEST(Convolution, Bf16RoundsInputsAndAccumulatesInF32) {
   CLEAVE_SKIP_WITHOUT_BF16();
   std::mt19937 rng(15);
-  const int64_t configs[][3] = {{1, 16, 16}, {1, 3, 8}, {2, 8, 16}};
-  for (const auto &cfg : configs) {
-    ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
-    t.kh = t.kw = 3;
-    t.dh = t.dw = 1;
-    t.pt = t.pl = t.pb = t.pr = 1;
-    t.h = t.w = 8;
-    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
-    fwd["bias"] = true;
-    fwd["activation"] = "none";
-    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
-    nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
-    bwdW["accumulate"] = true;
-    for (nlohmann::json *e : {&fwd, &bwdData, &bwdW})
-      (*e)["math"] = "bf16";
-    SCOPED_TRACE(fwd.dump());
-    auto ctx = makeContext({fwd, bwdData, bwdW});
+  for (const auto &cfg : kBf16Configs) {
+    ConvCase t = bf16Conv(rng, cfg);
+    std::vector<nlohmann::json> entries = bf16Entries(t, "none");
+    SCOPED_TRACE(entries[0].dump());
+    auto ctx = makeContext(entries);
     ASSERT_NE(ctx, nullptr);
     for (int64_t id = 0; id < 3; ++id)
-      EXPECT_NE(ctx->describeKernel(id).find("bf16 inputs"),
-                std::string::npos)
+      EXPECT_NE(ctx->describeKernel(id).find("bf16 inputs"), std::string::npos)
           << ctx->describeKernel(id);
 
-    auto src = randomVector(t.srcSize(), rng);
-    auto wei = randomVector(t.weiSize(), rng);
-    auto bias = randomVector(t.o, rng);
-    auto diffDst = randomVector(t.dstSize(), rng);
-    auto diffWei = randomVector(t.weiSize(), rng, 1.f, 3.f);
+    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
     std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
                        rDiffDst = roundedToBf16(diffDst);
     // [0]: from the rounded inputs, [1]: exact.
@@ -294,8 +318,8 @@ TEST(Convolution, Bf16RoundsInputsAndAccumulatesInF32) {
       });
     }
     std::vector<float> out(t.dstSize()), outSrc(t.srcSize());
-    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(),
-                             bias.data(), out.data());
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(), bias.data(),
+                             out.data());
     cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst.data(), wei.data(),
                                   outSrc.data());
     cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), diffDst.data(),
@@ -316,38 +340,22 @@ TEST(Convolution, Bf16RoundsInputsAndAccumulatesInF32) {
 TEST(Convolution, Bf16StoredInputsAreReadAsStored) {
   CLEAVE_SKIP_WITHOUT_BF16();
   std::mt19937 rng(16);
-  const int64_t configs[][3] = {{1, 16, 16}, {1, 3, 8}, {2, 8, 16}};
-  for (const auto &cfg : configs) {
-    ConvCase t = randomConv(rng, cfg[0], cfg[1], cfg[2]);
-    t.kh = t.kw = 3;
-    t.dh = t.dw = 1;
-    t.pt = t.pl = t.pb = t.pr = 1;
-    t.h = t.w = 8;
-    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
-    fwd["bias"] = true;
-    fwd["activation"] = "relu";
-    fwd["src_type"] = "bf16";
-    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
-    bwdData["diff_dst_type"] = "bf16";
-    nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
-    bwdW["accumulate"] = true;
-    bwdW["src_type"] = "bf16";
-    bwdW["diff_dst_type"] = "bf16";
-    for (nlohmann::json *e : {&fwd, &bwdData, &bwdW})
-      (*e)["math"] = "bf16";
-    SCOPED_TRACE(fwd.dump());
-    auto ctx = makeContext({fwd, bwdData, bwdW});
+  for (const auto &cfg : kBf16Configs) {
+    ConvCase t = bf16Conv(rng, cfg);
+    std::vector<nlohmann::json> entries = bf16Entries(t, "relu");
+    entries[0]["src_type"] = "bf16";
+    entries[1]["diff_dst_type"] = "bf16";
+    entries[2]["src_type"] = "bf16";
+    entries[2]["diff_dst_type"] = "bf16";
+    SCOPED_TRACE(entries[0].dump());
+    auto ctx = makeContext(entries);
     ASSERT_NE(ctx, nullptr);
     for (int64_t id = 0; id < 3; ++id)
       EXPECT_NE(ctx->describeKernel(id).find("stored in bf16"),
                 std::string::npos)
           << ctx->describeKernel(id);
 
-    auto src = randomVector(t.srcSize(), rng);
-    auto wei = randomVector(t.weiSize(), rng);
-    auto bias = randomVector(t.o, rng);
-    auto diffDst = randomVector(t.dstSize(), rng);
-    auto diffWei = randomVector(t.weiSize(), rng, 1.f, 3.f);
+    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
     std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
                        rDiffDst = roundedToBf16(diffDst);
     Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize());

@@ -193,6 +193,35 @@ TEST(Matmul, ManyKernelsInOneContext) {
     }
 }
 
+/// A random case of the bf16 tests with the given transposes and batching:
+/// every third `variant` accumulates, the others have a bias, and every
+/// second of those a ReLU.
+MatmulCase randomBf16Case(std::mt19937 &rng, bool transA, bool transB,
+                          bool bBatched, int variant) {
+  const bool accumulate = variant % 3 == 0;
+  return {randomInt(rng, 1, 3),
+          randomInt(rng, 4, 40),
+          randomInt(rng, 16, 90),
+          randomInt(rng, 4, 40),
+          transA,
+          transB,
+          bBatched,
+          /*bias=*/!accumulate,
+          /*relu=*/!accumulate && variant % 2 == 0,
+          accumulate};
+}
+
+/// Random operands of `t`: a, b, bias, and the c it may accumulate into.
+struct Operands {
+  std::vector<float> a, b, bias, c;
+};
+Operands randomOperands(const MatmulCase &t, std::mt19937 &rng) {
+  return {randomVector(t.batch * t.m * t.k, rng),
+          randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng),
+          randomVector(t.n, rng),
+          randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f)};
+}
+
 /// `"math": "bf16"`: the kernel must compute exactly (to f32 accumulation
 /// error) the product of the bf16-rounded inputs, with bias, ReLU and the
 /// accumulated C in f32; within kBf16RelTol of the exact product; and not
@@ -204,33 +233,17 @@ TEST(Matmul, Bf16RoundsInputsAndAccumulatesInF32) {
   for (bool transA : {false, true})
     for (bool transB : {false, true})
       for (bool bBatched : {false, true}) {
-        ++variant;
-        bool accumulate = variant % 3 == 0;
-        bool relu = !accumulate && variant % 2 == 0;
-        MatmulCase t{randomInt(rng, 1, 3),
-                     randomInt(rng, 4, 40),
-                     randomInt(rng, 16, 90),
-                     randomInt(rng, 4, 40),
-                     transA,
-                     transB,
-                     bBatched,
-                     /*bias=*/!accumulate,
-                     relu,
-                     accumulate};
+        MatmulCase t = randomBf16Case(rng, transA, transB, bBatched, ++variant);
         nlohmann::json entry = t.entry(0);
         entry["math"] = "bf16";
         SCOPED_TRACE(entry.dump());
         auto ctx = makeContext(nlohmann::json::array({entry}));
         ASSERT_NE(ctx, nullptr);
-        EXPECT_NE(ctx->describeKernel(0).find("bf16 inputs"),
-                  std::string::npos)
+        EXPECT_NE(ctx->describeKernel(0).find("bf16 inputs"), std::string::npos)
             << ctx->describeKernel(0);
-        auto a = randomVector(t.batch * t.m * t.k, rng);
-        auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
-        auto bias = randomVector(t.n, rng);
-        auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
-        Reference rounded = referenceMatmul(t, roundedToBf16(a),
-                                            roundedToBf16(b), bias, c);
+        auto [a, b, bias, c] = randomOperands(t, rng);
+        Reference rounded =
+            referenceMatmul(t, roundedToBf16(a), roundedToBf16(b), bias, c);
         Reference exact = referenceMatmul(t, a, b, bias, c);
         cleave_kernel_matmul(ctx.get(), 0, a.data(), b.data(),
                              t.bias ? bias.data() : nullptr, c.data());
@@ -253,19 +266,9 @@ TEST(Matmul, Bf16StoredOperandsAreReadAsStored) {
     for (bool transB : {false, true})
       for (bool bBatched : {false, true})
         for (int stored : {1, 2, 3}) {
-          ++variant;
           const bool aStored = stored & 1, bStored = stored & 2;
-          bool accumulate = variant % 3 == 0;
-          MatmulCase t{randomInt(rng, 1, 3),
-                       randomInt(rng, 4, 40),
-                       randomInt(rng, 16, 90),
-                       randomInt(rng, 4, 40),
-                       transA,
-                       transB,
-                       bBatched,
-                       /*bias=*/!accumulate,
-                       /*relu=*/!accumulate && variant % 2 == 0,
-                       accumulate};
+          MatmulCase t =
+              randomBf16Case(rng, transA, transB, bBatched, ++variant);
           nlohmann::json entry = t.entry(0);
           entry["math"] = "bf16";
           if (aStored)
@@ -278,10 +281,7 @@ TEST(Matmul, Bf16StoredOperandsAreReadAsStored) {
           EXPECT_NE(ctx->describeKernel(0).find("stored in bf16"),
                     std::string::npos)
               << ctx->describeKernel(0);
-          auto a = randomVector(t.batch * t.m * t.k, rng);
-          auto b = randomVector((t.bBatched ? t.batch : 1) * t.k * t.n, rng);
-          auto bias = randomVector(t.n, rng);
-          auto c = randomVector(t.batch * t.m * t.n, rng, 1.f, 3.f);
+          auto [a, b, bias, c] = randomOperands(t, rng);
           Reference rounded =
               referenceMatmul(t, roundedToBf16(a), roundedToBf16(b), bias, c);
           const std::vector<uint16_t> a16 = bf16Buffer(a), b16 = bf16Buffer(b);
