@@ -222,6 +222,11 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
     * a narrowing whose input a `linalg.generic` computes is fused into it:
       the loop also yields the bf16 result (and only that, when the kernels
       were its only readers), so no separate pass over memory converts it.
+    * a loop that reads an f32 value only to test `x > 0` (ReLU's backward
+      mask) reads the value's bf16 twin instead (its narrowing, or the
+      fused ReLU-and-narrowing loop's result: the same sign but for
+      0 < x < 2^-133), so the f32 pre-activation is not held for the
+      backward pass.
 
     ```mlir
     %h = linalg.generic ... -> tensor<32x512xf32>   // relu

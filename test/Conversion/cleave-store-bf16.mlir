@@ -12,7 +12,9 @@
 // output gradient feeds two matmuls and a bias-gradient reduction: its loop
 // yields f32 (for the reduction) and bf16. The input image has no loop to
 // fuse into: one narrowing loop, shared by the forward matmul and the
-// weight gradient. The weights (a global) stay f32.
+// weight gradient. The weights (a global) stay f32. ReLU's backward mask
+// reads the bf16 ReLU output instead of the f32 pre-activation, which then
+// dies in the forward pass.
 
 // CHECK-LABEL: func.func @micro_step
 // CHECK: %[[X:.*]] = bufferization.to_tensor %arg1
@@ -31,9 +33,14 @@
 // CHECK: rt.kernel matmul ins(%[[DY]]#1, %[[H]] : tensor<8x4xbf16>, tensor<8x4xbf16>)
 // CHECK: rt.kernel matmul ins(%[[DY]]#1, %[[XB]] : tensor<8x4xbf16>, tensor<8x16xbf16>)
 // CHECK: linalg.generic {{.*}} ins(%[[DY]]#0 : tensor<8x4xf32>)
+// CHECK: %[[DH:.*]] = rt.kernel matmul ins(%[[DY]]#1, %[[W2:.*]] : tensor<8x4xbf16>, tensor<4x4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[DH]], %[[H]] : tensor<8x4xf32>, tensor<8x4xbf16>)
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %[[HI:.*]]: bf16, %{{.*}}: f32):
+// CHECK-NEXT: %[[HW:.*]] = arith.extf %[[HI]] : bf16 to f32
+// CHECK-NEXT: arith.cmpf ogt, %[[HW]], %{{.*}} : f32
 
 func.func @micro_step(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf32>, %w2m: memref<4x4xf32>, %gm: memref<8x4xf32>)
-    -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>)
+    -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>, tensor<8x4xf32>)
     attributes {rt.abi = [{name = "x", role = "input"}, {name = "w", role = "global"}, {name = "w2", role = "global"}, {name = "g", role = "input"}]} {
   %x = bufferization.to_tensor %xm restrict : memref<8x16xf32> to tensor<8x16xf32>
   %w = bufferization.to_tensor %wm restrict : memref<4x16xf32> to tensor<4x16xf32>
@@ -63,7 +70,14 @@ func.func @micro_step(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf
     %s = arith.addf %a, %out : f32
     linalg.yield %s : f32
   } -> tensor<4xf32>
-  return %y, %dw2, %dw, %db : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>
+  %dh = rt.kernel matmul ins(%dy, %w2 : tensor<8x4xf32>, tensor<4x4xf32>) outs(%e : tensor<8x4xf32>) {trans_a = false, trans_b = false} -> tensor<8x4xf32>
+  %dz = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%dh, %z : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%gi: f32, %zi: f32, %out: f32):
+    %pos = arith.cmpf ogt, %zi, %zero : f32
+    %s = arith.select %pos, %gi, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %y, %dw2, %dw, %db, %dz : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>, tensor<8x4xf32>
 }
 
 // -----
@@ -85,4 +99,40 @@ func.func @conv(%ctx: !llvm.ptr, %xm: memref<2x3x8x8xf32>, %km: memref<4x3x3x3xf
   %e2 = tensor.empty() : tensor<2x4x4x4xf32>
   %p = rt.kernel max_pool2d_fwd ins(%y : tensor<2x4x8x8xf32>) outs(%e2 : tensor<2x4x4x4xf32>) {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = false} -> tensor<2x4x4x4xf32>
   return %p : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// A backward loop that reads the pre-activation for more than its sign (a
+// smooth activation's derivative) keeps reading it in f32.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @not_a_mask
+// NOCONV-LABEL: func.func @not_a_mask
+// CHECK: %[[Z:.*]] = rt.kernel matmul
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[Z]] : tensor<8x4xf32>, tensor<8x4xf32>)
+// CHECK-NOT: arith.extf
+// CHECK: return
+func.func @not_a_mask(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf32>, %w2m: memref<4x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+    attributes {rt.abi = [{name = "x", role = "input"}, {name = "w", role = "global"}, {name = "w2", role = "global"}]} {
+  %x = bufferization.to_tensor %xm restrict : memref<8x16xf32> to tensor<8x16xf32>
+  %w = bufferization.to_tensor %wm restrict : memref<4x16xf32> to tensor<4x16xf32>
+  %w2 = bufferization.to_tensor %w2m restrict : memref<4x4xf32> to tensor<4x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %z = rt.kernel matmul ins(%x, %w : tensor<8x16xf32>, tensor<4x16xf32>) outs(%e : tensor<8x4xf32>) {trans_a = false, trans_b = true} -> tensor<8x4xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %y = rt.kernel matmul ins(%h, %w2 : tensor<8x4xf32>, tensor<4x4xf32>) outs(%e : tensor<8x4xf32>) {trans_a = false, trans_b = true} -> tensor<8x4xf32>
+  %dz = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%y, %z : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%gi: f32, %zi: f32, %out: f32):
+    %pos = arith.cmpf ogt, %zi, %zero : f32
+    %m = arith.mulf %gi, %zi : f32
+    %s = arith.select %pos, %m, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %y, %dz : tensor<8x4xf32>, tensor<8x4xf32>
 }

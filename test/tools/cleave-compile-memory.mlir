@@ -39,7 +39,15 @@
 // 10*512 + 512*512 backward (the first layer's input has no gradient), 2
 // bytes each: 1871872 bytes.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --precision=bf16 --report=memory -o %t.bf16.cleave | FileCheck %s --check-prefix=BF16
+// BF16: micro_step            249 KiB  of which 178 KiB activations held from forward to backward
 // BF16: kernel caches          1.79 MiB
+// BF16: kernel arena                0 B
+// The activations it holds are stored in bf16 (cleave-store-bf16): the
+// ReLU outputs and the image's copy, which the weight gradients read, and
+// ReLU's masks read the ReLU outputs instead of the f32 pre-activations:
+// 178 KiB held against f32's 322 KiB (0.55x); the kernels stage nothing.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --report=memory -o %t.f32.cleave | FileCheck %s --check-prefix=F32
+// F32: micro_step            323 KiB  of which 322 KiB activations held from forward to backward
 
 // On cuda the report is of device memory, and says what it leaves out.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --target=cuda --report=memory -o %t.cuda.cleave | FileCheck %s --check-prefix=CUDA

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::cleave {
@@ -91,6 +92,74 @@ bool fuseIntoProducer(RewriterBase &rewriter, linalg::GenericOp op) {
   return true;
 }
 
+/// The bf16 twin of `x` that shows its sign: a result of an elementwise
+/// loop reading `x` alone that yields `x` or `max(x, 0)` rounded to bf16 (a
+/// narrowing, or a ReLU fused with its narrowing). `x > 0` exactly where
+/// the twin is, but for 0 < x < 2^-133, which rounds to zero; NaN is
+/// neither. Null if there is none.
+Value signTwin(Value x) {
+  for (OpOperand &use : x.getUses()) {
+    auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!g || !g.hasPureTensorSemantics() || g.getNumDpsInputs() != 1 ||
+        use.getOperandNumber() != 0 ||
+        !llvm::all_of(g.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }))
+      continue;
+    Value arg = g.getBody()->getArgument(0);
+    auto yield = cast<linalg::YieldOp>(g.getBody()->getTerminator());
+    for (auto [i, y] : llvm::enumerate(yield.getOperands())) {
+      auto trunc = y.getDefiningOp<arith::TruncFOp>();
+      if (!trunc || !trunc.getType().isBF16())
+        continue;
+      Value in = trunc.getIn();
+      auto relu = in.getDefiningOp<arith::MaximumFOp>();
+      if (in == arg ||
+          (relu && ((relu.getLhs() == arg &&
+                     matchPattern(relu.getRhs(), m_AnyZeroFloat())) ||
+                    (relu.getRhs() == arg &&
+                     matchPattern(relu.getLhs(), m_AnyZeroFloat())))))
+        return g.getResult(i);
+    }
+  }
+  return {};
+}
+
+/// A ReLU's backward mask (`x > 0`, the only use `op`'s loop makes of
+/// input `x`) reads `x`'s bf16 sign twin instead, so that the f32 `x` need
+/// not be held from the forward pass to the backward one: the ReLU's
+/// output is held, in bf16, for the weight gradient anyway. True if `op`
+/// changed.
+bool maskFromTwin(linalg::GenericOp op) {
+  bool changed = false;
+  Block *body = op.getBody();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value x = input->get();
+    auto type = dyn_cast<RankedTensorType>(x.getType());
+    if (!type || !type.getElementType().isF32() ||
+        !op.getMatchingIndexingMap(input).isIdentity())
+      continue;
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    if (arg.use_empty() || !llvm::all_of(arg.getUsers(), [&](Operation *u) {
+          auto cmp = dyn_cast<arith::CmpFOp>(u);
+          return cmp && cmp.getPredicate() == arith::CmpFPredicate::OGT &&
+                 cmp.getLhs() == arg &&
+                 matchPattern(cmp.getRhs(), m_AnyZeroFloat());
+        }))
+      continue;
+    Value twin = signTwin(x);
+    Operation *def = twin ? twin.getDefiningOp() : nullptr;
+    if (!def || def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op))
+      continue;
+    input->set(twin);
+    arg.setType(cast<RankedTensorType>(twin.getType()).getElementType());
+    OpBuilder b = OpBuilder::atBlockBegin(body);
+    Value wide = arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(), arg);
+    arg.replaceAllUsesExcept(wide, wide.getDefiningOp());
+    changed = true;
+  }
+  return changed;
+}
+
 struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
   using CleaveStoreBf16Base::CleaveStoreBf16Base;
 
@@ -127,6 +196,14 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
       rewriter.setInsertionPoint(op);
       (void)fuseIntoProducer(rewriter, op);
     }
+    if (narrowings.empty())
+      return;
+    // Masks read the bf16 twins; an f32 value only masks read dies early.
+    SmallVector<linalg::GenericOp> loops;
+    getOperation()->walk([&](linalg::GenericOp op) { loops.push_back(op); });
+    for (linalg::GenericOp op : loops)
+      if (op.hasPureTensorSemantics())
+        (void)maskFromTwin(op);
   }
 };
 
