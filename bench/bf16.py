@@ -10,7 +10,9 @@ Models: examples/mlp.mlir, examples/lenet.mlir and the ONNX transformer test
 model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
 micro-batches 32 and 256, N = 4; PyTorch's own loop on the same models
 (bench/pytorch_ref.py) in float32 and under torch.autocast(dtype=bfloat16)
-in the same run. Prints a Markdown table with the CPU's name and whether it
+in the same run. Then bench/real_models.py's resnet18 (3x32x32) and GPT
+decoder (width 128, 64 byte tokens) at micro-batch 32 (--real-models=""
+leaves them out), against PyTorch's loop on the same modules. Prints a Markdown table with the CPU's name and whether it
 has AVX512-BF16 and AMX (without AVX512-BF16 there is nothing to measure:
 the compiler refuses bf16 for such a target).
 """
@@ -56,6 +58,8 @@ def main():
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--accumulate", type=int, default=4)
     p.add_argument("--micro-batches", default="32,256")
+    p.add_argument("--real-models", default="resnet18,gpt",
+                   help="bench/real_models.py models, at micro-batch 32")
     a = p.parse_args()
     if not has_bf16():
         sys.exit("bf16.py: this CPU has no AVX512-BF16; bf16 artifacts cannot "
@@ -107,6 +111,41 @@ def main():
                     print(f"  {name} b{b} PyTorch {mode}: {speed[mode]:.0f} "
                           "samples/s", file=sys.stderr)
                 rows.append((name, b, speed))
+        real = os.path.join(ROOT, "bench", "real_models.py")
+        names = {"resnet18": "resnet18 (3x32x32)",
+                 "encoder": "TransformerEncoder (d 128)",
+                 "gpt": "GPT decoder (d 128, T 64)"}
+        for model in [m for m in a.real_models.split(",") if m]:
+            onnx_path = os.path.join(tmp, model + ".onnx")
+            subprocess.run(["/usr/bin/python3", real, "--export", model,
+                            onnx_path], env=env, check=True)
+            speed = {}
+            for precision in ("f32", "bf16"):
+                out = os.path.join(tmp, f"{model}_{precision}.cleave")
+                subprocess.run(
+                    [os.path.join(bin_dir, "cleave-compile"), onnx_path,
+                     "--micro-batch=32", f"--accumulate={a.accumulate}",
+                     "--optimizer=sgd", f"--precision={precision}",
+                     "-o", out], check=True, capture_output=True)
+                result = subprocess.run(
+                    [os.path.join(bin_dir, "cleave-bench"), out,
+                     f"--accumulate={a.accumulate}",
+                     f"--seconds={a.seconds}"], env=env, check=True,
+                    capture_output=True, text=True).stdout
+                speed[precision] = json.loads(
+                    result.strip().splitlines()[-1])["samples_per_second"]
+                print(f"  {names[model]} b32 {precision}: "
+                      f"{speed[precision]:.0f} samples/s", file=sys.stderr)
+            for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
+                result = subprocess.run(
+                    ["/usr/bin/python3", real, "--torch", model,
+                     f"--seconds={a.seconds}"] + flags, env=env, check=True,
+                    capture_output=True, text=True).stdout
+                speed[mode] = json.loads(
+                    result.strip().splitlines()[-1])["samples_per_second"]
+                print(f"  {names[model]} b32 PyTorch {mode}: "
+                      f"{speed[mode]:.0f} samples/s", file=sys.stderr)
+            rows.append((names[model], 32, speed))
     amx = "AMX" if has_flag("amx_bf16") else "no AMX"
     print(f"\n{cpu_name()}, AVX512-BF16, {amx}, {a.threads} thread(s), N = "
           f"{a.accumulate}\n")

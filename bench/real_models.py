@@ -83,8 +83,11 @@ def export(name, path):
                       dynamic_axes={"x": {0: "batch"}, "logits": output_axes})
 
 
-def torch_loop(name, seconds):
-    """PyTorch's accumulation loop, timed like cleave-bench; one JSON line."""
+def torch_loop(name, seconds, autocast=False):
+    """PyTorch's accumulation loop, timed like cleave-bench; one JSON line.
+    `autocast`: forward and loss under torch.autocast("cpu", bfloat16),
+    PyTorch's own mixed precision (bench/bf16.py)."""
+    import contextlib
     import torch
     torch.set_num_threads(1)
     module, shape, dtype, labels, classes = build_model(name)
@@ -101,8 +104,11 @@ def torch_loop(name, seconds):
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
 
     def micro():
-        logits = module(x)
-        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        with (torch.autocast("cpu", dtype=torch.bfloat16) if autocast
+              else contextlib.nullcontext()):
+            logits = module(x)
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]).float(),
+                           y.reshape(-1))
         (loss / per_window).backward()
 
     def apply():
@@ -142,11 +148,13 @@ def main():
     ap.add_argument("--workdir", default="/tmp/cleave-real-models")
     ap.add_argument("--torch", metavar="MODEL",
                     help="(internal) run PyTorch's loop for MODEL and exit")
+    ap.add_argument("--autocast", action="store_true",
+                    help="(internal) with --torch: under bf16 autocast")
     ap.add_argument("--export", nargs=2, metavar=("MODEL", "PATH"),
                     help="(internal) export MODEL to PATH and exit")
     args = ap.parse_args()
     if args.torch:
-        torch_loop(args.torch, args.seconds)
+        torch_loop(args.torch, args.seconds, args.autocast)
         return
     if args.export:
         export(*args.export)
