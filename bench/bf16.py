@@ -66,6 +66,36 @@ def main():
                  "run here")
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     bin_dir = os.path.join(a.build, "bin")
+    real = os.path.join(ROOT, "bench", "real_models.py")
+
+    def samples_per_second(command):
+        out = subprocess.run(command, env=env, check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])["samples_per_second"]
+
+    def cleave_speeds(tmp, name, source, b, speed):
+        """Cleave in f32 and in bf16: `source` compiled and timed."""
+        for precision in ("f32", "bf16"):
+            out = os.path.join(tmp, f"m_{precision}.cleave")
+            subprocess.run(
+                [os.path.join(bin_dir, "cleave-compile"), source,
+                 f"--micro-batch={b}", f"--accumulate={a.accumulate}",
+                 "--optimizer=sgd", f"--precision={precision}", "-o", out],
+                check=True, capture_output=True)
+            load = os.getloadavg()[0]
+            speed[precision] = samples_per_second(
+                [os.path.join(bin_dir, "cleave-bench"), out,
+                 f"--accumulate={a.accumulate}", f"--seconds={a.seconds}"])
+            print(f"  [load {load:.1f}] {name} b{b} {precision}: "
+                  f"{speed[precision]:.0f} samples/s", file=sys.stderr)
+
+    def torch_speeds(name, b, speed, command):
+        """PyTorch's loop (`command`) in f32 and under autocast."""
+        for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
+            speed[mode] = samples_per_second(command + flags)
+            print(f"  {name} b{b} PyTorch {mode}: {speed[mode]:.0f} "
+                  "samples/s", file=sys.stderr)
+
     with tempfile.TemporaryDirectory() as tmp:
         block = os.path.join(tmp, "block.onnx")
         subprocess.run(["/usr/bin/python3", os.path.join(
@@ -79,39 +109,15 @@ def main():
         for name, source in models:
             for b in [int(x) for x in a.micro_batches.split(",")]:
                 speed = {}
-                for precision in ("f32", "bf16"):
-                    out = os.path.join(tmp, f"m_{precision}.cleave")
-                    subprocess.run(
-                        [os.path.join(bin_dir, "cleave-compile"), source,
-                         f"--micro-batch={b}", f"--accumulate={a.accumulate}",
-                         "--optimizer=sgd", f"--precision={precision}",
-                         "-o", out], check=True, capture_output=True)
-                    load = os.getloadavg()[0]
-                    result = subprocess.run(
-                        [os.path.join(bin_dir, "cleave-bench"), out,
-                         f"--seconds={a.seconds}"], env=env, check=True,
-                        capture_output=True, text=True).stdout
-                    speed[precision] = json.loads(
-                        result.strip().splitlines()[-1])["samples_per_second"]
-                    print(f"  [load {load:.1f}] {name} b{b} {precision}: "
-                          f"{speed[precision]:.0f} samples/s", file=sys.stderr)
+                cleave_speeds(tmp, name, source, b, speed)
                 reference = {"MLP 784-512-512-10": "mlp", "LeNet": "lenet"}.get(
                     name, "transformer")
-                for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
-                    result = subprocess.run(
-                        ["/usr/bin/python3", os.path.join(ROOT, "bench",
-                                                          "pytorch_ref.py"),
-                         reference, f"--micro-batch={b}",
-                         f"--accumulate={a.accumulate}",
-                         f"--threads={a.threads}",
-                         f"--seconds={a.seconds}"] + flags, env=env,
-                        check=True, capture_output=True, text=True).stdout
-                    speed[mode] = json.loads(
-                        result.strip().splitlines()[-1])["samples_per_second"]
-                    print(f"  {name} b{b} PyTorch {mode}: {speed[mode]:.0f} "
-                          "samples/s", file=sys.stderr)
+                torch_speeds(name, b, speed, [
+                    "/usr/bin/python3",
+                    os.path.join(ROOT, "bench", "pytorch_ref.py"), reference,
+                    f"--micro-batch={b}", f"--accumulate={a.accumulate}",
+                    f"--threads={a.threads}", f"--seconds={a.seconds}"])
                 rows.append((name, b, speed))
-        real = os.path.join(ROOT, "bench", "real_models.py")
         names = {"resnet18": "resnet18 (3x32x32)",
                  "encoder": "TransformerEncoder (d 128)",
                  "gpt": "GPT decoder (d 128, T 64)"}
@@ -120,31 +126,10 @@ def main():
             subprocess.run(["/usr/bin/python3", real, "--export", model,
                             onnx_path], env=env, check=True)
             speed = {}
-            for precision in ("f32", "bf16"):
-                out = os.path.join(tmp, f"{model}_{precision}.cleave")
-                subprocess.run(
-                    [os.path.join(bin_dir, "cleave-compile"), onnx_path,
-                     "--micro-batch=32", f"--accumulate={a.accumulate}",
-                     "--optimizer=sgd", f"--precision={precision}",
-                     "-o", out], check=True, capture_output=True)
-                result = subprocess.run(
-                    [os.path.join(bin_dir, "cleave-bench"), out,
-                     f"--accumulate={a.accumulate}",
-                     f"--seconds={a.seconds}"], env=env, check=True,
-                    capture_output=True, text=True).stdout
-                speed[precision] = json.loads(
-                    result.strip().splitlines()[-1])["samples_per_second"]
-                print(f"  {names[model]} b32 {precision}: "
-                      f"{speed[precision]:.0f} samples/s", file=sys.stderr)
-            for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
-                result = subprocess.run(
-                    ["/usr/bin/python3", real, "--torch", model,
-                     f"--seconds={a.seconds}"] + flags, env=env, check=True,
-                    capture_output=True, text=True).stdout
-                speed[mode] = json.loads(
-                    result.strip().splitlines()[-1])["samples_per_second"]
-                print(f"  {names[model]} b32 PyTorch {mode}: "
-                      f"{speed[mode]:.0f} samples/s", file=sys.stderr)
+            cleave_speeds(tmp, names[model], onnx_path, 32, speed)
+            torch_speeds(names[model], 32, speed, [
+                "/usr/bin/python3", real, "--torch", model,
+                f"--seconds={a.seconds}"])
             rows.append((names[model], 32, speed))
     amx = "AMX" if has_flag("amx_bf16") else "no AMX"
     print(f"\n{cpu_name()}, AVX512-BF16, {amx}, {a.threads} thread(s), N = "
