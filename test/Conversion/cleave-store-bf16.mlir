@@ -136,3 +136,21 @@ func.func @not_a_mask(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf
   } -> tensor<8x4xf32>
   return %y, %dz : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// A convolution with a single input channel stays f32: oneDNN has no bf16
+// JIT kernel for it (Bf16Rule.h).
+
+// CHECK-LABEL: func.func @single_channel
+// CHECK-NOT: bf16
+// CHECK: return
+// NOCONV-LABEL: func.func @single_channel
+func.func @single_channel(%ctx: !llvm.ptr, %xm: memref<2x1x8x8xf32>, %km: memref<4x1x3x3xf32>) -> tensor<2x4x8x8xf32>
+    attributes {rt.abi = [{name = "x", role = "input"}, {name = "k", role = "global"}]} {
+  %x = bufferization.to_tensor %xm restrict : memref<2x1x8x8xf32> to tensor<2x1x8x8xf32>
+  %k = bufferization.to_tensor %km restrict : memref<4x1x3x3xf32> to tensor<4x1x3x3xf32>
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %y = rt.kernel conv2d_fwd ins(%x, %k : tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>) outs(%e : tensor<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"} -> tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}

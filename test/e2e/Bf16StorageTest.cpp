@@ -115,9 +115,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // fc1-fc3 forward, fc2 and fc3 backward-data.
         StorageCase{"mlp", "mlp_b8_n4_momentum_bf16", 5},
-        // conv1 forward, conv2 forward and backward-data (two blocked
-        // layouts), fc1 and fc2 forward and backward-data.
-        StorageCase{"lenet", "lenet_b8_n4_momentum_bf16", 7}),
+        // conv2 forward and backward-data (two blocked layouts), fc1 and
+        // fc2 forward and backward-data; conv1, with its single input
+        // channel, stays f32 (compiler/Conversion/Precision/Bf16Rule.h).
+        StorageCase{"lenet", "lenet_b8_n4_momentum_bf16", 6}),
     [](const ::testing::TestParamInfo<StorageCase> &info) {
       return std::string(info.param.name);
     });

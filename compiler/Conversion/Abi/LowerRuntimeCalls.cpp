@@ -12,6 +12,7 @@
 #include "compiler/Artifact/SchemaAttr.h"
 #include "compiler/Artifact/SchemaDict.h"
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/Precision/Bf16Rule.h"
 #include "runtime/include/cleave/kernel_abi.h"
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
@@ -328,7 +329,8 @@ struct LowerRuntimeCallsPass
                       "which the buffers are not); the matmuls multiply in "
                       "bf16");
       warnedConvolutions = true;
-    } else if (precision == rt::KernelPrecision::bf16 && computeBound) {
+    } else if (precision == rt::KernelPrecision::bf16 && computeBound &&
+               !isSingleChannelConvolution(k)) {
       entry.math = toWire(rt::KernelPrecision::bf16);
     }
     // Activation operands stored in bf16 (cleave-store-bf16): the entry

@@ -11,6 +11,7 @@
 
 #include "compiler/Conversion/Abi/EntryAbi.h"
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/Precision/Bf16Rule.h"
 #include "dialects/Runtime/IR/RtOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -175,7 +176,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
       bool convolution = k.getKind() == rt::KernelKind::conv2d_fwd ||
                          k.getKind() == rt::KernelKind::conv2d_bwd_data ||
                          k.getKind() == rt::KernelKind::conv2d_bwd_weights;
-      if (convolution && !convolutions)
+      if (convolution && (!convolutions || isSingleChannelConvolution(k)))
         continue;
       for (auto [i, input] : llvm::enumerate(k.getInputsMutable())) {
         Value v = input.get();
