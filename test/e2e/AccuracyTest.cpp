@@ -89,9 +89,7 @@ train::TrainSummary threeEpochs(const std::string &artifact) {
 class Bf16AccuracyTest : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(Bf16AccuracyTest, MatchesF32WithinHalfAPoint) {
-  if (!hostHasBf16())
-    GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in "
-                    "/proc/cpuinfo), which bf16 artifacts need";
+  CLEAVE_E2E_SKIP_WITHOUT_BF16();
   std::string model = GetParam();
   train::TrainSummary f32 = threeEpochs(model + "_b32_n2_sgd");
   train::TrainSummary bf16 = threeEpochs(model + "_b32_n2_sgd_bf16");

@@ -72,9 +72,7 @@ void PrintTo(const StorageCase &c, std::ostream *os) { *os << c.name; }
 class Bf16StorageTest : public ::testing::TestWithParam<StorageCase> {};
 
 TEST_P(Bf16StorageTest, MicroStepsConvertNothingButTheWeightsOncePerWindow) {
-  if (!hostHasBf16())
-    GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in "
-                    "/proc/cpuinfo), which bf16 artifacts need";
+  CLEAVE_E2E_SKIP_WITHOUT_BF16();
   cleave::Artifact artifact =
       cleave::Artifact::load(artifactPath(GetParam().artifact));
   ASSERT_EQ(artifact.accumulate(), 4);

@@ -126,9 +126,8 @@ class WeightCopiesTest : public LayoutCacheTest,
                          public ::testing::WithParamInterface<CacheCase> {
 protected:
   void SetUp() override {
-    if (GetParam().bf16 && !hostHasBf16())
-      GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in "
-                      "/proc/cpuinfo), which bf16 artifacts need";
+    if (GetParam().bf16)
+      CLEAVE_E2E_SKIP_WITHOUT_BF16();
     load(GetParam().artifact);
   }
 };

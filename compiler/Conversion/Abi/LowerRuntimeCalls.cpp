@@ -315,12 +315,10 @@ struct LowerRuntimeCallsPass
       break;
     }
     }
-    // Pooling only compares and averages: rounding its inputs would lose
-    // precision and win nothing.
-    bool computeBound = fn.name == kMatmul.name || fn.name == kConvFwd.name ||
-                        fn.name == kConvBwdData.name ||
-                        fn.name == kConvBwdWeights.name;
-    bool convolution = computeBound && fn.name != kMatmul.name;
+    // Which kernels multiply in bf16: Bf16Rule.h.
+    bool convolution = fn.name == kConvFwd.name ||
+                       fn.name == kConvBwdData.name ||
+                       fn.name == kConvBwdWeights.name;
     if (precision == rt::KernelPrecision::bf16 && convolution &&
         !bf16Convolutions) {
       if (!warnedConvolutions)
@@ -329,10 +327,10 @@ struct LowerRuntimeCallsPass
                       "which the buffers are not); the matmuls multiply in "
                       "bf16");
       warnedConvolutions = true;
-    } else if (precision == rt::KernelPrecision::bf16 && computeBound &&
-               !isSingleChannelConvolution(k)) {
-      entry.math = toWire(rt::KernelPrecision::bf16);
     }
+    if (precision == rt::KernelPrecision::bf16 &&
+        multipliesInBf16(k, bf16Convolutions))
+      entry.math = toWire(rt::KernelPrecision::bf16);
     // Activation operands stored in bf16 (cleave-store-bf16): the entry
     // says so, and only a kernel that multiplies in bf16 may read them.
     auto storage = [](Value v) -> std::optional<abi::Storage> {

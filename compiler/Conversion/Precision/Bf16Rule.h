@@ -3,7 +3,7 @@
 //
 // With precision=bf16 every matmul and convolution multiplies in bf16, but
 // one kind of convolution: cleave-store-bf16 and cleave-lower-runtime-calls
-// ask this rule, so that a kernel left in f32 is neither given bf16
+// ask multipliesInBf16, so that a kernel left in f32 is neither given bf16
 // operands nor marked bf16 (docs/design/mixed-precision.md).
 //
 //===----------------------------------------------------------------------===//
@@ -37,6 +37,23 @@ inline bool isSingleChannelConvolution(rt::KernelOp k) {
   ArrayRef<int64_t> shape = cast<ShapedType>(weights.getType()).getShape();
   auto groups = k.getConfig().getAs<IntegerAttr>("groups");
   return shape.size() == 4 && shape[1] == 1 && groups && groups.getInt() == 1;
+}
+
+/// Whether `k` multiplies in bf16 under precision=bf16: every matmul, and
+/// every convolution where the target multiplies them in bf16
+/// (`convolutions`; cuDNN does not on f32 buffers) but a single-channel one.
+/// Pooling never: it only compares and averages.
+inline bool multipliesInBf16(rt::KernelOp k, bool convolutions) {
+  switch (k.getKind()) {
+  case rt::KernelKind::matmul:
+    return true;
+  case rt::KernelKind::conv2d_fwd:
+  case rt::KernelKind::conv2d_bwd_data:
+  case rt::KernelKind::conv2d_bwd_weights:
+    return convolutions && !isSingleChannelConvolution(k);
+  default:
+    return false;
+  }
 }
 
 } // namespace mlir::cleave

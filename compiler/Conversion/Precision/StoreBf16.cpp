@@ -72,17 +72,17 @@ Value narrowedCopy(OpBuilder &b, Value v) {
 }
 
 /// Fuses the narrowing `op` into the elementwise loop that computes its
-/// input, which then yields the bf16 result too (and keeps yielding the f32
-/// one only for its other readers). False where it cannot.
-bool fuseIntoProducer(RewriterBase &rewriter, linalg::GenericOp op) {
+/// input, where there is one: the loop then yields the bf16 result too (and
+/// keeps yielding the f32 one only for its other readers).
+void fuseIntoProducer(RewriterBase &rewriter, linalg::GenericOp op) {
   OpOperand *operand = op.getDpsInputOperand(0);
   auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
   if (!producer || !linalg::areElementwiseOpsFusable(operand))
-    return false;
+    return;
   FailureOr<linalg::ElementwiseOpFusionResult> fused =
       linalg::fuseElementwiseOps(rewriter, operand);
   if (failed(fused))
-    return false;
+    return;
   for (auto [original, replacement] : fused->replacements)
     rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
       return use.getOwner() != producer.getOperation();
@@ -90,7 +90,6 @@ bool fuseIntoProducer(RewriterBase &rewriter, linalg::GenericOp op) {
   rewriter.eraseOp(op);
   if (producer->use_empty())
     rewriter.eraseOp(producer);
-  return true;
 }
 
 /// The bf16 twin of `x` that shows its sign: a result of an elementwise
@@ -128,10 +127,8 @@ Value signTwin(Value x) {
 /// A ReLU's backward mask (`x > 0`, the only use `op`'s loop makes of
 /// input `x`) reads `x`'s bf16 sign twin instead, so that the f32 `x` need
 /// not be held from the forward pass to the backward one: the ReLU's
-/// output is held, in bf16, for the weight gradient anyway. True if `op`
-/// changed.
-bool maskFromTwin(linalg::GenericOp op) {
-  bool changed = false;
+/// output is held, in bf16, for the weight gradient anyway.
+void maskFromTwin(linalg::GenericOp op) {
   Block *body = op.getBody();
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value x = input->get();
@@ -156,9 +153,7 @@ bool maskFromTwin(linalg::GenericOp op) {
     OpBuilder b = OpBuilder::atBlockBegin(body);
     Value wide = arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(), arg);
     arg.replaceAllUsesExcept(wide, wide.getDefiningOp());
-    changed = true;
   }
-  return changed;
 }
 
 struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
@@ -171,12 +166,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
     SmallVector<rt::KernelOp> kernels;
     getOperation()->walk([&](rt::KernelOp k) { kernels.push_back(k); });
     for (rt::KernelOp k : kernels) {
-      if (!k.hasPureTensorSemantics())
-        continue;
-      bool convolution = k.getKind() == rt::KernelKind::conv2d_fwd ||
-                         k.getKind() == rt::KernelKind::conv2d_bwd_data ||
-                         k.getKind() == rt::KernelKind::conv2d_bwd_weights;
-      if (convolution && (!convolutions || isSingleChannelConvolution(k)))
+      if (!k.hasPureTensorSemantics() || !multipliesInBf16(k, convolutions))
         continue;
       for (auto [i, input] : llvm::enumerate(k.getInputsMutable())) {
         Value v = input.get();
@@ -195,7 +185,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : narrowings) {
       rewriter.setInsertionPoint(op);
-      (void)fuseIntoProducer(rewriter, op);
+      fuseIntoProducer(rewriter, op);
     }
     if (narrowings.empty())
       return;
@@ -204,7 +194,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
     getOperation()->walk([&](linalg::GenericOp op) { loops.push_back(op); });
     for (linalg::GenericOp op : loops)
       if (op.hasPureTensorSemantics())
-        (void)maskFromTwin(op);
+        maskFromTwin(op);
   }
 };
 

@@ -105,16 +105,13 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
     pd = primitive(aWanted, bWanted);
   }
   impl_ = pd.impl_info_str();
-  if (bf16 && impl_.find("ref") != std::string::npos)
+  if (bf16 && isRef(pd))
     spec.fail("oneDNN has no bf16 matmul for this CPU (it chose '" + impl_ +
               "'); bf16 artifacts need AVX512-BF16");
 
   using Role = Operand::Role;
   a_ = Operand(Role::Input, aDesc, aWanted, env);
   b_ = Operand(Role::Input, bDesc, bWanted, env);
-  bf16_ = bf16;
-  aStored_ = e.aBf16;
-  bStored_ = e.bBf16;
   aPlain_ = aDesc;
   bPlain_ = bDesc;
   aWanted_ = aWanted;
@@ -163,14 +160,18 @@ void MatmulKernel::stageOrCache(dnnl::stream &stream, Operand &operand,
 }
 
 std::string MatmulKernel::describe() const {
+  // What the primitive reads, and what the caller passes.
+  using dt = dnnl::memory::data_type;
+  const bool aStored = aPlain_.data_type() == dt::bf16;
+  const bool bStored = bPlain_.data_type() == dt::bf16;
   std::string line = "matmul " + impl_;
-  if (bf16_)
+  if (aWanted_.data_type() == dt::bf16)
     line += ", bf16 inputs";
-  if (aStored_ || bStored_)
+  if (aStored || bStored)
     line += std::string(" (") +
-            (aStored_ && bStored_ ? "a and b"
-             : aStored_           ? "a"
-                                  : "b") +
+            (aStored && bStored ? "a and b"
+             : aStored          ? "a"
+                                : "b") +
             " stored in bf16" + (a_.staged() || b_.staged() ? ", staged" : "") +
             ")";
   return line;

@@ -38,8 +38,6 @@ private:
                     const dnnl::memory::desc &wanted);
 
   bool hasBias_ = false;
-  /// The entry's math, and whether its `a_type`/`b_type` are bf16.
-  bool bf16_ = false, aStored_ = false, bStored_ = false;
   /// A and B, staged into bf16 copies when the entry multiplies in bf16 and
   /// they are stored in f32.
   Operand a_, b_;

@@ -56,19 +56,18 @@ bool feeds(const std::vector<int64_t> &data,
 }
 
 /// The manifest record of the input named `name`; an empty one if none.
-::cleave::abi::Input manifestInput(const cleave::Artifact &artifact,
-                                   const std::string &path,
+::cleave::abi::Input manifestInput(const ::cleave::abi::Manifest &doc,
                                    const std::string &name) {
-  ::cleave::abi::Manifest doc = readManifest(artifact, path);
   if (doc.inputs)
-    for (::cleave::abi::Input &in : *doc.inputs)
+    for (const ::cleave::abi::Input &in : *doc.inputs)
       if (in.name == name)
-        return std::move(in);
+        return in;
   return {};
 }
 
 /// inspectModel for an artifact whose labels have a token dimension.
 ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
+                                    const ::cleave::abi::Manifest &doc,
                                     const std::string &path, ModelInterface m,
                                     const std::string &listed) {
   const std::vector<int64_t> &labels = m.target.shape;
@@ -86,7 +85,7 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
         "); cleave-train feeds a model with token labels " +
         shapeString(labels) + " i64 token ids of the same shape");
   const std::optional<int64_t> ignoreIndex =
-      manifestInput(artifact, path, m.target.name).ignoreIndex;
+      manifestInput(doc, m.target.name).ignoreIndex;
   if (!ignoreIndex)
     throw tools::Error(path + ": labels '" + m.target.name +
                        "' have no ignore_index in the manifest (expected "
@@ -95,8 +94,7 @@ ModelInterface inspectLanguageModel(const cleave::Artifact &artifact,
   m.ids = true;
   m.sequenceLength = t;
   m.ignoreIndex = *ignoreIndex;
-  m.idBound =
-      manifestInput(artifact, path, m.input.name).indexBound.value_or(0);
+  m.idBound = manifestInput(doc, m.input.name).indexBound.value_or(0);
 
   if (!artifact.hasEntry("eval_step"))
     throw tools::Error(path + " has no eval_step entry (cleave-train needs it "
@@ -150,6 +148,7 @@ void checkMemoryBudget(const cleave::Artifact &artifact,
 
 ModelInterface inspectModel(const cleave::Artifact &artifact,
                             const std::string &path) {
+  const ::cleave::abi::Manifest doc = readManifest(artifact, path);
   ModelInterface m;
   m.microBatch = artifact.microBatch();
   m.windowSamples = artifact.windowSamples();
@@ -173,14 +172,13 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
   // A language model's ids are integers too: its labels are the input with
   // an ignore index (cleave-compile adds them after the model's inputs).
   if (isTargets(inputs[0]) && isTargets(inputs[1]))
-    m.targetIndex =
-        manifestInput(artifact, path, inputs[0].name).ignoreIndex ? 0 : 1;
+    m.targetIndex = manifestInput(doc, inputs[0].name).ignoreIndex ? 0 : 1;
   m.inputIndex = 1 - m.targetIndex;
   m.input = inputs[m.inputIndex];
   m.target = inputs[m.targetIndex];
   m.classifier = m.target.dtype == CLEAVE_DTYPE_I64;
   if (m.classifier && m.target.shape.size() > 1)
-    return inspectLanguageModel(artifact, path, std::move(m), listed);
+    return inspectLanguageModel(artifact, doc, path, std::move(m), listed);
   if (!isTargets(m.target) || (m.classifier && m.target.shape.size() != 1) ||
       (!m.classifier && m.target.shape.empty()))
     throw tools::Error(
@@ -195,8 +193,7 @@ ModelInterface inspectModel(const cleave::Artifact &artifact,
       m.input.shape[1] >= 1) {
     m.ids = true;
     m.sequenceLength = m.input.shape[1];
-    m.idBound =
-        manifestInput(artifact, path, m.input.name).indexBound.value_or(0);
+    m.idBound = manifestInput(doc, m.input.name).indexBound.value_or(0);
   } else if (m.input.dtype != CLEAVE_DTYPE_F32 || m.input.shape.empty()) {
     throw tools::Error(path + ": input '" + m.input.name + "' is " +
                        dtypeName(m.input.dtype) + " " +
