@@ -216,9 +216,11 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
 
     * every input `isStorableInBf16` of such an `rt.kernel` (matmul's a and
       b, a convolution's src and diff_dst) that is not read from a global
-      (parameters keep the runtime's once-per-generation copy) becomes
+      (parameters keep the CPU runtime's once-per-generation copy) becomes
       `truncf` of it, one narrowed copy per value, made right after the
-      value is defined, which every kernel reading the value shares;
+      value is defined, which every kernel reading the value shares. With
+      `parameters` (cuda) a global's reads are narrowed as well, once per
+      entry point at its start, shared by the forward and backward kernels;
     * a narrowing whose input a `linalg.generic` computes is fused into it:
       the loop also yields the bf16 result (and only that, when the kernels
       were its only readers), so no separate pass over memory converts it.
@@ -245,6 +247,10 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
     Option<"convolutions", "convolutions", "bool", /*default=*/"true",
            "Whether the convolutions multiply in bf16 (false on cuda, "
            "where they stay f32)">,
+    Option<"parameters", "parameters", "bool", /*default=*/"false",
+           "Whether parameter inputs are narrowed too, once per entry point "
+           "(cuda: cuBLASLt multiplies bf16 only when both operands are "
+           "stored in bf16, and no runtime copy exists there)">,
   ];
 }
 

@@ -123,7 +123,7 @@ LogicalResult runConv2D(nn::Conv2DOp op, Frame &f) {
     return op.emitOpError("bias ")
            << shapeToString(bias->getShape()) << " does not match " << s->o
            << " output channels";
-  std::vector<double> xv = x.toDoubles(), wv = w.toDoubles();
+  std::vector<double> xv = f.multiplied(op, x), wv = f.multiplied(op, w);
   std::vector<double> y(s->n * s->o * s->oh * s->ow, 0.0);
   if (bias)
     for (size_t i = 0; i < y.size(); ++i)
@@ -157,7 +157,7 @@ LogicalResult runConv2DGradInput(nn::Conv2DGradInputOp op, Frame &f) {
   auto s = convShape(op, xShape, ws, groups, win);
   if (failed(s) || failed(checkGrad(op, g, {s->n, s->o, s->oh, s->ow})))
     return failure();
-  std::vector<double> gv = g.toDoubles(), wv = w.toDoubles();
+  std::vector<double> gv = f.multiplied(op, g), wv = f.multiplied(op, w);
   std::vector<double> dx(numElementsOf(xShape), 0.0);
   forEachConvTap(*s, win, [&](int64_t xi, int64_t wi, int64_t yi) {
     dx[xi] += gv[yi] * wv[wi];
@@ -179,7 +179,7 @@ LogicalResult runConv2DGradWeight(nn::Conv2DGradWeightOp op, Frame &f) {
   auto s = convShape(op, x.getShape(), wShape, groups, win);
   if (failed(s) || failed(checkGrad(op, g, {s->n, s->o, s->oh, s->ow})))
     return failure();
-  std::vector<double> gv = g.toDoubles(), xv = x.toDoubles();
+  std::vector<double> gv = f.multiplied(op, g), xv = f.multiplied(op, x);
   std::vector<double> dw(numElementsOf(wShape), 0.0);
   forEachConvTap(*s, win, [&](int64_t xi, int64_t wi, int64_t yi) {
     dw[wi] += gv[yi] * xv[xi];

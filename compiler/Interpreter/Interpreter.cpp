@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -321,8 +322,23 @@ bool interp::isSupported(OperationName name) {
   return info && getKernels().lookup(info->getTypeID()) != nullptr;
 }
 
+std::vector<double> Frame::multiplied(Operation *op, const Tensor &t) const {
+  std::vector<double> v = t.toDoubles();
+  if (!options.roundsOperandsToBf16 || !options.roundsOperandsToBf16(op))
+    return v;
+  for (double &x : v) {
+    // Nearest even on the f32 value's bits (the operands are f32; NaN and
+    // infinity are not expected and round as the bits say).
+    uint32_t bits = llvm::bit_cast<uint32_t>(float(x));
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    x = llvm::bit_cast<float>(bits & 0xffff0000u);
+  }
+  return v;
+}
+
 FailureOr<SmallVector<Tensor>>
-interp::interpret(func::FuncOp func, ArrayRef<Tensor> args, State &state) {
+interp::interpret(func::FuncOp func, ArrayRef<Tensor> args, State &state,
+                  const InterpretOptions &options) {
   if (func.isExternal())
     return func.emitError("@")
            << func.getSymName() << " has no body to interpret";
@@ -337,7 +353,7 @@ interp::interpret(func::FuncOp func, ArrayRef<Tensor> args, State &state) {
            << func.getSymName() << " takes " << block.getNumArguments()
            << " arguments, the interpreter got " << args.size();
 
-  Frame frame(state);
+  Frame frame(state, options);
   for (auto [arg, value] : llvm::zip(block.getArguments(), args)) {
     auto type = dyn_cast<ShapedType>(arg.getType());
     if (!type || !value.matches(type))

@@ -37,6 +37,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -152,11 +153,24 @@ private:
   llvm::StringMap<Tensor> values;
 };
 
+/// How `interpret` computes beyond the ops' own semantics.
+struct InterpretOptions {
+  /// Emulates a back end that multiplies in bf16: for each nn.matmul,
+  /// nn.linear, nn.conv2d, nn.conv2d_grad_input and nn.conv2d_grad_weight
+  /// this returns true for, the multiplied operands are rounded to bf16
+  /// (nearest even) before the products, which are then summed in double as
+  /// always; a bias is not rounded. The bf16 products of f32 sums are exact
+  /// in f32, so a back end that rounds the same operands differs from this
+  /// by its f32 summation alone (mixed-precision.md).
+  std::function<bool(Operation *)> roundsOperandsToBf16;
+};
+
 /// Runs `func` (a single block of supported ops ending in `func.return`) on
 /// `args`, reading and updating `state`. Returns the values `func.return`
 /// returns, or failure after emitting a diagnostic at the offending op.
 FailureOr<SmallVector<Tensor>> interpret(func::FuncOp func,
-                                         ArrayRef<Tensor> args, State &state);
+                                         ArrayRef<Tensor> args, State &state,
+                                         const InterpretOptions &options = {});
 
 /// Whether the interpreter has a kernel for operations named `name`.
 bool isSupported(OperationName name);

@@ -22,7 +22,8 @@ namespace mlir::cleave::interp::kernels {
 /// The values computed so far in one function invocation, and the state.
 class Frame {
 public:
-  explicit Frame(State &state) : state(state) {}
+  Frame(State &state, const InterpretOptions &options)
+      : state(state), options(options) {}
 
   /// The value of `v`; the driver guarantees operands are computed before
   /// their users run.
@@ -36,8 +37,13 @@ public:
 
   State &getState() { return state; }
 
+  /// The elements of `t`, an operand `op` multiplies, as the products see
+  /// them: rounded to bf16 where the options say `op` multiplies in bf16.
+  std::vector<double> multiplied(Operation *op, const Tensor &t) const;
+
 private:
   State &state;
+  const InterpretOptions &options;
   llvm::DenseMap<Value, Tensor> values;
 };
 

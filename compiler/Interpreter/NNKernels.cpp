@@ -472,7 +472,7 @@ LogicalResult runMatmul(nn::MatmulOp op, Frame &f) {
   SmallVector<int64_t> shape(as.drop_back(2));
   int64_t batch = numElementsOf(shape);
   shape.append({m, n});
-  std::vector<double> x = a.toDoubles(), y = b.toDoubles();
+  std::vector<double> x = f.multiplied(op, a), y = f.multiplied(op, b);
   std::vector<double> out(batch * m * n);
   int64_t aMat = as[ar - 2] * as[ar - 1], bMat = bs[br - 2] * bs[br - 1];
   for (int64_t t = 0; t < batch; ++t) {
@@ -504,7 +504,7 @@ LogicalResult runLinear(nn::LinearOp op, Frame &f) {
            << shapeToString(bias->getShape()) << " does not match weight "
            << shapeToString(ws);
   int64_t rows = numElementsOf(xs.drop_back());
-  std::vector<double> xv = x.toDoubles(), wv = w.toDoubles();
+  std::vector<double> xv = f.multiplied(op, x), wv = f.multiplied(op, w);
   std::vector<double> out(rows * outF);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < outF; ++o) {

@@ -333,10 +333,12 @@ static void buildBufferizedPipeline(
   pm.addPass(createLinalgElementwiseOpFusionPass());
   cleanup(pm);
   // bf16 kernels read their activation inputs stored in bf16, narrowed in
-  // the loops that compute them (cuda: mixed-precision.md, step 4).
-  if (kernels.precision == rt::KernelPrecision::bf16 && !gpuKernels) {
+  // the loops that compute them; on cuda the parameters too, once per
+  // entry point (mixed-precision.md, "bf16 storage").
+  if (kernels.precision == rt::KernelPrecision::bf16) {
     CleaveStoreBf16Options storeBf16;
     storeBf16.convolutions = kernels.bf16Convolutions;
+    storeBf16.parameters = gpuKernels;
     pm.addPass(createCleaveStoreBf16(storeBf16));
     cleanup(pm);
   }
@@ -434,9 +436,10 @@ static void buildGpuLaunchesPipeline(OpPassManager &pm) {
 }
 
 void cleave::buildGpuKernelsOnHostPipeline(
-    OpPassManager &pm, const CleaveWriteManifestOptions &target) {
-  buildBufferizedPipeline(pm, target, Phase::LLVM, {}, /*gpuKernels=*/true,
-                          std::nullopt);
+    OpPassManager &pm, const CleaveWriteManifestOptions &target,
+    const CleaveLowerRuntimeCallsOptions &kernels) {
+  buildBufferizedPipeline(pm, target, Phase::LLVM, kernels,
+                          /*gpuKernels=*/true, std::nullopt);
   buildGpuLaunchesPipeline(pm);
   pm.addPass(createCleaveRunGpuLaunchesOnHost());
   buildHostLoopsToLlvmPipeline(pm);

@@ -281,9 +281,12 @@ void buildCudaBackendPipeline(
 /// each `gpu.launch` then run on the host by `cleave-run-gpu-launches-on-host`.
 /// The op tests compare it with the reference interpreter, which checks
 /// the cuda target's kernels on a machine without a GPU. `target.device`
-/// must be cpu (the library calls run on the CPU).
-void buildGpuKernelsOnHostPipeline(OpPassManager &pm,
-                                   const CleaveWriteManifestOptions &target = {});
+/// must be cpu (the library calls run on the CPU); `kernels` as cuda's
+/// (with precision=bf16, `bf16Convolutions` false: the CPU kernels then
+/// read what cuda's would, both matmul operands stored in bf16).
+void buildGpuKernelsOnHostPipeline(
+    OpPassManager &pm, const CleaveWriteManifestOptions &target = {},
+    const CleaveLowerRuntimeCallsOptions &kernels = {});
 
 /// Whether `phase` exists for `device` (`gpu` and `nvvm` only for cuda).
 bool phaseExists(Phase phase, rt::Device device);

@@ -1,5 +1,6 @@
 // RUN: cleave-opt %s --split-input-file --cleave-store-bf16 | FileCheck %s
 // RUN: cleave-opt %s --split-input-file --cleave-store-bf16=convolutions=false | FileCheck %s --check-prefix=NOCONV
+// RUN: cleave-opt %s --split-input-file --cleave-store-bf16="convolutions=false parameters=true" | FileCheck %s --check-prefix=PARAMS
 
 // bf16 kernels read their activation inputs stored in bf16, narrowed in the
 // loop that computes each (mixed-precision.md, "bf16 storage").
@@ -38,6 +39,18 @@
 // CHECK-NEXT: ^bb0(%{{.*}}: f32, %[[HI:.*]]: bf16, %{{.*}}: f32):
 // CHECK-NEXT: %[[HW:.*]] = arith.extf %[[HI]] : bf16 to f32
 // CHECK-NEXT: arith.cmpf ogt, %[[HW]], %{{.*}} : f32
+
+// With `parameters` (cuda, whose cuBLASLt multiplies bf16 only on two bf16
+// operands) each weight is narrowed once, right after it is read, and the
+// forward and backward-data matmuls share the copy.
+// PARAMS-LABEL: func.func @micro_step
+// PARAMS: %[[W:.*]] = bufferization.to_tensor %arg2
+// PARAMS: %[[WB:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x16xf32>) outs(%{{.*}} : tensor<4x16xbf16>)
+// PARAMS: %[[W2:.*]] = bufferization.to_tensor %arg3
+// PARAMS: %[[W2B:.*]] = linalg.generic {{.*}} ins(%[[W2]] : tensor<4x4xf32>) outs(%{{.*}} : tensor<4x4xbf16>)
+// PARAMS: rt.kernel matmul ins(%{{.*}}, %[[WB]] : tensor<8x16xbf16>, tensor<4x16xbf16>)
+// PARAMS: rt.kernel matmul ins(%{{.*}}, %[[W2B]] : tensor<8x4xbf16>, tensor<4x4xbf16>)
+// PARAMS: rt.kernel matmul ins(%{{.*}}, %[[W2B]] : tensor<8x4xbf16>, tensor<4x4xbf16>) {{.*}} {trans_a = false, trans_b = false}
 
 func.func @micro_step(%ctx: !llvm.ptr, %xm: memref<8x16xf32>, %wm: memref<4x16xf32>, %w2m: memref<4x4xf32>, %gm: memref<8x4xf32>)
     -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x16xf32>, tensor<4xf32>, tensor<8x4xf32>)

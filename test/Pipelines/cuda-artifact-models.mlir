@@ -40,6 +40,22 @@
 // RUN: cleave-compile %S/Inputs/constants.mlir --loss=mse --micro-batch=8 --accumulate=2 --optimizer=sgd --target=cuda -o %t.constants.cleave
 // RUN: %python %S/Inputs/fatbins.py %t.constants.cleave %t.constants.mlir | FileCheck %s --check-prefix=FATBIN
 
+// bf16 (mixed-precision.md, "bf16 storage"): the generated kernels narrow
+// the weights and the activations the matmuls read (an f32 load, a bf16
+// store), and the ReLU's backward mask reads the bf16 copy (a bf16 load);
+// NVVM, ptxas (cvt.rn.bf16.f32 on sm_80) and fatbinary take them.
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=4 --optimizer=adam --precision=bf16 --target=cuda --compile-to=gpu -o %t.bf16.mlir
+// RUN: FileCheck %s --check-prefix=BF16 < %t.bf16.mlir
+// RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=32 --accumulate=4 --optimizer=adam --precision=bf16 --target=cuda -o %t.bf16.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.bf16.cleave %t.bf16.mlir | FileCheck %s --check-prefix=FATBIN
+// BF16-LABEL: func.func @micro_step(
+// BF16: gpu.launch_func @{{.*}} args(%{{.+}} : memref<512x784xf32>, %{{.+}} : memref<512x784xbf16>)
+// BF16: call @cleave_kernel_matmul
+// BF16: gpu.module
+// BF16: arith.truncf %{{.+}} : f32 to bf16
+// BF16: memref.store %{{.+}} : memref<512x784xbf16>
+// BF16: arith.extf %{{.+}} : bf16 to f32
+
 // Data-parallel with ZeRO-1: the collectives' host arrays stay on the host.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --reduce=mean --ranks=2 --shard-optimizer-state --optimizer=adam --target=cuda -o %t.zero.cleave
 // RUN: llvm-nm -D --undefined-only %t.zero.cleave | FileCheck %s --check-prefix=UNDEF-ZERO --implicit-check-not="U mgpu"

@@ -323,9 +323,9 @@ struct LowerRuntimeCallsPass
         !bf16Convolutions) {
       if (!warnedConvolutions)
         k.emitWarning("precision=bf16 leaves the convolutions in f32 on this "
-                      "target (cuDNN multiplies bf16 only on bf16 tensors, "
-                      "which the buffers are not); the matmuls multiply in "
-                      "bf16");
+                      "target (cuDNN's bf16 convolutions write bf16 results, "
+                      "which would round each weight gradient before the "
+                      "window's f32 sum); the matmuls multiply in bf16");
       warnedConvolutions = true;
     }
     if (precision == rt::KernelPrecision::bf16 &&

@@ -4,8 +4,10 @@
 // bf16. Their activation inputs are narrowed once, in the loop that
 // computes them, instead of by the kernel on every call: the kernels read
 // the bf16 copy as stored (docs/design/mixed-precision.md, "bf16
-// storage"). Parameters keep the runtime's once-per-generation copy, and
-// everything else stays f32.
+// storage"). On the CPU parameters keep the runtime's once-per-generation
+// copy; on cuda (`parameters`) they are narrowed at the start of the entry
+// point, since cuBLASLt multiplies bf16 only when both operands are bf16.
+// Everything else stays f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,7 +174,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
         Value v = input.get();
         auto type = dyn_cast<RankedTensorType>(v.getType());
         if (!k.isStorableInBf16(i) || !type || !type.getElementType().isF32() ||
-            !type.hasStaticShape() || readsGlobal(v))
+            !type.hasStaticShape() || (!parameters && readsGlobal(v)))
           continue;
         Value &copy = narrowed[v];
         if (!copy) {

@@ -245,10 +245,34 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
   return split;
 }
 
+/// Whether the back end multiplies `op` (a split-level nn op) in bf16 under
+/// precision=bf16: the rule of compiler/Conversion/Precision/Bf16Rule.h on
+/// the ops the kernels come from. Every matmul and linear layer; every
+/// convolution where the target multiplies them in bf16 (`convolutions`),
+/// but one with a single input channel and no groups.
+static bool multipliesInBf16(Operation *op, bool convolutions) {
+  if (isa<nn::MatmulOp, nn::LinearOp>(op))
+    return true;
+  auto channels = [](Value v) {
+    return cast<ShapedType>(v.getType()).getShape()[1];
+  };
+  if (auto conv = dyn_cast<nn::Conv2DOp>(op))
+    return convolutions &&
+           !(channels(conv.getWeight()) == 1 && conv.getGroups() == 1);
+  if (auto grad = dyn_cast<nn::Conv2DGradInputOp>(op))
+    return convolutions &&
+           !(channels(grad.getWeight()) == 1 && grad.getGroups() == 1);
+  if (auto grad = dyn_cast<nn::Conv2DGradWeightOp>(op))
+    return convolutions &&
+           !(channels(grad.getInput()) == 1 && grad.getGroups() == 1);
+  return false;
+}
+
 /// The split module through the CPU back end (or, with `gpuKernelsOnHost`,
 /// the cuda target's kernels run on the host) into the artifact `path`.
 static LogicalResult compileArtifact(ModuleOp split, StringRef path,
-                                     bool gpuKernelsOnHost, std::string &errors,
+                                     bool gpuKernelsOnHost, bool bf16,
+                                     std::string &errors,
                                      std::map<std::string, double> &seconds) {
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
@@ -259,10 +283,17 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   MLIRContext *ctx = split.getContext();
   test::DiagnosticCollector diags(ctx);
   PassManager pm(ctx);
+  // The kernel options each target's pipeline gives (TrainingPipelineOptions::
+  // lowerRuntimeCallsOptions): cuDNN's convolutions stay f32.
+  CleaveLowerRuntimeCallsOptions kernels;
+  if (bf16) {
+    kernels.precision = rt::KernelPrecision::bf16;
+    kernels.bf16Convolutions = !gpuKernelsOnHost;
+  }
   if (gpuKernelsOnHost)
-    buildGpuKernelsOnHostPipeline(pm);
+    buildGpuKernelsOnHostPipeline(pm, {}, kernels);
   else
-    buildCpuBackendPipeline(pm, {}, Phase::LLVM);
+    buildCpuBackendPipeline(pm, {}, Phase::LLVM, kernels);
   if (failed(pm.run(*lowered))) {
     errors = "CPU back end failed:\n" + diags.str();
     return failure();
@@ -635,7 +666,13 @@ private:
   std::vector<Tensor> interpret(StringRef entry, ArrayRef<Tensor> args,
                                 State &on) {
     Timer t(out, "interpreter");
-    return test::run(*split, entry, args, on);
+    interp::InterpretOptions interpret;
+    if (options.bf16)
+      interpret.roundsOperandsToBf16 =
+          [gpu = options.gpuKernelsOnHost](Operation *op) {
+            return multipliesInBf16(op, /*convolutions=*/!gpu);
+          };
+    return test::run(*split, entry, args, on, interpret);
   }
   func::FuncOp entry(StringRef name) {
     return split->lookupSymbol<func::FuncOp>(name);
@@ -682,7 +719,7 @@ void Runner::compileBoth() {
   {
     Timer t(out, "artifact");
     if (failed(compileArtifact(*split, path, options.gpuKernelsOnHost,
-                               errors, out.seconds))) {
+                               options.bf16, errors, out.seconds))) {
       cmp.fail(errors);
       return;
     }

@@ -71,7 +71,8 @@ LogicalResult test::runPipeline(ModuleOp module, StringRef pipeline,
 
 std::vector<interp::Tensor> test::run(ModuleOp module, StringRef name,
                                       ArrayRef<interp::Tensor> args,
-                                      interp::State &state) {
+                                      interp::State &state,
+                                      const interp::InterpretOptions &options) {
   auto func = module.lookupSymbol<func::FuncOp>(name);
   if (!func) {
     ADD_FAILURE() << "no function @" << name.str();
@@ -79,7 +80,7 @@ std::vector<interp::Tensor> test::run(ModuleOp module, StringRef name,
   }
   DiagnosticCollector diags(module.getContext());
   FailureOr<SmallVector<interp::Tensor>> results =
-      interp::interpret(func, args, state);
+      interp::interpret(func, args, state, options);
   if (failed(results)) {
     ADD_FAILURE() << "interpreting @" << name.str() << " failed:\n"
                   << diags.str();

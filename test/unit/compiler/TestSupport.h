@@ -54,7 +54,8 @@ LogicalResult runPipeline(ModuleOp module, StringRef pipeline,
 /// diagnostics and returns an empty vector.
 std::vector<interp::Tensor> run(ModuleOp module, StringRef name,
                                 ArrayRef<interp::Tensor> args,
-                                interp::State &state);
+                                interp::State &state,
+                                const interp::InterpretOptions &options = {});
 
 /// `n` values uniform in [lo, hi).
 std::vector<double> uniform(std::mt19937_64 &rng, size_t n, double lo,

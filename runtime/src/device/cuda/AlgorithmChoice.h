@@ -21,10 +21,11 @@ namespace cleave::rt {
 /// first. cuBLASLt's preference assumes 256 bytes unless told otherwise
 /// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), but the arena places
 /// buffers at 64-byte offsets and views of them (a slice, one head of an
-/// attention block) start anywhere a float can: an algorithm chosen for 256
-/// bytes fails or faults on them.
-constexpr std::array<uint32_t, 7> kMatmulAlignments = {256, 128, 64, 32,
-                                                       16,  8,   4};
+/// attention block) start anywhere an element can: an algorithm chosen for
+/// 256 bytes fails or faults on them. The weakest is a bf16 element's (two
+/// bytes); an f32 matmul's weakest is a float's.
+constexpr std::array<uint32_t, 8> kMatmulAlignments = {256, 128, 64, 32,
+                                                       16,  8,   4,  2};
 
 /// The largest power of two, at most 256, that divides every non-null
 /// address of `pointers` (256 if all are null).
@@ -42,7 +43,8 @@ inline uint32_t commonAlignment(std::initializer_list<const void *> pointers) {
 
 /// Index into kMatmulAlignments of the strongest alignment that `alignment`
 /// satisfies; kMatmulAlignments.size() if it is below the weakest (a float
-/// pointer is never).
+/// or bf16 pointer never is). `alignmentClass(elementBytes)` is the weakest
+/// class a matmul on such elements needs an algorithm for.
 inline std::size_t alignmentClass(uint32_t alignment) {
   std::size_t i = 0;
   while (i < kMatmulAlignments.size() && kMatmulAlignments[i] > alignment)

@@ -9,11 +9,14 @@
 //   ([N], one per row of C^T) is cuBLASLt's BIAS epilogue, fused with ReLU
 //   (RELU_BIAS). `accumulate` is beta = 1 with C as both input and output.
 //   Compute is CUBLAS_COMPUTE_32F (IEEE fp32, no TF32), so results match
-//   the CPU to rounding; an entry with "math": "bf16" is
-//   CUBLAS_COMPUTE_32F_FAST_16BF instead: the same f32 buffers, the inputs
-//   rounded inside the kernel to bf16 for the tensor cores (or to TF32,
-//   which the type allows cuBLASLt to choose: never less precise), products
-//   summed in f32 (the CPU's bf16 contract, mixed-precision.md). A batch
+//   the CPU to rounding. An entry with "math": "bf16" whose A and B are
+//   stored in bf16 (`a_type`, `b_type`: what cleave-compile makes for cuda)
+//   has CUDA_R_16BF layouts for them with CUBLAS_COMPUTE_32F: bf16 tensor
+//   cores, products summed in f32 into the f32 C (mixed-precision.md, "bf16
+//   storage"). One on f32 operands (a hand-written table) is
+//   CUBLAS_COMPUTE_32F_FAST_16BF: the inputs rounded inside the kernel to
+//   bf16 for the tensor cores (or to TF32, which the type allows cuBLASLt
+//   to choose: never less precise), products summed in f32. A batch
 //   without a batched B and without trans_a folds into the rows, as on the
 //   CPU; otherwise the batch is a strided batch, with stride 0 for a shared
 //   B.
@@ -235,10 +238,14 @@ public:
   CudaMatmul(KernelSpec &spec, Libraries &libs)
       : CudaKernel(KernelKind::Matmul, spec.id(), spec.op()), libs_(libs) {
     const MatmulEntry e = readMatmulEntry(spec);
-    if (e.aBf16 || e.bBf16)
-      spec.fail("operands stored in bf16 ('a_type', 'b_type') are not "
-                "supported on the GPU yet (cleave-compile stores a cuda "
-                "artifact's activations in f32; mixed-precision.md, step 4)");
+    // cuBLASLt multiplies bf16 A and B into an f32 C only when both are
+    // bf16 in memory; cleave-compile narrows both for cuda.
+    if (e.aBf16 != e.bBf16)
+      spec.fail("'a_type' and 'b_type' must both be bf16 or both f32 on the "
+                "GPU (cuBLASLt takes bf16 only for both operands); this "
+                "entry stores only " +
+                std::string(e.aBf16 ? "a" : "b") + " in bf16");
+    stored_ = e.aBf16 && e.bBf16;
     const int64_t batch = e.batch, m = e.m, k = e.k, n = e.n;
     const bool transA = e.transA, transB = e.transB, bBatched = e.bBatched;
     const bool relu = e.relu;
@@ -254,10 +261,13 @@ public:
         spec.fail(std::string("cuBLASLt: ") + call +
                   " failed: " + lt.cublasLtGetStatusString(s));
     };
-    // bf16: f32 operands rounded to bf16 for the tensor cores, f32 sums.
+    // bf16 operands in memory: bf16 tensor cores with f32 products and
+    // sums (CUBLAS_COMPUTE_32F on CUDA_R_16BF A and B). bf16 math on f32
+    // operands: rounded inside the kernel for the tensor cores, f32 sums.
     check(lt.cublasLtMatmulDescCreate(&desc_,
-                                      e.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                             : CUBLAS_COMPUTE_32F,
+                                      e.bf16 && !stored_
+                                          ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                          : CUBLAS_COMPUTE_32F,
                                       CUDA_R_32F),
           "cublasLtMatmulDescCreate");
     // cuBLASLt's A is the ABI's B (see the file comment).
@@ -285,10 +295,10 @@ public:
     }
     // Stored shapes, column-major: B as [N, K] (or [K, N] transposed), A as
     // [K, rows] (or [rows, K] transposed), C as [N, rows].
-    auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t r, uint64_t c,
-                      int64_t stride, const char *what) {
-      check(lt.cublasLtMatrixLayoutCreate(&out, CUDA_R_32F, r, c, int64_t(r)),
-            what);
+    auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
+                      uint64_t r, uint64_t c, int64_t stride,
+                      const char *what) {
+      check(lt.cublasLtMatrixLayoutCreate(&out, type, r, c, int64_t(r)), what);
       if (count > 1) {
         int32_t batchCount = int32_t(count);
         check(lt.cublasLtMatrixLayoutSetAttribute(
@@ -301,15 +311,17 @@ public:
               what);
       }
     };
-    layout(aLayout_, transB ? k : n, transB ? n : k, bBatched ? k * n : 0,
-           "the layout of b");
-    layout(bLayout_, transA ? rows : k, transA ? k : rows, rows * k,
-           "the layout of a");
-    layout(cLayout_, n, rows, rows * n, "the layout of c");
+    const cudaDataType_t operandType = stored_ ? CUDA_R_16BF : CUDA_R_32F;
+    layout(aLayout_, operandType, transB ? k : n, transB ? n : k,
+           bBatched ? k * n : 0, "the layout of b");
+    layout(bLayout_, operandType, transA ? rows : k, transA ? k : rows,
+           rows * k, "the layout of a");
+    layout(cLayout_, CUDA_R_32F, n, rows, rows * n, "the layout of c");
 
-    // An algorithm for each operand alignment the pointers may have; run()
-    // takes the one for the alignment they do have.
-    for (size_t i = 0; i < kMatmulAlignments.size(); ++i) {
+    // An algorithm for each operand alignment the pointers may have, down to
+    // an element's; run() takes the one for the alignment they do have.
+    weakest_ = alignmentClass(stored_ ? 2 : 4);
+    for (size_t i = 0; i <= weakest_; ++i) {
       cublasLtMatmulPreference_t pref = nullptr;
       check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
       // Destroyed however this iteration ends (check throws).
@@ -336,12 +348,17 @@ public:
       };
       setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                     uint64_t(kMaxMatmulWorkspace));
+      // A and B at this class's alignment; C and D are f32, so never less
+      // than a float's.
       for (cublasLtMatmulPreferenceAttributes_t operand :
            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES})
         setPreference(operand, uint32_t(kMatmulAlignments[i]));
+      for (cublasLtMatmulPreferenceAttributes_t operand :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        setPreference(operand, std::max(uint32_t(kMatmulAlignments[i]),
+                                        uint32_t(sizeof(float))));
       cublasLtMatmulHeuristicResult_t result = {};
       int found = 0;
       cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
@@ -353,10 +370,10 @@ public:
       hasAlgo_[i] = true;
       workspace_ = std::max(workspace_, size_t(result.workspaceSize));
     }
-    if (!hasAlgo_.back())
+    if (!hasAlgo_[weakest_])
       spec.fail("cuBLASLt has no algorithm for this matmul on operands "
                 "aligned to " +
-                std::to_string(kMatmulAlignments.back()) + " bytes");
+                std::to_string(kMatmulAlignments[weakest_]) + " bytes");
   }
 
   ~CudaMatmul() override {
@@ -389,11 +406,12 @@ public:
     // The strongest alignment's algorithm that these pointers satisfy (one
     // chosen for a weaker alignment runs on any stronger one).
     size_t choice = alignmentClass(commonAlignment({a, b, c, bias}));
-    while (choice < hasAlgo_.size() && !hasAlgo_[choice])
+    while (choice <= weakest_ && !hasAlgo_[choice])
       ++choice;
-    if (choice == hasAlgo_.size())
+    if (choice > weakest_)
       return makeError(CLEAVE_INTERNAL, kernelName(id, op),
-                       ": an operand is not aligned to a float");
+                       ": an operand is not aligned to its element (",
+                       kMatmulAlignments[weakest_], " bytes)");
     const float alpha = 1.0f, beta = accumulate_ ? 1.0f : 0.0f;
     cublasStatus_t s = lt.cublasLtMatmul(
         libs_.ltHandle, desc_, &alpha, b, aLayout_, a, bLayout_, &beta, c,
@@ -409,6 +427,10 @@ public:
 private:
   Libraries &libs_;
   bool hasBias_ = false, accumulate_ = false;
+  /// A and B are stored in bf16 (CUDA_R_16BF).
+  bool stored_ = false;
+  /// Index into kMatmulAlignments of the operands' element alignment.
+  size_t weakest_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr,
                          cLayout_ = nullptr;

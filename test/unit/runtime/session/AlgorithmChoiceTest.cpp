@@ -38,10 +38,15 @@ TEST(AlgorithmChoice, AlignmentIsTheWeakestOperands) {
 TEST(AlgorithmChoice, AlignmentClassesStrongestFirst) {
   EXPECT_EQ(alignmentClass(256), 0u);
   EXPECT_EQ(alignmentClass(64), 2u);
-  EXPECT_EQ(alignmentClass(4), kMatmulAlignments.size() - 1);
+  EXPECT_EQ(kMatmulAlignments[alignmentClass(4)], 4u);
   EXPECT_EQ(kMatmulAlignments[alignmentClass(16)], 16u);
-  // Below a float's alignment: no class.
-  EXPECT_EQ(alignmentClass(2), kMatmulAlignments.size());
+  // A view one bf16 element into a buffer has the weakest class.
+  EXPECT_EQ(alignmentClass(2), kMatmulAlignments.size() - 1);
+  EXPECT_EQ(
+      alignmentClass(commonAlignment({at(0x10000), at(0x10002), at(0x20000)})),
+      kMatmulAlignments.size() - 1);
+  // Below a bf16 element's alignment: no class.
+  EXPECT_EQ(alignmentClass(1), kMatmulAlignments.size());
   // Every class is a power of two the pointers it is chosen for satisfy.
   for (uint32_t a : kMatmulAlignments) {
     EXPECT_EQ(a & (a - 1), 0u);

@@ -140,7 +140,7 @@ TEST_F(ExecutableTest, AFailingKernelCallIsReturnedAndLeavesItUsable) {
               CLEAVE_INTERNAL,
               std::string("cleave_executable_run: ") + CLEAVE_GRAPH_ARTIFACT +
                   ": entry 'unknown_kernel': cleave_kernel_matmul: no kernel "
-                  "1 (the context has 1)");
+                  "9 (the context has 1)");
   // Like compiled code, the entry ran on after the failed call.
   EXPECT_EQ(c[0], 7.f);
 

@@ -25,10 +25,12 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <string>
@@ -562,8 +564,8 @@ TEST(FakeGpuExecutable, AKernelErrorLeavesItUsable) {
   EXPECT_EQ(std::string(cleave_last_error_message()),
             std::string("cleave_executable_run: ") +
                 CLEAVE_GRAPH_ARTIFACT_CUDA +
-                ": entry 'unknown_kernel': cleave_kernel_matmul: no kernel 1 "
-                "(the context has 0)");
+                ": entry 'unknown_kernel': cleave_kernel_matmul: no kernel 9 "
+                "(the context has 3)");
   // On a GPU the entry's own work is launches, which a failed kernel call
   // turns into no-ops too (the CPU's entry writes c = 7 on regardless): c
   // is what the twin held.
@@ -576,6 +578,128 @@ TEST(FakeGpuExecutable, AKernelErrorLeavesItUsable) {
       << cleave_last_error_message();
   EXPECT_EQ(w.v[0], 6.f);
   cleave_executable_destroy(exe);
+}
+
+/// What the fake cuBLASLt ran since the last clearCublasTrace(), one line
+/// per matmul (FakeCublasLt.c).
+std::string cublasTrace() {
+  void *lt = ::dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(lt, nullptr) << "the fake cuBLASLt is not loaded";
+  auto fn = lt ? reinterpret_cast<const char *(*)()>(
+                     ::dlsym(lt, "fake_cublaslt_trace"))
+               : nullptr;
+  EXPECT_NE(fn, nullptr);
+  return fn ? fn() : "";
+}
+
+void clearCublasTrace() {
+  void *lt = ::dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (auto fn =
+          lt ? reinterpret_cast<void (*)()>(::dlsym(lt, "fake_cublaslt_clear"))
+             : nullptr)
+    fn();
+}
+
+/// `x` rounded to bf16 (nearest even), widened back.
+float bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
+struct alignas(64) Floats6 {
+  float v[6] = {0, 0, 0, 0, 0, 0};
+};
+
+// The cuda matmul kernel on (the fake) cuBLASLt: an f32 entry multiplies in
+// f32 (CUBLAS_COMPUTE_32F); an entry whose operands are stored in bf16, as
+// cleave-compile makes them for cuda, gives cuBLASLt bf16 A and B with f32
+// compute and an f32 C, whatever their alignment (a is 2 bytes into the
+// scratch area); "math": "bf16" on f32 operands is the FAST_16BF compute
+// type. The narrowing kernel and the matmul are captured and replayed in
+// order with new inputs each run.
+TEST(FakeGpuExecutable, MatmulsRunOnCublasLtInF32AndBf16) {
+  cleave_executable *exe = loadGraphOnGpu();
+  ASSERT_NE(exe, nullptr);
+  Floats6 a, b;
+  Floats4 c;
+  void *args[] = {a.v, b.v, c.v};
+  auto fill = [&](int run) {
+    // Values with more bits than bf16 keeps.
+    for (int i = 0; i < 6; ++i) {
+      a.v[i] = 1.0f + float(i + run) / 1024.0f;
+      b.v[i] = 0.5f - float(3 * i + run) / 4096.0f;
+    }
+  };
+  // c = a @ b, a [2, 3] and b [3, 2] row-major, each operand through `round`.
+  auto product = [&](float (*round)(float)) {
+    std::array<float, 4> out{};
+    for (int r = 0; r < 2; ++r)
+      for (int col = 0; col < 2; ++col) {
+        double sum = 0;
+        for (int k = 0; k < 3; ++k)
+          sum += double(round(a.v[r * 3 + k])) * round(b.v[k * 2 + col]);
+        out[r * 2 + col] = float(sum);
+      }
+    return out;
+  };
+  auto exact = [](float x) { return x; };
+
+  clearCublasTrace();
+  fill(0);
+  ASSERT_EQ(cleave_executable_run(exe, "matmul", args, 3), CLEAVE_OK)
+      << cleave_last_error_message();
+  std::array<float, 4> f32 = product(exact);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(c.v[i], f32[i]) << i;
+  EXPECT_EQ(cublasTrace(), "matmul compute=32F a=f32 b=f32 c=f32 2x2 batch=1 "
+                           "epilogue=1 beta=0\n");
+
+  fake_cuda_stats_t before = driverStats();
+  for (int run = 0; run < 5; ++run) {
+    SCOPED_TRACE(run);
+    clearCublasTrace();
+    fill(run);
+    void *bf16Args[] = {a.v, b.v, c.v};
+    ASSERT_EQ(cleave_executable_run(exe, "matmul_bf16", bf16Args, 3), CLEAVE_OK)
+        << cleave_last_error_message();
+    std::array<float, 4> expected = product(bf16);
+    std::array<float, 4> unrounded = product(exact);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(c.v[i], expected[i]) << i;
+    EXPECT_NE(expected, unrounded) << "the inputs do not show the rounding";
+    EXPECT_EQ(cublasTrace(), "matmul compute=32F a=bf16 b=bf16 c=f32 2x2 "
+                             "batch=1 epilogue=1 beta=0\n");
+  }
+  // Replayed from a captured graph once warm, narrowing and matmul alike.
+  EXPECT_GT(driverStats().graph_launches, before.graph_launches);
+
+  clearCublasTrace();
+  ASSERT_EQ(cleave_executable_run(exe, "matmul_fast_bf16", args, 3), CLEAVE_OK)
+      << cleave_last_error_message();
+  EXPECT_EQ(cublasTrace(), "matmul compute=32F_FAST_16BF a=f32 b=f32 c=f32 "
+                           "2x2 batch=1 epilogue=1 beta=0\n");
+  cleave_executable_destroy(exe);
+}
+
+TEST(FakeGpuExecutable, OneOperandStoredInBf16IsRefused) {
+  cleave_executable_options options;
+  cleave_executable_options_init(&options);
+  options.device = CLEAVE_DEVICE_CUDA;
+  cleave_executable *exe = nullptr;
+  EXPECT_NE(
+      cleave_executable_load(CLEAVE_GRAPH_ARTIFACT_CUDA_MIXED, &options, &exe),
+      CLEAVE_OK);
+  EXPECT_EQ(exe, nullptr);
+  EXPECT_NE(std::string(cleave_last_error_message())
+                .find("kernel 1 (matmul): 'a_type' and 'b_type' must both be "
+                      "bf16 or both f32 on the GPU (cuBLASLt takes bf16 only "
+                      "for both operands); this entry stores only a in bf16"),
+            std::string::npos)
+      << cleave_last_error_message();
 }
 
 TEST(FakeGpuExecutable, ADeviceFailureMakesItUnusable) {

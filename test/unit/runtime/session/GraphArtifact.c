@@ -9,15 +9,26 @@
  *           executable's kernel context reaches the entry)
  *   sum_ranks  w summed across the ranks of a data-parallel job, in place
  *           (the identity with one rank)
- *   unknown_kernel  calls kernel 1, which the manifest does not have (code
+ *   unknown_kernel  calls kernel 9, which the manifest does not have (code
  *           that breaks the kernel ABI), then writes c = 7
  *
  * With FAKE_CUDA, a `"device": "cuda"` graph artifact for the fake CUDA
- * driver (FakeCudaDriver.c, whose device memory is host memory), as
- * FakeArtifact.c's: the work of axpy and unknown_kernel's c = 7 are kernels
- * of a fake module launched on cleave_gpu_stream(ctx), so that a captured
- * graph replays them; there is no matmul (the fake driver has no cuBLASLt),
- * and unknown_kernel's kernel call fails as on the CPU.
+ * driver (FakeCudaDriver.c, whose device memory is host memory) and its
+ * cuBLASLt (FakeCublasLt.c), as FakeArtifact.c's: the work of axpy and
+ * unknown_kernel's c = 7 are kernels of a fake module launched on
+ * cleave_gpu_stream(ctx), so that a captured graph replays them, and
+ * unknown_kernel's kernel call fails as on the CPU. Two more entries:
+ *
+ *   matmul_bf16  a and b narrowed to bf16 (round to nearest even) by a fake
+ *           kernel into the scratch area, a at an offset of 2 bytes (the
+ *           weakest alignment of a bf16 view), then c = a @ b through kernel
+ *           1, which reads both as stored ("a_type", "b_type": bf16), as
+ *           cleave-compile makes a cuda artifact's bf16 matmuls
+ *   matmul_fast_bf16  c = a @ b through kernel 2, "math": "bf16" on f32
+ *           operands (a hand-written table)
+ *
+ * With FAKE_MIXED_BF16 as well, kernel 1 stores only a in bf16, which a
+ * cuda session refuses (cuBLASLt takes bf16 for both operands or neither).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -25,6 +36,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -35,8 +47,31 @@
 #define DEVICE_FIELDS                                                          \
   "\"device\": \"cuda\", \"gpu_arches\": [\"sm_80\", \"sm_90\"], "             \
   "\"ptx_arch\": \"sm_80\", "
-#define MATMUL_ENTRY ""
-#define KERNELS "\"kernels\": []}"
+#define MATMUL_ARGS                                                            \
+  "{\"role\": \"input\", \"name\": \"a\", \"dtype\": \"f32\", \"shape\": "     \
+  "[2, 3]},"                                                                   \
+  "{\"role\": \"input\", \"name\": \"b\", \"dtype\": \"f32\", \"shape\": "     \
+  "[3, 2]},"                                                                   \
+  "{\"role\": \"output\", \"name\": \"c\", \"dtype\": \"f32\", \"shape\": "    \
+  "[2, 2]}"
+#define MATMUL_ENTRY                                                           \
+  "\"matmul\": {\"args\": [" MATMUL_ARGS "]},"                                 \
+  "\"matmul_bf16\": {\"args\": [" MATMUL_ARGS                                  \
+  ", {\"role\": \"scratch\", \"bytes\": 32}]},"                                \
+  "\"matmul_fast_bf16\": {\"args\": [" MATMUL_ARGS "]},"
+#define MATMUL_KERNEL(id, extra)                                               \
+  "{\"id\": " #id ", \"op\": \"matmul\", \"batch\": 1, \"m\": 2, \"k\": 3, "   \
+  "\"n\": 2, \"trans_a\": false, \"trans_b\": false, \"b_batched\": false, "   \
+  "\"bias\": false, \"activation\": \"none\", \"accumulate\": false" extra "}"
+#ifdef FAKE_MIXED_BF16
+#define B_TYPE "f32"
+#else
+#define B_TYPE "bf16"
+#endif
+#define KERNELS                                                                \
+  "\"kernels\": [" MATMUL_KERNEL(0, "") ", " MATMUL_KERNEL(                    \
+      1, ", \"math\": \"bf16\", \"a_type\": \"bf16\", \"b_type\": \"" B_TYPE   \
+         "\"") ", " MATMUL_KERNEL(2, ", \"math\": \"bf16\"") "]}"
 #else
 #define DEVICE_FIELDS ""
 #define MATMUL_ENTRY                                                           \
@@ -109,12 +144,30 @@ static void fill7(void **args) {
 }
 
 #ifdef FAKE_CUDA
+/* `n` floats to bf16, rounded to nearest even (no NaN here). */
+static void toBf16(const float *in, uint16_t *out, int n) {
+  for (int i = 0; i < n; ++i) {
+    uint32_t bits;
+    memcpy(&bits, &in[i], sizeof(bits));
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    out[i] = (uint16_t)(bits >> 16);
+  }
+}
+
+/* matmul_bf16's a (at scratch + 2) and b (at scratch + 16) in bf16. */
+static void narrow(void **args) {
+  unsigned char *scratch = (unsigned char *)args[3];
+  toBf16((const float *)args[0], (uint16_t *)(void *)(scratch + 2), 6);
+  toBf16((const float *)args[1], (uint16_t *)(void *)(scratch + 16), 6);
+}
+
 /* The fake module's kernels: params[0] points to the entry's `args`. */
 static void axpyKernel(void **params) { axpy(*(void ***)params[0]); }
 static void fill7Kernel(void **params) { fill7(*(void ***)params[0]); }
-static const fake_cuda_kernel kKernels[] = {{"axpy", axpyKernel},
-                                            {"fill7", fill7Kernel}};
-static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 2, kKernels};
+static void narrowKernel(void **params) { narrow(*(void ***)params[0]); }
+static const fake_cuda_kernel kKernels[] = {
+    {"axpy", axpyKernel}, {"fill7", fill7Kernel}, {"narrow", narrowKernel}};
+static fake_cuda_module kModule = {FAKE_CUDA_MODULE_MAGIC, 3, kKernels};
 static void *module;
 
 __attribute__((constructor)) static void loadModule(void) {
@@ -130,6 +183,21 @@ static void launch(void *ctx, const char *name, void **args) {
   void *params[2] = {&args, &unused};
   mgpuLaunchKernel(mgpuModuleGetFunction(module, name), 1, 1, 1, 1, 1, 1, 0,
                    cleave_gpu_stream(ctx), params, NULL, 2);
+}
+
+void cleave_entry_matmul(void *ctx, void **args) {
+  cleave_kernel_matmul(ctx, 0, args[0], args[1], NULL, (float *)args[2]);
+}
+
+void cleave_entry_matmul_bf16(void *ctx, void **args) {
+  launch(ctx, "narrow", args);
+  unsigned char *scratch = (unsigned char *)args[3];
+  cleave_kernel_matmul(ctx, 1, scratch + 2, scratch + 16, NULL,
+                       (float *)args[2]);
+}
+
+void cleave_entry_matmul_fast_bf16(void *ctx, void **args) {
+  cleave_kernel_matmul(ctx, 2, args[0], args[1], NULL, (float *)args[2]);
 }
 #else
 static void launch(void *ctx, const char *name, void **args) {
@@ -156,6 +224,6 @@ void cleave_entry_sum_ranks(void *ctx, void **args) {
 
 void cleave_entry_unknown_kernel(void *ctx, void **args) {
   float *c = (float *)args[0];
-  cleave_kernel_matmul(ctx, 1, c, c, NULL, c);
+  cleave_kernel_matmul(ctx, 9, c, c, NULL, c);
   launch(ctx, "fill7", args);
 }
