@@ -88,6 +88,11 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
     Option<"bf16Convolutions", "bf16-convolutions", "bool", /*default=*/"true",
            "With precision=bf16, whether the convolutions multiply in bf16 "
            "too (false: they stay f32, with a warning)">,
+    Option<"bf16MinMatmulK", "bf16-min-matmul-k", "int64_t",
+           /*default=*/"0",
+           "With precision=bf16, the shortest reduction (K) of a matmul "
+           "that multiplies in bf16 (shorter ones stay f32; the pipelines "
+           "pass 17, Bf16Rule.h)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::LLVM::LLVMDialect",
@@ -247,6 +252,9 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
     Option<"convolutions", "convolutions", "bool", /*default=*/"true",
            "Whether the convolutions multiply in bf16 (false on cuda, "
            "where they stay f32)">,
+    Option<"minMatmulK", "min-matmul-k", "int64_t", /*default=*/"0",
+           "The shortest reduction (K) of a matmul that multiplies in bf16 "
+           "(as cleave-lower-runtime-calls' bf16-min-matmul-k)">,
     Option<"parameters", "parameters", "bool", /*default=*/"false",
            "Whether parameter inputs are narrowed too, once per entry point "
            "(cuda: cuBLASLt multiplies bf16 only when both operands are "

@@ -6,10 +6,11 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 
-#include "compiler/Artifact/Passes.h"
 #include "compiler/Artifact/GpuTarget.h"
+#include "compiler/Artifact/Passes.h"
 #include "compiler/Artifact/Target.h"
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/Precision/Bf16Rule.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Train/IR/OptimizerOpInterface.h"
 
@@ -116,6 +117,8 @@ TrainingPipelineOptions::lowerRuntimeCallsOptions() const {
   o.precision = precision;
   // cuDNN's bf16 convolutions take bf16 tensors; the buffers are f32.
   o.bf16Convolutions = target == rt::Device::cpu;
+  // Matmuls with a short reduction stay f32 (Bf16Rule.h).
+  o.bf16MinMatmulK = kMinBf16MatmulK;
   return o;
 }
 
@@ -338,6 +341,7 @@ static void buildBufferizedPipeline(
   if (kernels.precision == rt::KernelPrecision::bf16) {
     CleaveStoreBf16Options storeBf16;
     storeBf16.convolutions = kernels.bf16Convolutions;
+    storeBf16.minMatmulK = kernels.bf16MinMatmulK;
     storeBf16.parameters = gpuKernels;
     pm.addPass(createCleaveStoreBf16(storeBf16));
     cleanup(pm);

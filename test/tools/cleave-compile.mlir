@@ -23,9 +23,11 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=lamb --reduce=mean --ranks=2 --shard-optimizer-state -o %t.lamb.cleave 2>&1 | FileCheck %s --check-prefix=LAMB-ZERO
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --reduce=mean --ranks=2 --shard-optimizer-state --compile-to=split | FileCheck %s --check-prefix=RMSPROP-ZERO
 // Mixed precision: the kernels say bf16 (but the first convolution, whose
-// single input channel oneDNN has no bf16 JIT kernel for: Bf16Rule.h), the
-// manifest says so; a target without AVX512-BF16 is refused before
-// anything is compiled.
+// single input channel oneDNN has no bf16 JIT kernel for, and the matmuls
+// whose reduction is 16 or shorter: fc2's backward-data, K = 10, and the
+// weight gradients over the micro-batch of 8; Bf16Rule.h), the manifest
+// says so; a target without AVX512-BF16 is refused before anything is
+// compiled.
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --precision=bf16 --target-features=+avx512bf16 --compile-to=bufferize | FileCheck %s --check-prefix=BF16
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --compile-to=bufferize | FileCheck %s --check-prefix=F32
 // On cuda the matmuls say bf16 and read both operands stored in bf16
@@ -100,6 +102,8 @@
 // BF16-SAME: \22kernel\22:[2,2],\22n\22:8,\22oh\22:14,\22op\22:\22max_pool2d_fwd\22
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_fwd\22,{{[^}]*}}\22src_type\22:\22bf16\22
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:120,\22op\22:\22matmul\22
+// BF16-SAME: \22k\22:10,\22m\22:8,\22n\22:120,\22op\22:\22matmul\22
+// BF16-SAME: \22k\22:8,\22m\22:10,\22n\22:120,\22op\22:\22matmul\22
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_bwd_data\22
 // BF16-SAME: \22math\22:\22bf16\22,\22n\22:8,\22o\22:16,\22oh\22:10,\22op\22:\22conv2d_bwd_weights\22
 // BF16-SAME: \22precision\22:\22bf16\22

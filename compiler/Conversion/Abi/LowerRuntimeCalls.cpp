@@ -329,7 +329,7 @@ struct LowerRuntimeCallsPass
       warnedConvolutions = true;
     }
     if (precision == rt::KernelPrecision::bf16 &&
-        multipliesInBf16(k, bf16Convolutions))
+        multipliesInBf16(k, bf16Convolutions, bf16MinMatmulK))
       entry.math = toWire(rt::KernelPrecision::bf16);
     // Activation operands stored in bf16 (cleave-store-bf16): the entry
     // says so, and only a kernel that multiplies in bf16 may read them.

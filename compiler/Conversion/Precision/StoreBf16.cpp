@@ -168,7 +168,8 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
     SmallVector<rt::KernelOp> kernels;
     getOperation()->walk([&](rt::KernelOp k) { kernels.push_back(k); });
     for (rt::KernelOp k : kernels) {
-      if (!k.hasPureTensorSemantics() || !multipliesInBf16(k, convolutions))
+      if (!k.hasPureTensorSemantics() ||
+          !multipliesInBf16(k, convolutions, minMatmulK))
         continue;
       for (auto [i, input] : llvm::enumerate(k.getInputsMutable())) {
         Value v = input.get();

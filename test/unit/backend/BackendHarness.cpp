@@ -246,10 +246,12 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
 }
 
 /// Whether the back end multiplies `op` (a split-level nn op) in bf16 under
-/// precision=bf16: the rule of compiler/Conversion/Precision/Bf16Rule.h on
-/// the ops the kernels come from. Every matmul and linear layer; every
-/// convolution where the target multiplies them in bf16 (`convolutions`),
-/// but one with a single input channel and no groups.
+/// precision=bf16 with every matmul in bf16 (bf16-min-matmul-k=0: the
+/// cases' reductions are mostly shorter than the pipelines' threshold):
+/// the rule of compiler/Conversion/Precision/Bf16Rule.h on the ops the
+/// kernels come from. Every matmul and linear layer; every convolution where
+/// the target multiplies them in bf16 (`convolutions`), but one with a
+/// single input channel and no groups.
 static bool multipliesInBf16(Operation *op, bool convolutions) {
   if (isa<nn::MatmulOp, nn::LinearOp>(op))
     return true;
@@ -289,6 +291,9 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   if (bf16) {
     kernels.precision = rt::KernelPrecision::bf16;
     kernels.bf16Convolutions = !gpuKernelsOnHost;
+    // Every matmul in bf16, whatever its K (the pipelines keep short ones
+    // f32, which would leave most of these small cases f32).
+    kernels.bf16MinMatmulK = 0;
   }
   if (gpuKernelsOnHost)
     buildGpuKernelsOnHostPipeline(pm, {}, kernels);
