@@ -10,7 +10,7 @@
 # nothing).
 #
 #   bash scripts/gpu-check-prepare.sh [--build=DIR] [--out=DIR] [--gpu-arch=sm_90]
-#                                     [--cpu-only]
+#                                     [--cpu-only] [--gpt2]
 #
 # --build   the build tree with cleave-compile, cleave-train, cleave-bench and
 #           libcleave_runtime (default: build; scripts/build.sh makes it)
@@ -19,6 +19,8 @@
 # --cpu-only  skip the cuda artifacts (for testing this script where
 #           cleave-compile has no --target=cuda); gpu-check.sh then refuses
 #           to run, but --dry-run checks the rest
+# --gpt2    also GPT-2 small for gpu-check.sh --stages=gpt2 (7 MiB more:
+#           the folder is then close to the 64 MiB the device tool carries)
 #
 # The artifacts' host code is compiled for x86-64-v3, whatever this
 # machine's CPU (gpu-check.sh --dry-run refuses anything less portable).
@@ -28,13 +30,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build out=.gpu-check arch=sm_90 cuda=1
+build=build out=.gpu-check arch=sm_90 cuda=1 gpt2=0
 for a in "$@"; do
   case $a in
   --build=*) build=${a#*=} ;;
   --out=*) out=${a#*=} ;;
   --gpu-arch=*) arch=${a#*=} ;;
   --cpu-only) cuda=0 ;;
+  --gpt2) gpt2=1 ;;
   *) echo "gpu-check-prepare: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -174,6 +177,19 @@ if [ $cuda = 1 ]; then
     --accumulate=4 --target=cuda --gpu-arch="$arch"
   compile mlp4096-speed-bf16-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=4096 \
     --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
+fi
+if [ $cuda = 1 ] && [ $gpt2 = 1 ]; then
+  # GPT-2 small for gpu-check.sh --stages=gpt2 (bench/gpt2.py): bf16,
+  # micro-batch 8, N = 8, its parameters drawn at load (--init-normal-std),
+  # so the artifact is 7 MiB (mostly its 4 MiB causal mask and its host
+  # code), not the 500 MB of its initial values.
+  /usr/bin/python3 bench/gpt2.py --config=small --device=cuda --precision=bf16 \
+    --micro-batch=8 --accumulate=8 --gpu-arch="$arch" --build="$build" \
+    --prepare="$out/artifacts" >/dev/null 2>>"$tmp/compile.err" || {
+    echo "gpu-check-prepare: bench/gpt2.py --prepare failed:" >&2
+    cat "$tmp/compile.err" >&2
+    exit 1
+  }
 fi
 [ -s "$tmp/compile.err" ] && sort -u "$tmp/compile.err" | sed 's/^/gpu-check-prepare: cleave-compile: /' >&2
 

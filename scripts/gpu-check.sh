@@ -62,6 +62,11 @@
 #             and the transformer at 64 (target >= 1.0x)
 #   torch-compile  PyTorch's loop through torch.compile on the three speed
 #             configurations (minutes when cold): informational rows
+#   gpt2      not in the default run (give it a command of its own, with
+#             --stages=gpt2, on a folder prepared with --gpt2): GPT-2 small (bench/gpt2.py) at micro-batch 8,
+#             N = 8, Cleave bf16 against PyTorch's loop under bf16 autocast,
+#             eager and torch.compile: tokens/s, MFU, device memory; targets
+#             >= 1.3x eager, >= 1.0x torch.compile, >= 35% MFU
 #
 # --out     the results folder (made if missing; must hold no results.md
 #           yet). A real run needs it; a dry run writes its plan there.
@@ -659,7 +664,47 @@ bf16() {
   bf16_speed_row mlp4096 mlp 4096
 }
 
+# GPT-2 small against PyTorch (bench/gpt2.py): the carried artifact (bf16,
+# micro-batch 8, N = 8, parameters drawn at load) timed by cleave-bench,
+# PyTorch's own loop under bf16 autocast eager and through torch.compile.
+gpt2() {
+  stage gpt2 420 "GPT-2 small, B=8 N=8 bf16: tokens/s, MFU and device memory against PyTorch bf16 autocast (eager, torch.compile)"
+  local what="GPT-2 small B=8 N=8 tokens/s: Cleave bf16 / PyTorch autocast eager, torch.compile (targets >= 1.3x, >= 1.0x, MFU >= 35%)"
+  if [ ! -f "$carry/artifacts/gpt2-small-b8-n8-bf16-cuda.cleave" ]; then
+    [ "$mode" = plan ] && say_plan "  " "gpt2: $carry was prepared without --gpt2: the stage will FAIL"
+    emit gpt2 "$what" "n/a: $carry was prepared without --gpt2 (scripts/gpu-check-prepare.sh --gpt2)" FAIL
+    return 0
+  fi
+  step gpt2 400 "${cleave_env[@]}" "$python" bench/gpt2.py --config=small --device=cuda \
+    --micro-batch=8 --accumulate=8 --seconds="$((seconds * 3))" --compile \
+    --build="$carry" --artifact="$carry/artifacts/gpt2-small-b8-n8-bf16-cuda.cleave" \
+    --json="$stage_dir/gpt2.json"
+  settle gpt2 "$what" || return 0
+  [ "$mode" = plan ] && return 0
+  local summary ok
+  summary=$(timeout 30 "$python" - "$stage_dir/gpt2.json" <<'PY' 2>/dev/null || echo "n/a FAIL"
+import json, sys
+r = json.load(open(sys.argv[1]))["rows"]
+c = r["Cleave bf16"]
+e = r.get("PyTorch eager (autocast bf16)", {})
+t = r.get("PyTorch torch.compile (autocast bf16)", {})
+ok = (e.get("cleave_over_this", 0) >= 1.3 and t.get("cleave_over_this", 0) >= 1.0
+      and (c.get("mfu") or 0) >= 0.35)
+def mib(x):
+    return f"{x.get('peak_mib')} MiB"
+print(f"{c['tokens_per_second']:.0f} tokens/s, MFU {100 * (c.get('mfu') or 0):.1f}%, "
+      f"{mib(c)}; eager {e.get('tokens_per_second')} ({e.get('cleave_over_this')}x, {mib(e)}); "
+      f"torch.compile {t.get('tokens_per_second')} ({t.get('cleave_over_this')}x, {mib(t)}) "
+      + ("PASS" if ok else "FAIL"))
+PY
+)
+  ok=${summary##* } summary=${summary% *}
+  emit gpt2 "$what" "$summary" "$ok"
+}
+
 all_stages="first-contact sanitizer numerics speed memory bf16 torch-compile"
+# Stages run only when named in --stages.
+extra_stages="gpt2"
 stages=$all_stages
 checks() {
   local s
@@ -754,8 +799,8 @@ main() {
     --stages=*)
       stages=${a#*=} stages=${stages//,/ }
       for s in $stages; do
-        [[ " $all_stages " == *" $s "* ]] ||
-          { echo "gpu-check: unknown stage $s (the stages: $all_stages)" >&2; exit 2; }
+        [[ " $all_stages $extra_stages " == *" $s "* ]] ||
+          { echo "gpu-check: unknown stage $s (the stages: $all_stages $extra_stages)" >&2; exit 2; }
       done
       ;;
     --dry-run) dry=1 ;;

@@ -57,6 +57,15 @@ grep -q '^  - first-contact/mlp-sgd-cuda (<= [0-9]* s): .*CLEAVE_CUDA_GRAPHS=0 C
 grep -q '^  - sanitizer/lenet-memcheck (<= [0-9]* s): .*compute-sanitizer --tool memcheck' "$plan/results.md" ||
   fail "the plan has no memcheck of LeNet"
 
+# GPT-2 small runs only when named, and only from a folder prepared with
+# --gpt2: the plan says so rather than failing on the device.
+rm -rf "$tmp/plan-gpt2"
+bash "$src/scripts/gpu-check.sh" --carry="$prepared" --dry-run --stages=gpt2 \
+  --out="$tmp/plan-gpt2" >"$tmp/dry-gpt2.out" ||
+  fail "the gpt2 dry run failed: $(cat "$tmp/dry-gpt2.out")"
+grep -q 'gpt2: .* was prepared without --gpt2: the stage will FAIL' "$tmp/plan-gpt2/results.md" ||
+  fail "the gpt2 plan: $(cat "$tmp/plan-gpt2/results.md")"
+
 # An artifact whose host code is for this machine's CPU (what
 # gpu-check-prepare.sh compiled before it passed --target-cpu=x86-64-v3)
 # fails the dry run, which names it.

@@ -236,6 +236,12 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
     error(message);
     return failure();
   }
+  if (!(initNormalStd >= 0)) {
+    error("init-normal-std must be >= 0 (0 keeps the parameters' values), "
+          "got " +
+          std::to_string(double(initNormalStd)));
+    return failure();
+  }
   if (inference && (remat != Remat::none || !rematBudget.empty())) {
     error("inference (a forward-only artifact) holds no activations for a "
           "backward pass: drop remat and remat-budget");
@@ -280,6 +286,13 @@ void TrainingPipelineOptions::removeFromCommandLine() {
 void cleave::buildTrainingPipeline(OpPassManager &pm,
                                    const TrainingPipelineOptions &o,
                                    Phase stopAfter) {
+  // Values the runtime draws rather than values the artifact embeds.
+  if (o.initNormalStd != 0) {
+    CleaveReinitializeParamsOptions reinit;
+    reinit.function = o.model;
+    reinit.normalStd = o.initNormalStd;
+    pm.addPass(createCleaveReinitializeParams(reinit));
+  }
   // Fix the batch to the micro-batch and sum the weighted per-sample loss.
   pm.addPass(createCleaveAttachLoss(o.attachLossOptions()));
   if (stopAfter == Phase::Loss)

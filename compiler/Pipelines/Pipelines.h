@@ -82,6 +82,15 @@ struct TrainingPipelineOptions
                      "such as padding; they count for nothing, and the window "
                      "is normalised by its number of real tokens"),
       llvm::cl::init(-100)};
+  Option<double> initNormalStd{
+      *this, "init-normal-std",
+      llvm::cl::desc("Draw every parameter whose initial values the model "
+                     "carries (an ONNX export's initializers) from N(0, std^2) "
+                     "when a session starts, instead of embedding them in the "
+                     "artifact; one whose values are all equal keeps that "
+                     "constant (layer-norm scales, zero biases). 0 keeps the "
+                     "values"),
+      llvm::cl::init(0.0)};
   Option<bool> inference{
       *this, "inference",
       llvm::cl::desc("Forward only: an artifact with eval_step alone (every "

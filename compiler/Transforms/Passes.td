@@ -65,6 +65,33 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
   ];
 }
 
+def CleaveReinitializeParams
+    : Pass<"cleave-reinitialize-params", "::mlir::ModuleOp"> {
+  let summary = "Draw the model's parameters afresh instead of embedding "
+                "their values";
+  let description = [{
+    An ONNX export carries every parameter's values, which the artifact
+    then embeds: 4 bytes a parameter (GPT-2 small: about 500 MB), although
+    a model exported before training holds nothing but a random draw. With
+    `normal-std` > 0, every `train.param` argument of the model function
+    (`function`) whose `train.init` is a dense tensor becomes
+    `#train.init<normal, 0, normal-std>`, drawn by the runtime's seeded
+    generator when a session starts, unless all of its elements are equal:
+    that one becomes the constant (`zeros`, `ones` or `constant`), as a
+    layer norm's scale and a zeroed bias are. That is GPT-2's own scheme
+    (weights N(0, 0.02), biases 0, norms 1) but for its scaled residual
+    projections. Parameters with an initialiser kind and buffers keep what
+    they have; with `normal-std` = 0 the pass changes nothing.
+  }];
+  let dependentDialects = ["::mlir::cleave::train::TrainDialect"];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The model function">,
+    Option<"normalStd", "normal-std", "double", /*default=*/"0.0",
+           "The standard deviation of the normal draw (0: keep the values)">,
+  ];
+}
+
 def CleaveAutodiff : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode automatic differentiation of a scalar loss";
   let description = [{

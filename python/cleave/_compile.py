@@ -186,6 +186,12 @@ def compile(module, example_input, *, micro_batch, accumulate,
         ignore_index         the label of tokens that are not predicted
                              (per-token cross-entropy)
         inference            True: a forward-only artifact
+        init_normal_std      a Session draws the parameters from
+                             N(0, std^2) instead of starting from the
+                             module's weights (constant ones, such as
+                             layer-norm scales, stay), and the artifact
+                             does not embed them: for large untrained
+                             models (docs/user/onnx.md)
         remat                "none" or "auto": recompute activations in the
                              backward pass instead of holding them
                              (docs/user/memory.md)

@@ -19,6 +19,7 @@
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --loss=hinge -o %t.hinge.cleave 2>&1 | FileCheck %s --check-prefix=BADLOSS
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 -o %t.nodir/m.cleave 2>&1 | FileCheck %s --check-prefix=NODIR
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --lr=-1 -o %t.lr.cleave 2>&1 | FileCheck %s --check-prefix=NEGLR
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --init-normal-std=-0.5 -o %t.init.cleave 2>&1 | FileCheck %s --check-prefix=NEGINIT
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=adam --beta2=1 -o %t.beta.cleave 2>&1 | FileCheck %s --check-prefix=BETA
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=lamb --reduce=mean --ranks=2 --shard-optimizer-state -o %t.lamb.cleave 2>&1 | FileCheck %s --check-prefix=LAMB-ZERO
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --optimizer=rmsprop --reduce=mean --ranks=2 --shard-optimizer-state --compile-to=split | FileCheck %s --check-prefix=RMSPROP-ZERO
@@ -89,6 +90,7 @@
 // OPT: cleave-compile: for the --optimizer option: Cannot find option named 'lion'!
 // BADLOSS: cleave-compile: for the --loss option: Cannot find option named 'hinge'!
 // NEGLR: cleave-compile: error: lr=-1 is out of range; expected a finite value >= 0
+// NEGINIT: error: init-normal-std must be >= 0 (0 keeps the parameters' values), got -0.500000
 // BETA: cleave-compile: error: beta2=1 is out of range; expected 0 <= value < 1
 // NODIR: cleave-compile: error: cannot write {{.+}}.nodir/m.cleave: directory {{.+}}.nodir does not exist
 // NOMODEL: error: no model function @nope
