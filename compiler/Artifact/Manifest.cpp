@@ -462,11 +462,15 @@ struct WriteManifestPass
           return f.emitError("argument #")
                  << i + 1 << " needs a memref type and a rt.abi entry with "
                  << "a role";
-        // `unsigned` is part of the dtype's name; the rest are the row's
-        // keys, which WriteManifestPass completes (dtype, shape).
+        // `unsigned` is part of the dtype's name and `sample_weights` the
+        // input's role (cleave-attach-loss's weights, whatever the model's
+        // own inputs are called); the rest are the row's keys, which
+        // WriteManifestPass completes (dtype, shape).
         bool isUnsigned = static_cast<bool>(d.get("unsigned"));
+        bool isSampleWeights = static_cast<bool>(d.get("sample_weights"));
         NamedAttrList keys(d);
         keys.erase("unsigned");
+        keys.erase("sample_weights");
         abi::Arg &arg = entry.args.emplace_back();
         abi::DictFault fault;
         if (!abi::fromDict(keys.getDictionary(&getContext()), arg, fault,
@@ -497,7 +501,7 @@ struct WriteManifestPass
           in.name = *arg.name;
           in.dtype = *arg.dtype;
           in.shape = *arg.shape;
-          if (in.name == "weights")
+          if (isSampleWeights)
             in.role = abi::InputRole::sample_weights;
           in.indexBound = arg.indexBound;
           in.ignoreIndex = arg.ignoreIndex;

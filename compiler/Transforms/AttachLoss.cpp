@@ -299,6 +299,10 @@ struct AttachLossPass : cleave::impl::CleaveAttachLossBase<AttachLossPass> {
       perSample = pred;
     }
     Value weights = addInput(RankedTensorType::get(weightShape, elt), "weights");
+    if (!weights)
+      return failure();
+    f.setArgAttr(cast<BlockArgument>(weights).getArgNumber(),
+                 TrainDialect::kSampleWeightsAttr, UnitAttr::get(ctx));
     // Batch statistics must not see the padding of a short micro-batch.
     WalkResult bnWalk = f.walk([&](nn::BatchNormOp bn) {
       if (!bn.getTraining() || bn.getSampleWeights())

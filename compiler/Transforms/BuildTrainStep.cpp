@@ -361,7 +361,8 @@ struct BuildTrainStepPass
         attrs.set(TrainDialect::kInputAttr,
                   grad.getArgAttr(i, TrainDialect::kInputAttr));
         for (StringRef name :
-             {TrainDialect::kIgnoreIndexAttr, TrainDialect::kUnsignedAttr})
+             {TrainDialect::kIgnoreIndexAttr, TrainDialect::kUnsignedAttr,
+              TrainDialect::kSampleWeightsAttr})
           if (Attribute a = grad.getArgAttr(i, name))
             attrs.set(name, a);
         argAttrs.push_back(attrs.getDictionary(ctx));

@@ -37,7 +37,7 @@ module attributes {rt.kernels = [{accumulate = false, activation = "none", b_bat
   train.global accumulator @w.grad of @w : tensor<2x2xf32>
   train.global counter @train.step : tensor<i64>
   train.global counter @train.micro_steps : tensor<i64>
-  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %m: memref<i64>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {name = "train.micro_steps", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
+  func.func @micro_step(%ctx: !llvm.ptr, %x: memref<8x2xf32>, %l: memref<8xi64>, %wt: memref<8xf32>, %loss: memref<f32>, %w: memref<2x2xf32>, %s: memref<2x2xf32>, %m: memref<i64>, %scratch: memref<64xi8>) attributes {train.entry = "micro_step", rt.abi = [{name = "x", role = "input"}, {name = "labels", role = "input"}, {name = "weights", role = "input", sample_weights = true}, {name = "loss", role = "output"}, {name = "w", role = "global"}, {name = "w.grad", role = "global"}, {name = "train.micro_steps", role = "global"}, {bytes = 64 : i64, role = "scratch"}]} {
     return
   }
   func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {
@@ -80,7 +80,7 @@ module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warn
   func.func @eval_step(%ctx: !llvm.ptr, %x: memref<4x3xf32>, %p: memref<4x2xf32>) attributes {train.entry = "eval_step", rt.abi = [{name = "x", role = "input"}, {name = "prediction", role = "output"}]} {
     return
   }
-  func.func @micro_step(%ctx: !llvm.ptr, %t: memref<4x2xf32>, %wt: memref<4xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "targets", role = "input"}, {name = "weights", role = "input"}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
+  func.func @micro_step(%ctx: !llvm.ptr, %t: memref<4x2xf32>, %wt: memref<4xf32>, %loss: memref<f32>, %m: memref<i64>) attributes {train.entry = "micro_step", rt.abi = [{name = "targets", role = "input"}, {name = "weights", role = "input", sample_weights = true}, {name = "loss", role = "output"}, {name = "train.micro_steps", role = "global"}]} {
     return
   }
   func.func @apply_step(%ctx: !llvm.ptr, %lr: memref<f32>, %t: memref<i64>, %m: memref<i64>) attributes {train.entry = "apply_step", rt.abi = [{default = 1.0e-2 : f64, name = "lr", role = "hyper"}, {name = "train.step", role = "global"}, {name = "train.micro_steps", role = "global"}]} {

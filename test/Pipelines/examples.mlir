@@ -9,7 +9,7 @@
 // MLP-DAG: train.global accumulator @train.samples : tensor<f32>
 // MLP-DAG: train.global counter @train.step : tensor<i64>
 // MLP-DAG: train.global counter @train.micro_steps : tensor<i64>
-// MLP-LABEL: func.func @micro_step(%{{.+}}: tensor<32x1x28x28xf32> {train.input = "image"}, %{{.+}}: tensor<32xi64> {train.input = "labels"}, %{{.+}}: tensor<32xf32> {train.input = "weights"}) -> (tensor<f32> {train.output = "loss"})
+// MLP-LABEL: func.func @micro_step(%{{.+}}: tensor<32x1x28x28xf32> {train.input = "image"}, %{{.+}}: tensor<32xi64> {train.input = "labels"}, %{{.+}}: tensor<32xf32> {train.input = "weights", train.sample_weights}) -> (tensor<f32> {train.output = "loss"})
 // MLP-COUNT-6: train.accumulate
 // MLP: train.accumulate %{{.+}}, @train.samples
 // MLP-NOT: train.adam

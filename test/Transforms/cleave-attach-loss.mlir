@@ -36,7 +36,7 @@
 // CE-SAME: %[[EXTRA:[^:]+]]: tensor<8x3xf32> {train.input = "x1"},
 // CE-SAME: %[[M:[^:]+]]: tensor<3xf32> {train.buffer = "m"},
 // CE-SAME: %[[LABELS:[^:]+]]: tensor<8xi64> {train.input = "labels"},
-// CE-SAME: %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights"})
+// CE-SAME: %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights", train.sample_weights})
 // CE-SAME: -> (tensor<f32> {train.output = "loss"}, tensor<3xf32> {train.buffer = "m"})
 // CE: %[[FLAT:.+]] = nn.flatten %[[IMG]]
 // CE: %[[DROP:.+]] = nn.dropout %[[FLAT]], %[[SEED]]
@@ -65,7 +65,7 @@ func.func @forward(%img: tensor<?x1x2x2xf32> {train.input = "image"},
 // element type.
 // CE-LABEL: func.func @loss(
 // CE-SAME: tensor<8x4xf64> {train.input = "x"}
-// CE-SAME: tensor<8xi64> {train.input = "labels"}, %{{[^:]+}}: tensor<8xf64> {train.input = "weights"})
+// CE-SAME: tensor<8xi64> {train.input = "labels"}, %{{[^:]+}}: tensor<8xf64> {train.input = "weights", train.sample_weights})
 // CE-SAME: -> (tensor<f64> {train.output = "loss"})
 func.func @forward(%x: tensor<?x4xf64>, %w: tensor<3x4xf64> {train.param = "w"}) -> tensor<?x3xf64> {
   %0 = nn.linear %x, %w : tensor<?x4xf64>, tensor<3x4xf64> -> tensor<?x3xf64>
@@ -192,7 +192,7 @@ func.func @forward(%x: tensor<?xf32>) -> tensor<?xf32> {
 // TOK-LABEL: func.func @loss(
 // TOK-SAME: %[[IDS:[^:]+]]: tensor<4x6xi64> {train.input = "ids"}
 // TOK-SAME: %[[LABELS:[^:]+]]: tensor<4x6xi64> {train.ignore_index = -1 : i64, train.input = "labels"}
-// TOK-SAME: %[[WEIGHTS:[^:]+]]: tensor<4x6xf32> {train.input = "weights"})
+// TOK-SAME: %[[WEIGHTS:[^:]+]]: tensor<4x6xf32> {train.input = "weights", train.sample_weights})
 // TOK: %[[LOGITS:.+]] = nn.linear
 // TOK: %[[ROWS:.+]] = nn.reshape %[[LOGITS]] [24, 5] : tensor<4x6x5xf32> -> tensor<24x5xf32>
 // TOK: %[[FLAT:.+]] = nn.reshape %[[LABELS]] [24] : tensor<4x6xi64> -> tensor<24xi64>
@@ -228,7 +228,7 @@ func.func @forward(%x: tensor<?x2x6xf32>, %g: tensor<2xf32> {train.param = "g"},
 // BN-LABEL: func.func @forward(
 // BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} {training}
 // BN-LABEL: func.func @loss(
-// BN-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.input = "weights"}
+// BN-SAME: %[[W:[^:]+]]: tensor<4xf32> {train.input = "weights", train.sample_weights}
 // BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} sample_weights %[[W]] {training}
 // BN: nn.batch_norm %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} :
 func.func @forward(%x: tensor<?x3xf32> {train.input = "x"},
@@ -246,7 +246,7 @@ func.func @forward(%x: tensor<?x3xf32> {train.input = "x"},
 // MSE-LABEL: func.func @forward(%{{[^:]+}}: tensor<?x4xf32> {train.input = "x"}
 // MSE-LABEL: func.func @loss(
 // MSE-SAME: %[[X:[^:]+]]: tensor<?x4xf32> {train.input = "x"}, %[[W:[^:]+]]: tensor<3x4xf32> {train.param = "w"},
-// MSE-SAME: %[[T:[^:]+]]: tensor<?x3xf32> {train.input = "targets"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights"})
+// MSE-SAME: %[[T:[^:]+]]: tensor<?x3xf32> {train.input = "targets"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights", train.sample_weights})
 // MSE-SAME: -> (tensor<f32> {train.output = "loss"})
 // MSE: %[[Y:.+]] = nn.linear %[[X]], %[[W]]
 // MSE: %[[L:.+]] = nn.mse_loss %[[Y]], %[[T]] {reduction = {{.+}}none{{.*}}} : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?xf32>
@@ -263,7 +263,7 @@ func.func @forward(%x: tensor<?x4xf32>, %w: tensor<3x4xf32> {train.param = "w"})
 // With loss=none the prediction already is the per-sample loss: no labels or
 // targets, only the weights.
 // NONE-LABEL: func.func @loss(
-// NONE-SAME: %[[X:[^:]+]]: tensor<?x4xf32> {train.input = "x"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights"})
+// NONE-SAME: %[[X:[^:]+]]: tensor<?x4xf32> {train.input = "x"}, %[[WEIGHTS:[^:]+]]: tensor<?xf32> {train.input = "weights", train.sample_weights})
 // NONE-NOT: nn.cross_entropy
 // NONE-NOT: nn.mse_loss
 // NONE: %[[L:.+]] = nn.reduce_mean %[[X]] [1]

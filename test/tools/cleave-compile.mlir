@@ -39,6 +39,13 @@
 // RUN: FileCheck %s --check-prefix=BF16-CUDA-WARN --input-file=%t.bf16-cuda.err
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=bf16 --target-cpu=x86-64-v3 -o %t.bf16.cleave 2>&1 | FileCheck %s --check-prefix=BF16-TARGET
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=fp8 -o %t.fp8.cleave 2>&1 | FileCheck %s --check-prefix=BF16-BAD
+// An input a model names "weights" is the model's data, not the per-sample
+// weights the runtime fills (the manifest's role comes from
+// cleave-attach-loss's mark, not from the name): a forward-only artifact
+// used to be refused ("sample weights must have shape [2]"), or, with a
+// [B] input, to have its data replaced by ones.
+// RUN: cleave-compile %S/Inputs/input-named-weights.mlir --micro-batch=2 --inference --compile-to=bufferize | FileCheck %s --check-prefix=NAMED-WEIGHTS
+// NAMED-WEIGHTS: \22inputs\22:[{\22dtype\22:\22f32\22,\22name\22:\22weights\22,\22shape\22:[2,4]}]
 // A diagnostic from the pipeline is one message, not followed by the module.
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --model=nope -o %t.nope.cleave 2>&1 | FileCheck %s --check-prefix=NOMODEL --implicit-check-not="see current operation"
 // RUN: not cleave-compile %S/Inputs/tosa-model.mlir --micro-batch=2 -o %t.tosa.cleave 2>&1 | FileCheck %s --check-prefix=UNKNOWN-DIALECT

@@ -204,6 +204,8 @@ struct LowerEntryAbiPass
           entry.set("ignore_index", ignore);
         if (f.getArgAttr(i, TrainDialect::kUnsignedAttr))
           entry.set("unsigned", attrs.getBoolAttr(true));
+        if (f.getArgAttr(i, TrainDialect::kSampleWeightsAttr))
+          entry.set("sample_weights", attrs.getBoolAttr(true));
         abi.push_back(entry.getDictionary(ctx));
       } else {
         return f.emitError("argument #")

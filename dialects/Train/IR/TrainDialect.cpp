@@ -145,6 +145,7 @@ static bool isArgAttr(StringRef name) {
          name == TrainDialect::kIndexBoundAttr ||
          name == TrainDialect::kUnsignedAttr ||
          name == TrainDialect::kIgnoreIndexAttr ||
+         name == TrainDialect::kSampleWeightsAttr ||
          name == TrainDialect::kDefaultAttr || name == TrainDialect::kInitAttr;
 }
 
@@ -278,6 +279,16 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                          << kInputAttr << "'";
     if (tensor && !isa<IntegerType>(tensor.getElementType()))
       return emitError() << "marks integer inputs, the argument is " << tensor;
+    return success();
+  }
+  if (name == kSampleWeightsAttr) {
+    if (!isa<UnitAttr>(value))
+      return emitError() << "must be a unit attribute, got " << value;
+    if (!has(kInputAttr))
+      return emitError() << "marks a data input; the argument has no '"
+                         << kInputAttr << "'";
+    if (tensor && !isa<FloatType>(tensor.getElementType()))
+      return emitError() << "marks float weights, the argument is " << tensor;
     return success();
   }
   if (name == kIgnoreIndexAttr) {

@@ -74,6 +74,12 @@ def Train_Dialect : Dialect {
     /// value are not predicted (padding); the runtime gives them weight 0.
     static constexpr ::llvm::StringLiteral kIgnoreIndexAttr =
         "train.ignore_index";
+    /// On the per-sample (or per-token) weights cleave-attach-loss adds:
+    /// the runtime fills them (1 for a real sample, 0 for padding) rather
+    /// than reading them from the caller; the manifest's `sample_weights`
+    /// role. A model's own input is never one, whatever its name.
+    static constexpr ::llvm::StringLiteral kSampleWeightsAttr =
+        "train.sample_weights";
     /// On an integer data input or output: its elements are unsigned (the
     /// manifest's u8, u16, u32), which only the runtime's reading and
     /// printing of it distinguish; the model widens such an input before
