@@ -57,7 +57,7 @@ MPIEXEC, RANKS = (ARGS[4], int(ARGS[5])) if len(ARGS) > 5 else (None, 1)
 sys.path.insert(0, os.path.join(SOURCE, "examples", "gpt"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_reference import (compare_windows, epoch_order,  # noqa: E402
-                             require_torch, run)
+                             finish, require_torch, run)
 
 np, torch = require_torch()
 from export import Gpt, export  # noqa: E402
@@ -248,10 +248,7 @@ def main():
         if not last < LOSS_BOUND:
             failures.append(f"{name}'s test loss after {EPOCHS} epochs is "
                             f"{last}, expected below {LOSS_BOUND}")
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        sys.exit(1)
-    print("passed")
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import sys
 
 SOURCE, COMPILE, TRAIN, WORK = sys.argv[1:5]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_reference import require_torch, run  # noqa: E402
+from train_reference import finish, require_torch, run  # noqa: E402
 
 EPOCHS = 3
 SEED = 11
@@ -134,10 +134,7 @@ def main():
     if not e32[-1] < LEARNED:
         failures.append(f"the f32 run's last epoch loss is {e32[-1]}, "
                         f"expected below {LEARNED}: nothing was learned")
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        sys.exit(1)
-    print("passed")
+    finish(failures)
 
 
 if __name__ == "__main__":

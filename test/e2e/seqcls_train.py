@@ -35,7 +35,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_reference import (compare_windows, epoch_order,  # noqa: E402
-                             require_torch, run)
+                             finish, require_torch, run)
 
 np, torch = require_torch()
 
@@ -174,10 +174,7 @@ def main():
         failures.append(f"the test loss after {EPOCHS} epochs is "
                         f"{cleave_epochs[-1]['test_loss']}, not below "
                         f"0.9 ln {CLASSES}")
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        sys.exit(1)
-    print("passed")
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,14 @@ def run(*args):
     return result.stdout
 
 
+def finish(failures):
+    """Exits 1 with the failures listed, or prints "passed"."""
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
+        sys.exit(1)
+    print("passed")
+
+
 def compare_windows(cleave, pytorch, first_rtol, atol):
     """The failures of cleave-train's window losses against PyTorch's: the
     same number of windows, the first (identical parameters and data) within
