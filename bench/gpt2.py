@@ -127,12 +127,16 @@ def export(config, vocab, path):
     import torch
     model, c = build(config, vocab)
     ids = torch.zeros(2, c["tokens"], dtype=torch.int64)
+    # The TorchScript exporter, which keeps the causal mask a graph
+    # constant; torch 2.9 and later default to the dynamo one.
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 \
+        else {}
     torch.onnx.export(model, (ids,), path, input_names=["ids"],
                       output_names=["logits"],
                       dynamic_axes={"ids": {0: "batch"},
                                     "logits": {0: "batch"}},
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+                      do_constant_folding=False, **extra)
 
 
 def torch_loop(a):
@@ -264,8 +268,10 @@ def main():
               f"{f'  MFU {100 * mfu:5.1f}%' if mfu else ''}"
               f"  peak {peak_mib} MiB", file=sys.stderr)
 
-    def compile_into(directory):
-        onnx_path = os.path.join(directory, "gpt2.onnx")
+    def compile_into(directory, scratch):
+        # The ONNX file (500 MB for GPT-2 small) in scratch space, never in
+        # the folder an artifact is prepared in.
+        onnx_path = os.path.join(scratch, "gpt2.onnx")
         run([sys.executable, os.path.abspath(__file__), "--export",
              onnx_path, f"--config={a.config}", f"--vocab={c['vocab']}"],
             env, "exporting the model")
@@ -289,11 +295,12 @@ def main():
 
     if a.prepare:
         os.makedirs(a.prepare, exist_ok=True)
-        print(compile_into(a.prepare))
+        with tempfile.TemporaryDirectory() as tmp:
+            print(compile_into(a.prepare, tmp))
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        artifact = a.artifact or compile_into(tmp)
+        artifact = a.artifact or compile_into(tmp, tmp)
         print(f"gpt2.py: {a.config} ({c}), B={a.micro_batch} "
               f"N={a.accumulate}, {a.precision} on {a.device}; "
               f"{fpt / 1e6:,.1f} MFLOP a token; "

@@ -247,10 +247,22 @@ TrainingPipelineOptions::verify(function_ref<void(const Twine &)> error) const {
           "backward pass: drop remat and remat-budget");
     return failure();
   }
-  if (target == rt::Device::cuda && failed(parseGpuArches(gpuArch, message))) {
+  FailureOr<SmallVector<std::string>> arches;
+  if (target == rt::Device::cuda &&
+      failed(arches = parseGpuArches(gpuArch, message))) {
     error(message);
     return failure();
   }
+  // bf16 operands (CUDA_R_16BF) need bf16 tensor cores: sm_80 and newer.
+  if (target == rt::Device::cuda && precision == rt::KernelPrecision::bf16)
+    for (const std::string &arch : *arches)
+      if (smNumber(arch) < 80) {
+        error("precision=bf16 on cuda needs sm_80 or newer (cuBLASLt "
+              "multiplies bf16 operands on Ampere's and later tensor "
+              "cores); gpu-arch has " +
+              arch);
+        return failure();
+      }
   return success();
 }
 

@@ -446,11 +446,17 @@ struct BuildTrainStepPass
         targets.push_back(FlatSymbolRefAttr::get(ctx, of.getValue()));
       }
     }
+    // cleave-attach-loss's weights, which it marks; at this level the name
+    // is reserved for them, so an unmarked one (hand-written IR) gets the
+    // mark that makes the runtime fill it.
     Value weights;
     for (unsigned i = 0; i < firstHyper; ++i)
       if (step.getArgAttrOfType<StringAttr>(i, TrainDialect::kInputAttr)
-              .getValue() == "weights")
+              .getValue() == "weights") {
         weights = step.getArgument(i);
+        step.setArgAttr(i, TrainDialect::kSampleWeightsAttr,
+                        UnitAttr::get(ctx));
+      }
     if (!weights)
       return grad.emitError("@loss has no 'weights' input; run "
                             "cleave-attach-loss");

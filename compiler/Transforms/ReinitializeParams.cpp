@@ -27,8 +27,9 @@ using train::TrainDialect;
 
 namespace {
 
-/// The initialiser that replaces `values`: their common value if every
-/// element is equal, else a normal draw of standard deviation `std`.
+/// The initialiser that replaces `values` (finite, not empty): their common
+/// value if every element is equal, else a normal draw of standard
+/// deviation `std`.
 InitializerAttr freshInitializer(MLIRContext *ctx, DenseElementsAttr values,
                                  double std) {
   auto get = [&](InitKind kind, ArrayRef<double> params) {
@@ -75,7 +76,11 @@ struct ReinitializeParamsPass
         continue;
       auto values = dyn_cast_or_null<DenseElementsAttr>(
           f.getArgAttr(i, TrainDialect::kInitAttr));
-      if (!values || !isa<FloatType>(values.getElementType()))
+      // An empty tensor has nothing to draw, and a constant NaN or infinity
+      // has no initialiser the manifest can spell: both keep their values.
+      if (!values || !isa<FloatType>(values.getElementType()) ||
+          values.getNumElements() == 0 ||
+          (values.isSplat() && !values.getSplatValue<APFloat>().isFinite()))
         continue;
       f.setArgAttr(i, TrainDialect::kInitAttr,
                    freshInitializer(ctx, values, normalStd));

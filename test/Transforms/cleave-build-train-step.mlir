@@ -41,7 +41,7 @@
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME: %[[X:[^:]+]]: tensor<8x4xf32> {train.input = "x"},
 // SGD-SAME: %[[T:[^:]+]]: tensor<8x3xf32> {train.input = "targets"},
-// SGD-SAME: %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights"},
+// SGD-SAME: %[[WEIGHTS:[^:]+]]: tensor<8xf32> {train.input = "weights", train.sample_weights},
 // SGD-SAME: %[[LR:[^:]+]]: tensor<f32> {train.default = 1.000000e-02 : f64, train.hyper = "lr"},
 // SGD-SAME: %[[WD:[^:]+]]: tensor<f32> {train.default = 0.000000e+00 : f64, train.hyper = "weight_decay"})
 // SGD-SAME: -> (tensor<f32> {train.output = "loss"}) attributes {train.entry = "step"}

@@ -7,7 +7,8 @@
 // drawn from N(0, 0.02^2) by the runtime instead, but for those whose values
 // are all equal, which keep them as a constant initialiser: a layer norm's
 // ones, a zero bias, a constant fill. A parameter with an initialiser kind,
-// a buffer (running statistics) and the other functions keep theirs.
+// a buffer (running statistics), a constant NaN (no initialiser spells it),
+// an empty tensor and the other functions keep theirs.
 
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: train.init = #train.init<normal, 0.000000e+00, 2.000000e-02>, train.param = "w"
@@ -16,6 +17,8 @@
 // CHECK-SAME: train.init = #train.init<constant, 5.000000e-01>, train.param = "fill"
 // CHECK-SAME: train.init = #train.init<kaiming_uniform>, train.param = "v"
 // CHECK-SAME: train.buffer = "stat", train.init = dense<[1.000000e+00, 2.000000e+00]>
+// CHECK-SAME: train.init = dense<0x7FC00000> : tensor<2xf32>, train.param = "nan"
+// CHECK-SAME: train.init = dense<> : tensor<0xf32>, train.param = "empty"
 // CHECK-LABEL: func.func @other(
 // CHECK-SAME: train.init = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>, train.param = "u"
 
@@ -32,7 +35,9 @@ func.func @forward(%x: tensor<4x2xf32>,
                    %b: tensor<2xf32> {train.param = "ln.bias", train.init = dense<[0.0, 0.0]> : tensor<2xf32>},
                    %c: tensor<2xf32> {train.param = "fill", train.init = dense<[0.5, 0.5]> : tensor<2xf32>},
                    %v: tensor<2x2xf32> {train.param = "v", train.init = #train.init<kaiming_uniform>},
-                   %s: tensor<2xf32> {train.buffer = "stat", train.init = dense<[1.0, 2.0]> : tensor<2xf32>})
+                   %s: tensor<2xf32> {train.buffer = "stat", train.init = dense<[1.0, 2.0]> : tensor<2xf32>},
+                   %n: tensor<2xf32> {train.param = "nan", train.init = dense<0x7FC00000> : tensor<2xf32>},
+                   %e: tensor<0xf32> {train.param = "empty", train.init = dense<> : tensor<0xf32>})
     -> tensor<4x2xf32> {
   %y = nn.linear %x, %w, %b : tensor<4x2xf32>, tensor<2x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
   return %y : tensor<4x2xf32>

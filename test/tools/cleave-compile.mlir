@@ -38,6 +38,7 @@
 // RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=8 --precision=bf16 --target=cuda --compile-to=bufferize 2>%t.bf16-cuda.err | FileCheck %s --check-prefix=BF16-CUDA
 // RUN: FileCheck %s --check-prefix=BF16-CUDA-WARN --input-file=%t.bf16-cuda.err
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=bf16 --target-cpu=x86-64-v3 -o %t.bf16.cleave 2>&1 | FileCheck %s --check-prefix=BF16-TARGET
+// RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=bf16 --target=cuda --gpu-arch=sm_75,sm_90 -o %t.bf16-sm75.cleave 2>&1 | FileCheck %s --check-prefix=BF16-SM75
 // RUN: not cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --precision=fp8 -o %t.fp8.cleave 2>&1 | FileCheck %s --check-prefix=BF16-BAD
 // An input a model names "weights" is the model's data, not the per-sample
 // weights the runtime fills (the manifest's role comes from
@@ -126,6 +127,7 @@
 // F32-NOT: \22math\22
 // F32-SAME: \22precision\22:\22f32\22
 // BF16-TARGET: error: precision=bf16 needs AVX512-BF16, which the target CPU 'x86-64-v3' does not have
+// BF16-SM75: error: precision=bf16 on cuda needs sm_80 or newer (cuBLASLt multiplies bf16 operands on Ampere's and later tensor cores); gpu-arch has sm_75
 // BF16-BAD: for the --precision option: Cannot find option named 'fp8'!
 
 // Only the dialects Cleave lowers are registered (compiler/InitAll.cpp): a

@@ -319,7 +319,19 @@ public:
     layout(cLayout_, CUDA_R_32F, n, rows, rows * n, "the layout of c");
 
     // An algorithm for each operand alignment the pointers may have, down to
-    // an element's; run() takes the one for the alignment they do have.
+    // an element's; run() takes the one for the alignment they do have. A
+    // column (leading dimension) or a batch (stride) that is not a multiple
+    // of a class's alignment in bytes misaligns every column or batch but
+    // the first: the layouts bound the alignment as the pointers do.
+    const uint64_t ab = stored_ ? 2 : 4;
+    auto bytes = [](uint64_t n) {
+      return reinterpret_cast<const void *>(uintptr_t(n));
+    };
+    layoutAlignment_ = commonAlignment(
+        {bytes((transB ? k : n) * ab), bytes((transA ? rows : k) * ab),
+         bytes(n * 4), bytes(count > 1 && bBatched ? k * n * ab : 0),
+         bytes(count > 1 ? rows * k * ab : 0),
+         bytes(count > 1 ? rows * n * 4 : 0)});
     weakest_ = alignmentClass(stored_ ? 2 : 4);
     for (size_t i = 0; i <= weakest_; ++i) {
       cublasLtMatmulPreference_t pref = nullptr;
@@ -331,10 +343,11 @@ public:
         ~PreferenceGuard() { lt.cublasLtMatmulPreferenceDestroy(pref); }
       } guard{lt, pref};
       // The heuristics take the bias pointer's alignment from its value
-      // (cublasLt.h): one with this class's alignment stands for it.
+      // (cublasLt.h): one with this class's alignment stands for it (an
+      // f32 bias is never less than a float's).
       if (hasBias_) {
-        auto bias =
-            reinterpret_cast<const void *>(uintptr_t(kMatmulAlignments[i]));
+        auto bias = reinterpret_cast<const void *>(uintptr_t(
+            std::max(uint32_t(kMatmulAlignments[i]), uint32_t(sizeof(float)))));
         check(
             lt.cublasLtMatmulDescSetAttribute(
                 desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
@@ -405,7 +418,8 @@ public:
     }
     // The strongest alignment's algorithm that these pointers satisfy (one
     // chosen for a weaker alignment runs on any stronger one).
-    size_t choice = alignmentClass(commonAlignment({a, b, c, bias}));
+    size_t choice = alignmentClass(
+        std::min(commonAlignment({a, b, c, bias}), layoutAlignment_));
     while (choice <= weakest_ && !hasAlgo_[choice])
       ++choice;
     if (choice > weakest_)
@@ -431,6 +445,9 @@ private:
   bool stored_ = false;
   /// Index into kMatmulAlignments of the operands' element alignment.
   size_t weakest_ = 0;
+  /// The alignment the layouts' leading dimensions and batch strides, in
+  /// bytes, allow (256 when every one is a multiple of it).
+  uint32_t layoutAlignment_ = kMatmulAlignments.front();
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr,
                          cLayout_ = nullptr;

@@ -12,8 +12,10 @@
  * Cleave asks (cuBLAS documentation, cublasLtMatmul's "Datatypes Supported"):
  * CUBLAS_COMPUTE_32F on f32 A, B, C and D, or on bf16 A and B with an f32
  * (or bf16) C = D; CUBLAS_COMPUTE_32F_FAST_16BF and _FAST_TF32 on f32 only.
- * Any other combination, and a preference that allows less alignment than an
- * element of an operand, has no algorithm (CUBLAS_STATUS_NOT_SUPPORTED).
+ * Any other combination, a preference that allows less alignment than an
+ * element of an operand, and a bias pointer (whose value the heuristics read
+ * as its alignment) not aligned to a float have no algorithm
+ * (CUBLAS_STATUS_NOT_SUPPORTED).
  *
  * A matmul is a launch of a fake kernel through the fake driver's
  * cuLaunchKernel on the call's stream: it runs in order with the artifact's
@@ -256,6 +258,13 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   for (int i = 0; i < 4; ++i)
     if (p->alignment[i] < elementBytes(layouts[i]->type))
       return CUBLAS_STATUS_NOT_SUPPORTED;
+  /* The bias pointer's value stands for its alignment (cublasLt.h): an f32
+   * bias below a float's has no algorithm. */
+  const struct fake_desc *d = (const struct fake_desc *)desc;
+  if ((d->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+       d->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS) &&
+      (uintptr_t)d->bias % 4 != 0)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   memset(&results[0], 0, sizeof(results[0]));
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -339,7 +348,7 @@ static void runMatmul(void **params) {
            (int)ld->batch, (int)d->epilogue, (double)call->beta);
 }
 
-static const fake_cuda_kernel kMatmulKernel = {"cublasLtMatmul", runMatmul};
+static fake_cuda_kernel kMatmulKernel = {"cublasLtMatmul", runMatmul};
 
 /* Checks the call, then launches it on `stream` through the fake driver, so
  * that it runs in order with the artifact's kernels and a capture records

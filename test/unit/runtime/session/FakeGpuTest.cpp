@@ -617,10 +617,11 @@ struct alignas(64) Floats6 {
 // The cuda matmul kernel on (the fake) cuBLASLt: an f32 entry multiplies in
 // f32 (CUBLAS_COMPUTE_32F); an entry whose operands are stored in bf16, as
 // cleave-compile makes them for cuda, gives cuBLASLt bf16 A and B with f32
-// compute and an f32 C, whatever their alignment (a is 2 bytes into the
-// scratch area); "math": "bf16" on f32 operands is the FAST_16BF compute
-// type. The narrowing kernel and the matmul are captured and replayed in
-// order with new inputs each run.
+// compute, an f32 C and an f32 bias epilogue, whatever their alignment (a
+// is 2 bytes into the scratch area; the heuristics are asked with a bias
+// pointer aligned to a float, which the fake requires); "math": "bf16" on f32
+// operands is the FAST_16BF compute type. The narrowing kernel and the matmul
+// are captured and replayed in order with new inputs each run.
 TEST(FakeGpuExecutable, MatmulsRunOnCublasLtInF32AndBf16) {
   cleave_executable *exe = loadGraphOnGpu();
   ASSERT_NE(exe, nullptr);
@@ -668,11 +669,14 @@ TEST(FakeGpuExecutable, MatmulsRunOnCublasLtInF32AndBf16) {
         << cleave_last_error_message();
     std::array<float, 4> expected = product(bf16);
     std::array<float, 4> unrounded = product(exact);
-    for (int i = 0; i < 4; ++i)
-      EXPECT_EQ(c.v[i], expected[i]) << i;
     EXPECT_NE(expected, unrounded) << "the inputs do not show the rounding";
+    // The entry's f32 bias, one per column of c (the fake's epilogue adds
+    // it in double before the one rounding to f32: compare to an ulp).
+    const float bias[2] = {0.5f, -0.25f};
+    for (int i = 0; i < 4; ++i)
+      EXPECT_FLOAT_EQ(c.v[i], expected[i] + bias[i % 2]) << i;
     EXPECT_EQ(cublasTrace(), "matmul compute=32F a=bf16 b=bf16 c=f32 2x2 "
-                             "batch=1 epilogue=1 beta=0\n");
+                             "batch=1 epilogue=4 beta=0\n");
   }
   // Replayed from a captured graph once warm, narrowing and matmul alike.
   EXPECT_GT(driverStats().graph_launches, before.graph_launches);

@@ -21,9 +21,10 @@
  *
  *   matmul_bf16  a and b narrowed to bf16 (round to nearest even) by a fake
  *           kernel into the scratch area, a at an offset of 2 bytes (the
- *           weakest alignment of a bf16 view), then c = a @ b through kernel
- *           1, which reads both as stored ("a_type", "b_type": bf16), as
- *           cleave-compile makes a cuda artifact's bf16 matmuls
+ *           weakest alignment of a bf16 view), then c = a @ b + bias through
+ *           kernel 1, which reads both as stored ("a_type", "b_type": bf16),
+ *           as cleave-compile makes a cuda artifact's bf16 matmuls; the f32
+ *           bias {0.5, -0.25} is in the scratch area too
  *   matmul_fast_bf16  c = a @ b through kernel 2, "math": "bf16" on f32
  *           operands (a hand-written table)
  *
@@ -57,21 +58,23 @@
 #define MATMUL_ENTRY                                                           \
   "\"matmul\": {\"args\": [" MATMUL_ARGS "]},"                                 \
   "\"matmul_bf16\": {\"args\": [" MATMUL_ARGS                                  \
-  ", {\"role\": \"scratch\", \"bytes\": 32}]},"                                \
+  ", {\"role\": \"scratch\", \"bytes\": 48}]},"                                \
   "\"matmul_fast_bf16\": {\"args\": [" MATMUL_ARGS "]},"
-#define MATMUL_KERNEL(id, extra)                                               \
+#define MATMUL_KERNEL(id, bias, extra)                                         \
   "{\"id\": " #id ", \"op\": \"matmul\", \"batch\": 1, \"m\": 2, \"k\": 3, "   \
   "\"n\": 2, \"trans_a\": false, \"trans_b\": false, \"b_batched\": false, "   \
-  "\"bias\": false, \"activation\": \"none\", \"accumulate\": false" extra "}"
+  "\"bias\": " #bias ", \"activation\": \"none\", \"accumulate\": false" extra \
+  "}"
 #ifdef FAKE_MIXED_BF16
 #define B_TYPE "f32"
 #else
 #define B_TYPE "bf16"
 #endif
 #define KERNELS                                                                \
-  "\"kernels\": [" MATMUL_KERNEL(0, "") ", " MATMUL_KERNEL(                    \
-      1, ", \"math\": \"bf16\", \"a_type\": \"bf16\", \"b_type\": \"" B_TYPE   \
-         "\"") ", " MATMUL_KERNEL(2, ", \"math\": \"bf16\"") "]}"
+  "\"kernels\": [" MATMUL_KERNEL(0, false, "") ", " MATMUL_KERNEL(             \
+      1, true,                                                                 \
+      ", \"math\": \"bf16\", \"a_type\": \"bf16\", \"b_type\": \"" B_TYPE      \
+      "\"") ", " MATMUL_KERNEL(2, false, ", \"math\": \"bf16\"") "]}"
 #else
 #define DEVICE_FIELDS ""
 #define MATMUL_ENTRY                                                           \
@@ -154,11 +157,14 @@ static void toBf16(const float *in, uint16_t *out, int n) {
   }
 }
 
-/* matmul_bf16's a (at scratch + 2) and b (at scratch + 16) in bf16. */
+/* matmul_bf16's a (at scratch + 2) and b (at scratch + 16) in bf16, and
+ * its f32 bias {0.5, -0.25} (at scratch + 32). */
 static void narrow(void **args) {
   unsigned char *scratch = (unsigned char *)args[3];
   toBf16((const float *)args[0], (uint16_t *)(void *)(scratch + 2), 6);
   toBf16((const float *)args[1], (uint16_t *)(void *)(scratch + 16), 6);
+  const float bias[2] = {0.5f, -0.25f};
+  memcpy(scratch + 32, bias, sizeof(bias));
 }
 
 /* The fake module's kernels: params[0] points to the entry's `args`. */
@@ -192,8 +198,8 @@ void cleave_entry_matmul(void *ctx, void **args) {
 void cleave_entry_matmul_bf16(void *ctx, void **args) {
   launch(ctx, "narrow", args);
   unsigned char *scratch = (unsigned char *)args[3];
-  cleave_kernel_matmul(ctx, 1, scratch + 2, scratch + 16, NULL,
-                       (float *)args[2]);
+  cleave_kernel_matmul(ctx, 1, scratch + 2, scratch + 16,
+                       (const float *)(void *)(scratch + 32), (float *)args[2]);
 }
 
 void cleave_entry_matmul_fast_bf16(void *ctx, void **args) {
