@@ -671,13 +671,13 @@ private:
   std::vector<Tensor> interpret(StringRef entry, ArrayRef<Tensor> args,
                                 State &on) {
     Timer t(out, "interpreter");
-    interp::InterpretOptions interpret;
+    interp::InterpretOptions rounding;
     if (options.bf16)
-      interpret.roundsOperandsToBf16 =
+      rounding.roundsOperandsToBf16 =
           [gpu = options.gpuKernelsOnHost](Operation *op) {
             return multipliesInBf16(op, /*convolutions=*/!gpu);
           };
-    return test::run(*split, entry, args, on, interpret);
+    return test::run(*split, entry, args, on, rounding);
   }
   func::FuncOp entry(StringRef name) {
     return split->lookupSymbol<func::FuncOp>(name);

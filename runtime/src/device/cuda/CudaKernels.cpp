@@ -295,10 +295,22 @@ public:
     }
     // Stored shapes, column-major: B as [N, K] (or [K, N] transposed), A as
     // [K, rows] (or [rows, K] transposed), C as [N, rows].
+    // A column (leading dimension) or a batch (stride) that is not a
+    // multiple of an alignment in bytes misaligns every column or batch but
+    // the first: the layouts bound the alignment run() may assume, as the
+    // pointers do.
     auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
                       uint64_t r, uint64_t c, int64_t stride,
                       const char *what) {
       check(lt.cublasLtMatrixLayoutCreate(&out, type, r, c, int64_t(r)), what);
+      const uint64_t elem = type == CUDA_R_16BF ? 2 : 4;
+      auto bytes = [](uint64_t n) {
+        return reinterpret_cast<const void *>(uintptr_t(n));
+      };
+      layoutAlignment_ = std::min(
+          layoutAlignment_,
+          commonAlignment({bytes(r * elem),
+                           bytes(count > 1 ? uint64_t(stride) * elem : 0)}));
       if (count > 1) {
         int32_t batchCount = int32_t(count);
         check(lt.cublasLtMatrixLayoutSetAttribute(
@@ -319,21 +331,12 @@ public:
     layout(cLayout_, CUDA_R_32F, n, rows, rows * n, "the layout of c");
 
     // An algorithm for each operand alignment the pointers may have, down to
-    // an element's; run() takes the one for the alignment they do have. A
-    // column (leading dimension) or a batch (stride) that is not a multiple
-    // of a class's alignment in bytes misaligns every column or batch but
-    // the first: the layouts bound the alignment as the pointers do.
-    const uint64_t ab = stored_ ? 2 : 4;
-    auto bytes = [](uint64_t n) {
-      return reinterpret_cast<const void *>(uintptr_t(n));
-    };
-    layoutAlignment_ = commonAlignment(
-        {bytes((transB ? k : n) * ab), bytes((transA ? rows : k) * ab),
-         bytes(n * 4), bytes(count > 1 && bBatched ? k * n * ab : 0),
-         bytes(count > 1 ? rows * k * ab : 0),
-         bytes(count > 1 ? rows * n * 4 : 0)});
+    // an element's; run() takes the one for the alignment they do have.
     weakest_ = alignmentClass(stored_ ? 2 : 4);
     for (size_t i = 0; i <= weakest_; ++i) {
+      // C, D and the bias are f32: never aligned to less than a float.
+      const uint32_t f32Alignment =
+          std::max(uint32_t(kMatmulAlignments[i]), uint32_t(sizeof(float)));
       cublasLtMatmulPreference_t pref = nullptr;
       check(lt.cublasLtMatmulPreferenceCreate(&pref), "preference");
       // Destroyed however this iteration ends (check throws).
@@ -346,8 +349,7 @@ public:
       // (cublasLt.h): one with this class's alignment stands for it (an
       // f32 bias is never less than a float's).
       if (hasBias_) {
-        auto bias = reinterpret_cast<const void *>(uintptr_t(
-            std::max(uint32_t(kMatmulAlignments[i]), uint32_t(sizeof(float)))));
+        auto bias = reinterpret_cast<const void *>(uintptr_t(f32Alignment));
         check(
             lt.cublasLtMatmulDescSetAttribute(
                 desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
@@ -361,8 +363,7 @@ public:
       };
       setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                     uint64_t(kMaxMatmulWorkspace));
-      // A and B at this class's alignment; C and D are f32, so never less
-      // than a float's.
+      // A and B at this class's alignment, C and D at a float's or more.
       for (cublasLtMatmulPreferenceAttributes_t operand :
            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES})
@@ -370,8 +371,7 @@ public:
       for (cublasLtMatmulPreferenceAttributes_t operand :
            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-        setPreference(operand, std::max(uint32_t(kMatmulAlignments[i]),
-                                        uint32_t(sizeof(float))));
+        setPreference(operand, f32Alignment);
       cublasLtMatmulHeuristicResult_t result = {};
       int found = 0;
       cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(
