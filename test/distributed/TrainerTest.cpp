@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace cleave::e2e {
 namespace {
@@ -30,11 +31,19 @@ std::string distributedArtifact(const std::string &name) {
 }
 
 /// `mpirun -np ranks` of cleave-train with `args`, passing `env` (NAME=VALUE,
-/// also set for mpirun itself) to every rank.
+/// also set for mpirun itself) to every rank. Each test process (ctest runs
+/// them side by side) gives OpenMPI a session folder of its own:
+/// cmake/CleaveMpiTests.cmake says why.
 std::vector<std::string> mpirun(int ranks, const std::vector<std::string> &args,
                                 const std::vector<std::string> &env = {}) {
-  std::vector<std::string> argv = {CLEAVE_MPIEXEC, "--allow-run-as-root",
-                                   "--oversubscribe", "-np",
+  std::vector<std::string> argv = {CLEAVE_MPIEXEC,
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--mca",
+                                   "orte_tmpdir_base",
+                                   std::string(CLEAVE_MPI_TMPDIR) +
+                                       "/trainer-" + std::to_string(getpid()),
+                                   "-np",
                                    std::to_string(ranks)};
   for (const std::string &e : env) {
     argv.push_back("-x");
