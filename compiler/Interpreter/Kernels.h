@@ -41,6 +41,11 @@ public:
   /// them: rounded to bf16 where the options say `op` multiplies in bf16.
   std::vector<double> multiplied(Operation *op, const Tensor &t) const;
 
+  /// Whether the products of `op` take bf16-rounded operands.
+  bool roundsOperandsToBf16(Operation *op) const {
+    return options.roundsOperandsToBf16 && options.roundsOperandsToBf16(op);
+  }
+
 private:
   State &state;
   const InterpretOptions &options;

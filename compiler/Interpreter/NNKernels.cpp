@@ -856,6 +856,76 @@ LogicalResult runLogSoftmax(nn::LogSoftmaxOp op, Frame &f) {
   return runSoftmaxLike(op, f, /*log=*/true);
 }
 
+/// softmax(mask(scale(q k^T))) v in double, one row of scores at a time.
+LogicalResult runAttention(nn::AttentionOp op, Frame &f) {
+  if (f.roundsOperandsToBf16(op))
+    return op.emitOpError("is not emulated in bf16: decompose it first "
+                          "(cleave-decompose-attention)");
+  const Tensor &q = f.get(op.getQuery()), &k = f.get(op.getKey()),
+               &v = f.get(op.getValue());
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  int64_t rank = qs.size();
+  if (qs.drop_back(2) != ks.drop_back(2) ||
+      qs.drop_back(2) != vs.drop_back(2) || qs.back() != ks.back() ||
+      ks[rank - 2] != vs[rank - 2])
+    return op.emitOpError("query ")
+           << shapeToString(qs) << ", key " << shapeToString(ks)
+           << " and value " << shapeToString(vs) << " do not match";
+  int64_t t = qs[rank - 2], s = ks[rank - 2], d = qs.back(), dv = vs.back();
+  int64_t batch = numElementsOf(qs.drop_back(2));
+  SmallVector<int64_t> scoresShape(qs.drop_back());
+  scoresShape.push_back(s);
+  // The mask, broadcast to the scores.
+  std::vector<double> mask;
+  if (Value m = op.getMask()) {
+    const Tensor &mt = f.get(m);
+    if (failed(nn::broadcastShapes(mt.getShape(), scoresShape)))
+      return op.emitOpError("mask ")
+             << shapeToString(mt.getShape()) << " does not broadcast to "
+             << shapeToString(scoresShape);
+    SmallVector<int64_t> strides = broadcastStrides(mt.getShape(), scoresShape);
+    mask.resize(numElementsOf(scoresShape));
+    forEachIndex(scoresShape, [&](ArrayRef<int64_t> idx, int64_t i) {
+      mask[i] = mt.getDouble(offsetOf(idx, strides));
+    });
+  }
+  std::optional<double> scale = op.getScaleValue();
+  bool divides = op.getScaleIsDivisor(), causal = op.getCausal();
+  std::vector<double> qv = q.toDoubles(), kv = k.toDoubles(),
+                      vv = v.toDoubles();
+  std::vector<double> out(batch * t * dv), row(s);
+  for (int64_t bt = 0; bt < batch; ++bt)
+    for (int64_t i = 0; i < t; ++i) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < s; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < d; ++p)
+          acc += qv[(bt * t + i) * d + p] * kv[(bt * s + j) * d + p];
+        if (scale)
+          acc = divides ? acc / *scale : acc * *scale;
+        if (!mask.empty())
+          acc += mask[(bt * t + i) * s + j];
+        if (causal && j > i)
+          acc = -std::numeric_limits<double>::infinity();
+        row[j] = acc;
+        mx = std::max(mx, acc);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < s; ++j)
+        sum += row[j] = std::exp(row[j] - mx);
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < s; ++j)
+          acc += row[j] / sum * vv[(bt * s + j) * dv + c];
+        out[(bt * t + i) * dv + c] = acc;
+      }
+    }
+  SmallVector<int64_t> shape(qs.drop_back());
+  shape.push_back(dv);
+  f.set(op.getResult(), Tensor::fromDoubles(q.getDType(), shape, out));
+  return success();
+}
+
 LogicalResult runOneHot(nn::OneHotOp op, Frame &f) {
   const Tensor &labels = f.get(op.getLabels());
   int64_t c = op.getNumClasses();
@@ -1179,6 +1249,7 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::ReduceMaxOp, runReduceMax>();
   t.add<nn::ReduceMaxGradOp, runReduceMaxGrad>();
   t.add<nn::SoftmaxOp, runSoftmax>();
+  t.add<nn::AttentionOp, runAttention>();
   t.add<nn::LogSoftmaxOp, runLogSoftmax>();
   t.add<nn::OneHotOp, runOneHot>();
   t.add<nn::CrossEntropyOp, runCrossEntropy>();

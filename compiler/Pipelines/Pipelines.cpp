@@ -307,6 +307,12 @@ void cleave::buildTrainingPipeline(OpPassManager &pm,
   }
   // Fix the batch to the micro-batch and sum the weighted per-sample loss.
   pm.addPass(createCleaveAttachLoss(o.attachLossOptions()));
+  // Attention as one op, then as its parts again: no target has a fused
+  // kernel yet (docs/design/attention.md), so every one lowers the parts,
+  // which autodiff differentiates one by one. A model written with
+  // nn.attention compiles the same way.
+  pm.addPass(createCleaveRecomposeAttention());
+  pm.addPass(createCleaveDecomposeAttention());
   if (stopAfter == Phase::Loss)
     return;
   // Forward only: the state and @eval_step; nothing to differentiate or

@@ -65,6 +65,46 @@ def CleaveAttachLoss : Pass<"cleave-attach-loss", "::mlir::ModuleOp"> {
   ];
 }
 
+def CleaveRecomposeAttention
+    : Pass<"cleave-recompose-attention", "::mlir::ModuleOp"> {
+  let summary = "Rebuild nn.attention from the ops an export spells it with";
+  let description = [{
+    Replaces `matmul(softmax(mask(scale(matmul(q, k, transpose_b)))), v)` by
+    one `nn.attention %q, %k, %v`, where:
+
+    - the scale, optional, is `nn.div` by or `nn.mul` with a splat constant
+      (finite, non-zero, not enlarging the scores);
+    - the mask, optional, is either `nn.where(c, -inf, s)` with `c` a
+      constant that is non-zero exactly above the diagonal of the last two
+      dimensions (the causal mask, `causal`), or `nn.add` of a tensor that
+      broadcasts to the scores without enlarging them (`mask`);
+    - the softmax is over the last dimension;
+    - q, k and v have one rank and the scores and probabilities have no
+      other user.
+
+    Anything else is left alone: a softmax over another axis, dropout on
+    the probabilities, a mask filled with another value than -inf, a key
+    transposed by its own `nn.transpose` (nn.MultiheadAttention's export).
+    The rewrite changes no value: `cleave-decompose-attention` rebuilds the
+    same ops (docs/design/attention.md).
+  }];
+  let dependentDialects = ["::mlir::cleave::nn::NNDialect"];
+}
+
+def CleaveDecomposeAttention
+    : Pass<"cleave-decompose-attention", "::mlir::ModuleOp"> {
+  let summary = "Spell nn.attention with matmul, scale, mask and softmax";
+  let description = [{
+    Replaces every `nn.attention` by the ops it stands for (nn.matmul with
+    `transpose_b`, nn.div or nn.mul by the scale, nn.add of the mask,
+    nn.where of -inf above the diagonal when causal, nn.softmax over the
+    last dimension, nn.matmul with the value): the form the back ends
+    lower and autodiff differentiates op by op.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cleave::nn::NNDialect"];
+}
+
 def CleaveReinitializeParams
     : Pass<"cleave-reinitialize-params", "::mlir::ModuleOp"> {
   let summary = "Draw the model's parameters afresh instead of embedding "

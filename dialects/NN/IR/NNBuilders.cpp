@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::cleave;
 
@@ -73,4 +75,40 @@ FailureOr<double> nn::reducedCount(ArrayRef<int64_t> shape,
     n *= shape[a];
   }
   return n;
+}
+
+nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op) {
+  Location loc = op.getLoc();
+  Type elt = op.getType().getElementType();
+  Value scores = MatmulOp::create(b, loc, op.getQuery(), op.getKey(),
+                                  /*transpose_a=*/false, /*transpose_b=*/true);
+  if (std::optional<double> scale = op.getScaleValue()) {
+    Value c = splat(b, loc, *scale, elt);
+    scores = op.getScaleIsDivisor() ? Value(DivOp::create(b, loc, scores, c))
+                                    : Value(MulOp::create(b, loc, scores, c));
+  }
+  if (Value mask = op.getMask())
+    scores = AddOp::create(b, loc, scores, mask);
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(scores.getType()).getShape();
+  int64_t rank = shape.size();
+  if (op.getCausal()) {
+    // 1 above the diagonal (j > i): the positions set to -inf.
+    int64_t t = shape[rank - 2], s = shape[rank - 1];
+    auto type = RankedTensorType::get({t, s}, elt);
+    SmallVector<APFloat> above;
+    above.reserve(t * s);
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        above.push_back(
+            cast<FloatAttr>(b.getFloatAttr(elt, j > i ? 1.0 : 0.0)).getValue());
+    Value cond = arith::ConstantOp::create(b, loc, type,
+                                           DenseElementsAttr::get(type, above));
+    Value minusInf =
+        splat(b, loc, -std::numeric_limits<double>::infinity(), elt);
+    scores = WhereOp::create(b, loc, cond, minusInf, scores);
+  }
+  Value probs =
+      SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(rank - 1));
+  Value result = MatmulOp::create(b, loc, probs, op.getValue(), false, false);
+  return {probs, result};
 }

@@ -13,6 +13,8 @@
 
 namespace mlir::cleave::nn {
 
+class AttentionOp;
+
 /// A splat `arith.constant` of `shape` (rank 0 by default).
 Value splat(OpBuilder &b, Location loc, double value, Type elementType,
             ArrayRef<int64_t> shape = {});
@@ -36,6 +38,19 @@ Value unreduce(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> axes,
 /// Number of elements in the reduced `axes` of `shape`, as a double
 /// (requires those dimensions to be static).
 FailureOr<double> reducedCount(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes);
+
+/// The values of `nn.attention`'s decomposition.
+struct AttentionParts {
+  /// softmax(mask(scale(query @ key^T))), `[..., T, S]`.
+  Value probs;
+  /// probs @ value, `[..., T, Dv]`.
+  Value result;
+};
+
+/// Builds the ops `op` stands for (nn.matmul, nn.mul or nn.div, nn.add,
+/// nn.where, nn.softmax, nn.matmul: what the ONNX importer emits for
+/// attention) at the builder's insertion point, from `op`'s operands.
+AttentionParts decomposeAttention(OpBuilder &b, AttentionOp op);
 
 } // namespace mlir::cleave::nn
 

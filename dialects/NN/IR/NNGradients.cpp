@@ -572,6 +572,47 @@ LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
   });
 }
 
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  // FlashAttention's backward pass: P is recomputed from the operands rather
+  // than held, and softmax's row sums use rowsum(dO * O), which equals
+  // rowsum(dP * P) and needs no T x S product.
+  //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dO * O)),
+  //   dQ = scale dS K,  dK = scale dS^T Q,  dMask = dS (summed to its shape).
+  Location loc = getLoc();
+  Value dO = dys[0];
+  int64_t rank = getType().getRank();
+  Value probs = decomposeAttention(b, *this).probs;
+  size_t base = grads.size();
+  grads.resize(base + getNumOperands());
+  auto grad = [&](unsigned i, function_ref<Value()> g) {
+    if (needed[i])
+      grads[base + i] = g();
+  };
+  grad(2, [&] { return MatmulOp::create(b, loc, probs, dO, true, false); });
+  if (!needed[0] && !needed[1] && !(getMask() && needed[3]))
+    return success();
+  Value dP = MatmulOp::create(b, loc, dO, getValue(), false, true);
+  Value rowSums =
+      ReduceSumOp::create(b, loc, MulOp::create(b, loc, dO, getResult()),
+                          ArrayRef<int64_t>{rank - 1}, true);
+  Value dS = MulOp::create(b, loc, probs, SubOp::create(b, loc, dP, rowSums));
+  if (getMask())
+    grad(3, [&] { return sumToShape(b, loc, dS, shapeOf(getMask())); });
+  // The cotangent of query @ key^T.
+  Value dZ = dS;
+  if (std::optional<double> scale = getScaleValue()) {
+    Value c = splat(b, loc, *scale, getType().getElementType());
+    dZ = getScaleIsDivisor() ? Value(DivOp::create(b, loc, dS, c))
+                             : Value(MulOp::create(b, loc, dS, c));
+  }
+  grad(0, [&] { return MatmulOp::create(b, loc, dZ, getKey(), false, false); });
+  grad(1,
+       [&] { return MatmulOp::create(b, loc, dZ, getQuery(), true, false); });
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
                                      ArrayRef<bool> needed,
                                      SmallVectorImpl<Value> &grads) {

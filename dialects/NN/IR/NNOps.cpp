@@ -20,6 +20,8 @@
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::cleave::nn;
 
@@ -698,6 +700,99 @@ LogicalResult SoftmaxOp::verify() {
 
 LogicalResult LogSoftmaxOp::verify() {
   return verifySoftmaxAxis(*this, getAxis(), getInput().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The leading dimensions of `shapes`, merged: a static size wins over a
+/// dynamic one. Fails on two different static sizes.
+static FailureOr<SmallVector<int64_t>>
+mergeBatchDims(std::optional<Location> loc, ArrayRef<ArrayRef<int64_t>> shapes,
+               ArrayRef<StringRef> names) {
+  SmallVector<int64_t> batch(shapes[0].drop_back(2));
+  for (size_t o = 1; o < shapes.size(); ++o)
+    for (auto [i, d] : llvm::enumerate(shapes[o].drop_back(2))) {
+      if (!dimsCompatible(batch[i], d))
+        return emitOptionalError(
+            loc, "batch dimension ", i, " differs: ", names[0], " ",
+            shapeStr(shapes[0]), ", ", names[o], " ", shapeStr(shapes[o]));
+      if (batch[i] == kDyn)
+        batch[i] = d;
+    }
+  return batch;
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
+  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+  if (failed(sameElementType(loc, q, k, "query and key")) ||
+      failed(sameElementType(loc, q, v, "query and value")))
+    return failure();
+  int64_t rank = q.getRank();
+  if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
+    return emitOptionalError(
+        loc, "query, key and value must have one rank >= 2, got ", rank, ", ",
+        k.getRank(), " and ", v.getRank());
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  if (!dimsCompatible(qs.back(), ks.back()))
+    return emitOptionalError(loc, "query ", shapeStr(qs), " and key ",
+                             shapeStr(ks), " differ in the head dimension");
+  if (!dimsCompatible(ks[rank - 2], vs[rank - 2]))
+    return emitOptionalError(loc, "key ", shapeStr(ks), " and value ",
+                             shapeStr(vs), " differ in length");
+  FailureOr<SmallVector<int64_t>> batch =
+      mergeBatchDims(loc, {qs, ks, vs}, {"query", "key", "value"});
+  if (failed(batch))
+    return failure();
+  SmallVector<int64_t> shape = std::move(*batch);
+  shape.push_back(qs[rank - 2]);
+  shape.push_back(vs.back());
+  types.push_back(tensorOf(shape, q.getElementType()));
+  return success();
+}
+
+SmallVector<int64_t> AttentionOp::getScoresShape() {
+  SmallVector<int64_t> shape(getType().getShape().drop_back());
+  shape.push_back(getKey().getType().getShape().drop_back().back());
+  return shape;
+}
+
+LogicalResult AttentionOp::verify() {
+  if (std::optional<double> scale = getScaleValue()) {
+    if (!std::isfinite(*scale) || *scale == 0)
+      return emitOpError("scale must be finite and non-zero, got ") << *scale;
+  } else if (getScaleIsDivisor()) {
+    return emitOpError("scale_is_divisor needs a scale");
+  }
+  SmallVector<int64_t> scores = getScoresShape();
+  int64_t t = scores[scores.size() - 2], s = scores.back();
+  if (getCausal() && (t == kDyn || s == kDyn))
+    return emitOpError("a causal mask needs static query and key lengths, "
+                       "got scores ")
+           << shapeStr(scores);
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    if (m.getElementType() != getType().getElementType())
+      return emitOpError("mask must have the element type of query, got ")
+             << m.getElementType();
+    ArrayRef<int64_t> ms = m.getShape();
+    bool broadcasts = ms.size() <= scores.size();
+    for (size_t i = 0; broadcasts && i < ms.size(); ++i) {
+      int64_t d = scores[scores.size() - ms.size() + i];
+      broadcasts = ms[i] == 1 || dimsCompatible(ms[i], d);
+    }
+    if (!broadcasts)
+      return emitOpError("mask ")
+             << shapeStr(ms) << " does not broadcast to the scores "
+             << shapeStr(scores);
+  }
+  return success();
 }
 
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,

@@ -709,6 +709,53 @@ def NN_LogSoftmaxOp : NN_DiffOp<"log_softmax", [SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
+//===- nn.attention -------------------------------------------------------===//
+def NN_AttentionOp : NN_DiffOp<"attention", [InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(mask(scale(query @ key^T))) @ value`, the softmax over the last
+    dimension. `query` is `[..., T, D]`, `key` `[..., S, D]` and `value`
+    `[..., S, Dv]`, with equal leading (batch and head) dimensions; the result
+    is `[..., T, Dv]`. In order:
+
+    - `scale` multiplies the scores, or divides them with `scale_is_divisor`
+      (PyTorch divides by sqrt(D)); without `scale` they are not scaled;
+    - `mask`, when present, is added to the scores; it broadcasts to
+      `[..., T, S]` as in numpy (a padding mask of 0 and -inf, a bias);
+    - `causal` sets score (i, j) to -inf where j > i (PyTorch's
+      `is_causal`, top-left aligned; T and S static).
+
+    `cleave-recompose-attention` builds the op from the ops the ONNX
+    importer emits, and `cleave-decompose-attention` turns it back into
+    them (docs/design/attention.md). The VJP recomputes the probabilities
+    from `query` and `key` and holds only the operands and the result.
+
+    ```mlir
+    %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<8x4x16x32xf32>, tensor<8x4x16x32xf32>, tensor<8x4x16x32xf32> -> tensor<8x4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, Optional<NN_FloatTensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
+                       UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scores' shape, `[..., T, S]`.
+    ::llvm::SmallVector<int64_t> getScoresShape();
+    /// `scale` as a double, if set.
+    std::optional<double> getScaleValue() {
+      if (auto attr = getScaleAttr())
+        return attr.getValueAsDouble();
+      return std::nullopt;
+    }
+  }];
+}
+
 //===- nn.one_hot ---------------------------------------------------------===//
 def NN_OneHotOp : NN_Op<"one_hot", [Pure, InferTypeOpAdaptor]> {
   let summary = "one-hot encoding of integer labels";

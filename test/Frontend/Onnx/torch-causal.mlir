@@ -12,6 +12,9 @@
 // folds to the same constant.
 // RUN: %python %S/Inputs/make_model.py torch_causal_triu %t.triu.onnx
 // RUN: cleave-opt --import-onnx %t.triu.onnx | FileCheck %s --check-prefix=TRIU
+// The chain from Q K^T to P V is one nn.attention: causal, divided by
+// sqrt(D).
+// RUN: cleave-opt --import-onnx %t.onnx --cleave-recompose-attention | FileCheck %s --check-prefix=FUSED
 // On cuda the mask is read by the kernels from their own modules (device
 // memory), never passed from the host, where it is an address in the
 // artifact's read-only data.
@@ -30,6 +33,14 @@
 // CHECK-NEXT:    %[[W:.+]] = nn.where %[[MASK]], %[[INF]], %[[S]] : tensor<1x6x6xf32>, tensor<f32>, tensor<?x6x6xf32> -> tensor<?x6x6xf32>
 // CHECK-NEXT:    nn.softmax %[[W]] {axis = 2 : i64}
 
+// FUSED-LABEL: func.func @forward(
+// FUSED-NOT:     nn.softmax
+// FUSED:         %[[Q:.+]] = nn.slice %[[QKV:.+]] starts [0, 0, 0] sizes [-1, 6, 8]
+// FUSED-NEXT:    %[[K:.+]] = nn.slice %[[QKV]] starts [0, 0, 8] sizes [-1, 6, 8]
+// FUSED-NEXT:    %[[V:.+]] = nn.slice %[[QKV]] starts [0, 0, 16] sizes [-1, 6, 8]
+// FUSED-NEXT:    nn.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.8284270763397217 : f64, scale_is_divisor} : tensor<?x6x8xf32>, tensor<?x6x8xf32>, tensor<?x6x8xf32> -> tensor<?x6x8xf32>
+// FUSED-NOT:     nn.softmax
+
 // TRIU-LABEL: func.func @forward(
 // TRIU-DAG:     %[[MASK:.+]] = arith.constant dense<{{\[\[}}0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00
 // TRIU-DAG:     %[[INF:.+]] = arith.constant dense<0xFF800000> : tensor<f32>
@@ -42,5 +53,6 @@
 // CUDA-NOT:     memref.get_global
 // CUDA:         return
 // CUDA:         gpu.module
-// CUDA:         memref.get_global @[[MASK:__constant_1x6x6xf32]] : memref<1x6x6xf32>
-// CUDA:         memref.global "private" constant @[[MASK]] : memref<1x6x6xf32> = dense<{{\[\[\[}}0.000000e+00, 1.000000e+00
+// (The mask is the [T, S] one cleave-decompose-attention builds.)
+// CUDA:         memref.get_global @[[MASK:__constant_6x6xf32]] : memref<6x6xf32>
+// CUDA:         memref.global "private" constant @[[MASK]] : memref<6x6xf32> = dense<{{\[\[}}0.000000e+00, 1.000000e+00

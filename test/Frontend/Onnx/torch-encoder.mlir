@@ -9,6 +9,12 @@
 // REQUIRES: torch
 // RUN: %python %S/Inputs/make_model.py torch_encoder %t.onnx
 // RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
+// Dropout on the attention probabilities and a key transposed by its own
+// Transpose: cleave-recompose-attention leaves both layers' attention alone.
+// RUN: cleave-opt --import-onnx %t.onnx --cleave-recompose-attention | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED-NOT: nn.attention
+// UNFUSED-COUNT-2: nn.softmax
+// UNFUSED-NOT: nn.attention
 // RUN: cleave-compile %t.onnx --micro-batch=4 --compile-to=split | FileCheck %s --check-prefix=SPLIT
 // RUN: cleave-compile %t.onnx --micro-batch=4 --accumulate=2 -o %t.cleave
 

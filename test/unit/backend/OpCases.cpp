@@ -100,6 +100,12 @@ struct Ops {
   Value reduce(Value x, ArrayRef<int64_t> axes, bool keepdims = false) {
     return OpTy::create(b(), l(), x, axes, keepdims);
   }
+  Value attention(Value q, Value k, Value v, Value mask,
+                  std::optional<double> scale, bool divides, bool causal) {
+    return nn::AttentionOp::create(
+        b(), l(), q, k, v, mask,
+        scale ? b().getF64FloatAttr(*scale) : FloatAttr(), divides, causal);
+  }
   template <typename OpTy> Value softmax(Value x, int64_t axis) {
     return OpTy::create(b(), l(), x, b().getI64IntegerAttr(axis));
   }
@@ -520,6 +526,32 @@ Model softmaxAndLosses(MLIRContext *ctx, std::mt19937_64 &rng) {
   return m.finish();
 }
 
+/// nn.attention, which the pipeline recomposes and spells out again before
+/// autodiff: causal with a divided scale (T = S), an additive mask that is a
+/// parameter with a multiplied scale (S != T), and heads in a dimension of
+/// their own.
+Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
+  ModelBuilder m(ctx, rng, randomDim(rng, 2, 4));
+  Ops o{m};
+  int64_t t = m.dim(3, 5), s = m.dim(2, 6), d = m.dim(2, 4), dv = m.dim(2, 3),
+          h = 2;
+  Value q = m.scaled("q.s", m.input("q", {t, d}), {t, d});
+  Value k = m.scaled("k.s", m.input("k", {t, d}), {t, d});
+  Value v = m.scaled("v.s", m.input("v", {t, dv}), {t, dv});
+  m.observe("causal",
+            o.attention(q, k, v, Value(), std::sqrt(double(d)), true, true));
+  Value ks = m.scaled("ks.s", m.input("ks", {s, d}), {s, d});
+  Value vs = m.scaled("vs.s", m.input("vs", {s, dv}), {s, dv});
+  m.observe("masked",
+            o.attention(q, ks, vs, m.param("mask", {t, s}), 0.5, false, false));
+  Value q4 = m.scaled("q4.s", m.input("q4", {h, t, d}), {h, t, d});
+  Value k4 = m.scaled("k4.s", m.input("k4", {h, s, d}), {h, s, d});
+  Value v4 = m.scaled("v4.s", m.input("v4", {h, s, dv}), {h, s, dv});
+  m.observe("heads",
+            o.attention(q4, k4, v4, Value(), std::nullopt, false, false));
+  return m.finish();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -777,6 +809,7 @@ const std::vector<Case> &backend_test::allCases() {
     add("shapes", shapes, "adamw")->clipNorm = 1e-3;
     add("reductions", reductions, "sgd")->clipNorm = 1e-3;
     add("softmax_losses", softmaxAndLosses, "momentum");
+    add("attention", attention, "adam");
     add("conv", conv, "adam");
     add("pooling", pooling, "sgd");
     // A 2-D training batch norm of one real sample has one value per

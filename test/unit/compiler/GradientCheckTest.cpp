@@ -344,6 +344,27 @@ std::vector<GradCase> allCases() {
                    T(out), Draw::Signed, {{1, 4, 0, 2}}));
   c.push_back(unary("softmax_rank3_axis1", "softmax", "2x3x4", Draw::Signed,
                     " {axis = 1}"));
+  // Attention: key and value of another length than the query, heads in
+  // their own dimension, a causal mask with a divided scale, and an
+  // additive mask that is itself differentiated (a learned bias).
+  c.push_back(fn("attention", {P("q", "3x4"), P("k", "5x4"), P("v", "5x2")},
+                 "%y = nn.attention %q, %k, %v : " + T("3x4") + ", " +
+                     T("5x4") + ", " + T("5x2") + " -> " + T("3x2"),
+                 T("3x2")));
+  c.push_back(fn("attention_causal_divided_heads",
+                 {P("q", "2x2x4x3"), P("k", "2x2x4x3"), P("v", "2x2x4x3")},
+                 "%y = nn.attention %q, %k, %v {scale = 1.7 : f64, "
+                 "scale_is_divisor, causal} : " +
+                     T("2x2x4x3") + ", " + T("2x2x4x3") + ", " + T("2x2x4x3") +
+                     " -> " + T("2x2x4x3"),
+                 T("2x2x4x3")));
+  c.push_back(fn(
+      "attention_mask_scale",
+      {P("q", "2x3x4"), P("k", "2x5x4"), P("v", "2x5x3"), P("m", "2x1x5")},
+      "%y = nn.attention %q, %k, %v, %m {scale = 0.5 : f64} : " + T("2x3x4") +
+          ", " + T("2x5x4") + ", " + T("2x5x3") + ", " + T("2x1x5") + " -> " +
+          T("2x3x3"),
+      T("2x3x3")));
   c.push_back(fn("cross_entropy_i32_labels",
                  {P("x", "3x4"), A("l", "tensor<3xi32>")},
                  "%y = nn.cross_entropy %x, %l : " + T("3x4") +

@@ -476,6 +476,67 @@ TEST_F(InterpreterTest, SoftmaxAndLogSoftmax) {
   expectTensor(r[1], {2, 3}, {lo, lo, lo, hi, hi, hi});
 }
 
+TEST_F(InterpreterTest, AttentionEqualsItsDecomposition) {
+  // Scale, additive mask and causal mask together, in the op's order; key
+  // and value of another length than the query (the causal mask is then
+  // top-left aligned, j > i).
+  std::vector<double> q, k, v, m;
+  for (int i = 0; i < 2 * 3 * 4; ++i)
+    q.push_back(std::sin(1.3 * i));
+  for (int i = 0; i < 2 * 5 * 4; ++i)
+    k.push_back(std::cos(0.7 * i));
+  for (int i = 0; i < 2 * 5 * 2; ++i)
+    v.push_back(0.1 * i - 1);
+  for (int i = 0; i < 2 * 5; ++i)
+    m.push_back(i % 3 == 1 ? -std::numeric_limits<double>::infinity()
+                           : 0.25 * i);
+  std::vector<Tensor> r = runF(R"mlir(
+    func.func @f(%q: tensor<2x3x4xf64>, %k: tensor<2x5x4xf64>,
+                 %v: tensor<2x5x2xf64>, %m: tensor<2x1x5xf64>)
+        -> (tensor<2x3x2xf64>, tensor<2x3x2xf64>) {
+      %0 = nn.attention %q, %k, %v, %m {scale = 1.5 : f64, scale_is_divisor, causal} : tensor<2x3x4xf64>, tensor<2x5x4xf64>, tensor<2x5x2xf64>, tensor<2x1x5xf64> -> tensor<2x3x2xf64>
+      %c = arith.constant dense<1.5> : tensor<f64>
+      %above = arith.constant dense<[[0.0, 1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0, 1.0]]> : tensor<3x5xf64>
+      %inf = arith.constant dense<0xFFF0000000000000> : tensor<f64>
+      %s = nn.matmul %q, %k {transpose_b} : tensor<2x3x4xf64>, tensor<2x5x4xf64> -> tensor<2x3x5xf64>
+      %d = nn.div %s, %c : tensor<2x3x5xf64>, tensor<f64> -> tensor<2x3x5xf64>
+      %a = nn.add %d, %m : tensor<2x3x5xf64>, tensor<2x1x5xf64> -> tensor<2x3x5xf64>
+      %w = nn.where %above, %inf, %a : tensor<3x5xf64>, tensor<f64>, tensor<2x3x5xf64> -> tensor<2x3x5xf64>
+      %p = nn.softmax %w : tensor<2x3x5xf64>
+      %o = nn.matmul %p, %v : tensor<2x3x5xf64>, tensor<2x5x2xf64> -> tensor<2x3x2xf64>
+      return %0, %o : tensor<2x3x2xf64>, tensor<2x3x2xf64>
+    })mlir",
+                               {f64({2, 3, 4}, q), f64({2, 5, 4}, k),
+                                f64({2, 5, 2}, v), f64({2, 1, 5}, m)});
+  ASSERT_EQ(r.size(), 2u);
+  expectTensor(r[0], {2, 3, 2}, r[1].toDoubles());
+  // The first query sees the first key alone; the third mixes two values
+  // (the second key is masked out).
+  EXPECT_EQ(r[0].getDouble(0), v[0]);
+  EXPECT_GT(r[0].getDouble(4), v[0]);
+  EXPECT_LT(r[0].getDouble(4), v[4]);
+}
+
+TEST_F(InterpreterTest, AttentionIsNotEmulatedInBf16) {
+  std::string errors;
+  module = test::parseModule(ctx.get(), R"mlir(
+    func.func @f(%q: tensor<2x4xf32>) -> tensor<2x4xf32> {
+      %0 = nn.attention %q, %q, %q : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+      return %0 : tensor<2x4xf32>
+    })mlir",
+                             &errors);
+  ASSERT_TRUE(module) << errors;
+  test::DiagnosticCollector diags(ctx.get());
+  interp::InterpretOptions options;
+  options.roundsOperandsToBf16 = [](Operation *) { return true; };
+  auto f = module->lookupSymbol<func::FuncOp>("f");
+  Tensor q = Tensor::fromDoubles(DType::f32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_TRUE(failed(interp::interpret(f, {q}, state, options)));
+  EXPECT_NE(diags.str().find("is not emulated in bf16: decompose it first"),
+            std::string::npos)
+      << diags.str();
+}
+
 TEST_F(InterpreterTest, CrossEntropyReductions) {
   const char *src = R"mlir(
     func.func @f(%x: tensor<2x3xf64>, %l: tensor<2xi64>) -> (tensor<2xf64>, tensor<f64>, tensor<f64>) {

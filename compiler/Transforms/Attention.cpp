@@ -1,0 +1,210 @@
+//===- Attention.cpp - nn.attention from and back to its parts ------------===//
+//
+// cleave-recompose-attention finds scaled dot-product attention in the ops an
+// ONNX export spells it with and replaces it by one nn.attention;
+// cleave-decompose-attention spells it out again. Each part of the match is
+// one predicate; a chain that fails any of them is left as it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/NN/IR/NNBuilders.h"
+#include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_CLEAVERECOMPOSEATTENTION
+#define GEN_PASS_DEF_CLEAVEDECOMPOSEATTENTION
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `v`'s defining op as an `OpTy` when `v` has no other user.
+template <typename OpTy> OpTy soleDef(Value v) {
+  return v.hasOneUse() ? v.getDefiningOp<OpTy>() : OpTy();
+}
+
+/// The value of a splat float constant, if `v` is one whose shape does not
+/// enlarge `like` under broadcasting (all its dimensions are 1).
+std::optional<double> splatValue(Value v) {
+  DenseFPElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  if (llvm::any_of(shapeOf(v), [](int64_t d) { return d != 1; }))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Whether `v` is a constant whose last two dimensions are [t, s], whose
+/// other dimensions are 1, and that is non-zero exactly where j > i: the
+/// causal mask a GPT export fills with -inf.
+bool isCausalCondition(Value v, int64_t t, int64_t s) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(v);
+  if (shape.size() < 2 || shape[shape.size() - 2] != t || shape.back() != s ||
+      llvm::any_of(shape.drop_back(2), [](int64_t d) { return d != 1; }))
+    return false;
+  auto nonZero = [&](int64_t flat) -> std::optional<bool> {
+    Type elt = attr.getElementType();
+    if (isa<FloatType>(elt))
+      return !attr.getValues<APFloat>()[flat].isZero();
+    if (isa<IntegerType>(elt))
+      return !attr.getValues<APInt>()[flat].isZero();
+    return std::nullopt;
+  };
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < s; ++j) {
+      std::optional<bool> set = nonZero(i * s + j);
+      if (!set || *set != (j > i))
+        return false;
+    }
+  return true;
+}
+
+/// Whether `mask` broadcasts to `scores` without enlarging it.
+bool broadcastsInto(ArrayRef<int64_t> mask, ArrayRef<int64_t> scores) {
+  FailureOr<SmallVector<int64_t>> shape = nn::broadcastShapes(mask, scores);
+  return succeeded(shape) && ArrayRef<int64_t>(*shape) == scores;
+}
+
+/// What the match found between the product q @ k^T and the softmax.
+struct Parts {
+  Value query, key, value, mask;
+  std::optional<double> scale;
+  bool scaleIsDivisor = false, causal = false;
+};
+
+/// Matches `scores` = scale(matmul(q, k, transpose_b)), the scale optional.
+bool matchScaledProduct(Value scores, Parts &parts) {
+  Value product = scores;
+  if (auto div = soleDef<nn::DivOp>(scores)) {
+    parts.scale = splatValue(div.getRhs());
+    parts.scaleIsDivisor = true;
+    product = div.getLhs();
+  } else if (auto mul = soleDef<nn::MulOp>(scores)) {
+    if ((parts.scale = splatValue(mul.getRhs())))
+      product = mul.getLhs();
+    else if ((parts.scale = splatValue(mul.getLhs())))
+      product = mul.getRhs();
+    else
+      return false;
+  }
+  if (product != scores &&
+      (!parts.scale || !std::isfinite(*parts.scale) || *parts.scale == 0 ||
+       shapeOf(product) != shapeOf(scores)))
+    return false;
+  auto matmul = soleDef<nn::MatmulOp>(product);
+  if (!matmul || matmul.getTransposeA() || !matmul.getTransposeB())
+    return false;
+  parts.query = matmul.getLhs();
+  parts.key = matmul.getRhs();
+  return shapeOf(parts.query).size() == shapeOf(parts.key).size();
+}
+
+/// Matches the softmax's input: the scaled product, with a causal or an
+/// additive mask or neither.
+bool matchMaskedScores(Value logits, Parts &parts) {
+  ArrayRef<int64_t> scores = shapeOf(logits);
+  int64_t rank = scores.size();
+  if (auto where = soleDef<nn::WhereOp>(logits)) {
+    std::optional<double> fill = splatValue(where.getLhs());
+    if (!fill || !std::isinf(*fill) || *fill > 0 ||
+        shapeOf(where.getRhs()) != scores ||
+        !isCausalCondition(where.getCondition(), scores[rank - 2],
+                           scores[rank - 1]))
+      return false;
+    parts.causal = true;
+    return matchScaledProduct(where.getRhs(), parts);
+  }
+  if (auto add = soleDef<nn::AddOp>(logits)) {
+    for (auto [s, m] : {std::pair(add.getLhs(), add.getRhs()),
+                        std::pair(add.getRhs(), add.getLhs())}) {
+      Parts tried = parts;
+      if (shapeOf(s) != scores || !broadcastsInto(shapeOf(m), scores) ||
+          !matchScaledProduct(s, tried))
+        continue;
+      tried.mask = m;
+      parts = tried;
+      return true;
+    }
+    return false;
+  }
+  return matchScaledProduct(logits, parts);
+}
+
+/// nn.matmul(softmax(...), v) → nn.attention.
+struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getTransposeA() || op.getTransposeB())
+      return rewriter.notifyMatchFailure(op, "transposed operand");
+    auto softmax = soleDef<nn::SoftmaxOp>(op.getLhs());
+    if (!softmax)
+      return rewriter.notifyMatchFailure(op, "lhs is not a softmax");
+    int64_t rank = softmax.getType().getRank();
+    if (nn::normalizeAxis(softmax.getAxis(), rank) != rank - 1)
+      return rewriter.notifyMatchFailure(op, "softmax not over the last axis");
+    Parts parts;
+    parts.value = op.getRhs();
+    if (static_cast<int64_t>(shapeOf(parts.value).size()) != rank ||
+        !matchMaskedScores(softmax.getInput(), parts))
+      return rewriter.notifyMatchFailure(op, "not scaled dot-product scores");
+    auto attention = nn::AttentionOp::create(
+        rewriter, op.getLoc(), parts.query, parts.key, parts.value, parts.mask,
+        parts.scale ? rewriter.getF64FloatAttr(*parts.scale) : FloatAttr(),
+        parts.scaleIsDivisor, parts.causal);
+    if (attention.getType() != op.getType()) {
+      rewriter.eraseOp(attention);
+      return rewriter.notifyMatchFailure(op, "result types differ");
+    }
+    rewriter.replaceOp(op, attention.getResult());
+    return success();
+  }
+};
+
+struct RecomposeAttentionPass
+    : cleave::impl::CleaveRecomposeAttentionBase<RecomposeAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RecomposeAttention>(&getContext());
+    // Only the matched chains change: nothing is folded or merged.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
+        .enableFolding(false)
+        .enableConstantCSE(false);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+};
+
+struct DecomposeAttentionPass
+    : cleave::impl::CleaveDecomposeAttentionBase<DecomposeAttentionPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    getOperation().walk([&](nn::AttentionOp op) {
+      rewriter.setInsertionPoint(op);
+      rewriter.replaceOp(op, nn::decomposeAttention(rewriter, op).result);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,119 @@
+// RUN: split-file --leading-lines %s %t
+// RUN: cleave-opt %t/ops.mlir | cleave-opt | FileCheck %s
+// RUN: cleave-opt %t/ops.mlir --mlir-print-op-generic | cleave-opt | FileCheck %s
+// RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics
+
+//--- ops.mlir
+
+// nn.attention round-trips in its custom and generic forms: with and without
+// a mask, scale and causal flag; batch and head dimensions merged from the
+// operands (a dynamic batch in the query, a static one in the key); key and
+// value of their own length S and value width Dv.
+
+// CHECK-LABEL: func.func @attention(
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 2.000000e+00 : f64, scale_is_divisor} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.250000e-01 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
+func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
+                     %v: tensor<2x4x6x8xf32>, %q2: tensor<3x5x8xf64>,
+                     %k2: tensor<3x7x8xf64>, %v2: tensor<3x7x2xf64>,
+                     %m2: tensor<3x1x7xf64>, %q3: tensor<5x8xf32>,
+                     %k3: tensor<7x8xf32>, %v3: tensor<7x3xf32>) {
+  %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %1 = nn.attention %q2, %k2, %v2, %m2 {scale = 0.125 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
+  %2 = nn.attention %q3, %k3, %v3 : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
+  return
+}
+
+//--- invalid.mlir
+
+func.func @head_dimension(%q: tensor<2x6x8xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x8xf32>) {
+  // expected-error @+2 {{query [2, 6, 8] and key [2, 6, 4] differ in the head dimension}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<2x6x8xf32>, tensor<2x6x4xf32>, tensor<2x6x8xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @value_length(%q: tensor<2x6x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x5x8xf32>) {
+  // expected-error @+2 {{key [2, 6, 8] and value [2, 5, 8] differ in length}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<2x5x8xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch(%q: tensor<2x6x8xf32>, %k: tensor<3x6x8xf32>, %v: tensor<3x6x8xf32>) {
+  // expected-error @+2 {{batch dimension 0 differs: query [2, 6, 8], key [3, 6, 8]}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<2x6x8xf32>, tensor<3x6x8xf32>, tensor<3x6x8xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @rank(%q: tensor<2x6x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x8xf32>) {
+  // expected-error @+2 {{query, key and value must have one rank >= 2, got 3, 2 and 2}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<2x6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @element_type(%q: tensor<6x8xf32>, %k: tensor<6x8xf64>, %v: tensor<6x8xf32>) {
+  // expected-error @+2 {{query and key must have the same element type, got 'f32' and 'f64'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<6x8xf32>, tensor<6x8xf64>, tensor<6x8xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_shape(%q: tensor<2x6x8xf32>, %m: tensor<2x6x5xf32>) {
+  // expected-error @+1 {{'nn.attention' op mask [2, 6, 5] does not broadcast to the scores [2, 6, 6]}}
+  %0 = nn.attention %q, %q, %q, %m : tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<2x6x5xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_enlarges(%q: tensor<6x8xf32>, %m: tensor<2x6x6xf32>) {
+  // expected-error @+1 {{'nn.attention' op mask [2, 6, 6] does not broadcast to the scores [6, 6]}}
+  %0 = nn.attention %q, %q, %q, %m : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<2x6x6xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_type(%q: tensor<6x8xf32>, %m: tensor<6x6xf64>) {
+  // expected-error @+1 {{'nn.attention' op mask must have the element type of query, got 'f64'}}
+  %0 = nn.attention %q, %q, %q, %m : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x6xf64> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @divisor_without_scale(%q: tensor<6x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op scale_is_divisor needs a scale}}
+  %0 = nn.attention %q, %q, %q {scale_is_divisor} : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @zero_scale(%q: tensor<6x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op scale must be finite and non-zero, got 0}}
+  %0 = nn.attention %q, %q, %q {scale = 0.0 : f64} : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @causal_dynamic(%q: tensor<2x?x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op a causal mask needs static query and key lengths, got scores [2, ?, ?]}}
+  %0 = nn.attention %q, %q, %q {causal} : tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x?x8xf32>
+  return
+}
