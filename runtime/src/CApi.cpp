@@ -25,6 +25,7 @@
 #include <type_traits>
 
 using cleave::rt::Artifact;
+using cleave::rt::BatchMemory;
 using cleave::rt::Executable;
 using cleave::rt::makeError;
 using cleave::rt::Session;
@@ -550,6 +551,51 @@ cleave_status cleave_session_train_batch(cleave_session *session,
   });
 }
 
+namespace {
+/// `memory` (CLEAVE_MEMORY_*) as the session's kind, or an error naming the
+/// values it may take.
+Status batchMemory(const char *function, int memory, BatchMemory &out) {
+  switch (memory) {
+  case CLEAVE_MEMORY_HOST:
+    out = BatchMemory::host;
+    return Status::success();
+  case CLEAVE_MEMORY_PINNED:
+    out = BatchMemory::pinned;
+    return Status::success();
+  case CLEAVE_MEMORY_DEVICE:
+    out = BatchMemory::device;
+    return Status::success();
+  }
+  return makeError(CLEAVE_INVALID_ARGUMENT, function, ": memory is ", memory,
+                   ", expected CLEAVE_MEMORY_HOST (0), CLEAVE_MEMORY_PINNED "
+                   "(1) or CLEAVE_MEMORY_DEVICE (2)");
+}
+} // namespace
+
+cleave_status cleave_session_micro_step_ex(cleave_session *session,
+                                           const cleave_batch *batch,
+                                           int memory) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    BatchMemory kind;
+    CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
+    return session->impl->microStep(*batch, kind);
+  });
+}
+
+cleave_status cleave_session_train_batch_ex(cleave_session *session,
+                                            const cleave_batch *batch,
+                                            int64_t micro_size, int memory) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    BatchMemory kind;
+    CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
+    return session->impl->trainBatch(*batch, micro_size, kind);
+  });
+}
+
 cleave_status cleave_session_flush(cleave_session *session) {
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
@@ -563,6 +609,17 @@ cleave_status cleave_session_eval(cleave_session *session,
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(batch);
     return session->impl->eval(*batch);
+  });
+}
+
+cleave_status cleave_session_eval_ex(cleave_session *session,
+                                     const cleave_batch *batch, int memory) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(session);
+    CLEAVE_CHECK_ARG(batch);
+    BatchMemory kind;
+    CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
+    return session->impl->eval(*batch, kind);
   });
 }
 

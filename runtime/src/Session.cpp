@@ -216,6 +216,7 @@ Status Session::prepareInputSets() {
     CLEAVE_RETURN_IF_ERROR(device_->createEvent(copied_[set]));
     CLEAVE_RETURN_IF_ERROR(device_->createEvent(consumed_[set]));
   }
+  CLEAVE_RETURN_IF_ERROR(device_->createEvent(hostRead_));
   return reserveLossSlots(1);
 }
 

@@ -68,6 +68,9 @@ private:
   size_t size_ = 0;
 };
 
+/// Where a batch's buffers are (CLEAVE_MEMORY_*).
+enum class BatchMemory { host, pinned, device };
+
 /// A training session. Not thread-safe: one thread at a time may call it.
 class Session {
 public:
@@ -94,13 +97,18 @@ public:
 
   /// micro_step on one micro-batch of 1..B samples, then apply_step if the
   /// window is full.
-  Status microStep(const cleave_batch &batch);
+  /// `memory` says where the batch's buffers are; each is the caller's
+  /// again when the call returns.
+  Status microStep(const cleave_batch &batch,
+                   BatchMemory memory = BatchMemory::host);
   /// microStep on consecutive slices of `microSize` samples of `batch`.
-  Status trainBatch(const cleave_batch &batch, int64_t microSize);
+  Status trainBatch(const cleave_batch &batch, int64_t microSize,
+                    BatchMemory memory = BatchMemory::host);
   /// apply_step if the window holds at least one micro-step.
   Status flush();
   /// eval_step on one batch of 1..B samples.
-  Status eval(const cleave_batch &batch);
+  Status eval(const cleave_batch &batch,
+              BatchMemory memory = BatchMemory::host);
 
   /// Sets N; applies at once if the window already holds N micro-steps.
   Status setAccumulation(int64_t n);
@@ -220,10 +228,18 @@ private:
   /// be copied (short or unaligned batches, or all of it where the device
   /// does not address host memory) into the next input set, and makes the
   /// entry's input arguments point at the data.
-  Status stage(EntryKind kind, const cleave_batch &batch);
-  /// Validates the shape of a batch of `maxSamples` or fewer samples.
+  /// A batch in pinned or device memory goes from the caller's buffer to
+  /// the input set without the host copy, and the call waits for its
+  /// copies.
+  Status stage(EntryKind kind, const cleave_batch &batch, BatchMemory memory);
+  /// Validates the shape of a batch of `maxSamples` or fewer samples, and
+  /// its index inputs unless the host cannot read them (`memory`).
   Status checkBatch(EntryKind kind, const cleave_batch &batch,
-                    int64_t maxSamples) const;
+                    int64_t maxSamples, BatchMemory memory) const;
+  /// Whether the host cannot read a batch in `memory`.
+  bool onlyDeviceReads(BatchMemory memory) const {
+    return memory == BatchMemory::device && !device_->properties().hostMemory;
+  }
   /// Checks that the `bytes` of input `in` at `data` are all in
   /// [0, in.indexBound).
   Status checkIndices(const InputDesc &in, const void *data,
@@ -317,6 +333,8 @@ private:
   /// and the entry that read it is done (recorded on the compute queue).
   std::array<Event *, 2> copied_{};
   std::array<Event *, 2> consumed_{};
+  /// The downloads of a device batch's inputs the host checks.
+  Event *hostRead_ = nullptr;
   /// Host slots (page-locked where that matters) the micro-steps' losses
   /// are copied back into, 8 bytes each: one per micro-step of the last
   /// microStep / trainBatch not summed yet (one on a synchronous device,

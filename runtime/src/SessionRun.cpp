@@ -34,7 +34,7 @@ double readScalar(DType dtype, const void *p) {
 } // namespace
 
 Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
-                           int64_t maxSamples) const {
+                           int64_t maxSamples, BatchMemory memory) const {
   const Manifest &m = manifest_;
   const EntryDesc &e = m.entry(kind);
   if (batch.num_inputs != m.userInputs.size()) {
@@ -70,7 +70,8 @@ Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
                        in.name, "') is ", batch.bytes[j], ", expected ",
                        batch.samples, " samples x ", in.rowBytes,
                        " bytes = ", expected);
-    if (in.indexBound > 0)
+    // A device batch's indices are checked once downloaded (stage).
+    if (in.indexBound > 0 && !onlyDeviceReads(memory))
       CLEAVE_RETURN_IF_ERROR(checkIndices(in, batch.data[j], expected));
   }
   return Status::success();
@@ -157,11 +158,31 @@ Status Session::fillTokenWeights(const void *labels, void *weights,
   return Status::success();
 }
 
-Status Session::stage(EntryKind kind, const cleave_batch &batch) {
+namespace {
+/// Rows [samples, rows) of `data` (device memory, `samples` real rows)
+/// become copies of row samples - 1, by copies that double the filled part.
+Status padRowsOnDevice(Queue &queue, unsigned char *data, int64_t samples,
+                       int64_t rows, size_t rowBytes) {
+  if (samples >= rows || samples < 1 || rowBytes == 0)
+    return Status::success();
+  unsigned char *first = data + size_t(samples) * rowBytes;
+  CLEAVE_RETURN_IF_ERROR(queue.copy(first, first - rowBytes, rowBytes));
+  for (int64_t filled = samples + 1; filled < rows;) {
+    int64_t n = std::min(filled - samples, rows - filled);
+    CLEAVE_RETURN_IF_ERROR(queue.copy(data + size_t(filled) * rowBytes, first,
+                                      size_t(n) * rowBytes));
+    filled += n;
+  }
+  return Status::success();
+}
+} // namespace
+
+Status Session::stage(EntryKind kind, const cleave_batch &batch,
+                      BatchMemory memory) {
   const Manifest &m = manifest_;
   int64_t samples = batch.samples;
   int64_t b = m.microBatch;
-  CLEAVE_RETURN_IF_ERROR(checkBatch(kind, batch, b));
+  CLEAVE_RETURN_IF_ERROR(checkBatch(kind, batch, b, memory));
   if (kind == EntryKind::micro_step && samples < b && !m.sampleWeightsInput)
     return makeError(CLEAVE_INVALID_ARGUMENT, "batch: samples is ", samples,
                      " but the artifact has no sample-weights input, so "
@@ -182,12 +203,36 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
     inputPtrs_[i] = buffers[i].data;
     hostInputs_[i] = buffers[i].host;
   }
+  // Pinned and device batches on a device that does not address host
+  // memory: copied from where the caller has them, and waited for.
+  const bool direct = !properties.hostMemory && memory != BatchMemory::host;
+  bool downloads = false;
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
     if (!e.usesInput[idx])
       continue;
     const InputDesc &in = m.inputs[idx];
     const void *src = batch.data[j];
+    if (direct) {
+      auto *dst = static_cast<unsigned char *>(buffers[idx].data);
+      const size_t real = size_t(samples) * in.rowBytes;
+      const bool pinned = memory == BatchMemory::pinned;
+      CLEAVE_RETURN_IF_ERROR(
+          noteDeviceError(pinned ? transfer.upload(dst, src, real)
+                                 : transfer.copy(dst, src, real)));
+      CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+          padRowsOnDevice(transfer, dst, samples, b, in.rowBytes)));
+      hostInputs_[idx] = pinned ? src : nullptr;
+      // What the host reads of a device batch: its indices (checked) and
+      // token labels (the token weights).
+      if (!pinned && (in.indexBound > 0 || m.tokenLabelsInput == idx)) {
+        CLEAVE_RETURN_IF_ERROR(
+            noteDeviceError(transfer.download(buffers[idx].host, src, real)));
+        hostInputs_[idx] = buffers[idx].host;
+        downloads = true;
+      }
+      continue;
+    }
     if (properties.hostMemory && samples == b &&
         reinterpret_cast<uintptr_t>(src) % properties.alignment == 0) {
       // A full batch the device addresses is used where it is. Entry points
@@ -204,6 +249,16 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
                    numThreads_);
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(
         transfer.upload(buffers[idx].data, buffers[idx].host, in.bytes)));
+  }
+  if (downloads) {
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*hostRead_)));
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(hostRead_->synchronize()));
+    for (size_t j = 0; j < m.userInputs.size(); ++j) {
+      const InputDesc &in = m.inputs[m.userInputs[j]];
+      if (e.usesInput[m.userInputs[j]] && in.indexBound > 0)
+        CLEAVE_RETURN_IF_ERROR(checkIndices(in, hostInputs_[m.userInputs[j]],
+                                            size_t(samples) * in.rowBytes));
+    }
   }
   if (m.sampleWeightsInput && m.tokenLabelsInput &&
       e.usesInput[*m.sampleWeightsInput]) {
@@ -233,6 +288,9 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch) {
   if (!m.tokenLabelsInput)
     lastCount_ = samples;
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*copied_[set])));
+  // The caller's buffers are theirs again when the call returns.
+  if (direct)
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(copied_[set]->synchronize()));
   Binding &binding = bindings_[static_cast<size_t>(kind)];
   for (const auto &[arg, input] : binding.inputArgs)
     binding.args[arg] = inputPtrs_[input];
@@ -365,10 +423,10 @@ Status Session::checkTraining(const char *what) const {
                    what, "; it has eval_step alone");
 }
 
-Status Session::microStep(const cleave_batch &batch) {
+Status Session::microStep(const cleave_batch &batch, BatchMemory memory) {
   CLEAVE_RETURN_IF_ERROR(checkTraining("run a micro-step"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
-  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::micro_step, batch));
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::micro_step, batch, memory));
   const int64_t before = *microSteps_;
   CLEAVE_RETURN_IF_ERROR(run(EntryKind::micro_step));
   if (device_->properties().synchronous) {
@@ -468,7 +526,8 @@ Status Session::nonfiniteWindow(int64_t verdict, int64_t step) const {
                    "the parameters and optimizer state are unchanged");
 }
 
-Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
+Status Session::trainBatch(const cleave_batch &batch, int64_t microSize,
+                           BatchMemory memory) {
   const Manifest &m = manifest_;
   CLEAVE_RETURN_IF_ERROR(checkTraining("train"));
   CLEAVE_RETURN_IF_ERROR(checkUsable());
@@ -478,7 +537,8 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
                      " (the micro-batch size)");
   // The whole batch is checked first so that a bad one trains nothing.
   CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::micro_step, batch,
-                                    std::numeric_limits<int64_t>::max()));
+                                    std::numeric_limits<int64_t>::max(),
+                                    memory));
   if (microSize < m.microBatch && !m.sampleWeightsInput)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
                      " but the artifact has no sample-weights input, so "
@@ -513,7 +573,7 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize) {
       sliceData_[j] = base ? base + size_t(start) * rowBytes : nullptr;
       sliceBytes_[j] = size_t(slice.samples) * rowBytes;
     }
-    status = microStep(slice);
+    status = microStep(slice, memory);
   }
   inTrainBatch_ = false;
   lastCount_ = lossSamples_;
@@ -528,12 +588,12 @@ Status Session::flush() {
   return Status::success();
 }
 
-Status Session::eval(const cleave_batch &batch) {
+Status Session::eval(const cleave_batch &batch, BatchMemory memory) {
   if (!manifest_.entry(EntryKind::eval_step).present)
     return makeError(CLEAVE_FAILED_PRECONDITION, artifact_->path(),
                      ": the artifact has no eval_step entry");
   CLEAVE_RETURN_IF_ERROR(checkUsable());
-  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::eval_step, batch));
+  CLEAVE_RETURN_IF_ERROR(stage(EntryKind::eval_step, batch, memory));
   return run(EntryKind::eval_step);
 }
 

@@ -333,6 +333,27 @@ typedef struct cleave_batch {
   const size_t *bytes;
 } cleave_batch;
 
+/** Where a batch's buffers are (the `_ex` calls; the others take host
+ *  memory). Every kind is the caller's again when the call returns: the
+ *  session has copied what it reads by then.
+ *
+ *  - CLEAVE_MEMORY_HOST: pageable host memory. On a CUDA device the rows are
+ *    copied into the session's page-locked staging buffer, then uploaded.
+ *  - CLEAVE_MEMORY_PINNED: page-locked host memory (cuMemHostAlloc,
+ *    PyTorch's pin_memory()). Uploaded straight from the caller's buffer.
+ *  - CLEAVE_MEMORY_DEVICE: memory of the session's device (on CUDA, a
+ *    device pointer in the session's context, written by work that has
+ *    completed). Copied on the device; inputs the host checks (class labels,
+ *    token labels) are also downloaded, which costs one wait.
+ *
+ *  On the CPU all three are host memory. A short batch is padded with its
+ *  last row wherever it is. */
+enum {
+  CLEAVE_MEMORY_HOST = 0,
+  CLEAVE_MEMORY_PINNED = 1,
+  CLEAVE_MEMORY_DEVICE = 2
+};
+
 /** Creates a session: allocates every global (64-byte aligned), initialises
  *  them in manifest order from `options->seed`, sets hyperparameters to their
  *  defaults and builds the kernel context. `options` may be NULL (defaults). */
@@ -361,6 +382,15 @@ CLEAVE_API cleave_status cleave_session_train_batch(cleave_session *session,
                                                     const cleave_batch *batch,
                                                     int64_t micro_size);
 
+/** cleave_session_micro_step and cleave_session_train_batch on a batch in
+ *  `memory` (CLEAVE_MEMORY_*). */
+CLEAVE_API cleave_status cleave_session_micro_step_ex(cleave_session *session,
+                                                      const cleave_batch *batch,
+                                                      int memory);
+CLEAVE_API cleave_status cleave_session_train_batch_ex(
+    cleave_session *session, const cleave_batch *batch, int64_t micro_size,
+    int memory);
+
 /** Runs apply_step if the current window holds at least one micro-step. */
 CLEAVE_API cleave_status cleave_session_flush(cleave_session *session);
 
@@ -368,6 +398,10 @@ CLEAVE_API cleave_status cleave_session_flush(cleave_session *session);
  *  eval_step does not read may be NULL. Results: cleave_session_output. */
 CLEAVE_API cleave_status cleave_session_eval(cleave_session *session,
                                              const cleave_batch *batch);
+/** cleave_session_eval on a batch in `memory` (CLEAVE_MEMORY_*). */
+CLEAVE_API cleave_status cleave_session_eval_ex(cleave_session *session,
+                                                const cleave_batch *batch,
+                                                int memory);
 
 /** The buffer of output `name` of entry `entry`, as last written (all B rows,
  *  including padding). Valid until the next call on the session. */

@@ -292,18 +292,20 @@ public:
     return Artifact(a);
   }
 
-  void microStep(const Batch &batch) {
+  /// `memory`: where the batch's buffers are (CLEAVE_MEMORY_*).
+  void microStep(const Batch &batch, int memory = CLEAVE_MEMORY_HOST) {
     cleave_batch b = batch.view();
-    check(cleave_session_micro_step(handle_, &b));
+    check(cleave_session_micro_step_ex(handle_, &b, memory));
   }
-  void trainBatch(const Batch &batch, int64_t microSize) {
+  void trainBatch(const Batch &batch, int64_t microSize,
+                  int memory = CLEAVE_MEMORY_HOST) {
     cleave_batch b = batch.view();
-    check(cleave_session_train_batch(handle_, &b, microSize));
+    check(cleave_session_train_batch_ex(handle_, &b, microSize, memory));
   }
   void flush() { check(cleave_session_flush(handle_)); }
-  void eval(const Batch &batch) {
+  void eval(const Batch &batch, int memory = CLEAVE_MEMORY_HOST) {
     cleave_batch b = batch.view();
-    check(cleave_session_eval(handle_, &b));
+    check(cleave_session_eval_ex(handle_, &b, memory));
   }
   /// Output `name` of `entry` as the typed elements of its whole buffer.
   template <typename T>

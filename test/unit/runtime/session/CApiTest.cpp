@@ -137,6 +137,26 @@ TEST_F(CApiTest, BatchesOfTheWrongShapeAreRefused) {
   EXPECT_EQ(cleave_session_train_batch(session, &b, 4),
             CLEAVE_INVALID_ARGUMENT);
 
+  // Where the batch is must be one of the three kinds.
+  b.samples = kMicroBatch;
+  for (int memory : {-1, 3})
+    expectError(cleave_session_micro_step_ex(session, &b, memory),
+                CLEAVE_INVALID_ARGUMENT,
+                std::string("cleave_session_micro_step_ex: memory is ") +
+                    std::to_string(memory) +
+                    ", expected CLEAVE_MEMORY_HOST (0), CLEAVE_MEMORY_PINNED "
+                    "(1) or CLEAVE_MEMORY_DEVICE (2)");
+  EXPECT_EQ(cleave_session_train_batch_ex(session, &b, 4, 3),
+            CLEAVE_INVALID_ARGUMENT);
+  EXPECT_EQ(cleave_session_eval_ex(session, &b, 3), CLEAVE_INVALID_ARGUMENT);
+  // A device batch on the CPU is host memory, checked as one.
+  data.labels[2] = 9;
+  expectError(cleave_session_micro_step_ex(session, &b, CLEAVE_MEMORY_DEVICE),
+              CLEAVE_INVALID_ARGUMENT,
+              "batch: input 'labels' element 2 "
+              "is 9, expected 0 to 2 (a class label or an index into 3 rows)");
+  data.labels[2] = 0;
+
   // Nothing was trained by any of these.
   int64_t count = -1;
   ASSERT_EQ(cleave_session_micro_steps(session, &count), CLEAVE_OK);

@@ -93,7 +93,8 @@
   "\"inputs\": ["                                                              \
   "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [" STR(B) ", " STR(D)      \
   "]},"                                                                        \
-  "{\"name\": \"labels\", \"dtype\": \"i64\", \"shape\": [" STR(B) "]},"       \
+  "{\"name\": \"labels\", \"dtype\": \"i64\", \"shape\": [" STR(B) "], "       \
+  "\"index_bound\": " STR(C) "},"                                              \
   "{\"name\": \"weights\", \"dtype\": \"f32\", \"shape\": [" STR(B) "], "      \
   "\"role\": \"sample_weights\"}],"
 

@@ -77,6 +77,8 @@ static int eventId(CUevent event) {
  * "wait s2 e5"), for tests of the order of work on the streams. */
 static char trace[1 << 16];
 static size_t traceLength;
+static const void *h2dSources[256];
+static int h2dCount;
 static void note(const char *format, ...) {
   char line[128];
   va_list args;
@@ -94,6 +96,13 @@ const char *fake_cuda_trace(void) { return trace; }
 void fake_cuda_trace_reset(void) {
   traceLength = 0;
   trace[0] = 0;
+  h2dCount = 0;
+}
+/* The source addresses of the host-to-device copies since the last
+ * fake_cuda_trace_reset (the first 256). */
+int fake_cuda_h2d_sources(const void *const **sources) {
+  *sources = h2dSources;
+  return h2dCount;
 }
 
 fake_cuda_stats_t fake_cuda_stats(void) { return stats; }
@@ -215,6 +224,8 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
   if (!isStream(stream))
     return CUDA_ERROR_INVALID_HANDLE;
   note("h2d s%d", streamId(stream));
+  if (h2dCount < (int)(sizeof(h2dSources) / sizeof(h2dSources[0])))
+    h2dSources[h2dCount++] = src;
   memcpy((void *)dst, src, bytes);
   return CUDA_SUCCESS;
 }
@@ -230,9 +241,11 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                            CUstream stream) {
-  (void)stream;
   if (capturing)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!isStream(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  note("d2d s%d", streamId(stream));
   memmove((void *)dst, (const void *)src, bytes);
   return CUDA_SUCCESS;
 }

@@ -25,6 +25,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -234,6 +235,134 @@ TEST_F(FakeGpuTest, InputCopiesOverlapTheStepBefore) {
             "launch s1 sgd_update\n");
   EXPECT_EQ(gpu.step(), 1);
   expectSameState("four micro-steps, one window");
+}
+
+/// The source addresses of the fake driver's host-to-device copies since
+/// its trace was last reset.
+std::vector<const void *> h2dSources() {
+  auto fn = reinterpret_cast<int (*)(const void *const **)>(
+      ::dlsym(fakeDriver(), "fake_cuda_h2d_sources"));
+  EXPECT_NE(fn, nullptr);
+  const void *const *sources = nullptr;
+  int n = fn ? fn(&sources) : 0;
+  return std::vector<const void *>(sources, sources + n);
+}
+
+/// How many of `sources` lie in the `bytes` bytes at `base`.
+int64_t countWithin(const std::vector<const void *> &sources, const void *base,
+                    size_t bytes) {
+  auto *begin = static_cast<const unsigned char *>(base);
+  return std::count_if(sources.begin(), sources.end(), [&](const void *p) {
+    auto *q = static_cast<const unsigned char *>(p);
+    return q >= begin && q < begin + bytes;
+  });
+}
+
+// The fake driver's device memory is host memory, so one buffer can stand
+// for every kind of batch memory: what differs is how the session copies
+// it, which the trace shows, and the results, which must be the CPU's.
+TEST_F(FakeGpuTest, PinnedAndDeviceBatchesTrainLikeHostOnes) {
+  Data data = makeData(61, 5);
+  // Full and short micro-batches of each kind: a short one is padded on the
+  // device with its last row, as the CPU pads it on the host.
+  int64_t start = 0;
+  for (auto [count, memory] : {std::pair<int64_t, int>{8, CLEAVE_MEMORY_PINNED},
+                               {5, CLEAVE_MEMORY_PINNED},
+                               {8, CLEAVE_MEMORY_DEVICE},
+                               {3, CLEAVE_MEMORY_DEVICE}}) {
+    Data part = data.slice(start, count);
+    start += count;
+    Batch b = part.batch();
+    cpu.microStep(b);
+    gpu.microStep(b, memory);
+    expectSameState(memory == CLEAVE_MEMORY_PINNED ? "pinned" : "device");
+  }
+  ASSERT_EQ(gpu.step(), 1);
+  Data manyPart = data.slice(24, 29);
+  Batch many = manyPart.batch();
+  cpu.trainBatch(many, 6);
+  gpu.trainBatch(many, 6, CLEAVE_MEMORY_DEVICE);
+  expectSameState("trainBatch on a device batch");
+  // Evaluation returns every row of the micro-batch, padding included: the
+  // padded rows are the last real one's on either kind.
+  for (int memory : {CLEAVE_MEMORY_PINNED, CLEAVE_MEMORY_DEVICE}) {
+    Data evalPart = data.slice(53, 3);
+    Batch evalBatch = evalPart.batch();
+    cpu.eval(evalBatch);
+    gpu.eval(evalBatch, memory);
+    EXPECT_EQ(gpu.output<float>("eval_step", "prediction"),
+              cpu.output<float>("eval_step", "prediction"));
+  }
+}
+
+TEST_F(FakeGpuTest, APinnedBatchIsUploadedFromTheCallersBuffer) {
+  Data data = makeData(2 * kMicroBatch, 6);
+  auto reset = reinterpret_cast<void (*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
+  ASSERT_NE(reset, nullptr);
+  for (int memory : {CLEAVE_MEMORY_HOST, CLEAVE_MEMORY_PINNED}) {
+    SCOPED_TRACE(memory == CLEAVE_MEMORY_HOST ? "host" : "pinned");
+    Data part =
+        data.slice(memory == CLEAVE_MEMORY_HOST ? 0 : kMicroBatch, kMicroBatch);
+    Batch b = part.batch();
+    reset();
+    gpu.microStep(b, memory);
+    std::vector<const void *> sources = h2dSources();
+    // Host memory goes through the session's staging buffer; pinned memory
+    // is uploaded where it is, features and labels alike.
+    int64_t fromCaller =
+        countWithin(sources, part.x.data(), part.x.size() * 4) +
+        countWithin(sources, part.labels.data(), part.labels.size() * 8);
+    EXPECT_EQ(fromCaller, memory == CLEAVE_MEMORY_HOST ? 0 : 2);
+  }
+}
+
+TEST_F(FakeGpuTest, ADeviceBatchIsCopiedOnTheDevice) {
+  Data data = makeData(3 * kMicroBatch, 8);
+  // Two host micro-steps first: each input set then holds its sample
+  // weights, so what follows uploads nothing.
+  for (int i = 0; i < 2; ++i) {
+    Data part = data.slice(i * kMicroBatch, kMicroBatch);
+    Batch b = part.batch();
+    gpu.microStep(b);
+  }
+  auto reset = reinterpret_cast<void (*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
+  ASSERT_NE(reset, nullptr);
+  reset();
+  Data part = data.slice(2 * kMicroBatch, kMicroBatch);
+  Batch b = part.batch();
+  gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
+  // After the entry that last read input set 0 (e0): features and labels
+  // copied on the copy stream (s0), the labels downloaded too and waited
+  // for (e1: the host checks them against index_bound), the end of the
+  // copies (e2), which the session also waits for before the call returns;
+  // then the step, replayed from its graph. No upload.
+  EXPECT_EQ(normalizedTrace(), "wait s0 e0\nd2d s0\nd2d s0\nd2h s0\n"
+                               "record e1 s0\nrecord e2 s0\n"
+                               "wait s1 e2\ngraph s1\nrecord e0 s1\nd2h s1\n");
+}
+
+TEST_F(FakeGpuTest, ADeviceBatchsLabelsAreCheckedOnTheHost) {
+  Data data = makeData(kMicroBatch, 9);
+  data.labels[3] = 7;
+  Batch b = data.batch();
+  try {
+    gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
+    ADD_FAILURE() << "a label out of range was accepted";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find(
+                  "batch: input 'labels' element 3 is 7, expected 0 to 2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(gpu.microSteps(), 0);
+  // The session is still usable.
+  data.labels[3] = 1;
+  gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
+  cpu.microStep(b);
+  expectSameState("after a refused device batch");
 }
 
 TEST_F(FakeGpuTest, WrittenGlobalsReachTheDevice) {

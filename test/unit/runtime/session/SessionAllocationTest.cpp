@@ -69,9 +69,8 @@ TEST(SessionAllocation, TheTrainingLoopAllocatesNothing) {
   Artifact artifact = Artifact::load(CLEAVE_FAKE_SGD);
   Session session(artifact);
   Data data = makeData(3 * kMicroBatch + 5, 1);
-  Data full = data.slice(0, kMicroBatch);
-  Batch fullBatch = full.batch(), shortBatch = data.slice(0, 3).batch(),
-        all = data.batch();
+  Data full = data.slice(0, kMicroBatch), part = data.slice(0, 3);
+  Batch fullBatch = full.batch(), shortBatch = part.batch(), all = data.batch();
   cleave_batch f = fullBatch.view(), s = shortBatch.view(), a = all.view();
   cleave_session *h = session.get();
   // Misaligned rows: the session has to copy them.
