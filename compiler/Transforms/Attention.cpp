@@ -15,6 +15,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/Sequence.h"
 
 #include <cmath>
 
@@ -88,6 +89,8 @@ struct Parts {
   Value query, key, value, mask;
   std::optional<double> scale;
   bool scaleIsDivisor = false, causal = false;
+  /// `key` is K^T, `[..., D, S]`: the product had no `transpose_b`.
+  bool keyTransposed = false;
 };
 
 /// Matches `scores` = scale(matmul(q, k, transpose_b)), the scale optional.
@@ -110,10 +113,11 @@ bool matchScaledProduct(Value scores, Parts &parts) {
        shapeOf(product) != shapeOf(scores)))
     return false;
   auto matmul = soleDef<nn::MatmulOp>(product);
-  if (!matmul || matmul.getTransposeA() || !matmul.getTransposeB())
+  if (!matmul || matmul.getTransposeA())
     return false;
   parts.query = matmul.getLhs();
   parts.key = matmul.getRhs();
+  parts.keyTransposed = !matmul.getTransposeB();
   return shapeOf(parts.query).size() == shapeOf(parts.key).size();
 }
 
@@ -167,12 +171,21 @@ struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
     if (static_cast<int64_t>(shapeOf(parts.value).size()) != rank ||
         !matchMaskedScores(softmax.getInput(), parts))
       return rewriter.notifyMatchFailure(op, "not scaled dot-product scores");
+    Value key = parts.key;
+    if (parts.keyTransposed) {
+      // K from K^T; cleave-decompose-attention multiplies K^T again.
+      auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      std::swap(perm[rank - 2], perm[rank - 1]);
+      key = nn::TransposeOp::create(rewriter, op.getLoc(), key, perm);
+    }
     auto attention = nn::AttentionOp::create(
-        rewriter, op.getLoc(), parts.query, parts.key, parts.value, parts.mask,
+        rewriter, op.getLoc(), parts.query, key, parts.value, parts.mask,
         parts.scale ? rewriter.getF64FloatAttr(*parts.scale) : FloatAttr(),
         parts.scaleIsDivisor, parts.causal);
     if (attention.getType() != op.getType()) {
       rewriter.eraseOp(attention);
+      if (key != parts.key)
+        rewriter.eraseOp(key.getDefiningOp());
       return rewriter.notifyMatchFailure(op, "result types differ");
     }
     rewriter.replaceOp(op, attention.getResult());
@@ -202,7 +215,11 @@ struct DecomposeAttentionPass
     IRRewriter rewriter(&getContext());
     getOperation().walk([&](nn::AttentionOp op) {
       rewriter.setInsertionPoint(op);
+      Operation *key = op.getKey().getDefiningOp();
       rewriter.replaceOp(op, nn::decomposeAttention(rewriter, op).result);
+      // The K of a K^T (recomposed nn.MultiheadAttention) is dead again.
+      if (isa_and_nonnull<nn::TransposeOp>(key) && key->use_empty())
+        rewriter.eraseOp(key);
     });
   }
 };

@@ -72,6 +72,10 @@ def CleaveRecomposeAttention
     Replaces `matmul(softmax(mask(scale(matmul(q, k, transpose_b)))), v)` by
     one `nn.attention %q, %k, %v`, where:
 
+    - the key may also come as K^T, `matmul(q, kt)` without `transpose_b`
+      (nn.MultiheadAttention's export): the op then takes
+      `nn.transpose(kt)` of the last two dimensions, which
+      `cleave-decompose-attention` multiplies as `kt` again;
     - the scale, optional, is `nn.div` by or `nn.mul` with a splat constant
       (finite, non-zero, not enlarging the scores);
     - the mask, optional, is either `nn.where(c, -inf, s)` with `c` a
@@ -83,8 +87,8 @@ def CleaveRecomposeAttention
       other user.
 
     Anything else is left alone: a softmax over another axis, dropout on
-    the probabilities, a mask filled with another value than -inf, a key
-    transposed by its own `nn.transpose` (nn.MultiheadAttention's export).
+    the probabilities (nn.MultiheadAttention's export in training), a mask
+    filled with another value than -inf, a transposed query.
     The rewrite changes no value: `cleave-decompose-attention` rebuilds the
     same ops (docs/design/attention.md).
   }];

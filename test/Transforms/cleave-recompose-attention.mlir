@@ -73,11 +73,40 @@ func.func @plain(%q: tensor<5x8xf32>, %k: tensor<7x8xf32>, %v: tensor<7x3xf32>) 
 
 // -----
 
+// nn.MultiheadAttention's export: the query scaled before the product and
+// the key given as K^T by a Transpose of the [T, B*H, D] projection. The
+// op takes K (a transpose of the last two dimensions); the decomposition
+// multiplies K^T again, so the round trip is the exported graph.
+// CHECK-LABEL: func.func @transposed_key(
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<?x8x4xf32>, %[[X:[^:]+]]: tensor<8x?x4xf32>, %[[V:[^:]+]]: tensor<?x8x4xf32>)
+// CHECK:         %[[QS:.+]] = nn.div %[[Q]]
+// CHECK-NEXT:    %[[KT:.+]] = nn.transpose %[[X]] [1, 2, 0]
+// CHECK-NEXT:    %[[K:.+]] = nn.transpose %[[KT]] [0, 2, 1] : tensor<?x4x8xf32> -> tensor<?x8x4xf32>
+// CHECK-NEXT:    nn.attention %[[QS]], %[[K]], %[[V]] : tensor<?x8x4xf32>, tensor<?x8x4xf32>, tensor<?x8x4xf32> -> tensor<?x8x4xf32>
+// ROUND-LABEL: func.func @transposed_key(
+// ROUND:         %[[QS:.+]] = nn.div %arg0
+// ROUND-NEXT:    %[[KT:.+]] = nn.transpose %arg1 [1, 2, 0]
+// ROUND-NEXT:    %[[S:.+]] = nn.matmul %[[QS]], %[[KT]] : tensor<?x8x4xf32>, tensor<?x4x8xf32> -> tensor<?x8x8xf32>
+// ROUND-NEXT:    %[[P:.+]] = nn.softmax %[[S]] {axis = 2 : i64}
+// ROUND-NEXT:    nn.matmul %[[P]], %arg2
+// ROUND-NOT:     nn.transpose
+func.func @transposed_key(%q: tensor<?x8x4xf32>, %x: tensor<8x?x4xf32>, %v: tensor<?x8x4xf32>) -> tensor<?x8x4xf32> {
+  %c = arith.constant dense<2.0> : tensor<f32>
+  %0 = nn.div %q, %c : tensor<?x8x4xf32>, tensor<f32> -> tensor<?x8x4xf32>
+  %1 = nn.transpose %x [1, 2, 0] : tensor<8x?x4xf32> -> tensor<?x4x8xf32>
+  %2 = nn.matmul %0, %1 : tensor<?x8x4xf32>, tensor<?x4x8xf32> -> tensor<?x8x8xf32>
+  %3 = nn.softmax %2 {axis = 2 : i64} : tensor<?x8x8xf32>
+  %4 = nn.matmul %3, %v : tensor<?x8x8xf32>, tensor<?x8x4xf32> -> tensor<?x8x4xf32>
+  return %4 : tensor<?x8x4xf32>
+}
+
+// -----
+
 // Left alone, each for one reason: a softmax over another axis; dropout on
-// the probabilities; a mask filled with -1e4 (not additive); a triangle
-// that is not the causal one; scores another op also reads; a key
-// transposed by its own nn.transpose (nn.MultiheadAttention's export); a
-// scale that is not a constant.
+// the probabilities (nn.MultiheadAttention's export in training); a mask
+// filled with -1e4 (not additive); a triangle that is not the causal one;
+// scores another op also reads; a product with a transposed query; a scale
+// that is not a constant.
 // CHECK-LABEL: func.func @left_alone(
 // CHECK-NOT:     nn.attention
 // CHECK:         return
@@ -111,7 +140,7 @@ func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<
   %e1 = nn.softmax %e0 : tensor<2x4x4xf32>
   %e = nn.matmul %e1, %q : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
 
-  %f0 = nn.matmul %q, %kt : tensor<2x4x8xf32>, tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  %f0 = nn.matmul %kt, %kt {transpose_a} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x4x4xf32>
   %f1 = nn.softmax %f0 : tensor<2x4x4xf32>
   %f = nn.matmul %f1, %q : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
 

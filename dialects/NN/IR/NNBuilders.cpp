@@ -80,8 +80,23 @@ FailureOr<double> nn::reducedCount(ArrayRef<int64_t> shape,
 nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op) {
   Location loc = op.getLoc();
   Type elt = op.getType().getElementType();
-  Value scores = MatmulOp::create(b, loc, op.getQuery(), op.getKey(),
-                                  /*transpose_a=*/false, /*transpose_b=*/true);
+  // A key that is a transposed K^T (nn.MultiheadAttention's export) is
+  // multiplied as K^T, as it was exported.
+  Value key = op.getKey();
+  bool transposeKey = true;
+  if (auto t = key.getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> perm = t.getPermutation();
+    int64_t r = perm.size();
+    bool swapsLastTwo = perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+    for (int64_t i = 0; swapsLastTwo && i < r - 2; ++i)
+      swapsLastTwo = perm[i] == i;
+    if (swapsLastTwo) {
+      key = t.getInput();
+      transposeKey = false;
+    }
+  }
+  Value scores = MatmulOp::create(b, loc, op.getQuery(), key,
+                                  /*transpose_a=*/false, transposeKey);
   if (std::optional<double> scale = op.getScaleValue()) {
     Value c = splat(b, loc, *scale, elt);
     scores = op.getScaleIsDivisor() ? Value(DivOp::create(b, loc, scores, c))

@@ -49,7 +49,9 @@ struct AttentionParts {
 
 /// Builds the ops `op` stands for (nn.matmul, nn.mul or nn.div, nn.add,
 /// nn.where, nn.softmax, nn.matmul: what the ONNX importer emits for
-/// attention) at the builder's insertion point, from `op`'s operands.
+/// attention) at the builder's insertion point, from `op`'s operands. A key
+/// that is an nn.transpose of the last two dimensions is multiplied as its
+/// input, without `transpose_b`.
 AttentionParts decomposeAttention(OpBuilder &b, AttentionOp op);
 
 } // namespace mlir::cleave::nn

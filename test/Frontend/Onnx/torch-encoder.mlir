@@ -9,8 +9,8 @@
 // REQUIRES: torch
 // RUN: %python %S/Inputs/make_model.py torch_encoder %t.onnx
 // RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
-// Dropout on the attention probabilities and a key transposed by its own
-// Transpose: cleave-recompose-attention leaves both layers' attention alone.
+// Dropout on the attention probabilities: cleave-recompose-attention leaves
+// both layers' attention alone (torch-attention.mlir: without dropout).
 // RUN: cleave-opt --import-onnx %t.onnx --cleave-recompose-attention | FileCheck %s --check-prefix=UNFUSED
 // UNFUSED-NOT: nn.attention
 // UNFUSED-COUNT-2: nn.softmax

@@ -528,8 +528,8 @@ Model softmaxAndLosses(MLIRContext *ctx, std::mt19937_64 &rng) {
 
 /// nn.attention, which the pipeline recomposes and spells out again before
 /// autodiff: causal with a divided scale (T = S), an additive mask that is a
-/// parameter with a multiplied scale (S != T), and heads in a dimension of
-/// their own.
+/// parameter with a multiplied scale (S != T), a key given as K^T, and
+/// heads in a dimension of their own.
 Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
   ModelBuilder m(ctx, rng, randomDim(rng, 2, 4));
   Ops o{m};
@@ -544,6 +544,11 @@ Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
   Value vs = m.scaled("vs.s", m.input("vs", {s, dv}), {s, dv});
   m.observe("masked",
             o.attention(q, ks, vs, m.param("mask", {t, s}), 0.5, false, false));
+  // A key given as K^T, [B, D, S] (nn.MultiheadAttention's export), which
+  // the decomposition multiplies without transposing.
+  Value kt = m.scaled("kt.s", m.input("kt", {d, s}), {d, s});
+  m.observe("transposed_key", o.attention(q, o.transpose(kt, {0, 2, 1}), vs,
+                                          Value(), 2.0, true, false));
   Value q4 = m.scaled("q4.s", m.input("q4", {h, t, d}), {h, t, d});
   Value k4 = m.scaled("k4.s", m.input("k4", {h, s, d}), {h, s, d});
   Value v4 = m.scaled("v4.s", m.input("v4", {h, s, dv}), {h, s, dv});

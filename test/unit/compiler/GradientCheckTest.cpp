@@ -358,6 +358,13 @@ std::vector<GradCase> allCases() {
                      T("2x2x4x3") + ", " + T("2x2x4x3") + ", " + T("2x2x4x3") +
                      " -> " + T("2x2x4x3"),
                  T("2x2x4x3")));
+  c.push_back(fn("attention_transposed_key",
+                 {P("q", "2x3x4"), P("kt", "2x4x5"), P("v", "2x5x3")},
+                 "%k = nn.transpose %kt [0, 2, 1] : " + T("2x4x5") + " -> " +
+                     T("2x5x4") +
+                     "\n  %y = nn.attention %q, %k, %v : " + T("2x3x4") + ", " +
+                     T("2x5x4") + ", " + T("2x5x3") + " -> " + T("2x3x3"),
+                 T("2x3x3")));
   c.push_back(fn(
       "attention_mask_scale",
       {P("q", "2x3x4"), P("k", "2x5x4"), P("v", "2x5x3"), P("m", "2x1x5")},
