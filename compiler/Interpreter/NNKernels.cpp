@@ -879,7 +879,9 @@ LogicalResult runAttention(nn::AttentionOp op, Frame &f) {
   std::vector<double> mask;
   if (Value m = op.getMask()) {
     const Tensor &mt = f.get(m);
-    if (failed(nn::broadcastShapes(mt.getShape(), scoresShape)))
+    FailureOr<SmallVector<int64_t>> shape =
+        nn::broadcastShapes(mt.getShape(), scoresShape);
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != ArrayRef(scoresShape))
       return op.emitOpError("mask ")
              << shapeToString(mt.getShape()) << " does not broadcast to "
              << shapeToString(scoresShape);

@@ -152,6 +152,38 @@ bool matchMaskedScores(Value logits, Parts &parts) {
   return matchScaledProduct(logits, parts);
 }
 
+/// Whether the op `parts` describe infers `type` and verifies (checked
+/// before it is built: a failed inference is a fatal error in a builder).
+/// The matmuls of the chain check their own operand pairs only, so the
+/// query, key and value may still disagree in a batch dimension, and the
+/// mask may have fixed a dimension the query leaves dynamic.
+bool isValidAttention(const Parts &parts, RankedTensorType type) {
+  ArrayRef<int64_t> q = shapeOf(parts.query), k = shapeOf(parts.key),
+                    v = shapeOf(parts.value);
+  auto agree = [](int64_t a, int64_t b) {
+    return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+  };
+  size_t batch = q.size() - 2;
+  for (size_t i = 0; i < batch; ++i)
+    if (!agree(q[i], k[i]) || !agree(q[i], v[i]) || !agree(k[i], v[i]))
+      return false;
+  SmallVector<int64_t> result(q.drop_back());
+  result.push_back(v.back());
+  if (type.getShape() != ArrayRef<int64_t>(result))
+    return false;
+  if (!parts.mask)
+    return true;
+  SmallVector<int64_t> scores(q.drop_back());
+  scores.push_back(parts.keyTransposed ? k.back() : k[k.size() - 2]);
+  ArrayRef<int64_t> m = shapeOf(parts.mask);
+  for (size_t i = 0; i < m.size(); ++i) {
+    int64_t d = scores[scores.size() - m.size() + i];
+    if (ShapedType::isDynamic(d) && !ShapedType::isDynamic(m[i]) && m[i] != 1)
+      return false;
+  }
+  return true;
+}
+
 /// nn.matmul(softmax(...), v) → nn.attention.
 struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -171,6 +203,8 @@ struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
     if (static_cast<int64_t>(shapeOf(parts.value).size()) != rank ||
         !matchMaskedScores(softmax.getInput(), parts))
       return rewriter.notifyMatchFailure(op, "not scaled dot-product scores");
+    if (!isValidAttention(parts, op.getType()))
+      return rewriter.notifyMatchFailure(op, "not an nn.attention of its type");
     Value key = parts.key;
     if (parts.keyTransposed) {
       // K from K^T; cleave-decompose-attention multiplies K^T again.
@@ -182,12 +216,6 @@ struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
         rewriter, op.getLoc(), parts.query, key, parts.value, parts.mask,
         parts.scale ? rewriter.getF64FloatAttr(*parts.scale) : FloatAttr(),
         parts.scaleIsDivisor, parts.causal);
-    if (attention.getType() != op.getType()) {
-      rewriter.eraseOp(attention);
-      if (key != parts.key)
-        rewriter.eraseOp(key.getDefiningOp());
-      return rewriter.notifyMatchFailure(op, "result types differ");
-    }
     rewriter.replaceOp(op, attention.getResult());
     return success();
   }
@@ -198,7 +226,8 @@ struct RecomposeAttentionPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RecomposeAttention>(&getContext());
-    // Only the matched chains change: nothing is folded or merged.
+    // Nothing is folded or merged; what the rewrites leave dead is erased,
+    // as by every greedy rewrite.
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
         .enableFolding(false)

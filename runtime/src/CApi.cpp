@@ -578,7 +578,7 @@ cleave_status cleave_session_micro_step_ex(cleave_session *session,
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(batch);
-    BatchMemory kind;
+    BatchMemory kind = BatchMemory::host;
     CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
     return session->impl->microStep(*batch, kind);
   });
@@ -590,7 +590,7 @@ cleave_status cleave_session_train_batch_ex(cleave_session *session,
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(batch);
-    BatchMemory kind;
+    BatchMemory kind = BatchMemory::host;
     CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
     return session->impl->trainBatch(*batch, micro_size, kind);
   });
@@ -617,7 +617,7 @@ cleave_status cleave_session_eval_ex(cleave_session *session,
   return guarded(__func__, [&](const char *function) -> Status {
     CLEAVE_CHECK_ARG(session);
     CLEAVE_CHECK_ARG(batch);
-    BatchMemory kind;
+    BatchMemory kind = BatchMemory::host;
     CLEAVE_RETURN_IF_ERROR(batchMemory(function, memory, kind));
     return session->impl->eval(*batch, kind);
   });

@@ -68,9 +68,6 @@ private:
   size_t size_ = 0;
 };
 
-/// Where a batch's buffers are (CLEAVE_MEMORY_*).
-enum class BatchMemory { host, pinned, device };
-
 /// A training session. Not thread-safe: one thread at a time may call it.
 class Session {
 public:
@@ -236,6 +233,9 @@ private:
   /// its index inputs unless the host cannot read them (`memory`).
   Status checkBatch(EntryKind kind, const cleave_batch &batch,
                     int64_t maxSamples, BatchMemory memory) const;
+  /// checkIndices on the index inputs of a batch in device memory, after
+  /// downloading them (one wait).
+  Status checkDeviceIndices(EntryKind kind, const cleave_batch &batch);
   /// Whether the host cannot read a batch in `memory`.
   bool onlyDeviceReads(BatchMemory memory) const {
     return memory == BatchMemory::device && !device_->properties().hostMemory;

@@ -70,6 +70,10 @@ Status Session::checkBatch(EntryKind kind, const cleave_batch &batch,
                        in.name, "') is ", batch.bytes[j], ", expected ",
                        batch.samples, " samples x ", in.rowBytes,
                        " bytes = ", expected);
+    if (memory != BatchMemory::host)
+      CLEAVE_RETURN_IF_ERROR(device_->checkBatchMemory(
+          batch.data[j], size_t(expected), memory,
+          "batch: data[" + std::to_string(j) + "] ('" + in.name + "')"));
     // A device batch's indices are checked once downloaded (stage).
     if (in.indexBound > 0 && !onlyDeviceReads(memory))
       CLEAVE_RETURN_IF_ERROR(checkIndices(in, batch.data[j], expected));
@@ -158,6 +162,28 @@ Status Session::fillTokenWeights(const void *labels, void *weights,
   return Status::success();
 }
 
+Status Session::checkDeviceIndices(EntryKind kind, const cleave_batch &batch) {
+  const Manifest &m = manifest_;
+  const EntryDesc &e = m.entry(kind);
+  Queue &transfer = device_->transfer();
+  std::vector<std::vector<unsigned char>> copies(m.userInputs.size());
+  for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    const InputDesc &in = m.inputs[m.userInputs[j]];
+    if (!e.usesInput[m.userInputs[j]] || in.indexBound == 0)
+      continue;
+    copies[j].resize(batch.bytes[j]);
+    CLEAVE_RETURN_IF_ERROR(noteDeviceError(
+        transfer.download(copies[j].data(), batch.data[j], batch.bytes[j])));
+  }
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*hostRead_)));
+  CLEAVE_RETURN_IF_ERROR(noteDeviceError(hostRead_->synchronize()));
+  for (size_t j = 0; j < m.userInputs.size(); ++j)
+    if (!copies[j].empty())
+      CLEAVE_RETURN_IF_ERROR(checkIndices(m.inputs[m.userInputs[j]],
+                                          copies[j].data(), copies[j].size()));
+  return Status::success();
+}
+
 namespace {
 /// Rows [samples, rows) of `data` (device memory, `samples` real rows)
 /// become copies of row samples - 1, by copies that double the filled part.
@@ -204,8 +230,18 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch,
     hostInputs_[i] = buffers[i].host;
   }
   // Pinned and device batches on a device that does not address host
-  // memory: copied from where the caller has them, and waited for.
+  // memory: copied from where the caller has them, and waited for, also
+  // when the call fails after enqueuing some of the copies.
   const bool direct = !properties.hostMemory && memory != BatchMemory::host;
+  struct SettleCopies {
+    Queue &queue;
+    Event &copied;
+    bool armed;
+    ~SettleCopies() {
+      if (armed && queue.record(copied).ok())
+        (void)copied.synchronize();
+    }
+  } settle{transfer, *copied_[set], direct};
   bool downloads = false;
   for (size_t j = 0; j < m.userInputs.size(); ++j) {
     size_t idx = m.userInputs[j];
@@ -289,6 +325,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch,
     lastCount_ = samples;
   CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*copied_[set])));
   // The caller's buffers are theirs again when the call returns.
+  settle.armed = false;
   if (direct)
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(copied_[set]->synchronize()));
   Binding &binding = bindings_[static_cast<size_t>(kind)];
@@ -539,6 +576,8 @@ Status Session::trainBatch(const cleave_batch &batch, int64_t microSize,
   CLEAVE_RETURN_IF_ERROR(checkBatch(EntryKind::micro_step, batch,
                                     std::numeric_limits<int64_t>::max(),
                                     memory));
+  if (onlyDeviceReads(memory))
+    CLEAVE_RETURN_IF_ERROR(checkDeviceIndices(EntryKind::micro_step, batch));
   if (microSize < m.microBatch && !m.sampleWeightsInput)
     return makeError(CLEAVE_INVALID_ARGUMENT, "micro_size is ", microSize,
                      " but the artifact has no sample-weights input, so "

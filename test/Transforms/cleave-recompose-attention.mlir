@@ -150,3 +150,22 @@ func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<
   %g = nn.matmul %g2, %q : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return %a, %b, %c, %d, %e, %e0, %f, %g : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
+
+// -----
+
+// Each product checks its own operands only, so key and value may disagree
+// in a batch dimension the query leaves dynamic, and an additive mask may
+// fix one: no nn.attention has this type, and the chain is left alone.
+// CHECK-LABEL: func.func @no_attention_of_this_type(
+// CHECK-NOT:     nn.attention
+// CHECK:         return
+func.func @no_attention_of_this_type(%q: tensor<?x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<3x4x8xf32>, %m: tensor<2x1x4xf32>) -> (tensor<?x4x8xf32>, tensor<2x4x8xf32>) {
+  %0 = nn.matmul %q, %k {transpose_b} : tensor<?x4x8xf32>, tensor<2x4x8xf32> -> tensor<?x4x4xf32>
+  %1 = nn.softmax %0 : tensor<?x4x4xf32>
+  %2 = nn.matmul %1, %v : tensor<?x4x4xf32>, tensor<3x4x8xf32> -> tensor<?x4x8xf32>
+  %3 = nn.matmul %q, %k {transpose_b} : tensor<?x4x8xf32>, tensor<2x4x8xf32> -> tensor<?x4x4xf32>
+  %4 = nn.add %3, %m : tensor<?x4x4xf32>, tensor<2x1x4xf32> -> tensor<2x4x4xf32>
+  %5 = nn.softmax %4 : tensor<2x4x4xf32>
+  %6 = nn.matmul %5, %k : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return %2, %6 : tensor<?x4x8xf32>, tensor<2x4x8xf32>
+}

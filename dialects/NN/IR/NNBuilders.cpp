@@ -77,7 +77,8 @@ FailureOr<double> nn::reducedCount(ArrayRef<int64_t> shape,
   return n;
 }
 
-nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op) {
+nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op,
+                                          bool withResult) {
   Location loc = op.getLoc();
   Type elt = op.getType().getElementType();
   // A key that is a transposed K^T (nn.MultiheadAttention's export) is
@@ -124,6 +125,8 @@ nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op) {
   }
   Value probs =
       SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(rank - 1));
+  if (!withResult)
+    return {probs, Value()};
   Value result = MatmulOp::create(b, loc, probs, op.getValue(), false, false);
   return {probs, result};
 }

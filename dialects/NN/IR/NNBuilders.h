@@ -52,7 +52,9 @@ struct AttentionParts {
 /// attention) at the builder's insertion point, from `op`'s operands. A key
 /// that is an nn.transpose of the last two dimensions is multiplied as its
 /// input, without `transpose_b`.
-AttentionParts decomposeAttention(OpBuilder &b, AttentionOp op);
+/// Without `withResult`, only the probabilities (a VJP's recomputation).
+AttentionParts decomposeAttention(OpBuilder &b, AttentionOp op,
+                                  bool withResult = true);
 
 } // namespace mlir::cleave::nn
 

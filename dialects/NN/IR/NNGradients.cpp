@@ -583,7 +583,7 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
   Location loc = getLoc();
   Value dO = dys[0];
   int64_t rank = getType().getRank();
-  Value probs = decomposeAttention(b, *this).probs;
+  Value probs = decomposeAttention(b, *this, /*withResult=*/false).probs;
   size_t base = grads.size();
   grads.resize(base + getNumOperands());
   auto grad = [&](unsigned i, function_ref<Value()> g) {

@@ -706,22 +706,19 @@ LogicalResult LogSoftmaxOp::verify() {
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// The leading dimensions of `shapes`, merged: a static size wins over a
-/// dynamic one. Fails on two different static sizes.
-static FailureOr<SmallVector<int64_t>>
-mergeBatchDims(std::optional<Location> loc, ArrayRef<ArrayRef<int64_t>> shapes,
-               ArrayRef<StringRef> names) {
-  SmallVector<int64_t> batch(shapes[0].drop_back(2));
-  for (size_t o = 1; o < shapes.size(); ++o)
-    for (auto [i, d] : llvm::enumerate(shapes[o].drop_back(2))) {
-      if (!dimsCompatible(batch[i], d))
-        return emitOptionalError(
-            loc, "batch dimension ", i, " differs: ", names[0], " ",
-            shapeStr(shapes[0]), ", ", names[o], " ", shapeStr(shapes[o]));
-      if (batch[i] == kDyn)
-        batch[i] = d;
-    }
-  return batch;
+/// Checks that the leading dimensions of `shapes` agree pairwise (a dynamic
+/// size agrees with any).
+static LogicalResult checkBatchDims(std::optional<Location> loc,
+                                    ArrayRef<ArrayRef<int64_t>> shapes,
+                                    ArrayRef<StringRef> names) {
+  for (size_t a = 0; a < shapes.size(); ++a)
+    for (size_t b = a + 1; b < shapes.size(); ++b)
+      for (auto [i, d] : llvm::enumerate(shapes[b].drop_back(2)))
+        if (!dimsCompatible(shapes[a][i], d))
+          return emitOptionalError(
+              loc, "batch dimension ", i, " differs: ", names[a], " ",
+              shapeStr(shapes[a]), ", ", names[b], " ", shapeStr(shapes[b]));
+  return success();
 }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
@@ -746,11 +743,11 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (!dimsCompatible(ks[rank - 2], vs[rank - 2]))
     return emitOptionalError(loc, "key ", shapeStr(ks), " and value ",
                              shapeStr(vs), " differ in length");
-  FailureOr<SmallVector<int64_t>> batch =
-      mergeBatchDims(loc, {qs, ks, vs}, {"query", "key", "value"});
-  if (failed(batch))
+  if (failed(checkBatchDims(loc, {qs, ks, vs}, {"query", "key", "value"})))
     return failure();
-  SmallVector<int64_t> shape = std::move(*batch);
+  // The query's leading dimensions, as nn.matmul keeps its lhs's: the
+  // decomposition's type.
+  SmallVector<int64_t> shape(qs.drop_back(2));
   shape.push_back(qs[rank - 2]);
   shape.push_back(vs.back());
   types.push_back(tensorOf(shape, q.getElementType()));
@@ -791,6 +788,14 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("mask ")
              << shapeStr(ms) << " does not broadcast to the scores "
              << shapeStr(scores);
+    // Added to the scores, a static size would make theirs static too.
+    for (size_t i = 0; i < ms.size(); ++i) {
+      size_t at = scores.size() - ms.size() + i;
+      if (scores[at] == kDyn && ms[i] != kDyn && ms[i] != 1)
+        return emitOpError("mask ")
+               << shapeStr(ms) << " fixes dimension " << at << " of the scores "
+               << shapeStr(scores) << ", which the query and key leave dynamic";
+    }
   }
   return success();
 }

@@ -347,7 +347,11 @@ typedef struct cleave_batch {
  *    token labels) are also downloaded, which costs one wait.
  *
  *  On the CPU all three are host memory. A short batch is padded with its
- *  last row wherever it is. */
+ *  last row wherever it is. On CUDA a buffer of another kind than `memory`
+ *  says (or GPU memory of another device, or rows past the end of their
+ *  allocation) is refused with CLEAVE_INVALID_ARGUMENT before anything is
+ *  copied; the index inputs of a device batch are checked before any of
+ *  its micro-steps runs. */
 enum {
   CLEAVE_MEMORY_HOST = 0,
   CLEAVE_MEMORY_PINNED = 1,

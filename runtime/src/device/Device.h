@@ -65,6 +65,10 @@ enum class Usage {
   Staged,
 };
 
+/// Where a caller's batch is (CLEAVE_MEMORY_*): pageable or page-locked
+/// host memory, or the device's own.
+enum class BatchMemory { host, pinned, device };
+
 /// A buffer a device allocated. `data` is what entries receive; `host` the
 /// host's view of it: `data` itself where the device addresses host memory,
 /// else a mirror (null for Usage::DeviceOnly there).
@@ -169,6 +173,12 @@ public:
   /// (page-locked where that matters).
   virtual Status allocateHost(size_t bytes, const std::string &what,
                               void *&out) = 0;
+  /// Refuses (CLEAVE_INVALID_ARGUMENT, naming `what`) `bytes` at `ptr` that
+  /// are not the kind of memory `memory` says, where the device can tell
+  /// and copies from the wrong kind would fail.
+  virtual Status checkBatchMemory(const void *ptr, size_t bytes,
+                                  BatchMemory memory,
+                                  const std::string &what) = 0;
   virtual Status createEvent(Event *&out) = 0;
   /// Where entry points run, and where input copies go (the same queue
   /// where they cannot overlap).

@@ -2,16 +2,18 @@
 // RUN: cleave-opt %t/ops.mlir | cleave-opt | FileCheck %s
 // RUN: cleave-opt %t/ops.mlir --mlir-print-op-generic | cleave-opt | FileCheck %s
 // RUN: cleave-opt %t/invalid.mlir --split-input-file --verify-diagnostics
+// The decomposition has the op's type, dynamic batches included.
+// RUN: cleave-opt %t/ops.mlir --cleave-decompose-attention | FileCheck %s --check-prefix=PARTS
 
 //--- ops.mlir
 
 // nn.attention round-trips in its custom and generic forms: with and without
-// a mask, scale and causal flag; batch and head dimensions merged from the
-// operands (a dynamic batch in the query, a static one in the key); key and
-// value of their own length S and value width Dv.
+// a mask, scale and causal flag; the result's batch and head dimensions are
+// the query's, as nn.matmul's (a dynamic batch in the query, a static one in
+// the key); key and value of their own length S and value width Dv.
 
 // CHECK-LABEL: func.func @attention(
-// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 2.000000e+00 : f64, scale_is_divisor} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 2.000000e+00 : f64, scale_is_divisor} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
 // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.250000e-01 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
 // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
 func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
@@ -19,11 +21,17 @@ func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
                      %k2: tensor<3x7x8xf64>, %v2: tensor<3x7x2xf64>,
                      %m2: tensor<3x1x7xf64>, %q3: tensor<5x8xf32>,
                      %k3: tensor<7x8xf32>, %v3: tensor<7x3xf32>) {
-  %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
   %1 = nn.attention %q2, %k2, %v2, %m2 {scale = 0.125 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
   %2 = nn.attention %q3, %k3, %v3 : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
   return
 }
+
+// PARTS-LABEL: func.func @attention(
+// PARTS-NOT:     nn.attention
+// PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<?x4x6x6xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
+// PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<3x5x7xf64>, tensor<3x7x2xf64> -> tensor<3x5x2xf64>
+// PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<5x7xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
 
 //--- invalid.mlir
 
@@ -49,6 +57,23 @@ func.func @batch(%q: tensor<2x6x8xf32>, %k: tensor<3x6x8xf32>, %v: tensor<3x6x8x
   // expected-error @+2 {{batch dimension 0 differs: query [2, 6, 8], key [3, 6, 8]}}
   // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
   %0 = nn.attention %q, %k, %v : tensor<2x6x8xf32>, tensor<3x6x8xf32>, tensor<3x6x8xf32> -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_key_value(%q: tensor<?x6x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<3x6x8xf32>) {
+  // expected-error @+2 {{batch dimension 0 differs: key [2, 6, 8], value [3, 6, 8]}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : tensor<?x6x8xf32>, tensor<2x6x8xf32>, tensor<3x6x8xf32> -> tensor<?x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_fixes_a_dynamic_dimension(%q: tensor<?x6x8xf32>, %m: tensor<2x1x6xf32>) {
+  // expected-error @+1 {{'nn.attention' op mask [2, 1, 6] fixes dimension 0 of the scores [?, 6, 6], which the query and key leave dynamic}}
+  %0 = nn.attention %q, %q, %q, %m : tensor<?x6x8xf32>, tensor<?x6x8xf32>, tensor<?x6x8xf32>, tensor<2x1x6xf32> -> tensor<?x6x8xf32>
   return
 }
 

@@ -111,6 +111,12 @@ public:
     return Status::success();
   }
 
+  /// Every kind is host memory here.
+  Status checkBatchMemory(const void *, size_t, BatchMemory,
+                          const std::string &) override {
+    return Status::success();
+  }
+
   Status createEvent(Event *&out) override {
     events_.push_back(std::make_unique<CpuEvent>());
     out = events_.back().get();

@@ -274,6 +274,57 @@ public:
     return Status::success();
   }
 
+  Status checkBatchMemory(const void *ptr, size_t bytes, BatchMemory memory,
+                          const std::string &what) override {
+    if (memory == BatchMemory::host || bytes == 0)
+      return Status::success();
+    CLEAVE_RETURN_IF_ERROR(current());
+    auto p = reinterpret_cast<CUdeviceptr>(ptr);
+    unsigned type = 0;
+    // Memory the driver does not know is pageable host memory.
+    const bool known =
+        d_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ==
+        CUDA_SUCCESS;
+    const char *is = !known                         ? "pageable host memory"
+                     : type == CU_MEMORYTYPE_HOST   ? "page-locked host memory"
+                     : type == CU_MEMORYTYPE_DEVICE ? "GPU memory"
+                                                    : "unknown memory";
+    if (memory == BatchMemory::pinned) {
+      if (known && type == CU_MEMORYTYPE_HOST)
+        return Status::success();
+      return makeError(CLEAVE_INVALID_ARGUMENT, what, " is ", is,
+                       ", not page-locked host memory (CLEAVE_MEMORY_PINNED)");
+    }
+    if (!known || type != CU_MEMORYTYPE_DEVICE)
+      return makeError(CLEAVE_INVALID_ARGUMENT, what, " is ", is,
+                       ", not memory of ", description_,
+                       " (CLEAVE_MEMORY_DEVICE)");
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuPointerGetAttribute(
+                     &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
+                 what + ": cannot ask the driver which GPU it is on"));
+    if (ordinal != int(info_.device))
+      return makeError(CLEAVE_INVALID_ARGUMENT, what, " is memory of GPU ",
+                       ordinal, ", not of ", description_,
+                       " (CLEAVE_MEMORY_DEVICE)");
+    CLEAVE_RETURN_IF_ERROR(
+        d_.check(d_.cuPointerGetAttribute(
+                     &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p),
+                 what + ": cannot ask the driver for its allocation"));
+    CLEAVE_RETURN_IF_ERROR(d_.check(
+        d_.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p),
+        what + ": cannot ask the driver for its allocation"));
+    if (p - start > size || bytes > size - (p - start))
+      return makeError(CLEAVE_INVALID_ARGUMENT, what, ": its ", bytes,
+                       " bytes run past the end of their allocation (",
+                       size - std::min<size_t>(size, p - start),
+                       " bytes from the pointer)");
+    return Status::success();
+  }
+
   Status createEvent(Event *&out) override {
     CLEAVE_RETURN_IF_ERROR(current());
     CUevent e = nullptr;

@@ -44,6 +44,7 @@ namespace cleave::rt {
   X(cuMemcpyDtoHAsync)                                                         \
   X(cuMemcpyDtoDAsync)                                                         \
   X(cuMemsetD8Async)                                                           \
+  X(cuPointerGetAttribute)                                                     \
   X(cuMemsetD32Async)                                                          \
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \

@@ -16,7 +16,7 @@
  * Streams are distinct tokens, but all work runs at once, in call order;
  * what a real GPU would order by streams and events is checked instead
  * through the trace (fake_cuda_trace: one line per copy, launch, graph
- * launch, event record and stream wait).
+ * launch, event record, stream wait and host wait for an event).
  *
  * Graphs: while a stream captures, a launch is recorded (its kernel and
  * its two parameter values) instead of run, and a copy or fill is refused
@@ -191,12 +191,59 @@ CUresult cuMemGetInfo(size_t *free, size_t *total) {
   *total = (size_t)1 << 31;
   return CUDA_SUCCESS;
 }
+/* What cuPointerGetAttribute knows: every live allocation of cuMemAlloc
+ * (device memory of the current context's device) and cuMemHostAlloc
+ * (page-locked host memory). */
+struct fake_allocation {
+  void *start;
+  size_t bytes;
+  unsigned type; /* CU_MEMORYTYPE_DEVICE or CU_MEMORYTYPE_HOST */
+  int device;
+};
+static struct fake_allocation *allocations;
+static size_t numAllocations, allocationCapacity;
+static int track(void *start, size_t bytes, unsigned type, int device) {
+  if (numAllocations == allocationCapacity) {
+    size_t capacity = allocationCapacity ? 2 * allocationCapacity : 64;
+    void *grown = realloc(allocations, capacity * sizeof(*allocations));
+    if (!grown)
+      return 0;
+    allocations = (struct fake_allocation *)grown;
+    allocationCapacity = capacity;
+  }
+  struct fake_allocation a = {start, bytes, type, device};
+  allocations[numAllocations++] = a;
+  return 1;
+}
+static void untrack(void *start) {
+  for (size_t i = 0; i < numAllocations; ++i)
+    if (allocations[i].start == start) {
+      allocations[i] = allocations[--numAllocations];
+      return;
+    }
+}
+static const struct fake_allocation *lookup(const void *p) {
+  for (size_t i = 0; i < numAllocations; ++i) {
+    const char *start = (const char *)allocations[i].start;
+    if ((const char *)p >= start &&
+        (const char *)p <
+            start + (allocations[i].bytes ? allocations[i].bytes : 1))
+      return &allocations[i];
+  }
+  return NULL;
+}
+
 CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
   if (!current)
     return CUDA_ERROR_INVALID_CONTEXT;
   void *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!track(p, bytes, CU_MEMORYTYPE_DEVICE,
+             ((struct fake_context *)current)->device)) {
+    free(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   /* Not zeroed, as on a real GPU: the runtime must clear what it needs. */
   memset(p, 0xA5, bytes);
   *ptr = (CUdeviceptr)p;
@@ -205,17 +252,47 @@ CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree(CUdeviceptr ptr) {
+  untrack((void *)ptr);
   free((void *)ptr);
   return CUDA_SUCCESS;
 }
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags) {
   (void)flags;
-  *ptr = malloc(bytes);
+  *ptr = malloc(bytes ? bytes : 1);
+  if (*ptr && !track(*ptr, bytes, CU_MEMORYTYPE_HOST, -1)) {
+    free(*ptr);
+    *ptr = NULL;
+  }
   return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuMemFreeHost(void *ptr) {
+  untrack(ptr);
   free(ptr);
   return CUDA_SUCCESS;
+}
+/* The attributes the runtime asks for; memory the fake did not allocate is
+ * unknown to it, as pageable host memory is to a real driver. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                               CUdeviceptr ptr) {
+  const struct fake_allocation *a = lookup((const void *)ptr);
+  if (!a)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *(unsigned *)data = a->type;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *(int *)data = a->device;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    *(CUdeviceptr *)data = (CUdeviceptr)a->start;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    *(size_t *)data = a->bytes;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
                            CUstream stream) {
@@ -298,7 +375,7 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event,
   return CUDA_SUCCESS;
 }
 CUresult cuEventSynchronize(CUevent event) {
-  (void)event;
+  note("sync e%d", eventId(event));
   return failSync ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 CUresult cuEventDestroy(CUevent event) {

@@ -219,7 +219,8 @@ TEST_F(FakeGpuTest, InputCopiesOverlapTheStepBefore) {
   // of the copies into input sets 0 and 1, e1 and e3 the end of the entries
   // that read them. The entry waits for its batch's copies; a batch's
   // copies wait for the entry that read their set two batches before, and
-  // for nothing else, so they overlap the entry before them. The first
+  // for nothing else, so they overlap the entry before them; the host only
+  // waits for a set's earlier copies (sync) before writing it again. The first
   // batch in each set also writes its sample weights (3 copies, then 2);
   // the third and fourth micro-steps are captured (one graph per set) and
   // launched; the apply step reads no input and waits for no copy.
@@ -228,9 +229,9 @@ TEST_F(FakeGpuTest, InputCopiesOverlapTheStepBefore) {
             "wait s1 e0\nlaunch s1 micro_step\nrecord e1 s1\nd2h s1\n"
             "h2d s0\nh2d s0\nh2d s0\nrecord e2 s0\n"
             "wait s1 e2\nlaunch s1 micro_step\nrecord e3 s1\nd2h s1\n"
-            "wait s0 e1\nh2d s0\nh2d s0\nrecord e0 s0\n"
+            "sync e0\nwait s0 e1\nh2d s0\nh2d s0\nrecord e0 s0\n"
             "wait s1 e0\ngraph s1\nrecord e1 s1\nd2h s1\n"
-            "wait s0 e3\nh2d s0\nh2d s0\nrecord e2 s0\n"
+            "sync e2\nwait s0 e3\nh2d s0\nh2d s0\nrecord e2 s0\n"
             "wait s1 e2\ngraph s1\nrecord e3 s1\nd2h s1\n"
             "launch s1 sgd_update\n");
   EXPECT_EQ(gpu.step(), 1);
@@ -258,11 +259,104 @@ int64_t countWithin(const std::vector<const void *> &sources, const void *base,
   });
 }
 
-// The fake driver's device memory is host memory, so one buffer can stand
-// for every kind of batch memory: what differs is how the session copies
-// it, which the trace shows, and the results, which must be the CPU's.
+/// `data` copied into memory the fake driver allocated: GPU memory
+/// (cuMemAlloc, in the context current on this thread: the GPU session's)
+/// or page-locked host memory (cuMemHostAlloc). The fake's GPU memory is
+/// host memory, so the test writes both directly.
+class FakeDriverCopy {
+public:
+  FakeDriverCopy(const Data &data, int memory)
+      : device(memory == CLEAVE_MEMORY_DEVICE), samples(data.samples) {
+    x = allocate(data.x.size() * sizeof(float));
+    labels = allocate(data.labels.size() * sizeof(int64_t));
+    if (x)
+      std::memcpy(x, data.x.data(), data.x.size() * sizeof(float));
+    if (labels)
+      std::memcpy(labels, data.labels.data(),
+                  data.labels.size() * sizeof(int64_t));
+  }
+  ~FakeDriverCopy() {
+    release(x);
+    release(labels);
+  }
+  FakeDriverCopy(const FakeDriverCopy &) = delete;
+  FakeDriverCopy &operator=(const FakeDriverCopy &) = delete;
+
+  /// Rows [start, start + count) (to the end by default).
+  Batch batch(int64_t start = 0, int64_t count = -1) const {
+    if (count < 0)
+      count = samples - start;
+    Batch b(count);
+    b.add(static_cast<float *>(x) + start * kFeatures,
+          size_t(count * kFeatures) * sizeof(float))
+        .add(static_cast<int64_t *>(labels) + start,
+             size_t(count) * sizeof(int64_t));
+    return b;
+  }
+  int64_t *labelData() const { return static_cast<int64_t *>(labels); }
+
+private:
+  void *allocate(size_t bytes) {
+    void *p = nullptr;
+    if (device) {
+      auto alloc = reinterpret_cast<int (*)(uintptr_t *, size_t)>(
+          ::dlsym(fakeDriver(), "cuMemAlloc_v2"));
+      uintptr_t d = 0;
+      EXPECT_TRUE(alloc && alloc(&d, bytes) == 0);
+      p = reinterpret_cast<void *>(d);
+    } else {
+      auto alloc = reinterpret_cast<int (*)(void **, size_t, unsigned)>(
+          ::dlsym(fakeDriver(), "cuMemHostAlloc"));
+      EXPECT_TRUE(alloc && alloc(&p, bytes, 0) == 0);
+    }
+    return p;
+  }
+  void release(void *p) {
+    if (!p)
+      return;
+    if (device)
+      reinterpret_cast<int (*)(uintptr_t)>(::dlsym(
+          fakeDriver(), "cuMemFree_v2"))(reinterpret_cast<uintptr_t>(p));
+    else
+      reinterpret_cast<int (*)(void *)>(::dlsym(fakeDriver(), "cuMemFreeHost"))(
+          p);
+  }
+
+  bool device;
+  int64_t samples;
+  void *x = nullptr, *labels = nullptr;
+};
+
+/// Runs `call` and expects it to throw CLEAVE_INVALID_ARGUMENT containing
+/// `message`.
+template <typename Call>
+void expectInvalid(Call &&call, const std::string &message) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected: " << message;
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), CLEAVE_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+        << e.what();
+  }
+}
+
+void resetTrace() {
+  auto reset = reinterpret_cast<void (*)()>(
+      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
+  ASSERT_NE(reset, nullptr);
+  reset();
+}
+
+// What differs between the kinds of batch memory is how the session copies
+// them, which the trace shows; the results must be the CPU's.
 TEST_F(FakeGpuTest, PinnedAndDeviceBatchesTrainLikeHostOnes) {
   Data data = makeData(61, 5);
+  FakeDriverCopy pinned(data, CLEAVE_MEMORY_PINNED),
+      onGpu(data, CLEAVE_MEMORY_DEVICE);
+  auto copyOf = [&](int memory) -> const FakeDriverCopy & {
+    return memory == CLEAVE_MEMORY_PINNED ? pinned : onGpu;
+  };
   // Full and short micro-batches of each kind: a short one is padded on the
   // device with its last row, as the CPU pads it on the host.
   int64_t start = 0;
@@ -271,25 +365,22 @@ TEST_F(FakeGpuTest, PinnedAndDeviceBatchesTrainLikeHostOnes) {
                                {8, CLEAVE_MEMORY_DEVICE},
                                {3, CLEAVE_MEMORY_DEVICE}}) {
     Data part = data.slice(start, count);
+    cpu.microStep(part.batch());
+    gpu.microStep(copyOf(memory).batch(start, count), memory);
     start += count;
-    Batch b = part.batch();
-    cpu.microStep(b);
-    gpu.microStep(b, memory);
     expectSameState(memory == CLEAVE_MEMORY_PINNED ? "pinned" : "device");
   }
   ASSERT_EQ(gpu.step(), 1);
   Data manyPart = data.slice(24, 29);
-  Batch many = manyPart.batch();
-  cpu.trainBatch(many, 6);
-  gpu.trainBatch(many, 6, CLEAVE_MEMORY_DEVICE);
+  cpu.trainBatch(manyPart.batch(), 6);
+  gpu.trainBatch(onGpu.batch(24, 29), 6, CLEAVE_MEMORY_DEVICE);
   expectSameState("trainBatch on a device batch");
   // Evaluation returns every row of the micro-batch, padding included: the
   // padded rows are the last real one's on either kind.
   for (int memory : {CLEAVE_MEMORY_PINNED, CLEAVE_MEMORY_DEVICE}) {
     Data evalPart = data.slice(53, 3);
-    Batch evalBatch = evalPart.batch();
-    cpu.eval(evalBatch);
-    gpu.eval(evalBatch, memory);
+    cpu.eval(evalPart.batch());
+    gpu.eval(copyOf(memory).batch(53, 3), memory);
     EXPECT_EQ(gpu.output<float>("eval_step", "prediction"),
               cpu.output<float>("eval_step", "prediction"));
   }
@@ -297,22 +388,20 @@ TEST_F(FakeGpuTest, PinnedAndDeviceBatchesTrainLikeHostOnes) {
 
 TEST_F(FakeGpuTest, APinnedBatchIsUploadedFromTheCallersBuffer) {
   Data data = makeData(2 * kMicroBatch, 6);
-  auto reset = reinterpret_cast<void (*)()>(
-      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
-  ASSERT_NE(reset, nullptr);
+  FakeDriverCopy pinned(data, CLEAVE_MEMORY_PINNED);
   for (int memory : {CLEAVE_MEMORY_HOST, CLEAVE_MEMORY_PINNED}) {
     SCOPED_TRACE(memory == CLEAVE_MEMORY_HOST ? "host" : "pinned");
-    Data part =
-        data.slice(memory == CLEAVE_MEMORY_HOST ? 0 : kMicroBatch, kMicroBatch);
-    Batch b = part.batch();
-    reset();
+    Data part = data.slice(0, kMicroBatch);
+    Batch b = memory == CLEAVE_MEMORY_HOST ? part.batch()
+                                           : pinned.batch(0, kMicroBatch);
+    const cleave_batch view = b.view();
+    resetTrace();
     gpu.microStep(b, memory);
     std::vector<const void *> sources = h2dSources();
     // Host memory goes through the session's staging buffer; pinned memory
     // is uploaded where it is, features and labels alike.
-    int64_t fromCaller =
-        countWithin(sources, part.x.data(), part.x.size() * 4) +
-        countWithin(sources, part.labels.data(), part.labels.size() * 8);
+    int64_t fromCaller = countWithin(sources, view.data[0], view.bytes[0]) +
+                         countWithin(sources, view.data[1], view.bytes[1]);
     EXPECT_EQ(fromCaller, memory == CLEAVE_MEMORY_HOST ? 0 : 2);
   }
 }
@@ -323,46 +412,85 @@ TEST_F(FakeGpuTest, ADeviceBatchIsCopiedOnTheDevice) {
   // weights, so what follows uploads nothing.
   for (int i = 0; i < 2; ++i) {
     Data part = data.slice(i * kMicroBatch, kMicroBatch);
-    Batch b = part.batch();
-    gpu.microStep(b);
+    gpu.microStep(part.batch());
   }
-  auto reset = reinterpret_cast<void (*)()>(
-      ::dlsym(fakeDriver(), "fake_cuda_trace_reset"));
-  ASSERT_NE(reset, nullptr);
-  reset();
-  Data part = data.slice(2 * kMicroBatch, kMicroBatch);
-  Batch b = part.batch();
-  gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
-  // After the entry that last read input set 0 (e0): features and labels
-  // copied on the copy stream (s0), the labels downloaded too and waited
-  // for (e1: the host checks them against index_bound), the end of the
-  // copies (e2), which the session also waits for before the call returns;
-  // then the step, replayed from its graph. No upload.
-  EXPECT_EQ(normalizedTrace(), "wait s0 e0\nd2d s0\nd2d s0\nd2h s0\n"
-                               "record e1 s0\nrecord e2 s0\n"
-                               "wait s1 e2\ngraph s1\nrecord e0 s1\nd2h s1\n");
+  FakeDriverCopy onGpu(data.slice(2 * kMicroBatch, kMicroBatch),
+                       CLEAVE_MEMORY_DEVICE);
+  resetTrace();
+  gpu.microStep(onGpu.batch(), CLEAVE_MEMORY_DEVICE);
+  // The set's earlier copies (e0) waited for on the host, and the entry
+  // that read it (e1) on the copy stream (s0); features and labels copied
+  // there, the labels downloaded too and waited for (e2: the host checks
+  // them against index_bound); the end of the copies (e0), which the host
+  // waits for before the call returns; then the step, replayed from its
+  // graph. No upload.
+  EXPECT_EQ(normalizedTrace(), "sync e0\nwait s0 e1\nd2d s0\nd2d s0\nd2h s0\n"
+                               "record e2 s0\nsync e2\nrecord e0 s0\nsync e0\n"
+                               "wait s1 e0\ngraph s1\nrecord e1 s1\nd2h s1\n");
 }
 
 TEST_F(FakeGpuTest, ADeviceBatchsLabelsAreCheckedOnTheHost) {
   Data data = makeData(kMicroBatch, 9);
   data.labels[3] = 7;
-  Batch b = data.batch();
-  try {
-    gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
-    ADD_FAILURE() << "a label out of range was accepted";
-  } catch (const Error &e) {
-    EXPECT_EQ(e.status(), CLEAVE_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find(
-                  "batch: input 'labels' element 3 is 7, expected 0 to 2"),
-              std::string::npos)
-        << e.what();
-  }
+  FakeDriverCopy onGpu(data, CLEAVE_MEMORY_DEVICE);
+  resetTrace();
+  expectInvalid([&] { gpu.microStep(onGpu.batch(), CLEAVE_MEMORY_DEVICE); },
+                "batch: input 'labels' element 3 is 7, expected 0 to 2");
+  EXPECT_EQ(gpu.microSteps(), 0);
+  // The copies it had enqueued from the caller's buffers were waited for
+  // before the error returned.
+  EXPECT_EQ(normalizedTrace(), "d2d s0\nd2d s0\nd2h s0\nrecord e0 s0\n"
+                               "sync e0\nrecord e1 s0\nsync e1\n");
+  // trainBatch checks the whole batch before its first micro-step, also
+  // when the bad label is in a later slice.
+  Data many = makeData(3 * kMicroBatch, 10);
+  many.labels[2 * kMicroBatch + 1] = -1;
+  FakeDriverCopy manyOnGpu(many, CLEAVE_MEMORY_DEVICE);
+  expectInvalid(
+      [&] {
+        gpu.trainBatch(manyOnGpu.batch(), kMicroBatch, CLEAVE_MEMORY_DEVICE);
+      },
+      "batch: input 'labels' element 17 is -1, expected 0 to 2");
   EXPECT_EQ(gpu.microSteps(), 0);
   // The session is still usable.
+  onGpu.labelData()[3] = 1;
   data.labels[3] = 1;
-  gpu.microStep(b, CLEAVE_MEMORY_DEVICE);
-  cpu.microStep(b);
+  gpu.microStep(onGpu.batch(), CLEAVE_MEMORY_DEVICE);
+  cpu.microStep(data.batch());
   expectSameState("after a refused device batch");
+}
+
+TEST_F(FakeGpuTest, MemoryOfAnotherKindIsRefused) {
+  Data data = makeData(kMicroBatch, 11);
+  FakeDriverCopy pinned(data, CLEAVE_MEMORY_PINNED),
+      onGpu(data, CLEAVE_MEMORY_DEVICE);
+  // The driver tells pageable, page-locked and GPU memory apart; a copy
+  // from the wrong kind would fail on the GPU and end the session.
+  expectInvalid([&] { gpu.microStep(data.batch(), CLEAVE_MEMORY_DEVICE); },
+                "batch: data[0] ('x') is pageable host memory, not memory of "
+                "GPU 0");
+  expectInvalid([&] { gpu.microStep(pinned.batch(), CLEAVE_MEMORY_DEVICE); },
+                "batch: data[0] ('x') is page-locked host memory, not memory "
+                "of GPU 0");
+  expectInvalid([&] { gpu.microStep(data.batch(), CLEAVE_MEMORY_PINNED); },
+                "batch: data[0] ('x') is pageable host memory, not "
+                "page-locked host memory (CLEAVE_MEMORY_PINNED)");
+  expectInvalid([&] { gpu.microStep(onGpu.batch(), CLEAVE_MEMORY_PINNED); },
+                "batch: data[0] ('x') is GPU memory, not page-locked host "
+                "memory (CLEAVE_MEMORY_PINNED)");
+  // Rows past the end of the allocation.
+  Batch past(kMicroBatch);
+  past.add(static_cast<const float *>(onGpu.batch().view().data[0]) + 1,
+           kMicroBatch * kFeatures * sizeof(float))
+      .add(onGpu.labelData(), kMicroBatch * sizeof(int64_t));
+  expectInvalid([&] { gpu.microStep(past, CLEAVE_MEMORY_DEVICE); },
+                "batch: data[0] ('x'): its 160 bytes run past the end of "
+                "their allocation (156 bytes from the pointer)");
+  EXPECT_EQ(gpu.microSteps(), 0);
+  // Nothing was copied, and the session goes on.
+  gpu.microStep(onGpu.batch(), CLEAVE_MEMORY_DEVICE);
+  cpu.microStep(data.batch());
+  expectSameState("after refused batches");
 }
 
 TEST_F(FakeGpuTest, WrittenGlobalsReachTheDevice) {
