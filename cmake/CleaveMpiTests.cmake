@@ -9,12 +9,15 @@
 #===------------------------------------------------------------------------===#
 
 # Gives each of the tests named its own OpenMPI tmpdir base in the build tree,
-# through the environment (mpirun reads OMPI_MCA_* and passes them on).
+# through the environment (mpirun reads OMPI_MCA_* and passes them on;
+# OpenMPI 5's launcher reads PRTE_MCA_prte_tmpdir_base instead, and each
+# ignores the other's).
 function(cleave_isolate_mpi_tests)
   foreach(test IN LISTS ARGN)
     set(dir ${PROJECT_BINARY_DIR}/mpi-tmp/${test})
     file(MAKE_DIRECTORY ${dir})
     set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
-                 "OMPI_MCA_orte_tmpdir_base=${dir}")
+                 "OMPI_MCA_orte_tmpdir_base=${dir}"
+                 "PRTE_MCA_prte_tmpdir_base=${dir}")
   endforeach()
 endfunction()

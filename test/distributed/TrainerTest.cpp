@@ -32,18 +32,19 @@ std::string distributedArtifact(const std::string &name) {
 
 /// `mpirun -np ranks` of cleave-train with `args`, passing `env` (NAME=VALUE,
 /// also set for mpirun itself) to every rank. Each test process (ctest runs
-/// them side by side) gives OpenMPI a session folder of its own:
-/// cmake/CleaveMpiTests.cmake says why.
+/// them side by side) gives OpenMPI a session folder of its own, through the
+/// environment mpirun inherits: cmake/CleaveMpiTests.cmake says why.
 std::vector<std::string> mpirun(int ranks, const std::vector<std::string> &args,
                                 const std::vector<std::string> &env = {}) {
-  std::vector<std::string> argv = {CLEAVE_MPIEXEC,
-                                   "--allow-run-as-root",
-                                   "--oversubscribe",
-                                   "--mca",
-                                   "orte_tmpdir_base",
-                                   std::string(CLEAVE_MPI_TMPDIR) +
-                                       "/trainer-" + std::to_string(getpid()),
-                                   "-np",
+  static const bool isolated = [] {
+    std::string dir =
+        std::string(CLEAVE_MPI_TMPDIR) + "/trainer-" + std::to_string(getpid());
+    return ::setenv("OMPI_MCA_orte_tmpdir_base", dir.c_str(), 1) == 0 &&
+           ::setenv("PRTE_MCA_prte_tmpdir_base", dir.c_str(), 1) == 0;
+  }();
+  EXPECT_TRUE(isolated);
+  std::vector<std::string> argv = {CLEAVE_MPIEXEC, "--allow-run-as-root",
+                                   "--oversubscribe", "-np",
                                    std::to_string(ranks)};
   for (const std::string &e : env) {
     argv.push_back("-x");
