@@ -61,21 +61,24 @@ bool isCausalCondition(Value v, int64_t t, int64_t s) {
   if (shape.size() < 2 || shape[shape.size() - 2] != t || shape.back() != s ||
       llvm::any_of(shape.drop_back(2), [](int64_t d) { return d != 1; }))
     return false;
-  auto nonZero = [&](int64_t flat) -> std::optional<bool> {
-    Type elt = attr.getElementType();
-    if (isa<FloatType>(elt))
-      return !attr.getValues<APFloat>()[flat].isZero();
-    if (isa<IntegerType>(elt))
-      return !attr.getValues<APInt>()[flat].isZero();
-    return std::nullopt;
-  };
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = 0; j < s; ++j) {
-      std::optional<bool> set = nonZero(i * s + j);
-      if (!set || *set != (j > i))
+  // Non-zero exactly where j > i, element by element in row-major order.
+  auto isAboveDiagonal = [&](auto values, auto isZero) {
+    int64_t flat = 0;
+    for (const auto &value : values) {
+      bool above = flat % s > flat / s;
+      if (isZero(value) == above)
         return false;
+      ++flat;
     }
-  return true;
+    return true;
+  };
+  if (isa<FloatType>(attr.getElementType()))
+    return isAboveDiagonal(attr.getValues<APFloat>(),
+                           [](const APFloat &x) { return x.isZero(); });
+  if (isa<IntegerType>(attr.getElementType()))
+    return isAboveDiagonal(attr.getValues<APInt>(),
+                           [](const APInt &x) { return x.isZero(); });
+  return false;
 }
 
 /// Whether `mask` broadcasts to `scores` without enlarging it.
@@ -152,36 +155,30 @@ bool matchMaskedScores(Value logits, Parts &parts) {
   return matchScaledProduct(logits, parts);
 }
 
-/// Whether the op `parts` describe infers `type` and verifies (checked
-/// before it is built: a failed inference is a fatal error in a builder).
-/// The matmuls of the chain check their own operand pairs only, so the
-/// query, key and value may still disagree in a batch dimension, and the
-/// mask may have fixed a dimension the query leaves dynamic.
+/// Whether the op `parts` describe infers `type` and verifies, by the op's
+/// own rules (checked before it is built: a failed inference is a fatal
+/// error in a builder). The matmuls of the chain check their own operand
+/// pairs only, so the query, key and value may still disagree in a batch
+/// dimension, and the mask may have fixed a dimension the query leaves
+/// dynamic.
 bool isValidAttention(const Parts &parts, RankedTensorType type) {
-  ArrayRef<int64_t> q = shapeOf(parts.query), k = shapeOf(parts.key),
-                    v = shapeOf(parts.value);
-  auto agree = [](int64_t a, int64_t b) {
-    return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-  };
-  size_t batch = q.size() - 2;
-  for (size_t i = 0; i < batch; ++i)
-    if (!agree(q[i], k[i]) || !agree(q[i], v[i]) || !agree(k[i], v[i]))
-      return false;
-  SmallVector<int64_t> result(q.drop_back());
-  result.push_back(v.back());
-  if (type.getShape() != ArrayRef<int64_t>(result))
+  auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  RankedTensorType key = typeOf(parts.key);
+  if (parts.keyTransposed) {
+    SmallVector<int64_t> shape(key.getShape());
+    std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+    key = key.clone(shape);
+  }
+  FailureOr<SmallVector<int64_t>> result = nn::attentionResultShape(
+      std::nullopt, typeOf(parts.query), key, typeOf(parts.value));
+  if (failed(result) || type.getShape() != ArrayRef<int64_t>(*result))
     return false;
   if (!parts.mask)
     return true;
-  SmallVector<int64_t> scores(q.drop_back());
-  scores.push_back(parts.keyTransposed ? k.back() : k[k.size() - 2]);
-  ArrayRef<int64_t> m = shapeOf(parts.mask);
-  for (size_t i = 0; i < m.size(); ++i) {
-    int64_t d = scores[scores.size() - m.size() + i];
-    if (ShapedType::isDynamic(d) && !ShapedType::isDynamic(m[i]) && m[i] != 1)
-      return false;
-  }
-  return true;
+  SmallVector<int64_t> scores(result->begin(), result->end() - 1);
+  scores.push_back(key.getShape()[key.getRank() - 2]);
+  return succeeded(nn::verifyAttentionMask(scores, type.getElementType(),
+                                           typeOf(parts.mask), nullptr));
 }
 
 /// nn.matmul(softmax(...), v) → nn.attention.

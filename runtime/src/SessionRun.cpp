@@ -259,9 +259,11 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch,
       CLEAVE_RETURN_IF_ERROR(noteDeviceError(
           padRowsOnDevice(transfer, dst, samples, b, in.rowBytes)));
       hostInputs_[idx] = pinned ? src : nullptr;
-      // What the host reads of a device batch: its indices (checked) and
-      // token labels (the token weights).
-      if (!pinned && (in.indexBound > 0 || m.tokenLabelsInput == idx)) {
+      // What the host reads of a device batch: its indices (checked, unless
+      // trainBatch checked the whole batch) and token labels (the token
+      // weights).
+      if (!pinned && ((in.indexBound > 0 && !inTrainBatch_) ||
+                      m.tokenLabelsInput == idx)) {
         CLEAVE_RETURN_IF_ERROR(
             noteDeviceError(transfer.download(buffers[idx].host, src, real)));
         hostInputs_[idx] = buffers[idx].host;
@@ -289,7 +291,7 @@ Status Session::stage(EntryKind kind, const cleave_batch &batch,
   if (downloads) {
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(transfer.record(*hostRead_)));
     CLEAVE_RETURN_IF_ERROR(noteDeviceError(hostRead_->synchronize()));
-    for (size_t j = 0; j < m.userInputs.size(); ++j) {
+    for (size_t j = 0; j < m.userInputs.size() && !inTrainBatch_; ++j) {
       const InputDesc &in = m.inputs[m.userInputs[j]];
       if (e.usesInput[m.userInputs[j]] && in.indexBound > 0)
         CLEAVE_RETURN_IF_ERROR(checkIndices(in, hostInputs_[m.userInputs[j]],

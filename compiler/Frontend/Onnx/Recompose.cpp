@@ -227,17 +227,6 @@ struct RecomposeGelu : OpRewritePattern<nn::MulOp> {
   }
 };
 
-/// Whether `perm` swaps the last two dimensions and keeps the others.
-bool swapsLastTwo(ArrayRef<int64_t> perm) {
-  int64_t r = perm.size();
-  if (r < 2 || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
-    return false;
-  for (int64_t i = 0; i < r - 2; ++i)
-    if (perm[i] != i)
-      return false;
-  return true;
-}
-
 /// `matmul(transpose(a), b)` -> `matmul(a, b) {transpose_a}`, and likewise
 /// for b, when the transpose swaps the last two dimensions.
 struct FoldTransposeIntoMatmul : OpRewritePattern<nn::MatmulOp> {
@@ -247,8 +236,8 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<nn::MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     auto lhs = op.getLhs().getDefiningOp<nn::TransposeOp>();
     auto rhs = op.getRhs().getDefiningOp<nn::TransposeOp>();
-    bool foldLhs = lhs && swapsLastTwo(lhs.getPermutation());
-    bool foldRhs = rhs && swapsLastTwo(rhs.getPermutation());
+    bool foldLhs = lhs && nn::swapsLastTwo(lhs.getPermutation());
+    bool foldRhs = rhs && nn::swapsLastTwo(rhs.getPermutation());
     if (!foldLhs && !foldRhs)
       return rewriter.notifyMatchFailure(op, "no foldable transpose");
     rewriter.modifyOpInPlace(op, [&] {

@@ -85,16 +85,10 @@ nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op,
   // multiplied as K^T, as it was exported.
   Value key = op.getKey();
   bool transposeKey = true;
-  if (auto t = key.getDefiningOp<TransposeOp>()) {
-    ArrayRef<int64_t> perm = t.getPermutation();
-    int64_t r = perm.size();
-    bool swapsLastTwo = perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
-    for (int64_t i = 0; swapsLastTwo && i < r - 2; ++i)
-      swapsLastTwo = perm[i] == i;
-    if (swapsLastTwo) {
-      key = t.getInput();
-      transposeKey = false;
-    }
+  if (auto t = key.getDefiningOp<TransposeOp>();
+      t && swapsLastTwo(t.getPermutation())) {
+    key = t.getInput();
+    transposeKey = false;
   }
   Value scores = MatmulOp::create(b, loc, op.getQuery(), key,
                                   /*transpose_a=*/false, transposeKey);
@@ -111,12 +105,13 @@ nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op,
     // 1 above the diagonal (j > i): the positions set to -inf.
     int64_t t = shape[rank - 2], s = shape[rank - 1];
     auto type = RankedTensorType::get({t, s}, elt);
+    const APFloat one = b.getFloatAttr(elt, 1.0).getValue(),
+                  zero = b.getFloatAttr(elt, 0.0).getValue();
     SmallVector<APFloat> above;
     above.reserve(t * s);
     for (int64_t i = 0; i < t; ++i)
       for (int64_t j = 0; j < s; ++j)
-        above.push_back(
-            cast<FloatAttr>(b.getFloatAttr(elt, j > i ? 1.0 : 0.0)).getValue());
+        above.push_back(j > i ? one : zero);
     Value cond = arith::ConstantOp::create(b, loc, type,
                                            DenseElementsAttr::get(type, above));
     Value minusInf =

@@ -31,6 +31,16 @@ static constexpr int64_t kDyn = ShapedType::kDynamic;
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
+bool mlir::cleave::nn::swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t r = perm.size();
+  if (r < 2 || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
+    return false;
+  for (int64_t i = 0; i < r - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
 std::optional<int64_t> mlir::cleave::nn::normalizeAxis(int64_t axis,
                                                        int64_t rank) {
   if (axis < 0)
@@ -721,13 +731,10 @@ static LogicalResult checkBatchDims(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
-  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+FailureOr<SmallVector<int64_t>>
+mlir::cleave::nn::attentionResultShape(std::optional<Location> loc,
+                                       RankedTensorType q, RankedTensorType k,
+                                       RankedTensorType v) {
   if (failed(sameElementType(loc, q, k, "query and key")) ||
       failed(sameElementType(loc, q, v, "query and value")))
     return failure();
@@ -750,7 +757,49 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(qs.drop_back(2));
   shape.push_back(qs[rank - 2]);
   shape.push_back(vs.back());
-  types.push_back(tensorOf(shape, q.getElementType()));
+  return shape;
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
+      loc, q, cast<RankedTensorType>(adaptor.getKey().getType()),
+      cast<RankedTensorType>(adaptor.getValue().getType()));
+  if (failed(shape))
+    return failure();
+  types.push_back(tensorOf(*shape, q.getElementType()));
+  return success();
+}
+
+LogicalResult mlir::cleave::nn::verifyAttentionMask(
+    ArrayRef<int64_t> scores, Type elementType, RankedTensorType mask,
+    function_ref<InFlightDiagnostic()> emitError) {
+  auto fail = [&]() -> InFlightDiagnostic {
+    return emitError ? emitError() : InFlightDiagnostic();
+  };
+  if (mask.getElementType() != elementType)
+    return fail() << "mask must have the element type of query, got "
+                  << mask.getElementType();
+  ArrayRef<int64_t> ms = mask.getShape();
+  bool broadcasts = ms.size() <= scores.size();
+  for (size_t i = 0; broadcasts && i < ms.size(); ++i) {
+    int64_t d = scores[scores.size() - ms.size() + i];
+    broadcasts = ms[i] == 1 || dimsCompatible(ms[i], d);
+  }
+  if (!broadcasts)
+    return fail() << "mask " << shapeStr(ms)
+                  << " does not broadcast to the scores " << shapeStr(scores);
+  // Added to the scores, a static size would make theirs static too.
+  for (size_t i = 0; i < ms.size(); ++i) {
+    size_t at = scores.size() - ms.size() + i;
+    if (scores[at] == kDyn && ms[i] != kDyn && ms[i] != 1)
+      return fail() << "mask " << shapeStr(ms) << " fixes dimension " << at
+                    << " of the scores " << shapeStr(scores)
+                    << ", which the query and key leave dynamic";
+  }
   return success();
 }
 
@@ -773,30 +822,10 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("a causal mask needs static query and key lengths, "
                        "got scores ")
            << shapeStr(scores);
-  if (Value mask = getMask()) {
-    auto m = cast<RankedTensorType>(mask.getType());
-    if (m.getElementType() != getType().getElementType())
-      return emitOpError("mask must have the element type of query, got ")
-             << m.getElementType();
-    ArrayRef<int64_t> ms = m.getShape();
-    bool broadcasts = ms.size() <= scores.size();
-    for (size_t i = 0; broadcasts && i < ms.size(); ++i) {
-      int64_t d = scores[scores.size() - ms.size() + i];
-      broadcasts = ms[i] == 1 || dimsCompatible(ms[i], d);
-    }
-    if (!broadcasts)
-      return emitOpError("mask ")
-             << shapeStr(ms) << " does not broadcast to the scores "
-             << shapeStr(scores);
-    // Added to the scores, a static size would make theirs static too.
-    for (size_t i = 0; i < ms.size(); ++i) {
-      size_t at = scores.size() - ms.size() + i;
-      if (scores[at] == kDyn && ms[i] != kDyn && ms[i] != 1)
-        return emitOpError("mask ")
-               << shapeStr(ms) << " fixes dimension " << at << " of the scores "
-               << shapeStr(scores) << ", which the query and key leave dynamic";
-    }
-  }
+  if (Value mask = getMask())
+    return verifyAttentionMask(scores, getType().getElementType(),
+                               cast<RankedTensorType>(mask.getType()),
+                               [&] { return emitOpError(); });
   return success();
 }
 

@@ -37,6 +37,24 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> lhs,
 /// Normalises a possibly negative axis for a tensor of rank `rank`.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// Whether `perm` swaps the last two dimensions and keeps the others.
+bool swapsLastTwo(ArrayRef<int64_t> perm);
+
+/// nn.attention's result shape for query, key and value of these types (the
+/// query's leading dimensions, then [T, Dv]), or failure, with a diagnostic
+/// at `loc` if given.
+FailureOr<SmallVector<int64_t>>
+attentionResultShape(std::optional<Location> loc, RankedTensorType query,
+                     RankedTensorType key, RankedTensorType value);
+
+/// nn.attention's rules for a mask of type `mask` added to scores of
+/// `scores` and `elementType`: the same element type, a broadcast that
+/// neither enlarges the scores nor fixes a dimension they leave dynamic.
+/// `emitError` (may be null: no diagnostic) reports the first violation.
+LogicalResult verifyAttentionMask(ArrayRef<int64_t> scores, Type elementType,
+                                  RankedTensorType mask,
+                                  function_ref<InFlightDiagnostic()> emitError);
+
 /// Output size of a convolution or pooling window along one axis.
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
