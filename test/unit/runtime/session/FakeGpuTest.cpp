@@ -35,6 +35,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace cleave;
 using namespace cleave::test;
@@ -980,6 +981,255 @@ TEST(FakeGpuExecutable, ADeviceFailureMakesItUnusable) {
             std::string::npos)
       << cleave_last_error_message();
   cleave_executable_destroy(exe);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutions and pooling on (the fake) cuDNN
+//===----------------------------------------------------------------------===//
+
+/// What the fake cuDNN ran since the last clearCudnnTrace(), one line per
+/// call (FakeCudnn.c).
+std::string cudnnTrace() {
+  void *dnn = ::dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(dnn, nullptr) << "the fake cuDNN is not loaded";
+  auto fn = dnn ? reinterpret_cast<const char *(*)()>(
+                      ::dlsym(dnn, "fake_cudnn_trace"))
+                : nullptr;
+  EXPECT_NE(fn, nullptr);
+  return fn ? fn() : "";
+}
+
+void clearCudnnTrace() {
+  void *dnn = ::dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  if (auto fn =
+          dnn ? reinterpret_cast<void (*)()>(::dlsym(dnn, "fake_cudnn_clear"))
+              : nullptr)
+    fn();
+}
+
+/// `size` floats, 64-byte aligned as the ABI wants every buffer.
+class AlignedFloats {
+public:
+  explicit AlignedFloats(size_t size)
+      : data_(static_cast<float *>(
+            std::aligned_alloc(64, (size * sizeof(float) + 63) / 64 * 64))),
+        size_(size) {
+    std::fill(data_, data_ + size_, 0.0f);
+  }
+  ~AlignedFloats() { std::free(data_); }
+  AlignedFloats(const AlignedFloats &) = delete;
+  AlignedFloats &operator=(const AlignedFloats &) = delete;
+  float *data() { return data_; }
+  float &operator[](size_t i) { return data_[i]; }
+  size_t size() const { return size_; }
+  void fillRandom(uint32_t seed) {
+    for (size_t i = 0; i < size_; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      data_[i] = float(int32_t(seed >> 8) % 2001 - 1000) / 1000.0f;
+    }
+  }
+
+private:
+  float *data_;
+  size_t size_;
+};
+
+/// ConvArtifact.c's convolution, as the kernel ABI defines it (padding top
+/// 1, nothing else): calls `tap(srcIndex, weiIndex, dstIndex)` for every
+/// multiply.
+template <typename Tap> void forEachConvTap(Tap &&tap) {
+  const int n = 2, c = 4, h = 6, w = 6, o = 6, kh = 3, kw = 2, oh = 3, ow = 4;
+  const int groups = 2, cg = c / groups, og = o / groups;
+  for (int b = 0; b < n; ++b)
+    for (int oc = 0; oc < o; ++oc)
+      for (int y = 0; y < oh; ++y)
+        for (int x = 0; x < ow; ++x)
+          for (int ci = 0; ci < cg; ++ci)
+            for (int ky = 0; ky < kh; ++ky)
+              for (int kx = 0; kx < kw; ++kx) {
+                int iy = y * 2 - 1 + ky, ix = x + kx * 2;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                  continue;
+                int ic = (oc / og) * cg + ci;
+                tap(((b * c + ic) * h + iy) * w + ix,
+                    ((oc * cg + ci) * kh + ky) * kw + kx,
+                    ((b * o + oc) * oh + y) * ow + x);
+              }
+}
+
+/// ConvArtifact.c's pooling windows (3x3, stride 2, padding 1, [2, 3, 5, 5]
+/// to [2, 3, 3, 3]): calls `window(dstIndex, srcIndices)` for each, with
+/// the taps inside the input in row-major order.
+template <typename Window> void forEachPoolWindow(Window &&window) {
+  for (int plane = 0; plane < 6; ++plane)
+    for (int y = 0; y < 3; ++y)
+      for (int x = 0; x < 3; ++x) {
+        std::vector<int> taps;
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx) {
+            int iy = y * 2 - 1 + ky, ix = x * 2 - 1 + kx;
+            if (iy >= 0 && iy < 5 && ix >= 0 && ix < 5)
+              taps.push_back((plane * 5 + iy) * 5 + ix);
+          }
+        window((plane * 3 + y) * 3 + x, taps);
+      }
+}
+
+cleave_executable *loadConvolutionsOnGpu(const char *path) {
+  cleave_executable_options options;
+  cleave_executable_options_init(&options);
+  options.device = CLEAVE_DEVICE_CUDA;
+  cleave_executable *exe = nullptr;
+  if (cleave_executable_load(path, &options, &exe) != CLEAVE_OK)
+    return nullptr;
+  return exe;
+}
+
+void expectFloats(AlignedFloats &got, const std::vector<double> &expected,
+                  const char *what) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(got[i], expected[i], 1e-5 * (1 + std::fabs(expected[i])))
+        << what << " [" << i << "]";
+}
+
+// The runtime's cuda convolutions and pooling on (the fake) cuDNN, each
+// against the ABI's definition computed here: the descriptors' layouts,
+// groups, strides, dilations, the top-only padding that cuDNN pads on both
+// sides (accepted: no window reaches the bottom row it adds), the bias and
+// ReLU after the forward pass, the backward-weights sum into the buffer
+// (beta 1), max pooling's routing to the first maximum and average
+// pooling's count of the taps inside the input. cuDNN's heuristics offer a
+// non-deterministic and a tensor-op algorithm first; the session takes the
+// third. Each entry runs three times with new values: the later runs replay
+// a captured graph.
+TEST(FakeGpuExecutable, ConvolutionsAndPoolingRunOnCudnn) {
+  cleave_executable *exe = loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
+  ASSERT_NE(exe, nullptr) << cleave_last_error_message();
+  const fake_cuda_stats_t before = driverStats();
+  AlignedFloats src(2 * 4 * 6 * 6), wei(6 * 2 * 3 * 2), bias(6),
+      dst(2 * 6 * 3 * 4), diffDst(2 * 6 * 3 * 4), diffSrc(2 * 4 * 6 * 6),
+      gw(6 * 2 * 3 * 2);
+  AlignedFloats poolSrc(2 * 3 * 5 * 5), poolDst(2 * 3 * 3 * 3),
+      poolDiffDst(2 * 3 * 3 * 3), poolDiffSrc(2 * 3 * 5 * 5);
+  for (uint32_t run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    src.fillRandom(1 + run), wei.fillRandom(11 + run);
+    bias.fillRandom(21 + run), diffDst.fillRandom(31 + run);
+    poolSrc.fillRandom(41 + run), poolDiffDst.fillRandom(51 + run);
+
+    // Forward: the convolution rounded to f32, then the bias, then ReLU.
+    clearCudnnTrace();
+    void *fwd[] = {src.data(), wei.data(), bias.data(), dst.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "conv_fwd", fwd, 4), CLEAVE_OK)
+        << cleave_last_error_message();
+    std::vector<double> expected(dst.size(), 0.0);
+    forEachConvTap(
+        [&](int s, int k, int d) { expected[d] += double(src[s]) * wei[k]; });
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] =
+          std::max(0.0, double(float(expected[i])) + bias[(i / 12) % 6]);
+    expectFloats(dst, expected, "conv_fwd");
+    if (run == 0) {
+      EXPECT_EQ(cudnnTrace(),
+                "conv_fwd x=f32 w=f32 y=f32 2x4x6x6 k=6 algo=2 beta=0\n"
+                "add_tensor a=f32 c=f32\nrelu f32\n");
+    }
+
+    void *data[] = {diffDst.data(), wei.data(), diffSrc.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "conv_bwd_data", data, 3), CLEAVE_OK)
+        << cleave_last_error_message();
+    expected.assign(diffSrc.size(), 0.0);
+    forEachConvTap([&](int s, int k, int d) {
+      expected[s] += double(diffDst[d]) * wei[k];
+    });
+    expectFloats(diffSrc, expected, "conv_bwd_data");
+
+    // Added into gw, which keeps the previous runs' sums.
+    std::vector<double> previous(gw.data(), gw.data() + gw.size());
+    clearCudnnTrace();
+    void *weights[] = {src.data(), diffDst.data(), gw.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "conv_bwd_weights", weights, 3),
+              CLEAVE_OK)
+        << cleave_last_error_message();
+    expected = previous;
+    std::vector<double> step(gw.size(), 0.0);
+    forEachConvTap(
+        [&](int s, int k, int d) { step[k] += double(src[s]) * diffDst[d]; });
+    for (size_t i = 0; i < step.size(); ++i)
+      expected[i] += step[i];
+    expectFloats(gw, expected, "conv_bwd_weights");
+    if (run == 0) {
+      EXPECT_EQ(cudnnTrace(), "conv_bwd_filter x=f32 w=f32 y=f32 2x4x6x6 k=6 "
+                              "algo=2 beta=1\n");
+    }
+
+    void *maxFwd[] = {poolSrc.data(), poolDst.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "max_pool", maxFwd, 2), CLEAVE_OK)
+        << cleave_last_error_message();
+    expected.assign(poolDst.size(), 0.0);
+    forEachPoolWindow([&](int d, const std::vector<int> &taps) {
+      float best = poolSrc[taps[0]];
+      for (int t : taps)
+        best = std::max(best, poolSrc[t]);
+      expected[d] = best;
+    });
+    expectFloats(poolDst, expected, "max_pool");
+
+    void *maxBwd[] = {poolSrc.data(), poolDiffDst.data(), poolDiffSrc.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "max_pool_bwd", maxBwd, 3), CLEAVE_OK)
+        << cleave_last_error_message();
+    expected.assign(poolDiffSrc.size(), 0.0);
+    forEachPoolWindow([&](int d, const std::vector<int> &taps) {
+      int first = taps[0];
+      for (int t : taps)
+        if (poolSrc[t] > poolSrc[first])
+          first = t;
+      expected[first] += poolDiffDst[d];
+    });
+    expectFloats(poolDiffSrc, expected, "max_pool_bwd");
+
+    void *avgFwd[] = {poolSrc.data(), poolDst.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "avg_pool", avgFwd, 2), CLEAVE_OK)
+        << cleave_last_error_message();
+    expected.assign(poolDst.size(), 0.0);
+    forEachPoolWindow([&](int d, const std::vector<int> &taps) {
+      double sum = 0;
+      for (int t : taps)
+        sum += poolSrc[t];
+      expected[d] = sum / double(taps.size());
+    });
+    expectFloats(poolDst, expected, "avg_pool");
+
+    void *avgBwd[] = {poolDiffDst.data(), poolDiffSrc.data()};
+    ASSERT_EQ(cleave_executable_run(exe, "avg_pool_bwd", avgBwd, 2), CLEAVE_OK)
+        << cleave_last_error_message();
+    expected.assign(poolDiffSrc.size(), 0.0);
+    forEachPoolWindow([&](int d, const std::vector<int> &taps) {
+      for (int t : taps)
+        expected[t] += poolDiffDst[d] / double(taps.size());
+    });
+    expectFloats(poolDiffSrc, expected, "avg_pool_bwd");
+  }
+  EXPECT_GT(driverStats().graph_launches, before.graph_launches);
+  cleave_executable_destroy(exe);
+}
+
+// cuDNN pads both sides of a dimension alike: a convolution padded at the
+// bottom alone would give a 2-row output where the entry has 3, so the
+// session refuses it when it is loaded, naming the kernel.
+TEST(FakeGpuExecutable, PaddingCudnnCannotExpressIsRefused) {
+  cleave_executable *exe =
+      loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BAD_PADDING);
+  EXPECT_EQ(exe, nullptr);
+  std::string error = cleave_last_error_message();
+  EXPECT_NE(error.find("kernel 0 (conv2d_fwd): padding (top 0, left 0, "
+                       "bottom 1, right 0) cannot be expressed with cuDNN"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("it would give a 2x4 output, the entry has 3x4"),
+            std::string::npos)
+      << error;
 }
 
 } // namespace
