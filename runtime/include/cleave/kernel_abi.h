@@ -93,17 +93,19 @@ void cleave_kernel_matmul(void *ctx, int64_t id, const void *a, const void *b,
  * `dst = act(conv2d(src, wei) + bias)`. `src` is `[N, C, H, W]`, `wei` is
  * `[O, C/groups, KH, KW]`, `bias` is `[O]` (NULL when the entry has
  * `bias: false`), `dst` is `[N, O, OH, OW]`. `src` is f32, or bf16 where the
- * entry's `src_type` says so (and `diff_dst` below where `diff_dst_type` does).
+ * entry's `src_type` says so (and `diff_dst` below where `diff_dst_type` does);
+ * likewise `wei` with `wei_type`, and the result (`dst`, `diff_src`,
+ * `diff_wei`) with `dst_type`. `bias` is always f32.
  */
 void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const void *src,
-                              const float *wei, const float *bias, float *dst);
+                              const void *wei, const float *bias, void *dst);
 
 /**
  * Gradient of a convolution with respect to its input: `diff_src` (`[N, C, H,
  * W]`, overwritten) from `diff_dst` (`[N, O, OH, OW]`) and `wei`.
  */
 void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
-                                   const float *wei, float *diff_src);
+                                   const void *wei, void *diff_src);
 
 /**
  * Gradient of a convolution with respect to its weights: `diff_wei` (`[O,
@@ -111,7 +113,7 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
  * entry has `accumulate: true`.
  */
 void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const void *src,
-                                      const void *diff_dst, float *diff_wei);
+                                      const void *diff_dst, void *diff_wei);
 
 /**
  * Max or average pooling (`max_pool2d_fwd` / `avg_pool2d_fwd` entries): `dst`

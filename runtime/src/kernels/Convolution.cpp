@@ -60,22 +60,24 @@ double paddingFactor(const dnnl::memory::desc &desc) {
 /// (`any` or the plain tags). `relu`/`bias` only apply to the forward kind.
 dnnl::primitive_desc makeConvPd(KernelKind kind, const ConvGeometry &g,
                                 bool any, bool bias, bool relu, bool bf16,
-                                const dnnl::engine &engine) {
+                                bool bf16Result, const dnnl::engine &engine) {
   using dt = dnnl::memory::data_type;
   auto desc = [&](const dims &d, tag plain, dt type) {
     return dnnl::memory::desc(d, type, any ? tag::any : plain);
   };
   // bf16: the primitive's inputs are bfloat16 (the staging reorders round
-  // them), its output f32 (products accumulated in f32). Which operands are
-  // inputs depends on the direction.
+  // them), its output f32 (products accumulated in f32), or bf16 where the
+  // entry stores the result in bf16 (`bf16Result`: rounded once, by the
+  // primitive). Which operands are inputs depends on the direction.
   dt in = bf16 ? dt::bf16 : dt::f32;
+  dt out = bf16Result ? dt::bf16 : dt::f32;
   bool fwd = kind == KernelKind::ConvolutionForward;
   bool bwdData = kind == KernelKind::ConvolutionBackwardData;
-  dnnl::memory::desc src = desc(g.src, tag::nchw, bwdData ? dt::f32 : in);
+  dnnl::memory::desc src = desc(g.src, tag::nchw, bwdData ? out : in);
   dnnl::memory::desc wei =
       desc(g.wei, g.weiTag,
-           kind == KernelKind::ConvolutionBackwardWeights ? dt::f32 : in);
-  dnnl::memory::desc dst = desc(g.dst, tag::nchw, fwd ? dt::f32 : in);
+           kind == KernelKind::ConvolutionBackwardWeights ? out : in);
+  dnnl::memory::desc dst = desc(g.dst, tag::nchw, fwd ? out : in);
   dnnl::memory::desc biasDesc(g.bias, dnnl::memory::data_type::f32, tag::x);
   const auto direct = dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
@@ -163,38 +165,40 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
   g.padR = {padding[2], padding[3]};
 
   ConvArgs args = convArgs(kind);
-  dnnl::primitive_desc pd =
-      makeConvPd(kind, g, /*any=*/true, hasBias_, relu, bf16, env.engine);
+  dnnl::primitive_desc pd = makeConvPd(kind, g, /*any=*/true, hasBias_, relu,
+                                       bf16, e.dstBf16, env.engine);
   double worst = 1;
   for (int arg : {args.in0, args.in1, args.out})
     worst = std::max(worst,
                      paddingFactor(pd.query_md(dnnl::query::exec_arg_md, arg)));
   blocked_ = worst <= kMaxPaddingFactor;
   if (!blocked_)
-    pd = makeConvPd(kind, g, /*any=*/false, hasBias_, relu, bf16, env.engine);
+    pd = makeConvPd(kind, g, /*any=*/false, hasBias_, relu, bf16, e.dstBf16,
+                    env.engine);
   impl_ = pd.impl_info_str();
   if (bf16 && impl_.find("ref") != std::string::npos)
     spec.fail("oneDNN has no bf16 " + op() + " for this CPU and shape (it "
               "chose '" + impl_ + "'); bf16 artifacts need AVX512-BF16");
   bf16_ = bf16;
-  stored_ = e.srcBf16 || e.diffDstBf16;
+  stored_ = e.srcBf16 || e.diffDstBf16 || e.weiBf16 || e.dstBf16;
 
-  // Plain descriptors of the caller's tensors, per argument id: f32, but a
-  // src or diff_dst the entry says is stored in bf16 (which a blocked layout
-  // still reorders, converting nothing).
+  // Plain descriptors of the caller's tensors, per argument id: f32, but an
+  // operand the entry says is stored in bf16 (which a blocked layout still
+  // reorders, converting nothing).
   using dt = dnnl::memory::data_type;
+  auto type = [](bool bf16Stored) { return bf16Stored ? dt::bf16 : dt::f32; };
   auto plain = [&](int arg) {
-    if (arg == DNNL_ARG_WEIGHTS || arg == DNNL_ARG_DIFF_WEIGHTS)
-      return dnnl::memory::desc(g.wei, dt::f32, g.weiTag);
+    if (arg == DNNL_ARG_WEIGHTS)
+      return dnnl::memory::desc(g.wei, type(e.weiBf16), g.weiTag);
+    if (arg == DNNL_ARG_DIFF_WEIGHTS)
+      return dnnl::memory::desc(g.wei, type(e.dstBf16), g.weiTag);
     if (arg == DNNL_ARG_SRC)
-      return dnnl::memory::desc(g.src, e.srcBf16 ? dt::bf16 : dt::f32,
-                                tag::nchw);
+      return dnnl::memory::desc(g.src, type(e.srcBf16), tag::nchw);
     if (arg == DNNL_ARG_DIFF_SRC)
-      return plainDesc(g.src);
+      return dnnl::memory::desc(g.src, type(e.dstBf16), tag::nchw);
     if (arg == DNNL_ARG_DIFF_DST)
-      return dnnl::memory::desc(g.dst, e.diffDstBf16 ? dt::bf16 : dt::f32,
-                                tag::nchw);
-    return plainDesc(g.dst);
+      return dnnl::memory::desc(g.dst, type(e.diffDstBf16), tag::nchw);
+    return dnnl::memory::desc(g.dst, type(e.dstBf16), tag::nchw);
   };
   auto wanted = [&](int arg) {
     return pd.query_md(dnnl::query::exec_arg_md, arg);
@@ -217,7 +221,9 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
     plainLayout_ = plain(args.out);
     blockedLayout_ = wanted(args.out);
   } else {
-    cacheWeights_ = cache_ && in1_.staged();
+    // The cache converts f32 weights; weights stored in bf16 are reordered
+    // (converting nothing) by the kernel.
+    cacheWeights_ = cache_ && in1_.staged() && !e.weiBf16;
     plainLayout_ = plain(args.in1);
     blockedLayout_ = wanted(args.in1);
   }
@@ -233,7 +239,7 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
 }
 
 void ConvolutionKernel::run(dnnl::stream &stream, const void *in0,
-                            const void *in1, const float *bias, float *out) {
+                            const void *in1, const float *bias, void *out) {
   if (!in0 || !in1 || !out)
     throw std::invalid_argument("a NULL tensor was passed");
   if (hasBias_ && !bias)

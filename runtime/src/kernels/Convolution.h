@@ -42,10 +42,10 @@ public:
   ///   backward weights: src, diff_dst, diff_wei
   /// `bias` is read by forward kernels with a bias only and must then be
   /// non-null.
-  /// A src or diff_dst input is bf16 where the entry's `src_type` or
-  /// `diff_dst_type` says so, else f32.
+  /// An operand is bf16 where the entry's `src_type`, `diff_dst_type`,
+  /// `wei_type` or `dst_type` says so, else f32.
   void run(dnnl::stream &stream, const void *in0, const void *in1,
-           const float *bias, float *out);
+           const float *bias, void *out);
   std::string describe() const override;
 
 private:
@@ -66,7 +66,8 @@ private:
   std::string impl_;
   bool blocked_ = false;
   bool bf16_ = false;
-  /// Some input is stored in bf16 (`src_type`, `diff_dst_type`).
+  /// Some operand is stored in bf16 (`src_type`, `diff_dst_type`,
+  /// `wei_type`, `dst_type`).
   bool stored_ = false;
 };
 

@@ -69,10 +69,10 @@ public:
                         const float *bias, float *c) = 0;
   /// One of the three convolution kinds; the operands are in the entry
   /// point's order (src, weights or diff_dst, weights or src, diff_dst).
-  /// Inputs the entry says are stored in bf16 are bf16, the rest f32.
+  /// Operands the entry says are stored in bf16 are bf16, the rest (and
+  /// the bias) f32.
   virtual Status convolution(KernelKind kind, int64_t id, const void *in0,
-                             const void *in1, const float *bias,
-                             float *out) = 0;
+                             const void *in1, const float *bias, void *out) = 0;
   virtual Status poolForward(int64_t id, const float *src, float *dst) = 0;
   virtual Status poolBackward(int64_t id, const float *src,
                               const float *diffDst, float *diffSrc) = 0;

@@ -450,9 +450,17 @@ ConvEntry readConvEntry(KernelSpec &spec) {
   e.bf16 = *k.math == abi::Math::bf16;
   e.srcBf16 = k.srcType == abi::Storage::bf16;
   e.diffDstBf16 = k.diffDstType == abi::Storage::bf16;
-  if ((e.srcBf16 || e.diffDstBf16) && !e.bf16)
-    spec.fail("a bf16 operand ('src_type' or 'diff_dst_type') needs "
-              "'math': 'bf16'");
+  e.weiBf16 = k.weiType == abi::Storage::bf16;
+  e.dstBf16 = k.dstType == abi::Storage::bf16;
+  if ((e.srcBf16 || e.diffDstBf16 || e.weiBf16 || e.dstBf16) && !e.bf16)
+    spec.fail("a bf16 operand ('src_type', 'diff_dst_type', 'wei_type' or "
+              "'dst_type') needs 'math': 'bf16'");
+  if (e.dstBf16 && (e.bias || e.relu || e.accumulate))
+    spec.fail(std::string("a result stored in bf16 ('dst_type') cannot take "
+                          "the entry's ") +
+              (e.accumulate ? "'accumulate' (the sum would be rounded)"
+                            : "bias or activation") +
+              "; the loop that widens the result applies it");
   if (e.c % e.groups != 0 || e.o % e.groups != 0)
     spec.fail("'groups' (" + std::to_string(e.groups) +
               ") must divide both 'c' (" + std::to_string(e.c) +

@@ -170,6 +170,11 @@ struct ConvEntry {
   /// (backward-data, backward-weights): the operand is a dense bf16 buffer
   /// (math bf16 only).
   bool srcBf16 = false, diffDstBf16 = false;
+  /// `"wei_type"` (forward, backward-data): the weights are a dense bf16
+  /// buffer; `"dst_type"`: the result (dst, diff_src or diff_weights) is
+  /// written as one, which excludes bias, activation and accumulate (math
+  /// bf16 only). cuDNN needs both for a bf16 convolution.
+  bool weiBf16 = false, dstBf16 = false;
 };
 ConvEntry readConvEntry(KernelSpec &spec);
 

@@ -120,7 +120,7 @@ void cleave_kernel_matmul(void *ctx, int64_t id, const void *a, const void *b,
 }
 
 void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const void *src,
-                              const float *wei, const float *bias, float *dst) {
+                              const void *wei, const float *bias, void *dst) {
   call("cleave_kernel_conv2d_fwd", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionForward, id, src, wei, bias,
                          dst);
@@ -128,7 +128,7 @@ void cleave_kernel_conv2d_fwd(void *ctx, int64_t id, const void *src,
 }
 
 void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
-                                   const float *wei, float *diff_src) {
+                                   const void *wei, void *diff_src) {
   call("cleave_kernel_conv2d_bwd_data", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionBackwardData, id, diff_dst, wei,
                          nullptr, diff_src);
@@ -136,7 +136,7 @@ void cleave_kernel_conv2d_bwd_data(void *ctx, int64_t id, const void *diff_dst,
 }
 
 void cleave_kernel_conv2d_bwd_weights(void *ctx, int64_t id, const void *src,
-                                      const void *diff_dst, float *diff_wei) {
+                                      const void *diff_dst, void *diff_wei) {
   call("cleave_kernel_conv2d_bwd_weights", ctx, id, [&](KernelLibrary &l) {
     return l.convolution(KernelKind::ConvolutionBackwardWeights, id, src,
                          diff_dst, nullptr, diff_wei);

@@ -223,7 +223,7 @@ Status OneDnnKernels::matmul(int64_t id, const void *a, const void *b,
 
 Status OneDnnKernels::convolution(KernelKind kind, int64_t id, const void *in0,
                                   const void *in1, const float *bias,
-                                  float *out) {
+                                  void *out) {
   return run<ConvolutionKernel>(id, kind,
                                 [&](ConvolutionKernel &conv, dnnl::stream &s) {
                                   conv.run(s, in0, in1, bias, out);

@@ -42,7 +42,7 @@ public:
   Status matmul(int64_t id, const void *a, const void *b, const float *bias,
                 float *c) override;
   Status convolution(KernelKind kind, int64_t id, const void *in0,
-                     const void *in1, const float *bias, float *out) override;
+                     const void *in1, const float *bias, void *out) override;
   Status poolForward(int64_t id, const float *src, float *dst) override;
   Status poolBackward(int64_t id, const float *src, const float *diffDst,
                       float *diffSrc) override;

@@ -24,7 +24,12 @@
 //   (CUDNN_FMA_MATH: no TF32), groups through the group count. Forward adds
 //   the bias with cudnnAddTensor and applies ReLU with
 //   cudnnActivationForward, in place; bwd_weights accumulates with beta = 1.
-//   Algorithms come from cuDNN's heuristics (the _v7 queries), once.
+//   Algorithms come from cuDNN's heuristics (the _v7 queries), once. A bf16
+//   entry has every tensor bf16 (cuDNN's PSEUDO_BFLOAT16 configuration:
+//   products summed in f32, the result rounded once to bf16) and tensor-op
+//   math; cleave-compile makes such entries with the bias, ReLU and the
+//   gradient's f32 accumulation in the generated loop that widens the result
+//   (mixed-precision.md, "On cuda").
 // pooling: cudnnPoolingForward / Backward; max pooling backward recomputes
 //   the forward output into the workspace (the ABI passes the forward input,
 //   cuDNN wants the output too), like the oneDNN kernel.
@@ -54,6 +59,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <vector>
 
@@ -223,14 +229,49 @@ public:
   std::string op;
 };
 
-/// cuDNN's convolutions multiply in bf16 only on bf16 tensors, and the
-/// ABI's are f32: cleave-compile leaves the convolutions of a cuda artifact
-/// f32 under --precision=bf16, and a hand-made entry is refused here.
-void refuseBf16Convolution(const KernelSpec &spec, bool bf16) {
-  if (bf16)
-    spec.fail("\"math\": \"bf16\" is not supported for convolutions on "
-              "the GPU (cuDNN multiplies bf16 only on bf16 tensors; "
-              "cleave-compile leaves a cuda artifact's convolutions f32)");
+/// cuDNN's convolutions multiply in bf16 only on bf16 tensors (its
+/// PSEUDO_BFLOAT16 configuration: bf16 inputs and result, f32 products and
+/// sums): a bf16 entry must store all three operands in bf16, as
+/// cleave-compile makes them for cuda, and leave the bias, the activation
+/// and any accumulation to the generated loop that widens the result.
+void checkBf16Convolution(const KernelSpec &spec, KernelKind kind,
+                          const ConvEntry &e) {
+  if (!e.bf16)
+    return;
+  struct Operand {
+    const char *name;
+    bool bf16;
+  };
+  std::array<Operand, 3> operands;
+  switch (kind) {
+  case KernelKind::ConvolutionForward:
+    operands = {
+        {{"src", e.srcBf16}, {"weights", e.weiBf16}, {"dst", e.dstBf16}}};
+    break;
+  case KernelKind::ConvolutionBackwardData:
+    operands = {{{"diff_dst", e.diffDstBf16},
+                 {"weights", e.weiBf16},
+                 {"diff_src", e.dstBf16}}};
+    break;
+  default:
+    operands = {{{"src", e.srcBf16},
+                 {"diff_dst", e.diffDstBf16},
+                 {"diff_weights", e.dstBf16}}};
+    break;
+  }
+  std::string f32;
+  for (const Operand &o : operands)
+    if (!o.bf16)
+      f32 += std::string(f32.empty() ? "" : ", ") + o.name;
+  if (!f32.empty())
+    spec.fail("a bf16 convolution on the GPU needs every operand stored in "
+              "bf16 (cuDNN multiplies bf16 only on bf16 tensors); this entry "
+              "has " +
+              f32 + " in f32");
+  if (e.bias || e.relu || e.accumulate)
+    spec.fail("a bf16 convolution on the GPU takes no bias, activation or "
+              "accumulate (cuDNN's result is bf16; the loop that widens it "
+              "applies them)");
 }
 
 class CudaMatmul final : public CudaKernel {
@@ -502,7 +543,8 @@ public:
   CudnnConvolution(KernelSpec &spec, Libraries &libs, KernelKind kind)
       : CudaKernel(kind, spec.id(), spec.op()), libs_(libs) {
     const ConvEntry e = readConvEntry(spec);
-    refuseBf16Convolution(spec, e.bf16);
+    checkBf16Convolution(spec, kind, e);
+    const bool bf16 = e.bf16;
     const int64_t n = e.n, c = e.c, h = e.h, w = e.w, o = e.o, kh = e.kh,
                   kw = e.kw, oh = e.oh, ow = e.ow, groups = e.groups;
     const auto &strides = e.strides, &dilations = e.dilations;
@@ -523,17 +565,20 @@ public:
           "cudnnCreateFilterDescriptor");
     check(dnn.cudnnCreateConvolutionDescriptor(&conv_),
           "cudnnCreateConvolutionDescriptor");
+    // Every tensor f32, or every one bf16 (checkBf16Convolution); the
+    // products are summed in f32 either way.
     const auto f32 = CUDNN_DATA_FLOAT;
+    const auto type = bf16 ? CUDNN_DATA_BFLOAT16 : f32;
     const auto nchw = CUDNN_TENSOR_NCHW;
-    check(dnn.cudnnSetTensor4dDescriptor(src_, nchw, f32, int(n), int(c),
+    check(dnn.cudnnSetTensor4dDescriptor(src_, nchw, type, int(n), int(c),
                                          int(h), int(w)),
           "cudnnSetTensor4dDescriptor(src)");
-    check(dnn.cudnnSetTensor4dDescriptor(dst_, nchw, f32, int(n), int(o),
+    check(dnn.cudnnSetTensor4dDescriptor(dst_, nchw, type, int(n), int(o),
                                          int(oh), int(ow)),
           "cudnnSetTensor4dDescriptor(dst)");
     check(dnn.cudnnSetTensor4dDescriptor(bias_, nchw, f32, 1, int(o), 1, 1),
           "cudnnSetTensor4dDescriptor(bias)");
-    check(dnn.cudnnSetFilter4dDescriptor(wei_, f32, nchw, int(o),
+    check(dnn.cudnnSetFilter4dDescriptor(wei_, type, nchw, int(o),
                                          int(c / groups), int(kh), int(kw)),
           "cudnnSetFilter4dDescriptor");
     check(dnn.cudnnSetConvolution2dDescriptor(
@@ -543,7 +588,10 @@ public:
           "cudnnSetConvolution2dDescriptor");
     check(dnn.cudnnSetConvolutionGroupCount(conv_, int(groups)),
           "cudnnSetConvolutionGroupCount");
-    check(dnn.cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH),
+    // f32: FMA math, which forbids TF32. bf16: tensor ops, which bf16
+    // tensors need; the chosen algorithm's math type is set below.
+    check(dnn.cudnnSetConvolutionMathType(conv_, bf16 ? CUDNN_TENSOR_OP_MATH
+                                                      : CUDNN_FMA_MATH),
           "cudnnSetConvolutionMathType");
     int dn = 0, dc = 0, dh = 0, dw = 0;
     check(dnn.cudnnGetConvolution2dForwardOutputDim(conv_, src_, wei_, &dn, &dc,
@@ -569,7 +617,7 @@ public:
                 hd, src_, wei_, conv_, dst_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                 &found, perf),
             "cudnnGetConvolutionForwardAlgorithm_v7");
-      fwd_ = pick(spec, perf, found);
+      fwd_ = pick(spec, check, perf, found, bf16);
       check(dnn.cudnnGetConvolutionForwardWorkspaceSize(
                 hd, src_, wei_, conv_, dst_, fwd_, &workspace_),
             "cudnnGetConvolutionForwardWorkspaceSize");
@@ -582,7 +630,7 @@ public:
                 hd, wei_, dst_, conv_, src_,
                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf),
             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      bwdData_ = pick(spec, perf, found);
+      bwdData_ = pick(spec, check, perf, found, bf16);
       check(dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
                 hd, wei_, dst_, conv_, src_, bwdData_, &workspace_),
             "cudnnGetConvolutionBackwardDataWorkspaceSize");
@@ -595,7 +643,7 @@ public:
                 hd, src_, dst_, conv_, wei_,
                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, perf),
             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      bwdFilter_ = pick(spec, perf, found);
+      bwdFilter_ = pick(spec, check, perf, found, bf16);
       check(dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
                 hd, src_, dst_, conv_, wei_, bwdFilter_, &workspace_),
             "cudnnGetConvolutionBackwardFilterWorkspaceSize");
@@ -619,7 +667,7 @@ public:
 
   size_t workspaceBytes() const override { return workspace_; }
 
-  Status run(const void *in0, const void *in1, const float *bias, float *out,
+  Status run(const void *in0, const void *in1, const float *bias, void *out,
              void *workspace) {
     if (!in0 || !in1 || !out)
       return makeError(CLEAVE_INTERNAL, kernelName(id, op),
@@ -672,17 +720,28 @@ public:
   }
 
 private:
-  /// The heuristics' first choice that is deterministic and not a
-  /// tensor-op algorithm (firstExactAlgorithm).
+  /// The heuristics' first choice that is deterministic and, in f32, not a
+  /// tensor-op algorithm (firstExactAlgorithm). A bf16 convolution takes
+  /// tensor-op algorithms too, and its descriptor then gets the chosen
+  /// algorithm's math type, which cuDNN runs it with.
   template <typename Perf>
-  static decltype(Perf::algo) pick(KernelSpec &spec, const Perf *perf,
-                                   int found) {
-    int i = firstExactAlgorithm(perf, found, CUDNN_STATUS_SUCCESS,
-                                CUDNN_DETERMINISTIC,
-                                {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH});
+  decltype(Perf::algo) pick(KernelSpec &spec, const CudnnCheck &check,
+                            const Perf *perf, int found, bool bf16) {
+    int i =
+        bf16 ? firstExactAlgorithm(
+                   perf, found, CUDNN_STATUS_SUCCESS, CUDNN_DETERMINISTIC,
+                   {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH})
+             : firstExactAlgorithm(perf, found, CUDNN_STATUS_SUCCESS,
+                                   CUDNN_DETERMINISTIC,
+                                   {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH});
     if (i < 0)
-      spec.fail("cuDNN has no deterministic algorithm without tensor ops "
-                "(f32 math, no TF32) for this convolution");
+      spec.fail(bf16 ? "cuDNN has no deterministic algorithm for this bf16 "
+                       "convolution"
+                     : "cuDNN has no deterministic algorithm without tensor "
+                       "ops (f32 math, no TF32) for this convolution");
+    if (bf16)
+      check(libs_.dnn->cudnnSetConvolutionMathType(conv_, perf[i].mathType),
+            "cudnnSetConvolutionMathType");
     return perf[i].algo;
   }
 
@@ -872,7 +931,7 @@ public:
   }
 
   Status convolution(KernelKind kind, int64_t id, const void *in0,
-                     const void *in1, const float *bias, float *out) override {
+                     const void *in1, const float *bias, void *out) override {
     auto *k = find<CudnnConvolution>(id, kind, kernelKindName(kind));
     if (!k)
       return lookupError_;

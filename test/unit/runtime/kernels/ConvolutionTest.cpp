@@ -385,4 +385,101 @@ TEST(Convolution, Bf16StoredInputsAreReadAsStored) {
   }
 }
 
+/// `v`, a bf16 buffer, widened to floats.
+std::vector<float> widened(const std::vector<uint16_t> &v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t bits = uint32_t(v[i]) << 16;
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
+  return out;
+}
+
+/// Every operand stored in bf16, as cleave-compile makes a cuda artifact's
+/// convolutions (`wei_type` and `dst_type` too; run here by the cuda
+/// pipeline's host tests): the weights are read as stored and the result is
+/// written in bf16, the f32 sum of the bf16 products rounded once. So the
+/// result is within a bf16 rounding (2^-8 relative) of the convolution of
+/// the rounded inputs, but not within f32 tolerance of it everywhere.
+TEST(Convolution, Bf16StoredWeightsAndResults) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(17);
+  for (const auto &cfg : kBf16Configs) {
+    ConvCase t = bf16Conv(rng, cfg);
+    std::vector<nlohmann::json> entries = bf16Entries(t, "none");
+    entries[0]["bias"] = false;
+    entries[2]["accumulate"] = false;
+    for (nlohmann::json &e : entries)
+      e["dst_type"] = "bf16";
+    entries[0]["src_type"] = entries[0]["wei_type"] = "bf16";
+    entries[1]["diff_dst_type"] = entries[1]["wei_type"] = "bf16";
+    entries[2]["src_type"] = entries[2]["diff_dst_type"] = "bf16";
+    SCOPED_TRACE(entries[0].dump());
+    auto ctx = makeContext(entries);
+    ASSERT_NE(ctx, nullptr);
+
+    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
+    std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
+                       rDiffDst = roundedToBf16(diffDst);
+    Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize());
+    t.forEachTap([&](size_t si, size_t wi, size_t di) {
+      dst.add(di, double(rSrc[si]) * rWei[wi]);
+      dSrc.add(si, double(rDiffDst[di]) * rWei[wi]);
+      dWei.add(wi, double(rSrc[si]) * rDiffDst[di]);
+    });
+    const std::vector<uint16_t> src16 = bf16Buffer(src),
+                                wei16 = bf16Buffer(wei),
+                                diffDst16 = bf16Buffer(diffDst);
+    std::vector<uint16_t> out(t.dstSize()), outSrc(t.srcSize()),
+        outWei(t.weiSize());
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src16.data(), wei16.data(), nullptr,
+                             out.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst16.data(), wei16.data(),
+                                  outSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src16.data(),
+                                     diffDst16.data(), outWei.data());
+    EXPECT_FALSE(ctx->failed()) << ctx->error().message();
+    for (auto [got, ref, name] :
+         {std::tuple{widened(out), &dst, "fwd"},
+          std::tuple{widened(outSrc), &dSrc, "bwd_data"},
+          std::tuple{widened(outWei), &dWei, "bwd_weights"}}) {
+      Reference rounded = *ref;
+      for (size_t i = 0; i < rounded.value.size(); ++i)
+        rounded.magnitude[i] +=
+            std::ldexp(std::fabs(rounded.value[i]), -8) / kRelTol;
+      EXPECT_TRUE(matches(got, rounded)) << name;
+      EXPECT_FALSE(matches(got, *ref)) << name << ": not rounded to bf16";
+    }
+  }
+}
+
+/// A result stored in bf16 would round an accumulated sum, and the bias and
+/// activation belong to the loop that widens it: such entries are refused,
+/// as is a bf16 weight or result in an f32-math kernel.
+TEST(Convolution, Bf16ResultsTakeNoAccumulateBiasOrActivation) {
+  ConvCase t{1, 2, 5, 5, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+  fwd["bias"] = false;
+  fwd["activation"] = "relu";
+  fwd["math"] = "bf16";
+  fwd["dst_type"] = "bf16";
+  nlohmann::json bwdW = t.entry(0, "conv2d_bwd_weights");
+  bwdW["accumulate"] = true;
+  bwdW["math"] = "bf16";
+  bwdW["dst_type"] = "bf16";
+  nlohmann::json f32 = t.entry(0, "conv2d_bwd_data");
+  f32["wei_type"] = "bf16";
+  for (auto [entry, message] :
+       {std::pair{fwd, "a result stored in bf16 ('dst_type') cannot take the "
+                       "entry's bias or activation"},
+        std::pair{bwdW, "cannot take the entry's 'accumulate' (the sum would "
+                        "be rounded)"},
+        std::pair{f32, "needs 'math': 'bf16'"}}) {
+    std::string error;
+    EXPECT_EQ(KernelContext::create(nlohmann::json::array({entry}), error),
+              nullptr);
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
+}
+
 } // namespace

@@ -34,7 +34,7 @@ public:
     return record("matmul", id, {a, b, bias, c});
   }
   Status convolution(KernelKind kind, int64_t id, const void *in0,
-                     const void *in1, const float *bias, float *out) override {
+                     const void *in1, const float *bias, void *out) override {
     return record("conv" + std::to_string(int(kind)), id,
                   {in0, in1, bias, out});
   }

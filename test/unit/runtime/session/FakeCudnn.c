@@ -19,10 +19,13 @@
  * has no bf16 kernel). Anything else is CUDNN_STATUS_NOT_SUPPORTED.
  *
  * The algorithm queries (the _v7 heuristics) answer three algorithms, best
- * first, of which only the last fits Cleave's contract: algorithm 0 is
- * non-deterministic, algorithm 1 a tensor-op one, algorithm 2 deterministic
- * FMA math needing kWorkspace bytes of workspace. A call with less
- * workspace than its algorithm needs is CUDNN_STATUS_BAD_PARAM.
+ * first: algorithm 0 is non-deterministic, algorithm 1 a deterministic
+ * tensor-op one (what a bf16 convolution takes), algorithm 2 deterministic
+ * FMA math needing kWorkspace bytes of workspace (what an f32 one takes).
+ * A call with less workspace than its algorithm needs, or with algorithm 1
+ * on a descriptor whose math type is not a tensor-op one (cuDNN runs an
+ * algorithm with the math type the descriptor has, which the caller sets to
+ * the algorithm's), is CUDNN_STATUS_BAD_PARAM.
  *
  * A call is a launch of a fake kernel through the fake driver's
  * cuLaunchKernel on the handle's stream: it runs in order with the
@@ -680,7 +683,9 @@ convolve(cudnnHandle_t handle, enum fake_op op, const void *alpha,
   if (s != CUDNN_STATUS_SUCCESS)
     return s;
   if (algo < 0 || algo > 2 || !in0 || !in1 || !out ||
-      bytes < workspaceOf(algo) || (workspaceOf(algo) && !workspace))
+      bytes < workspaceOf(algo) || (workspaceOf(algo) && !workspace) ||
+      (algo == 1 && conv->math != CUDNN_TENSOR_OP_MATH &&
+       conv->math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
     return CUDNN_STATUS_BAD_PARAM;
   struct fake_call call;
   memset(&call, 0, sizeof(call));
@@ -690,9 +695,13 @@ convolve(cudnnHandle_t handle, enum fake_op op, const void *alpha,
   call.alpha = *(const float *)alpha;
   call.beta = *(const float *)beta;
   call.in0 = in0, call.in1 = in1, call.out = out;
-  note("%s x=%s w=%s y=%s %dx%dx%dx%d k=%d algo=%d beta=%g", convName(op),
-       typeName(x->type), typeName(w->type), typeName(y->type), x->n, x->c,
-       x->h, x->w, w->k, algo, (double)call.beta);
+  note("%s x=%s w=%s y=%s %dx%dx%dx%d k=%d algo=%d math=%s beta=%g",
+       convName(op), typeName(x->type), typeName(w->type), typeName(y->type),
+       x->n, x->c, x->h, x->w, w->k, algo,
+       conv->math == CUDNN_FMA_MATH         ? "fma"
+       : conv->math == CUDNN_TENSOR_OP_MATH ? "tensor_op"
+                                            : "other",
+       (double)call.beta);
   return launch(handle, &call);
 }
 

@@ -1131,9 +1131,10 @@ TEST(FakeGpuExecutable, ConvolutionsAndPoolingRunOnCudnn) {
           std::max(0.0, double(float(expected[i])) + bias[(i / 12) % 6]);
     expectFloats(dst, expected, "conv_fwd");
     if (run == 0) {
-      EXPECT_EQ(cudnnTrace(),
-                "conv_fwd x=f32 w=f32 y=f32 2x4x6x6 k=6 algo=2 beta=0\n"
-                "add_tensor a=f32 c=f32\nrelu f32\n");
+      EXPECT_EQ(
+          cudnnTrace(),
+          "conv_fwd x=f32 w=f32 y=f32 2x4x6x6 k=6 algo=2 math=fma beta=0\n"
+          "add_tensor a=f32 c=f32\nrelu f32\n");
     }
 
     void *data[] = {diffDst.data(), wei.data(), diffSrc.data()};
@@ -1161,7 +1162,7 @@ TEST(FakeGpuExecutable, ConvolutionsAndPoolingRunOnCudnn) {
     expectFloats(gw, expected, "conv_bwd_weights");
     if (run == 0) {
       EXPECT_EQ(cudnnTrace(), "conv_bwd_filter x=f32 w=f32 y=f32 2x4x6x6 k=6 "
-                              "algo=2 beta=1\n");
+                              "algo=2 math=fma beta=1\n");
     }
 
     void *maxFwd[] = {poolSrc.data(), poolDst.data()};
@@ -1228,6 +1229,85 @@ TEST(FakeGpuExecutable, PaddingCudnnCannotExpressIsRefused) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("it would give a 2x4 output, the entry has 3x4"),
+            std::string::npos)
+      << error;
+}
+
+/// `x` rounded to bf16 (nearest even), as a double.
+double roundedToBf16(double x) { return bf16(float(x)); }
+
+// The three convolutions in bf16, as cleave-compile makes them for cuda:
+// every operand stored in bf16 gives cuDNN bf16 tensors with tensor-op math
+// (the heuristics' second algorithm, whose math type the descriptor takes),
+// and the result is the f32 sum of the bf16 products rounded once to bf16.
+// The same values in f32 give a different result: the entries were
+// honoured.
+TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
+  cleave_executable *exe = loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
+  ASSERT_NE(exe, nullptr) << cleave_last_error_message();
+  AlignedFloats src(2 * 4 * 6 * 6), wei(6 * 2 * 3 * 2), dst(2 * 6 * 3 * 4),
+      diffDst(2 * 6 * 3 * 4), diffSrc(2 * 4 * 6 * 6), diffWei(6 * 2 * 3 * 2);
+  src.fillRandom(3), wei.fillRandom(5), diffDst.fillRandom(7);
+  auto r = [](float x) { return double(bf16(x)); };
+  // `sums` rounded to f32 then to bf16 must equal `got`, and rounding to
+  // f32 alone must not.
+  auto expectBf16 = [](AlignedFloats &got, const std::vector<double> &sums,
+                       const char *what) {
+    ASSERT_EQ(got.size(), sums.size());
+    bool rounded = false;
+    for (size_t i = 0; i < sums.size(); ++i) {
+      EXPECT_EQ(got[i], float(roundedToBf16(sums[i])))
+          << what << " [" << i << "]";
+      rounded |= got[i] != float(sums[i]);
+    }
+    EXPECT_TRUE(rounded) << what << ": no element shows the bf16 result";
+  };
+
+  clearCudnnTrace();
+  void *fwd[] = {src.data(), wei.data(), dst.data()};
+  ASSERT_EQ(cleave_executable_run(exe, "conv_fwd_bf16", fwd, 3), CLEAVE_OK)
+      << cleave_last_error_message();
+  std::vector<double> sums(dst.size(), 0.0);
+  forEachConvTap(
+      [&](int s, int k, int d) { sums[d] += r(src[s]) * r(wei[k]); });
+  expectBf16(dst, sums, "conv_fwd_bf16");
+  EXPECT_EQ(cudnnTrace(), "conv_fwd x=bf16 w=bf16 y=bf16 2x4x6x6 k=6 algo=1 "
+                          "math=tensor_op beta=0\n");
+
+  void *data[] = {diffDst.data(), wei.data(), diffSrc.data()};
+  ASSERT_EQ(cleave_executable_run(exe, "conv_bwd_data_bf16", data, 3),
+            CLEAVE_OK)
+      << cleave_last_error_message();
+  sums.assign(diffSrc.size(), 0.0);
+  forEachConvTap(
+      [&](int s, int k, int d) { sums[s] += r(diffDst[d]) * r(wei[k]); });
+  expectBf16(diffSrc, sums, "conv_bwd_data_bf16");
+
+  clearCudnnTrace();
+  void *weights[] = {src.data(), diffDst.data(), diffWei.data()};
+  ASSERT_EQ(cleave_executable_run(exe, "conv_bwd_weights_bf16", weights, 3),
+            CLEAVE_OK)
+      << cleave_last_error_message();
+  sums.assign(diffWei.size(), 0.0);
+  forEachConvTap(
+      [&](int s, int k, int d) { sums[k] += r(src[s]) * r(diffDst[d]); });
+  expectBf16(diffWei, sums, "conv_bwd_weights_bf16");
+  EXPECT_EQ(cudnnTrace(), "conv_bwd_filter x=bf16 w=bf16 y=bf16 2x4x6x6 k=6 "
+                          "algo=1 math=tensor_op beta=0\n");
+  cleave_executable_destroy(exe);
+}
+
+// cuDNN multiplies bf16 only on bf16 tensors: a bf16 convolution whose
+// weights stay f32 is refused when the executable is loaded, naming them.
+TEST(FakeGpuExecutable, Bf16ConvolutionWithF32WeightsIsRefused) {
+  cleave_executable *exe =
+      loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BF16_F32_WEIGHTS);
+  EXPECT_EQ(exe, nullptr);
+  std::string error = cleave_last_error_message();
+  EXPECT_NE(error.find("kernel 7 (conv2d_fwd): a bf16 convolution on the GPU "
+                       "needs every operand stored in bf16 (cuDNN multiplies "
+                       "bf16 only on bf16 tensors); this entry has weights in "
+                       "f32"),
             std::string::npos)
       << error;
 }
