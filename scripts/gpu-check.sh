@@ -53,7 +53,7 @@
 #   memory    device memory in use with N = 32 and with N = 1 (MLP, micro-
 #             batch 256): within 5 %
 #   bf16      --precision=bf16 (the matmuls on bf16 tensor cores through
-#             cuBLASLt on operands stored in bf16, the convolutions f32): MLP, LeNet and the
+#             cuBLASLt and the convolutions through cuDNN, operands stored in bf16): MLP, LeNet and the
 #             transformer, SGD, K = 4 windows in lockstep with the f32 CPU
 #             twin, each bf16 update within 0.1 of the f32 one; samples/s
 #             of Cleave bf16 against PyTorch eager under bf16 autocast (and
@@ -648,7 +648,8 @@ bf16_speed_row() { # ARTIFACT MODEL MICRO-BATCH
 # --precision=bf16 on the GPU: the matmuls through cuBLASLt on bf16 A and B
 # (CUDA_R_16BF, CUBLAS_COMPUTE_32F: bf16 tensor cores, f32 sums), narrowed
 # by the generated kernels, the weights once per micro-step; the
-# convolutions f32 (mixed-precision.md, "On cuda"). Numerics: each window from the f32 CPU twin's state, the
+# convolutions through cuDNN on bf16 tensors, their results widened by the
+# generated kernels (mixed-precision.md, "On cuda"). Numerics: each window from the f32 CPU twin's state, the
 # bf16 update within 0.1 of the f32 one (the CPU's own bf16 builds are 3e-3
 # to 3e-2 from f32 by this measure: see
 # bench/README.md). Speed: against PyTorch's bf16 autocast.

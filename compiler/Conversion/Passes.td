@@ -75,9 +75,13 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
 
     With `precision=bf16` every matmul and convolution entry of the table
     says `"math": "bf16"`: the runtime multiplies in bfloat16 with f32
-    accumulation, on the same f32 buffers. With `bf16-convolutions=false`
-    (the cuda target: cuDNN has no bf16 convolution of f32 tensors) the
-    convolutions stay f32, and the first one says so in a warning.
+    accumulation. Operands stored in bf16 (cleave-store-bf16) get their
+    `*_type` rows. With `bf16-convolutions=false` the convolutions stay f32,
+    and the first one says so in a warning. With `bf16-convolution-results`
+    (the cuda target: cuDNN multiplies bf16 only on bf16 tensors, result
+    included) a convolution multiplies in bf16 only where cleave-store-bf16
+    stored its result in bf16, and then every operand must be bf16; the
+    others are f32 kernels.
   }];
   let options = [
     Option<"precision", "precision", "::mlir::cleave::rt::KernelPrecision",
@@ -93,6 +97,10 @@ def CleaveLowerRuntimeCalls : Pass<"cleave-lower-runtime-calls",
            "With precision=bf16, the shortest reduction (K) of a matmul "
            "that multiplies in bf16 (shorter ones stay f32; the pipelines "
            "pass 17, Bf16Rule.h)">,
+    Option<"bf16ConvolutionResults", "bf16-convolution-results", "bool",
+           /*default=*/"false",
+           "With precision=bf16, a convolution multiplies in bf16 only where "
+           "its result is stored in bf16, with every operand (cuda)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::LLVM::LLVMDialect",
@@ -234,6 +242,12 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
       fused ReLU-and-narrowing loop's result: the same sign but for
       0 < x < 2^-133), so the f32 pre-activation is not held for the
       backward pass.
+    * with `convolution-results` (cuda) a bf16 convolution has all three
+      operands in bf16 or stays f32: its src, diff_dst and weights are
+      narrowed (globals included), and it writes a bf16 result, which a
+      `linalg.generic` widens to f32, adding the bias, applying the ReLU and
+      adding into the accumulator the kernel had. A narrowing of that value
+      for the next kernel is fused into the widening loop.
 
     ```mlir
     %h = linalg.generic ... -> tensor<32x512xf32>   // relu
@@ -259,6 +273,12 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
            "Whether parameter inputs are narrowed too, once per entry point "
            "(cuda: cuBLASLt multiplies bf16 only when both operands are "
            "stored in bf16, and no runtime copy exists there)">,
+    Option<"convolutionResults", "convolution-results", "bool",
+           /*default=*/"false",
+           "Whether a bf16 convolution stores every operand in bf16, its "
+           "result too, or stays f32 where it cannot (cuda: cuDNN's bf16 "
+           "convolutions take and give bf16 tensors); the bias, activation "
+           "and accumulation move to a loop that widens the result">,
   ];
 }
 

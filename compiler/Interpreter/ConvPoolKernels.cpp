@@ -125,12 +125,13 @@ LogicalResult runConv2D(nn::Conv2DOp op, Frame &f) {
            << " output channels";
   std::vector<double> xv = f.multiplied(op, x), wv = f.multiplied(op, w);
   std::vector<double> y(s->n * s->o * s->oh * s->ow, 0.0);
-  if (bias)
-    for (size_t i = 0; i < y.size(); ++i)
-      y[i] = bias->getDouble((i / (s->oh * s->ow)) % s->o);
   forEachConvTap(*s, win, [&](int64_t xi, int64_t wi, int64_t yi) {
     y[yi] += xv[xi] * wv[wi];
   });
+  f.storeResult(op, y);
+  if (bias)
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] += bias->getDouble((i / (s->oh * s->ow)) % s->o);
   f.set(op.getResult(),
         Tensor::fromDoubles(x.getDType(), {s->n, s->o, s->oh, s->ow}, y));
   return success();
@@ -162,6 +163,7 @@ LogicalResult runConv2DGradInput(nn::Conv2DGradInputOp op, Frame &f) {
   forEachConvTap(*s, win, [&](int64_t xi, int64_t wi, int64_t yi) {
     dx[xi] += gv[yi] * wv[wi];
   });
+  f.storeResult(op, dx);
   f.set(op.getResult(), Tensor::fromDoubles(g.getDType(), xShape, dx));
   return success();
 }
@@ -184,6 +186,7 @@ LogicalResult runConv2DGradWeight(nn::Conv2DGradWeightOp op, Frame &f) {
   forEachConvTap(*s, win, [&](int64_t xi, int64_t wi, int64_t yi) {
     dw[wi] += gv[yi] * xv[xi];
   });
+  f.storeResult(op, dw);
   f.set(op.getResult(), Tensor::fromDoubles(g.getDType(), wShape, dw));
   return success();
 }

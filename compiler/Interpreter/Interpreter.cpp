@@ -322,18 +322,28 @@ bool interp::isSupported(OperationName name) {
   return info && getKernels().lookup(info->getTypeID()) != nullptr;
 }
 
+/// `x` rounded to f32 and then to bf16, nearest even on the f32 value's
+/// bits (NaN and infinity are not expected and round as the bits say).
+static double roundedToBf16(double x) {
+  uint32_t bits = llvm::bit_cast<uint32_t>(float(x));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return llvm::bit_cast<float>(bits & 0xffff0000u);
+}
+
 std::vector<double> Frame::multiplied(Operation *op, const Tensor &t) const {
   std::vector<double> v = t.toDoubles();
   if (!options.roundsOperandsToBf16 || !options.roundsOperandsToBf16(op))
     return v;
-  for (double &x : v) {
-    // Nearest even on the f32 value's bits (the operands are f32; NaN and
-    // infinity are not expected and round as the bits say).
-    uint32_t bits = llvm::bit_cast<uint32_t>(float(x));
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    x = llvm::bit_cast<float>(bits & 0xffff0000u);
-  }
+  for (double &x : v)
+    x = roundedToBf16(x);
   return v;
+}
+
+void Frame::storeResult(Operation *op, std::vector<double> &sums) const {
+  if (!options.roundsResultsToBf16 || !options.roundsResultsToBf16(op))
+    return;
+  for (double &x : sums)
+    x = roundedToBf16(x);
 }
 
 FailureOr<SmallVector<Tensor>>

@@ -163,6 +163,12 @@ struct InterpretOptions {
   /// in f32, so a back end that rounds the same operands differs from this
   /// by its f32 summation alone (mixed-precision.md).
   std::function<bool(Operation *)> roundsOperandsToBf16;
+  /// Emulates convolutions that write their result in bf16 (cuda's, on
+  /// cuDNN's bf16 tensors): for each nn.conv2d, nn.conv2d_grad_input and
+  /// nn.conv2d_grad_weight this returns true for, the sum of the products is
+  /// rounded to f32 and then to bf16 (nearest even), before the bias is
+  /// added.
+  std::function<bool(Operation *)> roundsResultsToBf16;
 };
 
 /// Runs `func` (a single block of supported ops ending in `func.return`) on

@@ -46,6 +46,10 @@ public:
     return options.roundsOperandsToBf16 && options.roundsOperandsToBf16(op);
   }
 
+  /// `sums`, the sums of `op`'s products, as `op` stores them: rounded to
+  /// f32 and then to bf16 where the options say its result is bf16.
+  void storeResult(Operation *op, std::vector<double> &sums) const;
+
 private:
   State &state;
   const InterpretOptions &options;

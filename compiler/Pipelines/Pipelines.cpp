@@ -115,8 +115,9 @@ CleaveLowerRuntimeCallsOptions
 TrainingPipelineOptions::lowerRuntimeCallsOptions() const {
   CleaveLowerRuntimeCallsOptions o;
   o.precision = precision;
-  // cuDNN's bf16 convolutions take bf16 tensors; the buffers are f32.
-  o.bf16Convolutions = target == rt::Device::cpu;
+  // cuDNN's bf16 convolutions take and give bf16 tensors only: every
+  // operand, the result included, is stored in bf16 (cleave-store-bf16).
+  o.bf16ConvolutionResults = target == rt::Device::cuda;
   // Matmuls with a short reduction stay f32 (Bf16Rule.h).
   o.bf16MinMatmulK = kMinBf16MatmulK;
   return o;
@@ -374,8 +375,15 @@ static void buildBufferizedPipeline(
     storeBf16.convolutions = kernels.bf16Convolutions;
     storeBf16.minMatmulK = kernels.bf16MinMatmulK;
     storeBf16.parameters = gpuKernels;
+    storeBf16.convolutionResults = kernels.bf16ConvolutionResults;
     pm.addPass(createCleaveStoreBf16(storeBf16));
     cleanup(pm);
+    // The loops that widen bf16 convolution results join the elementwise
+    // loops that read them (a bias-and-ReLU loop, a ReLU's backward mask).
+    if (kernels.bf16ConvolutionResults) {
+      pm.addPass(createLinalgElementwiseOpFusionPass());
+      cleanup(pm);
+    }
   }
   // A guarded update (a skipped window keeps its parameters) selects in the
   // optimizer's in-place loop rather than into a copy.

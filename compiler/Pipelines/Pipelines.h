@@ -291,8 +291,9 @@ void buildCudaBackendPipeline(
 /// The op tests compare it with the reference interpreter, which checks
 /// the cuda target's kernels on a machine without a GPU. `target.device`
 /// must be cpu (the library calls run on the CPU); `kernels` as cuda's
-/// (with precision=bf16, `bf16Convolutions` false: the CPU kernels then
-/// read what cuda's would, both matmul operands stored in bf16).
+/// (with precision=bf16, `bf16ConvolutionResults`: the CPU kernels then
+/// read and write what cuda's would, both matmul operands and every
+/// convolution operand stored in bf16).
 void buildGpuKernelsOnHostPipeline(
     OpPassManager &pm, const CleaveWriteManifestOptions &target = {},
     const CleaveLowerRuntimeCallsOptions &kernels = {});

@@ -16,7 +16,7 @@
 // CHECK-LABEL: func.func @micro_step
 // CHECK-COUNT-5: call @cleave_kernel_
 
-// F32: error: 'rt.kernel' op has an input stored in bf16 but multiplies in f32 (precision=bf16 makes it multiply in bf16)
+// F32: error: 'rt.kernel' op has an operand stored in bf16 but multiplies in f32 (precision=bf16 makes it multiply in bf16)
 func.func @micro_step(%ctx: !llvm.ptr, %h: memref<8x16xbf16>, %dy: memref<8x4xbf16>, %w: memref<4x16xf32>, %dw: memref<4x16xf32>, %x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xf32>, %y: memref<2x4x8x8xf32>, %g: memref<2x4x8x8xbf16>, %dx: memref<2x3x8x8xf32>, %dk: memref<4x3x3x3xf32>, %dh: memref<8x16xf32>) {
   // The weight gradient: both activations stored in bf16.
   rt.kernel matmul ins(%dy, %h : memref<8x4xbf16>, memref<8x16xbf16>) outs(%dw : memref<4x16xf32>) {trans_a = true, trans_b = false, accumulate = true}

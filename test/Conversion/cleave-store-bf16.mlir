@@ -1,6 +1,7 @@
 // RUN: cleave-opt %s --split-input-file --cleave-store-bf16 | FileCheck %s
 // RUN: cleave-opt %s --split-input-file --cleave-store-bf16=convolutions=false | FileCheck %s --check-prefix=NOCONV
 // RUN: cleave-opt %s --split-input-file --cleave-store-bf16="convolutions=false parameters=true" | FileCheck %s --check-prefix=PARAMS
+// RUN: cleave-opt %s --split-input-file --cleave-store-bf16="parameters=true convolution-results=true" | FileCheck %s --check-prefix=CUDA
 
 // bf16 kernels read their activation inputs stored in bf16, narrowed in the
 // loop that computes each (mixed-precision.md, "bf16 storage").
@@ -166,4 +167,48 @@ func.func @single_channel(%ctx: !llvm.ptr, %xm: memref<2x1x8x8xf32>, %km: memref
   %e = tensor.empty() : tensor<2x4x8x8xf32>
   %y = rt.kernel conv2d_fwd ins(%x, %k : tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>) outs(%e : tensor<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"} -> tensor<2x4x8x8xf32>
   return %y : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// cuda (convolution-results): cuDNN multiplies bf16 only on bf16 tensors,
+// so a bf16 convolution has every operand in bf16, the weights (a global)
+// narrowed once for the forward and backward-data kernels, and writes a bf16
+// result, which a loop widens to f32 while doing what the kernel did after
+// the products: the bias and the ReLU, or the sum into the accumulator the
+// kernel had (which the loop then writes, in f32).
+
+// CUDA-LABEL: func.func @conv_train
+// CUDA: %[[X:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x3x8x8xf32>) outs(%{{.*}} : tensor<2x3x8x8xbf16>)
+// CUDA: %[[K:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x3x3x3xf32>) outs(%{{.*}} : tensor<4x3x3x3xbf16>)
+// CUDA: %[[ACC:.*]] = bufferization.to_tensor %arg5
+// CUDA: %[[Y:.*]] = rt.kernel conv2d_fwd ins(%[[X]], %[[K]] : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16>) outs(%{{.*}} : tensor<2x4x8x8xbf16>) {activation = "none", {{.*}}} -> tensor<2x4x8x8xbf16>
+// CUDA: %[[YF:.*]] = linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<2x4x8x8xbf16>, tensor<4xf32>) outs(%{{.*}} : tensor<2x4x8x8xf32>)
+// CUDA-NEXT: ^bb0(%[[R:.*]]: bf16, %[[B:.*]]: f32, %{{.*}}: f32):
+// CUDA-NEXT: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CUDA-NEXT: %[[S:.*]] = arith.addf %[[W]], %[[B]] : f32
+// CUDA-NEXT: %[[Z:.*]] = arith.maximumf %[[S]], %{{.*}} : f32
+// CUDA-NEXT: linalg.yield %[[Z]] : f32
+// CUDA: %[[DX:.*]] = rt.kernel conv2d_bwd_data ins(%{{.*}}, %[[K]] : tensor<2x4x8x8xbf16>, tensor<4x3x3x3xbf16>) outs(%{{.*}} : tensor<2x3x8x8xbf16>)
+// CUDA: %[[DXF:.*]] = linalg.generic {{.*}} ins(%[[DX]] : tensor<2x3x8x8xbf16>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// CUDA: %[[DK:.*]] = rt.kernel conv2d_bwd_weights ins(%[[X]], %{{.*}} : tensor<2x3x8x8xbf16>, tensor<2x4x8x8xbf16>) outs(%{{.*}} : tensor<4x3x3x3xbf16>) {accumulate = false, {{.*}}} -> tensor<4x3x3x3xbf16>
+// CUDA: %[[DKF:.*]] = linalg.generic {{.*}} ins(%[[DK]] : tensor<4x3x3x3xbf16>) outs(%[[ACC]] : tensor<4x3x3x3xf32>)
+// CUDA-NEXT: ^bb0(%[[R:.*]]: bf16, %[[OLD:.*]]: f32):
+// CUDA-NEXT: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CUDA-NEXT: %[[SUM:.*]] = arith.addf %[[OLD]], %[[W]] : f32
+// CUDA-NEXT: linalg.yield %[[SUM]] : f32
+// CUDA: return %[[YF]], %[[DXF]], %[[DKF]]
+func.func @conv_train(%ctx: !llvm.ptr, %xm: memref<2x3x8x8xf32>, %km: memref<4x3x3x3xf32>, %bm: memref<4xf32>, %gm: memref<2x4x8x8xf32>, %am: memref<4x3x3x3xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>)
+    attributes {rt.abi = [{name = "x", role = "input"}, {name = "k", role = "global"}, {name = "b", role = "global"}, {name = "g", role = "input"}, {name = "acc", role = "global"}]} {
+  %x = bufferization.to_tensor %xm restrict : memref<2x3x8x8xf32> to tensor<2x3x8x8xf32>
+  %k = bufferization.to_tensor %km restrict : memref<4x3x3x3xf32> to tensor<4x3x3x3xf32>
+  %b = bufferization.to_tensor %bm restrict : memref<4xf32> to tensor<4xf32>
+  %g = bufferization.to_tensor %gm restrict : memref<2x4x8x8xf32> to tensor<2x4x8x8xf32>
+  %acc = bufferization.to_tensor %am restrict : memref<4x3x3x3xf32> to tensor<4x3x3x3xf32>
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %y = rt.kernel conv2d_fwd ins(%x, %k, %b : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) outs(%e : tensor<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "relu"} -> tensor<2x4x8x8xf32>
+  %e2 = tensor.empty() : tensor<2x3x8x8xf32>
+  %dx = rt.kernel conv2d_bwd_data ins(%g, %k : tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>) outs(%e2 : tensor<2x3x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} -> tensor<2x3x8x8xf32>
+  %dk = rt.kernel conv2d_bwd_weights ins(%x, %g : tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) outs(%acc : tensor<4x3x3x3xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, accumulate = true} -> tensor<4x3x3x3xf32>
+  return %y, %dx, %dk : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
 }

@@ -322,17 +322,13 @@ struct LowerRuntimeCallsPass
     if (precision == rt::KernelPrecision::bf16 && convolution &&
         !bf16Convolutions) {
       if (!warnedConvolutions)
-        k.emitWarning("precision=bf16 leaves the convolutions in f32 on this "
-                      "target (cuDNN's bf16 convolutions write bf16 results, "
-                      "which would round each weight gradient before the "
-                      "window's f32 sum); the matmuls multiply in bf16");
+        k.emitWarning("precision=bf16 leaves the convolutions in f32 "
+                      "(bf16-convolutions=false); the matmuls multiply in "
+                      "bf16");
       warnedConvolutions = true;
     }
-    if (precision == rt::KernelPrecision::bf16 &&
-        multipliesInBf16(k, bf16Convolutions, bf16MinMatmulK))
-      entry.math = toWire(rt::KernelPrecision::bf16);
-    // Activation operands stored in bf16 (cleave-store-bf16): the entry
-    // says so, and only a kernel that multiplies in bf16 may read them.
+    // Operands stored in bf16 (cleave-store-bf16): the entry says so, and
+    // only a kernel that multiplies in bf16 may read or write them.
     auto storage = [](Value v) -> std::optional<abi::Storage> {
       if (!cast<ShapedType>(v.getType()).getElementType().isBF16())
         return std::nullopt;
@@ -345,20 +341,50 @@ struct LowerRuntimeCallsPass
       break;
     case rt::KernelKind::conv2d_fwd:
       entry.srcType = storage(ins[0]);
+      entry.weiType = storage(ins[1]);
+      entry.dstType = storage(out);
       break;
     case rt::KernelKind::conv2d_bwd_data:
       entry.diffDstType = storage(ins[0]);
+      entry.weiType = storage(ins[1]);
+      entry.dstType = storage(out);
       break;
     case rt::KernelKind::conv2d_bwd_weights:
       entry.srcType = storage(ins[0]);
       entry.diffDstType = storage(ins[1]);
+      entry.dstType = storage(out);
       break;
     default:
       break;
     }
-    if ((entry.aType || entry.bType || entry.srcType || entry.diffDstType) &&
-        entry.math != toWire(rt::KernelPrecision::bf16))
-      return k.emitOpError("has an input stored in bf16 but multiplies in "
+    const bool stored = entry.aType || entry.bType || entry.srcType ||
+                        entry.diffDstType || entry.weiType || entry.dstType;
+    // With bf16-convolution-results a convolution is bf16 exactly where its
+    // result is, and then throughout (cuDNN's bf16 tensors).
+    bool bf16 = precision == rt::KernelPrecision::bf16 &&
+                multipliesInBf16(k, bf16Convolutions, bf16MinMatmulK) &&
+                (!convolution || !bf16ConvolutionResults || entry.dstType);
+    auto everyOperandStored = [&] {
+      switch (k.getKind()) {
+      case rt::KernelKind::conv2d_fwd:
+        return entry.srcType && entry.weiType && entry.dstType;
+      case rt::KernelKind::conv2d_bwd_data:
+        return entry.diffDstType && entry.weiType && entry.dstType;
+      case rt::KernelKind::conv2d_bwd_weights:
+        return entry.srcType && entry.diffDstType && entry.dstType;
+      default:
+        return true;
+      }
+    };
+    if (bf16 && convolution && bf16ConvolutionResults && !everyOperandStored())
+      return k.emitOpError("has a bf16 result but an f32 input; with "
+                           "bf16-convolution-results every operand of a "
+                           "bf16 convolution is bf16 (cleave-store-bf16 "
+                           "convolution-results makes them so)");
+    if (bf16)
+      entry.math = toWire(rt::KernelPrecision::bf16);
+    if (stored && !bf16)
+      return k.emitOpError("has an operand stored in bf16 but multiplies in "
                            "f32 (precision=bf16")
              << (convolution ? " with bf16-convolutions" : "")
              << " makes it multiply in bf16)";

@@ -7,7 +7,10 @@
 // storage"). On the CPU parameters keep the runtime's once-per-generation
 // copy; on cuda (`parameters`) they are narrowed at the start of the entry
 // point, since cuBLASLt multiplies bf16 only when both operands are bf16.
-// Everything else stays f32.
+// cuDNN multiplies bf16 only on bf16 tensors, its result included
+// (`convolution-results`): a convolution's result is then stored in bf16 and
+// widened by a loop that also applies what the kernel would have (bias,
+// ReLU, the sum into an accumulator). Everything else stays f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,6 +161,84 @@ void maskFromTwin(linalg::GenericOp op) {
   }
 }
 
+/// Whether every multiplied operand of convolution `k` can be stored in
+/// bf16: f32 or bf16 tensors of static shape, the result too.
+bool storableThroughout(rt::KernelOp k) {
+  auto storable = [](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.hasStaticShape() &&
+           (type.getElementType().isF32() || type.getElementType().isBF16());
+  };
+  return storable(k.getInputs()[0]) && storable(k.getInputs()[1]) &&
+         storable(k.getOutputs()[0]);
+}
+
+/// Makes convolution `k` write its result in bf16, rounded once by the
+/// kernel, and replaces the f32 result with a loop that widens it and does
+/// what `k` did after the products: adds the bias, applies the ReLU, and
+/// adds into `k`'s accumulator (its init, which the loop then writes, so the
+/// sum stays in place and f32).
+void storeResultInBf16(RewriterBase &rewriter, rt::KernelOp k) {
+  Location loc = k.getLoc();
+  MLIRContext *ctx = k.getContext();
+  auto type = cast<RankedTensorType>(k.getResult(0).getType());
+  Value acc = k.getOutputs()[0];
+  const bool accumulate = k.getFlag("accumulate");
+  auto activation = k.getConfig().getAs<StringAttr>("activation");
+  const bool relu = activation && activation.getValue() == "relu";
+  Value bias =
+      k.getKind() == rt::KernelKind::conv2d_fwd && k.getInputs().size() > 2
+          ? k.getInputs()[2]
+          : Value();
+
+  rewriter.setInsertionPoint(k);
+  NamedAttrList config(k.getConfig());
+  if (config.get("activation"))
+    config.set("activation", StringAttr::get(ctx, "none"));
+  if (config.get("accumulate"))
+    config.set("accumulate", BoolAttr::get(ctx, false));
+  Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                       rewriter.getBF16Type());
+  auto narrow = rt::KernelOp::create(
+      rewriter, loc, TypeRange{init.getType()}, k.getKindAttr(),
+      k.getInputs().take_front(2), ValueRange{init}, config.getDictionary(ctx));
+
+  // The widening loop: ext(r) [+ bias[c]] [relu] [+ acc].
+  SmallVector<Value> inputs = {narrow.getResult(0)};
+  int64_t rank = type.getRank();
+  AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps = {id};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(AffineMap::get(rank, 0, rewriter.getAffineDimExpr(1)));
+  }
+  maps.push_back(id);
+  Value out = accumulate
+                  ? acc
+                  : tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                            type.getElementType())
+                        .getResult();
+  SmallVector<utils::IteratorType> parallel(rank,
+                                            utils::IteratorType::parallel);
+  Value zero = relu ? arith::ConstantOp::create(rewriter, loc,
+                                                rewriter.getF32FloatAttr(0))
+                          .getResult()
+                    : Value();
+  auto widen = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, inputs, ValueRange{out}, maps, parallel,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, l, nb.getF32Type(), args[0]);
+        if (bias)
+          x = arith::AddFOp::create(nb, l, x, args[1]);
+        if (relu)
+          x = arith::MaximumFOp::create(nb, l, x, zero);
+        if (accumulate)
+          x = arith::AddFOp::create(nb, l, args.back(), x);
+        linalg::YieldOp::create(nb, l, x);
+      });
+  rewriter.replaceOp(k, widen.getResults());
+}
+
 struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
   using CleaveStoreBf16Base::CleaveStoreBf16Base;
 
@@ -167,15 +248,21 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
     SmallVector<linalg::GenericOp> narrowings;
     SmallVector<rt::KernelOp> kernels;
     getOperation()->walk([&](rt::KernelOp k) { kernels.push_back(k); });
+    IRRewriter rewriter(&getContext());
     for (rt::KernelOp k : kernels) {
       if (!k.hasPureTensorSemantics() ||
           !multipliesInBf16(k, convolutions, minMatmulK))
+        continue;
+      // cuDNN's bf16 convolutions: every operand in bf16, or none.
+      const bool throughout = convolutionResults && k.isResultStorableInBf16();
+      if (throughout && !storableThroughout(k))
         continue;
       for (auto [i, input] : llvm::enumerate(k.getInputsMutable())) {
         Value v = input.get();
         auto type = dyn_cast<RankedTensorType>(v.getType());
         if (!k.isStorableInBf16(i) || !type || !type.getElementType().isF32() ||
-            !type.hasStaticShape() || (!parameters && readsGlobal(v)))
+            !type.hasStaticShape() ||
+            (!parameters && !throughout && readsGlobal(v)))
           continue;
         Value &copy = narrowed[v];
         if (!copy) {
@@ -184,8 +271,9 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
         }
         input.set(copy);
       }
+      if (throughout)
+        storeResultInBf16(rewriter, k);
     }
-    IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : narrowings) {
       rewriter.setInsertionPoint(op);
       fuseIntoProducer(rewriter, op);

@@ -178,11 +178,21 @@ SmallVector<int64_t> KernelOp::getInts(StringRef name) {
 bool KernelOp::isStorableInBf16(unsigned input) {
   switch (getKind()) {
   case KernelKind::matmul:
-  case KernelKind::conv2d_bwd_weights:
-    return input < 2;
   case KernelKind::conv2d_fwd:
   case KernelKind::conv2d_bwd_data:
-    return input == 0;
+  case KernelKind::conv2d_bwd_weights:
+    return input < 2;
+  default:
+    return false;
+  }
+}
+
+bool KernelOp::isResultStorableInBf16() {
+  switch (getKind()) {
+  case KernelKind::conv2d_fwd:
+  case KernelKind::conv2d_bwd_data:
+  case KernelKind::conv2d_bwd_weights:
+    return true;
   default:
     return false;
   }
@@ -197,9 +207,9 @@ LogicalResult KernelOp::verify() {
   for (Value v : getInputs())
     if (isa<RankedTensorType>(v.getType()) != tensors)
       return emitOpError("mixes tensor and memref operands");
-  // f32, but an activation input of a compute-bound kernel may be stored in
-  // bf16 (mixed-precision.md): matmul's a and b, a convolution's src and
-  // diff_dst (its weights, bias and output stay f32).
+  // f32, but a multiplied input of a compute-bound kernel may be stored in
+  // bf16 (mixed-precision.md): matmul's a and b, a convolution's src,
+  // diff_dst and weights (biases stay f32).
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     Type element = cast<ShapedType>(v.getType()).getElementType();
     if (element.isF32() || (element.isBF16() && isStorableInBf16(i)))
@@ -209,9 +219,23 @@ LogicalResult KernelOp::verify() {
            << (isStorableInBf16(i) ? " or bf16" : "") << ", got "
            << v.getType();
   }
-  for (Value v : getOutputs())
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return emitOpError("the output must be f32, got ") << v.getType();
+  // f32, but a convolution's may be bf16 (cuDNN's bf16 result), which no
+  // bias, activation or accumulation may follow inside the kernel.
+  for (Value v : getOutputs()) {
+    Type element = cast<ShapedType>(v.getType()).getElementType();
+    if (element.isF32())
+      continue;
+    if (!element.isBF16() || !isResultStorableInBf16())
+      return emitOpError("the output must be f32")
+             << (isResultStorableInBf16() ? " or bf16" : "") << ", got "
+             << v.getType();
+    auto activation = getConfig().getAs<StringAttr>("activation");
+    if (getFlag("accumulate") ||
+        (getKind() == KernelKind::conv2d_fwd && getInputs().size() > 2) ||
+        (activation && activation.getValue() != "none"))
+      return emitOpError("a bf16 output takes no bias, activation or "
+                         "accumulate (the sum would be rounded)");
+  }
 
   auto need = [&](unsigned lo, unsigned hi) -> LogicalResult {
     unsigned n = getInputs().size();

@@ -134,9 +134,12 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     | `avg_pool2d_bwd` | diff_dst | as pooling |
 
     Without `accumulate` the initial contents of `init` are irrelevant.
-    Every operand is f32, but the activation inputs of the compute-bound
-    kinds (matmul's a and b, a convolution's src and diff_dst) may be bf16:
-    the kernel reads them as stored and multiplies in bf16.
+    Every operand is f32, but the multiplied inputs of the compute-bound
+    kinds (matmul's a and b, a convolution's src, diff_dst and weights) may
+    be bf16: the kernel reads them as stored and multiplies in bf16. A
+    convolution's result may be bf16 too (cuDNN's bf16 convolutions write
+    one), rounded once from the f32 sum; it then takes no bias, activation
+    or accumulate.
 
     ```mlir
     %r = rt.kernel matmul ins(%x, %w, %b : tensor<32x784xf32>, tensor<512x784xf32>, tensor<512xf32>)
@@ -158,10 +161,13 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     }
     /// A boolean entry of `config` (false when absent).
     bool getFlag(::llvm::StringRef name);
-    /// Whether input `input` may be bf16: an activation operand of a
-    /// compute-bound kernel (matmul's a and b, a convolution's src and
-    /// diff_dst), which the kernel then reads as stored.
+    /// Whether input `input` may be bf16: a multiplied operand of a
+    /// compute-bound kernel (matmul's a and b, a convolution's src,
+    /// diff_dst and weights), which the kernel then reads as stored.
     bool isStorableInBf16(unsigned input);
+    /// Whether the result may be bf16: a convolution's, rounded once by the
+    /// kernel.
+    bool isResultStorableInBf16();
     /// An integer-array entry of `config`.
     ::llvm::SmallVector<int64_t> getInts(::llvm::StringRef name);
   }];

@@ -1,7 +1,8 @@
 // RUN: cleave-opt %s --split-input-file --verify-diagnostics | FileCheck %s
 
-// rt.kernel's element types: f32, but the activation inputs of the
-// compute-bound kinds may be stored in bf16 (mixed-precision.md).
+// rt.kernel's element types: f32, but the multiplied inputs of the
+// compute-bound kinds may be stored in bf16, and a convolution's result
+// (mixed-precision.md).
 
 // CHECK-LABEL: func.func @stored
 func.func @stored(%a: memref<8x4xbf16>, %b: memref<8x16xbf16>, %w: memref<4x16xf32>, %c: memref<4x16xf32>, %d: memref<8x16xf32>, %x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xf32>, %y: memref<2x4x8x8xf32>, %g: memref<2x4x8x8xbf16>, %dx: memref<2x3x8x8xf32>) {
@@ -9,6 +10,40 @@ func.func @stored(%a: memref<8x4xbf16>, %b: memref<8x16xbf16>, %w: memref<4x16xf
   rt.kernel matmul ins(%a, %w : memref<8x4xbf16>, memref<4x16xf32>) outs(%d : memref<8x16xf32>) {trans_a = false, trans_b = false}
   rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xbf16>, memref<4x3x3x3xf32>) outs(%y : memref<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
   rt.kernel conv2d_bwd_data ins(%g, %k : memref<2x4x8x8xbf16>, memref<4x3x3x3xf32>) outs(%dx : memref<2x3x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  return
+}
+
+// A convolution stored in bf16 throughout, as cleave-compile makes cuda's:
+// weights and results too.
+// CHECK-LABEL: func.func @conv_stored
+func.func @conv_stored(%x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xbf16>, %y: memref<2x4x8x8xbf16>, %g: memref<2x4x8x8xbf16>, %dx: memref<2x3x8x8xbf16>, %dk: memref<4x3x3x3xbf16>) {
+  rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xbf16>, memref<4x3x3x3xbf16>) outs(%y : memref<2x4x8x8xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"}
+  rt.kernel conv2d_bwd_data ins(%g, %k : memref<2x4x8x8xbf16>, memref<4x3x3x3xbf16>) outs(%dx : memref<2x3x8x8xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  rt.kernel conv2d_bwd_weights ins(%x, %g : memref<2x3x8x8xbf16>, memref<2x4x8x8xbf16>) outs(%dk : memref<4x3x3x3xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, accumulate = false}
+  return
+}
+
+// -----
+
+func.func @bf16_conv_accumulate(%x: memref<2x3x8x8xbf16>, %g: memref<2x4x8x8xbf16>, %dk: memref<4x3x3x3xbf16>) {
+  // expected-error @+1 {{a bf16 output takes no bias, activation or accumulate (the sum would be rounded)}}
+  rt.kernel conv2d_bwd_weights ins(%x, %g : memref<2x3x8x8xbf16>, memref<2x4x8x8xbf16>) outs(%dk : memref<4x3x3x3xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, accumulate = true}
+  return
+}
+
+// -----
+
+func.func @bf16_conv_bias(%x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xbf16>, %b: memref<4xf32>, %y: memref<2x4x8x8xbf16>) {
+  // expected-error @+1 {{a bf16 output takes no bias, activation or accumulate}}
+  rt.kernel conv2d_fwd ins(%x, %k, %b : memref<2x3x8x8xbf16>, memref<4x3x3x3xbf16>, memref<4xf32>) outs(%y : memref<2x4x8x8xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @bf16_conv_relu(%x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xbf16>, %y: memref<2x4x8x8xbf16>) {
+  // expected-error @+1 {{a bf16 output takes no bias, activation or accumulate}}
+  rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xbf16>, memref<4x3x3x3xbf16>) outs(%y : memref<2x4x8x8xbf16>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "relu"}
   return
 }
 
@@ -30,9 +65,9 @@ func.func @bf16_bias(%a: memref<8x4xf32>, %w: memref<4x16xf32>, %bias: memref<16
 
 // -----
 
-func.func @bf16_conv_weights(%x: memref<2x3x8x8xf32>, %k: memref<4x3x3x3xbf16>, %y: memref<2x4x8x8xf32>) {
-  // expected-error @+1 {{input 1 of 'conv2d_fwd' must be f32, got 'memref<4x3x3x3xbf16>'}}
-  rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xf32>, memref<4x3x3x3xbf16>) outs(%y : memref<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+func.func @bf16_pool_output(%x: memref<2x3x8x8xf32>, %y: memref<2x3x4x4xbf16>) {
+  // expected-error @+1 {{the output must be f32, got 'memref<2x3x4x4xbf16>'}}
+  rt.kernel max_pool2d_fwd ins(%x : memref<2x3x8x8xf32>) outs(%y : memref<2x3x4x4xbf16>) {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
   return
 }
 

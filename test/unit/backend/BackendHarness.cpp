@@ -286,11 +286,12 @@ static LogicalResult compileArtifact(ModuleOp split, StringRef path,
   test::DiagnosticCollector diags(ctx);
   PassManager pm(ctx);
   // The kernel options each target's pipeline gives (TrainingPipelineOptions::
-  // lowerRuntimeCallsOptions): cuDNN's convolutions stay f32.
+  // lowerRuntimeCallsOptions): cuDNN's bf16 convolutions store every operand
+  // in bf16, the result included.
   CleaveLowerRuntimeCallsOptions kernels;
   if (bf16) {
     kernels.precision = rt::KernelPrecision::bf16;
-    kernels.bf16Convolutions = !gpuKernelsOnHost;
+    kernels.bf16ConvolutionResults = gpuKernelsOnHost;
     // Every matmul in bf16, whatever its K (the pipelines keep short ones
     // f32, which would leave most of these small cases f32).
     kernels.bf16MinMatmulK = 0;
@@ -672,11 +673,17 @@ private:
                                 State &on) {
     Timer t(out, "interpreter");
     interp::InterpretOptions rounding;
-    if (options.bf16)
-      rounding.roundsOperandsToBf16 =
-          [gpu = options.gpuKernelsOnHost](Operation *op) {
-            return multipliesInBf16(op, /*convolutions=*/!gpu);
-          };
+    if (options.bf16) {
+      rounding.roundsOperandsToBf16 = [](Operation *op) {
+        return multipliesInBf16(op, /*convolutions=*/true);
+      };
+      // cuda's bf16 convolutions write bf16 results (cuDNN).
+      if (options.gpuKernelsOnHost)
+        rounding.roundsResultsToBf16 = [](Operation *op) {
+          return !isa<nn::MatmulOp, nn::LinearOp>(op) &&
+                 multipliesInBf16(op, /*convolutions=*/true);
+        };
+    }
     return test::run(*split, entry, args, on, rounding);
   }
   func::FuncOp entry(StringRef name) {

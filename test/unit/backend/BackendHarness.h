@@ -178,9 +178,10 @@ struct RunOptions {
   /// the host (`buildGpuKernelsOnHostPipeline`) instead of the CPU back
   /// end's loops.
   bool gpuKernelsOnHost = false;
-  /// Compile with precision=bf16: the matmuls (and, on the CPU back end,
-  /// the convolutions) multiply in bf16 on operands stored in bf16, as the
-  /// target's pipeline makes them (needs AVX512-BF16 to run).
+  /// Compile with precision=bf16: the matmuls and convolutions multiply in
+  /// bf16 on operands stored in bf16, as the target's pipeline makes them
+  /// (with `gpuKernelsOnHost`, the convolutions' results too; needs
+  /// AVX512-BF16 to run).
   bool bf16 = false;
 };
 
