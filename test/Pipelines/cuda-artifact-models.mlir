@@ -56,6 +56,23 @@
 // BF16: memref.store %{{.+}} : memref<512x784xbf16>
 // BF16: arith.extf %{{.+}} : bf16 to f32
 
+// bf16 LeNet (mixed-precision.md, "On cuda"): the second convolution calls
+// cuDNN on bf16 tensors, its result included, and a generated kernel widens
+// that result (a bf16 load) and adds the f32 bias; NVVM, ptxas and
+// fatbinary take it. The first (single-channel) convolution stays f32.
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=16 --accumulate=4 --optimizer=adam --precision=bf16 --target=cuda --compile-to=gpu -o %t.lenet-bf16.mlir
+// RUN: FileCheck %s --check-prefix=CONV-BF16 < %t.lenet-bf16.mlir
+// RUN: cleave-compile %cleave_src/examples/lenet.mlir --micro-batch=16 --accumulate=4 --optimizer=adam --precision=bf16 --target=cuda -o %t.lenet-bf16.cleave
+// RUN: %python %S/Inputs/fatbins.py %t.lenet-bf16.cleave %t.lenet-bf16.mlir | FileCheck %s --check-prefix=FATBIN
+// CONV-BF16-LABEL: func.func @micro_step(
+// CONV-BF16: call @cleave_kernel_conv2d_fwd(%arg0, %c0_i64,
+// CONV-BF16: call @cleave_kernel_conv2d_fwd(%arg0, %c3_i64,
+// CONV-BF16: gpu.launch_func @[[WIDEN:[a-z_0-9]+]]::@micro_step_kernel {{.*}} args(%{{.+}} : memref<16x16x10x10xbf16>, %{{.+}} : memref<16xf32>, %{{.+}} : memref<16x16x10x10xf32>)
+// CONV-BF16: gpu.module @[[WIDEN]]
+// CONV-BF16: memref.load %{{.+}} : memref<16x16x10x10xbf16>
+// CONV-BF16: arith.extf %{{.+}} : bf16 to f32
+// CONV-BF16-NEXT: arith.addf
+
 // Data-parallel with ZeRO-1: the collectives' host arrays stay on the host.
 // RUN: cleave-compile %cleave_src/examples/mlp.mlir --micro-batch=8 --accumulate=4 --reduce=mean --ranks=2 --shard-optimizer-state --optimizer=adam --target=cuda -o %t.zero.cleave
 // RUN: llvm-nm -D --undefined-only %t.zero.cleave | FileCheck %s --check-prefix=UNDEF-ZERO --implicit-check-not="U mgpu"
