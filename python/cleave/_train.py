@@ -99,6 +99,16 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _host_array(y):
+    """`y` (labels) as a NumPy array in host memory: a torch tensor from
+    any device, a CuPy array (.get()), or anything np.asarray reads."""
+    if hasattr(y, "detach") and hasattr(y, "cpu"):
+        return y.detach().cpu().numpy()
+    if hasattr(y, "__cuda_array_interface__") and hasattr(y, "get"):
+        return np.asarray(y.get())
+    return np.asarray(y)
+
+
 def evaluate(session, loader):
     """Mean loss (cross-entropy from the logits) and accuracy of a
     classifier over `loader`'s (x, y) batches, through session.eval. The
@@ -116,7 +126,7 @@ def evaluate(session, loader):
         prediction = session.eval(*xs)
         if isinstance(prediction, tuple):
             prediction = prediction[0]
-        labels = np.asarray(y.numpy() if hasattr(y, "numpy") else y)
+        labels = _host_array(y)
         samples += len(labels)
         if (prediction.ndim != 2 or labels.ndim != 1
                 or not np.issubdtype(labels.dtype, np.integer)):

@@ -3,7 +3,9 @@
 // The native half of the `cleave` Python package: Artifact and Session over
 // the runtime's C API (through the RAII wrappers of cleave/runtime.hpp), the
 // exception types the runtime's statuses become, and the checks that turn a
-// NumPy array or CPU torch tensor into a cleave_batch without copying it.
+// NumPy array or CPU torch tensor (host memory), or a CUDA torch tensor or
+// other object with __cuda_array_interface__ (memory of a cuda session's
+// GPU), into a cleave_batch without copying it.
 // Policy (the module's initial state, resuming by checkpoint, the training
 // loop) lives in python/cleave/; docs/design/python.md says why.
 //
@@ -14,6 +16,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -164,7 +168,7 @@ bool isTorchTensor(py::handle value) {
 
 /// A NumPy view of `value` (an ndarray, or a torch tensor whose storage it
 /// shares), or a TypeError naming `what`. `anyDevice` copies a torch tensor
-/// off its device (set_params); batches must already be in host memory.
+/// off its device (set_params); batch inputs on a GPU are DeviceArrays.
 py::array asArray(py::handle value, const std::string &what, bool anyDevice) {
   if (isTorchTensor(value)) {
     py::object tensor = value.attr("detach")();
@@ -174,8 +178,9 @@ py::array asArray(py::handle value, const std::string &what, bool anyDevice) {
         throw py::type_error(
             what + " is a torch tensor on '" +
             py::str(tensor.attr("device")).cast<std::string>() +
-            "'; batches are read from host memory: pass a CPU tensor "
-            "(.cpu()), the session copies it to its device");
+            "', which this session cannot read: a CPU session reads host "
+            "memory (pass a CPU tensor, .cpu()), a cuda session host memory "
+            "or its own GPU's");
       tensor = tensor.attr("cpu")();
     }
     try {
@@ -191,28 +196,138 @@ py::array asArray(py::handle value, const std::string &what, bool anyDevice) {
   return py::reinterpret_borrow<py::array>(value);
 }
 
+/// An input in GPU memory, read in place by a cuda session: a CUDA torch
+/// tensor, or any object with the CUDA Array Interface
+/// (`__cuda_array_interface__`: CuPy, Numba, JAX), which says where it is
+/// and what it holds.
+struct DeviceArray {
+  /// What holds the memory (a contiguous copy of a strided torch tensor).
+  py::object owner;
+  const void *data = nullptr;
+  std::vector<int64_t> shape;
+  py::dtype dtype;
+  /// Where it is, for messages: "cuda:0", or "a __cuda_array_interface__".
+  std::string where;
+};
+
+/// Waits for the work a producer left on CUDA stream `stream` (the CUDA
+/// Array Interface's `stream`: a CUstream, 1 for the legacy default stream,
+/// 2 for the per-thread one, all three what the driver takes), so that the
+/// session's copy reads finished data. The driver is the one the runtime
+/// loaded for the session.
+void synchronizeProducer(uintptr_t stream, const std::string &what) {
+  void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto sync = driver ? reinterpret_cast<int (*)(void *)>(
+                           ::dlsym(driver, "cuStreamSynchronize"))
+                     : nullptr;
+  if (!sync)
+    throw py::type_error(what + " is GPU memory, but no CUDA driver is "
+                                "loaded (a cuda session loads it)");
+  if (int status = sync(reinterpret_cast<void *>(stream)); status != 0)
+    throw py::value_error(what +
+                          ": waiting for its producer's CUDA stream "
+                          "failed (CUresult " +
+                          std::to_string(status) + ")");
+}
+
+/// `value` as a DeviceArray if it is GPU memory, else nothing. Strided
+/// arrays are refused (a torch tensor is made contiguous, on its GPU);
+/// pending work on the producer's stream is waited for.
+std::optional<DeviceArray> asDeviceArray(py::handle value,
+                                         const std::string &what) {
+  DeviceArray a;
+  py::object interface;
+  if (isTorchTensor(value)) {
+    py::object tensor = value.attr("detach")();
+    if (py::str(tensor.attr("device").attr("type")).cast<std::string>() !=
+        "cuda")
+      return std::nullopt;
+    if (!tensor.attr("is_contiguous")().cast<bool>())
+      tensor = tensor.attr("contiguous")();
+    // The tensor's writers run on torch's current stream of its device.
+    py::module_::import("torch")
+        .attr("cuda")
+        .attr("current_stream")(tensor.attr("device"))
+        .attr("synchronize")();
+    a.where = py::str(tensor.attr("device")).cast<std::string>();
+    interface = tensor.attr("__cuda_array_interface__");
+    a.owner = tensor;
+  } else if (!py::isinstance<py::array>(value) &&
+             py::hasattr(value, "__cuda_array_interface__")) {
+    interface = value.attr("__cuda_array_interface__");
+    a.where = "a __cuda_array_interface__";
+    a.owner = py::reinterpret_borrow<py::object>(value);
+  } else {
+    return std::nullopt;
+  }
+  auto bad = [&](const std::string &why) {
+    return py::type_error(what + " (" + a.where + "): " + why);
+  };
+  if (!py::isinstance<py::dict>(interface))
+    throw bad("__cuda_array_interface__ is not a dict");
+  py::dict cai = interface;
+  if (!cai.contains("shape") || !cai.contains("typestr") ||
+      !cai.contains("data"))
+    throw bad("__cuda_array_interface__ lacks shape, typestr or data");
+  for (py::handle d : cai["shape"])
+    a.shape.push_back(d.cast<int64_t>());
+  a.dtype = py::dtype(py::str(cai["typestr"]).cast<std::string>());
+  py::tuple data = cai["data"];
+  a.data = reinterpret_cast<const void *>(data[0].cast<uintptr_t>());
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw bad("masked arrays are not read");
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    // C-contiguous strides are allowed; anything else is refused.
+    int64_t expected = a.dtype.itemsize();
+    py::tuple strides = cai["strides"];
+    for (size_t i = a.shape.size(); i-- > 0;) {
+      if (a.shape[i] > 1 && strides[i].cast<int64_t>() != expected)
+        throw bad("a strided GPU array is not read; pass a contiguous one");
+      expected *= a.shape[i];
+    }
+  }
+  if (cai.contains("stream") && !cai["stream"].is_none())
+    synchronizeProducer(cai["stream"].cast<uintptr_t>(), what);
+  return a;
+}
+
 /// Checks `array` against input `info` and returns it C-contiguous (copied
 /// only if it was not). Sets `rows` to its first dimension.
-py::array checkInput(const py::array &array, const cleave::TensorInfo &info,
-                     int64_t &rows) {
+/// Checks an input's dtype and shape against `info`; returns its samples
+/// (the first dimension).
+int64_t checkDtypeAndShape(const py::dtype &dtype,
+                           const std::vector<int64_t> &shape,
+                           const cleave::TensorInfo &info) {
   std::string what = "input '" + info.name + "'";
-  if (!array.dtype().is(numpyDtype(info.dtype))) {
+  if (!dtype.is(numpyDtype(info.dtype))) {
     std::string wanted = numpyName(info.dtype);
     throw py::type_error(what + " has dtype " +
-                         py::str(array.dtype()).cast<std::string>() +
+                         py::str(py::handle(dtype)).cast<std::string>() +
                          "; the artifact expects " + wanted + " of shape " +
                          batchShape(info) + " (convert it with .astype(np." +
                          wanted + ") or .to(torch." + wanted + "))");
   }
-  bool ok = array.ndim() == static_cast<py::ssize_t>(info.shape.size()) &&
-            array.ndim() >= 1;
+  bool ok = shape.size() == info.shape.size() && !shape.empty();
   for (size_t i = 1; ok && i < info.shape.size(); ++i)
-    ok = array.shape(i) == info.shape[i];
-  if (!ok || array.shape(0) < 1)
-    throw py::value_error(what + " has shape " + shapeOf(array) +
+    ok = shape[i] == info.shape[i];
+  if (!ok || shape[0] < 1) {
+    std::ostringstream os;
+    os << "(";
+    for (size_t i = 0; i < shape.size(); ++i)
+      os << (i ? ", " : "") << shape[i];
+    os << (shape.size() == 1 ? ",)" : ")");
+    throw py::value_error(what + " has shape " + os.str() +
                           "; the artifact expects " + batchShape(info) +
                           " with k >= 1 samples");
-  rows = array.shape(0);
+  }
+  return shape[0];
+}
+
+py::array checkInput(const py::array &array, const cleave::TensorInfo &info,
+                     int64_t &rows) {
+  rows = checkDtypeAndShape(
+      array.dtype(),
+      std::vector<int64_t>(array.shape(), array.shape() + array.ndim()), info);
   if (array.flags() & py::array::c_style)
     return array;
   return py::array::ensure(array, py::array::c_style | py::array::forcecast);
@@ -341,7 +456,7 @@ public:
                             "; train_batch splits larger batches");
     Lock lock(*this);
     py::gil_scoped_release release;
-    session_->microStep(batch.view);
+    session_->microStep(batch.view, batch.memory);
   }
 
   void trainBatch(py::args args, py::kwargs kwargs) {
@@ -362,7 +477,7 @@ public:
     Batch batch = gather(args, kwargs, "train_batch");
     Lock lock(*this);
     py::gil_scoped_release release;
-    session_->trainBatch(batch.view, size);
+    session_->trainBatch(batch.view, size, batch.memory);
   }
 
   void flush() {
@@ -405,7 +520,7 @@ public:
           const char *data = static_cast<const char *>(batch.data[i]);
           chunk.add(data ? data + first * row : nullptr, k * row);
         }
-        session_->eval(chunk);
+        session_->eval(chunk, batch.memory);
         for (size_t o = 0; o < outputs.size(); ++o) {
           const void *data = nullptr;
           size_t bytes = 0;
@@ -636,9 +751,13 @@ private:
   /// The arrays of one call, kept alive while the step runs without the GIL.
   struct Batch {
     std::vector<py::array> arrays;
+    std::vector<py::object> deviceArrays;
     std::vector<const void *> data;
     std::vector<size_t> bytes;
     int64_t rows = 0;
+    /// CLEAVE_MEMORY_HOST, or CLEAVE_MEMORY_DEVICE when the inputs are in
+    /// the GPU's memory (all of them: one call reads one kind).
+    int memory = CLEAVE_MEMORY_HOST;
     cleave::Batch view;
   };
 
@@ -671,7 +790,7 @@ private:
       given[i] = py::reinterpret_borrow<py::object>(item.second);
     }
     Batch batch;
-    std::string first;
+    std::string first, firstHost, firstDevice;
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!given[i] && allowMissing) {
         batch.data.push_back(nullptr);
@@ -682,11 +801,37 @@ private:
         throw py::type_error(std::string(call) + "() is missing input '" +
                              inputs[i].name + "' (its inputs: " + names() +
                              ")");
+      const std::string what = "input '" + inputs[i].name + "'";
       int64_t rows = 0;
-      py::array array =
-          checkInput(asArray(given[i], "input '" + inputs[i].name + "'",
-                             /*anyDevice=*/false),
-                     inputs[i], rows);
+      if (std::optional<DeviceArray> d = asDeviceArray(given[i], what)) {
+        if (device_ == "cpu")
+          throw py::type_error(what + " is GPU memory (" + d->where +
+                               ") but the session runs on the CPU: pass host "
+                               "memory (.cpu())");
+        rows = checkDtypeAndShape(d->dtype, d->shape, inputs[i]);
+        if (firstDevice.empty())
+          firstDevice = inputs[i].name;
+        batch.data.push_back(d->data);
+        size_t bytes = static_cast<size_t>(d->dtype.itemsize());
+        for (int64_t extent : d->shape)
+          bytes *= static_cast<size_t>(extent);
+        batch.bytes.push_back(bytes);
+        batch.deviceArrays.push_back(std::move(d->owner));
+      } else {
+        py::array array = checkInput(
+            asArray(given[i], what, /*anyDevice=*/false), inputs[i], rows);
+        if (firstHost.empty())
+          firstHost = inputs[i].name;
+        batch.data.push_back(array.data());
+        batch.bytes.push_back(static_cast<size_t>(array.nbytes()));
+        batch.arrays.push_back(std::move(array));
+      }
+      if (!firstHost.empty() && !firstDevice.empty())
+        throw py::type_error(std::string(call) +
+                             "() reads one kind of memory "
+                             "per call: input '" +
+                             firstDevice + "' is GPU memory and '" + firstHost +
+                             "' host memory");
       if (batch.rows != 0 && rows != batch.rows)
         throw py::value_error("input '" + inputs[i].name + "' has " +
                               std::to_string(rows) + " samples but '" + first +
@@ -694,10 +839,9 @@ private:
       if (batch.rows == 0)
         first = inputs[i].name;
       batch.rows = rows;
-      batch.data.push_back(array.data());
-      batch.bytes.push_back(static_cast<size_t>(array.nbytes()));
-      batch.arrays.push_back(std::move(array));
     }
+    if (!firstDevice.empty())
+      batch.memory = CLEAVE_MEMORY_DEVICE;
     if (batch.rows == 0)
       throw py::type_error(std::string(call) +
                            "() got no inputs (its "
