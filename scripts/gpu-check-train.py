@@ -4,7 +4,7 @@ libcleave_runtime's C API (cleave/runtime.h), where cleave-train cannot do
 what a row needs.
 
     gpu-check-train.py LIBCLEAVE_RUNTIME ARTIFACT DATA.npz --device=cpu|cuda
-                       --windows=K [--seed=S]
+                       --windows=K [--seed=S] [--memory=host|pinned|device]
                        (--save-params=OUT [--save-initial=INIT]
                         | --twin=CPU_ARTIFACT [--tolerance=T] [--hyper N=X])
 
@@ -38,7 +38,15 @@ equal to 2e-7 after one window, end 20 windows 6.1e-3 apart in relative
 L2. One window from one state is well posed: the same two runs' updates
 agree to 2e-5. --hyper sets a hyperparameter of the session under test
 only (the check's own test uses it to show that the row fails a wrong
-update). Needs only NumPy: the GPU machine runs it with its own Python.
+update).
+
+--memory: where the session under test reads its batches
+(cleave_session_micro_step_ex): host (pageable, the default), pinned
+(page-locked host memory from cuMemHostAlloc) or device (the GPU's memory
+from cuMemAlloc), each micro-batch copied there first through the CUDA
+driver (ctypes), as a caller that keeps its data in such memory would hold
+it. The CPU twin reads host memory. Needs only NumPy: the GPU machine runs
+it with its own Python.
 """
 import argparse
 import ctypes as C
@@ -50,6 +58,7 @@ OK = 0
 DTYPE_F32, DTYPE_I64 = 0, 3
 PARAM, BUFFER = 0, 1
 DEVICES = {"cpu": 0, "cuda": 1}
+MEMORY = {"host": 0, "pinned": 1, "device": 2}  # CLEAVE_MEMORY_*
 
 
 class TensorInfo(C.Structure):
@@ -166,13 +175,16 @@ class Session:
             self.handle, name.encode(), C.c_double(value)), self.where,
             f"setting {name}")
 
-    def micro_step(self, arrays, step):
+    def micro_step(self, arrays, step, staging=None):
         b = arrays[0].shape[0]
-        batch = Batch(b, len(arrays),
-                      (C.c_void_p * len(arrays))(*[m.ctypes.data for m in arrays]),
+        pointers = (staging.stage(arrays) if staging
+                    else [m.ctypes.data for m in arrays])
+        batch = Batch(b, len(arrays), (C.c_void_p * len(arrays))(*pointers),
                       (C.c_size_t * len(arrays))(*[m.nbytes for m in arrays]))
-        self.rt.check(self.rt.lib.cleave_session_micro_step(
-            self.handle, C.byref(batch)), self.where, f"micro-step {step}")
+        self.rt.check(self.rt.lib.cleave_session_micro_step_ex(
+            self.handle, C.byref(batch),
+            C.c_int(staging.memory if staging else MEMORY["host"])),
+            self.where, f"micro-step {step}")
 
     def params(self, kinds=(PARAM, BUFFER)):
         """The f32 parameters and buffers, concatenated in manifest order."""
@@ -183,6 +195,51 @@ class Session:
 
     def destroy(self):
         self.rt.lib.cleave_session_destroy(self.handle)
+
+
+class Staging:
+    """Buffers in page-locked host memory or in the memory of GPU 0 (the
+    session's), through the CUDA driver; stage() copies a micro-batch's
+    arrays there and returns their addresses."""
+
+    def __init__(self, memory, arrays):
+        self.memory = MEMORY[memory]
+        self.cuda = C.CDLL("libcuda.so.1")
+        device, context = C.c_int(), C.c_void_p()
+        self.check(self.cuda.cuInit(0), "cuInit")
+        self.check(self.cuda.cuDeviceGet(C.byref(device), 0), "cuDeviceGet")
+        self.check(self.cuda.cuDevicePrimaryCtxRetain(C.byref(context), device),
+                   "cuDevicePrimaryCtxRetain")
+        self.check(self.cuda.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+        self.buffers = []
+        for a in arrays:
+            if self.memory == MEMORY["pinned"]:
+                p = C.c_void_p()
+                self.check(self.cuda.cuMemHostAlloc(C.byref(p),
+                                                    C.c_size_t(a.nbytes), 0),
+                           "cuMemHostAlloc")
+                self.buffers.append(p.value)
+            else:
+                p = C.c_uint64()
+                self.check(self.cuda.cuMemAlloc_v2(C.byref(p),
+                                                   C.c_size_t(a.nbytes)),
+                           "cuMemAlloc")
+                self.buffers.append(p.value)
+
+    @staticmethod
+    def check(status, call):
+        if status != 0:
+            sys.exit(f"gpu-check-train: {call} failed (CUresult {status})")
+
+    def stage(self, arrays):
+        for buffer, a in zip(self.buffers, arrays):
+            if self.memory == MEMORY["pinned"]:
+                C.memmove(buffer, a.ctypes.data, a.nbytes)
+            else:
+                self.check(self.cuda.cuMemcpyHtoD_v2(
+                    C.c_uint64(buffer), C.c_void_p(a.ctypes.data),
+                    C.c_size_t(a.nbytes)), "cuMemcpyHtoD")
+        return self.buffers
 
 
 def feeder(model, data_path):
@@ -223,9 +280,12 @@ def main():
     p.add_argument("--twin")
     p.add_argument("--tolerance", type=float, default=1e-3)
     p.add_argument("--hyper", action="append", default=[], metavar="NAME=X")
+    p.add_argument("--memory", choices=sorted(MEMORY), default="host")
     a = p.parse_args()
     if bool(a.save_params) == bool(a.twin):
         p.error("give one of --save-params and --twin")
+    if a.memory != "host" and a.device != "cuda":
+        p.error("--memory=pinned or device needs --device=cuda")
 
     rt = Runtime(a.runtime)
     model = Model(rt, a.artifact)
@@ -235,6 +295,7 @@ def main():
         sys.exit(f"gpu-check-train: {a.data} has {samples} samples, "
                  f"{a.windows} windows of {n} x {b} need {a.windows * n * b}")
     session = Session(model, a.device, a.seed)
+    staging = Staging(a.memory, arrays(0)) if a.memory != "host" else None
     for h in a.hyper:
         name, _, value = h.partition("=")
         session.set_hyper(name, float(value))
@@ -243,7 +304,7 @@ def main():
         if a.save_initial:
             session.params().tofile(a.save_initial)
         for s in range(a.windows * n):
-            session.micro_step(arrays(s), s)
+            session.micro_step(arrays(s), s, staging)
         session.params().tofile(a.save_params)
     else:
         twin_model = Model(rt, a.twin)
@@ -259,7 +320,7 @@ def main():
                 session.write(name, twin.read(name, nbytes))
             start = twin.params((PARAM,)).astype(np.float64)
             for s in range(w * n, (w + 1) * n):
-                session.micro_step(arrays(s), s)
+                session.micro_step(arrays(s), s, staging)
                 twin.micro_step(arrays(s), s)
             got = session.params((PARAM,)).astype(np.float64) - start
             want = twin.params((PARAM,)).astype(np.float64) - start

@@ -44,7 +44,9 @@
 #             from the CPU's state, and its update agrees with the CPU's to
 #             1e-3 of the update. Adam's 20-window trajectory is no test:
 #             two correct CPU runs of the MLP that differ only in oneDNN's
-#             ISA end 6.1e-3 apart (gpu-check-train.py says why)
+#             ISA end 6.1e-3 apart (gpu-check-train.py says why). LeNet's
+#             Adam lockstep again with the batches in pinned and in device
+#             memory (gpu-check-train.py --memory), 4 windows each
 #   speed     samples/s of Cleave on the GPU (cleave-bench) against PyTorch's
 #             own accumulation loop on the same GPU in the same run
 #             (bench/pytorch_ref.py, eager): MLP at micro-batch 256 (target
@@ -500,15 +502,17 @@ sanitizer() {
 # MODEL-adam on the GPU in lockstep with its CPU twin, one process: each
 # window starts from the CPU's state; the row is the worst window's update.
 # VARIANT names another GPU build of the model (MODEL-OPT-VARIANT-cuda: bf16)
-# against the same CPU twin, with its own TOLERANCE.
-lockstep_row() { # CHECK WHAT MODEL-OPT WINDOWS LIMIT [VARIANT TOLERANCE]
+# against the same CPU twin, with its own TOLERANCE. MEMORY (host, pinned,
+# device) is where the GPU session reads its batches.
+lockstep_row() { # CHECK WHAT MODEL-OPT WINDOWS LIMIT [VARIANT TOLERANCE MEMORY]
   local check=$1 what=$2 name=$3 windows=$4 limit=$5 variant=${6:-} tolerance=${7:-0.001}
+  local memory=${8:-host}
   local data=$carry/data/fashion.npz gpu=$name${6:+-$6}
   [ "${name%-*}" = transformer ] && data=$carry/data/tokens.npz
-  step "$gpu-lockstep" "$limit" "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" \
+  step "$gpu-lockstep${8:+-$8}" "$limit" "${cleave_env[@]}" OMP_NUM_THREADS=4 "$python" \
     scripts/gpu-check-train.py "$runtime" "$carry/artifacts/$gpu-cuda.cleave" "$data" \
     --device=cuda --twin="$carry/artifacts/$name-cpu.cleave" --seed=0 --windows="$windows" \
-    --tolerance="$tolerance"
+    --tolerance="$tolerance" --memory="$memory"
   settle "$check" "$what" || return 0
   verdict_row "$check" "$what"
 }
@@ -521,6 +525,14 @@ numerics() {
       "$model-sgd" 20 60 60
     lockstep_row numerics "$model adam, K=20 windows, B=32, N=4, each from the CPU's state: GPU vs CPU update" \
       "$model-adam" 20 90
+  done
+  # Batches the caller holds in page-locked or GPU memory
+  # (cleave_session_micro_step_ex): uploaded from the caller's buffer, or
+  # copied on the GPU, with the same update.
+  local memory
+  for memory in pinned device; do
+    lockstep_row numerics "lenet adam, K=4 windows, batches in $memory memory, each from the CPU's state: GPU vs CPU update" \
+      lenet-adam 4 45 "" 0.001 "$memory"
   done
 }
 

@@ -10,11 +10,14 @@
 # and its lockstep of Adam windows against a twin gives the same update for
 # the same model and refuses or fails another;
 # and gpu-check.sh's step runner, sourced, cuts a step that hangs at its
-# limit, reports it as a TIMEOUT row in the results file and goes on.
+# limit, reports it as a TIMEOUT row in the results file and goes on. With
+# FAKE_GPU_DIR (the session tests' build folder: the fake CUDA driver and its
+# hand-written cuda artifact), gpu-check-train.py's --memory=host, pinned and
+# device train in lockstep with the CPU twin, bit for bit.
 # Needs /usr/bin/python3 with torch and onnx (scripts/setup.sh).
-#   gpu_check_scripts_test.sh SOURCE_DIR BUILD_DIR TMP_DIR
+#   gpu_check_scripts_test.sh SOURCE_DIR BUILD_DIR TMP_DIR [FAKE_GPU_DIR]
 set -uo pipefail
-src=$1 build=$2 tmp=$3
+src=$1 build=$2 tmp=$3 fake_gpu=${4:-}
 prepared=$tmp/gpu-check-carry
 rm -rf "$prepared"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -52,6 +55,11 @@ steps=$(grep -c '^  - [a-z-]*/[a-z0-9-]* (<= [0-9]* s): ' "$plan/results.md")
 # Adam's rows run in lockstep with the CPU twin, in one process.
 grep -q '^  - numerics/lenet-adam-lockstep (<= [0-9]* s): .*gpu-check-train.py .*artifacts/lenet-adam-cuda.cleave data/fashion.npz --device=cuda --twin=artifacts/lenet-adam-cpu.cleave .*--windows=20' \
   "$plan/results.md" || fail "the plan's LeNet Adam row: $(grep lenet-adam "$plan/results.md")"
+# And with the batches in pinned and device memory.
+for memory in pinned device; do
+  grep -q "^  - numerics/lenet-adam-lockstep-$memory (<= [0-9]* s): .*gpu-check-train.py .*artifacts/lenet-adam-cuda.cleave .*--windows=4 .*--memory=$memory" \
+    "$plan/results.md" || fail "the plan's LeNet row with $memory batches: $(grep "lockstep-$memory" "$plan/results.md")"
+done
 grep -q '^  - first-contact/mlp-sgd-cuda (<= [0-9]* s): .*CLEAVE_CUDA_GRAPHS=0 CUDA_LAUNCH_BLOCKING=1 .*cleave-train artifacts/mlp-sgd-cuda.cleave .*--limit-train=128' \
   "$plan/results.md" || fail "the plan's first MLP window: $(grep mlp-sgd-cuda "$plan/results.md")"
 grep -q '^  - sanitizer/lenet-memcheck (<= [0-9]* s): .*compute-sanitizer --tool memcheck' "$plan/results.md" ||
@@ -162,6 +170,32 @@ LD_LIBRARY_PATH="$prepared/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.p
   fail "gpu-check-train.py took LeNet as the MLP's twin"
 grep -q "lenet-adam-cpu.cleave is not .*mlp-adam-cpu.cleave's twin" "$tmp/twin.err" ||
   fail "gpu-check-train.py's refusal of a twin: $(cat "$tmp/twin.err")"
+
+# --memory: the session under test reads its batches from page-locked host
+# memory or from the GPU's (the fake driver's, with its hand-written cuda
+# artifact and that artifact's CPU twin): every window's update is the
+# CPU's, bit for bit, as with pageable host memory.
+if [ -n "$fake_gpu" ]; then
+  for f in fake-driver/libcuda.so.1 fake_sgd_cuda.cleave fake_sgd.cleave; do
+    [ -f "$fake_gpu/$f" ] || fail "the fake GPU folder has no $f"
+  done
+  /usr/bin/python3 - "$tmp/tiny.npz" <<'PY' || fail "writing tiny.npz"
+import sys
+import numpy as np
+rng = np.random.default_rng(0)
+np.savez(sys.argv[1], x_train=rng.integers(0, 256, (96, 5), dtype=np.uint8),
+         y_train=rng.integers(0, 3, 96, dtype=np.uint8))
+PY
+  for memory in host pinned device; do
+    verdict=$(LD_LIBRARY_PATH="$fake_gpu/fake-driver:$prepared/lib" OMP_NUM_THREADS=1       /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime"       "$fake_gpu/fake_sgd_cuda.cleave" "$tmp/tiny.npz" --device=cuda --memory=$memory       --twin="$fake_gpu/fake_sgd.cleave" --windows=3 | tail -1)
+    [[ $verdict == "1 "*"at most 0.00e+00 of the update "* ]] ||
+      fail "the fake GPU's lockstep with --memory=$memory: $verdict"
+  done
+  LD_LIBRARY_PATH="$prepared/lib" /usr/bin/python3 "$src/scripts/gpu-check-train.py" "$runtime"     "$prepared/artifacts/mlp-adam-cpu.cleave" "$prepared/data/fashion.npz" --windows=1     --memory=device --save-params="$tmp/memory.params" 2>"$tmp/memory.err" &&
+    fail "gpu-check-train.py took --memory=device on the CPU"
+  grep -q "needs --device=cuda" "$tmp/memory.err" ||
+    fail "gpu-check-train.py's refusal of --memory: $(cat "$tmp/memory.err")"
+fi
 
 # The driver refuses an artifact that is not a classifier (the regression
 # example: f32 features, f32 targets).

@@ -306,6 +306,15 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
   memcpy((void *)dst, src, bytes);
   return CUDA_SUCCESS;
 }
+/* The synchronous copy a caller uses to fill its own device buffers
+ * (scripts/gpu-check-train.py --memory=device); the runtime never does. */
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
+  if (capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  note("h2d sync");
+  memcpy((void *)dst, src, bytes);
+  return CUDA_SUCCESS;
+}
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
                            CUstream stream) {
   if (capturing)
