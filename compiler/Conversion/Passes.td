@@ -247,7 +247,8 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
       narrowed (globals included), and it writes a bf16 result, which a
       `linalg.generic` widens to f32, adding the bias, applying the ReLU and
       adding into the accumulator the kernel had. A narrowing of that value
-      for the next kernel is fused into the widening loop.
+      for the next kernel is fused into the widening loop, and a widening
+      whose only reader is an elementwise loop is fused into that reader.
 
     ```mlir
     %h = linalg.generic ... -> tensor<32x512xf32>   // relu

@@ -378,12 +378,6 @@ static void buildBufferizedPipeline(
     storeBf16.convolutionResults = kernels.bf16ConvolutionResults;
     pm.addPass(createCleaveStoreBf16(storeBf16));
     cleanup(pm);
-    // The loops that widen bf16 convolution results join the elementwise
-    // loops that read them (a bias-and-ReLU loop, a ReLU's backward mask).
-    if (kernels.bf16ConvolutionResults) {
-      pm.addPass(createLinalgElementwiseOpFusionPass());
-      cleanup(pm);
-    }
   }
   // A guarded update (a skipped window keeps its parameters) selects in the
   // optimizer's in-place loop rather than into a copy.

@@ -205,8 +205,9 @@ struct TrainingPipelineOptions
                      "accumulation; parameters, gradient accumulators, "
                      "optimizer state and everything else stay f32). On the "
                      "cpu target bf16 needs a CPU with AVX512-BF16; on cuda "
-                     "the matmuls multiply on tensor cores and the "
-                     "convolutions stay f32"),
+                     "(sm_80 and newer) matmuls and convolutions multiply "
+                     "on tensor cores, a convolution's result rounded to "
+                     "bf16 as cuDNN writes it"),
       llvm::cl::init(rt::KernelPrecision::f32),
       enumValues<rt::KernelPrecision>()};
 

@@ -101,11 +101,18 @@ class _Progress:
 
 def _host_array(y):
     """`y` (labels) as a NumPy array in host memory: a torch tensor from
-    any device, a CuPy array (.get()), or anything np.asarray reads."""
+    any device, a CuPy array (.get()), a Numba device array
+    (.copy_to_host()), or anything np.asarray reads."""
     if hasattr(y, "detach") and hasattr(y, "cpu"):
         return y.detach().cpu().numpy()
-    if hasattr(y, "__cuda_array_interface__") and hasattr(y, "get"):
-        return np.asarray(y.get())
+    if hasattr(y, "__cuda_array_interface__"):
+        if hasattr(y, "get"):
+            return np.asarray(y.get())
+        if hasattr(y, "copy_to_host"):
+            return np.asarray(y.copy_to_host())
+        raise TypeError("evaluation's labels are GPU memory this function "
+                        "cannot copy to the host (no .get() or "
+                        ".copy_to_host()); pass them in host memory")
     return np.asarray(y)
 
 

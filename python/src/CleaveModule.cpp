@@ -210,38 +210,69 @@ struct DeviceArray {
   std::string where;
 };
 
+/// Whether `value` is GPU memory: a torch tensor on a CUDA device, or an
+/// object with the CUDA Array Interface (not a NumPy array).
+bool isDeviceArray(py::handle value) {
+  if (isTorchTensor(value))
+    return py::str(value.attr("device").attr("type")).cast<std::string>() ==
+           "cuda";
+  return !py::isinstance<py::array>(value) &&
+         py::hasattr(value, "__cuda_array_interface__");
+}
+
 /// Waits for the work a producer left on CUDA stream `stream` (the CUDA
 /// Array Interface's `stream`: a CUstream, 1 for the legacy default stream,
 /// 2 for the per-thread one, all three what the driver takes), so that the
 /// session's copy reads finished data. The driver is the one the runtime
-/// loaded for the session.
-void synchronizeProducer(uintptr_t stream, const std::string &what) {
+/// loaded for the session; GPU `ordinal`'s primary context is made current
+/// around the wait (the default streams belong to the current context), and
+/// the GIL is released while it waits.
+void synchronizeProducer(uintptr_t stream, int ordinal,
+                         const std::string &what) {
   void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto sync = driver ? reinterpret_cast<int (*)(void *)>(
-                           ::dlsym(driver, "cuStreamSynchronize"))
-                     : nullptr;
-  if (!sync)
+  auto symbol = [&](const char *name) {
+    return driver ? ::dlsym(driver, name) : nullptr;
+  };
+  auto deviceGet = reinterpret_cast<int (*)(int *, int)>(symbol("cuDeviceGet"));
+  auto retain = reinterpret_cast<int (*)(void **, int)>(
+      symbol("cuDevicePrimaryCtxRetain"));
+  auto release =
+      reinterpret_cast<int (*)(int)>(symbol("cuDevicePrimaryCtxRelease_v2"));
+  auto push = reinterpret_cast<int (*)(void *)>(symbol("cuCtxPushCurrent_v2"));
+  auto pop = reinterpret_cast<int (*)(void **)>(symbol("cuCtxPopCurrent_v2"));
+  auto sync = reinterpret_cast<int (*)(void *)>(symbol("cuStreamSynchronize"));
+  if (!deviceGet || !retain || !release || !push || !pop || !sync)
     throw py::type_error(what + " is GPU memory, but no CUDA driver is "
                                 "loaded (a cuda session loads it)");
-  if (int status = sync(reinterpret_cast<void *>(stream)); status != 0)
-    throw py::value_error(what +
-                          ": waiting for its producer's CUDA stream "
-                          "failed (CUresult " +
+  int status = 0, device = 0;
+  {
+    py::gil_scoped_release unlocked;
+    void *context = nullptr, *popped = nullptr;
+    status = deviceGet(&device, ordinal);
+    if (status == 0 && (status = retain(&context, device)) == 0) {
+      if ((status = push(context)) == 0) {
+        status = sync(reinterpret_cast<void *>(stream));
+        pop(&popped);
+      }
+      release(device);
+    }
+  }
+  if (status != 0)
+    throw py::value_error(what + ": waiting for its producer's CUDA stream " +
+                          std::to_string(stream) + " failed (CUresult " +
                           std::to_string(status) + ")");
 }
 
-/// `value` as a DeviceArray if it is GPU memory, else nothing. Strided
-/// arrays are refused (a torch tensor is made contiguous, on its GPU);
-/// pending work on the producer's stream is waited for.
-std::optional<DeviceArray> asDeviceArray(py::handle value,
-                                         const std::string &what) {
+/// `value` (isDeviceArray) as a DeviceArray on GPU `ordinal`: a strided
+/// torch tensor is made contiguous on its GPU, other strided arrays are
+/// refused; the producer's pending work is waited for (torch's current
+/// stream on the tensor's device, or the interface's `stream`).
+DeviceArray asDeviceArray(py::handle value, const std::string &what,
+                          int ordinal) {
   DeviceArray a;
   py::object interface;
   if (isTorchTensor(value)) {
     py::object tensor = value.attr("detach")();
-    if (py::str(tensor.attr("device").attr("type")).cast<std::string>() !=
-        "cuda")
-      return std::nullopt;
     if (!tensor.attr("is_contiguous")().cast<bool>())
       tensor = tensor.attr("contiguous")();
     // The tensor's writers run on torch's current stream of its device.
@@ -252,13 +283,10 @@ std::optional<DeviceArray> asDeviceArray(py::handle value,
     a.where = py::str(tensor.attr("device")).cast<std::string>();
     interface = tensor.attr("__cuda_array_interface__");
     a.owner = tensor;
-  } else if (!py::isinstance<py::array>(value) &&
-             py::hasattr(value, "__cuda_array_interface__")) {
+  } else {
     interface = value.attr("__cuda_array_interface__");
     a.where = "a __cuda_array_interface__";
     a.owner = py::reinterpret_borrow<py::object>(value);
-  } else {
-    return std::nullopt;
   }
   auto bad = [&](const std::string &why) {
     return py::type_error(what + " (" + a.where + "): " + why);
@@ -287,12 +315,10 @@ std::optional<DeviceArray> asDeviceArray(py::handle value,
     }
   }
   if (cai.contains("stream") && !cai["stream"].is_none())
-    synchronizeProducer(cai["stream"].cast<uintptr_t>(), what);
+    synchronizeProducer(cai["stream"].cast<uintptr_t>(), ordinal, what);
   return a;
 }
 
-/// Checks `array` against input `info` and returns it C-contiguous (copied
-/// only if it was not). Sets `rows` to its first dimension.
 /// Checks an input's dtype and shape against `info`; returns its samples
 /// (the first dimension).
 int64_t checkDtypeAndShape(const py::dtype &dtype,
@@ -445,6 +471,10 @@ public:
 
   std::shared_ptr<PyArtifact> artifact() const { return artifact_; }
   const std::string &device() const { return device_; }
+  /// K of "cuda:K" (0 for "cuda").
+  int deviceOrdinal() const {
+    return device_.rfind("cuda:", 0) == 0 ? std::stoi(device_.substr(5)) : 0;
+  }
 
   void microStep(py::args args, py::kwargs kwargs) {
     Batch batch = gather(args, kwargs, "micro_step");
@@ -803,11 +833,16 @@ private:
                              ")");
       const std::string what = "input '" + inputs[i].name + "'";
       int64_t rows = 0;
-      if (std::optional<DeviceArray> d = asDeviceArray(given[i], what)) {
+      if (isDeviceArray(given[i])) {
         if (device_ == "cpu")
-          throw py::type_error(what + " is GPU memory (" + d->where +
-                               ") but the session runs on the CPU: pass host "
-                               "memory (.cpu())");
+          throw py::type_error(
+              what + " is GPU memory (" +
+              (isTorchTensor(given[i])
+                   ? py::str(given[i].attr("device")).cast<std::string>()
+                   : std::string("a __cuda_array_interface__")) +
+              ") but the session runs on the CPU: pass host memory (.cpu())");
+        std::optional<DeviceArray> d =
+            asDeviceArray(given[i], what, deviceOrdinal());
         rows = checkDtypeAndShape(d->dtype, d->shape, inputs[i]);
         if (firstDevice.empty())
           firstDevice = inputs[i].name;

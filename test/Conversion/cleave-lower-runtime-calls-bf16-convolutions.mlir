@@ -37,7 +37,7 @@ func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2x3x8x8xbf16>, %k: memref<4x3x
 
 // An f32 result with bf16 operands: an f32 kernel cannot read them.
 func.func @micro_step(%ctx: !llvm.ptr, %x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xbf16>, %y: memref<2x4x8x8xf32>) {
-  // expected-error @+1 {{has an operand stored in bf16 but multiplies in f32}}
+  // expected-error @+1 {{has an operand stored in bf16 but an f32 result; with bf16-convolution-results a convolution multiplies in bf16 only with its result in bf16 too}}
   rt.kernel conv2d_fwd ins(%x, %k : memref<2x3x8x8xbf16>, memref<4x3x3x3xbf16>) outs(%y : memref<2x4x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"}
   return
 }

@@ -212,3 +212,34 @@ func.func @conv_train(%ctx: !llvm.ptr, %xm: memref<2x3x8x8xf32>, %km: memref<4x3
   %dk = rt.kernel conv2d_bwd_weights ins(%x, %g : tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) outs(%acc : tensor<4x3x3x3xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, accumulate = true} -> tensor<4x3x3x3xf32>
   return %y, %dx, %dk : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
 }
+
+// -----
+
+// A widening with one reader, an elementwise loop (here a ReLU backward's
+// product with the mask), fuses into it: the f32 result is never stored.
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CUDA-LABEL: func.func @widen_into_reader
+// CUDA: %[[DX:.*]] = rt.kernel conv2d_bwd_data {{.*}} -> tensor<2x3x8x8xbf16>
+// CUDA-NEXT: tensor.empty() : tensor<2x3x8x8xf32>
+// CUDA-NEXT: %[[R:.*]] = linalg.generic {{.*}} ins(%[[DX]], %{{.*}} : tensor<2x3x8x8xbf16>, tensor<2x3x8x8xf32>)
+// CUDA: arith.extf
+// CUDA: arith.select
+// CUDA-NOT: linalg.generic
+// CUDA: return %[[R]]
+func.func @widen_into_reader(%ctx: !llvm.ptr, %gm: memref<2x4x8x8xf32>, %km: memref<4x3x3x3xf32>, %zm: memref<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+    attributes {rt.abi = [{name = "g", role = "input"}, {name = "k", role = "global"}, {name = "z", role = "input"}]} {
+  %g = bufferization.to_tensor %gm restrict : memref<2x4x8x8xf32> to tensor<2x4x8x8xf32>
+  %k = bufferization.to_tensor %km restrict : memref<4x3x3x3xf32> to tensor<4x3x3x3xf32>
+  %z = bufferization.to_tensor %zm restrict : memref<2x3x8x8xf32> to tensor<2x3x8x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x8x8xf32>
+  %dx = rt.kernel conv2d_bwd_data ins(%g, %k : tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>) outs(%e : tensor<2x3x8x8xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} -> tensor<2x3x8x8xf32>
+  %dz = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dx, %z : tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>) outs(%e : tensor<2x3x8x8xf32>) {
+  ^bb0(%gi: f32, %zi: f32, %out: f32):
+    %pos = arith.cmpf ogt, %zi, %zero : f32
+    %s = arith.select %pos, %gi, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x8x8xf32>
+  return %dz : tensor<2x3x8x8xf32>
+}

@@ -130,13 +130,20 @@ def test_gpu_batches_train_like_the_cpu():
 
 def test_a_producer_stream_is_waited_for():
     """Version 3's `stream`: the producer's pending work is waited for
-    (here the legacy default stream, 1) before the session copies."""
+    before the session copies, once per input (here the legacy default
+    stream, 1, and the per-thread one, 2, which the fake driver traces)."""
     host = cleave.Session(CUDA_ARTIFACT, device="cuda")
     gpu = cleave.Session(CUDA_ARTIFACT, device="cuda")
     x, labels = data(MICRO_BATCH, seed=2)
     host.micro_step(x, labels)
-    gpu.micro_step(*on_gpu(x, labels, stream=1))
+    DRIVER.fake_cuda_trace_reset()
+    gpu.micro_step(GpuArray(x, stream=1), GpuArray(labels, stream=2))
+    trace = driver_trace()
+    assert trace[:2] == ["sync legacy", "sync per-thread"], trace
     assert gpu.loss == host.loss
+    DRIVER.fake_cuda_trace_reset()
+    gpu.micro_step(*on_gpu(x, labels))
+    assert not {"sync legacy", "sync per-thread"} & set(driver_trace())
 
 
 def test_one_kind_of_memory_per_call():

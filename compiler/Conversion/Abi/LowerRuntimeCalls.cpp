@@ -383,11 +383,19 @@ struct LowerRuntimeCallsPass
                            "convolution-results makes them so)");
     if (bf16)
       entry.math = toWire(rt::KernelPrecision::bf16);
-    if (stored && !bf16)
+    if (stored && !bf16) {
+      if (convolution && bf16ConvolutionResults &&
+          precision == rt::KernelPrecision::bf16)
+        return k.emitOpError("has an operand stored in bf16 but an f32 "
+                             "result; with bf16-convolution-results a "
+                             "convolution multiplies in bf16 only with its "
+                             "result in bf16 too (cleave-store-bf16 "
+                             "convolution-results makes it so)");
       return k.emitOpError("has an operand stored in bf16 but multiplies in "
                            "f32 (precision=bf16")
              << (convolution ? " with bf16-convolutions" : "")
              << " makes it multiply in bf16)";
+    }
     table.push_back(abi::toDict(b, entry));
 
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());

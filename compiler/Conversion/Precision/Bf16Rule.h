@@ -23,9 +23,10 @@ namespace mlir::cleave {
 /// has no JIT bf16 kernel for it and runs it through its GEMM-based
 /// convolution, 2.5-4x slower than its f32 JIT one (LeNet's first layer at
 /// micro-batch 32 on AMD Zen 5: forward 0.37 against 0.086 ms, backward
-/// weights 0.51 against 0.20 ms): it stays f32. cuda keeps the rule (its
-/// reduction is the window alone, KH x KW products, too short to gain from
-/// tensor cores); not measured on a GPU.
+/// weights 0.51 against 0.20 ms): it stays f32. cuda keeps the rule for
+/// now: the forward reduction is the window alone (KH x KW products), but
+/// the weight gradient's is N x OH x OW, so bf16 may pay there on a GPU;
+/// not measured.
 inline bool isSingleChannelConvolution(rt::KernelOp k) {
   Value weights;
   switch (k.getKind()) {
@@ -68,9 +69,10 @@ inline int64_t matmulK(rt::KernelOp k) {
 /// Whether `k` multiplies in bf16 under precision=bf16: every matmul whose
 /// K is at least `minMatmulK` (the pipelines pass kMinBf16MatmulK; 0 makes
 /// every matmul bf16), and every convolution unless `convolutions` is false,
-/// but a single-channel one (on cuda also one whose operands cannot all be
-/// stored in bf16: cleave-store-bf16's `convolution-results`). Pooling
-/// never: it only compares and averages.
+/// but a single-channel one. (On cuda cleave-store-bf16 also leaves f32 a
+/// convolution whose operands cannot all be stored in bf16, and
+/// cleave-lower-runtime-calls follows its result's type.) Pooling never: it
+/// only compares and averages.
 inline bool multipliesInBf16(rt::KernelOp k, bool convolutions,
                              int64_t minMatmulK) {
   switch (k.getKind()) {

@@ -239,6 +239,45 @@ void storeResultInBf16(RewriterBase &rewriter, rt::KernelOp k) {
   rewriter.replaceOp(k, widen.getResults());
 }
 
+/// Fuses each loop that widens a bf16 convolution result into the
+/// elementwise loop that reads it, where that loop is its only reader (the
+/// bias-and-ReLU loop of a convolution whose ReLU is not fused, a ReLU
+/// backward's product): the f32 result is then never stored. A widening
+/// with several readers stays a loop of its own.
+void fuseWideningsIntoReaders(RewriterBase &rewriter, Operation *root) {
+  SmallVector<linalg::GenericOp> widenings;
+  root->walk([&](linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() < 1 ||
+        op->getNumResults() != 1)
+      return;
+    auto k = op.getDpsInputOperand(0)->get().getDefiningOp<rt::KernelOp>();
+    if (k && k.isResultStorableInBf16() &&
+        cast<ShapedType>(k.getResult(0).getType()).getElementType().isBF16())
+      widenings.push_back(op);
+  });
+  for (linalg::GenericOp producer : widenings) {
+    Value result = producer->getResult(0);
+    if (!result.hasOneUse())
+      continue;
+    OpOperand &use = *result.getUses().begin();
+    auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!reader || !reader.hasPureTensorSemantics() ||
+        !linalg::areElementwiseOpsFusable(&use))
+      continue;
+    rewriter.setInsertionPoint(reader);
+    FailureOr<linalg::ElementwiseOpFusionResult> fused =
+        linalg::fuseElementwiseOps(rewriter, &use);
+    if (failed(fused))
+      continue;
+    for (auto [original, replacement] : fused->replacements)
+      if (original.getDefiningOp() == reader.getOperation())
+        rewriter.replaceAllUsesWith(original, replacement);
+    rewriter.eraseOp(reader);
+    if (producer->use_empty())
+      rewriter.eraseOp(producer);
+  }
+}
+
 struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
   using CleaveStoreBf16Base::CleaveStoreBf16Base;
 
@@ -278,14 +317,16 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
       rewriter.setInsertionPoint(op);
       fuseIntoProducer(rewriter, op);
     }
-    if (narrowings.empty())
-      return;
     // Masks read the bf16 twins; an f32 value only masks read dies early.
-    SmallVector<linalg::GenericOp> loops;
-    getOperation()->walk([&](linalg::GenericOp op) { loops.push_back(op); });
-    for (linalg::GenericOp op : loops)
-      if (op.hasPureTensorSemantics())
-        maskFromTwin(op);
+    if (!narrowings.empty()) {
+      SmallVector<linalg::GenericOp> loops;
+      getOperation()->walk([&](linalg::GenericOp op) { loops.push_back(op); });
+      for (linalg::GenericOp op : loops)
+        if (op.hasPureTensorSemantics())
+          maskFromTwin(op);
+    }
+    if (convolutionResults)
+      fuseWideningsIntoReaders(rewriter, getOperation());
   }
 };
 

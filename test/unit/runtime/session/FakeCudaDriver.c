@@ -186,6 +186,29 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
   *context = current;
   return CUDA_SUCCESS;
 }
+CUresult cuDevicePrimaryCtxRelease(CUdevice device) {
+  (void)device;
+  return CUDA_SUCCESS;
+}
+/* A caller's push and pop around its own work (the Python binding's wait
+ * for a producer's stream). */
+static CUcontext pushed[8];
+static int depth;
+CUresult cuCtxPushCurrent(CUcontext context) {
+  if (depth == 8)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pushed[depth++] = current;
+  current = context;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent(CUcontext *context) {
+  if (depth == 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (context)
+    *context = current;
+  current = pushed[--depth];
+  return CUDA_SUCCESS;
+}
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
   *free = freeBytes;
   *total = (size_t)1 << 31;
@@ -362,7 +385,15 @@ CUresult cuStreamDestroy(CUstream stream) {
   return CUDA_SUCCESS;
 }
 CUresult cuStreamSynchronize(CUstream stream) {
-  (void)stream;
+  /* The default streams are a caller's (a producer's stream the Python
+   * binding waits for); the runtime uses streams of its own, which are not
+   * traced here. */
+  if (stream == CU_STREAM_LEGACY)
+    note("sync legacy");
+  else if (stream == CU_STREAM_PER_THREAD)
+    note("sync per-thread");
+  else if (!isStream(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
   return failSync ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 CUresult cuEventCreate(CUevent *event, unsigned int flags) {

@@ -19,13 +19,17 @@
  * has no bf16 kernel). Anything else is CUDNN_STATUS_NOT_SUPPORTED.
  *
  * The algorithm queries (the _v7 heuristics) answer three algorithms, best
- * first: algorithm 0 is non-deterministic, algorithm 1 a deterministic
- * tensor-op one (what a bf16 convolution takes), algorithm 2 deterministic
- * FMA math needing kWorkspace bytes of workspace (what an f32 one takes).
- * A call with less workspace than its algorithm needs, or with algorithm 1
- * on a descriptor whose math type is not a tensor-op one (cuDNN runs an
- * algorithm with the math type the descriptor has, which the caller sets to
- * the algorithm's), is CUDNN_STATUS_BAD_PARAM.
+ * first. On f32 tensors: algorithm 0 is non-deterministic, algorithm 1 a
+ * deterministic tensor-op one, algorithm 2 deterministic FMA math needing
+ * kWorkspace bytes of workspace (what Cleave's f32 contract takes). On
+ * bf16 tensors: algorithm 0 non-deterministic tensor-op math, algorithm 1
+ * deterministic with default math, algorithm 2 not supported (no FMA
+ * kernel for bf16). cuDNN runs an algorithm with the math type of the
+ * descriptor, which a caller sets to the one the algorithm was offered with
+ * (on f32 a tensor-op algorithm needs a tensor-op descriptor; on bf16 the
+ * descriptor's math must be the algorithm's). A call that breaks that, or
+ * gives less workspace than its algorithm needs, is CUDNN_STATUS_BAD_PARAM;
+ * one with an algorithm not offered, CUDNN_STATUS_NOT_SUPPORTED.
  *
  * A call is a launch of a fake kernel through the fake driver's
  * cuLaunchKernel on the handle's stream: it runs in order with the
@@ -320,19 +324,30 @@ static cudnnStatus_t checkConvolution(const struct cudnnTensorStruct *x,
   return CUDNN_STATUS_SUCCESS;
 }
 
+/* The math type algorithm `algo` is offered with, on bf16 tensors or f32
+ * ones (see the file comment). */
+static cudnnMathType_t offeredMath(int algo, int bf16) {
+  if (bf16)
+    return algo == 0   ? CUDNN_TENSOR_OP_MATH
+           : algo == 1 ? CUDNN_DEFAULT_MATH
+                       : CUDNN_FMA_MATH;
+  return algo == 1 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
 /* The three answers of every heuristics query (see the file comment). */
-#define FAKE_HEURISTICS(Perf, requested, returned, perf)                       \
+#define FAKE_HEURISTICS(Perf, bf16, requested, returned, perf)                 \
   do {                                                                         \
     const int count = (requested) < 3 ? (requested) : 3;                       \
     for (int i = 0; i < count; ++i) {                                          \
       Perf *p = &(perf)[i];                                                    \
       memset(p, 0, sizeof(*p));                                                \
       p->algo = i;                                                             \
-      p->status = CUDNN_STATUS_SUCCESS;                                        \
+      p->status = (bf16) && i == 2 ? CUDNN_STATUS_NOT_SUPPORTED                \
+                                   : CUDNN_STATUS_SUCCESS;                     \
       p->time = (float)(i + 1);                                                \
       p->memory = i == 2 ? kWorkspace : 0;                                     \
       p->determinism = i == 0 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
-      p->mathType = i == 1 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;            \
+      p->mathType = offeredMath(i, bf16);                                      \
     }                                                                          \
     *(returned) = count;                                                       \
   } while (0)
@@ -348,7 +363,8 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
   cudnnStatus_t s = checkConvolution(x, w, conv, y);
   if (s != CUDNN_STATUS_SUCCESS)
     return s;
-  FAKE_HEURISTICS(cudnnConvolutionFwdAlgoPerf_t, requested, returned, perf);
+  FAKE_HEURISTICS(cudnnConvolutionFwdAlgoPerf_t, x->type == CUDNN_DATA_BFLOAT16,
+                  requested, returned, perf);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -361,7 +377,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
   cudnnStatus_t s = checkConvolution(dx, w, conv, dy);
   if (s != CUDNN_STATUS_SUCCESS)
     return s;
-  FAKE_HEURISTICS(cudnnConvolutionBwdDataAlgoPerf_t, requested, returned, perf);
+  FAKE_HEURISTICS(cudnnConvolutionBwdDataAlgoPerf_t,
+                  dx->type == CUDNN_DATA_BFLOAT16, requested, returned, perf);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -374,8 +391,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
   cudnnStatus_t s = checkConvolution(x, dw, conv, dy);
   if (s != CUDNN_STATUS_SUCCESS)
     return s;
-  FAKE_HEURISTICS(cudnnConvolutionBwdFilterAlgoPerf_t, requested, returned,
-                  perf);
+  FAKE_HEURISTICS(cudnnConvolutionBwdFilterAlgoPerf_t,
+                  x->type == CUDNN_DATA_BFLOAT16, requested, returned, perf);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -682,10 +699,15 @@ convolve(cudnnHandle_t handle, enum fake_op op, const void *alpha,
   cudnnStatus_t s = checkConvolution(x, w, conv, y);
   if (s != CUDNN_STATUS_SUCCESS)
     return s;
+  const int bf16 = x->type == CUDNN_DATA_BFLOAT16;
+  if (bf16 && algo == 2)
+    return CUDNN_STATUS_NOT_SUPPORTED;
   if (algo < 0 || algo > 2 || !in0 || !in1 || !out ||
-      bytes < workspaceOf(algo) || (workspaceOf(algo) && !workspace) ||
-      (algo == 1 && conv->math != CUDNN_TENSOR_OP_MATH &&
-       conv->math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      bytes < workspaceOf(algo) || (workspaceOf(algo) && !workspace))
+    return CUDNN_STATUS_BAD_PARAM;
+  if (bf16 ? conv->math != offeredMath(algo, 1)
+           : algo == 1 && conv->math != CUDNN_TENSOR_OP_MATH &&
+                 conv->math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
     return CUDNN_STATUS_BAD_PARAM;
   struct fake_call call;
   memset(&call, 0, sizeof(call));
@@ -700,6 +722,7 @@ convolve(cudnnHandle_t handle, enum fake_op op, const void *alpha,
        x->n, x->c, x->h, x->w, w->k, algo,
        conv->math == CUDNN_FMA_MATH         ? "fma"
        : conv->math == CUDNN_TENSOR_OP_MATH ? "tensor_op"
+       : conv->math == CUDNN_DEFAULT_MATH   ? "default"
                                             : "other",
        (double)call.beta);
   return launch(handle, &call);

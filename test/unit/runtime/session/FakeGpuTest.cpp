@@ -1237,11 +1237,13 @@ TEST(FakeGpuExecutable, PaddingCudnnCannotExpressIsRefused) {
 double roundedToBf16(double x) { return bf16(float(x)); }
 
 // The three convolutions in bf16, as cleave-compile makes them for cuda:
-// every operand stored in bf16 gives cuDNN bf16 tensors with tensor-op math
-// (the heuristics' second algorithm, whose math type the descriptor takes),
-// and the result is the f32 sum of the bf16 products rounded once to bf16.
-// The same values in f32 give a different result: the entries were
-// honoured.
+// every operand stored in bf16 gives cuDNN bf16 tensors, and the result is
+// the f32 sum of the bf16 products rounded once to bf16 (the same values in
+// f32 give a different result: the entries were honoured). The heuristics
+// offer a non-deterministic tensor-op algorithm first, then a deterministic
+// one with default math, which the session takes and gives the descriptor
+// (the fake runs a bf16 algorithm only with the math it was offered with,
+// so keeping the tensor-op descriptor fails), and no FMA one.
 TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
   cleave_executable *exe = loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
   ASSERT_NE(exe, nullptr) << cleave_last_error_message();
@@ -1272,8 +1274,9 @@ TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
       [&](int s, int k, int d) { sums[d] += r(src[s]) * r(wei[k]); });
   expectBf16(dst, sums, "conv_fwd_bf16");
   EXPECT_EQ(cudnnTrace(), "conv_fwd x=bf16 w=bf16 y=bf16 2x4x6x6 k=6 algo=1 "
-                          "math=tensor_op beta=0\n");
+                          "math=default beta=0\n");
 
+  clearCudnnTrace();
   void *data[] = {diffDst.data(), wei.data(), diffSrc.data()};
   ASSERT_EQ(cleave_executable_run(exe, "conv_bwd_data_bf16", data, 3),
             CLEAVE_OK)
@@ -1282,6 +1285,8 @@ TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
   forEachConvTap(
       [&](int s, int k, int d) { sums[s] += r(diffDst[d]) * r(wei[k]); });
   expectBf16(diffSrc, sums, "conv_bwd_data_bf16");
+  EXPECT_EQ(cudnnTrace(), "conv_bwd_data x=bf16 w=bf16 y=bf16 2x4x6x6 k=6 "
+                          "algo=1 math=default beta=0\n");
 
   clearCudnnTrace();
   void *weights[] = {src.data(), diffDst.data(), diffWei.data()};
@@ -1293,7 +1298,7 @@ TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
       [&](int s, int k, int d) { sums[k] += r(src[s]) * r(diffDst[d]); });
   expectBf16(diffWei, sums, "conv_bwd_weights_bf16");
   EXPECT_EQ(cudnnTrace(), "conv_bwd_filter x=bf16 w=bf16 y=bf16 2x4x6x6 k=6 "
-                          "algo=1 math=tensor_op beta=0\n");
+                          "algo=1 math=default beta=0\n");
   cleave_executable_destroy(exe);
 }
 
