@@ -216,6 +216,33 @@ struct Libraries {
 /// workspace is sized for the hungriest kernel.
 constexpr size_t kMaxMatmulWorkspace = size_t(32) << 20;
 
+/// A library descriptor a kernel owns: destroyed with the kernel, also
+/// when the kernel's constructor fails after creating it (an entry refused
+/// when the session is created must not leak what its kernel made).
+template <typename T, typename Status> class Owned {
+public:
+  using Destroy = Status (*)(T);
+  Owned() = default;
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
+  ~Owned() {
+    if (handle_)
+      destroy_(handle_);
+  }
+  /// Creates it with `create(T *)`; `destroy` releases it.
+  template <typename Create> Status create(Create create, Destroy destroy) {
+    destroy_ = destroy;
+    return create(&handle_);
+  }
+  operator T() const { return handle_; }
+
+private:
+  T handle_ = nullptr;
+  Destroy destroy_ = nullptr;
+};
+template <typename T> using OwnedLt = Owned<T, cublasStatus_t>;
+template <typename T> using OwnedDnn = Owned<T, cudnnStatus_t>;
+
 class CudaKernel {
 public:
   CudaKernel(KernelKind kind, int64_t id, std::string op)
@@ -303,11 +330,15 @@ public:
     // bf16 operands in memory: bf16 tensor cores with f32 products and
     // sums (CUBLAS_COMPUTE_32F on CUDA_R_16BF A and B). bf16 math on f32
     // operands: rounded inside the kernel for the tensor cores, f32 sums.
-    check(lt.cublasLtMatmulDescCreate(&desc_,
-                                      e.bf16 && !stored_
-                                          ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                          : CUBLAS_COMPUTE_32F,
-                                      CUDA_R_32F),
+    check(desc_.create(
+              [&](cublasLtMatmulDesc_t *d) {
+                return lt.cublasLtMatmulDescCreate(
+                    d,
+                    e.bf16 && !stored_ ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                       : CUBLAS_COMPUTE_32F,
+                    CUDA_R_32F);
+              },
+              lt.cublasLtMatmulDescDestroy),
           "cublasLtMatmulDescCreate");
     // cuBLASLt's A is the ABI's B (see the file comment).
     cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -338,10 +369,16 @@ public:
     // multiple of an alignment in bytes misaligns every column or batch but
     // the first: the layouts bound the alignment run() may assume, as the
     // pointers do.
-    auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
+    auto layout = [&](OwnedLt<cublasLtMatrixLayout_t> &out, cudaDataType_t type,
                       uint64_t r, uint64_t c, int64_t stride,
                       const char *what) {
-      check(lt.cublasLtMatrixLayoutCreate(&out, type, r, c, int64_t(r)), what);
+      check(out.create(
+                [&](cublasLtMatrixLayout_t *l) {
+                  return lt.cublasLtMatrixLayoutCreate(l, type, r, c,
+                                                       int64_t(r));
+                },
+                lt.cublasLtMatrixLayoutDestroy),
+            what);
       const uint64_t elem = type == CUDA_R_16BF ? 2 : 4;
       auto bytes = [](uint64_t n) {
         return reinterpret_cast<const void *>(uintptr_t(n));
@@ -428,15 +465,6 @@ public:
                 std::to_string(kMatmulAlignments[weakest_]) + " bytes");
   }
 
-  ~CudaMatmul() override {
-    const CublasLt &lt = *libs_.lt;
-    for (cublasLtMatrixLayout_t l : {aLayout_, bLayout_, cLayout_})
-      if (l)
-        lt.cublasLtMatrixLayoutDestroy(l);
-    if (desc_)
-      lt.cublasLtMatmulDescDestroy(desc_);
-  }
-
   size_t workspaceBytes() const override { return workspace_; }
 
   Status run(const void *a, const void *b, const float *bias, float *c,
@@ -487,9 +515,8 @@ private:
   /// The alignment the layouts' leading dimensions and batch strides, in
   /// bytes, allow (256 when every one is a multiple of it).
   uint32_t layoutAlignment_ = kMatmulAlignments.front();
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr,
-                         cLayout_ = nullptr;
+  OwnedLt<cublasLtMatmulDesc_t> desc_;
+  OwnedLt<cublasLtMatrixLayout_t> aLayout_, bLayout_, cLayout_;
   /// Per kMatmulAlignments: the heuristics' algorithm for operands with
   /// that alignment, if there is one.
   std::array<cublasLtMatmulAlgo_t, kMatmulAlignments.size()> algos_ = {};
@@ -553,15 +580,20 @@ public:
 
     const Cudnn &dnn = *libs.dnn;
     CudnnCheck check(dnn, spec);
-    check(dnn.cudnnCreateTensorDescriptor(&src_),
+    check(src_.create(dnn.cudnnCreateTensorDescriptor,
+                      dnn.cudnnDestroyTensorDescriptor),
           "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+    check(dst_.create(dnn.cudnnCreateTensorDescriptor,
+                      dnn.cudnnDestroyTensorDescriptor),
           "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&bias_),
+    check(bias_.create(dnn.cudnnCreateTensorDescriptor,
+                       dnn.cudnnDestroyTensorDescriptor),
           "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateFilterDescriptor(&wei_),
+    check(wei_.create(dnn.cudnnCreateFilterDescriptor,
+                      dnn.cudnnDestroyFilterDescriptor),
           "cudnnCreateFilterDescriptor");
-    check(dnn.cudnnCreateConvolutionDescriptor(&conv_),
+    check(conv_.create(dnn.cudnnCreateConvolutionDescriptor,
+                       dnn.cudnnDestroyConvolutionDescriptor),
           "cudnnCreateConvolutionDescriptor");
     // Every tensor f32, or every one bf16 (checkBf16Convolution); the
     // products are summed in f32 either way.
@@ -597,7 +629,8 @@ public:
           "cudnnGetConvolution2dForwardOutputDim");
     checkCudnnPadding(spec, padding, dh, dw, oh, ow);
     if (relu_) {
-      check(dnn.cudnnCreateActivationDescriptor(&act_),
+      check(act_.create(dnn.cudnnCreateActivationDescriptor,
+                        dnn.cudnnDestroyActivationDescriptor),
             "cudnnCreateActivationDescriptor");
       check(dnn.cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU,
                                              CUDNN_NOT_PROPAGATE_NAN, 0.0),
@@ -648,19 +681,6 @@ public:
       break;
     }
     }
-  }
-
-  ~CudnnConvolution() override {
-    const Cudnn &dnn = *libs_.dnn;
-    for (cudnnTensorDescriptor_t t : {src_, dst_, bias_})
-      if (t)
-        dnn.cudnnDestroyTensorDescriptor(t);
-    if (wei_)
-      dnn.cudnnDestroyFilterDescriptor(wei_);
-    if (conv_)
-      dnn.cudnnDestroyConvolutionDescriptor(conv_);
-    if (act_)
-      dnn.cudnnDestroyActivationDescriptor(act_);
   }
 
   size_t workspaceBytes() const override { return workspace_; }
@@ -745,10 +765,10 @@ private:
 
   Libraries &libs_;
   bool hasBias_ = false, relu_ = false, accumulate_ = false;
-  cudnnTensorDescriptor_t src_ = nullptr, dst_ = nullptr, bias_ = nullptr;
-  cudnnFilterDescriptor_t wei_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
-  cudnnActivationDescriptor_t act_ = nullptr;
+  OwnedDnn<cudnnTensorDescriptor_t> src_, dst_, bias_;
+  OwnedDnn<cudnnFilterDescriptor_t> wei_;
+  OwnedDnn<cudnnConvolutionDescriptor_t> conv_;
+  OwnedDnn<cudnnActivationDescriptor_t> act_;
   cudnnConvolutionFwdAlgo_t fwd_ = {};
   cudnnConvolutionBwdDataAlgo_t bwdData_ = {};
   cudnnConvolutionBwdFilterAlgo_t bwdFilter_ = {};
@@ -779,11 +799,14 @@ public:
     }
     const Cudnn &dnn = *libs.dnn;
     CudnnCheck check(dnn, spec);
-    check(dnn.cudnnCreateTensorDescriptor(&src_),
+    check(src_.create(dnn.cudnnCreateTensorDescriptor,
+                      dnn.cudnnDestroyTensorDescriptor),
           "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreateTensorDescriptor(&dst_),
+    check(dst_.create(dnn.cudnnCreateTensorDescriptor,
+                      dnn.cudnnDestroyTensorDescriptor),
           "cudnnCreateTensorDescriptor");
-    check(dnn.cudnnCreatePoolingDescriptor(&pool_),
+    check(pool_.create(dnn.cudnnCreatePoolingDescriptor,
+                       dnn.cudnnDestroyPoolingDescriptor),
           "cudnnCreatePoolingDescriptor");
     check(dnn.cudnnSetTensor4dDescriptor(src_, CUDNN_TENSOR_NCHW,
                                          CUDNN_DATA_FLOAT, int(n), int(c),
@@ -811,15 +834,6 @@ public:
     // workspace, average pooling never reads it (nor src).
     if (kind == KernelKind::PoolingBackward && max)
       workspace_ = size_t(n * c * oh * ow) * sizeof(float);
-  }
-
-  ~CudnnPooling() override {
-    const Cudnn &dnn = *libs_.dnn;
-    for (cudnnTensorDescriptor_t t : {src_, dst_})
-      if (t)
-        dnn.cudnnDestroyTensorDescriptor(t);
-    if (pool_)
-      dnn.cudnnDestroyPoolingDescriptor(pool_);
   }
 
   size_t workspaceBytes() const override { return workspace_; }
@@ -865,8 +879,8 @@ public:
 private:
   Libraries &libs_;
   bool max_;
-  cudnnTensorDescriptor_t src_ = nullptr, dst_ = nullptr;
-  cudnnPoolingDescriptor_t pool_ = nullptr;
+  OwnedDnn<cudnnTensorDescriptor_t> src_, dst_;
+  OwnedDnn<cudnnPoolingDescriptor_t> pool_;
   size_t workspace_ = 0;
 };
 
