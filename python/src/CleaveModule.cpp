@@ -148,15 +148,22 @@ std::string batchShape(const cleave::TensorInfo &info) {
   return os.str();
 }
 
-std::string shapeOf(const py::array &array) {
+/// `shape` as Python prints a tuple: "(3, 4)", "(5,)".
+std::string shapeString(const std::vector<int64_t> &shape) {
   std::ostringstream os;
   os << "(";
-  for (py::ssize_t i = 0; i < array.ndim(); ++i)
-    os << (i ? ", " : "") << array.shape(i);
-  if (array.ndim() == 1)
-    os << ",";
-  os << ")";
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << (shape.size() == 1 ? ",)" : ")");
   return os.str();
+}
+
+std::vector<int64_t> shapeVector(const py::array &array) {
+  return std::vector<int64_t>(array.shape(), array.shape() + array.ndim());
+}
+
+std::string shapeOf(const py::array &array) {
+  return shapeString(shapeVector(array));
 }
 
 bool isTorchTensor(py::handle value) {
@@ -336,24 +343,16 @@ int64_t checkDtypeAndShape(const py::dtype &dtype,
   bool ok = shape.size() == info.shape.size() && !shape.empty();
   for (size_t i = 1; ok && i < info.shape.size(); ++i)
     ok = shape[i] == info.shape[i];
-  if (!ok || shape[0] < 1) {
-    std::ostringstream os;
-    os << "(";
-    for (size_t i = 0; i < shape.size(); ++i)
-      os << (i ? ", " : "") << shape[i];
-    os << (shape.size() == 1 ? ",)" : ")");
-    throw py::value_error(what + " has shape " + os.str() +
+  if (!ok || shape[0] < 1)
+    throw py::value_error(what + " has shape " + shapeString(shape) +
                           "; the artifact expects " + batchShape(info) +
                           " with k >= 1 samples");
-  }
   return shape[0];
 }
 
 py::array checkInput(const py::array &array, const cleave::TensorInfo &info,
                      int64_t &rows) {
-  rows = checkDtypeAndShape(
-      array.dtype(),
-      std::vector<int64_t>(array.shape(), array.shape() + array.ndim()), info);
+  rows = checkDtypeAndShape(array.dtype(), shapeVector(array), info);
   if (array.flags() & py::array::c_style)
     return array;
   return py::array::ensure(array, py::array::c_style | py::array::forcecast);
@@ -728,15 +727,10 @@ public:
           array.ndim() == static_cast<py::ssize_t>(g->tensor.shape.size());
       for (size_t i = 0; same && i < g->tensor.shape.size(); ++i)
         same = array.shape(i) == g->tensor.shape[i];
-      if (!same) {
-        std::ostringstream want;
-        want << "(";
-        for (size_t i = 0; i < g->tensor.shape.size(); ++i)
-          want << (i ? ", " : "") << g->tensor.shape[i];
-        want << (g->tensor.shape.size() == 1 ? ",)" : ")");
+      if (!same)
         throw py::value_error(what + " has shape " + shapeOf(array) +
-                              "; the session holds " + want.str());
-      }
+                              "; the session holds " +
+                              shapeString(g->tensor.shape));
       checked.emplace_back(g, py::array::ensure(array, py::array::c_style));
     }
     Lock lock(*this);
@@ -841,17 +835,16 @@ private:
                    ? py::str(given[i].attr("device")).cast<std::string>()
                    : std::string("a __cuda_array_interface__")) +
               ") but the session runs on the CPU: pass host memory (.cpu())");
-        std::optional<DeviceArray> d =
-            asDeviceArray(given[i], what, deviceOrdinal());
-        rows = checkDtypeAndShape(d->dtype, d->shape, inputs[i]);
+        DeviceArray d = asDeviceArray(given[i], what, deviceOrdinal());
+        rows = checkDtypeAndShape(d.dtype, d.shape, inputs[i]);
         if (firstDevice.empty())
           firstDevice = inputs[i].name;
-        batch.data.push_back(d->data);
-        size_t bytes = static_cast<size_t>(d->dtype.itemsize());
-        for (int64_t extent : d->shape)
+        batch.data.push_back(d.data);
+        size_t bytes = static_cast<size_t>(d.dtype.itemsize());
+        for (int64_t extent : d.shape)
           bytes *= static_cast<size_t>(extent);
         batch.bytes.push_back(bytes);
-        batch.deviceArrays.push_back(std::move(d->owner));
+        batch.deviceArrays.push_back(std::move(d.owner));
       } else {
         py::array array = checkInput(
             asArray(given[i], what, /*anyDevice=*/false), inputs[i], rows);

@@ -245,29 +245,32 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
   return split;
 }
 
-/// Whether the back end multiplies `op` (a split-level nn op) in bf16 under
-/// precision=bf16 with every matmul in bf16 (bf16-min-matmul-k=0: the
-/// cases' reductions are mostly shorter than the pipelines' threshold):
-/// the rule of compiler/Conversion/Precision/Bf16Rule.h on the ops the
-/// kernels come from. Every matmul and linear layer; every convolution where
-/// the target multiplies them in bf16 (`convolutions`), but one with a
-/// single input channel and no groups.
-static bool multipliesInBf16(Operation *op, bool convolutions) {
-  if (isa<nn::MatmulOp, nn::LinearOp>(op))
-    return true;
+/// Whether `op` is a convolution (or its gradient) that multiplies in bf16:
+/// all but one with a single input channel and no groups. On cuda its
+/// result is bf16 too.
+static bool isBf16Convolution(Operation *op) {
   auto channels = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape()[1];
   };
   if (auto conv = dyn_cast<nn::Conv2DOp>(op))
-    return convolutions &&
-           !(channels(conv.getWeight()) == 1 && conv.getGroups() == 1);
+    return !(channels(conv.getWeight()) == 1 && conv.getGroups() == 1);
   if (auto grad = dyn_cast<nn::Conv2DGradInputOp>(op))
-    return convolutions &&
-           !(channels(grad.getWeight()) == 1 && grad.getGroups() == 1);
+    return !(channels(grad.getWeight()) == 1 && grad.getGroups() == 1);
   if (auto grad = dyn_cast<nn::Conv2DGradWeightOp>(op))
-    return convolutions &&
-           !(channels(grad.getInput()) == 1 && grad.getGroups() == 1);
+    return !(channels(grad.getInput()) == 1 && grad.getGroups() == 1);
   return false;
+}
+
+/// Whether the back end multiplies `op` (a split-level nn op) in bf16 under
+/// precision=bf16 with every matmul in bf16 (bf16-min-matmul-k=0: the
+/// cases' reductions are mostly shorter than the pipelines' threshold):
+/// the rule of compiler/Conversion/Precision/Bf16Rule.h on the ops the
+/// kernels come from. Every matmul and linear layer; every convolution but
+/// one with a single input channel and no groups.
+static bool multipliesInBf16(Operation *op) {
+  if (isa<nn::MatmulOp, nn::LinearOp>(op))
+    return true;
+  return isBf16Convolution(op);
 }
 
 /// The split module through the CPU back end (or, with `gpuKernelsOnHost`,
@@ -674,15 +677,10 @@ private:
     Timer t(out, "interpreter");
     interp::InterpretOptions rounding;
     if (options.bf16) {
-      rounding.roundsOperandsToBf16 = [](Operation *op) {
-        return multipliesInBf16(op, /*convolutions=*/true);
-      };
+      rounding.roundsOperandsToBf16 = multipliesInBf16;
       // cuda's bf16 convolutions write bf16 results (cuDNN).
       if (options.gpuKernelsOnHost)
-        rounding.roundsResultsToBf16 = [](Operation *op) {
-          return !isa<nn::MatmulOp, nn::LinearOp>(op) &&
-                 multipliesInBf16(op, /*convolutions=*/true);
-        };
+        rounding.roundsResultsToBf16 = isBf16Convolution;
     }
     return test::run(*split, entry, args, on, rounding);
   }

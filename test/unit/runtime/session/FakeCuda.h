@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define FAKE_CUDA_MODULE_MAGIC 0x46414b45u /* "FAKE" */
 
@@ -41,6 +42,15 @@ typedef struct fake_cuda_stats_t {
   int64_t allocations;
   int64_t bytes_allocated;
 } fake_cuda_stats_t;
+
+/* `x` as the bits of a bfloat16, rounded to nearest even (no NaN here):
+ * how the fake libraries and artifacts narrow to bf16, as a GPU would. */
+static inline uint16_t fake_bf16_bits(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
 
 /* The runtime's exports of MLIR's CUDA runtime wrappers, which the fake
  * cuda artifacts call as compiled ones do (device/Modules.cpp). */

@@ -115,10 +115,7 @@ static double load(cudnnDataType_t type, const void *base, size_t i) {
 static void store(cudnnDataType_t type, void *base, size_t i, double v) {
   float f = (float)v;
   if (type == CUDNN_DATA_BFLOAT16) {
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof(bits));
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    ((uint16_t *)base)[i] = (uint16_t)(bits >> 16);
+    ((uint16_t *)base)[i] = fake_bf16_bits(f);
     return;
   }
   ((float *)base)[i] = f;

@@ -149,12 +149,8 @@ static void fill7(void **args) {
 #ifdef FAKE_CUDA
 /* `n` floats to bf16, rounded to nearest even (no NaN here). */
 static void toBf16(const float *in, uint16_t *out, int n) {
-  for (int i = 0; i < n; ++i) {
-    uint32_t bits;
-    memcpy(&bits, &in[i], sizeof(bits));
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    out[i] = (uint16_t)(bits >> 16);
-  }
+  for (int i = 0; i < n; ++i)
+    out[i] = fake_bf16_bits(in[i]);
 }
 
 /* matmul_bf16's a (at scratch + 2) and b (at scratch + 16) in bf16, and
