@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <thread>
 
 namespace cleave::tools {
 
@@ -63,10 +65,15 @@ int runTool(const char *tool, const std::function<int()> &body) {
     return body();
   } catch (const UsageError &e) {
     // Under mpirun every rank parses the same command line and fails the
-    // same way: rank 0 says it once.
+    // same way: rank 0 says it once. The others fail too (a rank whose
+    // files differ must not leave its peers waiting for it), but a moment
+    // later: mpirun aborts the job at the first non-zero exit, which could
+    // kill rank 0 before it has said why.
     const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (rank && std::string(rank) != "0")
+    if (rank && std::string(rank) != "0") {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
       return 2;
+    }
     return fail(e.what(), 2);
   } catch (const std::bad_alloc &) {
     return fail("out of memory", 1);
