@@ -156,18 +156,21 @@ private:
 /// How `interpret` computes beyond the ops' own semantics.
 struct InterpretOptions {
   /// Emulates a back end that multiplies in bf16: for each nn.matmul,
-  /// nn.linear, nn.conv2d, nn.conv2d_grad_input and nn.conv2d_grad_weight
-  /// this returns true for, the multiplied operands are rounded to bf16
+  /// nn.linear, nn.conv2d, nn.conv2d_grad_input, nn.conv2d_grad_weight,
+  /// nn.fused_attention and nn.fused_attention_grad (every operand but the
+  /// log-sum-exp) this returns true for, the multiplied operands are
+  /// rounded to bf16
   /// (nearest even) before the products, which are then summed in double as
   /// always; a bias is not rounded. The bf16 products of f32 sums are exact
   /// in f32, so a back end that rounds the same operands differs from this
   /// by its f32 summation alone (mixed-precision.md).
   std::function<bool(Operation *)> roundsOperandsToBf16;
-  /// Emulates convolutions that write their result in bf16 (cuda's, on
-  /// cuDNN's bf16 tensors): for each nn.conv2d, nn.conv2d_grad_input and
-  /// nn.conv2d_grad_weight this returns true for, the sum of the products is
-  /// rounded to f32 and then to bf16 (nearest even), before the bias is
-  /// added.
+  /// Emulates convolutions and fused attention that write their results
+  /// in bf16 (cuda's, on cuDNN's bf16 tensors): for each nn.conv2d,
+  /// nn.conv2d_grad_input, nn.conv2d_grad_weight, nn.fused_attention (its
+  /// result, not the log-sum-exp) and nn.fused_attention_grad this returns
+  /// true for, the result is rounded to f32 and then to bf16 (nearest
+  /// even), a convolution's before the bias is added.
   std::function<bool(Operation *)> roundsResultsToBf16;
 };
 

@@ -856,75 +856,174 @@ LogicalResult runLogSoftmax(nn::LogSoftmaxOp op, Frame &f) {
   return runSoftmaxLike(op, f, /*log=*/true);
 }
 
-/// softmax(mask(scale(q k^T))) v in double, one row of scores at a time.
-LogicalResult runAttention(nn::AttentionOp op, Frame &f) {
-  if (f.roundsOperandsToBf16(op))
+/// The operands of attention in double, and its scores row by row: what
+/// nn.attention, nn.fused_attention and nn.fused_attention_grad share.
+struct AttentionProblem {
+  std::vector<double> q, k, v, mask;
+  int64_t batch, t, s, d, dv;
+  std::optional<double> scale;
+  bool divides, causal;
+  DType dtype;
+  SmallVector<int64_t> leading;
+
+  /// Reads the operands of `op` (any of the three ops) from `f`, rounded
+  /// to bf16 where `f` emulates a kernel that stores them so.
+  template <typename OpTy> LogicalResult read(OpTy op, Frame &f) {
+    const Tensor &qt = f.get(op.getQuery()), &kt = f.get(op.getKey()),
+                 &vt = f.get(op.getValue());
+    ArrayRef<int64_t> qs = qt.getShape(), ks = kt.getShape(),
+                      vs = vt.getShape();
+    int64_t rank = qs.size();
+    if (qs.drop_back(2) != ks.drop_back(2) ||
+        qs.drop_back(2) != vs.drop_back(2) || qs.back() != ks.back() ||
+        ks[rank - 2] != vs[rank - 2])
+      return op.emitOpError("query ")
+             << shapeToString(qs) << ", key " << shapeToString(ks)
+             << " and value " << shapeToString(vs) << " do not match";
+    t = qs[rank - 2], s = ks[rank - 2], d = qs.back(), dv = vs.back();
+    leading.assign(qs.begin(), qs.end() - 2);
+    batch = numElementsOf(leading);
+    SmallVector<int64_t> scoresShape(qs.drop_back());
+    scoresShape.push_back(s);
+    // The mask, broadcast to the scores.
+    if (Value m = op.getMask()) {
+      const Tensor &mt = f.get(m);
+      FailureOr<SmallVector<int64_t>> shape =
+          nn::broadcastShapes(mt.getShape(), scoresShape);
+      if (failed(shape) || ArrayRef<int64_t>(*shape) != ArrayRef(scoresShape))
+        return op.emitOpError("mask ")
+               << shapeToString(mt.getShape()) << " does not broadcast to "
+               << shapeToString(scoresShape);
+      SmallVector<int64_t> strides =
+          broadcastStrides(mt.getShape(), scoresShape);
+      std::vector<double> values = f.multiplied(op, mt);
+      mask.resize(numElementsOf(scoresShape));
+      forEachIndex(scoresShape, [&](ArrayRef<int64_t> idx, int64_t i) {
+        mask[i] = values[offsetOf(idx, strides)];
+      });
+    }
+    scale = op.getScaleValue();
+    divides = op.getScaleIsDivisor(), causal = op.getCausal();
+    q = f.multiplied(op, qt), k = f.multiplied(op, kt),
+    v = f.multiplied(op, vt);
+    dtype = qt.getDType();
+    return success();
+  }
+
+  /// The scaled, masked scores of row `i` of slice `bt`; returns their
+  /// maximum.
+  double scores(int64_t bt, int64_t i, std::vector<double> &row) const {
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < s; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < d; ++p)
+        acc += q[(bt * t + i) * d + p] * k[(bt * s + j) * d + p];
+      if (scale)
+        acc = divides ? acc / *scale : acc * *scale;
+      if (!mask.empty())
+        acc += mask[(bt * t + i) * s + j];
+      if (causal && j > i)
+        acc = -std::numeric_limits<double>::infinity();
+      row[j] = acc;
+      mx = std::max(mx, acc);
+    }
+    return mx;
+  }
+
+  /// `leading` followed by `tail`.
+  SmallVector<int64_t> shape(ArrayRef<int64_t> tail) const {
+    SmallVector<int64_t> out(leading);
+    out.append(tail.begin(), tail.end());
+    return out;
+  }
+};
+
+/// softmax(mask(scale(q k^T))) v in double, one row of scores at a time,
+/// and each row's log-sum-exp (for nn.fused_attention).
+/// With bf16 emulation (fused only: which operands an unfused one would
+/// round is the decomposition's business) the operands are rounded and the
+/// result too where the options say, the log-sum-exp never.
+template <typename OpTy>
+LogicalResult runAttentionForward(OpTy op, Frame &f, Value lseResult) {
+  if (!lseResult && f.roundsOperandsToBf16(op))
     return op.emitOpError("is not emulated in bf16: decompose it first "
                           "(cleave-decompose-attention)");
-  const Tensor &q = f.get(op.getQuery()), &k = f.get(op.getKey()),
-               &v = f.get(op.getValue());
-  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
-  int64_t rank = qs.size();
-  if (qs.drop_back(2) != ks.drop_back(2) ||
-      qs.drop_back(2) != vs.drop_back(2) || qs.back() != ks.back() ||
-      ks[rank - 2] != vs[rank - 2])
-    return op.emitOpError("query ")
-           << shapeToString(qs) << ", key " << shapeToString(ks)
-           << " and value " << shapeToString(vs) << " do not match";
-  int64_t t = qs[rank - 2], s = ks[rank - 2], d = qs.back(), dv = vs.back();
-  int64_t batch = numElementsOf(qs.drop_back(2));
-  SmallVector<int64_t> scoresShape(qs.drop_back());
-  scoresShape.push_back(s);
-  // The mask, broadcast to the scores.
-  std::vector<double> mask;
-  if (Value m = op.getMask()) {
-    const Tensor &mt = f.get(m);
-    FailureOr<SmallVector<int64_t>> shape =
-        nn::broadcastShapes(mt.getShape(), scoresShape);
-    if (failed(shape) || ArrayRef<int64_t>(*shape) != ArrayRef(scoresShape))
-      return op.emitOpError("mask ")
-             << shapeToString(mt.getShape()) << " does not broadcast to "
-             << shapeToString(scoresShape);
-    SmallVector<int64_t> strides = broadcastStrides(mt.getShape(), scoresShape);
-    mask.resize(numElementsOf(scoresShape));
-    forEachIndex(scoresShape, [&](ArrayRef<int64_t> idx, int64_t i) {
-      mask[i] = mt.getDouble(offsetOf(idx, strides));
-    });
-  }
-  std::optional<double> scale = op.getScaleValue();
-  bool divides = op.getScaleIsDivisor(), causal = op.getCausal();
-  std::vector<double> qv = q.toDoubles(), kv = k.toDoubles(),
-                      vv = v.toDoubles();
-  std::vector<double> out(batch * t * dv), row(s);
-  for (int64_t bt = 0; bt < batch; ++bt)
-    for (int64_t i = 0; i < t; ++i) {
-      double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < s; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < d; ++p)
-          acc += qv[(bt * t + i) * d + p] * kv[(bt * s + j) * d + p];
-        if (scale)
-          acc = divides ? acc / *scale : acc * *scale;
-        if (!mask.empty())
-          acc += mask[(bt * t + i) * s + j];
-        if (causal && j > i)
-          acc = -std::numeric_limits<double>::infinity();
-        row[j] = acc;
-        mx = std::max(mx, acc);
-      }
+  AttentionProblem a;
+  if (failed(a.read(op, f)))
+    return failure();
+  std::vector<double> out(a.batch * a.t * a.dv), lse(a.batch * a.t), row(a.s);
+  for (int64_t bt = 0; bt < a.batch; ++bt)
+    for (int64_t i = 0; i < a.t; ++i) {
+      double mx = a.scores(bt, i, row);
       double sum = 0;
-      for (int64_t j = 0; j < s; ++j)
+      for (int64_t j = 0; j < a.s; ++j)
         sum += row[j] = std::exp(row[j] - mx);
-      for (int64_t c = 0; c < dv; ++c) {
+      lse[bt * a.t + i] = mx + std::log(sum);
+      for (int64_t c = 0; c < a.dv; ++c) {
         double acc = 0;
-        for (int64_t j = 0; j < s; ++j)
-          acc += row[j] / sum * vv[(bt * s + j) * dv + c];
-        out[(bt * t + i) * dv + c] = acc;
+        for (int64_t j = 0; j < a.s; ++j)
+          acc += row[j] / sum * a.v[(bt * a.s + j) * a.dv + c];
+        out[(bt * a.t + i) * a.dv + c] = acc;
       }
     }
-  SmallVector<int64_t> shape(qs.drop_back());
-  shape.push_back(dv);
-  f.set(op.getResult(), Tensor::fromDoubles(q.getDType(), shape, out));
+  f.storeResult(op, out);
+  f.set(op.getResult(),
+        Tensor::fromDoubles(a.dtype, a.shape({a.t, a.dv}), out));
+  if (lseResult)
+    f.set(lseResult, Tensor::fromDoubles(a.dtype, a.shape({a.t}), lse));
+  return success();
+}
+
+LogicalResult runAttention(nn::AttentionOp op, Frame &f) {
+  return runAttentionForward(op, f, Value());
+}
+
+LogicalResult runFusedAttention(nn::FusedAttentionOp op, Frame &f) {
+  return runAttentionForward(op, f, op.getLse());
+}
+
+/// nn.fused_attention_grad as its definition says, in double: the
+/// probabilities from the given log-sum-exp. With bf16 emulation every
+/// operand but the log-sum-exp is rounded, and the results where the
+/// options say.
+LogicalResult runFusedAttentionGrad(nn::FusedAttentionGradOp op, Frame &f) {
+  AttentionProblem a;
+  if (failed(a.read(op, f)))
+    return failure();
+  std::vector<double> o = f.multiplied(op, f.get(op.getResult())),
+                      lse = f.get(op.getLse()).toDoubles(),
+                      dO = f.multiplied(op, f.get(op.getResultGrad()));
+  std::vector<double> dq(a.q.size()), dk(a.k.size()), dv(a.v.size()), row(a.s);
+  double scale = a.scale ? (a.divides ? 1 / *a.scale : *a.scale) : 1;
+  for (int64_t bt = 0; bt < a.batch; ++bt)
+    for (int64_t i = 0; i < a.t; ++i) {
+      a.scores(bt, i, row);
+      const int64_t r = bt * a.t + i;
+      double delta = 0;
+      for (int64_t c = 0; c < a.dv; ++c)
+        delta += dO[r * a.dv + c] * o[r * a.dv + c];
+      for (int64_t j = 0; j < a.s; ++j) {
+        double p = std::exp(row[j] - lse[r]);
+        double dp = 0;
+        for (int64_t c = 0; c < a.dv; ++c) {
+          dv[(bt * a.s + j) * a.dv + c] += p * dO[r * a.dv + c];
+          dp += dO[r * a.dv + c] * a.v[(bt * a.s + j) * a.dv + c];
+        }
+        double ds = p * (dp - delta) * scale;
+        for (int64_t c = 0; c < a.d; ++c) {
+          dq[r * a.d + c] += ds * a.k[(bt * a.s + j) * a.d + c];
+          dk[(bt * a.s + j) * a.d + c] += ds * a.q[r * a.d + c];
+        }
+      }
+    }
+  f.storeResult(op, dq);
+  f.storeResult(op, dk);
+  f.storeResult(op, dv);
+  f.set(op.getQueryGrad(),
+        Tensor::fromDoubles(a.dtype, a.shape({a.t, a.d}), dq));
+  f.set(op.getKeyGrad(), Tensor::fromDoubles(a.dtype, a.shape({a.s, a.d}), dk));
+  f.set(op.getValueGrad(),
+        Tensor::fromDoubles(a.dtype, a.shape({a.s, a.dv}), dv));
   return success();
 }
 
@@ -1252,6 +1351,8 @@ void kernels::registerNNKernels(KernelTable &t) {
   t.add<nn::ReduceMaxGradOp, runReduceMaxGrad>();
   t.add<nn::SoftmaxOp, runSoftmax>();
   t.add<nn::AttentionOp, runAttention>();
+  t.add<nn::FusedAttentionOp, runFusedAttention>();
+  t.add<nn::FusedAttentionGradOp, runFusedAttentionGrad>();
   t.add<nn::LogSoftmaxOp, runLogSoftmax>();
   t.add<nn::OneHotOp, runOneHot>();
   t.add<nn::CrossEntropyOp, runCrossEntropy>();

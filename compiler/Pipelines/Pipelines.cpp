@@ -308,12 +308,15 @@ void cleave::buildTrainingPipeline(OpPassManager &pm,
   }
   // Fix the batch to the micro-batch and sum the weighted per-sample loss.
   pm.addPass(createCleaveAttachLoss(o.attachLossOptions()));
-  // Attention as one op, then as its parts again: no target has a fused
-  // kernel yet (docs/design/attention.md), so every one lowers the parts,
-  // which autodiff differentiates one by one. A model written with
+  // Attention as one op, then as its parts again, which autodiff
+  // differentiates one by one; on cuda in bf16, as one fused kernel where
+  // cuDNN's takes it (docs/design/attention.md). A model written with
   // nn.attention compiles the same way.
   pm.addPass(createCleaveRecomposeAttention());
-  pm.addPass(createCleaveDecomposeAttention());
+  CleaveDecomposeAttentionOptions decompose;
+  decompose.fuse = o.fusedAttention && o.target == rt::Device::cuda &&
+                   o.precision == rt::KernelPrecision::bf16;
+  pm.addPass(createCleaveDecomposeAttention(decompose));
   if (stopAfter == Phase::Loss)
     return;
   // Forward only: the state and @eval_step; nothing to differentiate or

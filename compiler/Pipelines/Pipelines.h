@@ -211,6 +211,16 @@ struct TrainingPipelineOptions
       llvm::cl::init(rt::KernelPrecision::f32),
       enumValues<rt::KernelPrecision>()};
 
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("With target=cuda and precision=bf16: scaled "
+                     "dot-product attention that cuDNN's fused kernel takes "
+                     "(head dimension a multiple of 8 up to 128, a constant "
+                     "mask or none) runs as one kernel forward and one "
+                     "backward, holding no T x S scores; false spells it "
+                     "out as matmuls and a softmax, as on the cpu"),
+      llvm::cl::init(true)};
+
   Option<Remat> remat{
       *this, "remat",
       llvm::cl::desc("Activations held from the forward to the backward pass "

@@ -235,12 +235,67 @@ struct RecomposeAttentionPass
   }
 };
 
+/// Whether `v` is computed from constants alone: no block argument of the
+/// function (a parameter or an input) reaches it, so it carries no gradient.
+bool dependsOnConstantsOnly(Value v) {
+  SmallVector<Value> work = {v};
+  llvm::SmallPtrSet<Value, 16> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (!def || def->getNumRegions() != 0)
+      return false;
+    llvm::append_range(work, def->getOperands());
+  }
+  return true;
+}
+
+/// Why cuda's fused attention kernel (cuDNN's SDPA) does not take `op`, or
+/// empty. The limits are those cuDNN 9 documents for every GPU Cleave
+/// compiles bf16 for (sm_80 and newer): docs/design/attention.md.
+std::string whyNotFusable(nn::AttentionOp op) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
+    return "dynamic shapes";
+  if (!q.getElementType().isF32())
+    return "not f32";
+  int64_t d = q.getShape().back();
+  if (d % 8 != 0 || d > 128)
+    return "head dimension " + std::to_string(d) +
+           " is not a multiple of 8 up to 128";
+  if (v.getShape().back() != d)
+    return "value dimension differs from the head dimension";
+  if (Value mask = op.getMask()) {
+    ArrayRef<int64_t> m = shapeOf(mask);
+    if (m.size() > 2 &&
+        llvm::any_of(m.drop_back(2), [](int64_t n) { return n != 1; }))
+      return "a mask that differs across the batch";
+    if (!dependsOnConstantsOnly(mask))
+      return "a mask that is not a constant";
+  }
+  return {};
+}
+
 struct DecomposeAttentionPass
     : cleave::impl::CleaveDecomposeAttentionBase<DecomposeAttentionPass> {
+  using CleaveDecomposeAttentionBase::CleaveDecomposeAttentionBase;
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     getOperation().walk([&](nn::AttentionOp op) {
       rewriter.setInsertionPoint(op);
+      if (fuse && whyNotFusable(op).empty()) {
+        auto fused = nn::FusedAttentionOp::create(
+            rewriter, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+            op.getMask(), op.getScaleAttr(), op.getScaleIsDivisorAttr(),
+            op.getCausalAttr());
+        rewriter.replaceOp(op, fused.getResult());
+        return;
+      }
       Operation *key = op.getKey().getDefiningOp();
       rewriter.replaceOp(op, nn::decomposeAttention(rewriter, op).result);
       // The K of a K^T (recomposed nn.MultiheadAttention) is dead again.

@@ -104,7 +104,19 @@ def CleaveDecomposeAttention
     nn.where of -inf above the diagonal when causal, nn.softmax over the
     last dimension, nn.matmul with the value): the form the back ends
     lower and autodiff differentiates op by op.
+
+    With `fuse`, an `nn.attention` that cuda's fused kernel takes becomes
+    `nn.fused_attention` instead, which autodiff differentiates as one op
+    and the back end calls cuDNN's SDPA for (attention.md): static shapes,
+    a head dimension that is a multiple of 8 and at most 128, equal to the
+    value's, and no mask or one that depends on no argument of the function
+    (a constant, which needs no gradient) and is one matrix for the whole
+    batch.
   }];
+  let options = [
+    Option<"fuse", "fuse", "bool", /*default=*/"false",
+           "Keep as one nn.fused_attention what cuda's fused kernel takes">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::cleave::nn::NNDialect"];
 }

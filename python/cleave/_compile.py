@@ -182,7 +182,10 @@ def compile(module, example_input, *, micro_batch, accumulate,
         clip_norm            clipping by global norm, with this default
         precision            "f32" or "bf16" (bf16 matmul and convolution
                              inputs, f32 accumulation; AVX512-BF16 CPUs;
-                             on cuda the matmuls only)
+                             on cuda sm_80 and newer)
+        fused_attention      False: on cuda in bf16, spell attention out
+                             as matmuls and a softmax instead of cuDNN's
+                             fused kernels (docs/user/cuda.md)
         ignore_index         the label of tokens that are not predicted
                              (per-token cross-entropy)
         inference            True: a forward-only artifact

@@ -63,6 +63,8 @@ constexpr AbiFunction kConvBwdWeights =
     CLEAVE_ABI_KERNEL(cleave_kernel_conv2d_bwd_weights);
 constexpr AbiFunction kPoolFwd = CLEAVE_ABI_KERNEL(cleave_kernel_pool_fwd);
 constexpr AbiFunction kPoolBwd = CLEAVE_ABI_KERNEL(cleave_kernel_pool_bwd);
+constexpr AbiFunction kSdpaFwd = CLEAVE_ABI_KERNEL(cleave_kernel_sdpa_fwd);
+constexpr AbiFunction kSdpaBwd = CLEAVE_ABI_KERNEL(cleave_kernel_sdpa_bwd);
 
 // The collectives: `lowerReduce` calls (ctx, i32 kind, i64 count, ptr
 // buffers, ptr sizes), `lowerSharding` (ctx, i32 ranks, i64 count, ptr
@@ -314,6 +316,32 @@ struct LowerRuntimeCallsPass
       entry.countIncludePad = k.getFlag("count_include_pad");
       break;
     }
+    case rt::KernelKind::sdpa_fwd:
+    case rt::KernelKind::sdpa_bwd: {
+      bool fwd = k.getKind() == rt::KernelKind::sdpa_fwd;
+      ArrayRef<int64_t> q = shapeOf(ins[0]), kv = shapeOf(ins[1]),
+                        v = shapeOf(ins[2]);
+      entry.batch = q[0];
+      entry.seqQ = q[1];
+      entry.seqKv = kv[1];
+      entry.headDim = q[2];
+      entry.valueDim = v[2];
+      entry.scale = k.getConfig().getAs<FloatAttr>("scale").getValueAsDouble();
+      entry.causal = k.getFlag("causal");
+      unsigned maskAt = fwd ? 3 : 6;
+      Value mask = ins.size() > maskAt ? ins[maskAt] : Value();
+      entry.mask = bool(mask);
+      ValueRange outs = k.getOutputs();
+      if (fwd) {
+        operands = {ins[0], ins[1], ins[2], mask, outs[0], outs[1]};
+        fn = kSdpaFwd;
+      } else {
+        operands = {ins[0], ins[1], ins[2],  mask,    ins[3],
+                    ins[4], ins[5], outs[0], outs[1], outs[2]};
+        fn = kSdpaBwd;
+      }
+      break;
+    }
     }
     // Which kernels multiply in bf16: Bf16Rule.h.
     bool convolution = fn.name == kConvFwd.name ||
@@ -354,8 +382,33 @@ struct LowerRuntimeCallsPass
       entry.diffDstType = storage(ins[1]);
       entry.dstType = storage(out);
       break;
+    case rt::KernelKind::sdpa_fwd:
+    case rt::KernelKind::sdpa_bwd:
+      // One storage for every tensor but lse (cuDNN's fused attention), so
+      // any of them says it; the check below requires all to agree.
+      entry.ioType = storage(ins[0]);
+      break;
     default:
       break;
+    }
+    const bool attention = fn.name == kSdpaFwd.name || fn.name == kSdpaBwd.name;
+    if (attention) {
+      // The kernel multiplies in the type it stores, every tensor alike.
+      const bool bf16 = bool(entry.ioType);
+      for (auto [i, v] : llvm::enumerate(ins))
+        if (!(fn.name == kSdpaBwd.name && i == 4) && bool(storage(v)) != bf16)
+          return k.emitOpError("stores attention's tensors in two types "
+                               "(input ")
+                 << i << " is " << v.getType()
+                 << "); cuDNN's fused attention takes one";
+      for (auto [i, v] : llvm::enumerate(k.getOutputs()))
+        if (!(fn.name == kSdpaFwd.name && i == 1) && bool(storage(v)) != bf16)
+          return k.emitOpError("stores attention's tensors in two types "
+                               "(output ")
+                 << i << " is " << v.getType()
+                 << "); cuDNN's fused attention takes one";
+      if (bf16)
+        entry.math = toWire(rt::KernelPrecision::bf16);
     }
     const bool stored = entry.aType || entry.bType || entry.srcType ||
                         entry.diffDstType || entry.weiType || entry.dstType;
@@ -412,7 +465,7 @@ struct LowerRuntimeCallsPass
         args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
         continue;
       }
-      bool isOutput = m == out;
+      bool isOutput = llvm::is_contained(k.getOutputs(), m);
       Value dense = densify(b, loc, m, isOutput, isOutput && accumulate, call);
       args.push_back(pointerTo(b, loc, dense));
     }

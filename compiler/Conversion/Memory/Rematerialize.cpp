@@ -114,6 +114,12 @@ double flops(Operation *op) {
       ShapedType w = in(1);
       return 2 * elements * w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3);
     }
+    case rt::KernelKind::sdpa_fwd: {
+      // q k^T and P v: 2 T S (D + Dv) per slice; `elements` is B T Dv.
+      ShapedType q = in(0), k = in(1);
+      return 2 * elements * k.getDimSize(1) *
+             (1 + double(q.getDimSize(2)) / out.getDimSize(2));
+    }
     case rt::KernelKind::max_pool2d_fwd:
     case rt::KernelKind::avg_pool2d_fwd: {
       double window = 1;

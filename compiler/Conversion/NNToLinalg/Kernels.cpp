@@ -374,6 +374,135 @@ struct AvgPoolGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   }
 };
 
+/// The shapes of fused attention over `query` ([..., T, D]), `key` and
+/// `value`, as the sdpa kernels take them: the leading dimensions flattened
+/// into one batch.
+struct AttentionShape {
+  int64_t batch = 1, t, s, d, dv;
+  SmallVector<int64_t> leading;
+
+  AttentionShape(Value query, Value key, Value value) {
+    ArrayRef<int64_t> q = typeOf(query).getShape();
+    int64_t rank = q.size();
+    leading.assign(q.begin(), q.end() - 2);
+    for (int64_t n : leading)
+      batch *= n;
+    t = q[rank - 2], d = q[rank - 1];
+    s = typeOf(key).getDimSize(rank - 2);
+    dv = typeOf(value).getDimSize(rank - 1);
+  }
+  /// `leading` followed by `tail`: the nn op's shapes.
+  SmallVector<int64_t> unflattened(ArrayRef<int64_t> tail) const {
+    SmallVector<int64_t> out(leading);
+    out.append(tail.begin(), tail.end());
+    return out;
+  }
+};
+
+/// The additive mask as the one [T, S] matrix the sdpa kernels add to every
+/// slice: its leading dimensions are 1 (cleave-decompose-attention fuses no
+/// other), a size-1 row or column dimension is broadcast.
+Value maskMatrix(PatternRewriter &rw, Location loc, Value mask,
+                 const AttentionShape &shape) {
+  ArrayRef<int64_t> m = typeOf(mask).getShape();
+  int64_t rows = m.size() >= 2 ? m[m.size() - 2] : 1;
+  int64_t cols = m.empty() ? 1 : m.back();
+  Value matrix = reshape(rw, loc, mask, {rows, cols});
+  if (rows == shape.t && cols == shape.s)
+    return matrix;
+  auto type =
+      RankedTensorType::get({shape.t, shape.s}, typeOf(mask).getElementType());
+  return elementwise(rw, loc, type, matrix,
+                     [](OpBuilder &, Location, ValueRange x) { return x[0]; });
+}
+
+/// The attributes of both sdpa kernels: the factor the scores are
+/// multiplied by (1/c for a divisor c) and `causal`.
+SmallVector<NamedAttribute> attentionConfig(PatternRewriter &rw,
+                                            std::optional<double> scale,
+                                            bool divides, bool causal) {
+  double factor = !scale ? 1.0 : divides ? 1.0 / *scale : *scale;
+  return {rw.getNamedAttr("scale", rw.getF64FloatAttr(factor)),
+          rw.getNamedAttr("causal", rw.getBoolAttr(causal))};
+}
+
+/// `rt.kernel` of `kind` with one fresh destination per type of `outTypes`.
+rt::KernelOp multiKernel(PatternRewriter &rw, Location loc, rt::KernelKind kind,
+                         ValueRange inputs, ArrayRef<RankedTensorType> outTypes,
+                         ArrayRef<NamedAttribute> config) {
+  SmallVector<Value> inits;
+  SmallVector<Type> types;
+  for (RankedTensorType t : outTypes) {
+    inits.push_back(empty(rw, loc, t));
+    types.push_back(t);
+  }
+  return rt::KernelOp::create(rw, loc, types, kind, inputs, inits,
+                              rw.getDictionaryAttr(config));
+}
+
+/// `nn.fused_attention` to one `sdpa_fwd` kernel on [batch, T, D] views.
+struct FusedAttentionLowering : OpRewritePattern<FusedAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedAttentionOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    Location loc = op.getLoc();
+    AttentionShape sh(op.getQuery(), op.getKey(), op.getValue());
+    SmallVector<Value> ins = {
+        reshape(rw, loc, op.getQuery(), {sh.batch, sh.t, sh.d}),
+        reshape(rw, loc, op.getKey(), {sh.batch, sh.s, sh.d}),
+        reshape(rw, loc, op.getValue(), {sh.batch, sh.s, sh.dv})};
+    if (Value mask = op.getMask())
+      ins.push_back(maskMatrix(rw, loc, mask, sh));
+    Type f32 = rw.getF32Type();
+    auto k =
+        multiKernel(rw, loc, rt::KernelKind::sdpa_fwd, ins,
+                    {RankedTensorType::get({sh.batch, sh.t, sh.dv}, f32),
+                     RankedTensorType::get({sh.batch, sh.t}, f32)},
+                    attentionConfig(rw, op.getScaleValue(),
+                                    op.getScaleIsDivisor(), op.getCausal()));
+    rw.replaceOp(
+        op, {reshape(rw, loc, k.getResult(0), sh.unflattened({sh.t, sh.dv})),
+             reshape(rw, loc, k.getResult(1), sh.unflattened(sh.t))});
+    return success();
+  }
+};
+
+/// `nn.fused_attention_grad` to one `sdpa_bwd` kernel.
+struct FusedAttentionGradLowering : OpRewritePattern<FusedAttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedAttentionGradOp op,
+                                PatternRewriter &rw) const override {
+    if (failed(requireF32(rw, op)))
+      return failure();
+    Location loc = op.getLoc();
+    AttentionShape sh(op.getQuery(), op.getKey(), op.getValue());
+    SmallVector<Value> ins = {
+        reshape(rw, loc, op.getQuery(), {sh.batch, sh.t, sh.d}),
+        reshape(rw, loc, op.getKey(), {sh.batch, sh.s, sh.d}),
+        reshape(rw, loc, op.getValue(), {sh.batch, sh.s, sh.dv}),
+        reshape(rw, loc, op.getResult(), {sh.batch, sh.t, sh.dv}),
+        reshape(rw, loc, op.getLse(), {sh.batch, sh.t}),
+        reshape(rw, loc, op.getResultGrad(), {sh.batch, sh.t, sh.dv})};
+    if (Value mask = op.getMask())
+      ins.push_back(maskMatrix(rw, loc, mask, sh));
+    Type f32 = rw.getF32Type();
+    auto k =
+        multiKernel(rw, loc, rt::KernelKind::sdpa_bwd, ins,
+                    {RankedTensorType::get({sh.batch, sh.t, sh.d}, f32),
+                     RankedTensorType::get({sh.batch, sh.s, sh.d}, f32),
+                     RankedTensorType::get({sh.batch, sh.s, sh.dv}, f32)},
+                    attentionConfig(rw, op.getScaleValue(),
+                                    op.getScaleIsDivisor(), op.getCausal()));
+    rw.replaceOp(
+        op, {reshape(rw, loc, k.getResult(0), sh.unflattened({sh.t, sh.d})),
+             reshape(rw, loc, k.getResult(1), sh.unflattened({sh.s, sh.d})),
+             reshape(rw, loc, k.getResult(2), sh.unflattened({sh.s, sh.dv}))});
+    return success();
+  }
+};
+
 } // namespace
 
 LogicalResult mlir::cleave::checkKernelOperands(Operation *root) {
@@ -413,8 +542,10 @@ void mlir::cleave::populateKernelPatterns(RewritePatternSet &patterns) {
   // which PyTorch's does not, and a NaN must reach the loss instead of
   // training silently (docs/design/numerics.md; LeNet pays 5-10%,
   // bench/README.md).
-  patterns.add<MatmulLowering, LinearLowering, Conv2DLowering,
-               Conv2DGradInputLowering, Conv2DGradWeightLowering,
-               MaxPoolLowering, MaxPoolGradLowering, AvgPoolLowering,
-               AvgPoolGradLowering>(patterns.getContext());
+  patterns
+      .add<MatmulLowering, LinearLowering, Conv2DLowering,
+           Conv2DGradInputLowering, Conv2DGradWeightLowering, MaxPoolLowering,
+           MaxPoolGradLowering, AvgPoolLowering, AvgPoolGradLowering,
+           FusedAttentionLowering, FusedAttentionGradLowering>(
+          patterns.getContext());
 }

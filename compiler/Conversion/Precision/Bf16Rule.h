@@ -82,6 +82,10 @@ inline bool multipliesInBf16(rt::KernelOp k, bool convolutions,
   case rt::KernelKind::conv2d_bwd_data:
   case rt::KernelKind::conv2d_bwd_weights:
     return convolutions && !isSingleChannelConvolution(k);
+  case rt::KernelKind::sdpa_fwd:
+  case rt::KernelKind::sdpa_bwd:
+    // Made only where cuDNN's fused attention runs it, in bf16 alone.
+    return true;
   default:
     return false;
   }

@@ -161,16 +161,72 @@ void maskFromTwin(linalg::GenericOp op) {
   }
 }
 
-/// Whether every multiplied operand of convolution `k` can be stored in
-/// bf16: f32 or bf16 tensors of static shape, the result too.
+bool isAttention(rt::KernelOp k) {
+  return k.getKind() == rt::KernelKind::sdpa_fwd ||
+         k.getKind() == rt::KernelKind::sdpa_bwd;
+}
+
+/// Whether every operand of `k` that may be bf16 (a convolution's
+/// multiplied ones and result, all of attention's but its log-sum-exp) can
+/// be stored in bf16: f32 or bf16 tensors of static shape.
 bool storableThroughout(rt::KernelOp k) {
   auto storable = [](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && type.hasStaticShape() &&
            (type.getElementType().isF32() || type.getElementType().isBF16());
   };
-  return storable(k.getInputs()[0]) && storable(k.getInputs()[1]) &&
-         storable(k.getOutputs()[0]);
+  for (auto [i, v] : llvm::enumerate(k.getInputs()))
+    if (k.isStorableInBf16(i) && !storable(v))
+      return false;
+  for (auto [i, v] : llvm::enumerate(k.getOutputs()))
+    if (k.isResultStorableInBf16(i) && !storable(v))
+      return false;
+  return true;
+}
+
+/// Makes attention kernel `k` write its results in bf16 (all but the
+/// log-sum-exp, cuDNN's fused attention writes no other type) and widens
+/// each in a loop of its own, which fuseWideningsIntoReaders may fuse into
+/// its reader.
+void storeAttentionResultsInBf16(RewriterBase &rewriter, rt::KernelOp k) {
+  Location loc = k.getLoc();
+  rewriter.setInsertionPoint(k);
+  SmallVector<Type> types;
+  SmallVector<Value> inits;
+  for (auto [i, result] : llvm::enumerate(k.getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    Type element = k.isResultStorableInBf16(i) ? rewriter.getBF16Type()
+                                               : type.getElementType();
+    inits.push_back(
+        tensor::EmptyOp::create(rewriter, loc, type.getShape(), element));
+    types.push_back(inits.back().getType());
+  }
+  auto narrow = rt::KernelOp::create(rewriter, loc, types, k.getKindAttr(),
+                                     k.getInputs(), inits, k.getConfig());
+  SmallVector<Value> replacements;
+  for (auto [i, result] : llvm::enumerate(narrow.getResults())) {
+    auto type = cast<RankedTensorType>(k.getResult(i).getType());
+    if (!k.isResultStorableInBf16(i)) {
+      replacements.push_back(result);
+      continue;
+    }
+    AffineMap id = rewriter.getMultiDimIdentityMap(type.getRank());
+    SmallVector<utils::IteratorType> parallel(type.getRank(),
+                                              utils::IteratorType::parallel);
+    Value out = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                        type.getElementType());
+    auto widen = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{result}, ValueRange{out},
+        ArrayRef<AffineMap>{id, id}, parallel,
+        [](OpBuilder &nb, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              nb, l,
+              arith::ExtFOp::create(nb, l, nb.getF32Type(), args[0])
+                  .getResult());
+        });
+    replacements.push_back(widen.getResult(0));
+  }
+  rewriter.replaceOp(k, replacements);
 }
 
 /// Makes convolution `k` write its result in bf16, rounded once by the
@@ -250,9 +306,10 @@ void fuseWideningsIntoReaders(RewriterBase &rewriter, Operation *root) {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() < 1 ||
         op->getNumResults() != 1)
       return;
-    auto k = op.getDpsInputOperand(0)->get().getDefiningOp<rt::KernelOp>();
-    if (k && k.isResultStorableInBf16() &&
-        cast<ShapedType>(k.getResult(0).getType()).getElementType().isBF16())
+    auto result = dyn_cast<OpResult>(op.getDpsInputOperand(0)->get());
+    auto k = result ? dyn_cast<rt::KernelOp>(result.getOwner()) : nullptr;
+    if (k && k.isResultStorableInBf16(result.getResultNumber()) &&
+        cast<ShapedType>(result.getType()).getElementType().isBF16())
       widenings.push_back(op);
   });
   for (linalg::GenericOp producer : widenings) {
@@ -292,8 +349,10 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
       if (!k.hasPureTensorSemantics() ||
           !multipliesInBf16(k, convolutions, minMatmulK))
         continue;
-      // cuDNN's bf16 convolutions: every operand in bf16, or none.
-      const bool throughout = convolutionResults && k.isResultStorableInBf16();
+      // cuDNN's bf16 convolutions and fused attention: every operand in
+      // bf16, or none.
+      const bool throughout =
+          isAttention(k) || (convolutionResults && k.isResultStorableInBf16());
       if (throughout && !storableThroughout(k))
         continue;
       for (auto [i, input] : llvm::enumerate(k.getInputsMutable())) {
@@ -310,7 +369,9 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
         }
         input.set(copy);
       }
-      if (throughout)
+      if (isAttention(k))
+        storeAttentionResultsInBf16(rewriter, k);
+      else if (throughout)
         storeResultInBf16(rewriter, k);
     }
     for (linalg::GenericOp op : narrowings) {
@@ -325,8 +386,7 @@ struct StoreBf16Pass : cleave::impl::CleaveStoreBf16Base<StoreBf16Pass> {
         if (op.hasPureTensorSemantics())
           maskFromTwin(op);
     }
-    if (convolutionResults)
-      fuseWideningsIntoReaders(rewriter, getOperation());
+    fuseWideningsIntoReaders(rewriter, getOperation());
   }
 };
 

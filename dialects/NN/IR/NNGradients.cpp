@@ -613,6 +613,25 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult FusedAttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                         ArrayRef<bool> needed,
+                                         SmallVectorImpl<Value> &grads) {
+  // One kernel for all three cotangents, from the statistics the forward
+  // kernel kept (attention.md); the log-sum-exp itself has none.
+  size_t base = grads.size();
+  grads.resize(base + getNumOperands());
+  if (!dys[0] || !(needed[0] || needed[1] || needed[2]))
+    return success();
+  auto grad = FusedAttentionGradOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
+      dys[0], getMask(), getScaleAttr(), getScaleIsDivisorAttr(),
+      getCausalAttr());
+  for (unsigned i = 0; i < 3; ++i)
+    if (needed[i])
+      grads[base + i] = grad->getResult(i);
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
                                      ArrayRef<bool> needed,
                                      SmallVectorImpl<Value> &grads) {

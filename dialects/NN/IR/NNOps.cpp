@@ -809,24 +809,107 @@ SmallVector<int64_t> AttentionOp::getScoresShape() {
   return shape;
 }
 
-LogicalResult AttentionOp::verify() {
-  if (std::optional<double> scale = getScaleValue()) {
+/// The scores' shape of attention over `query` ([..., T, D]) and `key`
+/// ([..., S, D]): `[..., T, S]`.
+static SmallVector<int64_t> scoresShape(Value query, Value key) {
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(query.getType()).getShape().drop_back());
+  shape.push_back(
+      cast<RankedTensorType>(key.getType()).getShape().drop_back().back());
+  return shape;
+}
+
+/// The checks of nn.attention and its fused forms: a finite non-zero scale,
+/// static lengths for `causal`, a mask that broadcasts to the scores.
+static LogicalResult
+verifyAttention(function_ref<InFlightDiagnostic()> emitError,
+                std::optional<double> scale, bool scaleIsDivisor, bool causal,
+                ArrayRef<int64_t> scores, Type elementType, Value mask) {
+  if (scale) {
     if (!std::isfinite(*scale) || *scale == 0)
-      return emitOpError("scale must be finite and non-zero, got ") << *scale;
-  } else if (getScaleIsDivisor()) {
-    return emitOpError("scale_is_divisor needs a scale");
+      return emitError() << "scale must be finite and non-zero, got " << *scale;
+  } else if (scaleIsDivisor) {
+    return emitError() << "scale_is_divisor needs a scale";
   }
-  SmallVector<int64_t> scores = getScoresShape();
   int64_t t = scores[scores.size() - 2], s = scores.back();
-  if (getCausal() && (t == kDyn || s == kDyn))
-    return emitOpError("a causal mask needs static query and key lengths, "
-                       "got scores ")
-           << shapeStr(scores);
-  if (Value mask = getMask())
-    return verifyAttentionMask(scores, getType().getElementType(),
-                               cast<RankedTensorType>(mask.getType()),
-                               [&] { return emitOpError(); });
+  if (causal && (t == kDyn || s == kDyn))
+    return emitError() << "a causal mask needs static query and key lengths, "
+                          "got scores "
+                       << shapeStr(scores);
+  if (mask)
+    return verifyAttentionMask(
+        scores, elementType, cast<RankedTensorType>(mask.getType()), emitError);
   return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
+                         getScaleIsDivisor(), getCausal(), getScoresShape(),
+                         getType().getElementType(), getMask());
+}
+
+/// The row statistics' type of attention with result type `result`
+/// ([..., T, Dv]): [..., T].
+static RankedTensorType lseType(RankedTensorType result) {
+  return tensorOf(result.getShape().drop_back(), result.getElementType());
+}
+
+LogicalResult FusedAttentionOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
+      loc, q, cast<RankedTensorType>(adaptor.getKey().getType()),
+      cast<RankedTensorType>(adaptor.getValue().getType()));
+  if (failed(shape))
+    return failure();
+  auto result = tensorOf(*shape, q.getElementType());
+  types.push_back(result);
+  types.push_back(lseType(result));
+  return success();
+}
+
+LogicalResult FusedAttentionOp::verify() {
+  return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
+                         getScaleIsDivisor(), getCausal(),
+                         scoresShape(getQuery(), getKey()),
+                         getResult().getType().getElementType(), getMask());
+}
+
+bool FusedAttentionOp::isDifferentiableOperand(unsigned index) {
+  // The fused kernel adds a constant mask; it has no gradient to give.
+  return index < 3;
+}
+
+LogicalResult
+FusedAttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getQuery().getType());
+  types.push_back(adaptor.getKey().getType());
+  types.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+LogicalResult FusedAttentionGradOp::verify() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
+      getLoc(), q, getKey().getType(), getValue().getType());
+  if (failed(shape))
+    return failure();
+  auto result = tensorOf(*shape, q.getElementType());
+  if (getResult().getType() != result || getResultGrad().getType() != result)
+    return emitOpError("result and result_grad must be ")
+           << result << ", got " << getResult().getType() << " and "
+           << getResultGrad().getType();
+  if (getLse().getType() != lseType(result))
+    return emitOpError("lse must be ")
+           << lseType(result) << ", got " << getLse().getType();
+  return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
+                         getScaleIsDivisor(), getCausal(),
+                         scoresShape(getQuery(), getKey()), q.getElementType(),
+                         getMask());
 }
 
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,

@@ -756,6 +756,84 @@ def NN_AttentionOp : NN_DiffOp<"attention", [InferTypeOpAdaptor]> {
   }];
 }
 
+//===- nn.fused_attention -------------------------------------------------===//
+def NN_FusedAttentionOp : NN_DiffOp<"fused_attention", [InferTypeOpAdaptor],
+                                    ["isDifferentiableOperand"]> {
+  let summary = "attention as one kernel, with its rows' log-sum-exp";
+  let description = [{
+    `nn.attention`'s result, computed by one fused kernel (cuDNN's SDPA on
+    cuda), and `lse`, the log-sum-exp of each row of the scaled, masked
+    scores (`[..., T]`), which the kernel's backward pass recomputes the
+    probabilities from. Operands and attributes are `nn.attention`'s; the
+    mask, when present, is a constant and carries no gradient.
+    `cleave-decompose-attention` with `fuse` builds it where the cuda back
+    end's kernel takes the shape (docs/design/attention.md); its VJP is one
+    `nn.fused_attention_grad`.
+
+    ```mlir
+    %o, %lse = nn.fused_attention %q, %k, %v {scale = 8.0 : f64, scale_is_divisor, causal} : (tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>) -> (tensor<2x4x16x64xf32>, tensor<2x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, Optional<NN_FloatTensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
+                       UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `scale` as a double, if set.
+    std::optional<double> getScaleValue() {
+      if (auto attr = getScaleAttr())
+        return attr.getValueAsDouble();
+      return std::nullopt;
+    }
+  }];
+}
+
+//===- nn.fused_attention_grad --------------------------------------------===//
+def NN_FusedAttentionGradOp : NN_Op<"fused_attention_grad",
+                                    [Pure, InferTypeOpAdaptor]> {
+  let summary = "the gradient of nn.fused_attention, as one kernel";
+  let description = [{
+    The cotangents of `query`, `key` and `value` of the
+    `nn.fused_attention` whose operands, attributes, `result` and `lse` it
+    takes, given `result_grad`, the cotangent of its result:
+
+        P = exp(scale(query @ key^T) + mask - lse)   (causal: 0 where j > i)
+        value_grad = P^T @ result_grad
+        dS = P * (result_grad @ value^T - rowsum(result_grad * result))
+        query_grad = scale dS @ key,  key_grad = scale dS^T @ query
+
+    ```mlir
+    %dq, %dk, %dv = nn.fused_attention_grad %q, %k, %v, %o, %lse, %do {causal} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16xf32>, tensor<2x16x64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, NN_FloatTensor:$result,
+                       NN_FloatTensor:$lse, NN_FloatTensor:$result_grad,
+                       Optional<NN_FloatTensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
+                       UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$query_grad, NN_FloatTensor:$key_grad,
+                      NN_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad
+    (`,` $mask^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    std::optional<double> getScaleValue() {
+      if (auto attr = getScaleAttr())
+        return attr.getValueAsDouble();
+      return std::nullopt;
+    }
+  }];
+}
+
 //===- nn.one_hot ---------------------------------------------------------===//
 def NN_OneHotOp : NN_Op<"one_hot", [Pure, InferTypeOpAdaptor]> {
   let summary = "one-hot encoding of integer labels";

@@ -182,34 +182,107 @@ bool KernelOp::isStorableInBf16(unsigned input) {
   case KernelKind::conv2d_bwd_data:
   case KernelKind::conv2d_bwd_weights:
     return input < 2;
+  case KernelKind::sdpa_fwd:
+    return true;
+  case KernelKind::sdpa_bwd:
+    return input != 4; // lse
   default:
     return false;
   }
 }
 
-bool KernelOp::isResultStorableInBf16() {
+bool KernelOp::isResultStorableInBf16(unsigned output) {
   switch (getKind()) {
   case KernelKind::conv2d_fwd:
   case KernelKind::conv2d_bwd_data:
   case KernelKind::conv2d_bwd_weights:
+  case KernelKind::sdpa_bwd:
     return true;
+  case KernelKind::sdpa_fwd:
+    return output == 0; // not lse
   default:
     return false;
   }
 }
 
+unsigned KernelOp::getNumOutputsOf(KernelKind kind) {
+  switch (kind) {
+  case KernelKind::sdpa_fwd:
+    return 2;
+  case KernelKind::sdpa_bwd:
+    return 3;
+  default:
+    return 1;
+  }
+}
+
+/// The shapes of an attention kernel: q [B, T, D], k [B, S, D], v [B, S,
+/// Dv], o [B, T, Dv], lse [B, T], mask [T, S]; a finite non-zero scale.
+static LogicalResult verifySdpa(KernelOp op) {
+  bool fwd = op.getKind() == KernelKind::sdpa_fwd;
+  ValueRange ins = op.getInputs(), outs = op.getOutputs();
+  unsigned required = fwd ? 3 : 6;
+  if (ins.size() != required && ins.size() != required + 1)
+    return op.emitOpError("'")
+           << stringifyKernelKind(op.getKind()) << "' takes " << required << "-"
+           << required + 1 << " inputs, got " << ins.size();
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
+  for (Value v : llvm::concat<Value>(ins, outs))
+    if (!cast<ShapedType>(v.getType()).hasStaticShape())
+      return op.emitOpError("attention needs static shapes");
+  ArrayRef<int64_t> q = shape(ins[0]), k = shape(ins[1]), v = shape(ins[2]);
+  if (q.size() != 3 || k.size() != 3 || v.size() != 3 || k[0] != q[0] ||
+      v[0] != q[0] || k[2] != q[2] || v[1] != k[1])
+    return op.emitOpError("attention needs q [B, T, D], k [B, S, D] and v "
+                          "[B, S, Dv]");
+  int64_t b = q[0], t = q[1], s = k[1], dv = v[2];
+  auto expect = [&](Value x, ArrayRef<int64_t> want, StringRef name) {
+    if (shape(x) == want)
+      return success();
+    return LogicalResult(op.emitOpError(name)
+                         << " must be [" << want << "], got " << x.getType());
+  };
+  SmallVector<int64_t> o = {b, t, dv}, lse = {b, t}, mask = {t, s};
+  if (ins.size() > required && failed(expect(ins[required], mask, "the mask")))
+    return failure();
+  if (fwd) {
+    if (failed(expect(outs[0], o, "o")) || failed(expect(outs[1], lse, "lse")))
+      return failure();
+  } else if (failed(expect(ins[3], o, "o")) ||
+             failed(expect(ins[4], lse, "lse")) ||
+             failed(expect(ins[5], o, "do")) ||
+             failed(expect(outs[0], q, "dq")) ||
+             failed(expect(outs[1], k, "dk")) ||
+             failed(expect(outs[2], v, "dv"))) {
+    return failure();
+  }
+  auto scale = op.getConfig().getAs<FloatAttr>("scale");
+  if (!scale || !std::isfinite(scale.getValueAsDouble()) ||
+      scale.getValueAsDouble() == 0)
+    return op.emitOpError("config needs 'scale', finite and non-zero");
+  return success();
+}
+
 LogicalResult KernelOp::verify() {
-  if (getOutputs().size() != 1)
-    return emitOpError("has one output, got ") << getOutputs().size();
+  unsigned outputs = getNumOutputsOf(getKind());
+  if (getOutputs().size() != outputs)
+    return emitOpError("'")
+           << stringifyKernelKind(getKind()) << "' has " << outputs << " output"
+           << (outputs == 1 ? "" : "s") << ", got " << getOutputs().size();
   bool tensors = isa<RankedTensorType>(getOutputs()[0].getType());
-  if (getResults().size() != (tensors ? 1u : 0u))
-    return emitOpError("must have one result on tensors and none on memrefs");
+  if (getResults().size() != (tensors ? outputs : 0u))
+    return emitOpError("must have a result per output on tensors and none "
+                       "on memrefs");
+  for (Value v : getOutputs())
+    if (isa<RankedTensorType>(v.getType()) != tensors)
+      return emitOpError("mixes tensor and memref operands");
   for (Value v : getInputs())
     if (isa<RankedTensorType>(v.getType()) != tensors)
       return emitOpError("mixes tensor and memref operands");
   // f32, but a multiplied input of a compute-bound kernel may be stored in
   // bf16 (mixed-precision.md): matmul's a and b, a convolution's src,
-  // diff_dst and weights (biases stay f32).
+  // diff_dst and weights (biases stay f32), attention's every input but the
+  // log-sum-exp.
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     Type element = cast<ShapedType>(v.getType()).getElementType();
     if (element.isF32() || (element.isBF16() && isStorableInBf16(i)))
@@ -220,14 +293,16 @@ LogicalResult KernelOp::verify() {
            << v.getType();
   }
   // f32, but a convolution's may be bf16 (cuDNN's bf16 result), which no
-  // bias, activation or accumulation may follow inside the kernel.
-  for (Value v : getOutputs()) {
+  // bias, activation or accumulation may follow inside the kernel, and
+  // attention's but its log-sum-exp (cuDNN's fused attention).
+  for (auto [i, v] : llvm::enumerate(getOutputs())) {
     Type element = cast<ShapedType>(v.getType()).getElementType();
     if (element.isF32())
       continue;
-    if (!element.isBF16() || !isResultStorableInBf16())
-      return emitOpError("the output must be f32")
-             << (isResultStorableInBf16() ? " or bf16" : "") << ", got "
+    if (!element.isBF16() || !isResultStorableInBf16(i))
+      return emitOpError("output ")
+             << i << " must be f32"
+             << (isResultStorableInBf16(i) ? " or bf16" : "") << ", got "
              << v.getType();
     auto activation = getConfig().getAs<StringAttr>("activation");
     if (getFlag("accumulate") ||
@@ -276,6 +351,9 @@ LogicalResult KernelOp::verify() {
     return failure(
         failed(needInts("kernel", 2)) || failed(needInts("strides", 2)) ||
         failed(needInts("padding", 4)) || failed(needInts("dilations", 2)));
+  case KernelKind::sdpa_fwd:
+  case KernelKind::sdpa_bwd:
+    return verifySdpa(*this);
   }
   llvm_unreachable("unknown kernel kind");
 }

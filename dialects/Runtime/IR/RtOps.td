@@ -68,7 +68,9 @@ def Rt_KernelKind : I32EnumAttr<"KernelKind", "runtime kernel", [
   I32EnumAttrCase<"max_pool2d_fwd", 4>,
   I32EnumAttrCase<"avg_pool2d_fwd", 5>,
   I32EnumAttrCase<"max_pool2d_bwd", 6>,
-  I32EnumAttrCase<"avg_pool2d_bwd", 7>
+  I32EnumAttrCase<"avg_pool2d_bwd", 7>,
+  I32EnumAttrCase<"sdpa_fwd", 8>,
+  I32EnumAttrCase<"sdpa_bwd", 9>
 ]> {
   let cppNamespace = "::mlir::cleave::rt";
   let genSpecializedAttr = 0;
@@ -118,10 +120,11 @@ class Rt_Op<string mnemonic, list<Trait> traits = []>
 def Rt_KernelOp : Rt_Op<"kernel", [
     DestinationStyleOpInterface, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
-  let summary = "a oneDNN-backed kernel, destination-passing";
+  let summary = "a library kernel (oneDNN, cuBLASLt, cuDNN), destination-passing";
   let description = [{
-    Computes `kind` from `inputs` into `init` (one output). `config` holds
-    the kernel's attributes:
+    Computes `kind` from `inputs` into `outputs` (one, but two for
+    `sdpa_fwd` and three for `sdpa_bwd`). `config` holds the kernel's
+    attributes:
 
     | kind | inputs | config |
     |---|---|---|
@@ -132,6 +135,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     | `max_pool2d_fwd`, `avg_pool2d_fwd` | src | `kernel`, `strides`, `padding`, `dilations`, `count_include_pad` |
     | `max_pool2d_bwd` | src, diff_dst | as pooling |
     | `avg_pool2d_bwd` | diff_dst | as pooling |
+    | `sdpa_fwd` | q [B, T, D], k [B, S, D], v [B, S, Dv], [mask [T, S]]; outputs o [B, T, Dv], lse [B, T] | `scale` (f64, multiplies q k^T), `causal` (bool) |
+    | `sdpa_bwd` | q, k, v, o, lse, do, [mask]; outputs dq, dk, dv | as sdpa_fwd |
 
     Without `accumulate` the initial contents of `init` are irrelevant.
     Every operand is f32, but the multiplied inputs of the compute-bound
@@ -139,7 +144,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     be bf16: the kernel reads them as stored and multiplies in bf16. A
     convolution's result may be bf16 too (cuDNN's bf16 convolutions write
     one), rounded once from the f32 sum; it then takes no bias, activation
-    or accumulate.
+    or accumulate. Attention's tensors may all be bf16 (cuDNN's fused
+    attention takes no other), but for `lse`, which stays f32.
 
     ```mlir
     %r = rt.kernel matmul ins(%x, %w, %b : tensor<32x784xf32>, tensor<512x784xf32>, tensor<512xf32>)
@@ -163,11 +169,14 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     bool getFlag(::llvm::StringRef name);
     /// Whether input `input` may be bf16: a multiplied operand of a
     /// compute-bound kernel (matmul's a and b, a convolution's src,
-    /// diff_dst and weights), which the kernel then reads as stored.
+    /// diff_dst and weights, every input of attention but its
+    /// log-sum-exp), which the kernel then reads as stored.
     bool isStorableInBf16(unsigned input);
-    /// Whether the result may be bf16: a convolution's, rounded once by the
-    /// kernel.
-    bool isResultStorableInBf16();
+    /// Whether output `output` may be bf16: a convolution's, rounded once
+    /// by the kernel, and attention's but for its log-sum-exp.
+    bool isResultStorableInBf16(unsigned output = 0);
+    /// How many outputs a kernel of `kind` has.
+    static unsigned getNumOutputsOf(KernelKind kind);
     /// An integer-array entry of `config`.
     ::llvm::SmallVector<int64_t> getInts(::llvm::StringRef name);
   }];

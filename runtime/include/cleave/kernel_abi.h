@@ -134,6 +134,33 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
                             const float *diff_dst, float *diff_src);
 
 /**
+ * Scaled dot-product attention (`sdpa_fwd` entries). For each of `batch`
+ * slices (the batch and head dimensions), with `S = scale * q k^T` (`[T, S]`)
+ * plus `mask` when given, and `S[i][j] = -inf` where `j > i` with `causal`:
+ * `o = softmax(S) v`, the softmax over each row, and `lse[i] = log(sum_j
+ * exp(S[i][j]))`, the row's log-sum-exp (what the backward pass recomputes
+ * the probabilities from). `q` is `[batch, T, D]`, `k` `[batch, S, D]`, `v`
+ * `[batch, S, Dv]`, `mask` `[T, S]` (NULL when the entry has `mask: false`),
+ * `o` `[batch, T, Dv]`, `lse` `[batch, T]`. `lse` is f32; the other tensors
+ * are f32, or bf16 where the entry's `io_type` says so.
+ */
+void cleave_kernel_sdpa_fwd(void *ctx, int64_t id, const void *q, const void *k,
+                            const void *v, const void *mask, void *o,
+                            float *lse);
+
+/**
+ * Gradient of attention (`sdpa_bwd` entries) with respect to `q`, `k` and
+ * `v` (`dq`, `dk`, `dv`, overwritten), from the forward pass's operands, its
+ * `o` and `lse`, and `d_o`, the gradient with respect to `o`. With `P` the
+ * probabilities (`exp(S - lse)`): `dv = P^T d_o`, `dS = P * (d_o v^T -
+ * rowsum(d_o * o))`, `dq = scale * dS k`, `dk = scale * dS^T q`.
+ */
+void cleave_kernel_sdpa_bwd(void *ctx, int64_t id, const void *q, const void *k,
+                            const void *v, const void *mask, const void *o,
+                            const float *lse, const void *d_o, void *dq,
+                            void *dk, void *dv);
+
+/**
  * The CUDA stream of `ctx` (a `CUstream`, NULL for the default stream), for
  * artifacts compiled for the `cuda` target. Every pointer such an artifact's
  * entry points receive, and passes on to the kernels below, is a device

@@ -37,6 +37,8 @@ enum class KernelKind {
   ConvolutionBackwardWeights,
   PoolingForward,
   PoolingBackward,
+  AttentionForward,
+  AttentionBackward,
 };
 
 /// The manifest ops of a kind, for messages ("max_pool2d_fwd or
@@ -46,6 +48,15 @@ const char *kernelKindName(KernelKind kind);
 /// The Status of the exception being handled, raised while `where` ran (out
 /// of memory, or the exception's message). Call only from a catch block.
 Status currentException(const std::string &where);
+
+/// The operands of cleave_kernel_sdpa_bwd, in its order. Tensors are bf16
+/// or f32 as the entry's `io_type` says; `lse` is always f32.
+struct AttentionGradients {
+  const void *q, *k, *v, *mask, *o;
+  const float *lse;
+  const void *dO;
+  void *dq, *dk, *dv;
+};
 
 /// `bytes` bytes at `data`: one of a session's buffers.
 struct BufferRange {
@@ -76,6 +87,12 @@ public:
   virtual Status poolForward(int64_t id, const float *src, float *dst) = 0;
   virtual Status poolBackward(int64_t id, const float *src,
                               const float *diffDst, float *diffSrc) = 0;
+  /// Fused attention and its gradient (kernel_abi.h's sdpa functions).
+  virtual Status attentionForward(int64_t id, const void *q, const void *k,
+                                  const void *v, const void *mask, void *o,
+                                  float *lse) = 0;
+  virtual Status attentionBackward(int64_t id,
+                                   const AttentionGradients &operands) = 0;
   /// Copy and zero fill of `floats` floats on the device, for the ZeRO-1
   /// calls (cleave_shard and, with one rank, its collectives).
   virtual Status copy(float *dst, const float *src, int64_t floats) = 0;

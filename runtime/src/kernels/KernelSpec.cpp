@@ -6,6 +6,7 @@
 
 #include "kernels/KernelSpec.h"
 
+#include <cmath>
 #include <limits>
 #include <string_view>
 #include <type_traits>
@@ -99,6 +100,17 @@ bool KernelSpec::boolean(const char *key) {
     fail(std::string("field '") + key + "' must be a boolean, got " +
          jsonTypeName(value));
   return value.get<bool>();
+}
+
+double KernelSpec::number(const char *key) {
+  const nlohmann::json &value = field(key);
+  if (!value.is_number())
+    fail(std::string("field '") + key + "' must be a number, got " +
+         jsonTypeName(value));
+  double v = value.get<double>();
+  if (!std::isfinite(v))
+    fail(std::string("field '") + key + "' must be finite");
+  return v;
 }
 
 bool KernelSpec::boolean(const char *key, bool fallback) {
@@ -221,6 +233,12 @@ template <> struct SpecField<abi::Bool> {
   }
   static bool fallback(const char *text) {
     return std::string_view(text) == "true";
+  }
+};
+
+template <> struct SpecField<abi::Number> {
+  static double read(KernelSpec &spec, const abi::FieldDesc &f) {
+    return spec.number(f.key);
   }
 };
 
@@ -361,6 +379,10 @@ std::string checkKernelTable(const nlohmann::json &kernels) {
       case abi::KernelOp::avg_pool2d_bwd:
         readPoolEntry(spec);
         break;
+      case abi::KernelOp::sdpa_fwd:
+      case abi::KernelOp::sdpa_bwd:
+        readSdpaEntry(spec);
+        break;
       }
     }
   } catch (const KernelSpecError &e) {
@@ -408,7 +430,7 @@ void checkWindowedShape(const KernelSpec &spec, int64_t h, int64_t w,
 MatmulEntry readMatmulEntry(KernelSpec &spec) {
   const abi::Kernel k = readKernel(spec, spec.kernelOp());
   MatmulEntry e;
-  e.batch = *k.batch, e.m = *k.m, e.k = *k.k, e.n = k.n;
+  e.batch = *k.batch, e.m = *k.m, e.k = *k.k, e.n = *k.n;
   e.transA = *k.transA, e.transB = *k.transB, e.bBatched = *k.bBatched;
   e.bias = *k.bias;
   e.relu = *k.activation == abi::Activation::relu;
@@ -438,7 +460,7 @@ std::array<int64_t, N> pairs(const std::vector<int64_t> &v) {
 ConvEntry readConvEntry(KernelSpec &spec) {
   const abi::Kernel k = readKernel(spec, spec.kernelOp());
   ConvEntry e;
-  e.n = k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.o = *k.o;
+  e.n = *k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.o = *k.o;
   e.kh = *k.kh, e.kw = *k.kw, e.oh = *k.oh, e.ow = *k.ow;
   e.strides = pairs<2>(*k.strides);
   e.padding = pairs<4>(*k.padding);
@@ -476,7 +498,7 @@ ConvEntry readConvEntry(KernelSpec &spec) {
 PoolEntry readPoolEntry(KernelSpec &spec) {
   const abi::Kernel k = readKernel(spec, spec.kernelOp());
   PoolEntry e;
-  e.n = k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.oh = *k.oh, e.ow = *k.ow;
+  e.n = *k.n, e.c = *k.c, e.h = *k.h, e.w = *k.w, e.oh = *k.oh, e.ow = *k.ow;
   e.kernel = pairs<2>(*k.kernel);
   e.strides = pairs<2>(*k.strides);
   e.padding = pairs<4>(*k.padding);
@@ -487,6 +509,32 @@ PoolEntry readPoolEntry(KernelSpec &spec) {
                      e.padding, e.dilations);
   spec.elementCount("src", {e.n, e.c, e.h, e.w});
   spec.elementCount("dst", {e.n, e.c, e.oh, e.ow});
+  return e;
+}
+
+SdpaEntry readSdpaEntry(KernelSpec &spec) {
+  const abi::Kernel k = readKernel(spec, spec.kernelOp());
+  SdpaEntry e;
+  e.batch = *k.batch, e.seqQ = *k.seqQ, e.seqKv = *k.seqKv;
+  e.headDim = *k.headDim, e.valueDim = *k.valueDim;
+  e.scale = *k.scale;
+  e.causal = *k.causal, e.mask = *k.mask;
+  e.bf16 = *k.math == abi::Math::bf16;
+  bool ioBf16 = *k.ioType == abi::Storage::bf16;
+  // The kernel multiplies in the type its tensors are stored in: rounding
+  // f32 tensors on the fly is a mode no library offers for attention.
+  if (ioBf16 != e.bf16)
+    spec.fail(std::string("'math' and 'io_type' must agree (attention "
+                          "multiplies in the type it stores), got 'math': '") +
+              abi::name(*k.math) + "' and 'io_type': '" + abi::name(*k.ioType) +
+              "'");
+  if (e.scale == 0)
+    spec.fail("field 'scale' must not be 0");
+  spec.elementCount("q", {e.batch, e.seqQ, e.headDim});
+  spec.elementCount("k", {e.batch, e.seqKv, e.headDim});
+  spec.elementCount("v", {e.batch, e.seqKv, e.valueDim});
+  spec.elementCount("o", {e.batch, e.seqQ, e.valueDim});
+  spec.elementCount("scores", {e.seqQ, e.seqKv});
   return e;
 }
 

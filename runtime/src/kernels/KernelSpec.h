@@ -57,6 +57,8 @@ public:
     return out;
   }
   bool boolean(const char *key);
+  /// A finite number field.
+  double number(const char *key);
   /// An optional boolean: `fallback` when absent.
   bool boolean(const char *key, bool fallback);
   /// A string field whose value must be one of `allowed`.
@@ -187,6 +189,18 @@ struct PoolEntry {
   bool includePad;
 };
 PoolEntry readPoolEntry(KernelSpec &spec);
+
+/// The fields of an `sdpa_fwd` or `sdpa_bwd` entry, read, finished and
+/// checked (a finite non-zero scale, bf16 storage with bf16 math only).
+struct SdpaEntry {
+  /// The batch and head dimensions' product, T, S, D and Dv.
+  int64_t batch, seqQ, seqKv, headDim, valueDim;
+  double scale;
+  bool causal, mask;
+  /// `"math": "bf16"`, which `"io_type": "bf16"` requires and implies.
+  bool bf16;
+};
+SdpaEntry readSdpaEntry(KernelSpec &spec);
 
 } // namespace cleave::rt
 

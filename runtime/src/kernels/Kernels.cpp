@@ -156,6 +156,23 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
   });
 }
 
+void cleave_kernel_sdpa_fwd(void *ctx, int64_t id, const void *q, const void *k,
+                            const void *v, const void *mask, void *o,
+                            float *lse) {
+  call("cleave_kernel_sdpa_fwd", ctx, id, [&](KernelLibrary &l) {
+    return l.attentionForward(id, q, k, v, mask, o, lse);
+  });
+}
+
+void cleave_kernel_sdpa_bwd(void *ctx, int64_t id, const void *q, const void *k,
+                            const void *v, const void *mask, const void *o,
+                            const float *lse, const void *d_o, void *dq,
+                            void *dk, void *dv) {
+  call("cleave_kernel_sdpa_bwd", ctx, id, [&](KernelLibrary &l) {
+    return l.attentionBackward(id, {q, k, v, mask, o, lse, d_o, dq, dk, dv});
+  });
+}
+
 void cleave_cross_rank_reduce(void *ctx, int32_t kind, int64_t count,
                               float **buffers, const int64_t *sizes) {
   const char *entry = "cleave_cross_rank_reduce";

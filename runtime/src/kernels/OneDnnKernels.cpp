@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kernels/OneDnnKernels.h"
+#include "kernels/Attention.h"
 #include "kernels/Convolution.h"
 #include "kernels/Kernel.h"
 #include "kernels/KernelSpec.h"
@@ -59,6 +60,9 @@ std::unique_ptr<Kernel> buildKernel(KernelSpec &spec, BuildEnv &env) {
     return buildPool<KernelKind::PoolingBackward, true>(spec, env);
   case abi::KernelOp::avg_pool2d_bwd:
     return buildPool<KernelKind::PoolingBackward, false>(spec, env);
+  case abi::KernelOp::sdpa_fwd:
+  case abi::KernelOp::sdpa_bwd:
+    return std::make_unique<AttentionKernel>(spec);
   }
   spec.fail("no oneDNN kernel for this op");
 }
@@ -102,6 +106,10 @@ const char *kernelKindName(KernelKind kind) {
     return "max_pool2d_fwd or avg_pool2d_fwd";
   case KernelKind::PoolingBackward:
     return "max_pool2d_bwd or avg_pool2d_bwd";
+  case KernelKind::AttentionForward:
+    return "sdpa_fwd";
+  case KernelKind::AttentionBackward:
+    return "sdpa_bwd";
   }
   return "?";
 }
@@ -242,6 +250,22 @@ Status OneDnnKernels::poolBackward(int64_t id, const float *src,
                             [&](PoolingKernel &p, dnnl::stream &s) {
                               p.backward(s, src, diffDst, diffSrc);
                             });
+}
+
+Status OneDnnKernels::attentionForward(int64_t id, const void *q, const void *k,
+                                       const void *v, const void *mask, void *o,
+                                       float *lse) {
+  return run<AttentionKernel>(id, KernelKind::AttentionForward,
+                              [&](AttentionKernel &a, dnnl::stream &) {
+                                a.forward(q, k, v, mask, o, lse);
+                              });
+}
+
+Status OneDnnKernels::attentionBackward(int64_t id,
+                                        const AttentionGradients &operands) {
+  return run<AttentionKernel>(
+      id, KernelKind::AttentionBackward,
+      [&](AttentionKernel &a, dnnl::stream &) { a.backward(operands); });
 }
 
 Status OneDnnKernels::copy(float *dst, const float *src, int64_t floats) {

@@ -46,6 +46,11 @@ public:
   Status poolForward(int64_t id, const float *src, float *dst) override;
   Status poolBackward(int64_t id, const float *src, const float *diffDst,
                       float *diffSrc) override;
+  Status attentionForward(int64_t id, const void *q, const void *k,
+                          const void *v, const void *mask, void *o,
+                          float *lse) override;
+  Status attentionBackward(int64_t id,
+                           const AttentionGradients &operands) override;
   Status copy(float *dst, const float *src, int64_t floats) override;
   Status zero(float *dst, int64_t floats) override;
 

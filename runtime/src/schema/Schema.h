@@ -232,7 +232,7 @@ struct Presence {
 };
 
 /// The most cases a discriminator has (the kernel ops).
-inline constexpr size_t kMaxColumns = 8;
+inline constexpr size_t kMaxColumns = 10;
 struct PresenceRow {
   Presence codes[kMaxColumns];
   size_t count;

@@ -86,7 +86,7 @@ module attributes {rt.kernels = [{accumulate = false, activation = "none", b_bat
 
 // -----
 
-// expected-error @+1 {{'rt.kernels' entry 0: 'op' must be "matmul", "conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weights", "max_pool2d_fwd", "avg_pool2d_fwd", "max_pool2d_bwd" or "avg_pool2d_bwd", got "softmax"}}
+// expected-error @+1 {{'rt.kernels' entry 0: 'op' must be "matmul", "conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_weights", "max_pool2d_fwd", "avg_pool2d_fwd", "max_pool2d_bwd", "avg_pool2d_bwd", "sdpa_fwd" or "sdpa_bwd", got "softmax"}}
 module attributes {rt.kernels = [{id = 0 : i64, op = "softmax"}]} {
 }
 

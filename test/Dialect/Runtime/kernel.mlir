@@ -50,7 +50,7 @@ func.func @bf16_conv_relu(%x: memref<2x3x8x8xbf16>, %k: memref<4x3x3x3xbf16>, %y
 // -----
 
 func.func @bf16_output(%a: memref<8x4xbf16>, %w: memref<4x16xf32>, %d: memref<8x16xbf16>) {
-  // expected-error @+1 {{the output must be f32, got 'memref<8x16xbf16>'}}
+  // expected-error @+1 {{output 0 must be f32, got 'memref<8x16xbf16>'}}
   rt.kernel matmul ins(%a, %w : memref<8x4xbf16>, memref<4x16xf32>) outs(%d : memref<8x16xbf16>) {trans_a = false, trans_b = false}
   return
 }
@@ -66,7 +66,7 @@ func.func @bf16_bias(%a: memref<8x4xf32>, %w: memref<4x16xf32>, %bias: memref<16
 // -----
 
 func.func @bf16_pool_output(%x: memref<2x3x8x8xf32>, %y: memref<2x3x4x4xbf16>) {
-  // expected-error @+1 {{the output must be f32, got 'memref<2x3x4x4xbf16>'}}
+  // expected-error @+1 {{output 0 must be f32, got 'memref<2x3x4x4xbf16>'}}
   rt.kernel max_pool2d_fwd ins(%x : memref<2x3x8x8xf32>) outs(%y : memref<2x3x4x4xbf16>) {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
   return
 }
@@ -85,4 +85,49 @@ func.func @f64(%a: memref<8x4xf64>, %w: memref<4x16xf32>, %d: memref<8x16xf32>) 
   // expected-error @+1 {{input 0 of 'matmul' must be f32 or bf16, got 'memref<8x4xf64>'}}
   rt.kernel matmul ins(%a, %w : memref<8x4xf64>, memref<4x16xf32>) outs(%d : memref<8x16xf32>) {trans_a = false, trans_b = false}
   return
+}
+
+// -----
+
+// Attention: two outputs forward (o, lse) and three backward; every tensor
+// may be bf16 but the log-sum-exp.
+// CHECK-LABEL: func.func @sdpa
+// CHECK:         rt.kernel sdpa_fwd
+// CHECK:         rt.kernel sdpa_bwd
+func.func @sdpa(%q: tensor<8x4x16xbf16>, %k: tensor<8x6x16xbf16>, %v: tensor<8x6x16xbf16>, %m: tensor<4x6xbf16>) -> (tensor<8x4x16xbf16>, tensor<8x6x16xbf16>) {
+  %o0 = tensor.empty() : tensor<8x4x16xbf16>
+  %l0 = tensor.empty() : tensor<8x4xf32>
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %k, %v, %m : tensor<8x4x16xbf16>, tensor<8x6x16xbf16>, tensor<8x6x16xbf16>, tensor<4x6xbf16>) outs(%o0, %l0 : tensor<8x4x16xbf16>, tensor<8x4xf32>) {scale = 0.25 : f64, causal = false} -> tensor<8x4x16xbf16>, tensor<8x4xf32>
+  %k0 = tensor.empty() : tensor<8x6x16xbf16>
+  %dq, %dk, %dv = rt.kernel sdpa_bwd ins(%q, %k, %v, %o, %lse, %o, %m : tensor<8x4x16xbf16>, tensor<8x6x16xbf16>, tensor<8x6x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4xf32>, tensor<8x4x16xbf16>, tensor<4x6xbf16>) outs(%o0, %k0, %k0 : tensor<8x4x16xbf16>, tensor<8x6x16xbf16>, tensor<8x6x16xbf16>) {scale = 0.25 : f64, causal = false} -> tensor<8x4x16xbf16>, tensor<8x6x16xbf16>, tensor<8x6x16xbf16>
+  return %dq, %dk : tensor<8x4x16xbf16>, tensor<8x6x16xbf16>
+}
+
+// -----
+
+func.func @sdpa_lse_bf16(%q: tensor<8x4x16xbf16>) -> tensor<8x4x16xbf16> {
+  %o0 = tensor.empty() : tensor<8x4x16xbf16>
+  %l0 = tensor.empty() : tensor<8x4xbf16>
+  // expected-error @+1 {{output 1 must be f32, got 'tensor<8x4xbf16>'}}
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %q, %q : tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4x16xbf16>) outs(%o0, %l0 : tensor<8x4x16xbf16>, tensor<8x4xbf16>) {scale = 0.25 : f64, causal = true} -> tensor<8x4x16xbf16>, tensor<8x4xbf16>
+  return %o : tensor<8x4x16xbf16>
+}
+
+// -----
+
+func.func @sdpa_one_output(%q: tensor<8x4x16xf32>) -> tensor<8x4x16xf32> {
+  %o0 = tensor.empty() : tensor<8x4x16xf32>
+  // expected-error @+1 {{'sdpa_fwd' has 2 outputs, got 1}}
+  %o = rt.kernel sdpa_fwd ins(%q, %q, %q : tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>) outs(%o0 : tensor<8x4x16xf32>) {scale = 0.25 : f64, causal = true} -> tensor<8x4x16xf32>
+  return %o : tensor<8x4x16xf32>
+}
+
+// -----
+
+func.func @sdpa_mask_shape(%q: tensor<8x4x16xf32>, %m: tensor<4x5xf32>) -> tensor<8x4x16xf32> {
+  %o0 = tensor.empty() : tensor<8x4x16xf32>
+  %l0 = tensor.empty() : tensor<8x4xf32>
+  // expected-error @+1 {{the mask must be [4, 4], got 'tensor<4x5xf32>'}}
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %q, %q, %m : tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<4x5xf32>) outs(%o0, %l0 : tensor<8x4x16xf32>, tensor<8x4xf32>) {scale = 0.25 : f64, causal = true} -> tensor<8x4x16xf32>, tensor<8x4xf32>
+  return %o : tensor<8x4x16xf32>
 }

@@ -225,7 +225,8 @@ static void setTrainingOptions(TrainingPipelineOptions &o, const Case &c,
 
 OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
                                                uint64_t seed, Model *model,
-                                               std::string &errors) {
+                                               std::string &errors,
+                                               bool cudaBf16) {
   std::mt19937_64 rng(seed);
   *model = c.build(ctx, rng);
   if (!model->module) {
@@ -237,6 +238,10 @@ OwningOpRef<ModuleOp> backend_test::buildSplit(MLIRContext *ctx, const Case &c,
   PassManager pm(ctx);
   TrainingPipelineOptions options;
   setTrainingOptions(options, c, model->batch);
+  if (cudaBf16) {
+    options.target = rt::Device::cuda;
+    options.precision = rt::KernelPrecision::bf16;
+  }
   buildTrainingPipeline(pm, options, Phase::Split);
   if (failed(pm.run(*split))) {
     errors = "training pipeline failed:\n" + diags.str();
@@ -268,7 +273,8 @@ static bool isBf16Convolution(Operation *op) {
 /// kernels come from. Every matmul and linear layer; every convolution but
 /// one with a single input channel and no groups.
 static bool multipliesInBf16(Operation *op) {
-  if (isa<nn::MatmulOp, nn::LinearOp>(op))
+  if (isa<nn::MatmulOp, nn::LinearOp, nn::FusedAttentionOp,
+          nn::FusedAttentionGradOp>(op))
     return true;
   return isBf16Convolution(op);
 }
@@ -678,9 +684,13 @@ private:
     interp::InterpretOptions rounding;
     if (options.bf16) {
       rounding.roundsOperandsToBf16 = multipliesInBf16;
-      // cuda's bf16 convolutions write bf16 results (cuDNN).
+      // cuda's bf16 convolutions and fused attention write bf16 results
+      // (cuDNN).
       if (options.gpuKernelsOnHost)
-        rounding.roundsResultsToBf16 = isBf16Convolution;
+        rounding.roundsResultsToBf16 = [](Operation *op) {
+          return isBf16Convolution(op) ||
+                 isa<nn::FusedAttentionOp, nn::FusedAttentionGradOp>(op);
+        };
     }
     return test::run(*split, entry, args, on, rounding);
   }
@@ -710,7 +720,8 @@ void Runner::compileBoth() {
   std::string errors;
   {
     Timer t(out, "split");
-    split = buildSplit(ctx.get(), c, seed, &model, errors);
+    split = buildSplit(ctx.get(), c, seed, &model, errors,
+                       options.gpuKernelsOnHost && options.bf16);
   }
   if (model.module) {
     llvm::raw_string_ostream os(out.modelText);

@@ -207,10 +207,12 @@ Outcome runCase(const Case &c, const RunOptions &options);
 uint64_t caseSeed(const Case &c, uint64_t extra);
 
 /// Builds the case's model and runs the training pipeline up to the split;
-/// null (with `errors`) on failure.
-OwningOpRef<ModuleOp> buildSplit(MLIRContext *ctx, const Case &c,
-                                 uint64_t seed, Model *model,
-                                 std::string &errors);
+/// null (with `errors`) on failure. `cudaBf16`: the pipeline of
+/// target=cuda precision=bf16, which keeps attention fused where cuDNN's
+/// kernel takes it.
+OwningOpRef<ModuleOp> buildSplit(MLIRContext *ctx, const Case &c, uint64_t seed,
+                                 Model *model, std::string &errors,
+                                 bool cudaBf16 = false);
 
 } // namespace mlir::cleave::backend_test
 

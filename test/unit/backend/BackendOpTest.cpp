@@ -169,8 +169,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, BackendOp, ::testing::ValuesIn(allCases()),
 // LeNet cases miss by 0.047 and 0.088 of the terms, and against the
 // unrounded interpreter the MLP and LeNet differ by up to 0.14 and 0.24 (a
 // ReLU whose input is near zero flips) and attention by 6.2e-3.
-const char *const kBf16Cases[] = {"matmul", "linear", "conv",
-                                   "attention", "mlp", "lenet"};
+const char *const kBf16Cases[] = {
+    "matmul", "linear", "conv", "attention", "mlp", "lenet", "fused_attention"};
 
 class BackendOpBf16 : public ::testing::TestWithParam<const char *> {
 protected:
@@ -513,21 +513,24 @@ TEST(BackendOpCoverage, EveryNNOpIsLoweredAndTested) {
   // op name -> cases whose split IR contains it.
   std::map<std::string, std::set<std::string>> seen;
   std::set<std::string> variantsSeen;
-  for (const Case &c : allCases()) {
-    Model model;
-    std::string errors;
-    OwningOpRef<ModuleOp> split =
-        buildSplit(ctx.get(), c, caseSeed(c, 0), &model, errors);
-    ASSERT_TRUE(split) << c.name << ": " << errors;
-    split->walk([&](Operation *op) {
-      if (entryOf(op).empty())
-        return;
-      seen[op->getName().getStringRef().str()].insert(c.name);
-      for (const Variant &var : variants)
-        if (var.matches(op))
-          variantsSeen.insert(var.name);
-    });
-  }
+  // Each case as the CPU pipeline splits it and as cuda's in bf16 does
+  // (which keeps attention fused: BackendOpBf16's GpuKernelsOnHost runs it).
+  for (bool cudaBf16 : {false, true})
+    for (const Case &c : allCases()) {
+      Model model;
+      std::string errors;
+      OwningOpRef<ModuleOp> split =
+          buildSplit(ctx.get(), c, caseSeed(c, 0), &model, errors, cudaBf16);
+      ASSERT_TRUE(split) << c.name << ": " << errors;
+      split->walk([&](Operation *op) {
+        if (entryOf(op).empty())
+          return;
+        seen[op->getName().getStringRef().str()].insert(c.name);
+        for (const Variant &var : variants)
+          if (var.matches(op))
+            variantsSeen.insert(var.name);
+      });
+    }
 
   std::vector<std::string> problems;
   ArrayRef<RegisteredOperationName> nnOps =

@@ -557,6 +557,34 @@ Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
   return m.finish();
 }
 
+/// Attention that cuda's fused kernel takes (head dimension 8): causal with
+/// a divided scale over heads in a dimension of their own, and a constant
+/// additive mask of [T, S] with S != T. The pipeline of target=cuda
+/// precision=bf16 keeps both fused (nn.fused_attention and its gradient, the
+/// sdpa kernels); every other pipeline spells them out.
+Model fusedAttention(MLIRContext *ctx, std::mt19937_64 &rng) {
+  ModelBuilder m(ctx, rng, randomDim(rng, 2, 3));
+  Ops o{m};
+  int64_t t = m.dim(3, 5), s = m.dim(2, 6), d = 8, h = 2;
+  Value q = m.scaled("q.s", m.input("q", {h, t, d}), {h, t, d});
+  Value k = m.scaled("k.s", m.input("k", {h, t, d}), {h, t, d});
+  Value v = m.scaled("v.s", m.input("v", {h, t, d}), {h, t, d});
+  m.observe("causal",
+            o.attention(q, k, v, Value(), std::sqrt(double(d)), true, true));
+  Value ks = m.scaled("ks.s", m.input("ks", {h, s, d}), {h, s, d});
+  Value vs = m.scaled("vs.s", m.input("vs", {h, s, d}), {h, s, d});
+  auto maskType = RankedTensorType::get({t, s}, m.b().getF32Type());
+  std::uniform_real_distribution<float> u(-2, 0);
+  SmallVector<float> maskValues(t * s);
+  for (float &x : maskValues)
+    x = u(m.rng());
+  Value mask = arith::ConstantOp::create(
+      m.b(), m.loc(), maskType,
+      DenseElementsAttr::get(maskType, ArrayRef<float>(maskValues)));
+  m.observe("masked", o.attention(q, ks, vs, mask, 0.5, false, false));
+  return m.finish();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -815,6 +843,7 @@ const std::vector<Case> &backend_test::allCases() {
     add("reductions", reductions, "sgd")->clipNorm = 1e-3;
     add("softmax_losses", softmaxAndLosses, "momentum");
     add("attention", attention, "adam");
+    add("fused_attention", fusedAttention, "adam");
     add("conv", conv, "adam");
     add("pooling", pooling, "sgd");
     // A 2-D training batch norm of one real sample has one value per

@@ -372,6 +372,28 @@ std::vector<GradCase> allCases() {
           ", " + T("2x5x4") + ", " + T("2x5x3") + ", " + T("2x1x5") + " -> " +
           T("2x3x3"),
       T("2x3x3")));
+  // Fused attention (cuda's cuDNN kernels): the VJP is one
+  // nn.fused_attention_grad from the forward's log-sum-exp, whose result
+  // the check does not read; causal with a divided scale over heads, and a
+  // constant additive mask with another key length.
+  c.push_back(fn("fused_attention_causal_divided_heads",
+                 {P("q", "2x2x4x3"), P("k", "2x2x4x3"), P("v", "2x2x4x3")},
+                 "%y, %lse = nn.fused_attention %q, %k, %v {scale = 1.7 : f64, "
+                 "scale_is_divisor, causal} : (" +
+                     T("2x2x4x3") + ", " + T("2x2x4x3") + ", " + T("2x2x4x3") +
+                     ") -> (" + T("2x2x4x3") + ", " + T("2x2x4") + ")",
+                 T("2x2x4x3")));
+  c.push_back(
+      fn("fused_attention_constant_mask",
+         {P("q", "2x3x4"), P("k", "2x5x4"), P("v", "2x5x3")},
+         "%m = arith.constant dense<[[0.0, -1.0, 0.5, -2.0, 0.0], [1.0, 0.0, "
+         "-0.5, 0.0, -1.0], [0.0, 0.0, 0.0, -3.0, 0.25]]> : " +
+             T("3x5") +
+             "\n  %y, %lse = nn.fused_attention %q, %k, %v, %m "
+             "{scale = 0.5 : f64} : (" +
+             T("2x3x4") + ", " + T("2x5x4") + ", " + T("2x5x3") + ", " +
+             T("3x5") + ") -> (" + T("2x3x3") + ", " + T("2x3") + ")",
+         T("2x3x3")));
   c.push_back(fn("cross_entropy_i32_labels",
                  {P("x", "3x4"), A("l", "tensor<3xi32>")},
                  "%y = nn.cross_entropy %x, %l : " + T("3x4") +

@@ -967,6 +967,18 @@ public:
     return k->backward(src, diffDst, diffSrc, workspace_);
   }
 
+  Status attentionForward(int64_t id, const void *, const void *,
+                          const void *, const void *, void *,
+                          float *) override {
+    find<CudaKernel>(id, KernelKind::AttentionForward, "sdpa_fwd");
+    return lookupError_;
+  }
+
+  Status attentionBackward(int64_t id, const AttentionGradients &) override {
+    find<CudaKernel>(id, KernelKind::AttentionBackward, "sdpa_bwd");
+    return lookupError_;
+  }
+
   Status copy(float *dst, const float *src, int64_t floats) override {
     return libs_.device.compute().copy(dst, src,
                                        size_t(floats) * sizeof(float));
@@ -1016,6 +1028,10 @@ private:
           backward ? KernelKind::PoolingBackward : KernelKind::PoolingForward,
           max);
     }
+    case abi::KernelOp::sdpa_fwd:
+    case abi::KernelOp::sdpa_bwd:
+      spec.fail("fused attention has no cuda kernel yet (cuDNN's graph API); "
+                "compile with --fused-attention=false");
     }
     spec.fail("no cuda kernel for this op");
   }

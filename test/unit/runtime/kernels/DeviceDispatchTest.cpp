@@ -45,6 +45,15 @@ public:
                       float *diffSrc) override {
     return record("pool_bwd", id, {src, diffDst, diffSrc});
   }
+  Status attentionForward(int64_t id, const void *q, const void *k,
+                          const void *v, const void *mask, void *o,
+                          float *lse) override {
+    return record("sdpa_fwd", id, {q, k, v, mask, o, lse});
+  }
+  Status attentionBackward(int64_t id, const AttentionGradients &x) override {
+    return record("sdpa_bwd", id,
+                  {x.q, x.k, x.v, x.mask, x.o, x.lse, x.dO, x.dq, x.dk, x.dv});
+  }
   Status copy(float *dst, const float *src, int64_t floats) override {
     copies.push_back({dst, src, floats});
     return Status::success();
