@@ -33,6 +33,25 @@
 // pooling: cudnnPoolingForward / Backward; max pooling backward recomputes
 //   the forward output into the workspace (the ABI passes the forward input,
 //   cuDNN wants the output too), like the oneDNN kernel.
+// sdpa: cuDNN 9's backend graph API, with the operation graphs
+//   cudnn-frontend builds for its composite flash-attention nodes, which
+//   cuDNN fuses into one kernel. The ABI's [batch, T, D] tensors are
+//   [1, batch, T, D] (the batch and head dimensions flattened into cuDNN's
+//   head dimension), k is bound as its transposed view [1, batch, D, S], the
+//   mask as a [1, 1, T, S] bias and lse as the [1, batch, T, 1] stats. The
+//   forward graph is q kᵀ, scale, mask, the causal mask (GEN_INDEX of row
+//   and column, CMP_GE, BINARY_SELECT of -inf), the softmax as a row max,
+//   exp, row sum and division (its P in bf16, the second product's operand),
+//   the stats as max + log(sum), and P v. The backward graph recomputes P as
+//   exp(scores - lse), and takes softmax_sum = rowsum(dO o) and dQ_accum
+//   (dS k in f32, then rounded to dq) as f32 buffers in the shared workspace
+//   after cuDNN's own; Pᵀ and dSᵀ are bf16 RESHAPE views for the dV and dK
+//   products. Scale, -inf and 1 are by-value scalars, read from host floats
+//   when the plan is enqueued. The engine is the first of the heuristics
+//   (mode A, then fallback) that is deterministic and whose execution plan
+//   finalizes. cuDNN's fused attention takes bf16 tensors only (f32 entries
+//   are refused: the compiler decomposes attention for them) and head
+//   dimensions that are multiples of 8 up to 256.
 //
 // cuDNN's legacy descriptors take one padding per dimension and no pooling
 // dilation. The ABI's padding is top, left, bottom, right: an entry is
@@ -60,7 +79,11 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace cleave::rt {
@@ -124,7 +147,14 @@ namespace {
   X(cudnnSetPooling2dDescriptor)                                               \
   X(cudnnGetPooling2dForwardOutputDim)                                         \
   X(cudnnPoolingForward)                                                       \
-  X(cudnnPoolingBackward)
+  X(cudnnPoolingBackward)                                                      \
+  X(cudnnGetLastErrorString)                                                   \
+  X(cudnnBackendCreateDescriptor)                                              \
+  X(cudnnBackendDestroyDescriptor)                                             \
+  X(cudnnBackendSetAttribute)                                                  \
+  X(cudnnBackendGetAttribute)                                                  \
+  X(cudnnBackendFinalize)                                                      \
+  X(cudnnBackendExecute)
 
 struct CublasLt {
 #define CLEAVE_MEMBER(name) decltype(&::name) name = nullptr;
@@ -250,6 +280,8 @@ public:
   virtual ~CudaKernel() = default;
   /// Bytes of the shared workspace the kernel uses.
   virtual size_t workspaceBytes() const = 0;
+  /// One line for logs: the op and how it runs.
+  virtual std::string describe() const { return op; }
 
   KernelKind kind;
   int64_t id;
@@ -885,6 +917,700 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
+// Attention on cuDNN's graph API
+//===----------------------------------------------------------------------===//
+
+using BackendDescriptor = cudnnBackendDescriptor_t;
+using OwnedBackendDescriptor = OwnedDnn<BackendDescriptor>;
+
+/// A 4-D tensor's dimensions and strides, in elements.
+struct Layout {
+  std::array<int64_t, 4> dims, strides;
+};
+
+/// `dims` stored row-major.
+Layout packed(const std::array<int64_t, 4> &dims) {
+  Layout l{dims, {}};
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    l.strides[d] = stride;
+    stride *= dims[d];
+  }
+  return l;
+}
+
+/// The same memory with its last two dimensions swapped: a transposed view.
+Layout transposed(Layout l) {
+  std::swap(l.dims[2], l.dims[3]);
+  std::swap(l.strides[2], l.strides[3]);
+  return l;
+}
+
+/// `l` with its last dimension reduced to 1, stored row-major.
+Layout rowwise(const Layout &l) {
+  return packed({l.dims[0], l.dims[1], l.dims[2], 1});
+}
+
+/// The uids of the tensors a call binds; virtual tensors are numbered from
+/// kFirstVirtualUid.
+enum : int64_t {
+  kUidQ = 1,
+  kUidK,
+  kUidV,
+  kUidMask,
+  kUidO,
+  kUidStats,
+  kUidDO,
+  kUidDQ,
+  kUidDK,
+  kUidDV,
+  kUidSoftmaxSum,
+  kUidDQAccum,
+  kUidScale,
+  kUidNegInf,
+  kUidOne,
+  kFirstVirtualUid = 100,
+};
+
+/// The alignment every bound tensor declares (cuDNN's SDPA needs 16 bytes).
+constexpr int64_t kAttentionAlignment = 16;
+
+/// `s`'s name and, when cuDNN left one, its message for the last failure.
+std::string cudnnFailure(const Cudnn &dnn, cudnnStatus_t s) {
+  std::array<char, 1024> message = {};
+  dnn.cudnnGetLastErrorString(message.data(), message.size());
+  std::string out = dnn.cudnnGetErrorString(s);
+  if (message[0])
+    out += std::string(" (") + message.data() + ")";
+  return out;
+}
+
+/// A tensor of a graph being built: its finalized descriptor and layout.
+struct GraphTensor {
+  BackendDescriptor desc;
+  Layout layout;
+};
+
+/// Makes the backend descriptors of one operation graph, each finalized as
+/// it is made and owned by `owned` (the kernel's), and fails the entry with
+/// cuDNN's status and message when a call fails. Operations are listed in
+/// the order they are made, which is the graph's.
+class GraphBuilder {
+public:
+  GraphBuilder(const Cudnn &dnn, KernelSpec &spec,
+               std::vector<std::unique_ptr<OwnedBackendDescriptor>> &owned)
+      : dnn_(dnn), spec_(spec), owned_(owned) {}
+
+  void check(cudnnStatus_t s, const std::string &call) const {
+    if (s != CUDNN_STATUS_SUCCESS)
+      spec_.fail("cuDNN: " + call + " failed: " + cudnnFailure(dnn_, s));
+  }
+
+  BackendDescriptor make(cudnnBackendDescriptorType_t type) {
+    auto d = std::make_unique<OwnedBackendDescriptor>();
+    check(d->create(
+              [&](BackendDescriptor *out) {
+                return dnn_.cudnnBackendCreateDescriptor(type, out);
+              },
+              dnn_.cudnnBackendDestroyDescriptor),
+          "cudnnBackendCreateDescriptor(type " + std::to_string(type) + ")");
+    owned_.push_back(std::move(d));
+    return *owned_.back();
+  }
+
+  void set(BackendDescriptor d, cudnnBackendAttributeName_t name,
+           cudnnBackendAttributeType_t type, int64_t count,
+           const void *values) {
+    check(dnn_.cudnnBackendSetAttribute(d, name, type, count, values),
+          "cudnnBackendSetAttribute(attribute " + std::to_string(name) + ")");
+  }
+  template <typename T>
+  void set(BackendDescriptor d, cudnnBackendAttributeName_t name,
+           cudnnBackendAttributeType_t type, const T &value) {
+    set(d, name, type, 1, &value);
+  }
+
+  void finalize(BackendDescriptor d, const char *what) {
+    check(dnn_.cudnnBackendFinalize(d), std::string("finalizing ") + what);
+  }
+
+  enum class Kind { Bound, Virtual, ByValue };
+
+  /// A tensor the caller binds (Bound), one the graph keeps to itself
+  /// (Virtual), or a scalar passed by a host pointer when the graph runs
+  /// (ByValue).
+  GraphTensor tensor(int64_t uid, cudnnDataType_t type, const Layout &l,
+                     Kind kind = Kind::Bound) {
+    BackendDescriptor d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, type);
+    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, l.dims.data());
+    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, l.strides.data());
+    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid);
+    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64,
+        kAttentionAlignment);
+    const bool yes = true;
+    if (kind == Kind::Virtual)
+      set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, yes);
+    if (kind == Kind::ByValue)
+      set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, yes);
+    finalize(d, "a tensor descriptor");
+    return {d, l};
+  }
+  GraphTensor virtualTensor(cudnnDataType_t type, const Layout &l) {
+    return tensor(nextVirtualUid_++, type, l, Kind::Virtual);
+  }
+  /// An f32 scalar read from a host pointer at each execution.
+  GraphTensor scalar(int64_t uid) {
+    return tensor(uid, CUDNN_DATA_FLOAT, packed({1, 1, 1, 1}), Kind::ByValue);
+  }
+
+  /// y = mode(x[, b[, t]]), computed in `math`; y is a new f32 virtual
+  /// tensor shaped like x unless given.
+  GraphTensor pointwise(cudnnPointwiseMode_t mode, const GraphTensor &x,
+                        const GraphTensor *b = nullptr,
+                        const GraphTensor *t = nullptr,
+                        std::optional<GraphTensor> y = std::nullopt,
+                        cudnnDataType_t math = CUDNN_DATA_FLOAT,
+                        std::optional<int64_t> axis = std::nullopt) {
+    if (!y)
+      y = virtualTensor(CUDNN_DATA_FLOAT, packed(x.layout.dims));
+    BackendDescriptor pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode);
+    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, math);
+    if (axis)
+      set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, *axis);
+    finalize(pw, "a pointwise descriptor");
+    BackendDescriptor op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+        CUDNN_TYPE_BACKEND_DESCRIPTOR, pw);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        x.desc);
+    if (b)
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, b->desc);
+    if (t)
+      set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, t->desc);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        y->desc);
+    finalize(op, "a pointwise operation");
+    ops_.push_back(op);
+    return *y;
+  }
+  GraphTensor binary(cudnnPointwiseMode_t mode, const GraphTensor &x,
+                     const GraphTensor &b,
+                     std::optional<GraphTensor> y = std::nullopt) {
+    return pointwise(mode, x, &b, nullptr, y);
+  }
+
+  /// c = a b over the last two dimensions, summed in f32; c is a new f32
+  /// virtual tensor unless given.
+  GraphTensor matmul(const GraphTensor &a, const GraphTensor &b,
+                     std::optional<GraphTensor> c = std::nullopt) {
+    if (!c)
+      c = virtualTensor(CUDNN_DATA_FLOAT,
+                        packed({a.layout.dims[0], a.layout.dims[1],
+                                a.layout.dims[2], b.layout.dims[3]}));
+    BackendDescriptor mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE,
+        CUDNN_DATA_FLOAT);
+    finalize(mm, "a matmul descriptor");
+    BackendDescriptor op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        a.desc);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        b.desc);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        c->desc);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        mm);
+    finalize(op, "a matmul operation");
+    ops_.push_back(op);
+    return *c;
+  }
+
+  /// `reduction` of each row of x (its last dimension), in f32.
+  GraphTensor reduceRows(cudnnReduceTensorOp_t reduction, const GraphTensor &x,
+                         std::optional<GraphTensor> y = std::nullopt) {
+    if (!y)
+      y = virtualTensor(CUDNN_DATA_FLOAT, rowwise(x.layout));
+    BackendDescriptor r = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
+        reduction);
+    set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE,
+        CUDNN_DATA_FLOAT);
+    finalize(r, "a reduction descriptor");
+    BackendDescriptor op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        x.desc);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        y->desc);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        r);
+    finalize(op, "a reduction operation");
+    ops_.push_back(op);
+    return *y;
+  }
+
+  /// x's memory seen through another layout (a transpose, when `l` swaps
+  /// x's last two dimensions and strides), as a virtual tensor of `type`.
+  GraphTensor reshape(const GraphTensor &x, cudnnDataType_t type,
+                      const Layout &l) {
+    GraphTensor y = virtualTensor(type, l);
+    BackendDescriptor op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        x.desc);
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        y.desc);
+    finalize(op, "a reshape operation");
+    ops_.push_back(op);
+    return y;
+  }
+
+  /// The operation graph of every operation made so far.
+  BackendDescriptor graph(cudnnHandle_t handle) {
+    BackendDescriptor g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        int64_t(ops_.size()), ops_.data());
+    set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, handle);
+    finalize(g, "the operation graph");
+    return g;
+  }
+  size_t operations() const { return ops_.size(); }
+
+private:
+  const Cudnn &dnn_;
+  KernelSpec &spec_;
+  std::vector<std::unique_ptr<OwnedBackendDescriptor>> &owned_;
+  std::vector<BackendDescriptor> ops_;
+  int64_t nextVirtualUid_ = kFirstVirtualUid;
+};
+
+/// Fused attention on cuDNN's backend graph API, the graphs cudnn-frontend
+/// builds for its composite SDPA nodes (matmuls, pointwise operations and
+/// row reductions, which cuDNN fuses into one flash-attention kernel): see
+/// the file comment. The graph, its engine and its execution plan are made
+/// when the session is created; a call binds the pointers in a variant pack
+/// and executes the plan on the handle's stream.
+class CudnnAttention final : public CudaKernel {
+public:
+  CudnnAttention(KernelSpec &spec, Libraries &libs, KernelKind kind)
+      : CudaKernel(kind, spec.id(), spec.op()), libs_(libs),
+        e_(readSdpaEntry(spec)), scale_(float(e_.scale)) {
+    checkSupported(spec);
+    GraphBuilder g(*libs.dnn, spec, descriptors_);
+    if (kind == KernelKind::AttentionForward)
+      buildForward(g);
+    else
+      buildBackward(g);
+    operations_ = g.operations();
+    graph_ = g.graph(libs.dnnHandle);
+    choosePlan(spec, g);
+    workspace_ = engineWorkspace_;
+    if (kind == KernelKind::AttentionBackward) {
+      // The backward graph's two f32 buffers follow cuDNN's own workspace.
+      softmaxSumOffset_ = alignUp(workspace_);
+      dqAccumOffset_ = alignUp(softmaxSumOffset_ +
+                               size_t(e_.batch * e_.seqQ) * sizeof(float));
+      workspace_ = dqAccumOffset_ +
+                   size_t(e_.batch * e_.seqQ * e_.headDim) * sizeof(float);
+      // cuDNN before 9.6 adds into dQ_accum without clearing it first
+      // (cudnn-frontend clears it for those versions only).
+      clearDqAccum_ = libs.dnn->cudnnGetVersion() < 90600;
+    }
+  }
+
+  size_t workspaceBytes() const override { return workspace_; }
+
+  std::string describe() const override {
+    return op + " on cuDNN: a graph of " + std::to_string(operations_) +
+           " operations, engine " + std::to_string(engineIndex_) +
+           " (heuristics " + engineSource_ + "), " +
+           std::to_string(engineWorkspace_) + " bytes of workspace; " + shape();
+  }
+
+  Status forward(const void *q, const void *k, const void *v, const void *mask,
+                 void *o, float *lse, void *workspace) {
+    Bindings b;
+    b.add(kUidQ, "q", q);
+    b.add(kUidK, "k", k);
+    b.add(kUidV, "v", v);
+    b.add(kUidO, "o", o);
+    b.add(kUidStats, "lse", lse);
+    if (e_.mask)
+      b.add(kUidMask, "mask", mask);
+    return execute(b, workspace);
+  }
+
+  Status backward(const AttentionGradients &x, void *workspace) {
+    Bindings b;
+    b.add(kUidQ, "q", x.q);
+    b.add(kUidK, "k", x.k);
+    b.add(kUidV, "v", x.v);
+    b.add(kUidO, "o", x.o);
+    b.add(kUidStats, "lse", x.lse);
+    b.add(kUidDO, "d_o", x.dO);
+    b.add(kUidDQ, "dq", x.dq);
+    b.add(kUidDK, "dk", x.dk);
+    b.add(kUidDV, "dv", x.dv);
+    if (e_.mask)
+      b.add(kUidMask, "mask", x.mask);
+    auto *bytes = static_cast<unsigned char *>(workspace);
+    b.add(kUidSoftmaxSum, "softmax_sum", bytes + softmaxSumOffset_);
+    b.add(kUidDQAccum, "dQ_accum", bytes + dqAccumOffset_);
+    if (clearDqAccum_) {
+      Status cleared = libs_.device.compute().fill32(
+          bytes + dqAccumOffset_, 0, size_t(e_.batch * e_.seqQ * e_.headDim));
+      if (!cleared.ok())
+        return cleared;
+    }
+    return execute(b, workspace);
+  }
+
+private:
+  /// The uids and pointers of one execution.
+  struct Bindings {
+    void add(int64_t uid, const char *name, const void *pointer) {
+      uids[count] = uid;
+      names[count] = name;
+      pointers[count] = const_cast<void *>(pointer);
+      ++count;
+    }
+    /// The backward binds the most: nine tensors, the mask, its two
+    /// buffers and three scalars.
+    static constexpr size_t kMax = 16;
+    std::array<int64_t, kMax> uids = {};
+    std::array<const char *, kMax> names = {};
+    std::array<void *, kMax> pointers = {};
+    size_t count = 0;
+  };
+
+  static size_t alignUp(size_t bytes) {
+    constexpr size_t kAlign = 256;
+    return (bytes + kAlign - 1) / kAlign * kAlign;
+  }
+
+  std::string shape() const {
+    return "batch " + std::to_string(e_.batch) + ", seq_q " +
+           std::to_string(e_.seqQ) + ", seq_kv " + std::to_string(e_.seqKv) +
+           ", head_dim " + std::to_string(e_.headDim) + ", value_dim " +
+           std::to_string(e_.valueDim) + (e_.causal ? ", causal" : "") +
+           (e_.mask ? ", mask" : "");
+  }
+
+  /// What cuDNN's fused attention cannot run, refused before a graph is
+  /// made (cudnn-frontend's own checks; cuDNN would refuse the graph with a
+  /// less helpful status).
+  void checkSupported(KernelSpec &spec) const {
+    if (!e_.bf16)
+      spec.fail("cuDNN's fused attention needs bf16 tensors (io_type bf16); "
+                "compile with --precision=bf16 or let the compiler decompose "
+                "attention");
+    for (auto [name, dim] :
+         {std::pair<const char *, int64_t>{"head_dim", e_.headDim},
+          {"value_dim", e_.valueDim}})
+      if (dim % 8 != 0 || dim > 256)
+        spec.fail(std::string("cuDNN's fused attention needs a ") + name +
+                  " that is a multiple of 8 and at most 256, this entry has " +
+                  std::to_string(dim) +
+                  "; let the compiler decompose attention");
+    if (kind == KernelKind::AttentionBackward && e_.seqQ == 1 && e_.seqKv == 1)
+      spec.fail("cuDNN's fused attention backward has no kernel for seq_q = "
+                "seq_kv = 1; let the compiler decompose attention");
+  }
+
+  /// scale · q kᵀ (+ mask): the scores before causal masking.
+  GraphTensor scaledScores(GraphBuilder &g, const GraphTensor &q,
+                           const GraphTensor &kT, const GraphTensor &scale) {
+    GraphTensor s = g.matmul(q, kT);
+    s = g.binary(CUDNN_POINTWISE_MUL, s, scale);
+    if (e_.mask) {
+      GraphTensor mask = g.tensor(kUidMask, CUDNN_DATA_BFLOAT16,
+                                  packed({1, 1, e_.seqQ, e_.seqKv}));
+      s = g.binary(CUDNN_POINTWISE_ADD, s, mask);
+    }
+    return s;
+  }
+
+  /// x with -inf where the key comes after the query (column > row), the
+  /// top-left aligned causal mask.
+  GraphTensor causal(GraphBuilder &g, const GraphTensor &x) {
+    GraphTensor negInf = g.scalar(kUidNegInf);
+    auto index = [&](int64_t axis) {
+      GraphTensor i = g.virtualTensor(CUDNN_DATA_INT32, x.layout);
+      return g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, i,
+                         CUDNN_DATA_FLOAT, axis);
+    };
+    GraphTensor row = index(2);
+    GraphTensor column = index(3);
+    GraphTensor keep = g.pointwise(
+        CUDNN_POINTWISE_CMP_GE, row, &column, nullptr,
+        g.virtualTensor(CUDNN_DATA_BOOLEAN, x.layout), CUDNN_DATA_BOOLEAN);
+    return g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, x, &negInf, &keep);
+  }
+
+  /// cudnn-frontend's forward with stats: the softmax as max, exp(x - max),
+  /// its sum and their quotient, and lse = max + log(sum).
+  void buildForward(GraphBuilder &g) {
+    const int64_t b = e_.batch, T = e_.seqQ, S = e_.seqKv, D = e_.headDim,
+                  Dv = e_.valueDim;
+    const auto bf16 = CUDNN_DATA_BFLOAT16;
+    GraphTensor q = g.tensor(kUidQ, bf16, packed({1, b, T, D}));
+    GraphTensor kT = g.tensor(kUidK, bf16, transposed(packed({1, b, S, D})));
+    GraphTensor v = g.tensor(kUidV, bf16, packed({1, b, S, Dv}));
+    GraphTensor s = scaledScores(g, q, kT, g.scalar(kUidScale));
+    if (e_.causal)
+      s = causal(g, s);
+    GraphTensor max = g.reduceRows(CUDNN_REDUCE_TENSOR_MAX, s);
+    GraphTensor shifted = g.binary(CUDNN_POINTWISE_SUB, s, max);
+    GraphTensor exp = g.pointwise(CUDNN_POINTWISE_EXP, shifted);
+    GraphTensor sum = g.reduceRows(CUDNN_REDUCE_TENSOR_ADD, exp);
+    GraphTensor log = g.pointwise(CUDNN_POINTWISE_LOG, sum);
+    g.binary(CUDNN_POINTWISE_ADD, max, log,
+             g.tensor(kUidStats, CUDNN_DATA_FLOAT, rowwise(s.layout)));
+    // The second product's first operand in the tensors' type, as cuDNN's
+    // fused kernels take it.
+    GraphTensor p = g.binary(CUDNN_POINTWISE_DIV, exp, sum,
+                             g.virtualTensor(bf16, s.layout));
+    g.matmul(p, v, g.tensor(kUidO, bf16, packed({1, b, T, Dv})));
+  }
+
+  /// cudnn-frontend's backward: P recomputed from q, k and lse;
+  /// softmax_sum = rowsum(dO o) and dQ_accum (f32) are bound buffers.
+  void buildBackward(GraphBuilder &g) {
+    const int64_t b = e_.batch, T = e_.seqQ, S = e_.seqKv, D = e_.headDim,
+                  Dv = e_.valueDim;
+    const auto bf16 = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+    GraphTensor q = g.tensor(kUidQ, bf16, packed({1, b, T, D}));
+    GraphTensor kT = g.tensor(kUidK, bf16, transposed(packed({1, b, S, D})));
+    GraphTensor vT = g.tensor(kUidV, bf16, transposed(packed({1, b, S, Dv})));
+    GraphTensor o = g.tensor(kUidO, bf16, packed({1, b, T, Dv}));
+    GraphTensor dO = g.tensor(kUidDO, bf16, packed({1, b, T, Dv}));
+    GraphTensor stats = g.tensor(kUidStats, f32, packed({1, b, T, 1}));
+    GraphTensor scale = g.scalar(kUidScale), one = g.scalar(kUidOne);
+
+    GraphTensor dOo = g.binary(CUDNN_POINTWISE_MUL, dO, o);
+    GraphTensor rowSum = g.reduceRows(CUDNN_REDUCE_TENSOR_ADD, dOo);
+    GraphTensor softmaxSum =
+        g.binary(CUDNN_POINTWISE_MUL, rowSum, one,
+                 g.tensor(kUidSoftmaxSum, f32, packed({1, b, T, 1})));
+
+    GraphTensor s = scaledScores(g, q, kT, scale);
+    s = g.binary(CUDNN_POINTWISE_SUB, s, stats);
+    if (e_.causal)
+      s = causal(g, s);
+    GraphTensor p = g.pointwise(CUDNN_POINTWISE_EXP, s);
+
+    // dV = Pᵀ dO, with Pᵀ a bf16 view of P.
+    GraphTensor pT = g.reshape(p, bf16, transposed(p.layout));
+    g.matmul(pT, dO, g.tensor(kUidDV, bf16, packed({1, b, S, Dv})));
+
+    // dS = scale · P (dO vᵀ - softmax_sum).
+    GraphTensor dP = g.matmul(dO, vT);
+    GraphTensor dS = g.binary(CUDNN_POINTWISE_SUB, dP, softmaxSum);
+    dS = g.binary(CUDNN_POINTWISE_MUL, dS, p);
+    dS = g.binary(CUDNN_POINTWISE_MUL, dS, scale);
+
+    // dK = dSᵀ q, with dSᵀ a bf16 view of dS.
+    GraphTensor dST = g.reshape(dS, bf16, transposed(dS.layout));
+    g.matmul(dST, q, g.tensor(kUidDK, bf16, packed({1, b, S, D})));
+
+    // dQ = dS k, summed into the f32 dQ_accum and then rounded to bf16.
+    GraphTensor k = g.reshape(kT, f32, packed({1, b, S, D}));
+    GraphTensor dQAccum =
+        g.matmul(dS, k, g.tensor(kUidDQAccum, f32, packed({1, b, T, D})));
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, dQAccum, nullptr, nullptr,
+                g.tensor(kUidDQ, bf16, packed({1, b, T, D})));
+  }
+
+  /// The first engine config of cuDNN's heuristics (mode A, then its
+  /// fallback list) that is deterministic and whose execution plan
+  /// finalizes. Cleave's kernels give the same bits on every run, so a
+  /// config with the NONDETERMINISTIC numerical note (atomic accumulation)
+  /// is passed over, as for convolutions.
+  void choosePlan(KernelSpec &spec, GraphBuilder &g) {
+    const Cudnn &dnn = *libs_.dnn;
+    std::vector<std::string> refusals;
+    for (cudnnBackendHeurMode_t mode :
+         {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      const char *source = mode == CUDNN_HEUR_MODE_A ? "mode A" : "fallback";
+      BackendDescriptor heuristics =
+          g.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+      g.set(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+            CUDNN_TYPE_BACKEND_DESCRIPTOR, graph_);
+      g.set(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+      cudnnStatus_t s = dnn.cudnnBackendFinalize(heuristics);
+      if (s != CUDNN_STATUS_SUCCESS) {
+        refusals.push_back(std::string("heuristics ") + source + ": " +
+                           cudnnFailure(dnn, s));
+        continue;
+      }
+      int64_t count = 0;
+      g.check(dnn.cudnnBackendGetAttribute(
+                  heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+              "counting the heuristics' engine configs");
+      std::vector<BackendDescriptor> configs(static_cast<size_t>(count),
+                                             nullptr);
+      for (BackendDescriptor &config : configs)
+        config = g.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+      g.check(dnn.cudnnBackendGetAttribute(
+                  heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, configs.data()),
+              "reading the heuristics' engine configs");
+      if (count == 0)
+        refusals.push_back(std::string("heuristics ") + source +
+                           ": no engine config");
+      for (int64_t i = 0; i < count; ++i)
+        if (tryConfig(g, configs[size_t(i)], source, refusals))
+          return;
+    }
+    std::string why;
+    for (size_t i = 0; i < refusals.size() && i < 4; ++i)
+      why += (i ? "; " : "") + refusals[i];
+    if (refusals.size() > 4)
+      why += "; and " + std::to_string(refusals.size() - 4) + " more";
+    spec.fail("cuDNN has no engine for this attention (" + shape() +
+              "): " + why);
+  }
+
+  /// Takes `config` if it is deterministic and its plan finalizes; else
+  /// says why not in `refusals`.
+  bool tryConfig(GraphBuilder &g, BackendDescriptor config, const char *source,
+                 std::vector<std::string> &refusals) {
+    const Cudnn &dnn = *libs_.dnn;
+    OwnedBackendDescriptor engine;
+    g.check(engine.create(
+                [&](BackendDescriptor *out) {
+                  return dnn.cudnnBackendCreateDescriptor(
+                      CUDNN_BACKEND_ENGINE_DESCRIPTOR, out);
+                },
+                dnn.cudnnBackendDestroyDescriptor),
+            "cudnnBackendCreateDescriptor(engine)");
+    BackendDescriptor engineOut = engine;
+    int64_t n = 0;
+    g.check(dnn.cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                         &engineOut),
+            "reading an engine config's engine");
+    int64_t index = -1;
+    g.check(dnn.cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                         CUDNN_TYPE_INT64, 1, &n, &index),
+            "reading an engine's index");
+    std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT>
+        notes = {};
+    int64_t noteCount = 0;
+    g.check(dnn.cudnnBackendGetAttribute(
+                engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                CUDNN_TYPE_NUMERICAL_NOTE, int64_t(notes.size()), &noteCount,
+                notes.data()),
+            "reading an engine's numerical notes");
+    const std::string name = "engine " + std::to_string(index);
+    if (std::find(notes.begin(), notes.begin() + noteCount,
+                  CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) !=
+        notes.begin() + noteCount) {
+      refusals.push_back(name + " is non-deterministic");
+      return false;
+    }
+    auto plan = std::make_unique<OwnedBackendDescriptor>();
+    g.check(plan->create(
+                [&](BackendDescriptor *out) {
+                  return dnn.cudnnBackendCreateDescriptor(
+                      CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, out);
+                },
+                dnn.cudnnBackendDestroyDescriptor),
+            "cudnnBackendCreateDescriptor(execution plan)");
+    g.set(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, config);
+    cudnnStatus_t s = dnn.cudnnBackendFinalize(*plan);
+    if (s != CUDNN_STATUS_SUCCESS) {
+      refusals.push_back(name + "'s plan: " + cudnnFailure(dnn, s));
+      return false;
+    }
+    int64_t bytes = 0;
+    g.check(dnn.cudnnBackendGetAttribute(
+                *plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                CUDNN_TYPE_INT64, 1, &n, &bytes),
+            "reading the plan's workspace size");
+    plan_ = std::move(plan);
+    engineIndex_ = index;
+    engineSource_ = source;
+    engineWorkspace_ = size_t(bytes);
+    return true;
+  }
+
+  /// Binds the scalars and `b` and executes the plan.
+  Status execute(Bindings &b, void *workspace) {
+    for (size_t i = 0; i < b.count; ++i) {
+      if (!b.pointers[i])
+        return makeError(CLEAVE_INTERNAL, kernelName(id, op), ": ", b.names[i],
+                         " is NULL");
+      if (reinterpret_cast<uintptr_t>(b.pointers[i]) % kAttentionAlignment)
+        return makeError(CLEAVE_INTERNAL, kernelName(id, op), ": ", b.names[i],
+                         " is not aligned to ", kAttentionAlignment,
+                         " bytes, which cuDNN's fused attention needs");
+    }
+    // Host pointers, read when the plan is enqueued (so a captured graph
+    // replays these values).
+    b.add(kUidScale, "scale", &scale_);
+    if (e_.causal)
+      b.add(kUidNegInf, "-inf", &negInf_);
+    if (kind == KernelKind::AttentionBackward)
+      b.add(kUidOne, "1", &one_);
+    const Cudnn &dnn = *libs_.dnn;
+    OwnedBackendDescriptor pack;
+    cudnnStatus_t s = pack.create(
+        [&](BackendDescriptor *out) {
+          return dnn.cudnnBackendCreateDescriptor(
+              CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, out);
+        },
+        dnn.cudnnBackendDestroyDescriptor);
+    const int64_t n = int64_t(b.count);
+    if (s == CUDNN_STATUS_SUCCESS)
+      s = dnn.cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                       CUDNN_TYPE_INT64, n, b.uids.data());
+    if (s == CUDNN_STATUS_SUCCESS)
+      s = dnn.cudnnBackendSetAttribute(
+          pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
+          b.pointers.data());
+    if (s == CUDNN_STATUS_SUCCESS)
+      s = dnn.cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                       CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    if (s == CUDNN_STATUS_SUCCESS)
+      s = dnn.cudnnBackendFinalize(pack);
+    if (s != CUDNN_STATUS_SUCCESS)
+      return makeError(
+          CLEAVE_INTERNAL, kernelName(id, op),
+          ": building the variant pack failed: ", cudnnFailure(dnn, s));
+    s = dnn.cudnnBackendExecute(libs_.dnnHandle, *plan_, pack);
+    if (s != CUDNN_STATUS_SUCCESS)
+      return makeError(CLEAVE_INTERNAL, kernelName(id, op),
+                       ": cudnnBackendExecute failed: ", cudnnFailure(dnn, s),
+                       " (", describe(), ")");
+    return Status::success();
+  }
+
+  Libraries &libs_;
+  const SdpaEntry e_;
+  /// The by-value scalars' host values, bound at each execution.
+  const float scale_;
+  const float negInf_ = -std::numeric_limits<float>::infinity();
+  const float one_ = 1.0f;
+  /// Every descriptor of the graph, its heuristics and engine configs.
+  std::vector<std::unique_ptr<OwnedBackendDescriptor>> descriptors_;
+  BackendDescriptor graph_ = nullptr;
+  std::unique_ptr<OwnedBackendDescriptor> plan_;
+  size_t operations_ = 0;
+  int64_t engineIndex_ = -1;
+  const char *engineSource_ = "";
+  size_t engineWorkspace_ = 0;
+  /// The backward graph's buffers in the shared workspace, after cuDNN's.
+  size_t softmaxSumOffset_ = 0, dqAccumOffset_ = 0;
+  bool clearDqAccum_ = false;
+  size_t workspace_ = 0;
+};
+
+//===----------------------------------------------------------------------===//
 // The kernel table
 //===----------------------------------------------------------------------===//
 
@@ -933,6 +1659,11 @@ public:
 
   void *queue() const override { return libs_.device.compute().native(); }
   size_t numKernels() const override { return kernels_.size(); }
+  std::string describeKernel(int64_t id) const override {
+    if (id < 0 || uint64_t(id) >= kernels_.size())
+      return {};
+    return kernels_[id]->describe();
+  }
 
   Status matmul(int64_t id, const void *a, const void *b, const float *bias,
                 float *c) override {
@@ -967,16 +1698,23 @@ public:
     return k->backward(src, diffDst, diffSrc, workspace_);
   }
 
-  Status attentionForward(int64_t id, const void *, const void *,
-                          const void *, const void *, void *,
-                          float *) override {
-    find<CudaKernel>(id, KernelKind::AttentionForward, "sdpa_fwd");
-    return lookupError_;
+  Status attentionForward(int64_t id, const void *q, const void *k,
+                          const void *v, const void *mask, void *o,
+                          float *lse) override {
+    auto *a =
+        find<CudnnAttention>(id, KernelKind::AttentionForward, "sdpa_fwd");
+    if (!a)
+      return lookupError_;
+    return a->forward(q, k, v, mask, o, lse, workspace_);
   }
 
-  Status attentionBackward(int64_t id, const AttentionGradients &) override {
-    find<CudaKernel>(id, KernelKind::AttentionBackward, "sdpa_bwd");
-    return lookupError_;
+  Status attentionBackward(int64_t id,
+                           const AttentionGradients &operands) override {
+    auto *a =
+        find<CudnnAttention>(id, KernelKind::AttentionBackward, "sdpa_bwd");
+    if (!a)
+      return lookupError_;
+    return a->backward(operands, workspace_);
   }
 
   Status copy(float *dst, const float *src, int64_t floats) override {
@@ -1029,9 +1767,13 @@ private:
           max);
     }
     case abi::KernelOp::sdpa_fwd:
+      loadCudnn(spec);
+      return std::make_unique<CudnnAttention>(spec, libs_,
+                                              KernelKind::AttentionForward);
     case abi::KernelOp::sdpa_bwd:
-      spec.fail("fused attention has no cuda kernel yet (cuDNN's graph API); "
-                "compile with --fused-attention=false");
+      loadCudnn(spec);
+      return std::make_unique<CudnnAttention>(spec, libs_,
+                                              KernelKind::AttentionBackward);
     }
     spec.fail("no cuda kernel for this op");
   }

@@ -1075,7 +1075,7 @@ template <typename Window> void forEachPoolWindow(Window &&window) {
       }
 }
 
-cleave_executable *loadConvolutionsOnGpu(const char *path) {
+cleave_executable *loadExecutableOnGpu(const char *path) {
   cleave_executable_options options;
   cleave_executable_options_init(&options);
   options.device = CLEAVE_DEVICE_CUDA;
@@ -1104,7 +1104,7 @@ void expectFloats(AlignedFloats &got, const std::vector<double> &expected,
 // third. Each entry runs three times with new values: the later runs replay
 // a captured graph.
 TEST(FakeGpuExecutable, ConvolutionsAndPoolingRunOnCudnn) {
-  cleave_executable *exe = loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
+  cleave_executable *exe = loadExecutableOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
   ASSERT_NE(exe, nullptr) << cleave_last_error_message();
   const fake_cuda_stats_t before = driverStats();
   AlignedFloats src(2 * 4 * 6 * 6), wei(6 * 2 * 3 * 2), bias(6),
@@ -1221,7 +1221,7 @@ TEST(FakeGpuExecutable, ConvolutionsAndPoolingRunOnCudnn) {
 // session refuses it when it is loaded, naming the kernel.
 TEST(FakeGpuExecutable, PaddingCudnnCannotExpressIsRefused) {
   cleave_executable *exe =
-      loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BAD_PADDING);
+      loadExecutableOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BAD_PADDING);
   EXPECT_EQ(exe, nullptr);
   std::string error = cleave_last_error_message();
   EXPECT_NE(error.find("kernel 0 (conv2d_fwd): padding (top 0, left 0, "
@@ -1245,7 +1245,7 @@ double roundedToBf16(double x) { return bf16(float(x)); }
 // (the fake runs a bf16 algorithm only with the math it was offered with,
 // so keeping the tensor-op descriptor fails), and no FMA one.
 TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
-  cleave_executable *exe = loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
+  cleave_executable *exe = loadExecutableOnGpu(CLEAVE_CONV_ARTIFACT_CUDA);
   ASSERT_NE(exe, nullptr) << cleave_last_error_message();
   AlignedFloats src(2 * 4 * 6 * 6), wei(6 * 2 * 3 * 2), dst(2 * 6 * 3 * 4),
       diffDst(2 * 6 * 3 * 4), diffSrc(2 * 4 * 6 * 6), diffWei(6 * 2 * 3 * 2);
@@ -1306,7 +1306,7 @@ TEST(FakeGpuExecutable, Bf16ConvolutionsRunOnCudnnWithBf16Tensors) {
 // weights stay f32 is refused when the executable is loaded, naming them.
 TEST(FakeGpuExecutable, Bf16ConvolutionWithF32WeightsIsRefused) {
   cleave_executable *exe =
-      loadConvolutionsOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BF16_F32_WEIGHTS);
+      loadExecutableOnGpu(CLEAVE_CONV_ARTIFACT_CUDA_BF16_F32_WEIGHTS);
   EXPECT_EQ(exe, nullptr);
   std::string error = cleave_last_error_message();
   EXPECT_NE(error.find("kernel 7 (conv2d_fwd): a bf16 convolution on the GPU "
@@ -1314,6 +1314,307 @@ TEST(FakeGpuExecutable, Bf16ConvolutionWithF32WeightsIsRefused) {
                        "bf16 only on bf16 tensors); this entry has weights in "
                        "f32"),
             std::string::npos)
+      << error;
+}
+
+/// `size` bf16 values, 64-byte aligned as the ABI wants every buffer.
+class AlignedBf16 {
+public:
+  explicit AlignedBf16(size_t size)
+      : data_(static_cast<uint16_t *>(
+            std::aligned_alloc(64, (size * sizeof(uint16_t) + 63) / 64 * 64))),
+        size_(size) {
+    std::fill(data_, data_ + size_, uint16_t(0));
+  }
+  ~AlignedBf16() { std::free(data_); }
+  AlignedBf16(const AlignedBf16 &) = delete;
+  AlignedBf16 &operator=(const AlignedBf16 &) = delete;
+  uint16_t *data() { return data_; }
+  size_t size() const { return size_; }
+  /// Element `i`, widened.
+  double operator[](size_t i) const {
+    uint32_t bits = uint32_t(data_[i]) << 16;
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    return x;
+  }
+  /// Values in [-range, range], rounded to bf16.
+  void fillRandom(uint32_t seed, float range) {
+    for (size_t i = 0; i < size_; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      float x = range * float(int32_t(seed >> 8) % 2001 - 1000) / 1000.0f;
+      data_[i] = fake_bf16_bits(x);
+    }
+  }
+
+private:
+  uint16_t *data_;
+  size_t size_;
+};
+
+/// An attention kernel of SdpaArtifact.c.
+struct AttentionShape {
+  int batch, t, s, d, dv;
+  double scale;
+  bool causal;
+};
+
+/// kernel_abi.h's attention in double, from the operands the kernel was
+/// given, with each result's magnitude (the sum of the absolute values of
+/// its terms) to scale the tolerance by.
+struct AttentionReference {
+  std::vector<double> o, oMagnitude, lse;
+  std::vector<double> dq, dqMagnitude, dk, dkMagnitude, dv, dvMagnitude;
+};
+
+/// The scaled, masked scores of row `i` of slice `b`.
+std::vector<double> attentionScores(const AttentionShape &a,
+                                    const AlignedBf16 &q, const AlignedBf16 &k,
+                                    const AlignedBf16 *mask, int b, int i) {
+  std::vector<double> row(a.s);
+  for (int j = 0; j < a.s; ++j) {
+    double dot = 0;
+    for (int c = 0; c < a.d; ++c)
+      dot += q[(b * a.t + i) * a.d + c] * k[(b * a.s + j) * a.d + c];
+    row[j] = a.scale * dot + (mask ? (*mask)[i * a.s + j] : 0.0);
+    if (a.causal && j > i)
+      row[j] = -INFINITY;
+  }
+  return row;
+}
+
+AttentionReference attentionForward(const AttentionShape &a,
+                                    const AlignedBf16 &q, const AlignedBf16 &k,
+                                    const AlignedBf16 &v,
+                                    const AlignedBf16 *mask) {
+  AttentionReference r;
+  r.o.assign(size_t(a.batch) * a.t * a.dv, 0.0);
+  r.oMagnitude = r.o;
+  r.lse.assign(size_t(a.batch) * a.t, 0.0);
+  for (int b = 0; b < a.batch; ++b)
+    for (int i = 0; i < a.t; ++i) {
+      std::vector<double> s = attentionScores(a, q, k, mask, b, i);
+      double max = *std::max_element(s.begin(), s.end()), sum = 0;
+      for (double x : s)
+        sum += std::exp(x - max);
+      const double lse = max + std::log(sum);
+      r.lse[b * a.t + i] = lse;
+      for (int j = 0; j < a.s; ++j) {
+        const double p = std::exp(s[j] - lse);
+        for (int c = 0; c < a.dv; ++c) {
+          const double term = p * v[(b * a.s + j) * a.dv + c];
+          r.o[(b * a.t + i) * a.dv + c] += term;
+          r.oMagnitude[(b * a.t + i) * a.dv + c] += std::fabs(term);
+        }
+      }
+    }
+  return r;
+}
+
+AttentionReference attentionBackward(const AttentionShape &a,
+                                     const AlignedBf16 &q, const AlignedBf16 &k,
+                                     const AlignedBf16 &v,
+                                     const AlignedBf16 *mask,
+                                     const AlignedBf16 &o, AlignedFloats &lse,
+                                     const AlignedBf16 &dO) {
+  AttentionReference r;
+  r.dq.assign(size_t(a.batch) * a.t * a.d, 0.0);
+  r.dk.assign(size_t(a.batch) * a.s * a.d, 0.0);
+  r.dv.assign(size_t(a.batch) * a.s * a.dv, 0.0);
+  r.dqMagnitude = r.dq, r.dkMagnitude = r.dk, r.dvMagnitude = r.dv;
+  for (int b = 0; b < a.batch; ++b)
+    for (int i = 0; i < a.t; ++i) {
+      std::vector<double> s = attentionScores(a, q, k, mask, b, i);
+      double delta = 0;
+      for (int c = 0; c < a.dv; ++c)
+        delta += dO[(b * a.t + i) * a.dv + c] * o[(b * a.t + i) * a.dv + c];
+      for (int j = 0; j < a.s; ++j) {
+        const double p = std::exp(s[j] - lse[b * a.t + i]);
+        double dp = 0;
+        for (int c = 0; c < a.dv; ++c) {
+          const double dOc = dO[(b * a.t + i) * a.dv + c];
+          dp += dOc * v[(b * a.s + j) * a.dv + c];
+          r.dv[(b * a.s + j) * a.dv + c] += p * dOc;
+          r.dvMagnitude[(b * a.s + j) * a.dv + c] += std::fabs(p * dOc);
+        }
+        const double ds = a.scale * p * (dp - delta);
+        for (int c = 0; c < a.d; ++c) {
+          const double toQ = ds * k[(b * a.s + j) * a.d + c];
+          const double toK = ds * q[(b * a.t + i) * a.d + c];
+          r.dq[(b * a.t + i) * a.d + c] += toQ;
+          r.dqMagnitude[(b * a.t + i) * a.d + c] += std::fabs(toQ);
+          r.dk[(b * a.s + j) * a.d + c] += toK;
+          r.dkMagnitude[(b * a.s + j) * a.d + c] += std::fabs(toK);
+        }
+      }
+    }
+  return r;
+}
+
+/// bf16 keeps 8 significant bits: rounding P (or dS) before the product
+/// and rounding its result each move it by at most 2^-8 of their value, so
+/// 2^-7 of the terms' magnitude bounds both. f32 rounding of the scores and
+/// of the sums adds a little more.
+void expectAttentionResult(const AlignedBf16 &got,
+                           const std::vector<double> &expected,
+                           const std::vector<double> &magnitude,
+                           const char *what) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(got[i], expected[i], (1.0 / 128 + 1e-5) * magnitude[i] + 1e-5)
+        << what << " [" << i << "]";
+}
+
+/// Calls the fake cuDNN's fake_cudnn_refuse_graphs (FakeCudnn.c), loading
+/// it if no session has yet; it stays loaded, knob and all, for the
+/// runtime to find.
+void refuseCudnnGraphs(int where) {
+  void *dnn = ::dlopen("libcudnn.so.9", RTLD_NOW);
+  ASSERT_NE(dnn, nullptr) << ::dlerror();
+  auto fn =
+      reinterpret_cast<void (*)(int)>(::dlsym(dnn, "fake_cudnn_refuse_graphs"));
+  ASSERT_NE(fn, nullptr);
+  fn(where);
+}
+
+/// One attention entry pair of SdpaArtifact.c, its shape and mask, run
+/// forward then backward on fresh values, each against the reference.
+void runAttention(cleave_executable *exe, const char *entry,
+                  const AttentionShape &a, bool withMask, uint32_t seed,
+                  std::string *trace) {
+  SCOPED_TRACE(entry);
+  const size_t b = size_t(a.batch);
+  AlignedBf16 q(b * a.t * a.d), k(b * a.s * a.d), v(b * a.s * a.dv),
+      mask(size_t(a.t) * a.s), o(b * a.t * a.dv), dO(b * a.t * a.dv),
+      dq(b * a.t * a.d), dk(b * a.s * a.d), dv(b * a.s * a.dv);
+  AlignedFloats lse(b * a.t);
+  q.fillRandom(seed, 1.0f), k.fillRandom(seed + 1, 1.0f);
+  v.fillRandom(seed + 2, 1.0f), mask.fillRandom(seed + 3, 2.0f);
+  dO.fillRandom(seed + 4, 1.0f);
+  const AlignedBf16 *maskArg = withMask ? &mask : nullptr;
+
+  clearCudnnTrace();
+  std::vector<void *> fwd = {q.data(), k.data(), v.data()};
+  if (withMask)
+    fwd.push_back(mask.data());
+  fwd.insert(fwd.end(), {o.data(), lse.data()});
+  ASSERT_EQ(cleave_executable_run(exe, entry, fwd.data(), int(fwd.size())),
+            CLEAVE_OK)
+      << cleave_last_error_message();
+  AttentionReference r = attentionForward(a, q, k, v, maskArg);
+  expectAttentionResult(o, r.o, r.oMagnitude, "o");
+  for (size_t i = 0; i < r.lse.size(); ++i)
+    EXPECT_NEAR(lse[i], r.lse[i], 1e-5 * (1 + std::fabs(r.lse[i])))
+        << "lse [" << i << "]";
+
+  // The backward pass from the forward's o and lse, as in training.
+  std::vector<void *> bwd = {q.data(), k.data(), v.data()};
+  if (withMask)
+    bwd.push_back(mask.data());
+  bwd.insert(bwd.end(), {o.data(), lse.data(), dO.data(), dq.data(), dk.data(),
+                         dv.data()});
+  const std::string backward = std::string(entry) + "_bwd";
+  ASSERT_EQ(
+      cleave_executable_run(exe, backward.c_str(), bwd.data(), int(bwd.size())),
+      CLEAVE_OK)
+      << cleave_last_error_message();
+  r = attentionBackward(a, q, k, v, maskArg, o, lse, dO);
+  expectAttentionResult(dq, r.dq, r.dqMagnitude, "dq");
+  expectAttentionResult(dk, r.dk, r.dkMagnitude, "dk");
+  expectAttentionResult(dv, r.dv, r.dvMagnitude, "dv");
+  *trace = cudnnTrace();
+}
+
+// Fused attention on (the fake) cuDNN's graph API, forward and backward,
+// against kernel_abi.h's definition computed here in double from the bf16
+// operands: a causal case without a mask (T = S) and a masked one that is
+// not causal (T != S, value_dim != head_dim). The fake interprets whatever
+// operation graph the runtime builds, in dependency order over its tensors
+// (virtual ones rounded to their declared type), so a graph without the
+// scale, the mask or the causal operations gives other numbers. The
+// heuristics offer a non-deterministic engine first, which the session
+// passes over, then engine 1, whose workspace the fake overwrites while it
+// runs (so the backward's softmax_sum and dQ_accum must lie after it).
+// Each entry runs three times with new values; the later runs replay a
+// captured graph, with the scalars cuDNN read when the graph was captured.
+TEST(FakeGpuExecutable, AttentionRunsOnCudnnGraphs) {
+  cleave_executable *exe = loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA);
+  ASSERT_NE(exe, nullptr) << cleave_last_error_message();
+  const fake_cuda_stats_t before = driverStats();
+  const AttentionShape causal = {3, 10, 10, 16, 16, 0.3, true};
+  const AttentionShape masked = {2, 6, 9, 8, 16, 0.45, false};
+  for (uint32_t run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    std::string trace;
+    runAttention(exe, "attention_causal", causal, false, 10 * run + 1, &trace);
+    if (run == 0) {
+      EXPECT_EQ(trace, "graph ops=14 engine=1\ngraph ops=22 engine=1\n");
+    }
+    runAttention(exe, "attention_masked", masked, true, 10 * run + 5, &trace);
+    if (run == 0) {
+      EXPECT_EQ(trace, "graph ops=11 engine=1\ngraph ops=19 engine=1\n");
+    }
+  }
+  EXPECT_GT(driverStats().graph_launches, before.graph_launches);
+  cleave_executable_destroy(exe);
+}
+
+// cuDNN's fused attention takes bf16 tensors only, and head dimensions
+// that are multiples of 8: other entries are refused when the executable
+// is loaded, naming the kernel and what to do instead.
+TEST(FakeGpuExecutable, AttentionCudnnCannotRunIsRefused) {
+  EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA_F32), nullptr);
+  std::string error = cleave_last_error_message();
+  EXPECT_NE(error.find("kernel 0 (sdpa_fwd): cuDNN's fused attention needs "
+                       "bf16 tensors (io_type bf16); compile with "
+                       "--precision=bf16 or let the compiler decompose "
+                       "attention"),
+            std::string::npos)
+      << error;
+
+  EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA_HEAD_DIM_12),
+            nullptr);
+  error = cleave_last_error_message();
+  EXPECT_NE(error.find("kernel 2 (sdpa_fwd): cuDNN's fused attention needs a "
+                       "head_dim that is a multiple of 8 and at most 256, "
+                       "this entry has 12"),
+            std::string::npos)
+      << error;
+}
+
+// A graph cuDNN has no engine for is refused when the executable is
+// loaded, naming the kernel, its shape and cuDNN's status and message for
+// each engine it tried, and leaking none of its descriptors: here the
+// heuristics refuse the graph, then every plan fails to finalize.
+TEST(FakeGpuExecutable, AttentionWithoutACudnnEngineIsRefused) {
+  struct Reset {
+    ~Reset() { refuseCudnnGraphs(0); }
+  } reset;
+  refuseCudnnGraphs(1);
+  EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA), nullptr);
+  std::string error = cleave_last_error_message();
+  EXPECT_NE(
+      error.find("kernel 0 (sdpa_fwd): cuDNN has no engine for this attention "
+                 "(batch 3, seq_q 10, seq_kv 10, head_dim 16, value_dim 16, "
+                 "causal): heuristics mode A: "
+                 "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN (no engine matches "
+                 "this graph (fake_cudnn_refuse_graphs)); heuristics "
+                 "fallback: CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN"),
+      std::string::npos)
+      << error;
+
+  refuseCudnnGraphs(2);
+  EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA), nullptr);
+  error = cleave_last_error_message();
+  EXPECT_NE(
+      error.find("kernel 0 (sdpa_fwd): cuDNN has no engine for this attention "
+                 "(batch 3, seq_q 10, seq_kv 10, head_dim 16, value_dim 16, "
+                 "causal): engine 0 is non-deterministic; engine 1's plan: "
+                 "CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT "
+                 "(engine 1 does not fit (fake_cudnn_refuse_graphs)); engine "
+                 "2's plan: CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_"
+                 "INSUFFICIENT"),
+      std::string::npos)
       << error;
 }
 
