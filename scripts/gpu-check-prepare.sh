@@ -152,6 +152,10 @@ for model in mlp lenet transformer; do
     fi
   done
 done
+# Attention as cuDNN's fused kernels run it on cuda in bf16 (the bf16
+# stage's attention row): its twin, f32 on the CPU, spells attention out.
+compile attention-sgd-cpu scripts/gpu-check-attention.mlir --optimizer=sgd \
+  --micro-batch=32 --accumulate=4
 if [ $cuda = 1 ]; then
   compile mlp-speed-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=256 \
     --accumulate=4 --target=cuda --gpu-arch="$arch"
@@ -169,6 +173,8 @@ if [ $cuda = 1 ]; then
     compile "$model-sgd-bf16-cuda" "$source" --optimizer=sgd --micro-batch=32 \
       --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
   done
+  compile attention-sgd-bf16-cuda scripts/gpu-check-attention.mlir --optimizer=sgd \
+    --micro-batch=32 --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
   compile mlp-speed-bf16-cuda examples/mlp.mlir --optimizer=sgd --micro-batch=256 \
     --accumulate=4 --target=cuda --gpu-arch="$arch" --precision=bf16
   compile transformer-speed-bf16-cuda "$transformer" --optimizer=sgd --micro-batch=64 \

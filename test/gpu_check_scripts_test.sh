@@ -26,7 +26,8 @@ bash "$src/scripts/gpu-check-prepare.sh" --build="$build" --out="$prepared" --cp
   fail "gpu-check-prepare.sh failed"
 for f in bin/cleave-train bin/cleave-bench artifacts/mlp-sgd-cpu.cleave \
          artifacts/lenet-adam-cpu.cleave artifacts/transformer-sgd-cpu.cleave \
-         artifacts/transformer-adam-cpu.cleave data/fashion.npz data/tokens.npz \
+         artifacts/transformer-adam-cpu.cleave artifacts/attention-sgd-cpu.cleave \
+         data/fashion.npz data/tokens.npz \
          MANIFEST.sha256 PREPARED; do
   [ -f "$prepared/$f" ] || fail "the prepared folder has no $f"
 done
@@ -62,6 +63,8 @@ for memory in pinned device; do
 done
 grep -q '^  - first-contact/mlp-sgd-cuda (<= [0-9]* s): .*CLEAVE_CUDA_GRAPHS=0 CUDA_LAUNCH_BLOCKING=1 .*cleave-train artifacts/mlp-sgd-cuda.cleave .*--limit-train=128' \
   "$plan/results.md" || fail "the plan's first MLP window: $(grep mlp-sgd-cuda "$plan/results.md")"
+grep -q '^  - bf16/attention-sgd-bf16-lockstep (<= [0-9]* s): .*gpu-check-train.py .*artifacts/attention-sgd-bf16-cuda.cleave data/tokens.npz --device=cuda --twin=artifacts/attention-sgd-cpu.cleave .*--windows=4 --tolerance=0.1' \
+  "$plan/results.md" || fail "the plan's fused attention row: $(grep attention "$plan/results.md")"
 grep -q '^  - sanitizer/lenet-memcheck (<= [0-9]* s): .*compute-sanitizer --tool memcheck' "$plan/results.md" ||
   fail "the plan has no memcheck of LeNet"
 
