@@ -288,7 +288,8 @@ struct DecomposeAttentionPass
     IRRewriter rewriter(&getContext());
     getOperation().walk([&](nn::AttentionOp op) {
       rewriter.setInsertionPoint(op);
-      if (fuse && whyNotFusable(op).empty()) {
+      std::string why = fuse ? whyNotFusable(op) : std::string();
+      if (fuse && why.empty()) {
         auto fused = nn::FusedAttentionOp::create(
             rewriter, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
             op.getMask(), op.getScaleAttr(), op.getScaleIsDivisorAttr(),
@@ -296,6 +297,12 @@ struct DecomposeAttentionPass
         rewriter.replaceOp(op, fused.getResult());
         return;
       }
+      // Spelt out, its T x S probabilities are held for the backward pass:
+      // say why, since that can decide whether a model fits.
+      if (fuse)
+        op.emitWarning("attention is spelt out as matmuls and a softmax, "
+                       "not cuDNN's fused kernel: ")
+            << why;
       Operation *key = op.getKey().getDefiningOp();
       rewriter.replaceOp(op, nn::decomposeAttention(rewriter, op).result);
       // The K of a K^T (recomposed nn.MultiheadAttention) is dead again.

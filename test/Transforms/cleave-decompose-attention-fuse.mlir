@@ -1,4 +1,5 @@
-// RUN: cleave-opt %s --split-input-file --cleave-decompose-attention=fuse=true | FileCheck %s
+// RUN: cleave-opt %s --split-input-file --cleave-decompose-attention=fuse=true 2>%t.err | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WHY < %t.err
 
 // With `fuse`, attention that cuda's fused kernel takes stays one op,
 // nn.fused_attention (its log-sum-exp unused until autodiff); the rest is
@@ -32,6 +33,11 @@ func.func @constant_mask(%q: tensor<4x5x16xf32>, %k: tensor<4x7x16xf32>, %v: ten
 // mask that is an argument (a parameter has a gradient); a mask that
 // differs across the batch; f64; a value dimension unlike the head
 // dimension.
+// WHY-COUNT-1: warning: attention is spelt out as matmuls and a softmax, not cuDNN's fused kernel: head dimension 4 is not a multiple of 8 up to 128
+// WHY-COUNT-1: warning: {{.*}}: a mask that is not a constant
+// WHY-COUNT-1: warning: {{.*}}: a mask that differs across the batch
+// WHY-COUNT-1: warning: {{.*}}: not f32
+// WHY-COUNT-1: warning: {{.*}}: value dimension differs from the head dimension
 // CHECK-LABEL: func.func @not_fused(
 // CHECK-NOT:     fused_attention
 // CHECK-COUNT-5: nn.softmax
