@@ -1033,6 +1033,29 @@ cleave_status cleave_executable_arg(const cleave_executable *executable,
   });
 }
 
+cleave_status cleave_executable_num_notes(const cleave_executable *executable,
+                                          size_t *count) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(count);
+    *count = executable->impl->notes().size();
+    return Status::success();
+  });
+}
+
+cleave_status cleave_executable_note(const cleave_executable *executable,
+                                     size_t index, const char **note) {
+  return guarded(__func__, [&](const char *function) -> Status {
+    CLEAVE_CHECK_ARG(executable);
+    CLEAVE_CHECK_ARG(note);
+    const std::deque<std::string> &notes = executable->impl->notes();
+    if (index >= notes.size())
+      return indexOutOfRange(function, index, notes.size(), "notes");
+    *note = notes[index].c_str();
+    return Status::success();
+  });
+}
+
 cleave_status cleave_executable_run(cleave_executable *executable,
                                     const char *entry, void *const *args,
                                     size_t num_args) {

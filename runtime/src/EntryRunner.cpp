@@ -116,7 +116,8 @@ Status openDevice(const Artifact &artifact, int ordinal,
 Status connectKernels(const Artifact &artifact, Device &device,
                       Communicator *communicator,
                       std::unique_ptr<Collectives> &collectives,
-                      std::unique_ptr<KernelContext> &context) {
+                      std::unique_ptr<KernelContext> &context,
+                      std::deque<std::string> &notes) {
   const std::string &path = artifact.path();
   // The data plane of several ranks (one needs none): MPI on the CPU, NCCL
   // on a GPU. Collective: all ranks succeed or all fail.
@@ -133,6 +134,8 @@ Status connectKernels(const Artifact &artifact, Device &device,
       device.createKernelLibrary(artifact.manifest().kernels, kernels);
   if (!built.ok())
     return built.withContext(path + ": kernels");
+  for (std::string &note : kernels->notes())
+    notes.push_back(std::move(note));
   context = KernelContext::create(std::move(kernels), device.modules());
   context->setCollectives(collectives.get());
   return Status::success();

@@ -68,11 +68,13 @@ Status openDevice(const Artifact &artifact, int ordinal,
 
 /// Joins the data plane of `communicator`'s job on `device` when it has
 /// several ranks (collective; `collectives` stays null otherwise), and
-/// builds `artifact`'s kernel context on `device`, attached to it.
+/// builds `artifact`'s kernel context on `device`, attached to it, adding
+/// what its kernel library notes (KernelLibrary::notes) to `notes`.
 Status connectKernels(const Artifact &artifact, Device &device,
                       Communicator *communicator,
                       std::unique_ptr<Collectives> &collectives,
-                      std::unique_ptr<KernelContext> &context);
+                      std::unique_ptr<KernelContext> &context,
+                      std::deque<std::string> &notes);
 
 /// Runs the entry points of one artifact on its device, one at a time. An
 /// entry is called with an argument array its owner keeps; where the

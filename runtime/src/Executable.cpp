@@ -70,8 +70,8 @@ Status Executable::create(std::shared_ptr<const Artifact> artifact,
                                     exe->device_));
   Device &device = *exe->device_;
   CLEAVE_RETURN_IF_ERROR(connectKernels(a, device, exe->communicator_.get(),
-                                        exe->collectives_,
-                                        exe->kernelContext_));
+                                        exe->collectives_, exe->kernelContext_,
+                                        exe->notes_));
   exe->runner_ = std::make_unique<EntryRunner>(a, device, *exe->kernelContext_,
                                                exe->collectives_.get(),
                                                options.numThreads, exe->notes_);

@@ -125,9 +125,9 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
                                     session->notes_, session->device_));
   Device &device = *session->device_;
   session->alignment_ = device.properties().alignment;
-  CLEAVE_RETURN_IF_ERROR(
-      connectKernels(*session->artifact_, device, session->communicator_.get(),
-                     session->collectives_, session->kernelContext_));
+  CLEAVE_RETURN_IF_ERROR(connectKernels(
+      *session->artifact_, device, session->communicator_.get(),
+      session->collectives_, session->kernelContext_, session->notes_));
   session->runner_ = std::make_unique<EntryRunner>(
       *session->artifact_, device, *session->kernelContext_,
       session->collectives_.get(), options.numThreads, session->notes_);

@@ -539,12 +539,14 @@ CLEAVE_API cleave_status cleave_session_step(const cleave_session *session,
 /** The seed the session was created with (or restored from a checkpoint). */
 CLEAVE_API cleave_status cleave_session_seed(const cleave_session *session,
                                              uint64_t *seed);
-/** Notes on what the session's device chose that changes its speed but never
- *  its results, one line each, in the order they arose: e.g. how much of a
- *  GPU's free memory the session takes (its budget, checked when it is
- *  created), an entry point that runs without a CUDA graph, and why. Each
- *  arises once; the count only grows, so a caller prints the notes past those
- *  it has printed. The text lives as long as the session. */
+/** Notes on what the session's device chose, one line each, in the order
+ *  they arose: e.g. how much of a GPU's free memory the session takes (its
+ *  budget, checked when it is created), an entry point that runs without a
+ *  CUDA graph, and why; a kernel that runs on a non-deterministic engine
+ *  for want of a deterministic one, whose results may then differ in the
+ *  last bits from run to run (the note says so). Each arises once; the
+ *  count only grows, so a caller prints the notes past those it has
+ *  printed. The text lives as long as the session. */
 CLEAVE_API cleave_status cleave_session_num_notes(const cleave_session *session,
                                                   size_t *count);
 CLEAVE_API cleave_status cleave_session_note(const cleave_session *session,
@@ -717,6 +719,11 @@ cleave_executable_arg(const cleave_executable *executable, const char *entry,
  *  globals are unspecified; the executable holds no state of its own, so it
  *  stays usable.
  */
+/** The executable's notes, as a session's (cleave_session_num_notes). */
+CLEAVE_API cleave_status
+cleave_executable_num_notes(const cleave_executable *executable, size_t *count);
+CLEAVE_API cleave_status cleave_executable_note(
+    const cleave_executable *executable, size_t index, const char **note);
 CLEAVE_API cleave_status cleave_executable_run(cleave_executable *executable,
                                                const char *entry,
                                                void *const *args,

@@ -102,6 +102,10 @@ public:
   /// (its op and implementation; empty if unknown or undescribed).
   virtual size_t numKernels() const = 0;
   virtual std::string describeKernel(int64_t) const { return {}; }
+  /// What the library chose, when it was built, that its user should hear
+  /// of (a session's notes): one line each, e.g. a kernel that runs on a
+  /// non-deterministic engine for want of a deterministic one.
+  virtual std::vector<std::string> notes() const { return {}; }
   /// Bytes of host memory the kernels share for their transient data.
   virtual size_t arenaBytes() const { return 0; }
 

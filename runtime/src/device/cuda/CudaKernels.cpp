@@ -43,14 +43,20 @@
 //   and column, CMP_GE, BINARY_SELECT of -inf), the softmax as a row max,
 //   exp, row sum and division (its P in bf16, the second product's operand),
 //   the stats as max + log(sum), and P v. The backward graph recomputes P as
-//   exp(scores - lse), and takes softmax_sum = rowsum(dO o) and dQ_accum
-//   (dS k in f32, then rounded to dq) as f32 buffers in the shared workspace
-//   after cuDNN's own; Pᵀ and dSᵀ are bf16 RESHAPE views for the dV and dK
-//   products. Scale, -inf and 1 are by-value scalars, read from host floats
-//   when the plan is enqueued. The engine is the first of the heuristics
-//   (mode A, then fallback) that is deterministic and whose execution plan
-//   finalizes. cuDNN's fused attention takes bf16 tensors only (f32 entries
-//   are refused: the compiler decomposes attention for them) and head
+//   exp(scores - lse) and takes softmax_sum = rowsum(dO o) as an f32 buffer
+//   in the shared workspace after cuDNN's own; Pᵀ and dSᵀ are bf16 RESHAPE
+//   views for the dV and dK products, and dS k is written straight to dq
+//   (cudnn-frontend's deterministic graph). Scale, -inf and 1 are by-value
+//   scalars, read from host floats when the plan is enqueued. The engine is
+//   the first of the heuristics (mode A, then fallback) that is
+//   deterministic and whose execution plan finalizes. When the backward has
+//   none, it takes cudnn-frontend's default graph instead, with dS k summed
+//   into an f32 dQ_accum buffer (after softmax_sum) and then rounded to dq,
+//   and its first engine whose plan finalizes, deterministic or not (a
+//   non-deterministic one adds into dQ_accum with atomics, so dq may differ
+//   in its last bits from run to run): the kernel's description says so.
+//   cuDNN's fused attention takes bf16 tensors only (f32 entries are
+//   refused: the compiler decomposes attention for them) and head
 //   dimensions that are multiples of 8 up to 256.
 //
 // cuDNN's legacy descriptors take one padding per dimension and no pooling
@@ -282,6 +288,8 @@ public:
   virtual size_t workspaceBytes() const = 0;
   /// One line for logs: the op and how it runs.
   virtual std::string describe() const { return op; }
+  /// A line for the session's notes, or empty (KernelLibrary::notes).
+  virtual std::string note() const { return {}; }
 
   KernelKind kind;
   int64_t id;
@@ -1198,25 +1206,32 @@ public:
       : CudaKernel(kind, spec.id(), spec.op()), libs_(libs),
         e_(readSdpaEntry(spec)), scale_(float(e_.scale)) {
     checkSupported(spec);
-    GraphBuilder g(*libs.dnn, spec, descriptors_);
-    if (kind == KernelKind::AttentionForward)
-      buildForward(g);
-    else
-      buildBackward(g);
-    operations_ = g.operations();
-    graph_ = g.graph(libs.dnnHandle);
-    choosePlan(spec, g);
+    std::vector<std::string> refusals;
+    if (!tryGraph(spec, refusals)) {
+      if (kind == KernelKind::AttentionForward)
+        spec.fail(noEngine(listed(refusals)));
+      // No deterministic engine for cudnn-frontend's deterministic backward:
+      // its default graph, whose engines may sum dQ with atomics.
+      dq_ = DqWrite::Accumulated;
+      std::vector<std::string> accumulated;
+      if (!tryGraph(spec, accumulated))
+        spec.fail(noEngine("with dQ written directly, " + listed(refusals) +
+                           "; with dQ_accum, " + listed(accumulated)));
+    }
     workspace_ = engineWorkspace_;
     if (kind == KernelKind::AttentionBackward) {
-      // The backward graph's two f32 buffers follow cuDNN's own workspace.
+      // The backward graph's f32 buffers follow cuDNN's own workspace.
       softmaxSumOffset_ = alignUp(workspace_);
-      dqAccumOffset_ = alignUp(softmaxSumOffset_ +
-                               size_t(e_.batch * e_.seqQ) * sizeof(float));
-      workspace_ = dqAccumOffset_ +
-                   size_t(e_.batch * e_.seqQ * e_.headDim) * sizeof(float);
-      // cuDNN before 9.6 adds into dQ_accum without clearing it first
-      // (cudnn-frontend clears it for those versions only).
-      clearDqAccum_ = libs.dnn->cudnnGetVersion() < 90600;
+      workspace_ =
+          softmaxSumOffset_ + size_t(e_.batch * e_.seqQ) * sizeof(float);
+      if (dq_ == DqWrite::Accumulated) {
+        dqAccumOffset_ = alignUp(workspace_);
+        workspace_ = dqAccumOffset_ +
+                     size_t(e_.batch * e_.seqQ * e_.headDim) * sizeof(float);
+        // cuDNN before 9.6 adds into dQ_accum without clearing it first
+        // (cudnn-frontend clears it for those versions only).
+        clearDqAccum_ = libs.dnn->cudnnGetVersion() < 90600;
+      }
     }
   }
 
@@ -1226,7 +1241,21 @@ public:
     return op + " on cuDNN: a graph of " + std::to_string(operations_) +
            " operations, engine " + std::to_string(engineIndex_) +
            " (heuristics " + engineSource_ + "), " +
+           (nondeterministic_ ? "non-deterministic (dQ summed with atomics), "
+                              : "") +
            std::to_string(engineWorkspace_) + " bytes of workspace; " + shape();
+  }
+
+  std::string note() const override {
+    if (!nondeterministic_)
+      return {};
+    return kernelName(id, op) +
+           ": cuDNN has no deterministic engine for this attention gradient "
+           "here; it runs engine " +
+           std::to_string(engineIndex_) +
+           ", which sums dq with atomics, so dq may differ in the last bits "
+           "from run to run (--fused-attention=false spells attention out "
+           "deterministically)";
   }
 
   Status forward(const void *q, const void *k, const void *v, const void *mask,
@@ -1257,7 +1286,8 @@ public:
       b.add(kUidMask, "mask", x.mask);
     auto *bytes = static_cast<unsigned char *>(workspace);
     b.add(kUidSoftmaxSum, "softmax_sum", bytes + softmaxSumOffset_);
-    b.add(kUidDQAccum, "dQ_accum", bytes + dqAccumOffset_);
+    if (dq_ == DqWrite::Accumulated)
+      b.add(kUidDQAccum, "dQ_accum", bytes + dqAccumOffset_);
     if (clearDqAccum_) {
       Status cleared = libs_.device.compute().fill32(
           bytes + dqAccumOffset_, 0, size_t(e_.batch * e_.seqQ * e_.headDim));
@@ -1268,6 +1298,12 @@ public:
   }
 
 private:
+  /// How the backward graph writes dQ = dS k: straight into dq, as
+  /// cudnn-frontend's deterministic graph does, or summed into the f32
+  /// dQ_accum and then rounded to dq, as its default graph does (whose
+  /// engines may add with atomics, in any order).
+  enum class DqWrite { Direct, Accumulated };
+
   /// The uids and pointers of one execution.
   struct Bindings {
     void add(int64_t uid, const char *name, const void *pointer) {
@@ -1276,8 +1312,8 @@ private:
       pointers[count] = const_cast<void *>(pointer);
       ++count;
     }
-    /// The backward binds the most: nine tensors, the mask, its two
-    /// buffers and three scalars.
+    /// The backward binds the most: nine tensors, the mask, its buffers
+    /// (softmax_sum and dQ_accum) and three scalars.
     static constexpr size_t kMax = 16;
     std::array<int64_t, kMax> uids = {};
     std::array<const char *, kMax> names = {};
@@ -1376,7 +1412,8 @@ private:
   }
 
   /// cudnn-frontend's backward: P recomputed from q, k and lse;
-  /// softmax_sum = rowsum(dO o) and dQ_accum (f32) are bound buffers.
+  /// softmax_sum = rowsum(dO o) (f32) is a bound buffer, and so is
+  /// dQ_accum when dQ is summed into it (dq_).
   void buildBackward(GraphBuilder &g) {
     const int64_t b = e_.batch, T = e_.seqQ, S = e_.seqKv, D = e_.headDim,
                   Dv = e_.valueDim;
@@ -1415,22 +1452,41 @@ private:
     GraphTensor dST = g.reshape(dS, bf16, transposed(dS.layout));
     g.matmul(dST, q, g.tensor(kUidDK, bf16, packed({1, b, S, D})));
 
-    // dQ = dS k, summed into the f32 dQ_accum and then rounded to bf16.
+    // dQ = dS k, written to dq or summed into dQ_accum and then rounded.
     GraphTensor k = g.reshape(kT, f32, packed({1, b, S, D}));
+    GraphTensor dQ = g.tensor(kUidDQ, bf16, packed({1, b, T, D}));
+    if (dq_ == DqWrite::Direct) {
+      g.matmul(dS, k, dQ);
+      return;
+    }
     GraphTensor dQAccum =
         g.matmul(dS, k, g.tensor(kUidDQAccum, f32, packed({1, b, T, D})));
-    g.pointwise(CUDNN_POINTWISE_IDENTITY, dQAccum, nullptr, nullptr,
-                g.tensor(kUidDQ, bf16, packed({1, b, T, D})));
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, dQAccum, nullptr, nullptr, dQ);
   }
 
-  /// The first engine config of cuDNN's heuristics (mode A, then its
+  /// Builds the kernel's graph (the backward's with dQ written as dq_ says)
+  /// and takes an engine for it; false, with cuDNN's reasons in `refusals`,
+  /// when there is none. Descriptors of an earlier attempt are destroyed.
+  bool tryGraph(KernelSpec &spec, std::vector<std::string> &refusals) {
+    descriptors_.clear();
+    GraphBuilder g(*libs_.dnn, spec, descriptors_);
+    if (kind == KernelKind::AttentionForward)
+      buildForward(g);
+    else
+      buildBackward(g);
+    operations_ = g.operations();
+    graph_ = g.graph(libs_.dnnHandle);
+    return choosePlan(g, refusals);
+  }
+
+  /// Takes the first engine config of cuDNN's heuristics (mode A, then its
   /// fallback list) that is deterministic and whose execution plan
   /// finalizes. Cleave's kernels give the same bits on every run, so a
   /// config with the NONDETERMINISTIC numerical note (atomic accumulation)
-  /// is passed over, as for convolutions.
-  void choosePlan(KernelSpec &spec, GraphBuilder &g) {
+  /// is passed over, as for convolutions, except for a backward graph with
+  /// dQ_accum: that is the last resort, and describe() says so.
+  bool choosePlan(GraphBuilder &g, std::vector<std::string> &refusals) {
     const Cudnn &dnn = *libs_.dnn;
-    std::vector<std::string> refusals;
     for (cudnnBackendHeurMode_t mode :
          {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
       const char *source = mode == CUDNN_HEUR_MODE_A ? "mode A" : "fallback";
@@ -1463,19 +1519,27 @@ private:
                            ": no engine config");
       for (int64_t i = 0; i < count; ++i)
         if (tryConfig(g, configs[size_t(i)], source, refusals))
-          return;
+          return true;
     }
-    std::string why;
-    for (size_t i = 0; i < refusals.size() && i < 4; ++i)
-      why += (i ? "; " : "") + refusals[i];
-    if (refusals.size() > 4)
-      why += "; and " + std::to_string(refusals.size() - 4) + " more";
-    spec.fail("cuDNN has no engine for this attention (" + shape() +
-              "): " + why);
+    return false;
   }
 
-  /// Takes `config` if it is deterministic and its plan finalizes; else
-  /// says why not in `refusals`.
+  /// The first four of `refusals`, and how many more there are.
+  static std::string listed(const std::vector<std::string> &refusals) {
+    std::string out;
+    for (size_t i = 0; i < refusals.size() && i < 4; ++i)
+      out += (i ? "; " : "") + refusals[i];
+    if (refusals.size() > 4)
+      out += "; and " + std::to_string(refusals.size() - 4) + " more";
+    return out;
+  }
+
+  std::string noEngine(const std::string &why) const {
+    return "cuDNN has no engine for this attention (" + shape() + "): " + why;
+  }
+
+  /// Takes `config` if choosePlan may and its plan finalizes; else says
+  /// why not in `refusals`.
   bool tryConfig(GraphBuilder &g, BackendDescriptor config, const char *source,
                  std::vector<std::string> &refusals) {
     const Cudnn &dnn = *libs_.dnn;
@@ -1506,9 +1570,11 @@ private:
                 notes.data()),
             "reading an engine's numerical notes");
     const std::string name = "engine " + std::to_string(index);
-    if (std::find(notes.begin(), notes.begin() + noteCount,
+    const bool nondeterministic =
+        std::find(notes.begin(), notes.begin() + noteCount,
                   CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) !=
-        notes.begin() + noteCount) {
+        notes.begin() + noteCount;
+    if (nondeterministic && dq_ != DqWrite::Accumulated) {
       refusals.push_back(name + " is non-deterministic");
       return false;
     }
@@ -1536,6 +1602,7 @@ private:
     engineIndex_ = index;
     engineSource_ = source;
     engineWorkspace_ = size_t(bytes);
+    nondeterministic_ = nondeterministic;
     return true;
   }
 
@@ -1604,6 +1671,8 @@ private:
   int64_t engineIndex_ = -1;
   const char *engineSource_ = "";
   size_t engineWorkspace_ = 0;
+  bool nondeterministic_ = false;
+  DqWrite dq_ = DqWrite::Direct;
   /// The backward graph's buffers in the shared workspace, after cuDNN's.
   size_t softmaxSumOffset_ = 0, dqAccumOffset_ = 0;
   bool clearDqAccum_ = false;
@@ -1663,6 +1732,13 @@ public:
     if (id < 0 || uint64_t(id) >= kernels_.size())
       return {};
     return kernels_[id]->describe();
+  }
+  std::vector<std::string> notes() const override {
+    std::vector<std::string> out;
+    for (const auto &k : kernels_)
+      if (std::string line = k->note(); !line.empty())
+        out.push_back(std::move(line));
+    return out;
   }
 
   Status matmul(int64_t id, const void *a, const void *b, const float *bias,

@@ -1,13 +1,14 @@
 //===- CudaKernels.h - The kernel library on cuBLASLt and cuDNN -*- C++ -*-===//
 //
 // The kernels of a manifest's `kernels` array for a session on a GPU: matmul
-// entries on cuBLASLt, convolutions and pooling on cuDNN (its legacy API,
-// libcudnn.so.9). Both libraries are loaded with dlopen when a session first
-// needs them. Every descriptor, algorithm and workspace is chosen when the
-// session is created; a call binds pointers and enqueues on the session's
-// stream. The semantics are those of the oneDNN kernels (runtime/src/
-// kernels/, docs/design/runtime-abi.md); an entry whose meaning cuDNN cannot
-// reproduce exactly is refused at creation, naming the kernel.
+// entries on cuBLASLt, convolutions and pooling on cuDNN's legacy API and
+// fused attention on its backend graph API (libcudnn.so.9). Both libraries
+// are loaded with dlopen when a session first needs them. Every descriptor,
+// algorithm and workspace is chosen when the session is created; a call
+// binds pointers and enqueues on the session's stream. The semantics are
+// those of the oneDNN kernels (runtime/src/kernels/,
+// docs/design/runtime-abi.md); an entry whose meaning cuDNN cannot reproduce
+// exactly is refused at creation, naming the kernel.
 //
 //===----------------------------------------------------------------------===//
 

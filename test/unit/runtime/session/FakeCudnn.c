@@ -68,7 +68,14 @@
  * around every operation (so a bound tensor placed in it is clobbered).
  * fake_cudnn_refuse_graphs(1) makes the heuristics refuse every graph
  * (NOT_SUPPORTED_GRAPH_PATTERN), (2) every execution plan fail to finalize
- * (NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT), (0) neither.
+ * (NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT), (3) the heuristics refuse a
+ * graph with a matmul of an f32 operand that writes a bound bf16 tensor
+ * (the attention backward's dQ = dS k written straight to dq, as
+ * cudnn-frontend's deterministic graph has it: a cuDNN without a
+ * deterministic backward), (4) one with a matmul of an f32 operand at all
+ * (that backward either way), (0) none of these.
+ * fake_cudnn_fail_executions(1) makes cudnnBackendExecute fail
+ * (EXECUTION_FAILED), (0) not.
  *
  * fake_cudnn_trace() lists what each call ran, one line each, for example
  * "conv_fwd x=f32 w=f32 y=f32 2x4x6x6 k=6 algo=2 beta=0", "add_tensor",
@@ -925,8 +932,9 @@ static const struct {
   size_t workspace;
 } kEngines[] = {{1, 0}, {0, kGraphWorkspace}, {0, 0}};
 
-static int refuseGraphs;
+static int refuseGraphs, failExecutions;
 void fake_cudnn_refuse_graphs(int where) { refuseGraphs = where; }
+void fake_cudnn_fail_executions(int fail) { failExecutions = fail; }
 
 static char lastError[512];
 
@@ -1714,6 +1722,21 @@ static cudnnStatus_t finalizeGraph(struct fake_descriptor *d) {
   return CUDNN_STATUS_SUCCESS;
 }
 
+/* Whether a matmul of `g` takes an f32 operand and, if `written`, writes
+ * a bound bf16 tensor (fake_cudnn_refuse_graphs 3 and 4). */
+static int hasF32Product(const struct fake_op_graph *g, int written) {
+  for (int i = 0; i < g->nodes; ++i) {
+    const struct fake_node *n = &g->node[i];
+    const struct fake_tensor *y = &n->operand[kY];
+    if (n->kind == kMatmulNode &&
+        (n->operand[kX].type == CUDNN_DATA_FLOAT ||
+         n->operand[kB].type == CUDNN_DATA_FLOAT) &&
+        (!written || (!y->isVirtual && y->type == CUDNN_DATA_BFLOAT16)))
+      return 1;
+  }
+  return 0;
+}
+
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
   struct fake_descriptor *d = desc;
   if (!d)
@@ -1768,7 +1791,9 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     if (!d->graph || !d->hasHeurMode)
       s = failWith(CUDNN_STATUS_BAD_PARAM,
                    "heuristics need an operation graph and a mode");
-    else if (refuseGraphs == 1)
+    else if (refuseGraphs == 1 ||
+             (refuseGraphs == 3 && hasF32Product(d->graph, 1)) ||
+             (refuseGraphs == 4 && hasF32Product(d->graph, 0)))
       s = failWith(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN,
                    "no engine matches this graph (fake_cudnn_refuse_graphs)");
     else if (d->heurMode == CUDNN_HEUR_MODE_FALLBACK)
@@ -2151,6 +2176,9 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
   if (!p->finalized || !pack->finalized)
     return failWith(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED,
                     "the plan or the variant pack is not finalized");
+  if (failExecutions)
+    return failWith(CUDNN_STATUS_EXECUTION_FAILED,
+                    "the engine failed (fake_cudnn_fail_executions)");
   const size_t workspace = kEngines[p->engine].workspace;
   if (workspace && !pack->workspace)
     return failWith(CUDNN_STATUS_BAD_PARAM,

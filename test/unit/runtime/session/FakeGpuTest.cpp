@@ -1465,16 +1465,15 @@ void expectAttentionResult(const AlignedBf16 &got,
         << what << " [" << i << "]";
 }
 
-/// Calls the fake cuDNN's fake_cudnn_refuse_graphs (FakeCudnn.c), loading
-/// it if no session has yet; it stays loaded, knob and all, for the
-/// runtime to find.
-void refuseCudnnGraphs(int where) {
+/// Sets one of the fake cuDNN's knobs, fake_cudnn_refuse_graphs or
+/// fake_cudnn_fail_executions (FakeCudnn.c), loading it if no session has
+/// yet; it stays loaded, knob and all, for the runtime to find.
+void setCudnnKnob(const char *knob, int value) {
   void *dnn = ::dlopen("libcudnn.so.9", RTLD_NOW);
   ASSERT_NE(dnn, nullptr) << ::dlerror();
-  auto fn =
-      reinterpret_cast<void (*)(int)>(::dlsym(dnn, "fake_cudnn_refuse_graphs"));
-  ASSERT_NE(fn, nullptr);
-  fn(where);
+  auto fn = reinterpret_cast<void (*)(int)>(::dlsym(dnn, knob));
+  ASSERT_NE(fn, nullptr) << knob;
+  fn(value);
 }
 
 /// One attention entry pair of SdpaArtifact.c, its shape and mask, run
@@ -1534,12 +1533,18 @@ void runAttention(cleave_executable *exe, const char *entry,
 // scale, the mask or the causal operations gives other numbers. The
 // heuristics offer a non-deterministic engine first, which the session
 // passes over, then engine 1, whose workspace the fake overwrites while it
-// runs (so the backward's softmax_sum and dQ_accum must lie after it).
-// Each entry runs three times with new values; the later runs replay a
-// captured graph, with the scalars cuDNN read when the graph was captured.
+// runs (so the backward's softmax_sum must lie after it). The backward is
+// cudnn-frontend's deterministic graph: dS k written straight to dq, with
+// no dQ_accum and no IDENTITY operation rounding it. Each entry runs three
+// times with new values; the later runs replay a captured graph, with the
+// scalars cuDNN read when the graph was captured.
 TEST(FakeGpuExecutable, AttentionRunsOnCudnnGraphs) {
   cleave_executable *exe = loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA);
   ASSERT_NE(exe, nullptr) << cleave_last_error_message();
+  // Deterministic engines: nothing to note.
+  size_t notes = 1;
+  ASSERT_EQ(cleave_executable_num_notes(exe, &notes), CLEAVE_OK);
+  EXPECT_EQ(notes, 0u);
   const fake_cuda_stats_t before = driverStats();
   const AttentionShape causal = {3, 10, 10, 16, 16, 0.3, true};
   const AttentionShape masked = {2, 6, 9, 8, 16, 0.45, false};
@@ -1548,14 +1553,85 @@ TEST(FakeGpuExecutable, AttentionRunsOnCudnnGraphs) {
     std::string trace;
     runAttention(exe, "attention_causal", causal, false, 10 * run + 1, &trace);
     if (run == 0) {
-      EXPECT_EQ(trace, "graph ops=14 engine=1\ngraph ops=22 engine=1\n");
+      EXPECT_EQ(trace, "graph ops=14 engine=1\ngraph ops=21 engine=1\n");
     }
     runAttention(exe, "attention_masked", masked, true, 10 * run + 5, &trace);
     if (run == 0) {
-      EXPECT_EQ(trace, "graph ops=11 engine=1\ngraph ops=19 engine=1\n");
+      EXPECT_EQ(trace, "graph ops=11 engine=1\ngraph ops=18 engine=1\n");
     }
   }
   EXPECT_GT(driverStats().graph_launches, before.graph_launches);
+  cleave_executable_destroy(exe);
+}
+
+// A cuDNN with no engine for the deterministic backward graph (the fake
+// refuses a matmul writing dq from f32 operands): the backward takes
+// cudnn-frontend's default graph instead, dS k summed into the f32
+// dQ_accum after softmax_sum (placed after engine 0's workspace, none
+// here) and rounded to dq by an IDENTITY operation, on the heuristics'
+// first engine, non-deterministic engine 0, which the kernel's description
+// (shown in an execution's error) names. The forward keeps its
+// deterministic engine.
+TEST(FakeGpuExecutable, AttentionBackwardFallsBackToDqAccum) {
+  struct Reset {
+    ~Reset() {
+      setCudnnKnob("fake_cudnn_refuse_graphs", 0);
+      setCudnnKnob("fake_cudnn_fail_executions", 0);
+    }
+  } reset;
+  setCudnnKnob("fake_cudnn_refuse_graphs", 3);
+  cleave_executable *exe = loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA);
+  ASSERT_NE(exe, nullptr) << cleave_last_error_message();
+  // The executable's notes say so once per such kernel, and how to avoid it.
+  size_t count = 0;
+  ASSERT_EQ(cleave_executable_num_notes(exe, &count), CLEAVE_OK);
+  std::string notes;
+  for (size_t i = 0; i < count; ++i) {
+    const char *note = nullptr;
+    ASSERT_EQ(cleave_executable_note(exe, i, &note), CLEAVE_OK);
+    notes += std::string(note) + "\n";
+  }
+  EXPECT_NE(notes.find("kernel 1 (sdpa_bwd): cuDNN has no deterministic "
+                       "engine for this attention gradient here; it runs "
+                       "engine 0, which sums dq with atomics, so dq may differ "
+                       "in the last bits from run to run "
+                       "(--fused-attention=false spells attention out "
+                       "deterministically)\n"),
+            std::string::npos)
+      << notes;
+
+  setCudnnKnob("fake_cudnn_fail_executions", 1);
+  AlignedBf16 q(3 * 10 * 16), o(3 * 10 * 16), dO(3 * 10 * 16), dq(3 * 10 * 16),
+      dk(3 * 10 * 16), dv(3 * 10 * 16);
+  AlignedFloats lse(3 * 10);
+  std::array<void *, 9> args = {q.data(),  q.data(),   q.data(),
+                                o.data(),  lse.data(), dO.data(),
+                                dq.data(), dk.data(),  dv.data()};
+  EXPECT_NE(cleave_executable_run(exe, "attention_causal_bwd", args.data(),
+                                  int(args.size())),
+            CLEAVE_OK);
+  const std::string error = cleave_last_error_message();
+  EXPECT_NE(error.find("sdpa_bwd on cuDNN: a graph of 22 operations, engine "
+                       "0 (heuristics mode A), non-deterministic (dQ summed "
+                       "with atomics), 0 bytes of workspace"),
+            std::string::npos)
+      << error;
+  setCudnnKnob("fake_cudnn_fail_executions", 0);
+
+  const AttentionShape causal = {3, 10, 10, 16, 16, 0.3, true};
+  const AttentionShape masked = {2, 6, 9, 8, 16, 0.45, false};
+  for (uint32_t run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run);
+    std::string trace;
+    runAttention(exe, "attention_causal", causal, false, 10 * run + 1, &trace);
+    if (run == 0) {
+      EXPECT_EQ(trace, "graph ops=14 engine=1\ngraph ops=22 engine=0\n");
+    }
+    runAttention(exe, "attention_masked", masked, true, 10 * run + 5, &trace);
+    if (run == 0) {
+      EXPECT_EQ(trace, "graph ops=11 engine=1\ngraph ops=19 engine=0\n");
+    }
+  }
   cleave_executable_destroy(exe);
 }
 
@@ -1585,12 +1661,14 @@ TEST(FakeGpuExecutable, AttentionCudnnCannotRunIsRefused) {
 // A graph cuDNN has no engine for is refused when the executable is
 // loaded, naming the kernel, its shape and cuDNN's status and message for
 // each engine it tried, and leaking none of its descriptors: here the
-// heuristics refuse the graph, then every plan fails to finalize.
+// heuristics refuse the graph, then every plan fails to finalize, then
+// the heuristics refuse both of the backward's graphs (dQ written directly
+// and with dQ_accum) while taking the forward's.
 TEST(FakeGpuExecutable, AttentionWithoutACudnnEngineIsRefused) {
   struct Reset {
-    ~Reset() { refuseCudnnGraphs(0); }
+    ~Reset() { setCudnnKnob("fake_cudnn_refuse_graphs", 0); }
   } reset;
-  refuseCudnnGraphs(1);
+  setCudnnKnob("fake_cudnn_refuse_graphs", 1);
   EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA), nullptr);
   std::string error = cleave_last_error_message();
   EXPECT_NE(
@@ -1603,7 +1681,7 @@ TEST(FakeGpuExecutable, AttentionWithoutACudnnEngineIsRefused) {
       std::string::npos)
       << error;
 
-  refuseCudnnGraphs(2);
+  setCudnnKnob("fake_cudnn_refuse_graphs", 2);
   EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA), nullptr);
   error = cleave_last_error_message();
   EXPECT_NE(
@@ -1614,6 +1692,22 @@ TEST(FakeGpuExecutable, AttentionWithoutACudnnEngineIsRefused) {
                  "(engine 1 does not fit (fake_cudnn_refuse_graphs)); engine "
                  "2's plan: CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_"
                  "INSUFFICIENT"),
+      std::string::npos)
+      << error;
+
+  setCudnnKnob("fake_cudnn_refuse_graphs", 4);
+  EXPECT_EQ(loadExecutableOnGpu(CLEAVE_SDPA_ARTIFACT_CUDA), nullptr);
+  error = cleave_last_error_message();
+  EXPECT_NE(
+      error.find("kernel 1 (sdpa_bwd): cuDNN has no engine for this attention "
+                 "(batch 3, seq_q 10, seq_kv 10, head_dim 16, value_dim 16, "
+                 "causal): with dQ written directly, heuristics mode A: "
+                 "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN (no engine matches "
+                 "this graph (fake_cudnn_refuse_graphs)); heuristics "
+                 "fallback: CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN (no "
+                 "engine matches this graph (fake_cudnn_refuse_graphs)); with "
+                 "dQ_accum, heuristics mode A: CUDNN_STATUS_NOT_SUPPORTED_"
+                 "GRAPH_PATTERN"),
       std::string::npos)
       << error;
 }
