@@ -391,6 +391,23 @@ struct AttentionShape {
     s = typeOf(key).getDimSize(rank - 2);
     dv = typeOf(value).getDimSize(rank - 1);
   }
+  /// `query`, `key` and `value` as the kernels take them ([batch, T, D],
+  /// [batch, S, D], [batch, S, Dv]), followed by `extra` (each reshaped to
+  /// `[batch, its dimensions past the leading ones]`).
+  SmallVector<Value> flattened(PatternRewriter &rw, Location loc, Value query,
+                               Value key, Value value,
+                               ValueRange extra = {}) const {
+    SmallVector<Value> out = {reshape(rw, loc, query, {batch, t, d}),
+                              reshape(rw, loc, key, {batch, s, d}),
+                              reshape(rw, loc, value, {batch, s, dv})};
+    for (Value v : extra) {
+      ArrayRef<int64_t> shape = typeOf(v).getShape().drop_front(leading.size());
+      SmallVector<int64_t> flat = {batch};
+      flat.append(shape.begin(), shape.end());
+      out.push_back(reshape(rw, loc, v, flat));
+    }
+    return out;
+  }
   /// `leading` followed by `tail`: the nn op's shapes.
   SmallVector<int64_t> unflattened(ArrayRef<int64_t> tail) const {
     SmallVector<int64_t> out(leading);
@@ -449,10 +466,8 @@ struct FusedAttentionLowering : OpRewritePattern<FusedAttentionOp> {
       return failure();
     Location loc = op.getLoc();
     AttentionShape sh(op.getQuery(), op.getKey(), op.getValue());
-    SmallVector<Value> ins = {
-        reshape(rw, loc, op.getQuery(), {sh.batch, sh.t, sh.d}),
-        reshape(rw, loc, op.getKey(), {sh.batch, sh.s, sh.d}),
-        reshape(rw, loc, op.getValue(), {sh.batch, sh.s, sh.dv})};
+    SmallVector<Value> ins =
+        sh.flattened(rw, loc, op.getQuery(), op.getKey(), op.getValue());
     if (Value mask = op.getMask())
       ins.push_back(maskMatrix(rw, loc, mask, sh));
     Type f32 = rw.getF32Type();
@@ -478,13 +493,9 @@ struct FusedAttentionGradLowering : OpRewritePattern<FusedAttentionGradOp> {
       return failure();
     Location loc = op.getLoc();
     AttentionShape sh(op.getQuery(), op.getKey(), op.getValue());
-    SmallVector<Value> ins = {
-        reshape(rw, loc, op.getQuery(), {sh.batch, sh.t, sh.d}),
-        reshape(rw, loc, op.getKey(), {sh.batch, sh.s, sh.d}),
-        reshape(rw, loc, op.getValue(), {sh.batch, sh.s, sh.dv}),
-        reshape(rw, loc, op.getResult(), {sh.batch, sh.t, sh.dv}),
-        reshape(rw, loc, op.getLse(), {sh.batch, sh.t}),
-        reshape(rw, loc, op.getResultGrad(), {sh.batch, sh.t, sh.dv})};
+    SmallVector<Value> ins =
+        sh.flattened(rw, loc, op.getQuery(), op.getKey(), op.getValue(),
+                     {op.getResult(), op.getLse(), op.getResultGrad()});
     if (Value mask = op.getMask())
       ins.push_back(maskMatrix(rw, loc, mask, sh));
     Type f32 = rw.getF32Type();

@@ -760,17 +760,28 @@ mlir::cleave::nn::attentionResultShape(std::optional<Location> loc,
   return shape;
 }
 
+/// The result type of attention over `query`, `key` and `value`.
+static FailureOr<RankedTensorType>
+attentionResultType(std::optional<Location> loc, Value query, Value key,
+                    Value value) {
+  auto q = cast<RankedTensorType>(query.getType());
+  FailureOr<SmallVector<int64_t>> shape =
+      attentionResultShape(loc, q, cast<RankedTensorType>(key.getType()),
+                           cast<RankedTensorType>(value.getType()));
+  if (failed(shape))
+    return failure();
+  return tensorOf(*shape, q.getElementType());
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
-      loc, q, cast<RankedTensorType>(adaptor.getKey().getType()),
-      cast<RankedTensorType>(adaptor.getValue().getType()));
-  if (failed(shape))
+  FailureOr<RankedTensorType> result = attentionResultType(
+      loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+  if (failed(result))
     return failure();
-  types.push_back(tensorOf(*shape, q.getElementType()));
+  types.push_back(*result);
   return success();
 }
 
@@ -858,15 +869,12 @@ LogicalResult FusedAttentionOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
                                                  SmallVectorImpl<Type> &types) {
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
-      loc, q, cast<RankedTensorType>(adaptor.getKey().getType()),
-      cast<RankedTensorType>(adaptor.getValue().getType()));
-  if (failed(shape))
+  FailureOr<RankedTensorType> result = attentionResultType(
+      loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+  if (failed(result))
     return failure();
-  auto result = tensorOf(*shape, q.getElementType());
-  types.push_back(result);
-  types.push_back(lseType(result));
+  types.push_back(*result);
+  types.push_back(lseType(*result));
   return success();
 }
 
@@ -893,23 +901,21 @@ FusedAttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 }
 
 LogicalResult FusedAttentionGradOp::verify() {
-  auto q = cast<RankedTensorType>(getQuery().getType());
-  FailureOr<SmallVector<int64_t>> shape = attentionResultShape(
-      getLoc(), q, getKey().getType(), getValue().getType());
-  if (failed(shape))
+  FailureOr<RankedTensorType> result =
+      attentionResultType(getLoc(), getQuery(), getKey(), getValue());
+  if (failed(result))
     return failure();
-  auto result = tensorOf(*shape, q.getElementType());
-  if (getResult().getType() != result || getResultGrad().getType() != result)
+  if (getResult().getType() != *result || getResultGrad().getType() != *result)
     return emitOpError("result and result_grad must be ")
-           << result << ", got " << getResult().getType() << " and "
+           << *result << ", got " << getResult().getType() << " and "
            << getResultGrad().getType();
-  if (getLse().getType() != lseType(result))
+  if (getLse().getType() != lseType(*result))
     return emitOpError("lse must be ")
-           << lseType(result) << ", got " << getLse().getType();
+           << lseType(*result) << ", got " << getLse().getType();
   return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
                          getScaleIsDivisor(), getCausal(),
-                         scoresShape(getQuery(), getKey()), q.getElementType(),
-                         getMask());
+                         scoresShape(getQuery(), getKey()),
+                         result->getElementType(), getMask());
 }
 
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
