@@ -54,7 +54,8 @@
 //   into an f32 dQ_accum buffer (after softmax_sum) and then rounded to dq,
 //   and its first engine whose plan finalizes, deterministic or not (a
 //   non-deterministic one adds into dQ_accum with atomics, so dq may differ
-//   in its last bits from run to run): the kernel's description says so.
+//   in its last bits from run to run): the kernel's description and the
+//   session's notes say so (KernelLibrary::notes).
 //   cuDNN's fused attention takes bf16 tensors only (f32 entries are
 //   refused: the compiler decomposes attention for them) and head
 //   dimensions that are multiples of 8 up to 256.
@@ -1484,7 +1485,7 @@ private:
   /// finalizes. Cleave's kernels give the same bits on every run, so a
   /// config with the NONDETERMINISTIC numerical note (atomic accumulation)
   /// is passed over, as for convolutions, except for a backward graph with
-  /// dQ_accum: that is the last resort, and describe() says so.
+  /// dQ_accum: that is the last resort, and describe() and note() say so.
   bool choosePlan(GraphBuilder &g, std::vector<std::string> &refusals) {
     const Cudnn &dnn = *libs_.dnn;
     for (cudnnBackendHeurMode_t mode :
