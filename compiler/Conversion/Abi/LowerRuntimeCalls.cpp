@@ -391,22 +391,24 @@ struct LowerRuntimeCallsPass
     default:
       break;
     }
-    const bool attention = fn.name == kSdpaFwd.name || fn.name == kSdpaBwd.name;
-    if (attention) {
-      // The kernel multiplies in the type it stores, every tensor alike.
+    if (fn.name == kSdpaFwd.name || fn.name == kSdpaBwd.name) {
+      // The kernel multiplies in the type it stores, every tensor that may
+      // be bf16 (all but the log-sum-exp: rt.kernel's rule) alike.
       const bool bf16 = bool(entry.ioType);
-      for (auto [i, v] : llvm::enumerate(ins))
-        if (!(fn.name == kSdpaBwd.name && i == 4) && bool(storage(v)) != bf16)
-          return k.emitOpError("stores attention's tensors in two types "
-                               "(input ")
-                 << i << " is " << v.getType()
-                 << "); cuDNN's fused attention takes one";
-      for (auto [i, v] : llvm::enumerate(k.getOutputs()))
-        if (!(fn.name == kSdpaFwd.name && i == 1) && bool(storage(v)) != bf16)
-          return k.emitOpError("stores attention's tensors in two types "
-                               "(output ")
-                 << i << " is " << v.getType()
-                 << "); cuDNN's fused attention takes one";
+      auto mixed = [&](ValueRange values, auto storable) {
+        for (auto [i, v] : llvm::enumerate(values))
+          if (storable(i) && bool(storage(v)) != bf16)
+            return v;
+        return Value();
+      };
+      Value odd = mixed(ins, [&](unsigned i) { return k.isStorableInBf16(i); });
+      if (!odd)
+        odd = mixed(k.getOutputs(),
+                    [&](unsigned i) { return k.isResultStorableInBf16(i); });
+      if (odd)
+        return k.emitOpError("stores attention's tensors in two types (")
+               << odd.getType() << " beside " << ins[0].getType()
+               << "); cuDNN's fused attention takes one";
       if (bf16)
         entry.math = toWire(rt::KernelPrecision::bf16);
     }

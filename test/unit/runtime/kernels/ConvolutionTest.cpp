@@ -385,16 +385,6 @@ TEST(Convolution, Bf16StoredInputsAreReadAsStored) {
   }
 }
 
-/// `v`, a bf16 buffer, widened to floats.
-std::vector<float> widened(const std::vector<uint16_t> &v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint32_t bits = uint32_t(v[i]) << 16;
-    std::memcpy(&out[i], &bits, sizeof bits);
-  }
-  return out;
-}
-
 /// Every operand stored in bf16, as cleave-compile makes a cuda artifact's
 /// convolutions (`wei_type` and `dst_type` too; run here by the cuda
 /// pipeline's host tests): the weights are read as stored and the result is

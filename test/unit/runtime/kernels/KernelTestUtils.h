@@ -136,6 +136,16 @@ inline std::vector<uint16_t> bf16Buffer(const std::vector<float> &v) {
   return out;
 }
 
+/// `v`, a bf16 buffer, widened to floats.
+inline std::vector<float> widened(const std::vector<uint16_t> &v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t bits = uint32_t(v[i]) << 16;
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
+  return out;
+}
+
 /// Whether this CPU has AVX512-BF16, which bf16 kernels need.
 inline bool hostHasBf16() {
   std::ifstream in("/proc/cpuinfo");
