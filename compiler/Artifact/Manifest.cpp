@@ -16,6 +16,7 @@
 #include "dialects/Train/IR/TrainOps.h"
 #include "runtime/include/cleave/kernel_abi.h"
 #include "runtime/src/ManifestCheck.h"
+#include "runtime/src/kernels/ConvTaps.h"
 #include "runtime/src/schema/SchemaRead.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -197,8 +198,29 @@ struct MemoryReport {
         continue;
       kernelCaches += orOne(k.o) *
                       (orOne(k.c) / std::max<int64_t>(1, orOne(k.groups))) *
-                      orOne(k.kh) * orOne(k.kw) * 4;
+                      cachedTaps(k) * 4;
     }
+  }
+
+  /// The taps of a convolution's weights that its cached copy or partial
+  /// sum holds: those some output reads the input through (the CPU kernel
+  /// crops the others, runtime/src/kernels/ConvTaps.h).
+  static int64_t cachedTaps(const abi::Kernel &k) {
+    const std::vector<int64_t> strides = k.strides.value_or(
+                                   std::vector<int64_t>{1, 1}),
+                               dilations = k.dilations.value_or(
+                                   std::vector<int64_t>{1, 1}),
+                               padding = k.padding.value_or(
+                                   std::vector<int64_t>{0, 0, 0, 0});
+    const int64_t in[2] = {orOne(k.h), orOne(k.w)},
+                  out[2] = {orOne(k.oh), orOne(k.ow)},
+                  taps[2] = {orOne(k.kh), orOne(k.kw)};
+    int64_t kept = 1;
+    for (int d = 0; d < 2; ++d)
+      kept *= ::cleave::rt::liveTaps(in[d], out[d], taps[d], strides[d],
+                                     padding[d], padding[d + 2], dilations[d])
+                  .size();
+    return kept;
   }
 
   /// One kernel's estimated transient need (addKernels).

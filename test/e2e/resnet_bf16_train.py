@@ -20,13 +20,21 @@
 # guess, ln 10 = 2.30, to below 1.5), so the comparison is not of two flat
 # curves; the first window, from the same parameters on the same data,
 # agrees to 1e-3 relative (bf16's rounding of one forward and backward
-# pass); every later window's loss within 15% of the f32 run's and every
+# pass); every later window's loss within 25% of the f32 run's and every
 # epoch's training loss within 8%. Measured on AMD Zen 5 (AVX512-BF16): 4e-5
 # at the first window, then up to 5.4% per window and 3.5% per epoch, the
 # most while the loss falls fastest (the two runs take slightly different
-# steps and batch norm's statistics follow them), 2% by the last window. A
-# kernel that ignored its bf16 storage, or read an f32 operand as bf16, is
-# off by the whole loss at the first window.
+# steps and batch norm's statistics follow them), 2% by the last window; on
+# an Intel Xeon with AMX: 2.5e-4, then up to 15.6% per window (window 10 of
+# 12, the loss falling from 0.86 to 0.62 in two windows) and 2.8% per epoch.
+# The window losses there are that sensitive to rounding alone: two f32
+# runs whose convolutions differ only in the order of their sums (oneDNN's
+# 3x3 kernel against its 1x1 one for the same centre-tap products, before
+# and after the CPU kernels cropped dead taps) differ by 7.6% at window 10.
+# So the per-window bound is wide and the epoch bound, which averages that
+# out, is the tighter check of drift. A kernel that ignored its bf16
+# storage, or read an f32 operand as bf16, is off by the whole loss at the
+# first window.
 #
 # Usage: resnet_bf16_train.py SOURCE_DIR CLEAVE_COMPILE CLEAVE_TRAIN WORK_DIR
 # Exit status 77 (skipped, with the reason) without torch, onnx or
@@ -46,7 +54,7 @@ from train_reference import finish, require_torch, run  # noqa: E402
 EPOCHS = 3
 SEED = 11
 FIRST_RTOL = 1e-3
-WINDOW_RTOL = 0.15
+WINDOW_RTOL = 0.25
 EPOCH_RTOL = 0.08
 LEARNED = 1.5
 

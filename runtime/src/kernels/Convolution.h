@@ -10,6 +10,7 @@
 #include "kernels/Kernel.h"
 #include "kernels/LayoutCache.h"
 
+#include <array>
 #include <optional>
 
 namespace cleave::rt {
@@ -30,6 +31,12 @@ class KernelSpec;
 /// LayoutCache instead, reordered once per parameter generation rather than
 /// per call; and a staged weight gradient added into an accumulator goes to
 /// the cache's blocked partial sum, reordered back once per window.
+///
+/// Kernel taps that only ever meet padding (a 3x3 kernel with padding 1 over
+/// a 1x1 map, as at the deep end of a CNN on small images) are cropped: the
+/// primitive convolves with the live taps alone, reading and writing them as
+/// a strided view of the caller's weights, and the gradient of a dead tap is
+/// zero without being computed. See Convolution.cpp.
 class ConvolutionKernel final : public Kernel {
 public:
   /// Reads and validates the entry (`op` decides the direction), then creates
@@ -49,6 +56,10 @@ public:
   std::string describe() const override;
 
 private:
+  /// Writes 0 to the dead taps of the dense weight gradient at
+  /// `weightGradient`.
+  void zeroDeadTaps(char *weightGradient) const;
+
   bool hasBias_ = false;
   Operand in0_, in1_, out_;
   /// oneDNN argument ids of in0_, in1_ and out_.
@@ -66,6 +77,17 @@ private:
   std::string impl_;
   bool blocked_ = false;
   bool bf16_ = false;
+  /// The live taps, [begin, end) per spatial dimension (rows, columns), and
+  /// the kernel's full extent; the primitive's weights start
+  /// `weightsOffset_` bytes into the caller's.
+  std::array<int64_t, 2> tapBegin_{}, tapEnd_{}, taps_{};
+  size_t weightsOffset_ = 0;
+  /// An overwritten weight gradient with dead taps: they are zeroed after
+  /// the primitive has written the live ones. Rows of taps_[0] x taps_[1]
+  /// elements of `zeroElementBytes_` each, `zeroRows_` of them.
+  bool zeroDeadTaps_ = false;
+  int64_t zeroRows_ = 0;
+  size_t zeroElementBytes_ = 0;
   /// Some operand is stored in bf16 (`src_type`, `diff_dst_type`,
   /// `wei_type`, `dst_type`).
   bool stored_ = false;

@@ -38,6 +38,19 @@ dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+size_t extentBytes(const dnnl::memory::desc &desc) {
+  const dnnl_memory_desc_t &d = desc.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0)
+    return desc.get_size();
+  size_t last = 0;
+  for (int i = 0; i < d.ndims; ++i) {
+    if (d.dims[i] == 0)
+      return 0;
+    last += size_t(d.dims[i] - 1) * size_t(d.format_desc.blocking.strides[i]);
+  }
+  return (last + 1) * dnnl::memory::data_type_size(desc.data_type());
+}
+
 dnnl::memory unboundMemory(const dnnl::memory::desc &desc,
                            const dnnl::engine &engine) {
   return dnnl::memory(desc, engine, DNNL_MEMORY_NONE);

@@ -64,6 +64,12 @@ dnnl::primitive_attr makeAttr();
 /// Describes `dims` as a dense row-major f32 tensor.
 dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims);
 
+/// The bytes from a tensor's first element to past its last: for a strided
+/// view (a crop of a larger tensor), the span its elements reach, which
+/// oneDNN's get_size() (the size of the dense tensor the strides imply)
+/// exceeds; for any other layout, get_size().
+size_t extentBytes(const dnnl::memory::desc &desc);
+
 /// A memory object for `desc` whose handle is set later (per call, or by the
 /// arena planner).
 dnnl::memory unboundMemory(const dnnl::memory::desc &desc,

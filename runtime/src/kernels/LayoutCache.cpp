@@ -71,7 +71,8 @@ const dnnl::memory *LayoutCache::weights(dnnl::stream &stream,
                                          const void *source,
                                          const dnnl::memory::desc &plain,
                                          const dnnl::memory::desc &blocked) {
-  if (!enabled_ || updating_ || !inside(parameters_, source, plain.get_size()))
+  if (!enabled_ || updating_ ||
+      !inside(parameters_, source, extentBytes(plain)))
     return nullptr;
   std::vector<std::unique_ptr<Weights>> &copies = weights_[source];
   Weights *entry = nullptr;
@@ -106,7 +107,7 @@ PartialSum *LayoutCache::partialSum(void *target,
                                     const dnnl::memory::desc &plain,
                                     const dnnl::memory::desc &blocked) {
   if (!enabled_ || updating_ ||
-      !inside(accumulators_, target, plain.get_size()))
+      !inside(accumulators_, target, extentBytes(plain)))
     return nullptr;
   std::vector<std::unique_ptr<PartialSum>> &sums = sums_[target];
   for (const std::unique_ptr<PartialSum> &s : sums)

@@ -11,6 +11,9 @@
 
 #include "cleave/kernel_abi.h"
 
+#include <algorithm>
+#include <cmath>
+#include <string>
 #include <tuple>
 
 using namespace cleave::rt;
@@ -469,6 +472,154 @@ TEST(Convolution, Bf16ResultsTakeNoAccumulateBiasOrActivation) {
     EXPECT_EQ(KernelContext::create(nlohmann::json::array({entry}), error),
               nullptr);
     EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
+}
+
+/// Convolutions whose kernel has taps that meet only padding, whichever
+/// output is computed: the kernel convolves with the live taps alone
+/// (Convolution.cpp, "Dead taps"). Each case: the three directions against
+/// the naive loops, the weight gradient both overwritten (a dead tap's is
+/// written 0) and accumulated (a dead tap's is left as it was).
+const ConvCase kCroppedCases[] = {
+    // n  c  h  w   o kh kw sh sw pt pl pb pr dh dw groups
+    // The centre tap alone, resnet18's last 3x3 convolutions on 32x32
+    // images (blocked layouts).
+    {2, 16, 1, 1, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    // Stride 2 from a 2x2 map: the bottom-right 2x2 taps.
+    {2, 16, 2, 2, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},
+    // Rows only, plain layouts (8 channels).
+    {1, 3, 1, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    // Asymmetric padding and groups: rows 1-4 of 5, the middle column.
+    {2, 4, 2, 1, 6, 5, 3, 1, 1, 3, 1, 2, 1, 1, 1, 2},
+    // A corner tap, all the padding on one side in each dimension.
+    {1, 16, 1, 1, 16, 3, 3, 1, 1, 2, 0, 0, 2, 1, 1, 1},
+    // Dilation 2 over 2 rows: taps 1 and 2 of 3 reach rows 0 and 2 of the
+    // padded input (padding 2), and tap 0 only padding.
+    {1, 2, 2, 3, 4, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1, 1},
+};
+
+/// "taps RxC of KHxKW": the live taps' rectangle, from the reference loops
+/// (the taps any multiply goes through).
+std::string cropOf(const ConvCase &t) {
+  int64_t rows[2] = {t.kh, -1}, cols[2] = {t.kw, -1};
+  t.forEachTap([&](size_t, size_t wi, size_t) {
+    int64_t ky = (wi / t.kw) % t.kh, kx = wi % t.kw;
+    rows[0] = std::min(rows[0], ky);
+    rows[1] = std::max(rows[1], ky);
+    cols[0] = std::min(cols[0], kx);
+    cols[1] = std::max(cols[1], kx);
+  });
+  return "taps " + std::to_string(rows[1] - rows[0] + 1) + "x" +
+         std::to_string(cols[1] - cols[0] + 1) + " of " + std::to_string(t.kh) +
+         "x" + std::to_string(t.kw);
+}
+
+TEST(Convolution, DeadTapsAreCropped) {
+  std::mt19937 rng(18);
+  for (const ConvCase &t : kCroppedCases) {
+    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+    fwd["bias"] = true;
+    fwd["activation"] = "none";
+    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
+    nlohmann::json overwrite = t.entry(2, "conv2d_bwd_weights");
+    overwrite["accumulate"] = false;
+    nlohmann::json accumulate = t.entry(3, "conv2d_bwd_weights");
+    accumulate["accumulate"] = true;
+    SCOPED_TRACE(fwd.dump());
+    auto ctx = makeContext({fwd, bwdData, overwrite, accumulate});
+    ASSERT_NE(ctx, nullptr);
+    const std::string crop = cropOf(t);
+    ASSERT_NE(crop, "taps " + std::to_string(t.kh) + "x" +
+                        std::to_string(t.kw) + " of " + std::to_string(t.kh) +
+                        "x" + std::to_string(t.kw))
+        << "not a case with dead taps";
+    for (int64_t id = 0; id < 4; ++id)
+      EXPECT_NE(ctx->describeKernel(id).find(crop), std::string::npos)
+          << ctx->describeKernel(id) << " (want " << crop << ")";
+
+    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
+    Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize()),
+        dWeiAcc(t.weiSize());
+    for (size_t d = 0; d < t.dstSize(); ++d)
+      dst.add(d, bias[(d / (t.oh() * t.ow())) % t.o]);
+    for (size_t i = 0; i < diffWei.size(); ++i)
+      dWeiAcc.add(i, diffWei[i]);
+    t.forEachTap([&](size_t si, size_t wi, size_t di) {
+      dst.add(di, double(src[si]) * wei[wi]);
+      dSrc.add(si, double(diffDst[di]) * wei[wi]);
+      dWei.add(wi, double(src[si]) * diffDst[di]);
+      dWeiAcc.add(wi, double(src[si]) * diffDst[di]);
+    });
+    std::vector<float> out(t.dstSize(), 123.f), outSrc(t.srcSize(), 123.f),
+        outWei(t.weiSize(), 123.f), accWei = diffWei;
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei.data(), bias.data(),
+                             out.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst.data(), wei.data(),
+                                  outSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), diffDst.data(),
+                                     outWei.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 3, src.data(), diffDst.data(),
+                                     accWei.data());
+    ASSERT_FALSE(ctx->failed()) << ctx->error().message();
+    EXPECT_TRUE(matches(out, dst)) << "fwd";
+    EXPECT_TRUE(matches(outSrc, dSrc)) << "bwd_data";
+    EXPECT_TRUE(matches(outWei, dWei)) << "bwd_weights, overwritten";
+    EXPECT_TRUE(matches(accWei, dWeiAcc)) << "bwd_weights, accumulated";
+  }
+}
+
+/// The same with bf16 operands stored as such (`wei_type`, `dst_type`): the
+/// view of the live taps steps over 2-byte elements, and an overwritten bf16
+/// weight gradient gets bf16 zeros at its dead taps.
+TEST(Convolution, DeadTapsOfBf16WeightsAreCropped) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(19);
+  for (const ConvCase &t : kCroppedCases) {
+    if (t.c / t.groups < 2)
+      continue; // oneDNN's bf16 convolutions want channel pairs
+    nlohmann::json fwd = t.entry(0, "conv2d_fwd");
+    fwd["bias"] = false;
+    fwd["activation"] = "none";
+    nlohmann::json bwdData = t.entry(1, "conv2d_bwd_data");
+    nlohmann::json bwdW = t.entry(2, "conv2d_bwd_weights");
+    bwdW["accumulate"] = false;
+    std::vector<nlohmann::json> entries = {fwd, bwdData, bwdW};
+    for (nlohmann::json &e : entries)
+      e["math"] = "bf16";
+    entries[0]["wei_type"] = entries[1]["wei_type"] = "bf16";
+    entries[2]["dst_type"] = "bf16";
+    SCOPED_TRACE(fwd.dump());
+    auto ctx = makeContext(entries);
+    ASSERT_NE(ctx, nullptr);
+    for (int64_t id = 0; id < 3; ++id)
+      EXPECT_NE(ctx->describeKernel(id).find(cropOf(t)), std::string::npos)
+          << ctx->describeKernel(id);
+
+    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
+    std::vector<float> rSrc = roundedToBf16(src), rWei = roundedToBf16(wei),
+                       rDiffDst = roundedToBf16(diffDst);
+    Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize());
+    t.forEachTap([&](size_t si, size_t wi, size_t di) {
+      dst.add(di, double(rSrc[si]) * rWei[wi]);
+      dSrc.add(si, double(rDiffDst[di]) * rWei[wi]);
+      dWei.add(wi, double(rSrc[si]) * rDiffDst[di]);
+    });
+    // The weight gradient is rounded once to bf16.
+    for (size_t i = 0; i < dWei.value.size(); ++i)
+      dWei.magnitude[i] += std::ldexp(std::fabs(dWei.value[i]), -8) / kRelTol;
+    const std::vector<uint16_t> wei16 = bf16Buffer(wei);
+    std::vector<float> out(t.dstSize()), outSrc(t.srcSize());
+    std::vector<uint16_t> outWei(t.weiSize(), 0x4000); // 2.0
+    cleave_kernel_conv2d_fwd(ctx.get(), 0, src.data(), wei16.data(), nullptr,
+                             out.data());
+    cleave_kernel_conv2d_bwd_data(ctx.get(), 1, diffDst.data(), wei16.data(),
+                                  outSrc.data());
+    cleave_kernel_conv2d_bwd_weights(ctx.get(), 2, src.data(), diffDst.data(),
+                                     outWei.data());
+    ASSERT_FALSE(ctx->failed()) << ctx->error().message();
+    EXPECT_TRUE(matches(out, dst)) << "fwd";
+    EXPECT_TRUE(matches(outSrc, dSrc)) << "bwd_data";
+    EXPECT_TRUE(matches(widened(outWei), dWei)) << "bwd_weights";
   }
 }
 

@@ -254,4 +254,60 @@ TEST(LayoutCache, IsOffUntilEnabled) {
   EXPECT_EQ(ctx->layoutCacheBytes(), 0u);
 }
 
+/// A kernel that crops its dead taps (3x3, padding 1, over 1x1 maps: the
+/// centre tap alone) asks the cache for the view of its live taps: the
+/// parameter's copy holds those alone, made once per generation, and the
+/// accumulated gradient is held back and settled into the live taps, the
+/// dead ones left as they were.
+TEST(LayoutCache, CroppedKernelsCacheTheirLiveTaps) {
+  std::mt19937 rng(6);
+  json kernels = {forward(0, 1), backwardWeights(1, 1, true),
+                  backwardWeights(2, 1, false)};
+  auto cached = makeContext(kernels), plain = makeContext(kernels);
+  ASSERT_TRUE(cached && plain);
+  ASSERT_NE(cached->describeKernel(0).find("taps 1x1 of 3x3"),
+            std::string::npos)
+      << cached->describeKernel(0);
+  std::vector<float> weights = randomVector(kWeights, rng),
+                     accumulator = randomVector(kWeights, rng);
+  cached->enableLayoutCache({range(weights)}, {range(accumulator)});
+
+  auto src = randomVector(activations(kC, 1), rng);
+  auto diffDst = randomVector(activations(kO, 1), rng);
+  std::vector<float> want(activations(kO, 1)), got(want.size());
+  cleave_kernel_conv2d_fwd(plain.get(), 0, src.data(), weights.data(), nullptr,
+                           want.data());
+  cleave_kernel_conv2d_fwd(cached.get(), 0, src.data(), weights.data(), nullptr,
+                           got.data());
+  EXPECT_EQ(got, want);
+  // One copy, of the centre taps.
+  EXPECT_EQ(cached->layoutCacheBytes(), size_t(kO * kC) * sizeof(float));
+  // Not made again within a generation: a write the cache is not told
+  // about is not seen.
+  for (float &w : weights)
+    w = -w;
+  cleave_kernel_conv2d_fwd(cached.get(), 0, src.data(), weights.data(), nullptr,
+                           got.data());
+  EXPECT_EQ(got, want);
+
+  const std::vector<float> initial = accumulator;
+  std::vector<float> gradient(kWeights);
+  cleave_kernel_conv2d_bwd_weights(plain.get(), 2, src.data(), diffDst.data(),
+                                   gradient.data());
+  for (int step = 0; step < 2; ++step)
+    cleave_kernel_conv2d_bwd_weights(cached.get(), 1, src.data(),
+                                     diffDst.data(), accumulator.data());
+  ASSERT_FALSE(cached->failed()) << cached->error().message();
+  EXPECT_EQ(accumulator, initial) << "held back until settled";
+  ASSERT_TRUE(cached->settleAccumulators().ok());
+  Reference sum(kWeights);
+  for (size_t i = 0; i < kWeights; ++i) {
+    sum.add(i, initial[i]);
+    sum.add(i, 2.0 * gradient[i]);
+    if (i % (kK * kK) != 4) // a dead tap: no gradient, left as it was
+      EXPECT_EQ(accumulator[i], initial[i]) << i;
+  }
+  EXPECT_TRUE(matches(accumulator, sum));
+}
+
 } // namespace
