@@ -623,4 +623,34 @@ TEST(Convolution, DeadTapsOfBf16WeightsAreCropped) {
   }
 }
 
+/// Only activations' padding sends a convolution to plain layouts: LeNet's
+/// second convolution's backward data in bf16 (6 channels) keeps oneDNN's
+/// layouts, though on AMX oneDNN pads the weights' 6 channels to 32 (there
+/// the plain GEMM convolution was 5x slower), and computes the gradient of
+/// the rounded inputs.
+TEST(Convolution, PaddedWeightsAloneKeepBlockedLayouts) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(20);
+  ConvCase t{4, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  nlohmann::json entry = t.entry(0, "conv2d_bwd_data");
+  entry["math"] = "bf16";
+  auto ctx = makeContext(nlohmann::json::array({entry}));
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_NE(ctx->describeKernel(0).find("oneDNN's layouts"), std::string::npos)
+      << ctx->describeKernel(0);
+  auto diffDst = randomVector(t.dstSize(), rng);
+  auto wei = randomVector(t.weiSize(), rng);
+  std::vector<float> rDiffDst = roundedToBf16(diffDst),
+                     rWei = roundedToBf16(wei);
+  Reference ref(t.srcSize());
+  t.forEachTap([&](size_t si, size_t wi, size_t di) {
+    ref.add(si, double(rDiffDst[di]) * rWei[wi]);
+  });
+  std::vector<float> diffSrc(t.srcSize(), 123.f);
+  cleave_kernel_conv2d_bwd_data(ctx.get(), 0, diffDst.data(), wei.data(),
+                                diffSrc.data());
+  ASSERT_FALSE(ctx->failed()) << ctx->error().message();
+  EXPECT_TRUE(matches(diffSrc, ref));
+}
+
 } // namespace
