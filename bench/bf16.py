@@ -10,7 +10,8 @@ Models: examples/mlp.mlir, examples/lenet.mlir and the ONNX transformer test
 model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
 micro-batches 32 and 256, N = 4; PyTorch's own loop on the same models
 (bench/pytorch_ref.py) in float32 and under torch.autocast(dtype=bfloat16)
-in the same run. Then bench/real_models.py's resnet18 (3x32x32) and GPT
+in the same run, and for the MLP the GEMM-bound limit of each artifact
+(cleave-roofline). Then bench/real_models.py's resnet18 (3x32x32) and GPT
 decoder (width 128, 64 byte tokens) at micro-batch 32 (--real-models=""
 leaves them out), against PyTorch's loop on the same modules. Prints a Markdown table with the CPU's name and whether it
 has AVX512-BF16 and AMX (without AVX512-BF16 there is nothing to measure:
@@ -82,6 +83,17 @@ def main():
                  f"--micro-batch={b}", f"--accumulate={a.accumulate}",
                  "--optimizer=sgd", f"--precision={precision}", "-o", out],
                 check=True, capture_output=True)
+            if name.startswith("MLP"):
+                # The GEMM-bound limit (bench/README.md): B over the sum of
+                # the micro-step's GEMMs timed alone, hot in cache; a bf16
+                # GEMM's parameter operand from the layout cache, as in a
+                # session.
+                roof = subprocess.run(
+                    [os.path.join(bin_dir, "cleave-roofline"),
+                     os.path.abspath(out)], env=env, check=True,
+                    capture_output=True, text=True).stdout
+                ms = json.loads(roof)["micro_step_gemm_ms"]
+                speed[precision + "_limit"] = b / ms * 1e3
             load = os.getloadavg()[0]
             speed[precision] = samples_per_second(
                 [os.path.join(bin_dir, "cleave-bench"), out,
@@ -141,6 +153,15 @@ def main():
         print(f"| {name} | {b} | {s['f32']:,.0f} | {s['bf16']:,.0f} | "
               f"{s['bf16'] / s['f32']:.2f} × | {s['torch']:,.0f} | "
               f"{s['autocast']:,.0f} | {s['bf16'] / s['autocast']:.2f} × |")
+    limits = [(name, b, s) for name, b, s in rows if "f32_limit" in s]
+    if limits:
+        print("\n| model | micro-batch | f32 GEMM-bound limit | Cleave f32 / "
+              "limit | bf16 GEMM-bound limit | Cleave bf16 / limit |")
+        print("|---|---|---|---|---|---|")
+        for name, b, s in limits:
+            print(f"| {name} | {b} | {s['f32_limit']:,.0f} | "
+                  f"{s['f32'] / s['f32_limit']:.0%} | {s['bf16_limit']:,.0f} | "
+                  f"{s['bf16'] / s['bf16_limit']:.0%} |")
 
 
 if __name__ == "__main__":
