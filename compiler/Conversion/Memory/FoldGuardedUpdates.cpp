@@ -203,12 +203,126 @@ struct FoldConsumerIntoInPlaceProducer
   }
 };
 
+/// A fill of a tensor that an elementwise loop reads last (the apply step
+/// zeroing each gradient accumulator after the optimizer's loop has read
+/// it) becomes an output of that loop, which writes the fill's value where
+/// it read the old one:
+///
+///   %u = linalg.generic ins(%g, ...) outs(%p) {^bb0(%gi, ..., %po): ...}
+///   %z = linalg.fill ins(%zero) outs(%g)
+///
+/// becomes one loop with ins(...) outs(%p, %g) that reads %g through its
+/// output argument and yields %zero for it: one pass over the accumulator
+/// instead of two (a separate fill is a second sweep of a buffer that has
+/// left the cache by then). It applies when the loop is all parallel, reads
+/// the tensor with the identity map over its own loops, and every other
+/// reader of the tensor comes before the loop (so nothing reads the old
+/// value after it is overwritten in place).
+struct FoldFillIntoLastReader : OpRewritePattern<linalg::FillOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::FillOp fill,
+                                PatternRewriter &rewriter) const override {
+    if (!fill.hasPureTensorSemantics())
+      return failure();
+    Value target = fill.getDpsInitOperand(0)->get();
+    auto type = dyn_cast<RankedTensorType>(target.getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+    Block *block = fill->getBlock();
+    // The last user before the fill (every user must come before it) is
+    // the loop; the others come before the loop.
+    Operation *last = nullptr;
+    for (Operation *user : target.getUsers()) {
+      if (user == fill)
+        continue;
+      if (user->getBlock() != block || !user->isBeforeInBlock(fill))
+        return failure();
+      if (!last || last->isBeforeInBlock(user))
+        last = user;
+    }
+    auto reader = dyn_cast_or_null<linalg::GenericOp>(last);
+    if (!reader || !reader.hasPureTensorSemantics() ||
+        reader.getNumParallelLoops() != reader.getNumLoops() ||
+        reader.getNumLoops() != type.getRank())
+      return failure();
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(type.getRank(), getContext());
+    SmallVector<OpOperand *> reads;
+    for (OpOperand &operand : reader->getOpOperands())
+      if (operand.get() == target) {
+        if (!reader.isDpsInput(&operand) ||
+            reader.getMatchingIndexingMap(&operand) != identity)
+          return failure();
+        reads.push_back(&operand);
+      }
+    // The fill's value must be available where the loop is.
+    Value value = fill.getDpsInputOperand(0)->get();
+    if (Operation *def = value.getDefiningOp())
+      if (def->getBlock() == block && !def->isBeforeInBlock(reader))
+        return failure();
+
+    // The loop without those inputs, with the target as a last output.
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    for (OpOperand *in : reader.getDpsInputOperands())
+      if (in->get() != target) {
+        inputs.push_back(in->get());
+        maps.push_back(reader.getMatchingIndexingMap(in));
+      }
+    SmallVector<Value> inits(reader.getDpsInits());
+    for (OpOperand &out : reader.getDpsInitsMutable())
+      maps.push_back(reader.getMatchingIndexingMap(&out));
+    inits.push_back(target);
+    maps.push_back(identity);
+    SmallVector<Type> resultTypes(reader.getResultTypes());
+    resultTypes.push_back(type);
+
+    rewriter.setInsertionPoint(reader);
+    auto fused = linalg::GenericOp::create(rewriter, reader.getLoc(),
+                                           resultTypes, inputs, inits, maps,
+                                           reader.getIteratorTypesArray());
+    Block *old = reader.getBody();
+    Block *body = rewriter.createBlock(&fused.getRegion());
+    Location loc = reader.getLoc();
+    IRMapping mapping;
+    SmallVector<BlockArgument> readArgs;
+    for (OpOperand *in : reader.getDpsInputOperands()) {
+      BlockArgument arg = reader.getMatchingBlockArgument(in);
+      if (in->get() == target)
+        readArgs.push_back(arg);
+      else
+        mapping.map(arg, body->addArgument(arg.getType(), loc));
+    }
+    for (OpOperand &out : reader.getDpsInitsMutable()) {
+      BlockArgument arg = reader.getMatchingBlockArgument(&out);
+      mapping.map(arg, body->addArgument(arg.getType(), loc));
+    }
+    BlockArgument current =
+        body->addArgument(type.getElementType(), target.getLoc());
+    for (BlockArgument arg : readArgs)
+      mapping.map(arg, current);
+    rewriter.setInsertionPointToStart(body);
+    for (Operation &op : old->without_terminator())
+      rewriter.clone(op, mapping);
+    SmallVector<Value> yielded;
+    for (Value v : cast<linalg::YieldOp>(old->getTerminator()).getOperands())
+      yielded.push_back(mapping.lookupOrDefault(v));
+    yielded.push_back(value);
+    linalg::YieldOp::create(rewriter, loc, yielded);
+
+    rewriter.replaceOp(fill, fused.getResults().back());
+    rewriter.replaceOp(reader, fused.getResults().drop_back());
+    return success();
+  }
+};
+
 struct FoldGuardedUpdatesPass
     : cleave::impl::CleaveFoldGuardedUpdatesBase<FoldGuardedUpdatesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<YieldSelectInPlace, FoldConsumerIntoInPlaceProducer>(
-        &getContext());
+    patterns.add<YieldSelectInPlace, FoldConsumerIntoInPlaceProducer,
+                 FoldFillIntoLastReader>(&getContext());
     // The output whose result is no longer used goes (upstream's pattern for
     // unused results whose init the body does not read).
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
