@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     nlohmann::json spec;
     Buffer a, b, bias, c;
   };
-  std::vector<std::unique_ptr<Gemm>> todo;
+  std::vector<std::unique_ptr<Gemm>> timed;
   // A bf16 matmul's f32 operands are parameters in a session (activations
   // that feed one are stored in bf16), read from the layout cache's bf16
   // copy made once per window: the cache stands in for that here, so that
@@ -97,11 +97,11 @@ int main(int argc, char **argv) {
       continue;
     int64_t batch = k["batch"], m = k["m"], n = k["n"], kk = k["k"];
     bool bBatched = k["b_batched"];
-    todo.push_back(std::unique_ptr<Gemm>(
+    timed.push_back(std::unique_ptr<Gemm>(
         new Gemm{k, Buffer{size_t(batch * m * kk)},
                  Buffer{size_t((bBatched ? batch : 1) * kk * n)},
                  Buffer{size_t(n)}, Buffer{size_t(batch * m * n)}}));
-    Gemm &g = *todo.back();
+    Gemm &g = *timed.back();
     if (k.value("math", "f32") == "bf16") {
       if (k.value("a_type", "f32") == "f32")
         parameters.push_back({g.a.data, size_t(batch * m * kk) * 4});
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
 
   nlohmann::json gemms = nlohmann::json::array();
   double totalMs = 0;
-  for (const std::unique_ptr<Gemm> &g : todo) {
+  for (const std::unique_ptr<Gemm> &g : timed) {
     const nlohmann::json &k = g->spec;
     int64_t batch = k["batch"], m = k["m"], n = k["n"], kk = k["k"];
     Buffer &a = g->a, &b = g->b, &bias = g->bias, &c = g->c;

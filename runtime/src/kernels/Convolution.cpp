@@ -292,7 +292,10 @@ ConvolutionKernel::ConvolutionKernel(KernelSpec &spec, BuildEnv &env,
         (bwdWeights ? e.dstBf16 : e.weiBf16) ? sizeof(uint16_t) : sizeof(float);
     weightsOffset_ = size_t(firstTap) * zeroElementBytes_;
     zeroDeadTaps_ = bwdWeights && !accumulate;
-    zeroRows_ = fullWei[0] * fullWei[1] * (groups == 1 ? 1 : fullWei[2]);
+    // Every dimension but the two spatial ones.
+    zeroRows_ = 1;
+    for (size_t i = 0; i + 2 < fullWei.size(); ++i)
+      zeroRows_ *= fullWei[i];
   }
 
   conv_.emplace(dnnl::primitive(pd), pd, env);
