@@ -541,7 +541,11 @@ TEST(Convolution, DeadTapsAreCropped) {
       EXPECT_NE(ctx->describeKernel(id).find(crop), std::string::npos)
           << ctx->describeKernel(id) << " (want " << crop << ")";
 
-    auto [src, wei, bias, diffDst, diffWei] = randomOperands(t, rng);
+    // Named references: a lambda may not capture structured bindings in
+    // C++17 (clang refuses).
+    const ConvOperands ops = randomOperands(t, rng);
+    const std::vector<float> &src = ops.src, &wei = ops.wei, &bias = ops.bias,
+                             &diffDst = ops.diffDst, &diffWei = ops.diffWei;
     Reference dst(t.dstSize()), dSrc(t.srcSize()), dWei(t.weiSize()),
         dWeiAcc(t.weiSize());
     for (size_t d = 0; d < t.dstSize(); ++d)
