@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
+#include <map>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_CLEAVEWRITEMANIFEST
@@ -160,10 +161,13 @@ struct MemoryReport {
   /// micro-step's kernels read it in (forward, and backward-data, which
   /// oneDNN blocks differently), and one of each weight gradient it writes.
   ///
-  /// A bf16 matmul's parameter operand is a bf16 copy, one per layout it is
-  /// read in (the forward and backward-data GEMMs): counted for every
-  /// micro-step GEMM whose `b` is one matrix shared by the batch and not the
-  /// weight-gradient GEMM's (`trans_a`), which is where parameters are read.
+  /// A bf16 matmul's parameter operand is a bf16 copy in the parameter's
+  /// own layout, shared by the GEMMs that read it transposed (forward) and
+  /// as it is (backward-data). The rows name no buffer, so the copies of
+  /// each stored shape are counted as the larger of its transposed and its
+  /// plain readers among the micro-step GEMMs whose `b` is one matrix shared
+  /// by the batch and not the weight-gradient GEMM's (`trans_a`), which is
+  /// where parameters are read.
   ///
   /// The kernels' arena (runtime/src/kernels/Kernel.h), estimated: one
   /// buffer the size of the largest single kernel's transient need, shared
@@ -178,6 +182,12 @@ struct MemoryReport {
   /// Primitive scratchpads are left out. Slots that are reserved but never
   /// written are not counted: their pages are never resident.
   void addKernels(const std::vector<abi::Kernel> &kernels) {
+    // bf16 GEMM weights by their layout in memory ([rows, columns] of B as
+    // stored): how many GEMMs read such a B transposed and how many as it
+    // is. A weight's forward and backward-data GEMMs read it in the two
+    // orientations and share one copy (runtime/src/kernels/Matmul.cpp).
+    std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>
+        bf16Weights;
     for (const abi::Kernel &k : kernels) {
       const bool bf16 = k.math == abi::Math::bf16;
       // A parameter operand: one matrix shared by the batch, not the
@@ -189,7 +199,11 @@ struct MemoryReport {
       if (k.entry != "micro_step")
         continue;
       if (k.op == abi::KernelOp::matmul && bf16 && weightB) {
-        kernelCaches += orOne(k.k) * orOne(k.n) * 2;
+        const bool transB = k.transB.value_or(false);
+        std::pair<int64_t, int64_t> &readers =
+            bf16Weights[transB ? std::make_pair(orOne(k.n), orOne(k.k))
+                               : std::make_pair(orOne(k.k), orOne(k.n))];
+        ++(transB ? readers.first : readers.second);
         continue;
       }
       if (k.op != abi::KernelOp::conv2d_fwd &&
@@ -200,6 +214,9 @@ struct MemoryReport {
                       (orOne(k.c) / std::max<int64_t>(1, orOne(k.groups))) *
                       cachedTaps(k) * 4;
     }
+    for (const auto &[shape, readers] : bf16Weights)
+      kernelCaches += std::max(readers.first, readers.second) * shape.first *
+                      shape.second * 2;
   }
 
   /// The taps of a convolution's weights that its cached copy or partial

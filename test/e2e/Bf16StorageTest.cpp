@@ -61,9 +61,10 @@ int executions(const std::string &log) {
 struct StorageCase {
   const char *name;
   const char *artifact;
-  /// Parameters the bf16 kernels read as weights, each converted once per
-  /// generation (a matmul's B, forward and backward-data; a convolution's
-  /// weights).
+  /// Weight copies made once per generation: one per parameter a bf16
+  /// matmul reads as B (its forward and backward-data GEMMs share it, in the
+  /// parameter's own layout), one per blocked layout a bf16 convolution
+  /// reads its weights in.
   int weightCopies;
 };
 
@@ -111,15 +112,17 @@ TEST_P(Bf16StorageTest, MicroStepsConvertNothingButTheWeightsOncePerWindow) {
 INSTANTIATE_TEST_SUITE_P(
     Artifacts, Bf16StorageTest,
     ::testing::Values(
-        // fc1-fc3 forward, fc2 backward-data. fc3's backward-data, whose
+        // fc1-fc3, read by their forward GEMMs and fc2's also by its
+        // backward-data GEMM (the same copy). fc3's backward-data, whose
         // reduction is its 10 outputs, stays f32 (as do the weight
         // gradients, whose reduction is the micro-batch of 8), by the rule
         // of compiler/Conversion/Precision/Bf16Rule.h.
-        StorageCase{"mlp", "mlp_b8_n4_momentum_bf16", 4},
-        // conv2 forward and backward-data (two blocked layouts), fc1 and
-        // fc2 forward, fc1 backward-data; conv1, with its single input
-        // channel, and fc2's backward-data (K = 10) stay f32.
-        StorageCase{"lenet", "lenet_b8_n4_momentum_bf16", 5}),
+        StorageCase{"mlp", "mlp_b8_n4_momentum_bf16", 3},
+        // conv2 forward and backward-data (two blocked layouts), fc1 (its
+        // forward and backward-data GEMMs share a copy) and fc2; conv1, with
+        // its single input channel, and fc2's backward-data (K = 10) stay
+        // f32.
+        StorageCase{"lenet", "lenet_b8_n4_momentum_bf16", 4}),
     [](const ::testing::TestParamInfo<StorageCase> &info) {
       return std::string(info.param.name);
     });

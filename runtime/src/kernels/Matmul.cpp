@@ -11,16 +11,20 @@
 // and accumulate 210 GFLOP/s; 32x512x10 110-130 GFLOP/s. That is oneDNN's
 // peak for these shapes, so there is nothing for a layout change to win.
 //
-// bf16: both operands are converted to dense bf16 copies. One that is a
-// parameter (the weights, as B in the forward and backward-data GEMMs) is
-// taken from the session's LayoutCache, which converts it once per parameter
-// generation (an apply step, a write through the API, a checkpoint load)
-// instead of once per call: the bf16 copy is the same rounding of the same
-// f32 values, so the results do not change. An operand the entry says is
-// stored in bf16 (`a_type`, `b_type`: an activation the generated loop that
-// computed it also wrote in bf16, mixed-precision.md) is read as it is,
-// strided for a transpose where oneDNN has a kernel for that, else through
-// a bf16 copy made dense, which converts nothing.
+// bf16: both operands are converted to bf16 copies laid out as the f32
+// tensors are (a transpose stays a stride: the conversion is a straight
+// sweep, and oneDNN's brgemm reads a transposed bf16 operand at about the
+// speed of a dense one; bench/README.md). One that is a parameter (the
+// weights, as B in the forward and backward-data GEMMs) is taken from the
+// session's LayoutCache, which converts it once per parameter generation (an
+// apply step, a write through the API, a checkpoint load) instead of once per
+// call; the forward GEMM (transposed B) and the backward-data GEMM (plain B)
+// of one weight share that one copy. The bf16 copy is the same rounding of
+// the same f32 values, so the results do not change. An operand the entry
+// says is stored in bf16 (`a_type`, `b_type`: an activation the generated
+// loop that computed it also wrote in bf16, mixed-precision.md) is read as
+// it is. Where oneDNN has no kernel for a strided bf16 operand, the
+// operands are staged into dense bf16 copies instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,11 +32,47 @@
 #include "kernels/KernelSpec.h"
 #include "kernels/LayoutCache.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace cleave::rt {
 
 using dims = dnnl::memory::dims;
+
+namespace {
+
+/// `desc` (a plain strided tensor) with its dimensions in memory order:
+/// the row-major description of the same bytes, so that the transposed and
+/// the plain view of one buffer name one cache entry. Null when the tensor
+/// is not dense and row-major in some order of its dimensions.
+std::optional<dnnl::memory::desc>
+inMemoryOrder(const dnnl::memory::desc &desc) {
+  const dnnl_memory_desc_t &d = desc.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks ||
+      (d.ndims != 2 && d.ndims != 3))
+    return std::nullopt;
+  std::vector<int> order(d.ndims);
+  for (int i = 0; i < d.ndims; ++i)
+    order[i] = i;
+  const dnnl_dims_t &strides = d.format_desc.blocking.strides;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int x, int y) { return strides[x] > strides[y]; });
+  dnnl::memory::dims sorted;
+  for (int i : order)
+    sorted.push_back(d.dims[i]);
+  dnnl::memory::desc rowMajor(sorted, desc.data_type(),
+                              d.ndims == 3 ? dnnl::memory::format_tag::abc
+                                           : dnnl::memory::format_tag::ab);
+  // Same bytes: each dimension's stride is the row-major one of its place.
+  for (int i = 0; i < d.ndims; ++i)
+    if (strides[order[i]] != rowMajor.data.format_desc.blocking.strides[i] &&
+        d.dims[order[i]] != 1)
+      return std::nullopt;
+  return rowMajor;
+}
+
+} // namespace
 
 MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
     : Kernel(kKind, spec.id(), spec.op()) {
@@ -74,11 +114,17 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   dnnl::primitive_attr attr = makeAttr();
   attr.set_post_ops(ops);
 
-  // bf16: the primitive reads dense bfloat16 copies of A and B (rounded by
-  // the staging reorders, which also apply the transposes) and writes f32,
+  // bf16: the primitive reads bfloat16 copies of A and B (rounded by the
+  // staging reorders) laid out as the f32 tensors are, and writes f32,
   // accumulating in f32; bias, post-ops and C stay f32. An operand stored
-  // in bf16 is first offered as it is.
+  // in bf16 is offered as it is. Where no kernel reads those strided,
+  // dense copies (the staging reorders apply the transposes).
   auto bf16Copy = [&](const dnnl::memory::desc &d) {
+    dnnl::memory::desc copy = d;
+    copy.data.data_type = dnnl_bf16;
+    return copy;
+  };
+  auto denseBf16Copy = [&](const dnnl::memory::desc &d) {
     dnnl::memory::dims dims = d.dims();
     return dnnl::memory::desc(dims, dt::bf16,
                               dims.size() == 3 ? dnnl::memory::format_tag::abc
@@ -98,10 +144,10 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   dnnl::memory::desc bWanted = bf16 && !e.bBf16 ? bf16Copy(bDesc) : bDesc;
   dnnl::matmul::primitive_desc pd = primitive(aWanted, bWanted);
   if (bf16 && isRef(pd) &&
-      (aWanted != bf16Copy(aDesc) || bWanted != bf16Copy(bDesc))) {
-    // No kernel reads a stored operand strided: read dense copies.
-    aWanted = bf16Copy(aDesc);
-    bWanted = bf16Copy(bDesc);
+      (aWanted != denseBf16Copy(aDesc) || bWanted != denseBf16Copy(bDesc))) {
+    // No kernel reads a bf16 operand strided: read dense copies.
+    aWanted = denseBf16Copy(aDesc);
+    bWanted = denseBf16Copy(bDesc);
     pd = primitive(aWanted, bWanted);
   }
   impl_ = pd.impl_info_str();
@@ -117,6 +163,10 @@ MatmulKernel::MatmulKernel(KernelSpec &spec, BuildEnv &env)
   aWanted_ = aWanted;
   bWanted_ = bWanted;
   cache_ = env.cache;
+  if (cache_) {
+    aCached_ = cachedCopy(aDesc, aWanted, env);
+    bCached_ = cachedCopy(bDesc, bWanted, env);
+  }
   c_ = unboundMemory(cDesc, env.engine);
   matmul_.emplace(dnnl::matmul(pd), pd, env);
   matmul_->args[DNNL_ARG_SRC] = a_.forPrimitive();
@@ -139,18 +189,39 @@ void MatmulKernel::run(dnnl::stream &stream, const void *a, const void *b,
   c_.set_data_handle(c);
   if (hasBias_)
     bias_.set_data_handle(const_cast<float *>(bias));
-  stageOrCache(stream, a_, a, DNNL_ARG_SRC, aPlain_, aWanted_);
-  stageOrCache(stream, b_, b, DNNL_ARG_WEIGHTS, bPlain_, bWanted_);
+  stageOrCache(stream, a_, a, DNNL_ARG_SRC, aCached_);
+  stageOrCache(stream, b_, b, DNNL_ARG_WEIGHTS, bCached_);
   matmul_->execute(stream);
 }
 
+MatmulKernel::CachedCopy
+MatmulKernel::cachedCopy(const dnnl::memory::desc &plain,
+                         const dnnl::memory::desc &wanted, BuildEnv &env) {
+  CachedCopy copy{plain, wanted, {}};
+  std::optional<dnnl::memory::desc> plainInOrder = inMemoryOrder(plain);
+  std::optional<dnnl::memory::desc> wantedInOrder = inMemoryOrder(wanted);
+  if (plainInOrder && wantedInOrder &&
+      plainInOrder->dims() == wantedInOrder->dims() && wanted != plain) {
+    // The copy has the tensor's own layout: ask for it in memory order, as
+    // every kernel reading this buffer does, and view it as `wanted`.
+    copy.plain = *plainInOrder;
+    copy.wanted = *wantedInOrder;
+    copy.view = unboundMemory(wanted, env.engine);
+  }
+  return copy;
+}
+
 void MatmulKernel::stageOrCache(dnnl::stream &stream, Operand &operand,
-                                const void *data, int arg,
-                                const dnnl::memory::desc &plain,
-                                const dnnl::memory::desc &wanted) {
-  const dnnl::memory *copy = cache_ && operand.staged()
-                                 ? cache_->weights(stream, data, plain, wanted)
-                                 : nullptr;
+                                const void *data, int arg, CachedCopy &cached) {
+  const dnnl::memory *copy =
+      cache_ && operand.staged()
+          ? cache_->weights(stream, data, cached.plain, cached.wanted)
+          : nullptr;
+  if (copy && cached.view) {
+    cached.view.set_data_handle(copy->get_data_handle());
+    matmul_->args[arg] = cached.view;
+    return;
+  }
   if (copy) {
     matmul_->args[arg] = *copy;
     return;

@@ -31,18 +31,30 @@ public:
   std::string describe() const override;
 
 private:
+  /// How an operand asks the layout cache for its copy: the f32 tensor and
+  /// the copy's layout, and when the copy keeps the tensor's own layout, both
+  /// in memory order (so the forward GEMM's transposed view of a weight and
+  /// the backward-data GEMM's plain one share a copy) with `view` to read it
+  /// as the primitive expects.
+  struct CachedCopy {
+    dnnl::memory::desc plain, wanted;
+    dnnl::memory view;
+  };
+  static CachedCopy cachedCopy(const dnnl::memory::desc &plain,
+                               const dnnl::memory::desc &wanted, BuildEnv &env);
   /// Stages `operand` for this call, or takes the cache's copy when it is a
   /// parameter (a bf16 weight converted once per parameter generation).
   void stageOrCache(dnnl::stream &stream, Operand &operand, const void *data,
-                    int arg, const dnnl::memory::desc &plain,
-                    const dnnl::memory::desc &wanted);
+                    int arg, CachedCopy &cached);
 
   bool hasBias_ = false;
   /// A and B, staged into bf16 copies when the entry multiplies in bf16 and
   /// they are stored in f32.
   Operand a_, b_;
-  /// Their layouts, for the cache.
+  /// Their layouts.
   dnnl::memory::desc aPlain_, bPlain_, aWanted_, bWanted_;
+  /// What they ask the cache for.
+  CachedCopy aCached_, bCached_;
   /// The session's copies of parameters (null in graph executables).
   LayoutCache *cache_ = nullptr;
   dnnl::memory bias_, c_;

@@ -362,4 +362,46 @@ TEST(Matmul, Bf16ParametersAreConvertedOncePerGeneration) {
   }
 }
 
+// A weight W [out, in] is B transposed in its forward GEMM (x W^T) and B as
+// it is in its backward-data GEMM (dy W): both read one bf16 copy, kept in
+// W's own layout, and each computes what it does without the cache.
+TEST(Matmul, Bf16ForwardAndBackwardDataShareOneWeightCopy) {
+  CLEAVE_SKIP_WITHOUT_BF16();
+  std::mt19937 rng(9);
+  const int64_t rows = 24, in = 40, out = 32;
+  auto entry = [&](int64_t id, int64_t k, int64_t n, bool transB) {
+    MatmulCase t{1,      rows,  k,     n,     /*transA=*/false,
+                 transB, false, false, false, /*accumulate=*/false};
+    nlohmann::json e = t.entry(id);
+    e["math"] = "bf16";
+    return e;
+  };
+  // 0: [rows, in] x W^T -> [rows, out]; 1: [rows, out] x W -> [rows, in].
+  nlohmann::json entries = nlohmann::json::array(
+      {entry(0, in, out, /*transB=*/true), entry(1, out, in, false)});
+  auto cached = makeContext(entries);
+  auto plain = makeContext(entries);
+  ASSERT_TRUE(cached && plain);
+  auto x = randomVector(rows * in, rng);
+  auto dy = randomVector(rows * out, rng);
+  auto w = randomVector(out * in, rng);
+  cached->enableLayoutCache({{w.data(), w.size() * sizeof(float)}}, {});
+  auto run = [&](KernelContext &ctx, int64_t id) {
+    std::vector<float> c(rows * (id == 0 ? out : in));
+    cleave_kernel_matmul(&ctx, id, id == 0 ? x.data() : dy.data(), w.data(),
+                         nullptr, c.data());
+    EXPECT_FALSE(ctx.failed()) << ctx.error().message();
+    return c;
+  };
+  EXPECT_EQ(run(*cached, 0), run(*plain, 0));
+  EXPECT_EQ(run(*cached, 1), run(*plain, 1));
+  EXPECT_EQ(cached->layoutCacheBytes(), w.size() * 2);
+  // Both read the copy: a write the cache is not told about is not seen.
+  const std::vector<float> forward = run(*plain, 0), backward = run(*plain, 1);
+  for (float &v : w)
+    v = 2 * v;
+  EXPECT_EQ(run(*cached, 0), forward);
+  EXPECT_EQ(run(*cached, 1), backward);
+}
+
 } // namespace
