@@ -152,7 +152,10 @@ def CleaveExpandBFloat16 : Pass<"cleave-expand-bf16"> {
     on the bits (upstream `populateExpandBFloat16Patterns`). Without an
     AVX512-BF16 target the x86 back end calls `__truncsfbf2` for the
     truncation, which Debian 12's libgcc does not have: the artifact would
-    not load. The arithmetic vectorises as the loop around it does.
+    not load. The arithmetic vectorises as the loop around it does. Where
+    the module's recorded target (`rt.target`) has AVX512-BF16 nothing is
+    rewritten: LLVM narrows with VCVTNEPS2BF16, as oneDNN's reorders do
+    (it rounds to nearest even too, but flushes f32 denormals to zero).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
@@ -240,7 +243,8 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
     * a loop that reads an f32 value only to test `x > 0` (ReLU's backward
       mask) reads the value's bf16 twin instead (its narrowing, or the
       fused ReLU-and-narrowing loop's result: the same sign but for
-      0 < x < 2^-133), so the f32 pre-activation is not held for the
+      0 < x < 2^-133, or the denormals below 2^-126 where the target's
+      VCVTNEPS2BF16 flushes them), so the f32 pre-activation is not held for the
       backward pass.
     * with `convolution-results` (cuda) a bf16 convolution has all three
       operands in bf16 or stays f32: its src, diff_dst and weights are

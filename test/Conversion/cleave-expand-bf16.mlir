@@ -1,4 +1,4 @@
-// RUN: cleave-opt %s --cleave-expand-bf16 | FileCheck %s
+// RUN: cleave-opt %s --split-input-file --cleave-expand-bf16 | FileCheck %s
 
 // bf16 conversions become integer arithmetic on the bits, so that no library
 // helper (__truncsfbf2, which Debian 12's libgcc lacks) is called; others
@@ -24,4 +24,34 @@ func.func @conversions(%x: f32, %b: bf16, %h: f16) -> (bf16, f32, f16, f32) {
   %2 = arith.truncf %x : f32 to f16
   %3 = arith.extf %h : f16 to f32
   return %0, %1, %2, %3 : bf16, f32, f16, f32
+}
+
+// -----
+
+// A module whose recorded target (cleave-write-manifest's rt.target) has
+// AVX512-BF16 keeps its conversions: LLVM narrows with VCVTNEPS2BF16.
+// RUN: cleave-opt %s --split-input-file --cleave-expand-bf16 | FileCheck %s --check-prefix=NATIVE
+
+// NATIVE-LABEL: func.func @native
+// NATIVE: arith.truncf %{{.+}} : f32 to bf16
+// NATIVE: arith.extf %{{.+}} : bf16 to f32
+module attributes {rt.target = {cpu = "sapphirerapids", features = ["avx512f", "avx512bf16"]}} {
+  func.func @native(%x: f32, %b: bf16) -> (bf16, f32) {
+    %0 = arith.truncf %x : f32 to bf16
+    %1 = arith.extf %b : bf16 to f32
+    return %0, %1 : bf16, f32
+  }
+}
+
+// -----
+
+// A recorded target without AVX512-BF16 is expanded as above.
+// NATIVE-LABEL: func.func @portable
+// NATIVE-NOT: arith.truncf
+// NATIVE: arith.cmpf une
+module attributes {rt.target = {cpu = "x86-64-v3", features = ["avx2"]}} {
+  func.func @portable(%x: f32) -> bf16 {
+    %0 = arith.truncf %x : f32 to bf16
+    return %0 : bf16
+  }
 }

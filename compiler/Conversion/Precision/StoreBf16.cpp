@@ -100,8 +100,9 @@ void fuseIntoProducer(RewriterBase &rewriter, linalg::GenericOp op) {
 /// The bf16 twin of `x` that shows its sign: a result of an elementwise
 /// loop reading `x` alone that yields `x` or `max(x, 0)` rounded to bf16 (a
 /// narrowing, or a ReLU fused with its narrowing). `x > 0` exactly where
-/// the twin is, but for 0 < x < 2^-133, which rounds to zero; NaN is
-/// neither. Null if there is none.
+/// the twin is, but for 0 < x < 2^-133, which rounds to zero (0 < x <
+/// 2^-126 where VCVTNEPS2BF16 narrows, flushing denormals: ExpandBFloat16);
+/// NaN is neither. Null if there is none.
 Value signTwin(Value x) {
   for (OpOperand &use : x.getUses()) {
     auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
