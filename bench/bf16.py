@@ -5,6 +5,8 @@ thread count, in the same run (cleave-bench drives each artifact as
 cleave-train does).
 
     /usr/bin/python3 bench/bf16.py --build=build --threads=1 --seconds=4
+    /usr/bin/python3 bench/bf16.py --build=build --threads=1 --seconds=2 \
+        --rounds=5      # a noisy VM: medians of alternated rounds
 
 Models: examples/mlp.mlir, examples/lenet.mlir and the ONNX transformer test
 model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
@@ -21,6 +23,7 @@ the compiler refuses bf16 for such a target).
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,6 +62,11 @@ def main():
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--accumulate", type=int, default=4)
     p.add_argument("--micro-batches", default="32,256")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time every configuration this many times, "
+                   "alternating their order, and report medians: on a VM "
+                   "whose neighbours come and go, ratios of runs taken "
+                   "minutes apart mean little")
     p.add_argument("--real-models", default="resnet18,gpt",
                    help="bench/real_models.py models, at micro-batch 32")
     a = p.parse_args()
@@ -74,8 +82,9 @@ def main():
                              capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])["samples_per_second"]
 
-    def cleave_speeds(tmp, name, source, b, speed):
-        """Cleave in f32 and in bf16: `source` compiled and timed."""
+    def compile_both(tmp, source, b):
+        """`source` compiled in f32 and in bf16: {precision: artifact}."""
+        artifacts = {}
         for precision in ("f32", "bf16"):
             out = os.path.join(tmp, f"m_{precision}.cleave")
             subprocess.run(
@@ -83,30 +92,41 @@ def main():
                  f"--micro-batch={b}", f"--accumulate={a.accumulate}",
                  "--optimizer=sgd", f"--precision={precision}", "-o", out],
                 check=True, capture_output=True)
-            if name.startswith("MLP"):
+            artifacts[precision] = os.path.abspath(out)
+        return artifacts
+
+    def measure(name, b, artifacts, torch_command, with_limit):
+        """Each configuration timed once per round, the rounds alternating
+        their order, so that every ratio is taken between runs minutes
+        apart at most: {key: [one value per round]}."""
+        jobs = []
+        for precision, artifact in artifacts.items():
+            if with_limit:
                 # The GEMM-bound limit (bench/README.md): B over the sum of
                 # the micro-step's GEMMs timed alone, hot in cache; a bf16
                 # GEMM's parameter operand from the layout cache, as in a
                 # session.
-                roof = subprocess.run(
-                    [os.path.join(bin_dir, "cleave-roofline"),
-                     os.path.abspath(out)], env=env, check=True,
-                    capture_output=True, text=True).stdout
-                ms = json.loads(roof)["micro_step_gemm_ms"]
-                speed[precision + "_limit"] = b / ms * 1e3
-            load = os.getloadavg()[0]
-            speed[precision] = samples_per_second(
-                [os.path.join(bin_dir, "cleave-bench"), out,
-                 f"--accumulate={a.accumulate}", f"--seconds={a.seconds}"])
-            print(f"  [load {load:.1f}] {name} b{b} {precision}: "
-                  f"{speed[precision]:.0f} samples/s", file=sys.stderr)
-
-    def torch_speeds(name, b, speed, command):
-        """PyTorch's loop (`command`) in f32 and under autocast."""
+                jobs.append((precision + "_limit", lambda artifact=artifact: (
+                    b / json.loads(subprocess.run(
+                        [os.path.join(bin_dir, "cleave-roofline"), artifact],
+                        env=env, check=True, capture_output=True,
+                        text=True).stdout)["micro_step_gemm_ms"] * 1e3)))
+            jobs.append((precision, lambda artifact=artifact: (
+                samples_per_second([
+                    os.path.join(bin_dir, "cleave-bench"), artifact,
+                    f"--accumulate={a.accumulate}",
+                    f"--seconds={a.seconds}"]))))
         for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
-            speed[mode] = samples_per_second(command + flags)
-            print(f"  {name} b{b} PyTorch {mode}: {speed[mode]:.0f} "
-                  "samples/s", file=sys.stderr)
+            jobs.append((mode, lambda flags=flags: samples_per_second(
+                torch_command + flags)))
+        speed = {key: [] for key, _ in jobs}
+        for r in range(a.rounds):
+            for key, job in (jobs if r % 2 == 0 else reversed(jobs)):
+                load = os.getloadavg()[0]
+                speed[key].append(job())
+                print(f"  [load {load:.1f}] {name} b{b} {key}: "
+                      f"{speed[key][-1]:.0f} samples/s", file=sys.stderr)
+        return speed
 
     with tempfile.TemporaryDirectory() as tmp:
         block = os.path.join(tmp, "block.onnx")
@@ -120,16 +140,16 @@ def main():
         rows = []
         for name, source in models:
             for b in [int(x) for x in a.micro_batches.split(",")]:
-                speed = {}
-                cleave_speeds(tmp, name, source, b, speed)
                 reference = {"MLP 784-512-512-10": "mlp", "LeNet": "lenet"}.get(
                     name, "transformer")
-                torch_speeds(name, b, speed, [
-                    "/usr/bin/python3",
-                    os.path.join(ROOT, "bench", "pytorch_ref.py"), reference,
-                    f"--micro-batch={b}", f"--accumulate={a.accumulate}",
-                    f"--threads={a.threads}", f"--seconds={a.seconds}"])
-                rows.append((name, b, speed))
+                rows.append((name, b, measure(
+                    name, b, compile_both(tmp, source, b), [
+                        "/usr/bin/python3",
+                        os.path.join(ROOT, "bench", "pytorch_ref.py"),
+                        reference, f"--micro-batch={b}",
+                        f"--accumulate={a.accumulate}",
+                        f"--threads={a.threads}", f"--seconds={a.seconds}"],
+                    with_limit=name.startswith("MLP"))))
         names = {"resnet18": "resnet18 (3x32x32)",
                  "encoder": "TransformerEncoder (d 128)",
                  "gpt": "GPT decoder (d 128, T 64)"}
@@ -137,31 +157,48 @@ def main():
             onnx_path = os.path.join(tmp, model + ".onnx")
             subprocess.run(["/usr/bin/python3", real, "--export", model,
                             onnx_path], env=env, check=True)
-            speed = {}
-            cleave_speeds(tmp, names[model], onnx_path, 32, speed)
-            torch_speeds(names[model], 32, speed, [
-                "/usr/bin/python3", real, "--torch", model,
-                f"--seconds={a.seconds}"])
-            rows.append((names[model], 32, speed))
+            rows.append((names[model], 32, measure(
+                names[model], 32, compile_both(tmp, onnx_path, 32), [
+                    "/usr/bin/python3", real, "--torch", model,
+                    f"--seconds={a.seconds}"], with_limit=False)))
+    def median(values):
+        return statistics.median(values)
+
+    def ratio(s, x, y, percent=False):
+        """The median over rounds of x / y, each round's own ratio; with
+        several rounds, their range too."""
+        r = [p / q for p, q in zip(s[x], s[y])]
+        if percent:
+            text = f"{median(r):.0%}"
+            spread = f" ({min(r) * 100:.0f}-{max(r):.0%})"
+        else:
+            text = f"{median(r):.2f} ×"
+            spread = f" ({min(r):.2f}-{max(r):.2f})"
+        return text + spread if len(r) > 1 else text
+
     amx = "AMX" if has_flag("amx_bf16") else "no AMX"
     print(f"\n{cpu_name()}, AVX512-BF16, {amx}, {a.threads} thread(s), N = "
-          f"{a.accumulate}\n")
+          f"{a.accumulate}" + (f"; medians of {a.rounds} alternated rounds, "
+                               "ratios per round (range)" if a.rounds > 1
+                               else "") + "\n")
     print("| model | micro-batch | Cleave f32 | Cleave bf16 | bf16 / f32 | "
           "PyTorch f32 | PyTorch autocast bf16 | Cleave bf16 / autocast |")
     print("|---|---|---|---|---|---|---|---|")
     for name, b, s in rows:
-        print(f"| {name} | {b} | {s['f32']:,.0f} | {s['bf16']:,.0f} | "
-              f"{s['bf16'] / s['f32']:.2f} × | {s['torch']:,.0f} | "
-              f"{s['autocast']:,.0f} | {s['bf16'] / s['autocast']:.2f} × |")
+        print(f"| {name} | {b} | {median(s['f32']):,.0f} | "
+              f"{median(s['bf16']):,.0f} | {ratio(s, 'bf16', 'f32')} | "
+              f"{median(s['torch']):,.0f} | {median(s['autocast']):,.0f} | "
+              f"{ratio(s, 'bf16', 'autocast')} |")
     limits = [(name, b, s) for name, b, s in rows if "f32_limit" in s]
     if limits:
         print("\n| model | micro-batch | f32 GEMM-bound limit | Cleave f32 / "
               "limit | bf16 GEMM-bound limit | Cleave bf16 / limit |")
         print("|---|---|---|---|---|---|")
         for name, b, s in limits:
-            print(f"| {name} | {b} | {s['f32_limit']:,.0f} | "
-                  f"{s['f32'] / s['f32_limit']:.0%} | {s['bf16_limit']:,.0f} | "
-                  f"{s['bf16'] / s['bf16_limit']:.0%} |")
+            print(f"| {name} | {b} | {median(s['f32_limit']):,.0f} | "
+                  f"{ratio(s, 'f32', 'f32_limit', True)} | "
+                  f"{median(s['bf16_limit']):,.0f} | "
+                  f"{ratio(s, 'bf16', 'bf16_limit', True)} |")
 
 
 if __name__ == "__main__":
