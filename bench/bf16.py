@@ -70,6 +70,8 @@ def main():
     p.add_argument("--real-models", default="resnet18,gpt",
                    help="bench/real_models.py models, at micro-batch 32")
     a = p.parse_args()
+    if a.rounds < 1:
+        p.error("--rounds takes a whole number from 1")
     if not has_bf16():
         sys.exit("bf16.py: this CPU has no AVX512-BF16; bf16 artifacts cannot "
                  "run here")

@@ -244,8 +244,8 @@ def CleaveStoreBf16 : Pass<"cleave-store-bf16"> {
       mask) reads the value's bf16 twin instead (its narrowing, or the
       fused ReLU-and-narrowing loop's result: the same sign but for
       0 < x < 2^-133, or the denormals below 2^-126 where the target's
-      VCVTNEPS2BF16 flushes them), so the f32 pre-activation is not held for the
-      backward pass.
+      VCVTNEPS2BF16 flushes them), so the f32 pre-activation is not held
+      for the backward pass.
     * with `convolution-results` (cuda) a bf16 convolution has all three
       operands in bf16 or stays f32: its src, diff_dst and weights are
       narrowed (globals included), and it writes a bf16 result, which a

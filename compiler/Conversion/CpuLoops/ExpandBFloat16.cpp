@@ -32,8 +32,9 @@ namespace {
 /// Whether the target that cleave-write-manifest recorded on the module
 /// around `op` has AVX512-BF16 (no record: it is not known to).
 bool targetHasBf16Conversions(Operation *op) {
-  auto module =
-      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    module = op->getParentOfType<ModuleOp>();
   auto target = module ? module->getAttrOfType<DictionaryAttr>(
                              cleave::rt::RtDialect::kTargetAttr)
                        : DictionaryAttr();

@@ -217,13 +217,10 @@ void MatmulKernel::stageOrCache(dnnl::stream &stream, Operand &operand,
       cache_ && operand.staged()
           ? cache_->weights(stream, data, cached.plain, cached.wanted)
           : nullptr;
-  if (copy && cached.view) {
-    cached.view.set_data_handle(copy->get_data_handle());
-    matmul_->args[arg] = cached.view;
-    return;
-  }
   if (copy) {
-    matmul_->args[arg] = *copy;
+    if (cached.view)
+      cached.view.set_data_handle(copy->get_data_handle());
+    matmul_->args[arg] = cached.view ? cached.view : *copy;
     return;
   }
   matmul_->args[arg] = operand.forPrimitive();
