@@ -951,6 +951,18 @@ LogicalResult runAttentionForward(OpTy op, Frame &f, Value lseResult) {
   AttentionProblem a;
   if (failed(a.read(op, f)))
     return failure();
+  // nn.attention's dropout: nn.dropout's mask over the probabilities,
+  // element (bt, i, j) at row-major index (bt * T + i) * S + j.
+  std::optional<double> ratio;
+  uint64_t key = 0;
+  if constexpr (std::is_same_v<OpTy, nn::AttentionOp>) {
+    if (Value seed = op.getSeed()) {
+      ratio = op.getDropoutRatio()->convertToDouble();
+      key = nn::DropoutOp::streamKey(
+          static_cast<uint64_t>(f.get(seed).getInt(0)),
+          static_cast<uint64_t>(op.getDropoutStream()));
+    }
+  }
   std::vector<double> out(a.batch * a.t * a.dv), lse(a.batch * a.t), row(a.s);
   for (int64_t bt = 0; bt < a.batch; ++bt)
     for (int64_t i = 0; i < a.t; ++i) {
@@ -959,10 +971,17 @@ LogicalResult runAttentionForward(OpTy op, Frame &f, Value lseResult) {
       for (int64_t j = 0; j < a.s; ++j)
         sum += row[j] = std::exp(row[j] - mx);
       lse[bt * a.t + i] = mx + std::log(sum);
+      for (int64_t j = 0; j < a.s; ++j) {
+        row[j] /= sum;
+        if (ratio)
+          row[j] = nn::DropoutOp::keeps(key, (bt * a.t + i) * a.s + j, *ratio)
+                       ? row[j] * (1.0 / (1.0 - *ratio))
+                       : 0.0;
+      }
       for (int64_t c = 0; c < a.dv; ++c) {
         double acc = 0;
         for (int64_t j = 0; j < a.s; ++j)
-          acc += row[j] / sum * a.v[(bt * a.s + j) * a.dv + c];
+          acc += row[j] * a.v[(bt * a.s + j) * a.dv + c];
         out[(bt * a.t + i) * a.dv + c] = acc;
       }
     }

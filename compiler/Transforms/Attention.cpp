@@ -94,6 +94,8 @@ struct Parts {
   bool scaleIsDivisor = false, causal = false;
   /// `key` is K^T, `[..., D, S]`: the product had no `transpose_b`.
   bool keyTransposed = false;
+  /// Dropout on the probabilities, when the product's lhs is one.
+  nn::DropoutOp dropout;
 };
 
 /// Matches `scores` = scale(matmul(q, k, transpose_b)), the scale optional.
@@ -189,13 +191,17 @@ struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     if (op.getTransposeA() || op.getTransposeB())
       return rewriter.notifyMatchFailure(op, "transposed operand");
-    auto softmax = soleDef<nn::SoftmaxOp>(op.getLhs());
+    Parts parts;
+    // Dropout on the probabilities (nn.MultiheadAttention in training).
+    Value probs = op.getLhs();
+    if ((parts.dropout = soleDef<nn::DropoutOp>(probs)))
+      probs = parts.dropout.getInput();
+    auto softmax = soleDef<nn::SoftmaxOp>(probs);
     if (!softmax)
       return rewriter.notifyMatchFailure(op, "lhs is not a softmax");
     int64_t rank = softmax.getType().getRank();
     if (nn::normalizeAxis(softmax.getAxis(), rank) != rank - 1)
       return rewriter.notifyMatchFailure(op, "softmax not over the last axis");
-    Parts parts;
     parts.value = op.getRhs();
     if (static_cast<int64_t>(shapeOf(parts.value).size()) != rank ||
         !matchMaskedScores(softmax.getInput(), parts))
@@ -209,10 +215,15 @@ struct RecomposeAttention : OpRewritePattern<nn::MatmulOp> {
       std::swap(perm[rank - 2], perm[rank - 1]);
       key = nn::TransposeOp::create(rewriter, op.getLoc(), key, perm);
     }
+    nn::DropoutOp dropout = parts.dropout;
     auto attention = nn::AttentionOp::create(
         rewriter, op.getLoc(), parts.query, key, parts.value, parts.mask,
+        dropout ? dropout.getSeed() : Value(),
         parts.scale ? rewriter.getF64FloatAttr(*parts.scale) : FloatAttr(),
-        parts.scaleIsDivisor, parts.causal);
+        parts.scaleIsDivisor ? rewriter.getUnitAttr() : UnitAttr(),
+        parts.causal ? rewriter.getUnitAttr() : UnitAttr(),
+        dropout ? dropout.getRatioAttr() : FloatAttr(),
+        dropout ? dropout.getStreamAttr() : rewriter.getI64IntegerAttr(0));
     rewriter.replaceOp(op, attention.getResult());
     return success();
   }
@@ -269,6 +280,12 @@ std::string whyNotFusable(nn::AttentionOp op) {
            " is not a multiple of 8 up to 128";
   if (v.getShape().back() != d)
     return "value dimension differs from the head dimension";
+  // cuDNN's SDPA draws its own dropout mask (Philox), which is not
+  // nn.dropout's counter-based one that the CPU, the interpreter and a
+  // resumed run reproduce.
+  if (op.getSeed())
+    return "dropout on the probabilities (the fused kernel would not draw "
+           "nn.dropout's mask)";
   if (Value mask = op.getMask()) {
     ArrayRef<int64_t> m = shapeOf(mask);
     if (m.size() > 2 &&

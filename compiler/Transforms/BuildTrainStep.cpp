@@ -605,6 +605,16 @@ struct BuildTrainStepPass
         map.map(d.getResult(), map.lookup(d.getInput()));
         continue;
       }
+      if (auto a = dyn_cast<nn::AttentionOp>(op); a && a.getSeed()) {
+        Value mask = a.getMask() ? map.lookup(a.getMask()) : Value();
+        auto plain = nn::AttentionOp::create(
+            b, a.getLoc(), map.lookup(a.getQuery()), map.lookup(a.getKey()),
+            map.lookup(a.getValue()), mask, /*seed=*/Value(), a.getScaleAttr(),
+            a.getScaleIsDivisorAttr(), a.getCausalAttr(),
+            /*dropout_ratio=*/FloatAttr(), /*dropout_stream=*/IntegerAttr());
+        map.map(a.getResult(), plain.getResult());
+        continue;
+      }
       Operation *clone = b.clone(op, map);
       if (auto bn = dyn_cast<nn::BatchNormOp>(clone))
         bn.setTraining(false);

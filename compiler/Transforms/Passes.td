@@ -83,11 +83,13 @@ def CleaveRecomposeAttention
       dimensions (the causal mask, `causal`), or `nn.add` of a tensor that
       broadcasts to the scores without enlarging them (`mask`);
     - the softmax is over the last dimension;
+    - the probabilities may go through `nn.dropout` before the product
+      with v (nn.MultiheadAttention's export in training), which the op
+      takes as its `seed`, `dropout_ratio` and `dropout_stream`;
     - q, k and v have one rank and the scores and probabilities have no
       other user.
 
-    Anything else is left alone: a softmax over another axis, dropout on
-    the probabilities (nn.MultiheadAttention's export in training), a mask
+    Anything else is left alone: a softmax over another axis, a mask
     filled with another value than -inf, a transposed query.
     The rewrite changes no value: `cleave-decompose-attention` rebuilds the
     same ops (docs/design/attention.md).
@@ -102,16 +104,18 @@ def CleaveDecomposeAttention
     Replaces every `nn.attention` by the ops it stands for (nn.matmul with
     `transpose_b`, nn.div or nn.mul by the scale, nn.add of the mask,
     nn.where of -inf above the diagonal when causal, nn.softmax over the
-    last dimension, nn.matmul with the value): the form the back ends
+    last dimension, nn.dropout with the op's seed, ratio and stream when it
+    has one, nn.matmul with the value): the form the back ends
     lower and autodiff differentiates op by op.
 
     With `fuse`, an `nn.attention` that cuda's fused kernel takes becomes
     `nn.fused_attention` instead, which autodiff differentiates as one op
     and the back end calls cuDNN's SDPA for (attention.md): static shapes,
     a head dimension that is a multiple of 8 and at most 128, equal to the
-    value's, and no mask or one that depends on no argument of the function
-    (a constant, which needs no gradient) and is one matrix for the whole
-    batch.
+    value's, no dropout, and no mask or one that depends on no argument of
+    the function (a constant, which needs no gradient) and is one matrix
+    for the whole batch. The rest is spelt out, with a warning that says
+    why.
   }];
   let options = [
     Option<"fuse", "fuse", "bool", /*default=*/"false",

@@ -541,7 +541,8 @@ struct SplitStepPass : mlir::cleave::impl::CleaveSplitStepBase<SplitStepPass> {
       if (auto bn = dyn_cast<nn::BatchNormOp>(op); bn && bn.getTraining())
         why = "batch normalisation in training mode uses the statistics of "
               "each micro-batch, not of the whole window";
-      else if (isa<nn::DropoutOp>(op))
+      else if (auto a = dyn_cast<nn::AttentionOp>(op);
+               isa<nn::DropoutOp>(op) || (a && a.getSeed()))
         why = "dropout draws a new mask for each micro-batch, so the masks "
               "differ from one large batch";
       if (why.empty() || !reported.insert({op->getName(), op->getLoc()}).second)

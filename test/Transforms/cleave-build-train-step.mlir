@@ -341,7 +341,7 @@ func.func @loss_grad(%x: tensor<4x2xf32> {train.input = "x"},
 // Forward only: the globals of the parameters and buffers (no optimizer
 // state, seed or step counter), and @eval_step returning every output that
 // is not a buffer, in order, named by its train.output or by position. No
-// gradient function is needed.
+// gradient function is needed. Dropout is dropped, nn.attention's too.
 
 // INFER: module attributes {train.manifest = {kind = "inference"}}
 // INFER-NEXT: train.global param @g : tensor<2xf32> = #train.init<ones>
@@ -353,7 +353,8 @@ func.func @loss_grad(%x: tensor<4x2xf32> {train.input = "x"},
 // INFER-NOT: nn.dropout
 // INFER: %[[G:.+]] = train.load @g
 // INFER: %[[MEAN:.+]] = train.load @bn.mean
-// INFER: %[[Y:.+]], %{{.+}}, %{{.+}} = nn.batch_norm %[[X]], %[[G]], %[[G]], %[[MEAN]], %[[G]] :
+// INFER: %[[A:.+]] = nn.attention %[[X]], %[[X]], %[[X]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
+// INFER: %[[Y:.+]], %{{.+}}, %{{.+}} = nn.batch_norm %[[A]], %[[G]], %[[G]], %[[MEAN]], %[[G]] :
 // INFER: %[[RELU:.+]] = nn.relu %[[Y]]
 // INFER: return %[[Y]], %[[RELU]], %[[X]]
 // INFER-NOT: func.func
@@ -365,7 +366,8 @@ func.func @forward(%x: tensor<4x2xf32> {train.input = "x"},
     -> (tensor<4x2xf32>, tensor<2xf32> {train.buffer = "bn.mean"},
         tensor<4x2xf32> {train.output = "scores"}, tensor<4x2xf32>) {
   %d = nn.dropout %x, %seed {ratio = 0.5} : tensor<4x2xf32>, tensor<i64> -> tensor<4x2xf32>
-  %y, %mean, %var = nn.batch_norm %d, %g, %g, %m, %g {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
+  %a = nn.attention %d, %d, %d dropout(%seed : tensor<i64>) {dropout_ratio = 0.5 : f64} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
+  %y, %mean, %var = nn.batch_norm %a, %g, %g, %m, %g {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
   %n = nn.relu %y : tensor<4x2xf32>
   return %y, %mean, %n, %x : tensor<4x2xf32>, tensor<2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
 }

@@ -102,15 +102,40 @@ func.func @transposed_key(%q: tensor<?x8x4xf32>, %x: tensor<8x?x4xf32>, %v: tens
 
 // -----
 
-// Left alone, each for one reason: a softmax over another axis; dropout on
-// the probabilities (nn.MultiheadAttention's export in training); a mask
-// filled with -1e4 (not additive); a triangle that is not the causal one;
-// scores another op also reads; a product with a transposed query; a scale
-// that is not a constant.
+// Dropout on the probabilities (nn.MultiheadAttention's export in
+// training): the op takes its seed, ratio and stream, and the round trip
+// draws the same mask.
+// CHECK-LABEL: func.func @dropout(
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<2x4x8xf32>, %[[K:[^:]+]]: tensor<2x4x8xf32>, %[[V:[^:]+]]: tensor<2x4x8xf32>, %[[SEED:[^:]+]]: tensor<i64>)
+// CHECK-NEXT:    %[[A:.+]] = nn.attention %[[Q]], %[[K]], %[[V]] dropout(%[[SEED]] : tensor<i64>) {dropout_ratio = 1.000000e-01 : f64, dropout_stream = 3 : i64, scale = 2.000000e+00 : f64, scale_is_divisor} : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT:    return %[[A]]
+// ROUND-LABEL: func.func @dropout(
+// ROUND:         %[[S:.+]] = nn.matmul %arg0, %arg1 {transpose_b}
+// ROUND-NEXT:    %[[D:.+]] = nn.div %[[S]]
+// ROUND-NEXT:    %[[P:.+]] = nn.softmax %[[D]] {axis = 2 : i64}
+// ROUND-NEXT:    %[[K:.+]] = nn.dropout %[[P]], %arg3 {ratio = 1.000000e-01 : f64, stream = 3 : i64} : tensor<2x4x4xf32>, tensor<i64> -> tensor<2x4x4xf32>
+// ROUND-NEXT:    nn.matmul %[[K]], %arg2 :
+func.func @dropout(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %seed: tensor<i64>) -> tensor<2x4x8xf32> {
+  %c = arith.constant dense<2.0> : tensor<f32>
+  %0 = nn.matmul %q, %k {transpose_b} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x4xf32>
+  %1 = nn.div %0, %c : tensor<2x4x4xf32>, tensor<f32> -> tensor<2x4x4xf32>
+  %2 = nn.softmax %1 {axis = 2 : i64} : tensor<2x4x4xf32>
+  %3 = nn.dropout %2, %seed {ratio = 0.1 : f64, stream = 3 : i64} : tensor<2x4x4xf32>, tensor<i64> -> tensor<2x4x4xf32>
+  %4 = nn.matmul %3, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return %4 : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Left alone, each for one reason: a softmax over another axis; probabilities
+// that another op also reads before their dropout; a mask filled with -1e4
+// (not additive); a triangle that is not the causal one; scores another op
+// also reads; a product with a transposed query; a scale that is not a
+// constant.
 // CHECK-LABEL: func.func @left_alone(
 // CHECK-NOT:     nn.attention
 // CHECK:         return
-func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<f32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<f32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
   %seed = arith.constant dense<7> : tensor<i64>
   %fill = arith.constant dense<-1.0e+04> : tensor<f32>
   %inf = arith.constant dense<0xFF800000> : tensor<f32>
@@ -125,6 +150,7 @@ func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<
   %b1 = nn.softmax %b0 : tensor<2x4x4xf32>
   %b2 = nn.dropout %b1, %seed {ratio = 0.1 : f64} : tensor<2x4x4xf32>, tensor<i64> -> tensor<2x4x4xf32>
   %b = nn.matmul %b2, %q : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %b3 = nn.add %b1, %b2 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
 
   %c0 = nn.matmul %q, %q {transpose_b} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x4xf32>
   %c1 = nn.where %upper, %fill, %c0 : tensor<4x4xf32>, tensor<f32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
@@ -148,7 +174,7 @@ func.func @left_alone(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %s: tensor<
   %g1 = nn.div %g0, %s : tensor<2x4x4xf32>, tensor<f32> -> tensor<2x4x4xf32>
   %g2 = nn.softmax %g1 : tensor<2x4x4xf32>
   %g = nn.matmul %g2, %q : tensor<2x4x4xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
-  return %a, %b, %c, %d, %e, %e0, %f, %g : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  return %a, %b, %b3, %c, %d, %e, %e0, %f, %g : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
 
 // -----

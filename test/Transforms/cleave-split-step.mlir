@@ -185,10 +185,12 @@ func.func @train_step(%x: tensor<8x4xf32> {train.input = "x"},
 
 // WARN: module attributes {train.manifest = {accumulate = 1 : i64, reduce = "none", warnings = [
 // WARN-SAME: {loc = "loc(\22{{.*}}warnings.mlir\22:{{[0-9]+}}:{{[0-9]+}})", message = "dropout draws a new mask for each micro-batch, so the masks differ from one large batch", op = "nn.dropout"},
+// WARN-SAME: {loc = "loc(\22{{.*}}warnings.mlir\22:{{[0-9]+}}:{{[0-9]+}})", message = "dropout draws a new mask for each micro-batch, so the masks differ from one large batch", op = "nn.attention"},
 // WARN-SAME: {loc = "loc(\22{{.*}}warnings.mlir\22:{{[0-9]+}}:{{[0-9]+}})", message = "batch normalisation in training mode uses the statistics of each micro-batch, not of the whole window", op = "nn.batch_norm"}]}}
 // WARN: train.global accumulator @train.window_sum.0 : tensor<2xf32>
 // WARN-LABEL: func.func @micro_step(
 // WARN: nn.dropout
+// WARN: nn.attention
 // WARN: nn.batch_norm {{.+}} {training}
 // WARN: nn.batch_norm {{.+}} : tensor<4x2xf32>
 // WARN: train.accumulate %{{.+}}, @train.window_sum.0 : tensor<2xf32>
@@ -202,8 +204,10 @@ func.func @train_step(%x: tensor<4x2xf32> {train.input = "x"}) -> tensor<f32> at
   %seed = train.load @train.rng : tensor<i64>
   // expected-warning @+1 {{dropout draws a new mask for each micro-batch, so the masks differ from one large batch}}
   %d = nn.dropout %x, %seed {ratio = 0.5} : tensor<4x2xf32>, tensor<i64> -> tensor<4x2xf32>
+  // expected-warning @+1 {{dropout draws a new mask for each micro-batch, so the masks differ from one large batch}}
+  %a = nn.attention %d, %d, %d dropout(%seed : tensor<i64>) {dropout_ratio = 0.5 : f64} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
   // expected-warning @+1 {{batch normalisation in training mode uses the statistics of each micro-batch, not of the whole window}}
-  %y, %rm, %rv = nn.batch_norm %d, %g, %g, %m, %m {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
+  %y, %rm, %rv = nn.batch_norm %a, %g, %g, %m, %m {training} : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
   %z, %zm, %zv = nn.batch_norm %y, %g, %g, %m, %m : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>
   %l = nn.reduce_sum %z [] : tensor<4x2xf32> -> tensor<f32>
   %s = train.window_sum %g : tensor<2xf32>

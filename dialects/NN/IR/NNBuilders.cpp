@@ -120,8 +120,12 @@ nn::AttentionParts nn::decomposeAttention(OpBuilder &b, AttentionOp op,
   }
   Value probs =
       SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(rank - 1));
+  Value kept = probs;
+  if (Value seed = op.getSeed())
+    kept = DropoutOp::create(b, loc, probs, seed, op.getDropoutRatioAttr(),
+                             op.getDropoutStreamAttr());
   if (!withResult)
-    return {probs, Value()};
-  Value result = MatmulOp::create(b, loc, probs, op.getValue(), false, false);
-  return {probs, result};
+    return {probs, kept, Value()};
+  Value result = MatmulOp::create(b, loc, kept, op.getValue(), false, false);
+  return {probs, kept, result};
 }

@@ -43,16 +43,19 @@ FailureOr<double> reducedCount(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes);
 struct AttentionParts {
   /// softmax(mask(scale(query @ key^T))), `[..., T, S]`.
   Value probs;
-  /// probs @ value, `[..., T, Dv]`.
+  /// The probabilities after the op's dropout: `probs` without one.
+  Value kept;
+  /// kept @ value, `[..., T, Dv]`.
   Value result;
 };
 
 /// Builds the ops `op` stands for (nn.matmul, nn.mul or nn.div, nn.add,
-/// nn.where, nn.softmax, nn.matmul: what the ONNX importer emits for
-/// attention) at the builder's insertion point, from `op`'s operands. A key
-/// that is an nn.transpose of the last two dimensions is multiplied as its
-/// input, without `transpose_b`.
-/// Without `withResult`, only the probabilities (a VJP's recomputation).
+/// nn.where, nn.softmax, nn.dropout, nn.matmul: what the ONNX importer emits
+/// for attention) at the builder's insertion point, from `op`'s operands. A
+/// key that is an nn.transpose of the last two dimensions is multiplied as
+/// its input, without `transpose_b`.
+/// Without `withResult`, only the probabilities, with and without dropout
+/// (a VJP's recomputation).
 AttentionParts decomposeAttention(OpBuilder &b, AttentionOp op,
                                   bool withResult = true);
 

@@ -577,23 +577,31 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
                                     SmallVectorImpl<Value> &grads) {
   // FlashAttention's backward pass: P is recomputed from the operands rather
   // than held, and softmax's row sums use rowsum(dO * O), which equals
-  // rowsum(dP * P) and needs no T x S product.
-  //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dO * O)),
+  // rowsum(dP * P) and needs no T x S product. With dropout (mask M, kept
+  // entries scaled by 1 / (1 - ratio)), K = dropout(P) and O = K V:
+  //   dV = K^T dO,  dP = dropout(dO V^T),  dS = P * (dP - rowsum(dO * O)),
   //   dQ = scale dS K,  dK = scale dS^T Q,  dMask = dS (summed to its shape).
+  // The identity still holds: rowsum(dP * P) = sum_j P_ij M_ij / (1 - ratio)
+  // (dO V^T)_ij = rowsum(dO * (K V)) = rowsum(dO * O).
   Location loc = getLoc();
   Value dO = dys[0];
   int64_t rank = getType().getRank();
-  Value probs = decomposeAttention(b, *this, /*withResult=*/false).probs;
+  AttentionParts parts = decomposeAttention(b, *this, /*withResult=*/false);
+  Value probs = parts.probs;
   size_t base = grads.size();
   grads.resize(base + getNumOperands());
   auto grad = [&](unsigned i, function_ref<Value()> g) {
     if (needed[i])
       grads[base + i] = g();
   };
-  grad(2, [&] { return MatmulOp::create(b, loc, probs, dO, true, false); });
+  grad(2,
+       [&] { return MatmulOp::create(b, loc, parts.kept, dO, true, false); });
   if (!needed[0] && !needed[1] && !(getMask() && needed[3]))
     return success();
   Value dP = MatmulOp::create(b, loc, dO, getValue(), false, true);
+  if (Value seed = getSeed())
+    dP = DropoutOp::create(b, loc, dP, seed, getDropoutRatioAttr(),
+                           getDropoutStreamAttr());
   Value rowSums =
       ReduceSumOp::create(b, loc, MulOp::create(b, loc, dO, getResult()),
                           ArrayRef<int64_t>{rank - 1}, true);

@@ -854,6 +854,13 @@ verifyAttention(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult AttentionOp::verify() {
+  std::optional<APFloat> ratio = getDropoutRatio();
+  if (static_cast<bool>(getSeed()) != ratio.has_value())
+    return emitOpError("dropout needs both a seed and a dropout_ratio, got ")
+           << (getSeed() ? "a seed only" : "a dropout_ratio only");
+  if (ratio && !(ratio->convertToDouble() >= 0 && ratio->convertToDouble() < 1))
+    return emitOpError("dropout_ratio must be in [0, 1), got ")
+           << ratio->convertToDouble();
   return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
                          getScaleIsDivisor(), getCausal(), getScoresShape(),
                          getType().getElementType(), getMask());

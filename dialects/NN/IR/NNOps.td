@@ -710,20 +710,24 @@ def NN_LogSoftmaxOp : NN_DiffOp<"log_softmax", [SameOperandsAndResultType,
 }
 
 //===- nn.attention -------------------------------------------------------===//
-def NN_AttentionOp : NN_DiffOp<"attention", [InferTypeOpAdaptor]> {
+def NN_AttentionOp : NN_DiffOp<"attention",
+                               [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention";
   let description = [{
-    `softmax(mask(scale(query @ key^T))) @ value`, the softmax over the last
-    dimension. `query` is `[..., T, D]`, `key` `[..., S, D]` and `value`
-    `[..., S, Dv]`, with equal leading (batch and head) dimensions; the result
-    is `[..., T, Dv]`. In order:
+    `dropout(softmax(mask(scale(query @ key^T)))) @ value`, the softmax over
+    the last dimension. `query` is `[..., T, D]`, `key` `[..., S, D]` and
+    `value` `[..., S, Dv]`, with equal leading (batch and head) dimensions;
+    the result is `[..., T, Dv]`. In order:
 
     - `scale` multiplies the scores, or divides them with `scale_is_divisor`
       (PyTorch divides by sqrt(D)); without `scale` they are not scaled;
     - `mask`, when present, is added to the scores; it broadcasts to
       `[..., T, S]` as in numpy (a padding mask of 0 and -inf, a bias);
     - `causal` sets score (i, j) to -inf where j > i (PyTorch's
-      `is_causal`, top-left aligned; T and S static).
+      `is_causal`, top-left aligned; T and S static);
+    - with a `seed`, the probabilities `[..., T, S]` go through
+      `nn.dropout %p, %seed {ratio = dropout_ratio, stream = dropout_stream}`
+      (the same mask, element by element in row-major order, as that op).
 
     `cleave-recompose-attention` builds the op from the ops the ONNX
     importer emits, and `cleave-decompose-attention` turns it back into
@@ -732,16 +736,20 @@ def NN_AttentionOp : NN_DiffOp<"attention", [InferTypeOpAdaptor]> {
 
     ```mlir
     %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<8x4x16x32xf32>, tensor<8x4x16x32xf32>, tensor<8x4x16x32xf32> -> tensor<8x4x16x32xf32>
+    %1 = nn.attention %q, %k, %v dropout(%seed : tensor<i64>) {dropout_ratio = 0.1 : f64, dropout_stream = 2 : i64} : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x32xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, Optional<NN_FloatTensor>:$mask,
+                       Optional<NN_I64Scalar>:$seed,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,`
-    type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
+    $query `,` $key `,` $value (`,` $mask^)?
+    (`dropout` `(` $seed^ `:` type($seed) `)`)? attr-dict `:` type($query)
+    `,` type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

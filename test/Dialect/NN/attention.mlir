@@ -16,14 +16,19 @@
 // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 2.000000e+00 : f64, scale_is_divisor} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
 // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.250000e-01 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
 // CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropout(%{{.+}} : tensor<i64>) {dropout_ratio = 2.500000e-01 : f64, dropout_stream = 4 : i64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
+// CHECK: nn.attention %{{.+}}, %{{.+}}, %{{.+}} dropout(%{{.+}} : tensor<i64>) {causal, dropout_ratio = 1.000000e-01 : f64} : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x3xf32> -> tensor<5x3xf32>
 func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
                      %v: tensor<2x4x6x8xf32>, %q2: tensor<3x5x8xf64>,
                      %k2: tensor<3x7x8xf64>, %v2: tensor<3x7x2xf64>,
                      %m2: tensor<3x1x7xf64>, %q3: tensor<5x8xf32>,
-                     %k3: tensor<7x8xf32>, %v3: tensor<7x3xf32>) {
+                     %k3: tensor<7x8xf32>, %v3: tensor<7x3xf32>,
+                     %seed: tensor<i64>, %v4: tensor<5x3xf32>) {
   %0 = nn.attention %q, %k, %v {scale = 2.0 : f64, scale_is_divisor, causal} : tensor<?x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
   %1 = nn.attention %q2, %k2, %v2, %m2 {scale = 0.125 : f64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
   %2 = nn.attention %q3, %k3, %v3 : tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
+  %3 = nn.attention %q2, %k2, %v2, %m2 dropout(%seed : tensor<i64>) {dropout_ratio = 0.25 : f64, dropout_stream = 4 : i64} : tensor<3x5x8xf64>, tensor<3x7x8xf64>, tensor<3x7x2xf64>, tensor<3x1x7xf64> -> tensor<3x5x2xf64>
+  %4 = nn.attention %q3, %q3, %v4 dropout(%seed : tensor<i64>) {dropout_ratio = 0.1 : f64, causal} : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x3xf32> -> tensor<5x3xf32>
   return
 }
 
@@ -32,6 +37,13 @@ func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
 // PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<?x4x6x6xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
 // PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<3x5x7xf64>, tensor<3x7x2xf64> -> tensor<3x5x2xf64>
 // PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<5x7xf32>, tensor<7x3xf32> -> tensor<5x3xf32>
+// PARTS:         %[[P:.+]] = nn.softmax %{{.+}} {axis = 2 : i64} : tensor<3x5x7xf64>
+// PARTS-NEXT:    %[[K:.+]] = nn.dropout %[[P]], %arg10 {ratio = 2.500000e-01 : f64, stream = 4 : i64}
+// PARTS-NEXT:    nn.matmul %[[K]], %arg5 : tensor<3x5x7xf64>, tensor<3x7x2xf64> -> tensor<3x5x2xf64>
+// PARTS:         nn.where
+// PARTS-NEXT:    %[[P:.+]] = nn.softmax %{{.+}} {axis = 1 : i64} : tensor<5x5xf32>
+// PARTS-NEXT:    %[[K:.+]] = nn.dropout %[[P]], %arg10 {ratio = 1.000000e-01 : f64} : tensor<5x5xf32>, tensor<i64>
+// PARTS-NEXT:    nn.matmul %[[K]], %arg11 : tensor<5x5xf32>, tensor<5x3xf32> -> tensor<5x3xf32>
 
 //--- invalid.mlir
 
@@ -140,5 +152,29 @@ func.func @zero_scale(%q: tensor<6x8xf32>) {
 func.func @causal_dynamic(%q: tensor<2x?x8xf32>) {
   // expected-error @+1 {{'nn.attention' op a causal mask needs static query and key lengths, got scores [2, ?, ?]}}
   %0 = nn.attention %q, %q, %q {causal} : tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @seed_without_ratio(%q: tensor<5x8xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'nn.attention' op dropout needs both a seed and a dropout_ratio, got a seed only}}
+  %0 = nn.attention %q, %q, %q dropout(%seed : tensor<i64>) : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @ratio_without_seed(%q: tensor<5x8xf32>) {
+  // expected-error @+1 {{'nn.attention' op dropout needs both a seed and a dropout_ratio, got a dropout_ratio only}}
+  %0 = nn.attention %q, %q, %q {dropout_ratio = 0.5 : f64} : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @ratio_one(%q: tensor<5x8xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'nn.attention' op dropout_ratio must be in [0, 1), got 1}}
+  %0 = nn.attention %q, %q, %q dropout(%seed : tensor<i64>) {dropout_ratio = 1.0 : f64} : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<5x8xf32>
   return
 }

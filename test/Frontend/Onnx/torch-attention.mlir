@@ -5,7 +5,9 @@
 // cleave-recompose-attention makes it one nn.attention with the mask as an
 // operand, and cleave-decompose-attention gives back the imported graph to
 // the byte once canonicalised. With dropout on the probabilities
-// (torch-encoder.mlir) nothing is recomposed.
+// (torch.nn.TransformerEncoderLayer in training, torch-encoder.mlir's
+// model) each layer's attention is one nn.attention that takes the
+// dropout's seed and stream, and the round trip is again the imported graph.
 //
 // REQUIRES: torch
 // RUN: %python %S/Inputs/make_model.py torch_encoder_key_padding %t.onnx
@@ -14,6 +16,7 @@
 // RUN: cleave-opt --import-onnx %t.onnx --cleave-recompose-attention --cleave-decompose-attention --canonicalize -o %t.round.mlir
 // RUN: diff %t.imported.mlir %t.round.mlir
 // RUN: %python %S/Inputs/make_model.py torch_encoder %t.dropout.onnx
+// RUN: cleave-opt --import-onnx %t.dropout.onnx --cleave-recompose-attention | FileCheck %s --check-prefix=DROPOUT
 // RUN: cleave-opt --import-onnx %t.dropout.onnx --canonicalize -o %t.dropout.imported.mlir
 // RUN: cleave-opt --import-onnx %t.dropout.onnx --cleave-recompose-attention --cleave-decompose-attention --canonicalize -o %t.dropout.round.mlir
 // RUN: diff %t.dropout.imported.mlir %t.dropout.round.mlir
@@ -26,3 +29,11 @@
 // CHECK-NEXT:    %[[K:.+]] = nn.transpose %[[KT]] [0, 2, 1] : tensor<?x4x6xf32> -> tensor<?x6x4xf32>
 // CHECK-NEXT:    nn.attention %[[Q]], %[[K]], %{{.+}}, %[[MASK]] {scale = 1.000000e+00 : f64} : tensor<?x6x4xf32>, tensor<?x6x4xf32>, tensor<?x6x4xf32>, tensor<?x1x6xf32> -> tensor<?x6x4xf32>
 // CHECK-NOT:     nn.softmax
+
+// DROPOUT-LABEL: func.func @forward(
+// DROPOUT-SAME:    %[[SEED:[^:]+]]: tensor<i64> {train.rng}
+// DROPOUT-NOT:     nn.softmax
+// DROPOUT:         nn.attention %{{.+}}, %{{.+}}, %{{.+}} dropout(%[[SEED]] : tensor<i64>) {dropout_ratio = 1.000000e-01 : f64} : tensor<?x8x8xf32>, tensor<?x8x8xf32>, tensor<?x8x8xf32> -> tensor<?x8x8xf32>
+// DROPOUT-NOT:     nn.softmax
+// DROPOUT:         nn.attention %{{.+}}, %{{.+}}, %{{.+}} dropout(%[[SEED]] : tensor<i64>) {dropout_ratio = 1.000000e-01 : f64, dropout_stream = 4 : i64} : tensor<?x8x8xf32>, tensor<?x8x8xf32>, tensor<?x8x8xf32> -> tensor<?x8x8xf32>
+// DROPOUT-NOT:     nn.softmax

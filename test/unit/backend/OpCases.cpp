@@ -101,10 +101,14 @@ struct Ops {
     return OpTy::create(b(), l(), x, axes, keepdims);
   }
   Value attention(Value q, Value k, Value v, Value mask,
-                  std::optional<double> scale, bool divides, bool causal) {
+                  std::optional<double> scale, bool divides, bool causal,
+                  Value seed = Value(), double ratio = 0, int64_t stream = 0) {
+    auto unit = [&](bool set) { return set ? b().getUnitAttr() : UnitAttr(); };
     return nn::AttentionOp::create(
-        b(), l(), q, k, v, mask,
-        scale ? b().getF64FloatAttr(*scale) : FloatAttr(), divides, causal);
+        b(), l(), q, k, v, mask, seed,
+        scale ? b().getF64FloatAttr(*scale) : FloatAttr(), unit(divides),
+        unit(causal), seed ? b().getF64FloatAttr(ratio) : FloatAttr(),
+        b().getI64IntegerAttr(stream));
   }
   template <typename OpTy> Value softmax(Value x, int64_t axis) {
     return OpTy::create(b(), l(), x, b().getI64IntegerAttr(axis));
@@ -528,8 +532,9 @@ Model softmaxAndLosses(MLIRContext *ctx, std::mt19937_64 &rng) {
 
 /// nn.attention, which the pipeline recomposes and spells out again before
 /// autodiff: causal with a divided scale (T = S), an additive mask that is a
-/// parameter with a multiplied scale (S != T), a key given as K^T, and
-/// heads in a dimension of their own.
+/// parameter with a multiplied scale (S != T), a key given as K^T, heads in
+/// a dimension of their own, and dropout on the probabilities (which
+/// @eval_step drops).
 Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
   ModelBuilder m(ctx, rng, randomDim(rng, 2, 4));
   Ops o{m};
@@ -554,6 +559,8 @@ Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
   Value v4 = m.scaled("v4.s", m.input("v4", {h, s, dv}), {h, s, dv});
   m.observe("heads",
             o.attention(q4, k4, v4, Value(), std::nullopt, false, false));
+  m.observe("dropout", o.attention(q4, k4, v4, Value(), 2.0, true, true,
+                                   m.seed(), 0.3, 2));
   return m.finish();
 }
 
@@ -561,7 +568,8 @@ Model attention(MLIRContext *ctx, std::mt19937_64 &rng) {
 /// a divided scale over heads in a dimension of their own, and a constant
 /// additive mask of [T, S] with S != T. The pipeline of target=cuda
 /// precision=bf16 keeps both fused (nn.fused_attention and its gradient, the
-/// sdpa kernels); every other pipeline spells them out.
+/// sdpa kernels); every other pipeline spells them out. The same shape with
+/// dropout is spelt out on every target.
 Model fusedAttention(MLIRContext *ctx, std::mt19937_64 &rng) {
   ModelBuilder m(ctx, rng, randomDim(rng, 2, 3));
   Ops o{m};
@@ -582,6 +590,8 @@ Model fusedAttention(MLIRContext *ctx, std::mt19937_64 &rng) {
       m.b(), m.loc(), maskType,
       DenseElementsAttr::get(maskType, ArrayRef<float>(maskValues)));
   m.observe("masked", o.attention(q, ks, vs, mask, 0.5, false, false));
+  m.observe("dropout", o.attention(q, k, v, Value(), std::sqrt(double(d)), true,
+                                   true, m.seed(), 0.25, 1));
   return m.finish();
 }
 

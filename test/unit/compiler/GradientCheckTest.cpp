@@ -372,6 +372,17 @@ std::vector<GradCase> allCases() {
           ", " + T("2x5x4") + ", " + T("2x5x3") + ", " + T("2x1x5") + " -> " +
           T("2x3x3"),
       T("2x3x3")));
+  // Dropout on the probabilities: a fixed seed draws a fixed mask, so the
+  // op is differentiable in q, k and v; dP goes through the same mask.
+  c.push_back(fn("attention_dropout_causal",
+                 {P("q", "2x2x4x3"), P("k", "2x2x4x3"), P("v", "2x2x4x3")},
+                 "%seed = arith.constant dense<11> : tensor<i64>\n"
+                 "  %y = nn.attention %q, %k, %v dropout(%seed : tensor<i64>) "
+                 "{scale = 1.7 : f64, scale_is_divisor, causal, "
+                 "dropout_ratio = 0.4 : f64, dropout_stream = 2 : i64} : " +
+                     T("2x2x4x3") + ", " + T("2x2x4x3") + ", " + T("2x2x4x3") +
+                     " -> " + T("2x2x4x3"),
+                 T("2x2x4x3")));
   // Fused attention (cuda's cuDNN kernels): the VJP is one
   // nn.fused_attention_grad from the forward's log-sum-exp, whose result
   // the check does not read; causal with a divided scale over heads, and a

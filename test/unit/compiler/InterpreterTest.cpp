@@ -517,6 +517,42 @@ TEST_F(InterpreterTest, AttentionEqualsItsDecomposition) {
   EXPECT_LT(r[0].getDouble(4), v[4]);
 }
 
+TEST_F(InterpreterTest, AttentionDropoutEqualsItsDecomposition) {
+  // Dropout on the probabilities draws nn.dropout's mask over [..., T, S],
+  // element by element in row-major order: the same bits as the spelt-out
+  // ops, and some probabilities dropped (the outputs differ from those
+  // without dropout).
+  std::vector<double> q, k, v;
+  for (int i = 0; i < 2 * 6 * 4; ++i)
+    q.push_back(std::sin(1.3 * i));
+  for (int i = 0; i < 2 * 6 * 4; ++i)
+    k.push_back(std::cos(0.7 * i));
+  for (int i = 0; i < 2 * 6 * 3; ++i)
+    v.push_back(0.1 * i - 1);
+  std::vector<Tensor> r = runF(
+      R"mlir(
+    func.func @f(%q: tensor<2x6x4xf64>, %k: tensor<2x6x4xf64>,
+                 %v: tensor<2x6x3xf64>, %seed: tensor<i64>)
+        -> (tensor<2x6x3xf64>, tensor<2x6x3xf64>, tensor<2x6x3xf64>) {
+      %0 = nn.attention %q, %k, %v dropout(%seed : tensor<i64>) {scale = 0.5 : f64, dropout_ratio = 0.3 : f64, dropout_stream = 5 : i64} : tensor<2x6x4xf64>, tensor<2x6x4xf64>, tensor<2x6x3xf64> -> tensor<2x6x3xf64>
+      %c = arith.constant dense<0.5> : tensor<f64>
+      %s = nn.matmul %q, %k {transpose_b} : tensor<2x6x4xf64>, tensor<2x6x4xf64> -> tensor<2x6x6xf64>
+      %m = nn.mul %s, %c : tensor<2x6x6xf64>, tensor<f64> -> tensor<2x6x6xf64>
+      %p = nn.softmax %m : tensor<2x6x6xf64>
+      %d = nn.dropout %p, %seed {ratio = 0.3 : f64, stream = 5} : tensor<2x6x6xf64>, tensor<i64> -> tensor<2x6x6xf64>
+      %o = nn.matmul %d, %v : tensor<2x6x6xf64>, tensor<2x6x3xf64> -> tensor<2x6x3xf64>
+      %n = nn.attention %q, %k, %v {scale = 0.5 : f64} : tensor<2x6x4xf64>, tensor<2x6x4xf64>, tensor<2x6x3xf64> -> tensor<2x6x3xf64>
+      return %0, %o, %n : tensor<2x6x3xf64>, tensor<2x6x3xf64>, tensor<2x6x3xf64>
+    })mlir",
+      {f64({2, 6, 4}, q), f64({2, 6, 4}, k), f64({2, 6, 3}, v), i64({}, {9})});
+  ASSERT_EQ(r.size(), 3u);
+  expectTensor(r[0], {2, 6, 3}, r[1].toDoubles());
+  int64_t differs = 0;
+  for (int64_t i = 0; i < 2 * 6 * 3; ++i)
+    differs += r[0].getDouble(i) != r[2].getDouble(i);
+  EXPECT_GT(differs, 18);
+}
+
 TEST_F(InterpreterTest, AttentionIsNotEmulatedInBf16) {
   std::string errors;
   module = test::parseModule(ctx.get(), R"mlir(
