@@ -930,6 +930,21 @@ struct AttentionProblem {
     return mx;
   }
 
+  /// What the probability (bt, i, j) is multiplied by before the product
+  /// with v: keep / (1 - r) for the fused ops' dropout, else 1.
+  double kept(int64_t bt, int64_t i, int64_t j) const {
+    return keep.empty() ? 1.0 : keep[(bt * t + i) * s + j] * keepScale;
+  }
+  /// The fused ops' `keep` (rounded as the kernel stores it) and its scale.
+  template <typename OpTy> void readKeep(OpTy op, Frame &f) {
+    if (Value k = op.getKeep()) {
+      keep = f.multiplied(op, f.get(k));
+      keepScale = 1.0 / (1.0 - op.getDropoutRatio()->convertToDouble());
+    }
+  }
+  std::vector<double> keep;
+  double keepScale = 1;
+
   /// `leading` followed by `tail`.
   SmallVector<int64_t> shape(ArrayRef<int64_t> tail) const {
     SmallVector<int64_t> out(leading);
@@ -962,6 +977,8 @@ LogicalResult runAttentionForward(OpTy op, Frame &f, Value lseResult) {
           static_cast<uint64_t>(f.get(seed).getInt(0)),
           static_cast<uint64_t>(op.getDropoutStream()));
     }
+  } else {
+    a.readKeep(op, f);
   }
   std::vector<double> out(a.batch * a.t * a.dv), lse(a.batch * a.t), row(a.s);
   for (int64_t bt = 0; bt < a.batch; ++bt)
@@ -972,7 +989,7 @@ LogicalResult runAttentionForward(OpTy op, Frame &f, Value lseResult) {
         sum += row[j] = std::exp(row[j] - mx);
       lse[bt * a.t + i] = mx + std::log(sum);
       for (int64_t j = 0; j < a.s; ++j) {
-        row[j] /= sum;
+        row[j] = row[j] / sum * a.kept(bt, i, j);
         if (ratio)
           row[j] = nn::DropoutOp::keeps(key, (bt * a.t + i) * a.s + j, *ratio)
                        ? row[j] * (1.0 / (1.0 - *ratio))
@@ -1009,6 +1026,7 @@ LogicalResult runFusedAttentionGrad(nn::FusedAttentionGradOp op, Frame &f) {
   AttentionProblem a;
   if (failed(a.read(op, f)))
     return failure();
+  a.readKeep(op, f);
   std::vector<double> o = f.multiplied(op, f.get(op.getResult())),
                       lse = f.get(op.getLse()).toDoubles(),
                       dO = f.multiplied(op, f.get(op.getResultGrad()));
@@ -1022,13 +1040,13 @@ LogicalResult runFusedAttentionGrad(nn::FusedAttentionGradOp op, Frame &f) {
       for (int64_t c = 0; c < a.dv; ++c)
         delta += dO[r * a.dv + c] * o[r * a.dv + c];
       for (int64_t j = 0; j < a.s; ++j) {
-        double p = std::exp(row[j] - lse[r]);
+        double p = std::exp(row[j] - lse[r]), kept = a.kept(bt, i, j);
         double dp = 0;
         for (int64_t c = 0; c < a.dv; ++c) {
-          dv[(bt * a.s + j) * a.dv + c] += p * dO[r * a.dv + c];
+          dv[(bt * a.s + j) * a.dv + c] += p * kept * dO[r * a.dv + c];
           dp += dO[r * a.dv + c] * a.v[(bt * a.s + j) * a.dv + c];
         }
-        double ds = p * (dp - delta) * scale;
+        double ds = p * (dp * kept - delta) * scale;
         for (int64_t c = 0; c < a.d; ++c) {
           dq[r * a.d + c] += ds * a.k[(bt * a.s + j) * a.d + c];
           dk[(bt * a.s + j) * a.d + c] += ds * a.q[r * a.d + c];

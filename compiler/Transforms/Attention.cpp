@@ -280,12 +280,6 @@ std::string whyNotFusable(nn::AttentionOp op) {
            " is not a multiple of 8 up to 128";
   if (v.getShape().back() != d)
     return "value dimension differs from the head dimension";
-  // cuDNN's SDPA draws its own dropout mask (Philox), which is not
-  // nn.dropout's counter-based one that the CPU, the interpreter and a
-  // resumed run reproduce.
-  if (op.getSeed())
-    return "dropout on the probabilities (the fused kernel would not draw "
-           "nn.dropout's mask)";
   if (Value mask = op.getMask()) {
     ArrayRef<int64_t> m = shapeOf(mask);
     if (m.size() > 2 &&
@@ -295,6 +289,25 @@ std::string whyNotFusable(nn::AttentionOp op) {
       return "a mask that is not a constant";
   }
   return {};
+}
+
+/// For attention with dropout, what nn.fused_attention multiplies the
+/// probabilities by before 1 / (1 - r): `[..., T, S]`, 1 where nn.dropout's
+/// mask (the op's seed and stream, over the scores' row-major indices, as
+/// the decomposition draws it) keeps a probability and 0 where it drops it.
+/// cuDNN's SDPA would draw its own mask (Philox) instead, which the CPU, the
+/// interpreter and a resumed run could not reproduce. Null without dropout.
+Value keepMask(OpBuilder &b, nn::AttentionOp op) {
+  Value seed = op.getSeed();
+  if (!seed)
+    return Value();
+  Location loc = op.getLoc();
+  Type elt = op.getType().getElementType();
+  Value ones = nn::splat(b, loc, 1.0, elt, op.getScoresShape());
+  Value drawn = nn::DropoutOp::create(
+      b, loc, ones, seed, op.getDropoutRatioAttr(), op.getDropoutStreamAttr());
+  return nn::WhereOp::create(b, loc, drawn, nn::splat(b, loc, 1.0, elt),
+                             nn::splat(b, loc, 0.0, elt));
 }
 
 struct DecomposeAttentionPass
@@ -309,8 +322,9 @@ struct DecomposeAttentionPass
       if (fuse && why.empty()) {
         auto fused = nn::FusedAttentionOp::create(
             rewriter, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
-            op.getMask(), op.getScaleAttr(), op.getScaleIsDivisorAttr(),
-            op.getCausalAttr());
+            op.getMask(), keepMask(rewriter, op), op.getScaleAttr(),
+            op.getScaleIsDivisorAttr(), op.getCausalAttr(),
+            op.getDropoutRatioAttr());
         rewriter.replaceOp(op, fused.getResult());
         return;
       }

@@ -112,10 +112,11 @@ def CleaveDecomposeAttention
     `nn.fused_attention` instead, which autodiff differentiates as one op
     and the back end calls cuDNN's SDPA for (attention.md): static shapes,
     a head dimension that is a multiple of 8 and at most 128, equal to the
-    value's, no dropout, and no mask or one that depends on no argument of
-    the function (a constant, which needs no gradient) and is one matrix
-    for the whole batch. The rest is spelt out, with a warning that says
-    why.
+    value's, and no mask or one that depends on no argument of the
+    function (a constant, which needs no gradient) and is one matrix for
+    the whole batch. Dropout on the probabilities becomes the fused op's
+    `keep` operand, the mask `nn.dropout` draws (1 kept, 0 dropped). The
+    rest is spelt out, with a warning that says why.
   }];
   let options = [
     Option<"fuse", "fuse", "bool", /*default=*/"false",

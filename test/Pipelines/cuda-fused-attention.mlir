@@ -25,8 +25,8 @@
 
 // CALLS: \22batch\22:8,\22causal\22:true,\22entry\22:\22micro_step\22,\22head_dim\22:8,\22id\22:3,\22io_type\22:\22bf16\22,\22mask\22:false,\22math\22:\22bf16\22,\22op\22:\22sdpa_fwd\22,\22scale\22:0.35355339059327373,\22seq_kv\22:8,\22seq_q\22:8,\22value_dim\22:8}
 // CALLS-SAME: \22op\22:\22sdpa_bwd\22
-// CALLS: call @cleave_kernel_sdpa_fwd(%arg0, %c3_i64, %{{.+}}, %{{.+}}, %{{.+}}, %[[NOMASK:.+]], %{{.+}}, %{{.+}}) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
-// CALLS: call @cleave_kernel_sdpa_bwd(%arg0, %c10_i64, {{.*}}) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CALLS: call @cleave_kernel_sdpa_fwd(%arg0, %c3_i64, %{{.+}}, %{{.+}}, %{{.+}}, %[[NOMASK:[^,]+]], %[[NOKEEP:[^,]+]], %{{.+}}, %{{.+}}) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CALLS: call @cleave_kernel_sdpa_bwd(%arg0, %c10_i64, {{.*}}) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CALLS: func.func private @cleave_kernel_sdpa_fwd(
 // CALLS: func.func private @cleave_kernel_sdpa_bwd(
 

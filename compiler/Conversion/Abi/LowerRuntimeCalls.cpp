@@ -328,15 +328,21 @@ struct LowerRuntimeCallsPass
       entry.valueDim = v[2];
       entry.scale = k.getConfig().getAs<FloatAttr>("scale").getValueAsDouble();
       entry.causal = k.getFlag("causal");
+      // After the operands: the mask, then keep with dropout (rt.kernel).
+      Value keep;
+      if (auto dropout = k.getConfig().getAs<FloatAttr>("dropout")) {
+        entry.dropout = dropout.getValueAsDouble();
+        keep = ins.back();
+      }
       unsigned maskAt = fwd ? 3 : 6;
-      Value mask = ins.size() > maskAt ? ins[maskAt] : Value();
+      Value mask = ins.size() > maskAt + (keep ? 1 : 0) ? ins[maskAt] : Value();
       entry.mask = bool(mask);
       ValueRange outs = k.getOutputs();
       if (fwd) {
-        operands = {ins[0], ins[1], ins[2], mask, outs[0], outs[1]};
+        operands = {ins[0], ins[1], ins[2], mask, keep, outs[0], outs[1]};
         fn = kSdpaFwd;
       } else {
-        operands = {ins[0], ins[1], ins[2],  mask,    ins[3],
+        operands = {ins[0], ins[1], ins[2],  mask,    keep,   ins[3],
                     ins[4], ins[5], outs[0], outs[1], outs[2]};
         fn = kSdpaBwd;
       }

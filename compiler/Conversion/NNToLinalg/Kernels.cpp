@@ -434,13 +434,29 @@ Value maskMatrix(PatternRewriter &rw, Location loc, Value mask,
 }
 
 /// The attributes of both sdpa kernels: the factor the scores are
-/// multiplied by (1/c for a divisor c) and `causal`.
-SmallVector<NamedAttribute> attentionConfig(PatternRewriter &rw,
-                                            std::optional<double> scale,
-                                            bool divides, bool causal) {
-  double factor = !scale ? 1.0 : divides ? 1.0 / *scale : *scale;
-  return {rw.getNamedAttr("scale", rw.getF64FloatAttr(factor)),
-          rw.getNamedAttr("causal", rw.getBoolAttr(causal))};
+/// multiplied by (1/c for a divisor c), `causal`, and `dropout`, the ratio
+/// whose `keep` input follows the mask, when the op has one.
+template <typename OpTy>
+SmallVector<NamedAttribute> attentionConfig(PatternRewriter &rw, OpTy op) {
+  std::optional<double> scale = op.getScaleValue();
+  double factor = !scale ? 1.0 : op.getScaleIsDivisor() ? 1.0 / *scale : *scale;
+  SmallVector<NamedAttribute> config = {
+      rw.getNamedAttr("scale", rw.getF64FloatAttr(factor)),
+      rw.getNamedAttr("causal", rw.getBoolAttr(op.getCausal()))};
+  if (FloatAttr ratio = op.getDropoutRatioAttr())
+    config.push_back(rw.getNamedAttr("dropout", ratio));
+  return config;
+}
+
+/// The inputs after q, k and v (and the backward's o, lse and do): the
+/// mask as one [T, S] matrix, then keep as [batch, T, S].
+template <typename OpTy>
+void appendMaskAndKeep(PatternRewriter &rw, Location loc, OpTy op,
+                       const AttentionShape &sh, SmallVectorImpl<Value> &ins) {
+  if (Value mask = op.getMask())
+    ins.push_back(maskMatrix(rw, loc, mask, sh));
+  if (Value keep = op.getKeep())
+    ins.push_back(reshape(rw, loc, keep, {sh.batch, sh.t, sh.s}));
 }
 
 /// `rt.kernel` of `kind` with one fresh destination per type of `outTypes`.
@@ -468,15 +484,12 @@ struct FusedAttentionLowering : OpRewritePattern<FusedAttentionOp> {
     AttentionShape sh(op.getQuery(), op.getKey(), op.getValue());
     SmallVector<Value> ins =
         sh.flattened(rw, loc, op.getQuery(), op.getKey(), op.getValue());
-    if (Value mask = op.getMask())
-      ins.push_back(maskMatrix(rw, loc, mask, sh));
+    appendMaskAndKeep(rw, loc, op, sh, ins);
     Type f32 = rw.getF32Type();
-    auto k =
-        multiKernel(rw, loc, rt::KernelKind::sdpa_fwd, ins,
-                    {RankedTensorType::get({sh.batch, sh.t, sh.dv}, f32),
-                     RankedTensorType::get({sh.batch, sh.t}, f32)},
-                    attentionConfig(rw, op.getScaleValue(),
-                                    op.getScaleIsDivisor(), op.getCausal()));
+    auto k = multiKernel(rw, loc, rt::KernelKind::sdpa_fwd, ins,
+                         {RankedTensorType::get({sh.batch, sh.t, sh.dv}, f32),
+                          RankedTensorType::get({sh.batch, sh.t}, f32)},
+                         attentionConfig(rw, op));
     rw.replaceOp(
         op, {reshape(rw, loc, k.getResult(0), sh.unflattened({sh.t, sh.dv})),
              reshape(rw, loc, k.getResult(1), sh.unflattened(sh.t))});
@@ -496,16 +509,13 @@ struct FusedAttentionGradLowering : OpRewritePattern<FusedAttentionGradOp> {
     SmallVector<Value> ins =
         sh.flattened(rw, loc, op.getQuery(), op.getKey(), op.getValue(),
                      {op.getResult(), op.getLse(), op.getResultGrad()});
-    if (Value mask = op.getMask())
-      ins.push_back(maskMatrix(rw, loc, mask, sh));
+    appendMaskAndKeep(rw, loc, op, sh, ins);
     Type f32 = rw.getF32Type();
-    auto k =
-        multiKernel(rw, loc, rt::KernelKind::sdpa_bwd, ins,
-                    {RankedTensorType::get({sh.batch, sh.t, sh.d}, f32),
-                     RankedTensorType::get({sh.batch, sh.s, sh.d}, f32),
-                     RankedTensorType::get({sh.batch, sh.s, sh.dv}, f32)},
-                    attentionConfig(rw, op.getScaleValue(),
-                                    op.getScaleIsDivisor(), op.getCausal()));
+    auto k = multiKernel(rw, loc, rt::KernelKind::sdpa_bwd, ins,
+                         {RankedTensorType::get({sh.batch, sh.t, sh.d}, f32),
+                          RankedTensorType::get({sh.batch, sh.s, sh.d}, f32),
+                          RankedTensorType::get({sh.batch, sh.s, sh.dv}, f32)},
+                         attentionConfig(rw, op));
     rw.replaceOp(
         op, {reshape(rw, loc, k.getResult(0), sh.unflattened({sh.t, sh.d})),
              reshape(rw, loc, k.getResult(1), sh.unflattened({sh.s, sh.d})),

@@ -632,8 +632,8 @@ LogicalResult FusedAttentionOp::buildVJP(OpBuilder &b, ValueRange dys,
     return success();
   auto grad = FusedAttentionGradOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
-      dys[0], getMask(), getScaleAttr(), getScaleIsDivisorAttr(),
-      getCausalAttr());
+      dys[0], getMask(), getKeep(), getScaleAttr(), getScaleIsDivisorAttr(),
+      getCausalAttr(), getDropoutRatioAttr());
   for (unsigned i = 0; i < 3; ++i)
     if (needed[i])
       grads[base + i] = grad->getResult(i);

@@ -885,15 +885,42 @@ LogicalResult FusedAttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// The dropout of the fused ops: `keep` of the scores' shape and element
+/// type, with a ratio in [0, 1), both or neither.
+static LogicalResult
+verifyFusedDropout(function_ref<InFlightDiagnostic()> emitError, Value keep,
+                   std::optional<APFloat> ratio, ArrayRef<int64_t> scores,
+                   Type elementType) {
+  if (static_cast<bool>(keep) != ratio.has_value())
+    return emitError() << "dropout needs both keep and a dropout_ratio, got "
+                       << (keep ? "keep only" : "a dropout_ratio only");
+  if (!keep)
+    return success();
+  double r = ratio->convertToDouble();
+  if (!(r >= 0 && r < 1))
+    return emitError() << "dropout_ratio must be in [0, 1), got " << r;
+  auto type = cast<RankedTensorType>(keep.getType());
+  if (type.getShape() != scores || type.getElementType() != elementType)
+    return emitError() << "keep must be "
+                       << RankedTensorType::get(scores, elementType)
+                       << " (the scores), got " << type;
+  return success();
+}
+
 LogicalResult FusedAttentionOp::verify() {
+  SmallVector<int64_t> scores = scoresShape(getQuery(), getKey());
+  Type elt = getResult().getType().getElementType();
+  if (failed(verifyFusedDropout([&] { return emitOpError(); }, getKeep(),
+                                getDropoutRatio(), scores, elt)))
+    return failure();
   return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
-                         getScaleIsDivisor(), getCausal(),
-                         scoresShape(getQuery(), getKey()),
-                         getResult().getType().getElementType(), getMask());
+                         getScaleIsDivisor(), getCausal(), scores, elt,
+                         getMask());
 }
 
 bool FusedAttentionOp::isDifferentiableOperand(unsigned index) {
-  // The fused kernel adds a constant mask; it has no gradient to give.
+  // The fused kernel adds a constant mask and multiplies by a drawn keep
+  // mask; it has no gradient to give either.
   return index < 3;
 }
 
@@ -919,9 +946,13 @@ LogicalResult FusedAttentionGradOp::verify() {
   if (getLse().getType() != lseType(*result))
     return emitOpError("lse must be ")
            << lseType(*result) << ", got " << getLse().getType();
+  SmallVector<int64_t> scores = scoresShape(getQuery(), getKey());
+  if (failed(verifyFusedDropout([&] { return emitOpError(); }, getKeep(),
+                                getDropoutRatio(), scores,
+                                result->getElementType())))
+    return failure();
   return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
-                         getScaleIsDivisor(), getCausal(),
-                         scoresShape(getQuery(), getKey()),
+                         getScaleIsDivisor(), getCausal(), scores,
                          result->getElementType(), getMask());
 }
 

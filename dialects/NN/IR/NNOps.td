@@ -765,7 +765,9 @@ def NN_AttentionOp : NN_DiffOp<"attention",
 }
 
 //===- nn.fused_attention -------------------------------------------------===//
-def NN_FusedAttentionOp : NN_DiffOp<"fused_attention", [InferTypeOpAdaptor],
+def NN_FusedAttentionOp : NN_DiffOp<"fused_attention",
+                                    [InferTypeOpAdaptor,
+                                     AttrSizedOperandSegments],
                                     ["isDifferentiableOperand"]> {
   let summary = "attention as one kernel, with its rows' log-sum-exp";
   let description = [{
@@ -773,10 +775,14 @@ def NN_FusedAttentionOp : NN_DiffOp<"fused_attention", [InferTypeOpAdaptor],
     cuda), and `lse`, the log-sum-exp of each row of the scaled, masked
     scores (`[..., T]`), which the kernel's backward pass recomputes the
     probabilities from. Operands and attributes are `nn.attention`'s; the
-    mask, when present, is a constant and carries no gradient.
-    `cleave-decompose-attention` with `fuse` builds it where the cuda back
-    end's kernel takes the shape (docs/design/attention.md); its VJP is one
-    `nn.fused_attention_grad`.
+    mask, when present, is a constant and carries no gradient. Dropout on
+    the probabilities comes as `keep` (`[..., T, S]`, 1 where a probability
+    is kept, 0 where it is dropped: nn.attention's mask, drawn before the
+    op) with `dropout_ratio` r: the probabilities are multiplied by
+    `keep / (1 - r)` before the product with `value`, and `lse` is theirs
+    before dropout. `cleave-decompose-attention` with `fuse` builds it where
+    the cuda back end's kernel takes the shape (docs/design/attention.md);
+    its VJP is one `nn.fused_attention_grad`.
 
     ```mlir
     %o, %lse = nn.fused_attention %q, %k, %v {scale = 8.0 : f64, scale_is_divisor, causal} : (tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>) -> (tensor<2x4x16x64xf32>, tensor<2x4x16xf32>)
@@ -784,12 +790,13 @@ def NN_FusedAttentionOp : NN_DiffOp<"fused_attention", [InferTypeOpAdaptor],
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, Optional<NN_FloatTensor>:$mask,
+                       Optional<NN_FloatTensor>:$keep,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$dropout_ratio);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value (`,` $mask^)? (`keep` `(` $keep^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -804,7 +811,8 @@ def NN_FusedAttentionOp : NN_DiffOp<"fused_attention", [InferTypeOpAdaptor],
 
 //===- nn.fused_attention_grad --------------------------------------------===//
 def NN_FusedAttentionGradOp : NN_Op<"fused_attention_grad",
-                                    [Pure, InferTypeOpAdaptor]> {
+                                    [Pure, InferTypeOpAdaptor,
+                                     AttrSizedOperandSegments]> {
   let summary = "the gradient of nn.fused_attention, as one kernel";
   let description = [{
     The cotangents of `query`, `key` and `value` of the
@@ -812,8 +820,10 @@ def NN_FusedAttentionGradOp : NN_Op<"fused_attention_grad",
     takes, given `result_grad`, the cotangent of its result:
 
         P = exp(scale(query @ key^T) + mask - lse)   (causal: 0 where j > i)
-        value_grad = P^T @ result_grad
-        dS = P * (result_grad @ value^T - rowsum(result_grad * result))
+        K = P * keep / (1 - dropout_ratio)            (K = P without keep)
+        value_grad = K^T @ result_grad
+        dK = (result_grad @ value^T) * keep / (1 - dropout_ratio)
+        dS = P * (dK - rowsum(result_grad * result))
         query_grad = scale dS @ key,  key_grad = scale dS^T @ query
 
     ```mlir
@@ -824,13 +834,15 @@ def NN_FusedAttentionGradOp : NN_Op<"fused_attention_grad",
                        NN_FloatTensor:$value, NN_FloatTensor:$result,
                        NN_FloatTensor:$lse, NN_FloatTensor:$result_grad,
                        Optional<NN_FloatTensor>:$mask,
+                       Optional<NN_FloatTensor>:$keep,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$scale_is_divisor,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$dropout_ratio);
   let results = (outs NN_FloatTensor:$query_grad, NN_FloatTensor:$key_grad,
                       NN_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad
-    (`,` $mask^)? attr-dict `:` functional-type(operands, results)
+    (`,` $mask^)? (`keep` `(` $keep^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -217,15 +217,23 @@ unsigned KernelOp::getNumOutputsOf(KernelKind kind) {
 }
 
 /// The shapes of an attention kernel: q [B, T, D], k [B, S, D], v [B, S,
-/// Dv], o [B, T, Dv], lse [B, T], mask [T, S]; a finite non-zero scale.
+/// Dv], o [B, T, Dv], lse [B, T], mask [T, S], keep [B, T, S]; a finite
+/// non-zero scale, a dropout in [0, 1).
 static LogicalResult verifySdpa(KernelOp op) {
   bool fwd = op.getKind() == KernelKind::sdpa_fwd;
   ValueRange ins = op.getInputs(), outs = op.getOutputs();
-  unsigned required = fwd ? 3 : 6;
+  // With `dropout`, keep is the last input, after the optional mask.
+  auto dropout = op.getConfig().getAs<FloatAttr>("dropout");
+  unsigned required = (fwd ? 3 : 6) + (dropout ? 1 : 0);
   if (ins.size() != required && ins.size() != required + 1)
     return op.emitOpError("'")
            << stringifyKernelKind(op.getKind()) << "' takes " << required << "-"
-           << required + 1 << " inputs, got " << ins.size();
+           << required + 1 << " inputs" << (dropout ? " with dropout" : "")
+           << ", got " << ins.size();
+  if (dropout &&
+      !(dropout.getValueAsDouble() >= 0 && dropout.getValueAsDouble() < 1))
+    return op.emitOpError("config's 'dropout' must be in [0, 1), got ")
+           << dropout.getValueAsDouble();
   auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   for (Value v : llvm::concat<Value>(ins, outs))
     if (!cast<ShapedType>(v.getType()).hasStaticShape())
@@ -242,8 +250,12 @@ static LogicalResult verifySdpa(KernelOp op) {
     return LogicalResult(op.emitOpError(name)
                          << " must be [" << want << "], got " << x.getType());
   };
-  SmallVector<int64_t> o = {b, t, dv}, lse = {b, t}, mask = {t, s};
-  if (ins.size() > required && failed(expect(ins[required], mask, "the mask")))
+  SmallVector<int64_t> o = {b, t, dv}, lse = {b, t}, mask = {t, s},
+                       keep = {b, t, s};
+  unsigned maskAt = fwd ? 3 : 6;
+  if (ins.size() > required && failed(expect(ins[maskAt], mask, "the mask")))
+    return failure();
+  if (dropout && failed(expect(ins.back(), keep, "keep")))
     return failure();
   if (fwd) {
     if (failed(expect(outs[0], o, "o")) || failed(expect(outs[1], lse, "lse")))

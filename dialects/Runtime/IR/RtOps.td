@@ -135,8 +135,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [
     | `max_pool2d_fwd`, `avg_pool2d_fwd` | src | `kernel`, `strides`, `padding`, `dilations`, `count_include_pad` |
     | `max_pool2d_bwd` | src, diff_dst | as pooling |
     | `avg_pool2d_bwd` | diff_dst | as pooling |
-    | `sdpa_fwd` | q [B, T, D], k [B, S, D], v [B, S, Dv], [mask [T, S]]; outputs o [B, T, Dv], lse [B, T] | `scale` (f64, multiplies q k^T), `causal` (bool) |
-    | `sdpa_bwd` | q, k, v, o, lse, do, [mask]; outputs dq, dk, dv | as sdpa_fwd |
+    | `sdpa_fwd` | q [B, T, D], k [B, S, D], v [B, S, Dv], [mask [T, S]], [keep [B, T, S] with `dropout`]; outputs o [B, T, Dv], lse [B, T] | `scale` (f64, multiplies q k^T), `causal` (bool), `dropout` (f64 in [0, 1), optional: the probabilities times keep / (1 - dropout)) |
+    | `sdpa_bwd` | q, k, v, o, lse, do, [mask], [keep]; outputs dq, dk, dv | as sdpa_fwd |
 
     Without `accumulate` the initial contents of `init` are irrelevant.
     Every operand is f32, but the multiplied inputs of the compute-bound

@@ -141,24 +141,29 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
  * exp(S[i][j]))`, the row's log-sum-exp (what the backward pass recomputes
  * the probabilities from). `q` is `[batch, T, D]`, `k` `[batch, S, D]`, `v`
  * `[batch, S, Dv]`, `mask` `[T, S]` (NULL when the entry has `mask: false`),
- * `o` `[batch, T, Dv]`, `lse` `[batch, T]`. `lse` is f32; the other tensors
- * are f32, or bf16 where the entry's `io_type` says so.
+ * `o` `[batch, T, Dv]`, `lse` `[batch, T]`. With the entry's `dropout` r > 0,
+ * the probabilities are multiplied by `keep / (1 - r)` before the product
+ * with `v` (`lse` is not): `keep` is `[batch, T, S]`, 1 where a probability
+ * is kept and 0 where it is dropped (NULL without dropout). `lse` is f32;
+ * the other tensors are f32, or bf16 where the entry's `io_type` says so.
  */
 void cleave_kernel_sdpa_fwd(void *ctx, int64_t id, const void *q, const void *k,
-                            const void *v, const void *mask, void *o,
-                            float *lse);
+                            const void *v, const void *mask, const void *keep,
+                            void *o, float *lse);
 
 /**
  * Gradient of attention (`sdpa_bwd` entries) with respect to `q`, `k` and
  * `v` (`dq`, `dk`, `dv`, overwritten), from the forward pass's operands, its
  * `o` and `lse`, and `d_o`, the gradient with respect to `o`. With `P` the
- * probabilities (`exp(S - lse)`): `dv = P^T d_o`, `dS = P * (d_o v^T -
- * rowsum(d_o * o))`, `dq = scale * dS k`, `dk = scale * dS^T q`.
+ * probabilities (`exp(S - lse)`) and `K = P * keep / (1 - r)` (`K = P`
+ * without dropout): `dv = K^T d_o`, `dS = P * (dK - rowsum(d_o * o))` with
+ * `dK = (d_o v^T) * keep / (1 - r)`, `dq = scale * dS k`, `dk = scale * dS^T
+ * q`.
  */
 void cleave_kernel_sdpa_bwd(void *ctx, int64_t id, const void *q, const void *k,
-                            const void *v, const void *mask, const void *o,
-                            const float *lse, const void *d_o, void *dq,
-                            void *dk, void *dv);
+                            const void *v, const void *mask, const void *keep,
+                            const void *o, const float *lse, const void *d_o,
+                            void *dq, void *dk, void *dv);
 
 /**
  * The CUDA stream of `ctx` (a `CUstream`, NULL for the default stream), for

@@ -60,6 +60,12 @@ void AttentionKernel::store(void *tensor, int64_t index, float value) const {
     static_cast<float *>(tensor)[index] = value;
 }
 
+float AttentionKernel::kept(const void *keep, int64_t index) const {
+  if (e_.dropout == 0)
+    return 1;
+  return load(keep, index) * float(1.0 / (1.0 - e_.dropout));
+}
+
 void AttentionKernel::scores(const void *q, const void *k, const void *mask,
                              int64_t slice, int64_t i, float *row) const {
   const int64_t D = e_.headDim, S = e_.seqKv;
@@ -80,7 +86,8 @@ void AttentionKernel::scores(const void *q, const void *k, const void *mask,
 }
 
 void AttentionKernel::forward(const void *q, const void *k, const void *v,
-                              const void *mask, void *o, float *lse) {
+                              const void *mask, const void *keep, void *o,
+                              float *lse) {
   const int64_t T = e_.seqQ, S = e_.seqKv, Dv = e_.valueDim;
   float *row = row_.data();
   for (int64_t b = 0; b < e_.batch; ++b)
@@ -96,6 +103,8 @@ void AttentionKernel::forward(const void *q, const void *k, const void *v,
       for (int64_t j = 0; j < S; ++j)
         sum += row[j] = std::exp(row[j] - shift);
       lse[b * T + i] = shift + std::log(sum);
+      for (int64_t j = 0; j < S; ++j)
+        row[j] *= kept(keep, (b * T + i) * S + j);
       for (int64_t c = 0; c < Dv; ++c) {
         float acc = 0;
         for (int64_t j = 0; j < S; ++j)
@@ -123,13 +132,16 @@ void AttentionKernel::backward(const AttentionGradients &x) {
       std::fill(dq_.begin() + i * D, dq_.begin() + (i + 1) * D, 0.0f);
       for (int64_t j = 0; j < S; ++j) {
         p[j] = std::exp(p[j] - rowLse);
+        // Dropout: the product with v saw p * keep / (1 - r), and its
+        // gradient reaches p through the same factor.
+        const float factor = kept(x.keep, (b * T + i) * S + j);
         float dp = 0;
         for (int64_t c = 0; c < Dv; ++c) {
           float dO = load(x.dO, (b * T + i) * Dv + c);
-          dv_[j * Dv + c] += p[j] * dO;
+          dv_[j * Dv + c] += p[j] * factor * dO;
           dp += dO * load(x.v, (b * S + j) * Dv + c);
         }
-        float ds = p[j] * (dp - delta) * scale;
+        float ds = p[j] * (dp * factor - delta) * scale;
         for (int64_t d = 0; d < D; ++d) {
           dq_[i * D + d] += ds * load(x.k, (b * S + j) * D + d);
           dk_[j * D + d] += ds * load(x.q, (b * T + i) * D + d);
@@ -150,6 +162,8 @@ std::string AttentionKernel::describe() const {
   out << op() << " host loops " << (e_.bf16 ? "bf16" : "f32") << " batch "
       << e_.batch << " T " << e_.seqQ << " S " << e_.seqKv << " D "
       << e_.headDim << (e_.causal ? " causal" : "") << (e_.mask ? " mask" : "");
+  if (e_.dropout != 0)
+    out << " dropout " << e_.dropout;
   return out.str();
 }
 

@@ -26,7 +26,7 @@ public:
   explicit AttentionKernel(KernelSpec &spec);
 
   void forward(const void *q, const void *k, const void *v, const void *mask,
-               void *o, float *lse);
+               const void *keep, void *o, float *lse);
   void backward(const AttentionGradients &operands);
   std::string describe() const override;
 
@@ -36,6 +36,9 @@ private:
   void scores(const void *q, const void *k, const void *mask, int64_t slice,
               int64_t i, float *row) const;
   float load(const void *tensor, int64_t index) const;
+  /// What a probability at `index` ([batch, T, S]) is multiplied by after
+  /// the softmax: keep / (1 - dropout), or 1 without dropout.
+  float kept(const void *keep, int64_t index) const;
   void store(void *tensor, int64_t index, float value) const;
 
   SdpaEntry e_;

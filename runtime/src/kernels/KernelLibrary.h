@@ -52,7 +52,7 @@ Status currentException(const std::string &where);
 /// The operands of cleave_kernel_sdpa_bwd, in its order. Tensors are bf16
 /// or f32 as the entry's `io_type` says; `lse` is always f32.
 struct AttentionGradients {
-  const void *q, *k, *v, *mask, *o;
+  const void *q, *k, *v, *mask, *keep, *o;
   const float *lse;
   const void *dO;
   void *dq, *dk, *dv;
@@ -89,8 +89,8 @@ public:
                               const float *diffDst, float *diffSrc) = 0;
   /// Fused attention and its gradient (kernel_abi.h's sdpa functions).
   virtual Status attentionForward(int64_t id, const void *q, const void *k,
-                                  const void *v, const void *mask, void *o,
-                                  float *lse) = 0;
+                                  const void *v, const void *mask,
+                                  const void *keep, void *o, float *lse) = 0;
   virtual Status attentionBackward(int64_t id,
                                    const AttentionGradients &operands) = 0;
   /// Copy and zero fill of `floats` floats on the device, for the ZeRO-1

@@ -519,6 +519,7 @@ SdpaEntry readSdpaEntry(KernelSpec &spec) {
   e.headDim = *k.headDim, e.valueDim = *k.valueDim;
   e.scale = *k.scale;
   e.causal = *k.causal, e.mask = *k.mask;
+  e.dropout = k.dropout.value_or(0);
   e.bf16 = *k.math == abi::Math::bf16;
   bool ioBf16 = *k.ioType == abi::Storage::bf16;
   // The kernel multiplies in the type its tensors are stored in: rounding
@@ -530,6 +531,9 @@ SdpaEntry readSdpaEntry(KernelSpec &spec) {
               "'");
   if (e.scale == 0)
     spec.fail("field 'scale' must not be 0");
+  if (!(e.dropout >= 0 && e.dropout < 1))
+    spec.fail("field 'dropout' must be in [0, 1), got " +
+              std::to_string(e.dropout));
   spec.elementCount("q", {e.batch, e.seqQ, e.headDim});
   spec.elementCount("k", {e.batch, e.seqKv, e.headDim});
   spec.elementCount("v", {e.batch, e.seqKv, e.valueDim});

@@ -197,6 +197,8 @@ struct SdpaEntry {
   int64_t batch, seqQ, seqKv, headDim, valueDim;
   double scale;
   bool causal, mask;
+  /// The ratio of dropout on the probabilities, in [0, 1): 0 is none.
+  double dropout;
   /// `"math": "bf16"`, which `"io_type": "bf16"` requires and implies.
   bool bf16;
 };

@@ -157,19 +157,20 @@ void cleave_kernel_pool_bwd(void *ctx, int64_t id, const float *src,
 }
 
 void cleave_kernel_sdpa_fwd(void *ctx, int64_t id, const void *q, const void *k,
-                            const void *v, const void *mask, void *o,
-                            float *lse) {
+                            const void *v, const void *mask, const void *keep,
+                            void *o, float *lse) {
   call("cleave_kernel_sdpa_fwd", ctx, id, [&](KernelLibrary &l) {
-    return l.attentionForward(id, q, k, v, mask, o, lse);
+    return l.attentionForward(id, q, k, v, mask, keep, o, lse);
   });
 }
 
 void cleave_kernel_sdpa_bwd(void *ctx, int64_t id, const void *q, const void *k,
-                            const void *v, const void *mask, const void *o,
-                            const float *lse, const void *d_o, void *dq,
-                            void *dk, void *dv) {
+                            const void *v, const void *mask, const void *keep,
+                            const void *o, const float *lse, const void *d_o,
+                            void *dq, void *dk, void *dv) {
   call("cleave_kernel_sdpa_bwd", ctx, id, [&](KernelLibrary &l) {
-    return l.attentionBackward(id, {q, k, v, mask, o, lse, d_o, dq, dk, dv});
+    return l.attentionBackward(id,
+                               {q, k, v, mask, keep, o, lse, d_o, dq, dk, dv});
   });
 }
 

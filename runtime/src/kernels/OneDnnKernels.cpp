@@ -253,11 +253,11 @@ Status OneDnnKernels::poolBackward(int64_t id, const float *src,
 }
 
 Status OneDnnKernels::attentionForward(int64_t id, const void *q, const void *k,
-                                       const void *v, const void *mask, void *o,
-                                       float *lse) {
+                                       const void *v, const void *mask,
+                                       const void *keep, void *o, float *lse) {
   return run<AttentionKernel>(id, KernelKind::AttentionForward,
                               [&](AttentionKernel &a, dnnl::stream &) {
-                                a.forward(q, k, v, mask, o, lse);
+                                a.forward(q, k, v, mask, keep, o, lse);
                               });
 }
 

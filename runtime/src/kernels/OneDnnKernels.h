@@ -47,8 +47,8 @@ public:
   Status poolBackward(int64_t id, const float *src, const float *diffDst,
                       float *diffSrc) override;
   Status attentionForward(int64_t id, const void *q, const void *k,
-                          const void *v, const void *mask, void *o,
-                          float *lse) override;
+                          const void *v, const void *mask, const void *keep,
+                          void *o, float *lse) override;
   Status attentionBackward(int64_t id,
                            const AttentionGradients &operands) override;
   Status copy(float *dst, const float *src, int64_t floats) override;

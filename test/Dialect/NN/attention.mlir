@@ -32,6 +32,16 @@ func.func @attention(%q: tensor<?x4x6x8xf32>, %k: tensor<2x4x6x8xf32>,
   return
 }
 
+// The fused forms take dropout as keep, the scores' shape, with the ratio.
+// CHECK-LABEL: func.func @fused_dropout(
+// CHECK: nn.fused_attention %{{.+}}, %{{.+}}, %{{.+}} keep(%{{.+}}) {causal, dropout_ratio = 2.500000e-01 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xf32>) -> (tensor<2x5x8xf32>, tensor<2x5xf32>)
+// CHECK: nn.fused_attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} keep(%{{.+}}) {dropout_ratio = 2.500000e-01 : f64}
+func.func @fused_dropout(%q: tensor<2x5x8xf32>, %keep: tensor<2x5x5xf32>, %m: tensor<5x5xf32>) {
+  %o, %lse = nn.fused_attention %q, %q, %q keep(%keep) {causal, dropout_ratio = 0.25 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xf32>) -> (tensor<2x5x8xf32>, tensor<2x5xf32>)
+  %dq, %dk, %dv = nn.fused_attention_grad %q, %q, %q, %o, %lse, %o, %m keep(%keep) {dropout_ratio = 0.25 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5xf32>, tensor<2x5x8xf32>, tensor<5x5xf32>, tensor<2x5x5xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>)
+  return
+}
+
 // PARTS-LABEL: func.func @attention(
 // PARTS-NOT:     nn.attention
 // PARTS:         nn.matmul %{{.+}}, %{{.+}} : tensor<?x4x6x6xf32>, tensor<2x4x6x8xf32> -> tensor<?x4x6x8xf32>
@@ -176,5 +186,21 @@ func.func @ratio_without_seed(%q: tensor<5x8xf32>) {
 func.func @ratio_one(%q: tensor<5x8xf32>, %seed: tensor<i64>) {
   // expected-error @+1 {{'nn.attention' op dropout_ratio must be in [0, 1), got 1}}
   %0 = nn.attention %q, %q, %q dropout(%seed : tensor<i64>) {dropout_ratio = 1.0 : f64} : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @keep_without_ratio(%q: tensor<2x5x8xf32>, %keep: tensor<2x5x5xf32>) {
+  // expected-error @+1 {{'nn.fused_attention' op dropout needs both keep and a dropout_ratio, got keep only}}
+  %o, %lse = nn.fused_attention %q, %q, %q keep(%keep) : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xf32>) -> (tensor<2x5x8xf32>, tensor<2x5xf32>)
+  return
+}
+
+// -----
+
+func.func @keep_shape(%q: tensor<2x5x8xf32>, %keep: tensor<5x5xf32>) {
+  // expected-error @+1 {{'nn.fused_attention' op keep must be 'tensor<2x5x5xf32>' (the scores), got 'tensor<5x5xf32>'}}
+  %o, %lse = nn.fused_attention %q, %q, %q keep(%keep) {dropout_ratio = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<5x5xf32>) -> (tensor<2x5x8xf32>, tensor<2x5xf32>)
   return
 }

@@ -105,6 +105,38 @@ func.func @sdpa(%q: tensor<8x4x16xbf16>, %k: tensor<8x6x16xbf16>, %v: tensor<8x6
 
 // -----
 
+// Dropout: keep [B, T, S] is the last input, after the mask.
+// CHECK-LABEL: func.func @sdpa_dropout
+// CHECK:         rt.kernel sdpa_fwd ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : {{.+}}) {{.+}} {causal = false, dropout = 2.500000e-01 : f64, scale = 2.500000e-01 : f64}
+func.func @sdpa_dropout(%q: tensor<8x4x16xbf16>, %m: tensor<4x4xbf16>, %keep: tensor<8x4x4xbf16>) -> tensor<8x4x16xbf16> {
+  %o0 = tensor.empty() : tensor<8x4x16xbf16>
+  %l0 = tensor.empty() : tensor<8x4xf32>
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %q, %q, %m, %keep : tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<4x4xbf16>, tensor<8x4x4xbf16>) outs(%o0, %l0 : tensor<8x4x16xbf16>, tensor<8x4xf32>) {scale = 0.25 : f64, causal = false, dropout = 0.25 : f64} -> tensor<8x4x16xbf16>, tensor<8x4xf32>
+  return %o : tensor<8x4x16xbf16>
+}
+
+// -----
+
+func.func @sdpa_keep_shape(%q: tensor<8x4x16xbf16>, %keep: tensor<4x4xbf16>) -> tensor<8x4x16xbf16> {
+  %o0 = tensor.empty() : tensor<8x4x16xbf16>
+  %l0 = tensor.empty() : tensor<8x4xf32>
+  // expected-error @+1 {{keep must be [8, 4, 4], got 'tensor<4x4xbf16>'}}
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %q, %q, %keep : tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<4x4xbf16>) outs(%o0, %l0 : tensor<8x4x16xbf16>, tensor<8x4xf32>) {scale = 0.25 : f64, causal = false, dropout = 0.25 : f64} -> tensor<8x4x16xbf16>, tensor<8x4xf32>
+  return %o : tensor<8x4x16xbf16>
+}
+
+// -----
+
+func.func @sdpa_dropout_one(%q: tensor<8x4x16xbf16>, %keep: tensor<8x4x4xbf16>) -> tensor<8x4x16xbf16> {
+  %o0 = tensor.empty() : tensor<8x4x16xbf16>
+  %l0 = tensor.empty() : tensor<8x4xf32>
+  // expected-error @+1 {{config's 'dropout' must be in [0, 1), got 1}}
+  %o, %lse = rt.kernel sdpa_fwd ins(%q, %q, %q, %keep : tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4x16xbf16>, tensor<8x4x4xbf16>) outs(%o0, %l0 : tensor<8x4x16xbf16>, tensor<8x4xf32>) {scale = 0.25 : f64, causal = false, dropout = 1.0 : f64} -> tensor<8x4x16xbf16>, tensor<8x4xf32>
+  return %o : tensor<8x4x16xbf16>
+}
+
+// -----
+
 func.func @sdpa_lse_bf16(%q: tensor<8x4x16xbf16>) -> tensor<8x4x16xbf16> {
   %o0 = tensor.empty() : tensor<8x4x16xbf16>
   %l0 = tensor.empty() : tensor<8x4xbf16>

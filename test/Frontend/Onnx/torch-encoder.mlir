@@ -11,13 +11,17 @@
 // RUN: cleave-opt --import-onnx %t.onnx | FileCheck %s
 // Dropout on the attention probabilities is part of each layer's
 // nn.attention (torch-attention.mlir checks the op and the round trip). On
-// cuda in bf16 the fused kernel does not take it, and the compiler says so.
+// cuda in bf16 both layers' attention is cuDNN's fused kernel, forward and
+// backward, multiplying the probabilities by the keep mask nn.dropout draws.
 // RUN: cleave-opt --import-onnx %t.onnx --cleave-recompose-attention | FileCheck %s --check-prefix=RECOMPOSED
 // RECOMPOSED-NOT: nn.softmax
 // RECOMPOSED-COUNT-2: nn.attention {{.+}} dropout(
 // RECOMPOSED-NOT: nn.softmax
-// RUN: cleave-compile %t.onnx --target=cuda --precision=bf16 --micro-batch=4 --compile-to=loss 2>&1 >/dev/null | FileCheck %s --check-prefix=CUDA-BF16
-// CUDA-BF16: warning: attention is spelt out as matmuls and a softmax, not cuDNN's fused kernel: dropout on the probabilities
+// RUN: cleave-compile %t.onnx --target=cuda --precision=bf16 --micro-batch=4 --compile-to=grad 2>&1 | FileCheck %s --check-prefix=CUDA-BF16
+// CUDA-BF16-NOT: warning: attention is spelt out
+// CUDA-BF16-LABEL: func.func @loss_grad(
+// CUDA-BF16-COUNT-2: nn.fused_attention {{.+}} keep({{.+}}) {dropout_ratio = 1.000000e-01 : f64}
+// CUDA-BF16-COUNT-2: nn.fused_attention_grad {{.+}} keep({{.+}}) {dropout_ratio = 1.000000e-01 : f64}
 // RUN: cleave-compile %t.onnx --micro-batch=4 --compile-to=split | FileCheck %s --check-prefix=SPLIT
 // RUN: cleave-compile %t.onnx --micro-batch=4 --accumulate=2 -o %t.cleave
 

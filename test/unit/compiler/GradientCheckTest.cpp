@@ -405,6 +405,21 @@ std::vector<GradCase> allCases() {
              T("2x3x4") + ", " + T("2x5x4") + ", " + T("2x5x3") + ", " +
              T("3x5") + ") -> (" + T("2x3x3") + ", " + T("2x3") + ")",
          T("2x3x3")));
+  // Fused attention with dropout: a constant keep mask (1 kept, 0
+  // dropped), the probabilities times keep / (1 - r) forward and dP through
+  // the same factor in the gradient kernel.
+  c.push_back(fn("fused_attention_dropout",
+                 {P("q", "2x3x4"), P("k", "2x3x4"), P("v", "2x3x3")},
+                 "%keep = arith.constant dense<[[[1.0, 0.0, 1.0], [1.0, 1.0, "
+                 "0.0], [0.0, 1.0, 1.0]], [[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], "
+                 "[1.0, 0.0, 1.0]]]> : " +
+                     T("2x3x3") +
+                     "\n  %y, %lse = nn.fused_attention %q, %k, %v "
+                     "keep(%keep) {scale = 0.5 : f64, dropout_ratio = 0.25 : "
+                     "f64} : (" +
+                     T("2x3x4") + ", " + T("2x3x4") + ", " + T("2x3x3") + ", " +
+                     T("2x3x3") + ") -> (" + T("2x3x3") + ", " + T("2x3") + ")",
+                 T("2x3x3")));
   c.push_back(fn("cross_entropy_i32_labels",
                  {P("x", "3x4"), A("l", "tensor<3xi32>")},
                  "%y = nn.cross_entropy %x, %l : " + T("3x4") +

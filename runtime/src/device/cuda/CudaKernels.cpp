@@ -46,8 +46,14 @@
 //   exp(scores - lse) and takes softmax_sum = rowsum(dO o) as an f32 buffer
 //   in the shared workspace after cuDNN's own; Pᵀ and dSᵀ are bf16 RESHAPE
 //   views for the dV and dK products, and dS k is written straight to dq
-//   (cudnn-frontend's deterministic graph). Scale, -inf and 1 are by-value
-//   scalars, read from host floats when the plan is enqueued. The engine is
+//   (cudnn-frontend's deterministic graph). With dropout the entry binds
+//   keep ([1, batch, T, S] bf16, 1 kept and 0 dropped, which the compiler
+//   draws with nn.dropout's counter-based stream, not cuDNN's Philox): the
+//   forward multiplies P by keep and 1 / (1 - r) before P v, and the
+//   backward, as cudnn-frontend's set_dropout(mask, scale), takes dV from
+//   that product, multiplies dO vᵀ by keep and softmax_sum by 1 - r.
+//   Scale, -inf, 1 (or 1 - r) and 1 / (1 - r) are by-value scalars, read
+//   from host floats when the plan is enqueued. The engine is
 //   the first of the heuristics (mode A, then fallback) that is
 //   deterministic and whose execution plan finalizes. When the backward has
 //   none, it takes cudnn-frontend's default graph instead, with dS k summed
@@ -978,6 +984,8 @@ enum : int64_t {
   kUidScale,
   kUidNegInf,
   kUidOne,
+  kUidKeep,
+  kUidDropoutScale,
   kFirstVirtualUid = 100,
 };
 
@@ -1205,7 +1213,11 @@ class CudnnAttention final : public CudaKernel {
 public:
   CudnnAttention(KernelSpec &spec, Libraries &libs, KernelKind kind)
       : CudaKernel(kind, spec.id(), spec.op()), libs_(libs),
-        e_(readSdpaEntry(spec)), scale_(float(e_.scale)) {
+        e_(readSdpaEntry(spec)), scale_(float(e_.scale)),
+        dropoutScale_(float(1.0 / (1.0 - e_.dropout))),
+        // cudnn-frontend's softmax_sum with dropout: rowsum(dO o) times
+        // 1 - r, the inverse of the dropout scale (see buildBackward).
+        one_(float(1.0 - e_.dropout)) {
     checkSupported(spec);
     std::vector<std::string> refusals;
     if (!tryGraph(spec, refusals)) {
@@ -1260,7 +1272,7 @@ public:
   }
 
   Status forward(const void *q, const void *k, const void *v, const void *mask,
-                 void *o, float *lse, void *workspace) {
+                 const void *keep, void *o, float *lse, void *workspace) {
     Bindings b;
     b.add(kUidQ, "q", q);
     b.add(kUidK, "k", k);
@@ -1269,6 +1281,8 @@ public:
     b.add(kUidStats, "lse", lse);
     if (e_.mask)
       b.add(kUidMask, "mask", mask);
+    if (e_.dropout != 0)
+      b.add(kUidKeep, "keep", keep);
     return execute(b, workspace);
   }
 
@@ -1285,6 +1299,8 @@ public:
     b.add(kUidDV, "dv", x.dv);
     if (e_.mask)
       b.add(kUidMask, "mask", x.mask);
+    if (e_.dropout != 0)
+      b.add(kUidKeep, "keep", x.keep);
     auto *bytes = static_cast<unsigned char *>(workspace);
     b.add(kUidSoftmaxSum, "softmax_sum", bytes + softmaxSumOffset_);
     if (dq_ == DqWrite::Accumulated)
@@ -1313,9 +1329,9 @@ private:
       pointers[count] = const_cast<void *>(pointer);
       ++count;
     }
-    /// The backward binds the most: nine tensors, the mask, its buffers
-    /// (softmax_sum and dQ_accum) and three scalars.
-    static constexpr size_t kMax = 16;
+    /// The backward binds the most: nine tensors, the mask, keep, its
+    /// buffers (softmax_sum and dQ_accum) and four scalars.
+    static constexpr size_t kMax = 18;
     std::array<int64_t, kMax> uids = {};
     std::array<const char *, kMax> names = {};
     std::array<void *, kMax> pointers = {};
@@ -1332,7 +1348,8 @@ private:
            std::to_string(e_.seqQ) + ", seq_kv " + std::to_string(e_.seqKv) +
            ", head_dim " + std::to_string(e_.headDim) + ", value_dim " +
            std::to_string(e_.valueDim) + (e_.causal ? ", causal" : "") +
-           (e_.mask ? ", mask" : "");
+           (e_.mask ? ", mask" : "") +
+           (e_.dropout != 0 ? ", dropout " + std::to_string(e_.dropout) : "");
   }
 
   /// What cuDNN's fused attention cannot run, refused before a graph is
@@ -1406,10 +1423,25 @@ private:
     g.binary(CUDNN_POINTWISE_ADD, max, log,
              g.tensor(kUidStats, CUDNN_DATA_FLOAT, rowwise(s.layout)));
     // The second product's first operand in the tensors' type, as cuDNN's
-    // fused kernels take it.
-    GraphTensor p = g.binary(CUDNN_POINTWISE_DIV, exp, sum,
-                             g.virtualTensor(bf16, s.layout));
+    // fused kernels take it; with dropout, times keep and 1 / (1 - r), as
+    // cudnn-frontend's set_dropout(mask, scale) multiplies.
+    if (e_.dropout == 0) {
+      GraphTensor p = g.binary(CUDNN_POINTWISE_DIV, exp, sum,
+                               g.virtualTensor(bf16, s.layout));
+      g.matmul(p, v, g.tensor(kUidO, bf16, packed({1, b, T, Dv})));
+      return;
+    }
+    GraphTensor p = g.binary(CUDNN_POINTWISE_DIV, exp, sum);
+    p = g.binary(CUDNN_POINTWISE_MUL, p, keepTensor(g));
+    p = g.binary(CUDNN_POINTWISE_MUL, p, g.scalar(kUidDropoutScale),
+                 g.virtualTensor(bf16, s.layout));
     g.matmul(p, v, g.tensor(kUidO, bf16, packed({1, b, T, Dv})));
+  }
+
+  /// The bound dropout mask, [1, batch, T, S] in bf16: 1 kept, 0 dropped.
+  GraphTensor keepTensor(GraphBuilder &g) {
+    return g.tensor(kUidKeep, CUDNN_DATA_BFLOAT16,
+                    packed({1, e_.batch, e_.seqQ, e_.seqKv}));
   }
 
   /// cudnn-frontend's backward: P recomputed from q, k and lse;
@@ -1439,14 +1471,30 @@ private:
       s = causal(g, s);
     GraphTensor p = g.pointwise(CUDNN_POINTWISE_EXP, s);
 
-    // dV = Pᵀ dO, with Pᵀ a bf16 view of P.
-    GraphTensor pT = g.reshape(p, bf16, transposed(p.layout));
+    // With dropout (keep, r), cudnn-frontend's composite backward: the
+    // product with v saw K = P keep / (1 - r); dS = P (keep dP / (1 - r) -
+    // rowsum(dO o)) = (P / (1 - r)) (keep dP - (1 - r) rowsum(dO o)), whose
+    // second factor subtracts softmax_sum (rowsum(dO o) times 1 - r, the
+    // scalar `one_`).
+    GraphTensor pScaled = p, pKept = p;
+    std::optional<GraphTensor> keep;
+    if (e_.dropout != 0) {
+      keep = keepTensor(g);
+      pScaled = g.binary(CUDNN_POINTWISE_MUL, p, g.scalar(kUidDropoutScale));
+      pKept = g.binary(CUDNN_POINTWISE_MUL, pScaled, *keep);
+    }
+
+    // dV = Kᵀ dO, with Kᵀ a bf16 view of K.
+    GraphTensor pT = g.reshape(pKept, bf16, transposed(pKept.layout));
     g.matmul(pT, dO, g.tensor(kUidDV, bf16, packed({1, b, S, Dv})));
 
-    // dS = scale · P (dO vᵀ - softmax_sum).
+    // dS = scale · P (dO vᵀ - softmax_sum), or with dropout scale · (P /
+    // (1 - r)) (keep dO vᵀ - softmax_sum).
     GraphTensor dP = g.matmul(dO, vT);
+    if (keep)
+      dP = g.binary(CUDNN_POINTWISE_MUL, dP, *keep);
     GraphTensor dS = g.binary(CUDNN_POINTWISE_SUB, dP, softmaxSum);
-    dS = g.binary(CUDNN_POINTWISE_MUL, dS, p);
+    dS = g.binary(CUDNN_POINTWISE_MUL, dS, pScaled);
     dS = g.binary(CUDNN_POINTWISE_MUL, dS, scale);
 
     // dK = dSᵀ q, with dSᵀ a bf16 view of dS.
@@ -1623,6 +1671,8 @@ private:
     b.add(kUidScale, "scale", &scale_);
     if (e_.causal)
       b.add(kUidNegInf, "-inf", &negInf_);
+    if (e_.dropout != 0)
+      b.add(kUidDropoutScale, "1 / (1 - dropout)", &dropoutScale_);
     if (kind == KernelKind::AttentionBackward)
       b.add(kUidOne, "1", &one_);
     const Cudnn &dnn = *libs_.dnn;
@@ -1661,9 +1711,10 @@ private:
   Libraries &libs_;
   const SdpaEntry e_;
   /// The by-value scalars' host values, bound at each execution.
-  const float scale_;
+  const float scale_, dropoutScale_;
   const float negInf_ = -std::numeric_limits<float>::infinity();
-  const float one_ = 1.0f;
+  /// rowsum(dO o)'s factor: 1, or 1 - r with dropout.
+  const float one_;
   /// Every descriptor of the graph, its heuristics and engine configs.
   std::vector<std::unique_ptr<OwnedBackendDescriptor>> descriptors_;
   BackendDescriptor graph_ = nullptr;
@@ -1776,13 +1827,13 @@ public:
   }
 
   Status attentionForward(int64_t id, const void *q, const void *k,
-                          const void *v, const void *mask, void *o,
-                          float *lse) override {
+                          const void *v, const void *mask, const void *keep,
+                          void *o, float *lse) override {
     auto *a =
         find<CudnnAttention>(id, KernelKind::AttentionForward, "sdpa_fwd");
     if (!a)
       return lookupError_;
-    return a->forward(q, k, v, mask, o, lse, workspace_);
+    return a->forward(q, k, v, mask, keep, o, lse, workspace_);
   }
 
   Status attentionBackward(int64_t id,

@@ -2,8 +2,8 @@
 //
 // cleave_kernel_sdpa_fwd and _bwd on the CPU library (kernels/Attention.cpp),
 // which the backend tests run as cuda's attention kernels on the host: f32
-// and bf16 tensors, causal and with a mask, T != S, against kernel_abi.h's
-// definition in double; and the entries the library refuses.
+// and bf16 tensors, causal and with a mask, T != S, with dropout, against
+// kernel_abi.h's definition in double; and the entries the library refuses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +22,7 @@ struct Shape {
   int64_t batch, t, s, d, dv;
   double scale;
   bool causal, mask;
+  double dropout = 0;
 };
 
 nlohmann::json entry(int64_t id, const char *op, const Shape &x, bool bf16) {
@@ -32,6 +33,8 @@ nlohmann::json entry(int64_t id, const char *op, const Shape &x, bool bf16) {
                       {"causal", x.causal}, {"mask", x.mask}};
   if (bf16)
     e["math"] = e["io_type"] = "bf16";
+  if (x.dropout != 0)
+    e["dropout"] = x.dropout;
   return e;
 }
 
@@ -48,7 +51,8 @@ struct Expected {
 
 Expected reference(const Shape &x, const std::vector<float> &q,
                    const std::vector<float> &k, const std::vector<float> &v,
-                   const std::vector<float> &mask, const std::vector<float> &dO,
+                   const std::vector<float> &mask,
+                   const std::vector<float> &keep, const std::vector<float> &dO,
                    const std::vector<float> &storedO) {
   Expected r(x);
   std::vector<double> p(x.s);
@@ -71,11 +75,18 @@ Expected reference(const Shape &x, const std::vector<float> &q,
       // A log-sum-exp is a handful of f32 operations on its row.
       r.lse.value[row] = max + std::log(sum);
       r.lse.magnitude[row] = 1 + std::fabs(r.lse.value[row]);
-      for (int64_t j = 0; j < x.s; ++j)
+      // Dropout: the product with v sees p * keep / (1 - r), and dP goes
+      // through the same factor.
+      std::vector<double> factor(x.s, 1.0);
+      for (int64_t j = 0; j < x.s; ++j) {
         p[j] /= sum;
+        if (x.dropout != 0)
+          factor[j] = keep[row * x.s + j] / (1 - x.dropout);
+      }
       for (int64_t c = 0; c < x.dv; ++c)
         for (int64_t j = 0; j < x.s; ++j)
-          r.o.add(row * x.dv + c, p[j] * v[(b * x.s + j) * x.dv + c]);
+          r.o.add(row * x.dv + c,
+                  p[j] * factor[j] * v[(b * x.s + j) * x.dv + c]);
       double delta = 0, deltaMagnitude = 0;
       for (int64_t c = 0; c < x.dv; ++c) {
         delta += double(dO[row * x.dv + c]) * storedO[row * x.dv + c];
@@ -85,15 +96,17 @@ Expected reference(const Shape &x, const std::vector<float> &q,
       for (int64_t j = 0; j < x.s; ++j) {
         double dp = 0, dpMagnitude = 0;
         for (int64_t c = 0; c < x.dv; ++c) {
-          r.dv.add((b * x.s + j) * x.dv + c, p[j] * dO[row * x.dv + c]);
+          r.dv.add((b * x.s + j) * x.dv + c,
+                   p[j] * factor[j] * dO[row * x.dv + c]);
           dp += double(dO[row * x.dv + c]) * v[(b * x.s + j) * x.dv + c];
           dpMagnitude +=
               std::fabs(dO[row * x.dv + c] * v[(b * x.s + j) * x.dv + c]);
         }
         // dS's own error is relative to the terms it cancels.
-        const double ds = p[j] * (dp - delta) * x.scale;
-        const double dsMagnitude =
-            p[j] * (dpMagnitude + deltaMagnitude) * std::fabs(x.scale);
+        const double ds = p[j] * (dp * factor[j] - delta) * x.scale;
+        const double dsMagnitude = p[j] *
+                                   (dpMagnitude * factor[j] + deltaMagnitude) *
+                                   std::fabs(x.scale);
         auto add = [](Reference &ref, size_t i, double value, double bound) {
           ref.value[i] += value;
           ref.magnitude[i] += bound;
@@ -109,21 +122,27 @@ Expected reference(const Shape &x, const std::vector<float> &q,
   return r;
 }
 
-/// Random operands of `x` (the mask below 0, as a padding mask's).
+/// Random operands of `x` (the mask below 0, as a padding mask's; keep 1
+/// with probability 1 - dropout, else 0).
 struct Operands {
-  std::vector<float> q, k, v, mask, dO;
+  std::vector<float> q, k, v, mask, keep, dO;
   Operands(const Shape &x, std::mt19937 &rng)
       : q(randomVector(x.batch * x.t * x.d, rng)),
         k(randomVector(x.batch * x.s * x.d, rng)),
         v(randomVector(x.batch * x.s * x.dv, rng)),
         mask(randomVector(x.t * x.s, rng, -2, 0)),
-        dO(randomVector(x.batch * x.t * x.dv, rng)) {}
+        keep(randomVector(x.batch * x.t * x.s, rng, 0, 1)),
+        dO(randomVector(x.batch * x.t * x.dv, rng)) {
+    for (float &kept : keep)
+      kept = kept >= x.dropout ? 1.0f : 0.0f;
+  }
 };
 
 const Shape kShapes[] = {
     {3, 5, 5, 8, 8, 0.35, true, false},
     {2, 4, 7, 8, 16, -0.5, false, true},
     {1, 6, 3, 4, 4, 1.25, true, true},
+    {2, 5, 6, 8, 4, 0.6, true, true, 0.3},
 };
 
 } // namespace
@@ -141,13 +160,14 @@ TEST(Attention, F32MatchesItsDefinition) {
     std::vector<float> o(v.size() / x.s * x.t), lse(x.batch * x.t),
         dq(q.size()), dk(k.size()), dv(v.size());
     const float *m = x.mask ? mask.data() : nullptr;
-    cleave_kernel_sdpa_fwd(ctx.get(), 0, q.data(), k.data(), v.data(), m,
+    const float *keep = x.dropout != 0 ? in.keep.data() : nullptr;
+    cleave_kernel_sdpa_fwd(ctx.get(), 0, q.data(), k.data(), v.data(), m, keep,
                            o.data(), lse.data());
-    cleave_kernel_sdpa_bwd(ctx.get(), 1, q.data(), k.data(), v.data(), m,
+    cleave_kernel_sdpa_bwd(ctx.get(), 1, q.data(), k.data(), v.data(), m, keep,
                            o.data(), lse.data(), dO.data(), dq.data(),
                            dk.data(), dv.data());
     ASSERT_FALSE(ctx->failed()) << ctx->error().message();
-    Expected r = reference(x, q, k, v, mask, dO, o);
+    Expected r = reference(x, q, k, v, mask, in.keep, dO, o);
     EXPECT_TRUE(matches(o, r.o)) << "o";
     EXPECT_TRUE(matches(lse, r.lse)) << "lse";
     EXPECT_TRUE(matches(dq, r.dq)) << "dq";
@@ -171,19 +191,21 @@ TEST(Attention, Bf16TensorsAreReadAndWrittenAsStored) {
                              &dO = in.dO;
     std::vector<uint16_t> q16 = bf16Buffer(q), k16 = bf16Buffer(k),
                           v16 = bf16Buffer(v), mask16 = bf16Buffer(mask),
-                          dO16 = bf16Buffer(dO);
+                          keep16 = bf16Buffer(in.keep), dO16 = bf16Buffer(dO);
     std::vector<uint16_t> o(x.batch * x.t * x.dv), dq(q.size()), dk(k.size()),
         dv(v.size());
     std::vector<float> lse(x.batch * x.t);
     const void *m = x.mask ? mask16.data() : nullptr;
+    const void *keep = x.dropout != 0 ? keep16.data() : nullptr;
     cleave_kernel_sdpa_fwd(ctx.get(), 0, q16.data(), k16.data(), v16.data(), m,
-                           o.data(), lse.data());
+                           keep, o.data(), lse.data());
     cleave_kernel_sdpa_bwd(ctx.get(), 1, q16.data(), k16.data(), v16.data(), m,
-                           o.data(), lse.data(), dO16.data(), dq.data(),
+                           keep, o.data(), lse.data(), dO16.data(), dq.data(),
                            dk.data(), dv.data());
     ASSERT_FALSE(ctx->failed()) << ctx->error().message();
-    Expected r = reference(x, widened(q16), widened(k16), widened(v16),
-                           widened(mask16), widened(dO16), widened(o));
+    Expected r =
+        reference(x, widened(q16), widened(k16), widened(v16), widened(mask16),
+                  widened(keep16), widened(dO16), widened(o));
     EXPECT_TRUE(matches(widened(o), r.o, kBf16RelTol)) << "o";
     EXPECT_TRUE(matches(lse, r.lse)) << "lse";
     EXPECT_TRUE(matches(widened(dq), r.dq, kBf16RelTol)) << "dq";
@@ -207,6 +229,13 @@ TEST(Attention, EntriesThatDisagreeAreRefused) {
   e["scale"] = 0;
   EXPECT_EQ(KernelContext::create(nlohmann::json::array({e}), error), nullptr);
   EXPECT_NE(error.find("kernel 0 (sdpa_bwd): field 'scale' must not be 0"),
+            std::string::npos)
+      << error;
+  e = entry(0, "sdpa_fwd", x, false);
+  e["dropout"] = 1.0;
+  EXPECT_EQ(KernelContext::create(nlohmann::json::array({e}), error), nullptr);
+  EXPECT_NE(error.find("kernel 0 (sdpa_fwd): field 'dropout' must be in "
+                       "[0, 1), got 1"),
             std::string::npos)
       << error;
   e = entry(0, "sdpa_fwd", x, false);

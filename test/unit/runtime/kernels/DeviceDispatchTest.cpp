@@ -46,13 +46,14 @@ public:
     return record("pool_bwd", id, {src, diffDst, diffSrc});
   }
   Status attentionForward(int64_t id, const void *q, const void *k,
-                          const void *v, const void *mask, void *o,
-                          float *lse) override {
-    return record("sdpa_fwd", id, {q, k, v, mask, o, lse});
+                          const void *v, const void *mask, const void *keep,
+                          void *o, float *lse) override {
+    return record("sdpa_fwd", id, {q, k, v, mask, keep, o, lse});
   }
   Status attentionBackward(int64_t id, const AttentionGradients &x) override {
-    return record("sdpa_bwd", id,
-                  {x.q, x.k, x.v, x.mask, x.o, x.lse, x.dO, x.dq, x.dk, x.dv});
+    return record(
+        "sdpa_bwd", id,
+        {x.q, x.k, x.v, x.mask, x.keep, x.o, x.lse, x.dO, x.dq, x.dk, x.dv});
   }
   Status copy(float *dst, const float *src, int64_t floats) override {
     copies.push_back({dst, src, floats});

@@ -1346,6 +1346,14 @@ public:
       data_[i] = fake_bf16_bits(x);
     }
   }
+  /// A dropout mask: 0 with probability about `ratio`, else 1.
+  void fillKeep(uint32_t seed, double ratio) {
+    for (size_t i = 0; i < size_; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      data_[i] =
+          fake_bf16_bits((seed >> 8) % 1000 < ratio * 1000 ? 0.0f : 1.0f);
+    }
+  }
 
 private:
   uint16_t *data_;
@@ -1357,7 +1365,17 @@ struct AttentionShape {
   int batch, t, s, d, dv;
   double scale;
   bool causal;
+  /// Dropout's ratio: the probabilities times keep / (1 - dropout).
+  double dropout = 0;
 };
+
+/// What probability (b, i, j) is multiplied by after the softmax.
+double keptFactor(const AttentionShape &a, const AlignedBf16 *keep, int b,
+                  int i, int j) {
+  if (!keep)
+    return 1;
+  return (*keep)[(size_t(b) * a.t + i) * a.s + j] / (1 - a.dropout);
+}
 
 /// kernel_abi.h's attention in double, from the operands the kernel was
 /// given, with each result's magnitude (the sum of the absolute values of
@@ -1386,7 +1404,8 @@ std::vector<double> attentionScores(const AttentionShape &a,
 AttentionReference attentionForward(const AttentionShape &a,
                                     const AlignedBf16 &q, const AlignedBf16 &k,
                                     const AlignedBf16 &v,
-                                    const AlignedBf16 *mask) {
+                                    const AlignedBf16 *mask,
+                                    const AlignedBf16 *keep) {
   AttentionReference r;
   r.o.assign(size_t(a.batch) * a.t * a.dv, 0.0);
   r.oMagnitude = r.o;
@@ -1400,7 +1419,7 @@ AttentionReference attentionForward(const AttentionShape &a,
       const double lse = max + std::log(sum);
       r.lse[b * a.t + i] = lse;
       for (int j = 0; j < a.s; ++j) {
-        const double p = std::exp(s[j] - lse);
+        const double p = std::exp(s[j] - lse) * keptFactor(a, keep, b, i, j);
         for (int c = 0; c < a.dv; ++c) {
           const double term = p * v[(b * a.s + j) * a.dv + c];
           r.o[(b * a.t + i) * a.dv + c] += term;
@@ -1411,12 +1430,10 @@ AttentionReference attentionForward(const AttentionShape &a,
   return r;
 }
 
-AttentionReference attentionBackward(const AttentionShape &a,
-                                     const AlignedBf16 &q, const AlignedBf16 &k,
-                                     const AlignedBf16 &v,
-                                     const AlignedBf16 *mask,
-                                     const AlignedBf16 &o, AlignedFloats &lse,
-                                     const AlignedBf16 &dO) {
+AttentionReference attentionBackward(
+    const AttentionShape &a, const AlignedBf16 &q, const AlignedBf16 &k,
+    const AlignedBf16 &v, const AlignedBf16 *mask, const AlignedBf16 *keep,
+    const AlignedBf16 &o, AlignedFloats &lse, const AlignedBf16 &dO) {
   AttentionReference r;
   r.dq.assign(size_t(a.batch) * a.t * a.d, 0.0);
   r.dk.assign(size_t(a.batch) * a.s * a.d, 0.0);
@@ -1430,14 +1447,16 @@ AttentionReference attentionBackward(const AttentionShape &a,
         delta += dO[(b * a.t + i) * a.dv + c] * o[(b * a.t + i) * a.dv + c];
       for (int j = 0; j < a.s; ++j) {
         const double p = std::exp(s[j] - lse[b * a.t + i]);
+        const double factor = keptFactor(a, keep, b, i, j);
         double dp = 0;
         for (int c = 0; c < a.dv; ++c) {
           const double dOc = dO[(b * a.t + i) * a.dv + c];
           dp += dOc * v[(b * a.s + j) * a.dv + c];
-          r.dv[(b * a.s + j) * a.dv + c] += p * dOc;
-          r.dvMagnitude[(b * a.s + j) * a.dv + c] += std::fabs(p * dOc);
+          r.dv[(b * a.s + j) * a.dv + c] += p * factor * dOc;
+          r.dvMagnitude[(b * a.s + j) * a.dv + c] +=
+              std::fabs(p * factor * dOc);
         }
-        const double ds = a.scale * p * (dp - delta);
+        const double ds = a.scale * p * (dp * factor - delta);
         for (int c = 0; c < a.d; ++c) {
           const double toQ = ds * k[(b * a.s + j) * a.d + c];
           const double toK = ds * q[(b * a.t + i) * a.d + c];
@@ -1476,31 +1495,36 @@ void setCudnnKnob(const char *knob, int value) {
   fn(value);
 }
 
-/// One attention entry pair of SdpaArtifact.c, its shape and mask, run
-/// forward then backward on fresh values, each against the reference.
+/// One attention entry pair of SdpaArtifact.c, its shape and mask (or, with
+/// dropout, keep), run forward then backward on fresh values, each against
+/// the reference.
 void runAttention(cleave_executable *exe, const char *entry,
                   const AttentionShape &a, bool withMask, uint32_t seed,
                   std::string *trace) {
   SCOPED_TRACE(entry);
   const size_t b = size_t(a.batch);
   AlignedBf16 q(b * a.t * a.d), k(b * a.s * a.d), v(b * a.s * a.dv),
-      mask(size_t(a.t) * a.s), o(b * a.t * a.dv), dO(b * a.t * a.dv),
-      dq(b * a.t * a.d), dk(b * a.s * a.d), dv(b * a.s * a.dv);
+      mask(size_t(a.t) * a.s), keep(b * a.t * a.s), o(b * a.t * a.dv),
+      dO(b * a.t * a.dv), dq(b * a.t * a.d), dk(b * a.s * a.d),
+      dv(b * a.s * a.dv);
   AlignedFloats lse(b * a.t);
   q.fillRandom(seed, 1.0f), k.fillRandom(seed + 1, 1.0f);
   v.fillRandom(seed + 2, 1.0f), mask.fillRandom(seed + 3, 2.0f);
-  dO.fillRandom(seed + 4, 1.0f);
+  dO.fillRandom(seed + 4, 1.0f), keep.fillKeep(seed + 5, a.dropout);
   const AlignedBf16 *maskArg = withMask ? &mask : nullptr;
+  const AlignedBf16 *keepArg = a.dropout != 0 ? &keep : nullptr;
 
   clearCudnnTrace();
   std::vector<void *> fwd = {q.data(), k.data(), v.data()};
   if (withMask)
     fwd.push_back(mask.data());
+  if (keepArg)
+    fwd.push_back(keep.data());
   fwd.insert(fwd.end(), {o.data(), lse.data()});
   ASSERT_EQ(cleave_executable_run(exe, entry, fwd.data(), int(fwd.size())),
             CLEAVE_OK)
       << cleave_last_error_message();
-  AttentionReference r = attentionForward(a, q, k, v, maskArg);
+  AttentionReference r = attentionForward(a, q, k, v, maskArg, keepArg);
   expectAttentionResult(o, r.o, r.oMagnitude, "o");
   for (size_t i = 0; i < r.lse.size(); ++i)
     EXPECT_NEAR(lse[i], r.lse[i], 1e-5 * (1 + std::fabs(r.lse[i])))
@@ -1510,6 +1534,8 @@ void runAttention(cleave_executable *exe, const char *entry,
   std::vector<void *> bwd = {q.data(), k.data(), v.data()};
   if (withMask)
     bwd.push_back(mask.data());
+  if (keepArg)
+    bwd.push_back(keep.data());
   bwd.insert(bwd.end(), {o.data(), lse.data(), dO.data(), dq.data(), dk.data(),
                          dv.data()});
   const std::string backward = std::string(entry) + "_bwd";
@@ -1517,7 +1543,7 @@ void runAttention(cleave_executable *exe, const char *entry,
       cleave_executable_run(exe, backward.c_str(), bwd.data(), int(bwd.size())),
       CLEAVE_OK)
       << cleave_last_error_message();
-  r = attentionBackward(a, q, k, v, maskArg, o, lse, dO);
+  r = attentionBackward(a, q, k, v, maskArg, keepArg, o, lse, dO);
   expectAttentionResult(dq, r.dq, r.dqMagnitude, "dq");
   expectAttentionResult(dk, r.dk, r.dkMagnitude, "dk");
   expectAttentionResult(dv, r.dv, r.dvMagnitude, "dv");
@@ -1526,8 +1552,11 @@ void runAttention(cleave_executable *exe, const char *entry,
 
 // Fused attention on (the fake) cuDNN's graph API, forward and backward,
 // against kernel_abi.h's definition computed here in double from the bf16
-// operands: a causal case without a mask (T = S) and a masked one that is
-// not causal (T != S, value_dim != head_dim). The fake interprets whatever
+// operands: a causal case without a mask (T = S), a masked one that is
+// not causal (T != S, value_dim != head_dim), and a causal one with
+// dropout (keep bound, P times keep and 1 / (1 - r), dO vᵀ times keep,
+// softmax_sum times 1 - r: two more operations forward, three backward).
+// The fake interprets whatever
 // operation graph the runtime builds, in dependency order over its tensors
 // (virtual ones rounded to their declared type), so a graph without the
 // scale, the mask or the causal operations gives other numbers. The
@@ -1548,6 +1577,7 @@ TEST(FakeGpuExecutable, AttentionRunsOnCudnnGraphs) {
   const fake_cuda_stats_t before = driverStats();
   const AttentionShape causal = {3, 10, 10, 16, 16, 0.3, true};
   const AttentionShape masked = {2, 6, 9, 8, 16, 0.45, false};
+  const AttentionShape dropout = {2, 7, 7, 8, 8, 0.35, true, 0.25};
   for (uint32_t run = 0; run < 3; ++run) {
     SCOPED_TRACE(run);
     std::string trace;
@@ -1558,6 +1588,11 @@ TEST(FakeGpuExecutable, AttentionRunsOnCudnnGraphs) {
     runAttention(exe, "attention_masked", masked, true, 10 * run + 5, &trace);
     if (run == 0) {
       EXPECT_EQ(trace, "graph ops=11 engine=1\ngraph ops=18 engine=1\n");
+    }
+    runAttention(exe, "attention_dropout", dropout, false, 10 * run + 7,
+                 &trace);
+    if (run == 0) {
+      EXPECT_EQ(trace, "graph ops=16 engine=1\ngraph ops=24 engine=1\n");
     }
   }
   EXPECT_GT(driverStats().graph_launches, before.graph_launches);

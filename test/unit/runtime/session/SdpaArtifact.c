@@ -12,6 +12,9 @@
  *   attention_masked, _bwd   batch 2, T = 6, S = 9, D = 8, Dv = 16,
  *                            scale 0.45, an additive [T, S] mask, not
  *                            causal                           kernels 2, 3
+ *   attention_dropout, _bwd  batch 2, T = S = 7, D = Dv = 8, scale 0.35,
+ *                            causal, dropout 0.25 with keep [2, 7, 7]
+ *                                                             kernels 4, 5
  *
  * With FAKE_F32 kernel 0 is an f32 entry ("math" and "io_type" f32), and
  * with FAKE_HEAD_DIM_12 kernel 2 has head_dim 12: a cuda session refuses
@@ -33,8 +36,8 @@
   "\", \"shape\": " shape "}"
 #define ENTRY(name, args) "\"" name "\": {\"args\": [" args "]}"
 
-/* The forward's arguments q, k, v[, mask], o, lse; the backward's q, k,
- * v[, mask], o, lse, d_o, dq, dk, dv. */
+/* The forward's arguments q, k, v[, mask or keep], o, lse; the backward's q,
+ * k, v[, mask or keep], o, lse, d_o, dq, dk, dv. */
 #define FWD_ARGS(q, k, v, mask, o, lse)                                        \
   TENSOR("input", "q", "bf16", q) ", "                                         \
   TENSOR("input", "k", "bf16", k) ", "                                         \
@@ -60,6 +63,9 @@
 #define MASKED_O "[2, 6, 16]"
 #define MASKED_LSE "[2, 6]"
 #define MASK TENSOR("input", "mask", "bf16", "[6, 9]") ", "
+#define DROPOUT_Q "[2, 7, 8]"
+#define DROPOUT_LSE "[2, 7]"
+#define KEEP TENSOR("input", "keep", "bf16", "[2, 7, 7]") ", "
 
 #define SDPA(id, op, batch, t, s, d, dv, scale, causal, mask, math)            \
   "{\"id\": " STR(id) ", \"op\": \"" op "\", \"batch\": " STR(batch)           \
@@ -67,6 +73,12 @@
   ", \"value_dim\": " STR(dv) ", \"scale\": " STR(scale)                       \
   ", \"causal\": " STR(causal) ", \"mask\": " STR(mask)                        \
   ", \"math\": \"" math "\", \"io_type\": \"" math "\"}"
+#define SDPA_DROPOUT(id, op, batch, t, s, d, dv, scale, causal, dropout)       \
+  "{\"id\": " STR(id) ", \"op\": \"" op "\", \"batch\": " STR(batch)           \
+  ", \"seq_q\": " STR(t) ", \"seq_kv\": " STR(s) ", \"head_dim\": " STR(d)     \
+  ", \"value_dim\": " STR(dv) ", \"scale\": " STR(scale)                       \
+  ", \"causal\": " STR(causal) ", \"mask\": false, \"dropout\": " STR(dropout) \
+  ", \"math\": \"bf16\", \"io_type\": \"bf16\"}"
 // clang-format on
 
 #ifdef FAKE_F32
@@ -93,14 +105,20 @@ static const char kManifest[] =
     ENTRY("attention_masked", FWD_ARGS(MASKED_Q, MASKED_K, MASKED_V, MASK,
                                        MASKED_O, MASKED_LSE)) ", "
     ENTRY("attention_masked_bwd", BWD_ARGS(MASKED_Q, MASKED_K, MASKED_V, MASK,
-                                           MASKED_O, MASKED_LSE))
+                                           MASKED_O, MASKED_LSE)) ", "
+    ENTRY("attention_dropout", FWD_ARGS(DROPOUT_Q, DROPOUT_Q, DROPOUT_Q, KEEP,
+                                        DROPOUT_Q, DROPOUT_LSE)) ", "
+    ENTRY("attention_dropout_bwd", BWD_ARGS(DROPOUT_Q, DROPOUT_Q, DROPOUT_Q,
+                                            KEEP, DROPOUT_Q, DROPOUT_LSE))
     "}, \"kernels\": ["
     SDPA(0, "sdpa_fwd", 3, 10, 10, 16, 16, 0.3, true, false,
          CAUSAL_FWD_MATH) ", "
     SDPA(1, "sdpa_bwd", 3, 10, 10, 16, 16, 0.3, true, false, "bf16") ", "
     SDPA(2, "sdpa_fwd", 2, 6, 9, MASKED_FWD_HEAD_DIM, 16, 0.45, false, true,
          "bf16") ", "
-    SDPA(3, "sdpa_bwd", 2, 6, 9, 8, 16, 0.45, false, true, "bf16") "]}";
+    SDPA(3, "sdpa_bwd", 2, 6, 9, 8, 16, 0.45, false, true, "bf16") ", "
+    SDPA_DROPOUT(4, "sdpa_fwd", 2, 7, 7, 8, 8, 0.35, true, 0.25) ", "
+    SDPA_DROPOUT(5, "sdpa_bwd", 2, 7, 7, 8, 8, 0.35, true, 0.25) "]}";
 // clang-format on
 
 int32_t cleave_abi_version(void) { return CLEAVE_KERNEL_ABI_VERSION; }
@@ -108,23 +126,34 @@ const char *cleave_manifest(void) { return kManifest; }
 const void *cleave_init_data(void) { return NULL; }
 
 void cleave_entry_attention_causal(void *ctx, void **args) {
-  cleave_kernel_sdpa_fwd(ctx, 0, args[0], args[1], args[2], NULL, args[3],
+  cleave_kernel_sdpa_fwd(ctx, 0, args[0], args[1], args[2], NULL, NULL, args[3],
                          (float *)args[4]);
 }
 
 void cleave_entry_attention_causal_bwd(void *ctx, void **args) {
-  cleave_kernel_sdpa_bwd(ctx, 1, args[0], args[1], args[2], NULL, args[3],
+  cleave_kernel_sdpa_bwd(ctx, 1, args[0], args[1], args[2], NULL, NULL, args[3],
                          (const float *)args[4], args[5], args[6], args[7],
                          args[8]);
 }
 
 void cleave_entry_attention_masked(void *ctx, void **args) {
-  cleave_kernel_sdpa_fwd(ctx, 2, args[0], args[1], args[2], args[3], args[4],
-                         (float *)args[5]);
+  cleave_kernel_sdpa_fwd(ctx, 2, args[0], args[1], args[2], args[3], NULL,
+                         args[4], (float *)args[5]);
 }
 
 void cleave_entry_attention_masked_bwd(void *ctx, void **args) {
-  cleave_kernel_sdpa_bwd(ctx, 3, args[0], args[1], args[2], args[3], args[4],
-                         (const float *)args[5], args[6], args[7], args[8],
-                         args[9]);
+  cleave_kernel_sdpa_bwd(ctx, 3, args[0], args[1], args[2], args[3], NULL,
+                         args[4], (const float *)args[5], args[6], args[7],
+                         args[8], args[9]);
+}
+
+void cleave_entry_attention_dropout(void *ctx, void **args) {
+  cleave_kernel_sdpa_fwd(ctx, 4, args[0], args[1], args[2], NULL, args[3],
+                         args[4], (float *)args[5]);
+}
+
+void cleave_entry_attention_dropout_bwd(void *ctx, void **args) {
+  cleave_kernel_sdpa_bwd(ctx, 5, args[0], args[1], args[2], NULL, args[3],
+                         args[4], (const float *)args[5], args[6], args[7],
+                         args[8], args[9]);
 }
