@@ -4,7 +4,9 @@
 The model is GPT-2's shape (issue 18 item 5): token and learned position
 embeddings, pre-norm blocks of multi-head causal self-attention and a GELU
 MLP of 4x the width, a final layer norm and a head tied to the token
-embedding, no dropout. Exported to ONNX as examples/gpt does (the causal
+embedding, no dropout by default (--dropout=P: GPT-2's attention dropout on
+the probabilities, which the cuda bf16 pipeline fuses into cuDNN's kernel
+with nn.dropout's own mask). Exported to ONNX as examples/gpt does (the causal
 mask a graph constant), compiled by cleave-compile with cross-entropy per
 token and AdamW, the parameters drawn by the runtime (--init-normal-std=0.02:
 the artifact does not embed GPT-2 small's 500 MB of initial values), and
@@ -56,7 +58,7 @@ CONFIGS = {
 }
 
 
-def build(config, vocab):
+def build(config, vocab, dropout=0.0):
     import torch
     from torch import nn
 
@@ -68,6 +70,8 @@ def build(config, vocab):
         def __init__(self, dim, heads, tokens):
             super().__init__()
             self.heads = heads
+            # GPT-2's attn_pdrop: dropout on the attention probabilities.
+            self.attn_drop = nn.Dropout(dropout)
             self.ln1 = nn.LayerNorm(dim)
             self.q = nn.Linear(dim, dim)
             self.k = nn.Linear(dim, dim)
@@ -90,7 +94,10 @@ def build(config, vocab):
             q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
             scores = q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5
             scores = scores + self.causal.to(scores.device)
-            attn = torch.softmax(scores, dim=-1) @ v
+            probs = torch.softmax(scores, dim=-1)
+            if dropout:
+                probs = self.attn_drop(probs)
+            attn = probs @ v
             x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
             return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
 
@@ -123,9 +130,9 @@ def flops_per_token(model, c):
     return 6 * n + 12 * c["layers"] * c["tokens"] * c["dim"]
 
 
-def export(config, vocab, path):
+def export(config, vocab, path, dropout=0.0):
     import torch
-    model, c = build(config, vocab)
+    model, c = build(config, vocab, dropout)
     ids = torch.zeros(2, c["tokens"], dtype=torch.int64)
     # The TorchScript exporter, which keeps the causal mask a graph
     # constant; torch 2.9 and later default to the dynamo one.
@@ -144,7 +151,7 @@ def torch_loop(a):
     import torch
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
-    model, c = build(a.config, a.vocab)
+    model, c = build(a.config, a.vocab, a.dropout)
     model = model.to(dev)
     for block in model.blocks:  # the mask's copy once, not every step
         block.causal = block.causal.to(dev)
@@ -242,19 +249,25 @@ def main():
                    "same options) instead of compiling")
     p.add_argument("--torch-loop", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--export", metavar="PATH", help="only export the model")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="dropout on the attention probabilities (GPT-2's "
+                   "attn_pdrop, 0.1 in training); 0: none")
     a = p.parse_args()
+    if not 0 <= a.dropout < 1:
+        p.error(f"--dropout must be in [0, 1), got {a.dropout}")
 
     if a.torch_loop:
         return torch_loop(a)
     if a.export:
-        return export(a.config, a.vocab, a.export)
+        return export(a.config, a.vocab, a.export, a.dropout)
 
-    model, c = build(a.config, a.vocab)
+    model, c = build(a.config, a.vocab, a.dropout)
     fpt = flops_per_token(model, c)
     peak = a.peak_tflops or (989.0 if a.device == "cuda" else 0.0)
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     bin_dir = os.path.join(a.build, "bin")
-    result = {"config": a.config, **c, "device": a.device,
+    result = {"config": a.config, **c, "dropout": a.dropout,
+              "device": a.device,
               "precision": a.precision, "micro_batch": a.micro_batch,
               "accumulate": a.accumulate, "flops_per_token": fpt,
               "peak_tflops": peak or None, "rows": {}}
@@ -273,11 +286,13 @@ def main():
         # the folder an artifact is prepared in.
         onnx_path = os.path.join(scratch, "gpt2.onnx")
         run([sys.executable, os.path.abspath(__file__), "--export",
-             onnx_path, f"--config={a.config}", f"--vocab={c['vocab']}"],
+             onnx_path, f"--config={a.config}", f"--vocab={c['vocab']}",
+             f"--dropout={a.dropout}"],
             env, "exporting the model")
         artifact = os.path.join(
             directory, f"gpt2-{a.config}-b{a.micro_batch}-n{a.accumulate}-"
-            f"{a.precision}-{a.device}.cleave")
+            f"{a.precision}-{a.device}"
+            f"{f'-dropout{a.dropout:g}' if a.dropout else ''}.cleave")
         cmd = [os.path.join(bin_dir, "cleave-compile"), onnx_path,
                "--loss=cross-entropy", "--optimizer=adamw", "--lr=6e-4",
                "--init-normal-std=0.02", f"--micro-batch={a.micro_batch}",
@@ -326,7 +341,7 @@ def main():
                     [sys.executable, os.path.abspath(__file__),
                      "--torch-loop", f"--config={a.config}",
                      f"--vocab={c['vocab']}", f"--device={a.device}",
-                     f"--precision={a.precision}",
+                     f"--precision={a.precision}", f"--dropout={a.dropout}",
                      f"--micro-batch={a.micro_batch}",
                      f"--accumulate={a.accumulate}",
                      f"--seconds={a.seconds}", f"--threads={a.threads}"]
