@@ -853,14 +853,24 @@ verifyAttention(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The dropout ratio of nn.attention and its fused forms: in [0, 1).
+static LogicalResult
+verifyDropoutRatio(function_ref<InFlightDiagnostic()> emitError,
+                   const APFloat &ratio) {
+  double r = ratio.convertToDouble();
+  if (!(r >= 0 && r < 1))
+    return emitError() << "dropout_ratio must be in [0, 1), got " << r;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   std::optional<APFloat> ratio = getDropoutRatio();
   if (static_cast<bool>(getSeed()) != ratio.has_value())
     return emitOpError("dropout needs both a seed and a dropout_ratio, got ")
            << (getSeed() ? "a seed only" : "a dropout_ratio only");
-  if (ratio && !(ratio->convertToDouble() >= 0 && ratio->convertToDouble() < 1))
-    return emitOpError("dropout_ratio must be in [0, 1), got ")
-           << ratio->convertToDouble();
+  if (ratio &&
+      failed(verifyDropoutRatio([&] { return emitOpError(); }, *ratio)))
+    return failure();
   return verifyAttention([&] { return emitOpError(); }, getScaleValue(),
                          getScaleIsDivisor(), getCausal(), getScoresShape(),
                          getType().getElementType(), getMask());
@@ -896,9 +906,8 @@ verifyFusedDropout(function_ref<InFlightDiagnostic()> emitError, Value keep,
                        << (keep ? "keep only" : "a dropout_ratio only");
   if (!keep)
     return success();
-  double r = ratio->convertToDouble();
-  if (!(r >= 0 && r < 1))
-    return emitError() << "dropout_ratio must be in [0, 1), got " << r;
+  if (failed(verifyDropoutRatio(emitError, *ratio)))
+    return failure();
   auto type = cast<RankedTensorType>(keep.getType());
   if (type.getShape() != scores || type.getElementType() != elementType)
     return emitError() << "keep must be "
