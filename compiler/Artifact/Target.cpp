@@ -46,6 +46,24 @@ std::string CpuTarget::featureString() const {
   return llvm::join(parts, ",");
 }
 
+bool CpuTarget::lacksFeatureOfItsCpu(StringRef feature) const {
+  if (llvm::is_contained(features, feature))
+    return false;
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  return llvm::any_of(
+      sti->getAllProcessorFeatures(), [&](const llvm::SubtargetFeatureKV &kv) {
+        return kv.Key == feature && sti->getFeatureBits().test(kv.Value);
+      });
+}
+
 FailureOr<CpuTarget> mlir::cleave::resolveCpuTarget(StringRef cpu,
                                                     StringRef features,
                                                     std::string &error) {

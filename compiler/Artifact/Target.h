@@ -30,6 +30,12 @@ struct CpuTarget {
   /// The features as an LLVM feature string (`+avx2,+avx512f,...`), with
   /// `-name` for each feature the CPU name implies that `features` lacks.
   std::string featureString() const;
+
+  /// Whether the CPU name implies `feature` (an LLVM feature name) that
+  /// `features` lacks: turned off by --target-features, or, for the host, a
+  /// feature of the CPU model that CPUID does not report (AMX hidden by a
+  /// hypervisor, say).
+  bool lacksFeatureOfItsCpu(StringRef feature) const;
 };
 
 /// Resolves `cpu` ("host": this machine's CPU, as LLVM names it) and
