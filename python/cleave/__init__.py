@@ -39,12 +39,13 @@ from ._cleave import (  # noqa: F401  (re-exported)
     abi_version,
 )
 from ._session import Artifact, Session, load  # noqa: F401
-from ._compile import CompileError, CheckResult, check, compile  # noqa: F401
+from ._compile import (  # noqa: F401
+    CompileError, CompileWarning, CheckResult, check, compile)
 from ._train import copy_to, fit  # noqa: F401
 
 __all__ = [
     "Artifact", "Session", "load", "compile", "check", "fit", "copy_to",
-    "CheckResult", "CompileError", "Error", "FailedPreconditionError",
+    "CheckResult", "CompileError", "CompileWarning", "Error", "FailedPreconditionError",
     "InternalError", "InvalidArgumentError", "InvalidArtifactError",
     "InvalidCheckpointError", "IOError", "NonFiniteError", "NotFoundError",
     "OutOfMemoryError", "abi_version",

@@ -25,6 +25,22 @@ class CompileError(RuntimeError):
         self.command = command
 
 
+class CompileWarning(UserWarning):
+    """A warning of cleave-compile's: the model compiled, but something in
+    it or in its options behaves otherwise than one might expect (batch
+    normalisation's statistics per micro-batch, bf16 on a CPU where it is
+    slower than f32, ...). The message is the compiler's."""
+
+
+def _warn(stderr, tool):
+    """Re-raises each of the tool's `warning:` diagnostics as a
+    CompileWarning (with `verbose` they were printed already)."""
+    for line in stderr.splitlines():
+        _, sep, message = line.partition(": warning: ")
+        if sep:
+            warnings.warn(f"{tool}: {message}", CompileWarning, stacklevel=3)
+
+
 def _tool(name):
     """The path of a shipped tool: CLEAVE_<NAME> overrides it, then the
     package's bin/, then PATH."""
@@ -258,6 +274,8 @@ def compile(module, example_input, *, micro_batch, accumulate,
         raise CompileError(
             (proc.stderr.strip() or f"cleave-compile exited with status "
              f"{proc.returncode}").replace(onnx_path, "<module>"), command)
+    if not verbose:
+        _warn(proc.stderr, "cleave-compile")
     artifact = Artifact(out)
     state = _state_of(module)
     names = {g["name"] for g in artifact.globals

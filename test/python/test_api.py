@@ -217,6 +217,19 @@ def test_compile_errors_carry_the_compilers_message():
                        accumulate=2)
 
 
+def test_compile_warnings_are_python_warnings(tmp_path):
+    # Batch normalisation in training mode: cleave-split-step warns that its
+    # statistics are the micro-batch's, not the window's.
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4),
+                                torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 2))
+    with pytest.warns(cleave.CompileWarning,
+                      match="^cleave-compile: batch normalisation in training "
+                            "mode uses the statistics of each micro-batch"):
+        cleave.compile(model, torch.randn(2, 3), micro_batch=2, accumulate=2,
+                       output=tmp_path / "bn.cleave")
+
+
 def test_compile_documents_every_option_of_cleave_compile():
     tool = os.path.join(os.path.dirname(cleave.__file__), "bin",
                         "cleave-compile")
