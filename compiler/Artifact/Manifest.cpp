@@ -426,19 +426,21 @@ struct WriteManifestPass
       doc.precision = bf16 ? abi::Math::bf16 : abi::Math::f32;
       memory.addKernels(doc.kernels);
       // A CPU model with AMX whose AMX the target lacks (a hypervisor hides
-      // it, or --target-features turned it off): oneDNN's bf16 kernels run
-      // on AVX512-BF16, which these cores issue at half the rate of f32
-      // FMAs (mixed-precision.md, "Which CPUs").
+      // it from the host, or --target-features turned it off): on such a
+      // machine oneDNN's bf16 kernels run on AVX512-BF16, which these cores
+      // issue at half the rate of f32 FMAs (mixed-precision.md, "Which
+      // CPUs"). oneDNN chooses its instructions when the artifact runs, so
+      // the warning is about machines that lack AMX as the target does.
       if (bf16 && device == rt::Device::cpu &&
           target->lacksFeatureOfItsCpu("amx-bf16"))
         module.emitWarning("precision=bf16 for '")
             << target->cpu
-            << "' without AMX (the CPU has it, the target does not: a "
-               "hypervisor or the kernel may hide it): its bf16 matmuls and "
-               "convolutions run on AVX512-BF16, at about half the speed of "
-               "f32 on these cores (measured: 85 against 165 GFLOP/s); "
-               "precision=f32 trains faster here, bf16 only halves the "
-               "activations held";
+            << "' without AMX (as on a VM that hides it): on a machine "
+               "without AMX the bf16 matmuls and convolutions run on "
+               "AVX512-BF16, at about half the speed of f32 on these cores, "
+               "and the model trains faster with precision=f32; bf16 still "
+               "halves the bytes of the activations it stores "
+               "(docs/design/mixed-precision.md, \"Which CPUs\")";
     }
     doc.memory = memory.report(device == rt::Device::cuda);
 

@@ -24,6 +24,19 @@
 using namespace mlir;
 using namespace mlir::cleave;
 
+/// LLVM's subtarget of the CPU name alone: the features the name implies.
+static std::unique_ptr<llvm::MCSubtargetInfo> subtargetOfName(StringRef cpu) {
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+}
+
 std::string CpuTarget::featureString() const {
   SmallVector<std::string> parts;
   for (const std::string &f : features)
@@ -31,37 +44,23 @@ std::string CpuTarget::featureString() const {
   // The CPU name implies features of its own: one that `features` leaves
   // out (turned off by --target-features, or a host feature the kernel does
   // not enable) is turned off explicitly, or the name would turn it back on.
-  llvm::InitializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  if (const llvm::Target *target =
-          llvm::TargetRegistry::lookupTarget(triple, error)) {
-    std::unique_ptr<llvm::MCSubtargetInfo> sti(
-        target->createMCSubtargetInfo(triple, cpu, ""));
+  if (std::unique_ptr<llvm::MCSubtargetInfo> sti = subtargetOfName(cpu))
     for (const llvm::SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
       if (sti->getFeatureBits().test(kv.Value) &&
           !llvm::is_contained(features, kv.Key))
         parts.push_back("-" + std::string(kv.Key));
-  }
   return llvm::join(parts, ",");
 }
 
 bool CpuTarget::lacksFeatureOfItsCpu(StringRef feature) const {
   if (llvm::is_contained(features, feature))
     return false;
-  llvm::InitializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return false;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      target->createMCSubtargetInfo(triple, cpu, ""));
-  return llvm::any_of(
-      sti->getAllProcessorFeatures(), [&](const llvm::SubtargetFeatureKV &kv) {
-        return kv.Key == feature && sti->getFeatureBits().test(kv.Value);
-      });
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = subtargetOfName(cpu);
+  return sti && llvm::any_of(sti->getAllProcessorFeatures(),
+                             [&](const llvm::SubtargetFeatureKV &kv) {
+                               return kv.Key == feature &&
+                                      sti->getFeatureBits().test(kv.Value);
+                             });
 }
 
 FailureOr<CpuTarget> mlir::cleave::resolveCpuTarget(StringRef cpu,

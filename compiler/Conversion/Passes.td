@@ -402,20 +402,25 @@ def CleaveAnnotateInnerLoops : Pass<"cleave-annotate-inner-loops"> {
     contiguous dimension and interleaved by the vectoriser itself. Loops
     shorter than a vector are better unrolled and are not annotated.
 
-    An annotated loop that converts between f32 and bf16 (`arith.truncf` to
-    or `arith.extf` from bf16) also gets `vectorize = #llvm.loop_vectorize<
-    width = bf16-vector-width>`: LLVM 22's X86 cost model prices a vector of
-    such conversions as that many scalar ones, although with AVX512-BF16 it
-    selects one VCVTNEPS2BF16, so without the width the loops that narrow
-    activations are vectorised 4 lanes wide (an xmm register).
+    On a target with AVX512-BF16 (the module's `rt.target`), an annotated
+    loop that converts between f32 and bf16 (`arith.truncf` from f32 to
+    bf16, `arith.extf` back) also gets `vectorize = #llvm.loop_vectorize<
+    width = bf16-vector-width>`: LLVM 22's X86 cost model prices a vector
+    of such conversions as that many scalar ones, although there it selects
+    one VCVTNEPS2BF16, so without the width the loops that narrow
+    activations were vectorised 4 lanes wide (an xmm register). A forced
+    width overrides the cost model for the whole loop and allows LLVM to
+    reorder floating-point reductions, so only loops with no loop-carried
+    values, unit-stride or invariant accesses and at least that many
+    iterations get it.
   }];
   let options = [
     Option<"minTripCount", "min-trip-count", "int64_t", /*default=*/"16",
            "The shortest innermost loop that is kept rolled">,
     Option<"bf16VectorWidth", "bf16-vector-width", "int64_t",
            /*default=*/"16",
-           "The vector width (lanes) of loops that convert between f32 and "
-           "bf16">,
+           "The vector width (lanes, a power of two up to 64) of loops that "
+           "convert between f32 and bf16">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

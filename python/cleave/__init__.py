@@ -45,7 +45,8 @@ from ._train import copy_to, fit  # noqa: F401
 
 __all__ = [
     "Artifact", "Session", "load", "compile", "check", "fit", "copy_to",
-    "CheckResult", "CompileError", "CompileWarning", "Error", "FailedPreconditionError",
+    "CheckResult", "CompileError", "CompileWarning",
+    "Error", "FailedPreconditionError",
     "InternalError", "InvalidArgumentError", "InvalidArtifactError",
     "InvalidCheckpointError", "IOError", "NonFiniteError", "NotFoundError",
     "OutOfMemoryError", "abi_version",

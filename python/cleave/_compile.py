@@ -32,13 +32,16 @@ class CompileWarning(UserWarning):
     slower than f32, ...). The message is the compiler's."""
 
 
-def _warn(stderr, tool):
-    """Re-raises each of the tool's `warning:` diagnostics as a
-    CompileWarning (with `verbose` they were printed already)."""
+def _warn(stderr, tool, path):
+    """Re-raises each `warning:` line of the tool's stderr (its diagnostics,
+    `file:line:col: warning: ...` or `warning: ...`, and a linker's `ld:
+    warning: ...`) as a CompileWarning, the line as it is, with the
+    temporary ONNX file's `path` as `<module>` (with `verbose` the lines
+    were printed already)."""
     for line in stderr.splitlines():
-        _, sep, message = line.partition(": warning: ")
-        if sep:
-            warnings.warn(f"{tool}: {message}", CompileWarning, stacklevel=3)
+        if line.startswith("warning: ") or ": warning: " in line:
+            warnings.warn(f"{tool}: {line.replace(path, '<module>')}",
+                          CompileWarning, stacklevel=3)
 
 
 def _tool(name):
@@ -239,7 +242,9 @@ def compile(module, example_input, *, micro_batch, accumulate,
       --memory-budget=SIZE to plan, docs/user/memory.md).
 
     Returns an Artifact. Raises CompileError with the compiler's
-    diagnostics if the model or an option is refused.
+    diagnostics if the model or an option is refused; each warning of the
+    compiler's is raised as a CompileWarning (printed instead with
+    verbose=True).
     """
     import torch
     if not isinstance(module, torch.nn.Module):
@@ -275,7 +280,7 @@ def compile(module, example_input, *, micro_batch, accumulate,
             (proc.stderr.strip() or f"cleave-compile exited with status "
              f"{proc.returncode}").replace(onnx_path, "<module>"), command)
     if not verbose:
-        _warn(proc.stderr, "cleave-compile")
+        _warn(proc.stderr, "cleave-compile", onnx_path)
     artifact = Artifact(out)
     state = _state_of(module)
     names = {g["name"] for g in artifact.globals

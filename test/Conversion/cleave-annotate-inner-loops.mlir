@@ -2,10 +2,13 @@
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops --convert-scf-to-cf --finalize-memref-to-llvm --convert-arith-to-llvm --convert-index-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=0 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=8 | FileCheck %s --check-prefix=WIDTH8
+// RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=4 | FileCheck %s --check-prefix=SHORT
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=0 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH
+// RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=3 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH3
 
 // ERR: min-trip-count=0 is out of range; expected at least 1
-// ERR-WIDTH: bf16-vector-width=0 is out of range; expected at least 1
+// ERR-WIDTH: bf16-vector-width=0 is out of range; expected a power of two from 1 to 64
+// ERR-WIDTH3: bf16-vector-width=3 is out of range; expected a power of two from 1 to 64
 
 // The innermost loop of a nest (32 iterations) is kept rolled; the outer
 // loop is not annotated. The annotation reaches the LLVM back edge.
@@ -88,10 +91,13 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 
 // -----
 
-// Loops that convert between f32 and bf16 (narrowing an activation,
-// widening a stored one) are given their vector width as well: LLVM's X86
-// cost model prices the vector conversions as scalar ones. A loop without
-// a bf16 conversion, and f32-f64 conversions, keep the plain annotation.
+// On a target with AVX512-BF16, loops that convert between f32 and bf16
+// (narrowing an activation, widening a stored one) are given their vector
+// width as well: LLVM's X86 cost model prices the vector conversions as
+// scalar ones. Not so a loop without a bf16 conversion (f32 to f64), one
+// with a strided access (a transpose: a gather the width would force), one
+// that carries a value (a reduction LLVM could then reorder), or one shorter
+// than the width.
 // CHECK-DAG: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
 // CHECK-DAG: #[[$VEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
 // CHECK-DAG: #[[$PLAIN:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
@@ -103,21 +109,44 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 // CHECK: } {loop_annotation = #[[$BF16]]}
 // CHECK: arith.extf
 // CHECK: } {loop_annotation = #[[$PLAIN]]}
+// CHECK: arith.truncf
+// CHECK: } {loop_annotation = #[[$PLAIN]]}
+// CHECK: arith.truncf
+// CHECK: } {loop_annotation = #[[$PLAIN]]}
+// CHECK: arith.truncf
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 // WIDTH8: #llvm.loop_vectorize<width = 8 : i32>
+// With min-trip-count=4 the 12-iteration loop is kept rolled, but gets no
+// width of 16.
+// SHORT-DAG: #[[$SPLAIN:.+]] = #llvm.loop_annotation<unroll = #{{.+}}>
+// SHORT-LABEL: func.func @conversions
+// SHORT-COUNT-4: arith.truncf
+// SHORT: } {loop_annotation = #[[$SPLAIN]]}
+// SHORT-NEXT: return
+// LLVM-DAG: #[[$LVEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
+// LLVM-DAG: #[[$LBF16:.+]] = #llvm.loop_annotation<vectorize = #[[$LVEC]], unroll = #{{.+}}>
 // LLVM-LABEL: llvm.func @conversions
 // LLVM: llvm.fptrunc {{.+}} : f32 to bf16
-// LLVM: llvm.br ^{{.+}} {loop_annotation = #{{.+}}}
+// LLVM: llvm.br ^{{.+}} {loop_annotation = #[[$LBF16]]}
+module attributes {rt.target = {cpu = "sapphirerapids", features = ["avx512bf16", "avx512f"]}} {
 func.func @conversions(%x: memref<256xf32>, %b: memref<256xbf16>,
-                       %y: memref<256xf32>, %d: memref<256xf64>) {
+                       %y: memref<256xf32>, %d: memref<256xf64>,
+                       %t: memref<256x256xf32>, %s: memref<f32>,
+                       %r: memref<bf16>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c12 = arith.constant 12 : index
   %c256 = arith.constant 256 : index
   %zero = arith.constant 0.0 : f32
   scf.for %i = %c0 to %c256 step %c1 {
     %v = memref.load %x[%i] : memref<256xf32>
-    %r = arith.maximumf %v, %zero : f32
-    %n = arith.truncf %r : f32 to bf16
-    memref.store %n, %b[%i] : memref<256xbf16>
+    %r0 = arith.maximumf %v, %zero : f32
+    %n = arith.truncf %r0 : f32 to bf16
+    %j = arith.addi %i, %c0 : index
+    memref.store %n, %b[%j] : memref<256xbf16>
   }
   scf.for %i = %c0 to %c256 step %c1 {
     %v = memref.load %b[%i] : memref<256xbf16>
@@ -129,5 +158,45 @@ func.func @conversions(%x: memref<256xf32>, %b: memref<256xbf16>,
     %w = arith.extf %v : f32 to f64
     memref.store %w, %d[%i] : memref<256xf64>
   }
+  scf.for %i = %c0 to %c256 step %c1 {
+    %v = memref.load %t[%i, %c3] : memref<256x256xf32>
+    %n = arith.truncf %v : f32 to bf16
+    memref.store %n, %b[%i] : memref<256xbf16>
+  }
+  %sum = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> f32 {
+    %v = memref.load %x[%i] : memref<256xf32>
+    %n = arith.truncf %v : f32 to bf16
+    memref.store %n, %b[%i] : memref<256xbf16>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }
+  memref.store %sum, %s[] : memref<f32>
+  scf.for %i = %c0 to %c12 step %c1 {
+    %v = memref.load %x[%i] : memref<256xf32>
+    %n = arith.truncf %v : f32 to bf16
+    memref.store %n, %b[%i] : memref<256xbf16>
+  }
   return
+}
+}
+
+// -----
+
+// Without AVX512-BF16 (or no recorded target), cleave-expand-bf16 turns the
+// conversions into integer arithmetic, which LLVM prices right: no width.
+// CHECK-LABEL: func.func @no_native_bf16
+// CHECK-NOT: loop_vectorize
+// CHECK: return
+module attributes {rt.target = {cpu = "x86-64-v4", features = ["avx512f"]}} {
+func.func @no_native_bf16(%x: memref<256xf32>, %b: memref<256xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c1 {
+    %v = memref.load %x[%i] : memref<256xf32>
+    %n = arith.truncf %v : f32 to bf16
+    memref.store %n, %b[%i] : memref<256xbf16>
+  }
+  return
+}
 }

@@ -224,8 +224,9 @@ def test_compile_warnings_are_python_warnings(tmp_path):
                                 torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
                                 torch.nn.Linear(4, 2))
     with pytest.warns(cleave.CompileWarning,
-                      match="^cleave-compile: batch normalisation in training "
-                            "mode uses the statistics of each micro-batch"):
+                      match="^cleave-compile: <module>:0:0: warning: batch "
+                            "normalisation in training mode uses the "
+                            "statistics of each micro-batch"):
         cleave.compile(model, torch.randn(2, 3), micro_batch=2, accumulate=2,
                        output=tmp_path / "bn.cleave")
 

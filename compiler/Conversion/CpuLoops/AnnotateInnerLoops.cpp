@@ -10,14 +10,20 @@
 // vectorises them along their contiguous dimension and interleaves on its
 // own.
 //
-// A loop that converts between f32 and bf16 is also given its vector width.
-// LLVM 22's X86 cost model prices `fptrunc <8 x float> to <8 x bfloat>` (and
-// the `fpext` back) as eight scalar conversions, although with AVX512-BF16 it
-// selects one VCVTNEPS2BF16 (a shift for the widening): the vectoriser then
-// picks 4 lanes, an xmm register, for the loops that narrow activations.
+// A loop that converts between f32 and bf16 on a target with AVX512-BF16 is
+// also given its vector width. LLVM 22's X86 cost model prices
+// `fptrunc <8 x float> to <8 x bfloat>` (and the `fpext` back) as eight
+// scalar conversions, although there it selects one VCVTNEPS2BF16 (a shift
+// for the widening): the vectoriser then picked 4 lanes, an xmm register,
+// for every loop that narrows an activation. A width given this way also
+// overrides the cost model elsewhere in the loop and lets LLVM reorder a
+// floating-point reduction, so it is given only to loops where neither can
+// hurt: no loop-carried values, every access unit-stride or invariant, at
+// least as many iterations as lanes.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/CpuLoops/Bf16Target.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
@@ -54,21 +60,70 @@ bool isAffineIn(scf::ForOp loop, Value v) {
   return false;
 }
 
-/// Whether `loop` converts between f32 and bf16 (an `arith.truncf` to or an
-/// `arith.extf` from bf16; `cleave-expand-bf16` has left them only where the
-/// target converts natively).
+/// Whether `loop` converts between f32 and bf16: an `arith.truncf` from f32
+/// to bf16 or an `arith.extf` back.
 bool convertsBf16(scf::ForOp loop) {
+  auto isPair = [](Type a, Type b) {
+    return getElementTypeOrSelf(a).isF32() && getElementTypeOrSelf(b).isBF16();
+  };
   WalkResult r = loop.getBody()->walk([&](Operation *op) {
-    Type from =
-        op->getNumOperands() ? getElementTypeOrSelf(op->getOperand(0)) : Type();
-    Type to =
-        op->getNumResults() ? getElementTypeOrSelf(op->getResult(0)) : Type();
-    if ((isa<arith::TruncFOp>(op) && to && to.isBF16()) ||
-        (isa<arith::ExtFOp>(op) && from && from.isBF16()))
+    if (auto t = dyn_cast<arith::TruncFOp>(op);
+        t && isPair(t.getIn().getType(), t.getType()))
+      return WalkResult::interrupt();
+    if (auto e = dyn_cast<arith::ExtFOp>(op);
+        e && isPair(e.getType(), e.getIn().getType()))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
   return r.wasInterrupted();
+}
+
+/// Whether `v` does not depend on `loop`'s iterations.
+bool isInvariantIn(scf::ForOp loop, Value v) {
+  return !loop->isAncestor(v.getParentRegion()->getParentOp());
+}
+
+/// Whether every memory access of `loop` reads or writes consecutive
+/// elements from one iteration to the next (its innermost index is the
+/// induction variable plus an invariant, its other indices invariant, and
+/// its memref's innermost stride 1), or one element throughout: a vector
+/// access, never a gather or scatter.
+bool hasUnitStrideAccesses(scf::ForOp loop) {
+  Value iv = loop.getInductionVar();
+  auto isIvPlusInvariant = [&](Value i) {
+    if (i == iv)
+      return true;
+    auto add = i.getDefiningOp<arith::AddIOp>();
+    return add && ((add.getLhs() == iv && isInvariantIn(loop, add.getRhs())) ||
+                   (add.getRhs() == iv && isInvariantIn(loop, add.getLhs())));
+  };
+  WalkResult r = loop.getBody()->walk([&](Operation *op) {
+    Value memref;
+    ValueRange indices;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      memref = load.getMemRef();
+      indices = load.getIndices();
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      memref = store.getMemRef();
+      indices = store.getIndices();
+    } else {
+      return WalkResult::advance();
+    }
+    if (llvm::all_of(indices, [&](Value i) { return isInvariantIn(loop, i); }))
+      return WalkResult::advance();
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (indices.empty() ||
+        !llvm::all_of(indices.drop_back(),
+                      [&](Value i) { return isInvariantIn(loop, i); }) ||
+        !isIvPlusInvariant(indices.back()) ||
+        failed(cast<MemRefType>(memref.getType())
+                   .getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
 }
 
 /// Whether every memory access of `loop` is at an affine address.
@@ -98,10 +153,12 @@ struct AnnotateInnerLoopsPass
           << " is out of range; expected at least 1";
       return signalPassFailure();
     }
-    if (bf16VectorWidth < 1) {
+    // LLVM ignores a width that is not a power of two or is over 64.
+    if (bf16VectorWidth < 1 || bf16VectorWidth > 64 ||
+        !llvm::isPowerOf2_64(bf16VectorWidth)) {
       getOperation()->emitError()
           << "bf16-vector-width=" << static_cast<int64_t>(bf16VectorWidth)
-          << " is out of range; expected at least 1";
+          << " is out of range; expected a power of two from 1 to 64";
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
@@ -118,6 +175,9 @@ struct AnnotateInnerLoopsPass
             ctx, /*disable=*/{}, /*predicateEnable=*/{}, /*scalableEnable=*/{},
             IntegerAttr::get(IntegerType::get(ctx, 32), bf16VectorWidth), {},
             {}, {}));
+    // Without AVX512-BF16, cleave-expand-bf16 turns the conversions into
+    // integer arithmetic, which the cost model prices right.
+    bool nativeBf16 = cleave::targetConvertsBf16Natively(getOperation());
     getOperation()->walk([&](scf::ForOp loop) {
       bool innermost = true;
       loop.getBody()->walk([&](LoopLikeOpInterface) {
@@ -139,8 +199,10 @@ struct AnnotateInnerLoopsPass
       // convert-scf-to-cf copies the loop's attributes onto its back edge,
       // and convert-cf-to-llvm onto the `llvm.br`, where this one is the
       // branch's `loop_annotation`: `!llvm.loop` metadata in LLVM IR.
-      loop->setAttr("loop_annotation",
-                    convertsBf16(loop) ? bf16Annotation : annotation);
+      bool widen = nativeBf16 && loop.getInitArgs().empty() &&
+                   trips->getSExtValue() >= bf16VectorWidth &&
+                   convertsBf16(loop) && hasUnitStrideAccesses(loop);
+      loop->setAttr("loop_annotation", widen ? bf16Annotation : annotation);
     });
   }
 };

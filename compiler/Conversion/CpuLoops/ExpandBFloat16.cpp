@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/CpuLoops/Bf16Target.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Runtime/IR/RtOps.h"
 
@@ -27,11 +28,7 @@ namespace mlir::cleave {
 
 using namespace mlir;
 
-namespace {
-
-/// Whether the target that cleave-write-manifest recorded on the module
-/// around `op` has AVX512-BF16 (no record: it is not known to).
-bool targetHasBf16Conversions(Operation *op) {
+bool mlir::cleave::targetConvertsBf16Natively(Operation *op) {
   auto module = dyn_cast<ModuleOp>(op);
   if (!module)
     module = op->getParentOfType<ModuleOp>();
@@ -45,10 +42,12 @@ bool targetHasBf16Conversions(Operation *op) {
          });
 }
 
+namespace {
+
 struct ExpandBFloat16Pass
     : cleave::impl::CleaveExpandBFloat16Base<ExpandBFloat16Pass> {
   void runOnOperation() override {
-    if (targetHasBf16Conversions(getOperation()))
+    if (cleave::targetConvertsBf16Natively(getOperation()))
       return;
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
