@@ -2,7 +2,7 @@
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops --convert-scf-to-cf --finalize-memref-to-llvm --convert-arith-to-llvm --convert-index-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=0 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=8 | FileCheck %s --check-prefix=WIDTH8
-// RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=4 | FileCheck %s --check-prefix=SHORT
+// RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=4 --mlir-print-local-scope | FileCheck %s --check-prefix=SHORT
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=0 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=3 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH3
 
@@ -96,8 +96,8 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 // width as well: LLVM's X86 cost model prices the vector conversions as
 // scalar ones. Not so a loop without a bf16 conversion (f32 to f64), one
 // with a strided access (a transpose: a gather the width would force), one
-// that carries a value (a reduction LLVM could then reorder), or one shorter
-// than the width.
+// that carries a value or stores to one element throughout (reductions LLVM
+// could then reorder), or one shorter than the width.
 // CHECK-DAG: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
 // CHECK-DAG: #[[$VEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
 // CHECK-DAG: #[[$PLAIN:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
@@ -116,14 +116,17 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 // CHECK: arith.truncf
 // CHECK-NEXT: memref.store
 // CHECK-NEXT: }
+// CHECK: arith.truncf
+// CHECK: } {loop_annotation = #[[$PLAIN]]}
 // CHECK-NEXT: return
 // WIDTH8: #llvm.loop_vectorize<width = 8 : i32>
 // With min-trip-count=4 the 12-iteration loop is kept rolled, but gets no
 // width of 16.
-// SHORT-DAG: #[[$SPLAIN:.+]] = #llvm.loop_annotation<unroll = #{{.+}}>
 // SHORT-LABEL: func.func @conversions
 // SHORT-COUNT-4: arith.truncf
-// SHORT: } {loop_annotation = #[[$SPLAIN]]}
+// SHORT: } {loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
+// SHORT: arith.truncf
+// SHORT: } {loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
 // SHORT-NEXT: return
 // LLVM-DAG: #[[$LVEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
 // LLVM-DAG: #[[$LBF16:.+]] = #llvm.loop_annotation<vectorize = #[[$LVEC]], unroll = #{{.+}}>
@@ -174,6 +177,14 @@ func.func @conversions(%x: memref<256xf32>, %b: memref<256xbf16>,
   scf.for %i = %c0 to %c12 step %c1 {
     %v = memref.load %x[%i] : memref<256xf32>
     %n = arith.truncf %v : f32 to bf16
+    memref.store %n, %b[%i] : memref<256xbf16>
+  }
+  scf.for %i = %c0 to %c256 step %c1 {
+    %v = memref.load %x[%i] : memref<256xf32>
+    %o = memref.load %s[] : memref<f32>
+    %a = arith.addf %o, %v : f32
+    memref.store %a, %s[] : memref<f32>
+    %n = arith.truncf %a : f32 to bf16
     memref.store %n, %b[%i] : memref<256xbf16>
   }
   return

@@ -86,8 +86,10 @@ bool isInvariantIn(scf::ForOp loop, Value v) {
 /// Whether every memory access of `loop` reads or writes consecutive
 /// elements from one iteration to the next (its innermost index is the
 /// induction variable plus an invariant, its other indices invariant, and
-/// its memref's innermost stride 1), or one element throughout: a vector
-/// access, never a gather or scatter.
+/// its memref's innermost stride 1), or reads one element throughout: a
+/// vector access, never a gather or scatter. A store to one element
+/// throughout is refused: it may be a reduction through memory, which a
+/// forced width would let LLVM reorder.
 bool hasUnitStrideAccesses(scf::ForOp loop) {
   Value iv = loop.getInductionVar();
   auto isIvPlusInvariant = [&](Value i) {
@@ -110,7 +112,8 @@ bool hasUnitStrideAccesses(scf::ForOp loop) {
       return WalkResult::advance();
     }
     if (llvm::all_of(indices, [&](Value i) { return isInvariantIn(loop, i); }))
-      return WalkResult::advance();
+      return isa<memref::StoreOp>(op) ? WalkResult::interrupt()
+                                      : WalkResult::advance();
     SmallVector<int64_t> strides;
     int64_t offset;
     if (indices.empty() ||
