@@ -1,7 +1,7 @@
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops | FileCheck %s
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops --convert-scf-to-cf --finalize-memref-to-llvm --convert-arith-to-llvm --convert-index-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=0 2>&1 | FileCheck %s --check-prefix=ERR
-// RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=8 | FileCheck %s --check-prefix=WIDTH8
+// RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=16 | FileCheck %s --check-prefix=WIDTH16
 // RUN: cleave-opt %s --split-input-file --cleave-annotate-inner-loops=min-trip-count=4 --mlir-print-local-scope | FileCheck %s --check-prefix=SHORT
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=0 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH
 // RUN: not cleave-opt %s --split-input-file --cleave-annotate-inner-loops=bf16-vector-width=3 2>&1 | FileCheck %s --check-prefix=ERR-WIDTH3
@@ -99,7 +99,7 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 // that carries a value or stores to one element throughout (reductions LLVM
 // could then reorder), or one shorter than the width.
 // CHECK-DAG: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
-// CHECK-DAG: #[[$VEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
+// CHECK-DAG: #[[$VEC:.+]] = #llvm.loop_vectorize<width = 8 : i32>
 // CHECK-DAG: #[[$PLAIN:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-DAG: #[[$BF16:.+]] = #llvm.loop_annotation<vectorize = #[[$VEC]], unroll = #[[$UNROLL]]>
 // CHECK-LABEL: func.func @conversions
@@ -119,16 +119,16 @@ func.func @addresses(%m: memref<128xf32>, %out: memref<64xf32>) {
 // CHECK: arith.truncf
 // CHECK: } {loop_annotation = #[[$PLAIN]]}
 // CHECK-NEXT: return
-// WIDTH8: #llvm.loop_vectorize<width = 8 : i32>
-// With min-trip-count=4 the 12-iteration loop is kept rolled, but gets no
-// width of 16.
+// WIDTH16: #llvm.loop_vectorize<width = 16 : i32>
+// With min-trip-count=4 the 6-iteration loop is kept rolled, but gets no
+// width of 8.
 // SHORT-LABEL: func.func @conversions
 // SHORT-COUNT-4: arith.truncf
 // SHORT: } {loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
 // SHORT: arith.truncf
 // SHORT: } {loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
 // SHORT-NEXT: return
-// LLVM-DAG: #[[$LVEC:.+]] = #llvm.loop_vectorize<width = 16 : i32>
+// LLVM-DAG: #[[$LVEC:.+]] = #llvm.loop_vectorize<width = 8 : i32>
 // LLVM-DAG: #[[$LBF16:.+]] = #llvm.loop_annotation<vectorize = #[[$LVEC]], unroll = #{{.+}}>
 // LLVM-LABEL: llvm.func @conversions
 // LLVM: llvm.fptrunc {{.+}} : f32 to bf16
@@ -141,7 +141,7 @@ func.func @conversions(%x: memref<256xf32>, %b: memref<256xbf16>,
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
-  %c12 = arith.constant 12 : index
+  %c6 = arith.constant 6 : index
   %c256 = arith.constant 256 : index
   %zero = arith.constant 0.0 : f32
   scf.for %i = %c0 to %c256 step %c1 {
@@ -174,7 +174,7 @@ func.func @conversions(%x: memref<256xf32>, %b: memref<256xbf16>,
     scf.yield %a : f32
   }
   memref.store %sum, %s[] : memref<f32>
-  scf.for %i = %c0 to %c12 step %c1 {
+  scf.for %i = %c0 to %c6 step %c1 {
     %v = memref.load %x[%i] : memref<256xf32>
     %n = arith.truncf %v : f32 to bf16
     memref.store %n, %b[%i] : memref<256xbf16>
