@@ -12,10 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Artifact.h"
 #include "cleave/kernel_abi.h"
 #include "kernels/KernelContext.h"
-
-#include <dlfcn.h>
 
 #include <nlohmann/json.hpp>
 
@@ -62,19 +61,16 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: cleave-roofline model.cleave\n");
     return 2;
   }
-  // Only the manifest is needed: read it straight from the artifact.
-  void *so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  auto manifestFn =
-      so ? reinterpret_cast<const char *(*)()>(dlsym(so, "cleave_manifest"))
-         : nullptr;
-  if (!manifestFn) {
-    std::fprintf(stderr, "cleave-roofline: error: %s: not a Cleave artifact\n",
-                 argv[1]);
+  // Only the kernel table is needed; the runtime's loader checks the file
+  // (and says what is wrong with it) before anything maps it.
+  std::shared_ptr<cleave::rt::Artifact> artifact;
+  cleave::rt::Status status = cleave::rt::Artifact::load(argv[1], artifact);
+  if (!status.ok()) {
+    std::fprintf(stderr, "cleave-roofline: error: %s\n",
+                 status.message().c_str());
     return 1;
   }
-  nlohmann::json manifest = nlohmann::json::parse(manifestFn());
-
-  nlohmann::json kernels = manifest["kernels"];
+  const nlohmann::json &kernels = artifact->manifest().kernels;
   std::string error;
   auto ctx = cleave::rt::KernelContext::create(kernels, error);
   if (!ctx) {
