@@ -1,0 +1,282 @@
+//===- gemm_window.cpp - Where a window's weight gradients could go -------===//
+//
+// The f32 MLP 784-512-512-10's window of N micro-steps as oneDNN calls only
+// (the GEMMs Cleave's micro-step makes, in its layouts, and an SGD apply
+// loop), with three schedules for the weight gradients:
+//
+// * per micro-step: each micro-step's weight-gradient GEMM (K = micro-batch)
+//   adds into the accumulator (beta = 1); the apply step zeroes it. This is
+//   what Cleave's micro-step does today (split.md, cpu-lowering.md).
+// * first writes: the first micro-step of a window writes the gradient
+//   (beta = 0) and the apply step does not zero it: one pass over the
+//   accumulators fewer per window.
+// * deferred: each micro-step copies the weight gradient's operands (the
+//   layer's input and its output gradient) into a stash, and one GEMM of
+//   N x micro-batch rows per window writes the gradient: the accumulators
+//   are written once per window, not read and written N times. Only where
+//   the stash is no larger than the accumulator (N B (in + out) <= in out);
+//   the 10-wide last layer stays per micro-step.
+//
+// A question to ask a CPU before the compiler builds a schedule (issue 23,
+// item 7): on Intel Xeons the f32 MLP at micro-batch 32 reaches 73-78% of
+// its GEMM-bound limit and every GEMM runs 16-25% slower in a session than
+// hot, which points at the accumulators' traffic (2.7 MB, with the 2.7 MB of
+// weights, against a 2 MB L2). The generated elementwise loops are left
+// out (a few percent of the micro-step, bench/README.md). One thread;
+// alternated rounds, best window of each schedule, Markdown table.
+//
+//   OMP_NUM_THREADS=1 build/bin/cleave-gemm-window [micro-batch ...]
+//
+//===----------------------------------------------------------------------===//
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kAccumulate = 4;
+constexpr int kWidths[] = {784, 512, 512, 10};
+constexpr int kLayers = 3;
+
+/// A 64-byte aligned buffer of n floats, small values so nothing overflows.
+struct Buffer {
+  explicit Buffer(size_t n)
+      : data(static_cast<float *>(
+            std::aligned_alloc(64, (n * 4 + 63) / 64 * 64))),
+        size(n) {
+    for (size_t i = 0; i < n; ++i)
+      data[i] = 1e-3f * float(i % 7);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() { std::free(data); }
+  float *data;
+  size_t size;
+};
+
+/// One oneDNN matmul C[m, n] (+)= op(A)[m, k] op(B)[k, n] on fixed buffers.
+class Gemm {
+public:
+  Gemm(dnnl::engine &engine, int m, int k, int n, bool transA, bool transB,
+       bool accumulate, const float *a, const float *b, float *c,
+       const float *bias = nullptr) {
+    memory::desc aDesc({m, k}, memory::data_type::f32,
+                       transA ? tag::ba : tag::ab);
+    memory::desc bDesc({k, n}, memory::data_type::f32,
+                       transB ? tag::ba : tag::ab);
+    memory::desc cDesc({m, n}, memory::data_type::f32, tag::ab);
+    memory::desc biasDesc({1, n}, memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(
+        bias ? dnnl::matmul::desc(aDesc, bDesc, biasDesc, cDesc)
+             : dnnl::matmul::desc(aDesc, bDesc, cDesc),
+        attr, engine);
+    matmul_ = dnnl::matmul(pd);
+    args_ = {{DNNL_ARG_SRC, memory(aDesc, engine, const_cast<float *>(a))},
+             {DNNL_ARG_WEIGHTS, memory(bDesc, engine, const_cast<float *>(b))},
+             {DNNL_ARG_DST, memory(cDesc, engine, c)}};
+    if (bias)
+      args_[DNNL_ARG_BIAS] =
+          memory(biasDesc, engine, const_cast<float *>(bias));
+  }
+  void run(dnnl::stream &stream) { matmul_.execute(stream, args_); }
+
+private:
+  dnnl::matmul matmul_;
+  std::unordered_map<int, memory> args_;
+};
+
+enum class Schedule { PerMicroStep, FirstWrites, Deferred };
+const char *name(Schedule s) {
+  switch (s) {
+  case Schedule::PerMicroStep:
+    return "per micro-step (Cleave today)";
+  case Schedule::FirstWrites:
+    return "first micro-step writes";
+  case Schedule::Deferred:
+    return "deferred to the window's end";
+  }
+  return "";
+}
+
+/// Seconds spent per window in each part, and windows run.
+struct Parts {
+  double forwardAndData = 0, gradientsInStep = 0, gradientsAtEnd = 0, apply = 0;
+  int windows = 0;
+  double total() const {
+    return forwardAndData + gradientsInStep + gradientsAtEnd + apply;
+  }
+};
+
+class Window {
+public:
+  Window(dnnl::engine &engine, int b) : b_(b) {
+    const int n = kAccumulate;
+    for (int l = 0; l <= kLayers; ++l) {
+      act_.emplace_back(new Buffer(size_t(b) * kWidths[l]));
+      grad_.emplace_back(new Buffer(size_t(b) * kWidths[l]));
+    }
+    for (int l = 0; l < kLayers; ++l) {
+      const int in = kWidths[l], out = kWidths[l + 1];
+      // PyTorch's layout: W is [out, in]; forward Y = X W^T + bias.
+      weight_.emplace_back(new Buffer(size_t(out) * in));
+      bias_.emplace_back(new Buffer(size_t(out)));
+      acc_.emplace_back(new Buffer(size_t(out) * in));
+      defer_.push_back(int64_t(n) * b * (in + out) <= int64_t(in) * out);
+      stashX_.emplace_back(new Buffer(defer_[l] ? size_t(n) * b * in : 0));
+      stashDy_.emplace_back(new Buffer(defer_[l] ? size_t(n) * b * out : 0));
+      forward_.emplace_back(engine, b, in, out, false, true, false,
+                            act_[l]->data, weight_[l]->data, act_[l + 1]->data,
+                            bias_[l]->data);
+      if (l > 0)
+        backwardData_.emplace_back(engine, b, out, in, false, false, false,
+                                   grad_[l + 1]->data, weight_[l]->data,
+                                   grad_[l]->data);
+      // dW[out, in] = dY^T X, as Cleave's micro-step calls it.
+      for (bool accumulate : {true, false})
+        (accumulate ? addGradient_ : writeGradient_)
+            .emplace_back(engine, out, b, in, true, false, accumulate,
+                          grad_[l + 1]->data, act_[l]->data, acc_[l]->data);
+      if (defer_[l])
+        windowGradient_.emplace_back(new Gemm(engine, out, n * b, in, true,
+                                              false, false, stashDy_[l]->data,
+                                              stashX_[l]->data, acc_[l]->data));
+      else
+        windowGradient_.emplace_back();
+    }
+  }
+
+  void run(dnnl::stream &stream, Schedule schedule, Parts &parts) {
+    for (int step = 0; step < kAccumulate; ++step) {
+      auto t0 = Clock::now();
+      for (Gemm &g : forward_)
+        g.run(stream);
+      for (Gemm &g : backwardData_)
+        g.run(stream);
+      auto t1 = Clock::now();
+      for (int l = 0; l < kLayers; ++l) {
+        if (schedule == Schedule::Deferred && defer_[l]) {
+          const int in = kWidths[l], out = kWidths[l + 1];
+          std::memcpy(stashX_[l]->data + size_t(step) * b_ * in, act_[l]->data,
+                      size_t(b_) * in * 4);
+          std::memcpy(stashDy_[l]->data + size_t(step) * b_ * out,
+                      grad_[l + 1]->data, size_t(b_) * out * 4);
+        } else if (schedule == Schedule::PerMicroStep || step > 0) {
+          addGradient_[l].run(stream);
+        } else {
+          writeGradient_[l].run(stream);
+        }
+      }
+      stream.wait();
+      auto t2 = Clock::now();
+      parts.forwardAndData += seconds(t0, t1);
+      parts.gradientsInStep += seconds(t1, t2);
+    }
+    auto t2 = Clock::now();
+    if (schedule == Schedule::Deferred)
+      for (int l = 0; l < kLayers; ++l)
+        if (defer_[l])
+          windowGradient_[l]->run(stream);
+    stream.wait();
+    auto t3 = Clock::now();
+    // SGD on the window's mean gradient; per micro-step accumulators are
+    // zeroed for the next window in the same sweep.
+    const float scale = 1e-9f / float(kAccumulate * b_);
+    for (int l = 0; l < kLayers; ++l) {
+      float *w = weight_[l]->data, *g = acc_[l]->data;
+      const size_t size = acc_[l]->size;
+      const bool zero = schedule == Schedule::PerMicroStep ||
+                        (schedule == Schedule::Deferred && !defer_[l]);
+      for (size_t i = 0; i < size; ++i)
+        w[i] -= scale * g[i];
+      if (zero)
+        std::memset(g, 0, size * 4);
+    }
+    auto t4 = Clock::now();
+    parts.gradientsAtEnd += seconds(t2, t3);
+    parts.apply += seconds(t3, t4);
+    ++parts.windows;
+  }
+
+private:
+  static double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+  int b_;
+  std::vector<std::unique_ptr<Buffer>> act_, grad_, weight_, bias_, acc_,
+      stashX_, stashDy_;
+  std::vector<bool> defer_;
+  std::vector<Gemm> forward_, backwardData_, addGradient_, writeGradient_;
+  /// Null where the layer's gradient is not deferred.
+  std::vector<std::unique_ptr<Gemm>> windowGradient_;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int> batches;
+  for (int i = 1; i < argc; ++i) {
+    int b = std::atoi(argv[i]);
+    if (b <= 0) {
+      std::fprintf(stderr, "usage: cleave-gemm-window [micro-batch ...]\n");
+      return 2;
+    }
+    batches.push_back(b);
+  }
+  if (batches.empty())
+    batches = {32, 256};
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const Schedule schedules[] = {Schedule::PerMicroStep, Schedule::FirstWrites,
+                                Schedule::Deferred};
+  std::printf(
+      "| micro-batch | schedule | us per window | samples/s | "
+      "forward + backward-data | weight gradients in micro-steps | "
+      "at the window's end | apply |\n|---|---|---|---|---|---|---|---|\n");
+  for (int b : batches) {
+    Window window(engine, b);
+    Parts best[3];
+    for (int round = 0; round < 7; ++round) {
+      for (int i = 0; i < 3; ++i) {
+        int s = round % 2 ? 2 - i : i;
+        Parts parts;
+        auto start = Clock::now();
+        do
+          window.run(stream, schedules[s], parts);
+        while (std::chrono::duration<double>(Clock::now() - start).count() <
+               0.3);
+        if (!best[s].windows ||
+            parts.total() / parts.windows < best[s].total() / best[s].windows)
+          best[s] = parts;
+      }
+    }
+    for (int s = 0; s < 3; ++s) {
+      const Parts &p = best[s];
+      double us = 1e6 / p.windows;
+      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", b,
+                  name(schedules[s]), p.total() * us,
+                  kAccumulate * b * p.windows / p.total(),
+                  p.forwardAndData * us, p.gradientsInStep * us,
+                  p.gradientsAtEnd * us, p.apply * us);
+    }
+  }
+  return 0;
+}
