@@ -106,6 +106,14 @@ int main(int argc, char **argv) {
             {g.b.data, size_t((bBatched ? batch : 1) * kk * n) * 4});
     }
   }
+  if (timed.empty()) {
+    // No limit to give (an inference artifact, or a model without matmuls):
+    // a time of 0 would read as an infinite rate.
+    std::fprintf(stderr,
+                 "cleave-roofline: error: %s: its micro-step has no matmul\n",
+                 argv[1]);
+    return 1;
+  }
   if (!parameters.empty())
     ctx->enableLayoutCache(parameters, {});
 
