@@ -22,8 +22,9 @@
 // its GEMM-bound limit and every GEMM runs 16-25% slower in a session than
 // hot, which points at the accumulators' traffic (2.7 MB, with the 2.7 MB of
 // weights, against a 2 MB L2). The generated elementwise loops are left
-// out (a few percent of the micro-step, bench/README.md). One thread;
-// alternated rounds, best window of each schedule, Markdown table.
+// out (a few percent of the micro-step, bench/README.md). The three
+// schedules are first checked to compute the same window gradient. One
+// thread; alternated rounds, best window of each schedule, Markdown table.
 //
 //   OMP_NUM_THREADS=1 build/bin/cleave-gemm-window [micro-batch ...]
 //
@@ -33,6 +34,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,7 +134,8 @@ public:
     const int n = kAccumulate;
     for (int l = 0; l <= kLayers; ++l) {
       act_.emplace_back(new Buffer(size_t(b) * kWidths[l]));
-      grad_.emplace_back(new Buffer(size_t(b) * kWidths[l]));
+      // grad_[l] is the gradient of act_[l]; the input's is never made.
+      grad_.emplace_back(new Buffer(l ? size_t(b) * kWidths[l] : 0));
     }
     for (int l = 0; l < kLayers; ++l) {
       const int in = kWidths[l], out = kWidths[l + 1];
@@ -164,59 +167,97 @@ public:
     }
   }
 
+  /// Some layer's stash is no larger than its accumulator.
+  bool defersAny() const {
+    return std::find(defer_.begin(), defer_.end(), true) != defer_.end();
+  }
+
+  /// One window and its apply step.
   void run(dnnl::stream &stream, Schedule schedule, Parts &parts) {
+    gradients(stream, schedule, &parts);
+    // SGD on the window's mean gradient; accumulators that micro-steps add
+    // into are zeroed for the next window in the same sweep.
+    auto t0 = Clock::now();
+    const float scale = 1e-9f / float(kAccumulate * b_);
+    for (int l = 0; l < kLayers; ++l) {
+      float *w = weight_[l]->data, *g = acc_[l]->data;
+      const size_t size = acc_[l]->size;
+      for (size_t i = 0; i < size; ++i)
+        w[i] -= scale * g[i];
+      if (zeroedByApply(schedule, l))
+        std::memset(g, 0, size * 4);
+    }
+    parts.apply += seconds(t0, Clock::now());
+    ++parts.windows;
+  }
+
+  /// The window's weight gradients under `schedule`, from zeroed
+  /// accumulators, parameters unchanged: what the apply step would read.
+  std::vector<std::vector<float>> windowGradients(dnnl::stream &stream,
+                                                  Schedule schedule) {
+    for (auto &acc : acc_)
+      std::memset(acc->data, 0, acc->size * 4);
+    gradients(stream, schedule, nullptr);
+    std::vector<std::vector<float>> out;
+    for (auto &acc : acc_)
+      out.emplace_back(acc->data, acc->data + acc->size);
+    return out;
+  }
+
+private:
+  /// Whether the apply step zeroes the layer's accumulator: where the
+  /// micro-steps add into it from the window's first.
+  bool zeroedByApply(Schedule schedule, int layer) const {
+    return schedule == Schedule::PerMicroStep ||
+           (schedule == Schedule::Deferred && !defer_[layer]);
+  }
+  bool isDeferred(Schedule schedule, int layer) const {
+    return schedule == Schedule::Deferred && defer_[layer];
+  }
+
+  /// The micro-steps of a window, in the order Cleave's micro-step calls
+  /// its GEMMs (the forward layers, then from the last layer back: its
+  /// backward-data GEMM, then its weight gradient), and the weight
+  /// gradients made at the window's end.
+  void gradients(dnnl::stream &stream, Schedule schedule, Parts *parts) {
+    double inStep = 0, total = 0;
+    auto w0 = Clock::now();
     for (int step = 0; step < kAccumulate; ++step) {
-      auto t0 = Clock::now();
       for (Gemm &g : forward_)
         g.run(stream);
-      for (Gemm &g : backwardData_)
-        g.run(stream);
-      auto t1 = Clock::now();
-      for (int l = 0; l < kLayers; ++l) {
-        if (schedule == Schedule::Deferred && defer_[l]) {
+      for (int l = kLayers - 1; l >= 0; --l) {
+        if (l > 0)
+          backwardData_[l - 1].run(stream);
+        stream.wait();
+        auto t0 = Clock::now();
+        if (isDeferred(schedule, l)) {
           const int in = kWidths[l], out = kWidths[l + 1];
           std::memcpy(stashX_[l]->data + size_t(step) * b_ * in, act_[l]->data,
                       size_t(b_) * in * 4);
           std::memcpy(stashDy_[l]->data + size_t(step) * b_ * out,
                       grad_[l + 1]->data, size_t(b_) * out * 4);
-        } else if (schedule == Schedule::PerMicroStep || step > 0) {
+        } else if (schedule != Schedule::FirstWrites || step > 0) {
           addGradient_[l].run(stream);
         } else {
           writeGradient_[l].run(stream);
         }
+        stream.wait();
+        inStep += seconds(t0, Clock::now());
       }
-      stream.wait();
-      auto t2 = Clock::now();
-      parts.forwardAndData += seconds(t0, t1);
-      parts.gradientsInStep += seconds(t1, t2);
     }
-    auto t2 = Clock::now();
-    if (schedule == Schedule::Deferred)
-      for (int l = 0; l < kLayers; ++l)
-        if (defer_[l])
-          windowGradient_[l]->run(stream);
+    auto w1 = Clock::now();
+    total = seconds(w0, w1);
+    for (int l = 0; l < kLayers; ++l)
+      if (isDeferred(schedule, l))
+        windowGradient_[l]->run(stream);
     stream.wait();
-    auto t3 = Clock::now();
-    // SGD on the window's mean gradient; per micro-step accumulators are
-    // zeroed for the next window in the same sweep.
-    const float scale = 1e-9f / float(kAccumulate * b_);
-    for (int l = 0; l < kLayers; ++l) {
-      float *w = weight_[l]->data, *g = acc_[l]->data;
-      const size_t size = acc_[l]->size;
-      const bool zero = schedule == Schedule::PerMicroStep ||
-                        (schedule == Schedule::Deferred && !defer_[l]);
-      for (size_t i = 0; i < size; ++i)
-        w[i] -= scale * g[i];
-      if (zero)
-        std::memset(g, 0, size * 4);
+    if (parts) {
+      parts->forwardAndData += total - inStep;
+      parts->gradientsInStep += inStep;
+      parts->gradientsAtEnd += seconds(w1, Clock::now());
     }
-    auto t4 = Clock::now();
-    parts.gradientsAtEnd += seconds(t2, t3);
-    parts.apply += seconds(t3, t4);
-    ++parts.windows;
   }
 
-private:
   static double seconds(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   }
@@ -247,6 +288,27 @@ int main(int argc, char **argv) {
   dnnl::stream stream(engine);
   const Schedule schedules[] = {Schedule::PerMicroStep, Schedule::FirstWrites,
                                 Schedule::Deferred};
+  for (int b : batches) {
+    Window window(engine, b);
+    // The schedules must compute the same window gradient (to rounding:
+    // the deferred GEMM sums its N x B rows in another order).
+    const auto reference =
+        window.windowGradients(stream, Schedule::PerMicroStep);
+    for (Schedule s : {Schedule::FirstWrites, Schedule::Deferred}) {
+      const auto got = window.windowGradients(stream, s);
+      for (size_t l = 0; l < got.size(); ++l)
+        for (size_t i = 0; i < got[l].size(); ++i) {
+          const float want = reference[l][i];
+          if (std::fabs(got[l][i] - want) > 1e-5f * std::fabs(want) + 1e-30f) {
+            std::fprintf(stderr,
+                         "cleave-gemm-window: '%s' at micro-batch %d: layer "
+                         "%zu's gradient[%zu] is %g, per micro-step %g\n",
+                         name(s), b, l, i, double(got[l][i]), double(want));
+            return 1;
+          }
+        }
+    }
+  }
   std::printf(
       "| micro-batch | schedule | us per window | samples/s | "
       "forward + backward-data | weight gradients in micro-steps | "
@@ -272,8 +334,11 @@ int main(int argc, char **argv) {
       const Parts &p = best[s];
       double us = 1e6 / p.windows;
       std::printf("| %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", b,
-                  name(schedules[s]), p.total() * us,
-                  kAccumulate * b * p.windows / p.total(),
+                  schedules[s] == Schedule::Deferred && !window.defersAny()
+                      ? "deferred (no layer: every stash would outgrow its "
+                        "accumulator)"
+                      : name(schedules[s]),
+                  p.total() * us, kAccumulate * b * p.windows / p.total(),
                   p.forwardAndData * us, p.gradientsInStep * us,
                   p.gradientsAtEnd * us, p.apply * us);
     }
