@@ -191,12 +191,15 @@ public:
     ++parts.windows;
   }
 
-  /// The window's weight gradients under `schedule`, from zeroed
-  /// accumulators, parameters unchanged: what the apply step would read.
+  /// The window's weight gradients under `schedule`, parameters unchanged:
+  /// what the apply step would read.
   std::vector<std::vector<float>> windowGradients(dnnl::stream &stream,
                                                   Schedule schedule) {
-    for (auto &acc : acc_)
-      std::memset(acc->data, 0, acc->size * 4);
+    // What the last apply step left: zeros where it zeroes, elsewhere the
+    // last window's gradient, which the window must overwrite.
+    for (int l = 0; l < kLayers; ++l)
+      std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size,
+                zeroedByApply(schedule, l) ? 0.f : 1.f);
     gradients(stream, schedule, nullptr);
     std::vector<std::vector<float>> out;
     for (auto &acc : acc_)
