@@ -1,8 +1,9 @@
 //===- gemm_window.cpp - Where a window's weight gradients could go -------===//
 //
-// The f32 MLP 784-512-512-10's window of N micro-steps as oneDNN calls only
-// (the GEMMs Cleave's micro-step makes, in its layouts, and an SGD apply
-// loop), with three schedules for the weight gradients:
+// The f32 MLP 784-512-512-10's window of N micro-steps as its GEMMs only
+// (the matmuls Cleave's micro-step makes, in its layouts, run by the
+// runtime's own kernels, and an SGD apply loop), with three schedules for
+// the weight gradients:
 //
 // * per micro-step: each micro-step's weight-gradient GEMM (K = micro-batch)
 //   adds into the accumulator (beta = 1); the apply step zeroes it. This is
@@ -30,7 +31,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include <dnnl.hpp>
+#include "cleave/kernel_abi.h"
+#include "kernels/KernelContext.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -39,14 +43,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kAccumulate = 4;
@@ -69,41 +71,12 @@ struct Buffer {
   size_t size;
 };
 
-/// One oneDNN matmul C[m, n] (+)= op(A)[m, k] op(B)[k, n] on fixed buffers.
-class Gemm {
-public:
-  Gemm(dnnl::engine &engine, int m, int k, int n, bool transA, bool transB,
-       bool accumulate, const float *a, const float *b, float *c,
-       const float *bias = nullptr) {
-    memory::desc aDesc({m, k}, memory::data_type::f32,
-                       transA ? tag::ba : tag::ab);
-    memory::desc bDesc({k, n}, memory::data_type::f32,
-                       transB ? tag::ba : tag::ab);
-    memory::desc cDesc({m, n}, memory::data_type::f32, tag::ab);
-    memory::desc biasDesc({1, n}, memory::data_type::f32, tag::ab);
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.f);
-      attr.set_post_ops(ops);
-    }
-    dnnl::matmul::primitive_desc pd(
-        bias ? dnnl::matmul::desc(aDesc, bDesc, biasDesc, cDesc)
-             : dnnl::matmul::desc(aDesc, bDesc, cDesc),
-        attr, engine);
-    matmul_ = dnnl::matmul(pd);
-    args_ = {{DNNL_ARG_SRC, memory(aDesc, engine, const_cast<float *>(a))},
-             {DNNL_ARG_WEIGHTS, memory(bDesc, engine, const_cast<float *>(b))},
-             {DNNL_ARG_DST, memory(cDesc, engine, c)}};
-    if (bias)
-      args_[DNNL_ARG_BIAS] =
-          memory(biasDesc, engine, const_cast<float *>(bias));
-  }
-  void run(dnnl::stream &stream) { matmul_.execute(stream, args_); }
-
-private:
-  dnnl::matmul matmul_;
-  std::unordered_map<int, memory> args_;
+/// One matmul of the window's kernel table, C[m, n] (+)= op(A) op(B), and
+/// the buffers it runs on.
+struct Gemm {
+  int64_t id;
+  const float *a, *b, *bias;
+  float *c;
 };
 
 enum class Schedule { PerMicroStep, FirstWrites, Deferred };
@@ -130,7 +103,8 @@ struct Parts {
 
 class Window {
 public:
-  Window(dnnl::engine &engine, int b) : b_(b) {
+  /// Throws std::runtime_error when the runtime refuses the kernel table.
+  explicit Window(int b) : b_(b) {
     const int n = kAccumulate;
     for (int l = 0; l <= kLayers; ++l) {
       act_.emplace_back(new Buffer(size_t(b) * kWidths[l]));
@@ -146,25 +120,30 @@ public:
       defer_.push_back(int64_t(n) * b * (in + out) <= int64_t(in) * out);
       stashX_.emplace_back(new Buffer(defer_[l] ? size_t(n) * b * in : 0));
       stashDy_.emplace_back(new Buffer(defer_[l] ? size_t(n) * b * out : 0));
-      forward_.emplace_back(engine, b, in, out, false, true, false,
-                            act_[l]->data, weight_[l]->data, act_[l + 1]->data,
-                            bias_[l]->data);
+      forward_.push_back(matmul(b, in, out, false, true, false, act_[l]->data,
+                                weight_[l]->data, act_[l + 1]->data,
+                                bias_[l]->data));
       if (l > 0)
-        backwardData_.emplace_back(engine, b, out, in, false, false, false,
-                                   grad_[l + 1]->data, weight_[l]->data,
-                                   grad_[l]->data);
+        backwardData_.push_back(matmul(b, out, in, false, false, false,
+                                       grad_[l + 1]->data, weight_[l]->data,
+                                       grad_[l]->data));
       // dW[out, in] = dY^T X, as Cleave's micro-step calls it.
-      for (bool accumulate : {true, false})
-        (accumulate ? addGradient_ : writeGradient_)
-            .emplace_back(engine, out, b, in, true, false, accumulate,
-                          grad_[l + 1]->data, act_[l]->data, acc_[l]->data);
-      if (defer_[l])
-        windowGradient_.emplace_back(new Gemm(engine, out, n * b, in, true,
-                                              false, false, stashDy_[l]->data,
-                                              stashX_[l]->data, acc_[l]->data));
-      else
-        windowGradient_.emplace_back();
+      addGradient_.push_back(matmul(out, b, in, true, false, true,
+                                    grad_[l + 1]->data, act_[l]->data,
+                                    acc_[l]->data));
+      writeGradient_.push_back(matmul(out, b, in, true, false, false,
+                                      grad_[l + 1]->data, act_[l]->data,
+                                      acc_[l]->data));
+      // Unused (never run) where the layer is not deferred.
+      windowGradient_.push_back(
+          defer_[l] ? matmul(out, n * b, in, true, false, false,
+                             stashDy_[l]->data, stashX_[l]->data, acc_[l]->data)
+                    : Gemm{});
     }
+    std::string error;
+    ctx_ = cleave::rt::KernelContext::create(kernels_, error);
+    if (!ctx_)
+      throw std::runtime_error(error);
   }
 
   /// Some layer's stash is no larger than its accumulator.
@@ -173,8 +152,8 @@ public:
   }
 
   /// One window and its apply step.
-  void run(dnnl::stream &stream, Schedule schedule, Parts &parts) {
-    gradients(stream, schedule, &parts);
+  void run(Schedule schedule, Parts &parts) {
+    gradients(schedule, &parts);
     // SGD on the window's mean gradient; accumulators that micro-steps add
     // into are zeroed for the next window in the same sweep.
     auto t0 = Clock::now();
@@ -193,14 +172,13 @@ public:
 
   /// The window's weight gradients under `schedule`, parameters unchanged:
   /// what the apply step would read.
-  std::vector<std::vector<float>> windowGradients(dnnl::stream &stream,
-                                                  Schedule schedule) {
+  std::vector<std::vector<float>> windowGradients(Schedule schedule) {
     // What the last apply step left: zeros where it zeroes, elsewhere the
     // last window's gradient, which the window must overwrite.
     for (int l = 0; l < kLayers; ++l)
       std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size,
                 zeroedByApply(schedule, l) ? 0.f : 1.f);
-    gradients(stream, schedule, nullptr);
+    gradients(schedule, nullptr);
     std::vector<std::vector<float>> out;
     for (auto &acc : acc_)
       out.emplace_back(acc->data, acc->data + acc->size);
@@ -222,16 +200,16 @@ private:
   /// its GEMMs (the forward layers, then from the last layer back: its
   /// backward-data GEMM, then its weight gradient), and the weight
   /// gradients made at the window's end.
-  void gradients(dnnl::stream &stream, Schedule schedule, Parts *parts) {
-    double inStep = 0, total = 0;
+  void gradients(Schedule schedule, Parts *parts) {
+    // The runtime's CPU kernels return when their work is done.
+    double inStep = 0;
     auto w0 = Clock::now();
     for (int step = 0; step < kAccumulate; ++step) {
-      for (Gemm &g : forward_)
-        g.run(stream);
+      for (const Gemm &g : forward_)
+        run(g);
       for (int l = kLayers - 1; l >= 0; --l) {
         if (l > 0)
-          backwardData_[l - 1].run(stream);
-        stream.wait();
+          run(backwardData_[l - 1]);
         auto t0 = Clock::now();
         if (isDeferred(schedule, l)) {
           const int in = kWidths[l], out = kWidths[l + 1];
@@ -239,26 +217,46 @@ private:
                       size_t(b_) * in * 4);
           std::memcpy(stashDy_[l]->data + size_t(step) * b_ * out,
                       grad_[l + 1]->data, size_t(b_) * out * 4);
-        } else if (schedule != Schedule::FirstWrites || step > 0) {
-          addGradient_[l].run(stream);
         } else {
-          writeGradient_[l].run(stream);
+          run(schedule != Schedule::FirstWrites || step > 0
+                  ? addGradient_[l]
+                  : writeGradient_[l]);
         }
-        stream.wait();
         inStep += seconds(t0, Clock::now());
       }
     }
     auto w1 = Clock::now();
-    total = seconds(w0, w1);
     for (int l = 0; l < kLayers; ++l)
       if (isDeferred(schedule, l))
-        windowGradient_[l]->run(stream);
-    stream.wait();
+        run(windowGradient_[l]);
     if (parts) {
-      parts->forwardAndData += total - inStep;
+      parts->forwardAndData += seconds(w0, w1) - inStep;
       parts->gradientsInStep += inStep;
       parts->gradientsAtEnd += seconds(w1, Clock::now());
     }
+  }
+
+  /// Adds a matmul to the kernel table (before the context is made).
+  Gemm matmul(int m, int k, int n, bool transA, bool transB, bool accumulate,
+              const float *a, const float *b, float *c,
+              const float *bias = nullptr) {
+    const int64_t id = int64_t(kernels_.size());
+    kernels_.push_back({{"id", id},
+                        {"op", "matmul"},
+                        {"batch", 1},
+                        {"m", m},
+                        {"k", k},
+                        {"n", n},
+                        {"trans_a", transA},
+                        {"trans_b", transB},
+                        {"b_batched", false},
+                        {"bias", bias != nullptr},
+                        {"activation", "none"},
+                        {"accumulate", accumulate}});
+    return {id, a, b, bias, c};
+  }
+  void run(const Gemm &g) {
+    cleave_kernel_matmul(ctx_.get(), g.id, g.a, g.b, g.bias, g.c);
   }
 
   static double seconds(Clock::time_point a, Clock::time_point b) {
@@ -268,9 +266,10 @@ private:
   std::vector<std::unique_ptr<Buffer>> act_, grad_, weight_, bias_, acc_,
       stashX_, stashDy_;
   std::vector<bool> defer_;
-  std::vector<Gemm> forward_, backwardData_, addGradient_, writeGradient_;
-  /// Null where the layer's gradient is not deferred.
-  std::vector<std::unique_ptr<Gemm>> windowGradient_;
+  std::vector<Gemm> forward_, backwardData_, addGradient_, writeGradient_,
+      windowGradient_;
+  nlohmann::json kernels_ = nlohmann::json::array();
+  std::unique_ptr<cleave::rt::KernelContext> ctx_;
 };
 
 } // namespace
@@ -287,18 +286,22 @@ int main(int argc, char **argv) {
   }
   if (batches.empty())
     batches = {32, 256};
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
   const Schedule schedules[] = {Schedule::PerMicroStep, Schedule::FirstWrites,
                                 Schedule::Deferred};
+  std::vector<std::unique_ptr<Window>> windows;
   for (int b : batches) {
-    Window window(engine, b);
+    try {
+      windows.emplace_back(new Window(b));
+    } catch (const std::runtime_error &e) {
+      std::fprintf(stderr, "cleave-gemm-window: error: %s\n", e.what());
+      return 1;
+    }
+    Window &window = *windows.back();
     // The schedules must compute the same window gradient (to rounding:
     // the deferred GEMM sums its N x B rows in another order).
-    const auto reference =
-        window.windowGradients(stream, Schedule::PerMicroStep);
+    const auto reference = window.windowGradients(Schedule::PerMicroStep);
     for (Schedule s : {Schedule::FirstWrites, Schedule::Deferred}) {
-      const auto got = window.windowGradients(stream, s);
+      const auto got = window.windowGradients(s);
       for (size_t l = 0; l < got.size(); ++l)
         for (size_t i = 0; i < got[l].size(); ++i) {
           const float want = reference[l][i];
@@ -316,8 +319,9 @@ int main(int argc, char **argv) {
       "| micro-batch | schedule | us per window | samples/s | "
       "forward + backward-data | weight gradients in micro-steps | "
       "at the window's end | apply |\n|---|---|---|---|---|---|---|---|\n");
-  for (int b : batches) {
-    Window window(engine, b);
+  for (size_t w = 0; w < batches.size(); ++w) {
+    const int b = batches[w];
+    Window &window = *windows[w];
     Parts best[3];
     for (int round = 0; round < 7; ++round) {
       for (int i = 0; i < 3; ++i) {
@@ -325,7 +329,7 @@ int main(int argc, char **argv) {
         Parts parts;
         auto start = Clock::now();
         do
-          window.run(stream, schedules[s], parts);
+          window.run(schedules[s], parts);
         while (std::chrono::duration<double>(Clock::now() - start).count() <
                0.3);
         if (!best[s].windows ||
