@@ -2,7 +2,7 @@
 //
 // The f32 MLP 784-512-512-10's window of N micro-steps as its GEMMs only
 // (the matmuls Cleave's micro-step makes, in its layouts, run by the
-// runtime's own kernels, and an SGD apply loop), with three schedules for
+// runtime's own kernels, and an SGD apply loop), with four schedules for
 // the weight gradients:
 //
 // * per micro-step: each micro-step's weight-gradient GEMM (K = micro-batch)
@@ -11,23 +11,33 @@
 // * first writes: the first micro-step of a window writes the gradient
 //   (beta = 0) and the apply step does not zero it: one pass over the
 //   accumulators fewer per window.
-// * deferred: each micro-step copies the weight gradient's operands (the
-//   layer's input and its output gradient) into a stash, and one GEMM of
-//   N x micro-batch rows per window writes the gradient: the accumulators
-//   are written once per window, not read and written N times. Only where
-//   the stash is no larger than the accumulator (N B (in + out) <= in out);
-//   the 10-wide last layer stays per micro-step.
+// * deferred, adding: each micro-step copies the weight gradient's operands
+//   (the layer's input and its output gradient) into a stash, and one GEMM
+//   of N x micro-batch rows per window adds the window's gradient into the
+//   accumulator (beta = 1), which the apply step zeroes: what the runtime
+//   alone can do (cpu-lowering.md, "Deferred weight gradients"), since it
+//   cannot know that nothing else adds into an accumulator.
+// * deferred, writing: the same GEMM writes the gradient (beta = 0) and the
+//   apply step does not zero the accumulator: the accumulators are written
+//   once per window and never read by the micro-steps. Only valid where the
+//   compiler knows this GEMM is the accumulator's only writer.
+//
+// Both deferred schedules stash only where the stash is no larger than the
+// accumulator (N B (in + out) <= in out); the 10-wide last layer stays per
+// micro-step.
 //
 // A question to ask a CPU before the compiler builds a schedule (issue 23,
 // item 7): on Intel Xeons the f32 MLP at micro-batch 32 reaches 73-78% of
 // its GEMM-bound limit and every GEMM runs 16-25% slower in a session than
 // hot, which points at the accumulators' traffic (2.7 MB, with the 2.7 MB of
 // weights, against a 2 MB L2). The generated elementwise loops are left
-// out (a few percent of the micro-step, bench/README.md). The three
+// out (a few percent of the micro-step, bench/README.md). The four
 // schedules are first checked to compute the same window gradient. One
 // thread; alternated rounds, best window of each schedule, Markdown table.
 //
-//   OMP_NUM_THREADS=1 build/bin/cleave-gemm-window [micro-batch ...]
+//   OMP_NUM_THREADS=1 build/bin/cleave-gemm-window [--check] [micro-batch ...]
+//
+// `--check` stops after the check (a test runs it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,15 +89,26 @@ struct Gemm {
   float *c;
 };
 
-enum class Schedule { PerMicroStep, FirstWrites, Deferred };
+enum class Schedule {
+  PerMicroStep,
+  FirstWrites,
+  DeferredAdding,
+  DeferredWriting
+};
+constexpr Schedule kSchedules[] = {
+    Schedule::PerMicroStep, Schedule::FirstWrites, Schedule::DeferredAdding,
+    Schedule::DeferredWriting};
+constexpr int kNumSchedules = 4;
 const char *name(Schedule s) {
   switch (s) {
   case Schedule::PerMicroStep:
     return "per micro-step (Cleave today)";
   case Schedule::FirstWrites:
     return "first micro-step writes";
-  case Schedule::Deferred:
-    return "deferred to the window's end";
+  case Schedule::DeferredAdding:
+    return "deferred to the window's end, adding";
+  case Schedule::DeferredWriting:
+    return "deferred to the window's end, writing";
   }
   return "";
 }
@@ -135,10 +156,12 @@ public:
                                       grad_[l + 1]->data, act_[l]->data,
                                       acc_[l]->data));
       // Unused (never run) where the layer is not deferred.
-      windowGradient_.push_back(
-          defer_[l] ? matmul(out, n * b, in, true, false, false,
-                             stashDy_[l]->data, stashX_[l]->data, acc_[l]->data)
-                    : Gemm{});
+      for (bool accumulate : {false, true})
+        (accumulate ? addWindowGradient_ : writeWindowGradient_)
+            .push_back(defer_[l] ? matmul(out, n * b, in, true, false,
+                                          accumulate, stashDy_[l]->data,
+                                          stashX_[l]->data, acc_[l]->data)
+                                 : Gemm{});
     }
     std::string error;
     ctx_ = cleave::rt::KernelContext::create(kernels_, error);
@@ -163,21 +186,29 @@ public:
       const size_t size = acc_[l]->size;
       for (size_t i = 0; i < size; ++i)
         w[i] -= scale * g[i];
-      if (zeroedByApply(schedule, l))
+      if (adds(schedule, l))
         std::memset(g, 0, size * 4);
     }
     parts.apply += seconds(t0, Clock::now());
     ++parts.windows;
   }
 
-  /// The window's weight gradients under `schedule`, parameters unchanged:
-  /// what the apply step would read.
-  std::vector<std::vector<float>> windowGradients(Schedule schedule) {
-    // What the last apply step left: zeros where it zeroes, elsewhere the
-    // last window's gradient, which the window must overwrite.
-    for (int l = 0; l < kLayers; ++l)
-      std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size,
-                zeroedByApply(schedule, l) ? 0.f : 1.f);
+  /// The accumulators after a window under `schedule`, parameters
+  /// unchanged: what the apply step would read. Each starts as the last
+  /// apply step left it: where the micro-steps add into it, `start` (zero
+  /// after an apply step; another value shows that nothing overwrites it),
+  /// elsewhere 1 (the last window's gradient), which the window overwrites.
+  std::vector<std::vector<float>>
+  windowGradients(Schedule schedule,
+                  const std::vector<std::vector<float>> *start = nullptr) {
+    for (int l = 0; l < kLayers; ++l) {
+      if (!adds(schedule, l))
+        std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size, 1.f);
+      else if (start)
+        std::copy((*start)[l].begin(), (*start)[l].end(), acc_[l]->data);
+      else
+        std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size, 0.f);
+    }
     gradients(schedule, nullptr);
     std::vector<std::vector<float>> out;
     for (auto &acc : acc_)
@@ -185,15 +216,17 @@ public:
     return out;
   }
 
-private:
-  /// Whether the apply step zeroes the layer's accumulator: where the
-  /// micro-steps add into it from the window's first.
-  bool zeroedByApply(Schedule schedule, int layer) const {
+  /// Whether the window adds into the layer's accumulator from its first
+  /// micro-step on (and the apply step zeroes it).
+  bool adds(Schedule schedule, int layer) const {
     return schedule == Schedule::PerMicroStep ||
-           (schedule == Schedule::Deferred && !defer_[layer]);
+           schedule == Schedule::DeferredAdding ||
+           (schedule == Schedule::DeferredWriting && !defer_[layer]);
   }
   bool isDeferred(Schedule schedule, int layer) const {
-    return schedule == Schedule::Deferred && defer_[layer];
+    return (schedule == Schedule::DeferredAdding ||
+            schedule == Schedule::DeferredWriting) &&
+           defer_[layer];
   }
 
   /// The micro-steps of a window, in the order Cleave's micro-step calls
@@ -228,7 +261,8 @@ private:
     auto w1 = Clock::now();
     for (int l = 0; l < kLayers; ++l)
       if (isDeferred(schedule, l))
-        run(windowGradient_[l]);
+        run(schedule == Schedule::DeferredAdding ? addWindowGradient_[l]
+                                                 : writeWindowGradient_[l]);
     if (parts) {
       parts->forwardAndData += seconds(w0, w1) - inStep;
       parts->gradientsInStep += inStep;
@@ -267,7 +301,7 @@ private:
       stashX_, stashDy_;
   std::vector<bool> defer_;
   std::vector<Gemm> forward_, backwardData_, addGradient_, writeGradient_,
-      windowGradient_;
+      addWindowGradient_, writeWindowGradient_;
   nlohmann::json kernels_ = nlohmann::json::array();
   std::unique_ptr<cleave::rt::KernelContext> ctx_;
 };
@@ -276,18 +310,22 @@ private:
 
 int main(int argc, char **argv) {
   std::vector<int> batches;
+  bool checkOnly = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--check") == 0) {
+      checkOnly = true;
+      continue;
+    }
     int b = std::atoi(argv[i]);
     if (b <= 0) {
-      std::fprintf(stderr, "usage: cleave-gemm-window [micro-batch ...]\n");
+      std::fprintf(stderr,
+                   "usage: cleave-gemm-window [--check] [micro-batch ...]\n");
       return 2;
     }
     batches.push_back(b);
   }
   if (batches.empty())
     batches = {32, 256};
-  const Schedule schedules[] = {Schedule::PerMicroStep, Schedule::FirstWrites,
-                                Schedule::Deferred};
   std::vector<std::unique_ptr<Window>> windows;
   for (int b : batches) {
     try {
@@ -298,13 +336,15 @@ int main(int argc, char **argv) {
     }
     Window &window = *windows.back();
     // The schedules must compute the same window gradient (to rounding:
-    // the deferred GEMM sums its N x B rows in another order).
+    // the deferred GEMM sums its N x B rows in another order), and add it
+    // to what an accumulator they add into held before (here the gradient
+    // itself, so a GEMM that wrote instead of adding would give half).
     const auto reference = window.windowGradients(Schedule::PerMicroStep);
-    for (Schedule s : {Schedule::FirstWrites, Schedule::Deferred}) {
-      const auto got = window.windowGradients(s);
+    for (Schedule s : kSchedules) {
+      const auto got = window.windowGradients(s, &reference);
       for (size_t l = 0; l < got.size(); ++l)
         for (size_t i = 0; i < got[l].size(); ++i) {
-          const float want = reference[l][i];
+          const float want = (window.adds(s, int(l)) ? 2 : 1) * reference[l][i];
           if (std::fabs(got[l][i] - want) > 1e-5f * std::fabs(want) + 1e-30f) {
             std::fprintf(stderr,
                          "cleave-gemm-window: '%s' at micro-batch %d: layer "
@@ -315,6 +355,8 @@ int main(int argc, char **argv) {
         }
     }
   }
+  if (checkOnly)
+    return 0;
   std::printf(
       "| micro-batch | schedule | us per window | samples/s | "
       "forward + backward-data | weight gradients in micro-steps | "
@@ -322,14 +364,14 @@ int main(int argc, char **argv) {
   for (size_t w = 0; w < batches.size(); ++w) {
     const int b = batches[w];
     Window &window = *windows[w];
-    Parts best[3];
+    Parts best[kNumSchedules];
     for (int round = 0; round < 7; ++round) {
-      for (int i = 0; i < 3; ++i) {
-        int s = round % 2 ? 2 - i : i;
+      for (int i = 0; i < kNumSchedules; ++i) {
+        int s = round % 2 ? kNumSchedules - 1 - i : i;
         Parts parts;
         auto start = Clock::now();
         do
-          window.run(schedules[s], parts);
+          window.run(kSchedules[s], parts);
         while (std::chrono::duration<double>(Clock::now() - start).count() <
                0.3);
         if (!best[s].windows ||
@@ -337,14 +379,17 @@ int main(int argc, char **argv) {
           best[s] = parts;
       }
     }
-    for (int s = 0; s < 3; ++s) {
+    for (int s = 0; s < kNumSchedules; ++s) {
       const Parts &p = best[s];
       double us = 1e6 / p.windows;
-      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", b,
-                  schedules[s] == Schedule::Deferred && !window.defersAny()
-                      ? "deferred (no layer: every stash would outgrow its "
+      const bool deferred = kSchedules[s] == Schedule::DeferredAdding ||
+                            kSchedules[s] == Schedule::DeferredWriting;
+      std::printf("| %d | %s%s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+                  b, name(kSchedules[s]),
+                  deferred && !window.defersAny()
+                      ? " (no layer: every stash would outgrow its "
                         "accumulator)"
-                      : name(schedules[s]),
+                      : "",
                   p.total() * us, kAccumulate * b * p.windows / p.total(),
                   p.forwardAndData * us, p.gradientsInStep * us,
                   p.gradientsAtEnd * us, p.apply * us);

@@ -7,8 +7,12 @@
 // may alias: the attention nests of a transformer (32 or 64 elements per
 // row) ran as scalar or scatter code. Marking the innermost loops of the
 // generated nests `unroll disable` leaves them for the vectoriser, which
-// vectorises them along their contiguous dimension and interleaves on its
-// own.
+// vectorises them along their contiguous dimension. LLVM also reads
+// `unroll disable` as `interleave 1` (LoopVectorizeHints::getInterleave), so
+// a reduction keeps one vector of partial sums: giving the long ones four
+// (an interleave count, with their nests collapsed into one loop) made no
+// difference to the MLP's window check, the GPT decoder or the encoder on
+// AMD Zen 5 (bench/README.md, 2026-12-02), so they are left as they are.
 //
 // A loop that converts between f32 and bf16 on a target with AVX512-BF16 is
 // also given its vector width. LLVM 22's X86 cost model prices

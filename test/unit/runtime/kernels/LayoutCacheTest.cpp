@@ -304,8 +304,9 @@ TEST(LayoutCache, CroppedKernelsCacheTheirLiveTaps) {
   for (size_t i = 0; i < kWeights; ++i) {
     sum.add(i, initial[i]);
     sum.add(i, 2.0 * gradient[i]);
-    if (i % (kK * kK) != 4) // a dead tap: no gradient, left as it was
+    if (i % (kK * kK) != 4) { // a dead tap: no gradient, left as it was
       EXPECT_EQ(accumulator[i], initial[i]) << i;
+    }
   }
   EXPECT_TRUE(matches(accumulator, sum));
 }
