@@ -32,8 +32,9 @@
 // hot, which points at the accumulators' traffic (2.7 MB, with the 2.7 MB of
 // weights, against a 2 MB L2). The generated elementwise loops are left
 // out (a few percent of the micro-step, bench/README.md). The four
-// schedules are first checked to compute the same window gradient. One
-// thread; alternated rounds, best window of each schedule, Markdown table.
+// schedules are first checked to compute the same window gradient, and to
+// add it into or overwrite the accumulators as they claim. One thread;
+// alternated rounds, best window of each schedule, Markdown table.
 //
 //   OMP_NUM_THREADS=1 build/bin/cleave-gemm-window [--check] [micro-batch ...]
 //
@@ -52,6 +53,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -98,7 +101,7 @@ enum class Schedule {
 constexpr Schedule kSchedules[] = {
     Schedule::PerMicroStep, Schedule::FirstWrites, Schedule::DeferredAdding,
     Schedule::DeferredWriting};
-constexpr int kNumSchedules = 4;
+constexpr int kNumSchedules = int(std::size(kSchedules));
 const char *name(Schedule s) {
   switch (s) {
   case Schedule::PerMicroStep:
@@ -106,11 +109,14 @@ const char *name(Schedule s) {
   case Schedule::FirstWrites:
     return "first micro-step writes";
   case Schedule::DeferredAdding:
-    return "deferred to the window's end, adding";
+    return "deferred, adding";
   case Schedule::DeferredWriting:
-    return "deferred to the window's end, writing";
+    return "deferred, writing";
   }
   return "";
+}
+bool defers(Schedule s) {
+  return s == Schedule::DeferredAdding || s == Schedule::DeferredWriting;
 }
 
 /// Seconds spent per window in each part, and windows run.
@@ -155,13 +161,14 @@ public:
       writeGradient_.push_back(matmul(out, b, in, true, false, false,
                                       grad_[l + 1]->data, act_[l]->data,
                                       acc_[l]->data));
-      // Unused (never run) where the layer is not deferred.
+      // Where the layer is not deferred, never run (an id no kernel has).
       for (bool accumulate : {false, true})
         (accumulate ? addWindowGradient_ : writeWindowGradient_)
-            .push_back(defer_[l] ? matmul(out, n * b, in, true, false,
-                                          accumulate, stashDy_[l]->data,
-                                          stashX_[l]->data, acc_[l]->data)
-                                 : Gemm{});
+            .push_back(defer_[l]
+                           ? matmul(out, n * b, in, true, false, accumulate,
+                                    stashDy_[l]->data, stashX_[l]->data,
+                                    acc_[l]->data)
+                           : Gemm{-1, nullptr, nullptr, nullptr, nullptr});
     }
     std::string error;
     ctx_ = cleave::rt::KernelContext::create(kernels_, error);
@@ -176,7 +183,7 @@ public:
 
   /// One window and its apply step.
   void run(Schedule schedule, Parts &parts) {
-    gradients(schedule, &parts);
+    gradients(schedule, &parts, /*varyInputs=*/false);
     // SGD on the window's mean gradient; accumulators that micro-steps add
     // into are zeroed for the next window in the same sweep.
     auto t0 = Clock::now();
@@ -186,30 +193,36 @@ public:
       const size_t size = acc_[l]->size;
       for (size_t i = 0; i < size; ++i)
         w[i] -= scale * g[i];
-      if (adds(schedule, l))
-        std::memset(g, 0, size * 4);
+      resetAccumulator(schedule, l);
     }
     parts.apply += seconds(t0, Clock::now());
     ++parts.windows;
+    throwIfFailed();
   }
 
   /// The accumulators after a window under `schedule`, parameters
   /// unchanged: what the apply step would read. Each starts as the last
-  /// apply step left it: where the micro-steps add into it, `start` (zero
-  /// after an apply step; another value shows that nothing overwrites it),
-  /// elsewhere 1 (the last window's gradient), which the window overwrites.
+  /// window's gradient (1 everywhere), reset as the apply step resets it,
+  /// plus `start` where the window adds into it (another value than zero
+  /// shows that nothing overwrites it). The window's inputs differ from one
+  /// micro-step to the next, and the stashes start as NaN, so that a slot
+  /// copied to the wrong place, or not at all, shows.
   std::vector<std::vector<float>>
   windowGradients(Schedule schedule,
                   const std::vector<std::vector<float>> *start = nullptr) {
     for (int l = 0; l < kLayers; ++l) {
-      if (!adds(schedule, l))
-        std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size, 1.f);
-      else if (start)
-        std::copy((*start)[l].begin(), (*start)[l].end(), acc_[l]->data);
-      else
-        std::fill(acc_[l]->data, acc_[l]->data + acc_[l]->size, 0.f);
+      float *acc = acc_[l]->data;
+      std::fill(acc, acc + acc_[l]->size, 1.f);
+      resetAccumulator(schedule, l);
+      if (start && adds(schedule, l))
+        for (size_t i = 0; i < acc_[l]->size; ++i)
+          acc[i] += (*start)[size_t(l)][i];
+      for (Buffer *stash : {stashX_[l].get(), stashDy_[l].get()})
+        std::fill(stash->data, stash->data + stash->size,
+                  std::numeric_limits<float>::quiet_NaN());
     }
-    gradients(schedule, nullptr);
+    gradients(schedule, nullptr, /*varyInputs=*/true);
+    throwIfFailed();
     std::vector<std::vector<float>> out;
     for (auto &acc : acc_)
       out.emplace_back(acc->data, acc->data + acc->size);
@@ -223,21 +236,37 @@ public:
            schedule == Schedule::DeferredAdding ||
            (schedule == Schedule::DeferredWriting && !defer_[layer]);
   }
+
+private:
   bool isDeferred(Schedule schedule, int layer) const {
-    return (schedule == Schedule::DeferredAdding ||
-            schedule == Schedule::DeferredWriting) &&
-           defer_[layer];
+    return defers(schedule) && defer_[layer];
+  }
+  /// What the apply step leaves in the layer's accumulator for the next
+  /// window: zeros where the window adds into it, else the gradient.
+  void resetAccumulator(Schedule schedule, int layer) {
+    if (adds(schedule, layer))
+      std::memset(acc_[layer]->data, 0, acc_[layer]->size * 4);
+  }
+  void throwIfFailed() const {
+    if (ctx_->failed())
+      throw std::runtime_error(ctx_->error().message());
   }
 
   /// The micro-steps of a window, in the order Cleave's micro-step calls
   /// its GEMMs (the forward layers, then from the last layer back: its
   /// backward-data GEMM, then its weight gradient), and the weight
   /// gradients made at the window's end.
-  void gradients(Schedule schedule, Parts *parts) {
+  /// With `varyInputs`, each micro-step gets its own input and output
+  /// gradient (the check); else all get the same (the timed windows).
+  void gradients(Schedule schedule, Parts *parts, bool varyInputs) {
     // The runtime's CPU kernels return when their work is done.
     double inStep = 0;
     auto w0 = Clock::now();
     for (int step = 0; step < kAccumulate; ++step) {
+      if (varyInputs)
+        for (Buffer *b : {act_[0].get(), grad_[kLayers].get()})
+          for (size_t i = 0; i < b->size; ++i)
+            b->data[i] = 1e-3f * float((i + 3 * size_t(step)) % 7);
       for (const Gemm &g : forward_)
         run(g);
       for (int l = kLayers - 1; l >= 0; --l) {
@@ -306,34 +335,12 @@ public:
   std::unique_ptr<cleave::rt::KernelContext> ctx_;
 };
 
-} // namespace
-
-int main(int argc, char **argv) {
-  std::vector<int> batches;
-  bool checkOnly = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--check") == 0) {
-      checkOnly = true;
-      continue;
-    }
-    int b = std::atoi(argv[i]);
-    if (b <= 0) {
-      std::fprintf(stderr,
-                   "usage: cleave-gemm-window [--check] [micro-batch ...]\n");
-      return 2;
-    }
-    batches.push_back(b);
-  }
-  if (batches.empty())
-    batches = {32, 256};
+/// Checks the schedules at each micro-batch, then (unless `checkOnly`)
+/// times them: the exit status. Throws std::runtime_error.
+int measure(const std::vector<int> &batches, bool checkOnly) {
   std::vector<std::unique_ptr<Window>> windows;
   for (int b : batches) {
-    try {
-      windows.emplace_back(new Window(b));
-    } catch (const std::runtime_error &e) {
-      std::fprintf(stderr, "cleave-gemm-window: error: %s\n", e.what());
-      return 1;
-    }
+    windows.emplace_back(new Window(b));
     Window &window = *windows.back();
     // The schedules must compute the same window gradient (to rounding:
     // the deferred GEMM sums its N x B rows in another order), and add it
@@ -345,10 +352,12 @@ int main(int argc, char **argv) {
       for (size_t l = 0; l < got.size(); ++l)
         for (size_t i = 0; i < got[l].size(); ++i) {
           const float want = (window.adds(s, int(l)) ? 2 : 1) * reference[l][i];
-          if (std::fabs(got[l][i] - want) > 1e-5f * std::fabs(want) + 1e-30f) {
+          // Written so that NaN fails.
+          if (!(std::fabs(got[l][i] - want) <=
+                1e-5f * std::fabs(want) + 1e-30f)) {
             std::fprintf(stderr,
                          "cleave-gemm-window: '%s' at micro-batch %d: layer "
-                         "%zu's gradient[%zu] is %g, per micro-step %g\n",
+                         "%zu's gradient[%zu] is %g, want %g\n",
                          name(s), b, l, i, double(got[l][i]), double(want));
             return 1;
           }
@@ -382,11 +391,9 @@ int main(int argc, char **argv) {
     for (int s = 0; s < kNumSchedules; ++s) {
       const Parts &p = best[s];
       double us = 1e6 / p.windows;
-      const bool deferred = kSchedules[s] == Schedule::DeferredAdding ||
-                            kSchedules[s] == Schedule::DeferredWriting;
       std::printf("| %d | %s%s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
                   b, name(kSchedules[s]),
-                  deferred && !window.defersAny()
+                  defers(kSchedules[s]) && !window.defersAny()
                       ? " (no layer: every stash would outgrow its "
                         "accumulator)"
                       : "",
@@ -396,4 +403,33 @@ int main(int argc, char **argv) {
     }
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int> batches;
+  bool checkOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--check") == 0) {
+      checkOnly = true;
+      continue;
+    }
+    int b = std::atoi(argv[i]);
+    if (b <= 0) {
+      std::fprintf(stderr,
+                   "usage: cleave-gemm-window [--check] [micro-batch ...]\n");
+      return 2;
+    }
+    batches.push_back(b);
+  }
+  if (batches.empty())
+    batches = {32, 256};
+  // The runtime refusing the kernel table, or a kernel failing.
+  try {
+    return measure(batches, checkOnly);
+  } catch (const std::runtime_error &e) {
+    std::fprintf(stderr, "cleave-gemm-window: error: %s\n", e.what());
+    return 1;
+  }
 }
