@@ -214,6 +214,12 @@ public:
       float *acc = acc_[l]->data;
       std::fill(acc, acc + acc_[l]->size, 1.f);
       resetAccumulator(schedule, l);
+      // A reset of an accumulator the window overwrites would not change
+      // the gradient, only the apply step's time.
+      if (!adds(schedule, l) && std::any_of(acc, acc + acc_[l]->size,
+                                            [](float x) { return x != 1.f; }))
+        throw std::runtime_error(std::string("'") + name(schedule) +
+                                 "' resets an accumulator it overwrites");
       if (start && adds(schedule, l))
         for (size_t i = 0; i < acc_[l]->size; ++i)
           acc[i] += (*start)[size_t(l)][i];
@@ -263,10 +269,13 @@ private:
     double inStep = 0;
     auto w0 = Clock::now();
     for (int step = 0; step < kAccumulate; ++step) {
+      // Scaled by the step too: rows of 784 repeat a pattern of 7, which
+      // alone could give every micro-step the same column sums.
       if (varyInputs)
-        for (Buffer *b : {act_[0].get(), grad_[kLayers].get()})
-          for (size_t i = 0; i < b->size; ++i)
-            b->data[i] = 1e-3f * float((i + 3 * size_t(step)) % 7);
+        for (Buffer *buffer : {act_[0].get(), grad_[kLayers].get()})
+          for (size_t i = 0; i < buffer->size; ++i)
+            buffer->data[i] =
+                1e-3f * float(step + 1) * float((i + 3 * size_t(step)) % 7);
       for (const Gemm &g : forward_)
         run(g);
       for (int l = kLayers - 1; l >= 0; --l) {
@@ -340,7 +349,7 @@ private:
 int measure(const std::vector<int> &batches, bool checkOnly) {
   std::vector<std::unique_ptr<Window>> windows;
   for (int b : batches) {
-    windows.emplace_back(new Window(b));
+    windows.push_back(std::make_unique<Window>(b));
     Window &window = *windows.back();
     // The schedules must compute the same window gradient (to rounding:
     // the deferred GEMM sums its N x B rows in another order), and add it
