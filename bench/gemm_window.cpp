@@ -44,6 +44,7 @@
 
 #include "cleave/kernel_abi.h"
 #include "kernels/KernelContext.h"
+#include "schema/SchemaWriteJson.h"
 
 #include <nlohmann/json.hpp>
 
@@ -312,20 +313,22 @@ private:
   Gemm matmul(int m, int k, int n, bool transA, bool transB, bool accumulate,
               const float *a, const float *b, float *c,
               const float *bias = nullptr) {
-    const int64_t id = int64_t(kernels_.size());
-    kernels_.push_back({{"id", id},
-                        {"op", "matmul"},
-                        {"batch", 1},
-                        {"m", m},
-                        {"k", k},
-                        {"n", n},
-                        {"trans_a", transA},
-                        {"trans_b", transB},
-                        {"b_batched", false},
-                        {"bias", bias != nullptr},
-                        {"activation", "none"},
-                        {"accumulate", accumulate}});
-    return {id, a, b, bias, c};
+    namespace abi = cleave::abi;
+    abi::Kernel entry;
+    entry.id = int64_t(kernels_.size());
+    entry.op = abi::KernelOp::matmul;
+    entry.batch = 1;
+    entry.m = m;
+    entry.k = k;
+    entry.n = n;
+    entry.transA = transA;
+    entry.transB = transB;
+    entry.bBatched = false;
+    entry.bias = bias != nullptr;
+    entry.activation = abi::Activation::none;
+    entry.accumulate = accumulate;
+    kernels_.push_back(abi::toJson(entry));
+    return {entry.id, a, b, bias, c};
   }
   void run(const Gemm &g) {
     cleave_kernel_matmul(ctx_.get(), g.id, g.a, g.b, g.bias, g.c);

@@ -12,7 +12,7 @@
 
 #include "Manifest.h"
 #include "kernels/KernelContext.h"
-#include "schema/SchemaWrite.h"
+#include "schema/SchemaWriteJson.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -37,23 +37,6 @@ void checkTensor(const TensorDesc &t) {
   require(t.bytes == size_t(t.numElements) * dtypeSize(t.dtype));
 }
 
-/// SchemaWrite.h's JSON library: nlohmann.
-struct NlohmannJson {
-  using Value = nlohmann::json;
-  static Value object() { return Value::object(); }
-  static Value array() { return Value::array(); }
-  static void set(Value &object, const std::string &key, Value value) {
-    object[key] = std::move(value);
-  }
-  static void push(Value &array, Value value) {
-    array.push_back(std::move(value));
-  }
-  static Value integer(int64_t v) { return v; }
-  static Value number(double v) { return v; }
-  static Value boolean(bool v) { return v; }
-  static Value string(const std::string &v) { return v; }
-};
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -65,10 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // What the parser accepted, written by the schema and parsed again, is
   // accepted as the same document.
   Manifest again;
-  require(
-      parseManifest(cleave::abi::writeStruct<NlohmannJson>(manifest.doc).dump(),
-                    again)
-          .ok());
+  require(parseManifest(cleave::abi::toJson(manifest.doc).dump(), again).ok());
   require(again.doc == manifest.doc);
   for (const GlobalDesc &g : manifest.globals)
     checkTensor(g);
