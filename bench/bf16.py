@@ -13,7 +13,8 @@ model (test/Frontend/Onnx/Inputs/make_model.py torch_block17), at
 micro-batches 32 and 256, N = 4; PyTorch's own loop on the same models
 (bench/pytorch_ref.py) in float32 and under torch.autocast(dtype=bfloat16)
 in the same run, and for the MLP the GEMM-bound limit of each artifact
-(cleave-roofline). Then bench/real_models.py's resnet18 (3x32x32) and GPT
+(cleave-roofline), with Cleave's share of it also measured paired
+(cleave-roofline --paired: a session and the GEMMs alternated). Then bench/real_models.py's resnet18 (3x32x32) and GPT
 decoder (width 128, 64 byte tokens) at micro-batch 32 (--real-models=""
 leaves them out), against PyTorch's loop on the same modules. Prints a Markdown table with the CPU's name and whether it
 has AVX512-BF16 and AMX (without AVX512-BF16 there is nothing to measure:
@@ -21,6 +22,7 @@ the compiler refuses bf16 for such a target).
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -107,12 +109,21 @@ def main():
                 # The GEMM-bound limit (bench/README.md): B over the sum of
                 # the micro-step's GEMMs timed alone, hot in cache; a bf16
                 # GEMM's parameter operand from the layout cache, as in a
-                # session.
-                jobs.append((precision + "_limit", lambda artifact=artifact: (
-                    b / json.loads(subprocess.run(
-                        [os.path.join(bin_dir, "cleave-roofline"), artifact],
+                # session. --paired also times a session and the GEMMs
+                # alternately, ~10 ms apart: the median of those pairs'
+                # ratios (`_paired`), which a VM's drift from one second to
+                # the next moves far less than the ratio of separate runs.
+                def limit(artifact=artifact, precision=precision):
+                    out = json.loads(subprocess.run(
+                        [os.path.join(bin_dir, "cleave-roofline"), artifact,
+                         "--paired", f"--seconds={a.seconds}"],
                         env=env, check=True, capture_output=True,
-                        text=True).stdout)["micro_step_gemm_ms"] * 1e3)))
+                        text=True).stdout)
+                    return {precision + "_limit":
+                            b / out["micro_step_gemm_ms"] * 1e3,
+                            precision + "_paired":
+                            out["paired"]["ratio_median"]}
+                jobs.append((precision + "_limit", limit))
             jobs.append((precision, lambda artifact=artifact: (
                 samples_per_second([
                     os.path.join(bin_dir, "cleave-bench"), artifact,
@@ -121,13 +132,17 @@ def main():
         for mode, flags in (("torch", []), ("autocast", ["--autocast"])):
             jobs.append((mode, lambda flags=flags: samples_per_second(
                 torch_command + flags)))
-        speed = {key: [] for key, _ in jobs}
+        speed = collections.defaultdict(list)
         for r in range(a.rounds):
             for key, job in (jobs if r % 2 == 0 else reversed(jobs)):
                 load = os.getloadavg()[0]
-                speed[key].append(job())
-                print(f"  [load {load:.1f}] {name} b{b} {key}: "
-                      f"{speed[key][-1]:.0f} samples/s", file=sys.stderr)
+                result = job()
+                for k, v in (result.items() if isinstance(result, dict)
+                             else [(key, result)]):
+                    speed[k].append(v)
+                    print(f"  [load {load:.1f}] {name} b{b} {k}: "
+                          + (f"{v:.0%} of the limit" if k.endswith("_paired")
+                             else f"{v:.0f} samples/s"), file=sys.stderr)
         return speed
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,14 +208,25 @@ def main():
               f"{ratio(s, 'bf16', 'autocast')} |")
     limits = [(name, b, s) for name, b, s in rows if "f32_limit" in s]
     if limits:
+        def paired(key):
+            v = s[key]
+            return f"{median(v):.0%}" + (
+                f" ({min(v) * 100:.0f}-{max(v):.0%})" if len(v) > 1 else "")
+
         print("\n| model | micro-batch | f32 GEMM-bound limit | Cleave f32 / "
-              "limit | bf16 GEMM-bound limit | Cleave bf16 / limit |")
-        print("|---|---|---|---|---|---|")
+              "limit | paired | bf16 GEMM-bound limit | Cleave bf16 / limit "
+              "| paired |")
+        print("|---|---|---|---|---|---|---|---|")
         for name, b, s in limits:
             print(f"| {name} | {b} | {median(s['f32_limit']):,.0f} | "
                   f"{ratio(s, 'f32', 'f32_limit', True)} | "
+                  f"{paired('f32_paired')} | "
                   f"{median(s['bf16_limit']):,.0f} | "
-                  f"{ratio(s, 'bf16', 'bf16_limit', True)} |")
+                  f"{ratio(s, 'bf16', 'bf16_limit', True)} | "
+                  f"{paired('bf16_paired')} |")
+        print("\n(paired: `cleave-roofline --paired`, a session and the "
+              "GEMMs timed alternately, the median ratio of the pairs; per "
+              "round, then the median and range over rounds)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RandomBatch.h"
 #include "cleave/runtime.hpp"
 
 #include <dlfcn.h>
@@ -36,59 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-/// Random data for every user input of the artifact, as one full batch.
-struct Data {
-  std::vector<std::vector<unsigned char>> inputs;
-  cleave::Batch batch;
-};
-
-Data makeData(const cleave::Artifact &artifact, int64_t microBatch) {
-  Data d;
-  d.batch.setSamples(microBatch);
-  size_t count = 0;
-  cleave_artifact_num_inputs(artifact.get(), &count);
-  std::mt19937 rng(0);
-  std::normal_distribution<float> normal;
-  // Class labels and token ids must lie below their input's index_bound.
-  const char *manifestText = nullptr;
-  cleave_artifact_manifest(artifact.get(), &manifestText);
-  nlohmann::json manifest = nlohmann::json::parse(manifestText);
-  for (size_t i = 0; i < count; ++i) {
-    cleave_tensor_info info;
-    cleave_artifact_input(artifact.get(), i, &info);
-    size_t elements = 1;
-    for (int32_t r = 0; r < info.rank; ++r)
-      elements *= size_t(info.shape[r]);
-    std::vector<unsigned char> bytes;
-    if (info.dtype == CLEAVE_DTYPE_F32) {
-      std::vector<float> v(elements);
-      for (float &x : v)
-        x = normal(rng);
-      bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
-                   reinterpret_cast<unsigned char *>(v.data() + elements));
-    } else if (info.dtype == CLEAVE_DTYPE_I64) {
-      // Class labels or token ids: spread over [0, index_bound).
-      int64_t bound = 10;
-      for (const nlohmann::json &in : manifest["inputs"])
-        if (in.value("name", "") == info.name)
-          bound = in.value("index_bound", bound);
-      std::vector<int64_t> v(elements);
-      for (size_t k = 0; k < elements; ++k)
-        v[k] = int64_t(k) % bound;
-      bytes.assign(reinterpret_cast<unsigned char *>(v.data()),
-                   reinterpret_cast<unsigned char *>(v.data() + elements));
-    } else {
-      std::fprintf(stderr, "cleave-bench: input %zu has an unsupported dtype\n",
-                   i);
-      std::exit(1);
-    }
-    d.inputs.push_back(std::move(bytes));
-  }
-  for (const auto &in : d.inputs)
-    d.batch.add(in.data(), in.size());
-  return d;
 }
 
 /// MiB of memory in use on the current CUDA device (the driver's view of
@@ -162,7 +110,7 @@ int main(int argc, char **argv) {
     cleave_artifact_window_samples(artifact.get(), &window);
     if (n <= 0)
       n = artifactN;
-    Data data = makeData(artifact, b);
+    cleave::bench::RandomBatch data = cleave::bench::randomBatch(artifact, b);
     // A window that ends with a short micro-batch (the manifest's
     // window_samples), fed as cleave-train feeds it when N is the
     // artifact's: its first rows.
@@ -219,21 +167,38 @@ int main(int argc, char **argv) {
     // The steady loop with accumulation N: what training throughput is.
     session.setAccumulation(n);
     int64_t steps = 0;
+    std::vector<double> windowSeconds;
     auto t2 = Clock::now();
+    auto windowStart = t2;
     while (seconds(t2, Clock::now()) < budget / 3 || steps < n ||
            steps % n != 0) {
       session.microStep(steps % n == n - 1 ? lastBatch : data.batch);
       ++steps;
+      if (!gpu && steps % n == 0) {
+        auto now = Clock::now();
+        windowSeconds.push_back(seconds(windowStart, now));
+        windowStart = now;
+      }
     }
     (void)session.lastLoss();
+    const double windowSamples = double((n - 1) * b + last);
     double samplesPerSecond =
-        double(steps / n * ((n - 1) * b + last)) / seconds(t2, Clock::now());
+        double(steps / n) * windowSamples / seconds(t2, Clock::now());
 
     std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
                 "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "
                 "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f",
                 (long long)b, (long long)n, microMs, applyMs, samplesPerSecond,
                 statusMib("VmHWM"));
+    if (!windowSeconds.empty()) {
+      std::sort(windowSeconds.begin(), windowSeconds.end());
+      const double median = windowSeconds[windowSeconds.size() / 2];
+      std::printf(", \"windows\": %zu, \"window_ms_best\": %.4f, "
+                  "\"window_ms_median\": %.4f, "
+                  "\"samples_per_second_median_window\": %.1f",
+                  windowSeconds.size(), windowSeconds.front() * 1e3,
+                  median * 1e3, windowSamples / median);
+    }
     std::printf(", \"rss_before_session_mib\": %.1f", rssBeforeSession);
     nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
     if (manifest.contains("memory"))
@@ -252,6 +217,9 @@ int main(int argc, char **argv) {
     }
     std::printf("]}\n");
   } catch (const cleave::Error &e) {
+    std::fprintf(stderr, "cleave-bench: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
     std::fprintf(stderr, "cleave-bench: error: %s\n", e.what());
     return 1;
   }

@@ -8,12 +8,23 @@
 // GEMM-bound limit. A bf16 matmul's f32 operands come from the layout
 // cache's bf16 copies, as a session's parameters do. Prints one JSON object.
 //
-//   cleave-roofline model.cleave
+//   cleave-roofline model.cleave [--paired [--seconds=S]]
+//
+// --paired also trains the model (a session on random data, windows of the
+// artifact's N micro-steps with their apply steps) and alternates the two
+// for S seconds (default 6): a window untimed, then two timed, then every
+// GEMM once untimed and four times timed, and so on. Each such pair gives a
+// ratio of the session's samples/s to the limit's, measured within ~10 ms
+// of each other, so that a VM whose speed drifts by 20% from one second to
+// the next (seen on cloud VMs) still gives the ratio; the JSON adds the
+// median ratio, its quartiles, and the medians of both rates.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Artifact.h"
+#include "RandomBatch.h"
 #include "cleave/kernel_abi.h"
+#include "cleave/runtime.hpp"
 #include "kernels/KernelContext.h"
 
 #include <nlohmann/json.hpp>
@@ -24,8 +35,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 using Clock = std::chrono::steady_clock;
@@ -54,17 +67,91 @@ struct Buffer {
   float *data;
 };
 
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/// The q-quantile of `v` (sorted in place), by the nearest rank.
+double quantile(std::vector<double> &v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+/// --paired: the session and the GEMMs alternated (the file comment).
+nlohmann::json paired(const char *path, double budget,
+                      const std::vector<std::function<void()>> &gemms) {
+  cleave::Artifact artifact = cleave::Artifact::load(path);
+  int64_t b = 0, n = 0, window = 0;
+  cleave_artifact_micro_batch(artifact.get(), &b);
+  cleave_artifact_accumulate(artifact.get(), &n);
+  cleave_artifact_window_samples(artifact.get(), &window);
+  cleave::bench::RandomBatch data = cleave::bench::randomBatch(artifact, b);
+  // A window that ends with a short micro-batch (window_samples), fed as
+  // cleave-train and cleave-bench feed it: the first rows.
+  const int64_t last = window - (n - 1) * b;
+  cleave::Batch lastBatch(last);
+  for (const auto &in : data.inputs)
+    lastBatch.add(in.data(), in.size() / size_t(b) * size_t(last));
+  cleave::Session session(artifact, cleave::SessionOptions{});
+  session.setAccumulation(n);
+  auto trainWindow = [&] {
+    for (int64_t i = 0; i < n; ++i)
+      session.microStep(i == n - 1 ? lastBatch : data.batch);
+  };
+  std::vector<double> ratios, sessionRates, limitRates;
+  auto t0 = Clock::now();
+  while (seconds(t0, Clock::now()) < budget || ratios.size() < 9) {
+    trainWindow();
+    auto a = Clock::now();
+    trainWindow();
+    trainWindow();
+    const double sessionRate = 2.0 * double(window) / seconds(a, Clock::now());
+    // Each GEMM hot: once untimed, then timed four times in a row.
+    double gemmSeconds = 0;
+    for (const auto &run : gemms) {
+      run();
+      auto g = Clock::now();
+      for (int i = 0; i < 4; ++i)
+        run();
+      gemmSeconds += seconds(g, Clock::now()) / 4;
+    }
+    const double limitRate = double(b) / gemmSeconds;
+    ratios.push_back(sessionRate / limitRate);
+    sessionRates.push_back(sessionRate);
+    limitRates.push_back(limitRate);
+  }
+  return {{"pairs", ratios.size()},
+          {"ratio_median", quantile(ratios, 0.5)},
+          {"ratio_quartiles", {quantile(ratios, 0.25), quantile(ratios, 0.75)}},
+          {"session_samples_per_second_median", quantile(sessionRates, 0.5)},
+          {"limit_samples_per_second_median", quantile(limitRates, 0.5)}};
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: cleave-roofline model.cleave\n");
+  bool pairedMode = false, usage = false;
+  double budget = 6;
+  const char *path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--paired"))
+      pairedMode = true;
+    else if (!std::strncmp(argv[i], "--seconds=", 10))
+      budget = std::atof(argv[i] + 10);
+    else if (argv[i][0] != '-' && !path)
+      path = argv[i];
+    else
+      usage = true;
+  }
+  if (usage || !path || !(budget > 0)) {
+    std::fprintf(stderr, "usage: cleave-roofline model.cleave [--paired "
+                         "[--seconds=S]]\n");
     return 2;
   }
   // Only the kernel table is needed; the runtime's loader checks the file
   // (and says what is wrong with it) before anything maps it.
   std::shared_ptr<cleave::rt::Artifact> artifact;
-  cleave::rt::Status status = cleave::rt::Artifact::load(argv[1], artifact);
+  cleave::rt::Status status = cleave::rt::Artifact::load(path, artifact);
   if (!status.ok()) {
     std::fprintf(stderr, "cleave-roofline: error: %s\n",
                  status.message().c_str());
@@ -111,23 +198,28 @@ int main(int argc, char **argv) {
     // a time of 0 would read as an infinite rate.
     std::fprintf(stderr,
                  "cleave-roofline: error: %s: its micro-step has no matmul\n",
-                 argv[1]);
+                 path);
     return 1;
   }
   if (!parameters.empty())
     ctx->enableLayoutCache(parameters, {});
 
+  // One call of each GEMM, in the micro-step's order.
+  std::vector<std::function<void()>> runs;
+  for (const std::unique_ptr<Gemm> &g : timed) {
+    int64_t id = g->spec["id"];
+    float *bias = g->spec["bias"] ? g->bias.data : nullptr;
+    runs.push_back(
+        [context = ctx.get(), id, a = g->a.data, b = g->b.data, bias,
+         c = g->c.data] { cleave_kernel_matmul(context, id, a, b, bias, c); });
+  }
+
   nlohmann::json gemms = nlohmann::json::array();
   double totalMs = 0;
-  for (const std::unique_ptr<Gemm> &g : timed) {
-    const nlohmann::json &k = g->spec;
+  for (size_t index = 0; index < timed.size(); ++index) {
+    const nlohmann::json &k = timed[index]->spec;
     int64_t batch = k["batch"], m = k["m"], n = k["n"], kk = k["k"];
-    Buffer &a = g->a, &b = g->b, &bias = g->bias, &c = g->c;
-    int64_t id = k["id"];
-    auto run = [&] {
-      cleave_kernel_matmul(ctx.get(), id, a.data, b.data,
-                           k["bias"] ? bias.data : nullptr, c.data);
-    };
+    const std::function<void()> &run = runs[index];
     for (int i = 0; i < 5; ++i)
       run();
     double best = 1e30;
@@ -136,21 +228,27 @@ int main(int argc, char **argv) {
       auto t0 = Clock::now();
       for (int i = 0; i < iters; ++i)
         run();
-      best = std::min(best,
-                      std::chrono::duration<double>(Clock::now() - t0).count() /
-                          iters);
+      best = std::min(best, seconds(t0, Clock::now()) / iters);
     }
     double flops = 2.0 * double(batch * m * n * kk);
     totalMs += best * 1e3;
-    gemms.push_back({{"id", id},
-                   {"m", m},
-                   {"n", n},
-                   {"k", kk},
-                   {"batch", batch},
-                   {"ms", best * 1e3},
-                   {"gflops", flops / best / 1e9}});
+    gemms.push_back({{"id", k["id"]},
+                     {"m", m},
+                     {"n", n},
+                     {"k", kk},
+                     {"batch", batch},
+                     {"ms", best * 1e3},
+                     {"gflops", flops / best / 1e9}});
   }
   nlohmann::json out = {{"micro_step_gemm_ms", totalMs}, {"gemms", gemms}};
+  if (pairedMode) {
+    try {
+      out["paired"] = paired(path, budget, runs);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "cleave-roofline: error: %s\n", e.what());
+      return 1;
+    }
+  }
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }
