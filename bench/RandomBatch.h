@@ -21,7 +21,14 @@
 namespace cleave::bench {
 
 /// Random data for every user input of the artifact, as one full batch.
+/// `batch` points into `inputs`: movable, not copyable.
 struct RandomBatch {
+  RandomBatch() = default;
+  RandomBatch(RandomBatch &&) = default;
+  RandomBatch &operator=(RandomBatch &&) = default;
+  RandomBatch(const RandomBatch &) = delete;
+  RandomBatch &operator=(const RandomBatch &) = delete;
+
   std::vector<std::vector<unsigned char>> inputs;
   cleave::Batch batch;
 };

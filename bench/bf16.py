@@ -208,7 +208,7 @@ def main():
               f"{ratio(s, 'bf16', 'autocast')} |")
     limits = [(name, b, s) for name, b, s in rows if "f32_limit" in s]
     if limits:
-        def paired(key):
+        def paired(s, key):
             v = s[key]
             return f"{median(v):.0%}" + (
                 f" ({min(v) * 100:.0f}-{max(v):.0%})" if len(v) > 1 else "")
@@ -220,10 +220,10 @@ def main():
         for name, b, s in limits:
             print(f"| {name} | {b} | {median(s['f32_limit']):,.0f} | "
                   f"{ratio(s, 'f32', 'f32_limit', True)} | "
-                  f"{paired('f32_paired')} | "
+                  f"{paired(s, 'f32_paired')} | "
                   f"{median(s['bf16_limit']):,.0f} | "
                   f"{ratio(s, 'bf16', 'bf16_limit', True)} | "
-                  f"{paired('bf16_paired')} |")
+                  f"{paired(s, 'bf16_paired')} |")
         print("\n(paired: `cleave-roofline --paired`, a session and the "
               "GEMMs timed alternately, the median ratio of the pairs; per "
               "round, then the median and range over rounds)")

@@ -192,7 +192,11 @@ int main(int argc, char **argv) {
                 statusMib("VmHWM"));
     if (!windowSeconds.empty()) {
       std::sort(windowSeconds.begin(), windowSeconds.end());
-      const double median = windowSeconds[windowSeconds.size() / 2];
+      const size_t half = windowSeconds.size() / 2;
+      const double median =
+          windowSeconds.size() % 2
+              ? windowSeconds[half]
+              : (windowSeconds[half - 1] + windowSeconds[half]) / 2;
       std::printf(", \"windows\": %zu, \"window_ms_best\": %.4f, "
                   "\"window_ms_median\": %.4f, "
                   "\"samples_per_second_median_window\": %.1f",

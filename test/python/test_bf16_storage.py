@@ -19,9 +19,10 @@ import ctypes
 import os
 import sys
 
-# oneDNN reads ONEDNN_VERBOSE once, early (Cleave's runtime may ask it for
-# the CPU's ISA when the package is imported): before anything here loads
-# it. PyTorch's own oneDNN prints too, while the models are exported, which
+# oneDNN reads ONEDNN_VERBOSE once, when it makes its first primitive (no
+# session exists before the tests below). ctest sets it for this suite
+# (test/python/CMakeLists.txt); set here too, for a run of the file alone.
+# PyTorch's own oneDNN prints as well while the models are exported, which
 # is outside what the tests count.
 os.environ["ONEDNN_VERBOSE"] = "1"
 
@@ -97,6 +98,7 @@ def executions(log):
 def captured(capfd, steps):
     """What oneDNN printed while `steps` ran: its verbose lines go through
     C's stdout, flushed here so that the capture has them."""
+    ctypes.CDLL(None).fflush(None)
     capfd.readouterr()
     steps()
     ctypes.CDLL(None).fflush(None)
