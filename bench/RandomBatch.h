@@ -29,6 +29,16 @@ struct RandomBatch {
   RandomBatch(const RandomBatch &) = delete;
   RandomBatch &operator=(const RandomBatch &) = delete;
 
+  /// The first `rows` samples of every input: a window's short last
+  /// micro-batch (window_samples), as cleave-train feeds it.
+  cleave::Batch firstRows(int64_t rows) const {
+    cleave::Batch first(rows);
+    for (const auto &in : inputs)
+      first.add(in.data(),
+                in.size() / size_t(batch.view().samples) * size_t(rows));
+    return first;
+  }
+
   std::vector<std::vector<unsigned char>> inputs;
   cleave::Batch batch;
 };

@@ -115,9 +115,7 @@ int main(int argc, char **argv) {
     // window_samples), fed as cleave-train feeds it when N is the
     // artifact's: its first rows.
     const int64_t last = n == artifactN ? window - (n - 1) * b : b;
-    cleave::Batch lastBatch(last);
-    for (const auto &in : data.inputs)
-      lastBatch.add(in.data(), in.size() / size_t(b) * size_t(last));
+    cleave::Batch lastBatch = data.firstRows(last);
     // What the process holds before the session: the peak less this is what
     // the session cost (against the manifest's memory report). The peak
     // starts again from here (writing 5 to clear_refs resets VmHWM), so
@@ -167,42 +165,21 @@ int main(int argc, char **argv) {
     // The steady loop with accumulation N: what training throughput is.
     session.setAccumulation(n);
     int64_t steps = 0;
-    std::vector<double> windowSeconds;
     auto t2 = Clock::now();
-    auto windowStart = t2;
     while (seconds(t2, Clock::now()) < budget / 3 || steps < n ||
            steps % n != 0) {
       session.microStep(steps % n == n - 1 ? lastBatch : data.batch);
       ++steps;
-      if (!gpu && steps % n == 0) {
-        auto now = Clock::now();
-        windowSeconds.push_back(seconds(windowStart, now));
-        windowStart = now;
-      }
     }
     (void)session.lastLoss();
-    const double windowSamples = double((n - 1) * b + last);
     double samplesPerSecond =
-        double(steps / n) * windowSamples / seconds(t2, Clock::now());
+        double(steps / n * ((n - 1) * b + last)) / seconds(t2, Clock::now());
 
     std::printf("{\"micro_batch\": %lld, \"accumulate\": %lld, "
                 "\"ms_per_micro_step\": %.4f, \"ms_per_apply_step\": %.4f, "
                 "\"samples_per_second\": %.1f, \"peak_rss_mib\": %.1f",
                 (long long)b, (long long)n, microMs, applyMs, samplesPerSecond,
                 statusMib("VmHWM"));
-    if (!windowSeconds.empty()) {
-      std::sort(windowSeconds.begin(), windowSeconds.end());
-      const size_t half = windowSeconds.size() / 2;
-      const double median =
-          windowSeconds.size() % 2
-              ? windowSeconds[half]
-              : (windowSeconds[half - 1] + windowSeconds[half]) / 2;
-      std::printf(", \"windows\": %zu, \"window_ms_best\": %.4f, "
-                  "\"window_ms_median\": %.4f, "
-                  "\"samples_per_second_median_window\": %.1f",
-                  windowSeconds.size(), windowSeconds.front() * 1e3,
-                  median * 1e3, windowSamples / median);
-    }
     std::printf(", \"rss_before_session_mib\": %.1f", rssBeforeSession);
     nlohmann::json manifest = nlohmann::json::parse(artifact.manifest());
     if (manifest.contains("memory"))

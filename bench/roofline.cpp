@@ -96,10 +96,7 @@ nlohmann::json paired(const char *path, double budget,
   cleave::bench::RandomBatch data = cleave::bench::randomBatch(artifact, b);
   // A window that ends with a short micro-batch (window_samples), fed as
   // cleave-train and cleave-bench feed it: the first rows.
-  const int64_t last = window - (n - 1) * b;
-  cleave::Batch lastBatch(last);
-  for (const auto &in : data.inputs)
-    lastBatch.add(in.data(), in.size() / size_t(b) * size_t(last));
+  cleave::Batch lastBatch = data.firstRows(window - (n - 1) * b);
   cleave::Session session(artifact, cleave::SessionOptions{});
   session.setAccumulation(n);
   auto trainWindow = [&] {

@@ -19,11 +19,10 @@ import ctypes
 import os
 import sys
 
-# oneDNN reads ONEDNN_VERBOSE once, when it makes its first primitive (no
-# session exists before the tests below). ctest sets it for this suite
-# (test/python/CMakeLists.txt); set here too, for a run of the file alone.
-# PyTorch's own oneDNN prints as well while the models are exported, which
-# is outside what the tests count.
+# oneDNN reads ONEDNN_VERBOSE once, when it makes its first primitive: no
+# session exists before the tests below (conftest.py imports cleave but
+# makes none). PyTorch's own oneDNN prints as well while the models are
+# exported, which is outside what the tests count.
 os.environ["ONEDNN_VERBOSE"] = "1"
 
 import pytest  # noqa: E402
